@@ -1,0 +1,5 @@
+//! `toolsmith`: the command-line interface. Everything happens in [`toolsmith::cli`].
+
+fn main() -> std::process::ExitCode {
+    toolsmith::cli::main()
+}

@@ -1,0 +1,118 @@
+//! `toolsmith doctor`: what the host offers the sandbox, whether the configuration is valid and
+//! whether the daemon answers — each line saying what is missing and how to fix it.
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+
+use super::output::Style;
+use super::{Cli, Failure, config_request, socket_path};
+use crate::control::Client;
+use crate::host::{self, IsolationLevel, Layer};
+
+pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
+    let report = host::probe();
+    let config = config_request(cli).load();
+    let config_check = match &config {
+        Ok(c) => Layer {
+            available: true,
+            detail: match &c.file {
+                Some(f) => format!("{} is valid", f.path.display()),
+                None => "no config file: embedded defaults".into(),
+            },
+        },
+        Err(e) => Layer {
+            available: false,
+            detail: e.to_string(),
+        },
+    };
+    let daemon_check = match socket_path(cli) {
+        Ok(socket) => {
+            match Client::connect(&socket).and_then(|mut c| c.call("status", Value::Null)) {
+                Ok(status) => Layer {
+                    available: true,
+                    detail: format!(
+                        "running, pid {}, socket {}",
+                        status["pid"],
+                        socket.display()
+                    ),
+                },
+                Err(e) => Layer {
+                    available: false,
+                    detail: e.to_string(),
+                },
+            }
+        }
+        Err(e) => Layer {
+            available: false,
+            detail: e.message,
+        },
+    };
+    if cli.json {
+        return super::output::json(
+            out,
+            &json!({
+                "host": report,
+                "isolation": report.isolation_level(),
+                "missing": report.missing(),
+                "verdict": report.verdict(),
+                "config": config_check,
+                "daemon": daemon_check,
+            }),
+        );
+    }
+    let sections: [(&str, Vec<(&str, &Layer)>); 3] = [
+        (
+            "Sandbox layers",
+            vec![
+                ("landlock", &report.landlock),
+                ("user namespace", &report.user_namespace),
+                ("mount namespace", &report.mount_namespace),
+                ("pid namespace", &report.pid_namespace),
+                ("net namespace", &report.net_namespace),
+                ("ipc namespace", &report.ipc_namespace),
+                ("uts namespace", &report.uts_namespace),
+                ("seccomp", &report.seccomp),
+                ("no_new_privs", &report.no_new_privs),
+                ("cgroup v2", &report.cgroup_v2),
+            ],
+        ),
+        (
+            "Programs",
+            vec![("git", &report.git), ("sqlite", &report.sqlite)],
+        ),
+        (
+            "toolsmith",
+            vec![("config", &config_check), ("daemon", &daemon_check)],
+        ),
+    ];
+    writeln!(
+        out,
+        "kernel {}{}",
+        report.kernel,
+        if report.running_as_root {
+            ", running as root"
+        } else {
+            ""
+        }
+    )?;
+    for (title, rows) in sections {
+        writeln!(out, "\n{title}")?;
+        for (name, layer) in rows {
+            let mark = if layer.available {
+                style.good("ok     ")
+            } else {
+                style.bad("missing")
+            };
+            writeln!(out, "  {mark}  {name:<16} {}", layer.detail)?;
+        }
+    }
+    let verdict = report.verdict();
+    let verdict = match report.isolation_level() {
+        IsolationLevel::Full => style.good(&verdict),
+        IsolationLevel::Reduced => style.warn(&verdict),
+        IsolationLevel::Insufficient => style.bad(&verdict),
+    };
+    writeln!(out, "\nverdict: {verdict}")?;
+    Ok(())
+}

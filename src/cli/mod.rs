@@ -1,0 +1,437 @@
+//! `toolsmith`, the command-line interface: clap commands, each either a call to the daemon over
+//! the control socket or a one-shot library call that needs no daemon.
+//!
+//! Every command takes `--json` for machine output; human output is plain text, coloured only
+//! when stdout is a terminal.
+
+mod doctor;
+mod output;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{CommandFactory, Parser, Subcommand};
+use serde_json::{Value, json};
+
+use crate::config::{self, Config, ConfigRequest};
+use crate::control::{Client, ClientError};
+use crate::exit::ExitCode;
+use output::Style;
+
+/// Command line of `toolsmith`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "toolsmith",
+    version,
+    about = "Turn what coding agents keep doing by hand into sandboxed, reviewed tools",
+    after_help = "Exit codes: 0 success, 1 failure, 2 usage, 3 daemon not running, \
+                  4 invalid config, 5 already running, 6 store damaged, 7 permission denied."
+)]
+pub struct Cli {
+    /// Configuration file (default: $TOOLSMITH_CONFIG, $XDG_CONFIG_HOME/toolsmith/config.toml,
+    /// /etc/toolsmith/config.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// State directory to work on; the daemon's socket is then looked for in DIR/run.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+    /// Control socket of the daemon (default: from the configuration; also $TOOLSMITH_SOCKET).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The sub-commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show whether the daemon runs, where its files are, and its counters.
+    Status,
+    /// Check what this host offers the sandbox, and the configuration and daemon.
+    Doctor,
+    /// Show or check the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Ask the daemon to re-read its configuration (same as SIGHUP).
+    Reload,
+    /// Ask the daemon to stop cleanly.
+    Stop,
+    /// Print pipeline events as they happen.
+    Watch {
+        /// Only events whose kind starts with this prefix (repeatable).
+        #[arg(long = "kind", value_name = "PREFIX")]
+        kinds: Vec<String>,
+    },
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page, or write every page to a directory.
+    Man {
+        /// Write toolsmith.1, toolsmith-<command>.1 and toolsmithd.8 into DIR.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+}
+
+/// `toolsmith config …`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the effective configuration and where each value came from.
+    Show,
+    /// Validate a configuration file without using it.
+    Check {
+        /// The file to check.
+        file: PathBuf,
+    },
+}
+
+/// A command's failure: what to print and which exit code to use.
+#[derive(Debug)]
+pub struct Failure {
+    /// Exit code.
+    pub code: ExitCode,
+    /// Message for stderr.
+    pub message: String,
+}
+
+impl Failure {
+    fn new(code: ExitCode, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<ClientError> for Failure {
+    fn from(err: ClientError) -> Self {
+        let code = match &err {
+            ClientError::NotRunning { .. } => ExitCode::DaemonNotRunning,
+            ClientError::PermissionDenied { .. } => ExitCode::PermissionDenied,
+            ClientError::Rpc(_) | ClientError::Protocol { .. } => ExitCode::Failure,
+        };
+        Failure::new(code, err.to_string())
+    }
+}
+
+impl From<config::ConfigError> for Failure {
+    fn from(err: config::ConfigError) -> Self {
+        Failure::new(ExitCode::InvalidConfig, err.to_string())
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(err: std::io::Error) -> Self {
+        Failure::new(ExitCode::Failure, err.to_string())
+    }
+}
+
+/// `toolsmith`'s whole `main`.
+pub fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(()) => ExitCode::Success.into(),
+        Err(failure) => {
+            if cli.json {
+                let body =
+                    json!({"error": {"message": failure.message, "exit_code": failure.code as u8}});
+                let _ = writeln!(std::io::stderr(), "{body}");
+            } else {
+                let _ = writeln!(std::io::stderr(), "toolsmith: {}", failure.message);
+            }
+            failure.code.into()
+        }
+    }
+}
+
+/// Runs one parsed command line.
+pub fn run(cli: &Cli) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    let style = Style::for_stdout();
+    match &cli.command {
+        Command::Status => status(cli, &mut out, style),
+        Command::Doctor => doctor::run(cli, &mut out, style),
+        Command::Config(ConfigCommand::Show) => config_show(cli, &mut out),
+        Command::Config(ConfigCommand::Check { file }) => config_check(cli, file, &mut out),
+        Command::Reload => {
+            let result = connect(cli)?.call("config.reload", Value::Null)?;
+            if cli.json {
+                output::json(&mut out, &result)
+            } else {
+                let restart: Vec<String> = result["restart_required"]
+                    .as_array()
+                    .map(|keys| {
+                        keys.iter()
+                            .filter_map(|k| k.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                writeln!(out, "configuration reloaded")?;
+                if !restart.is_empty() {
+                    writeln!(
+                        out,
+                        "changed, effective after a restart: {}",
+                        restart.join(", ")
+                    )?;
+                }
+                Ok(())
+            }
+        }
+        Command::Stop => {
+            let result = connect(cli)?.call("daemon.shutdown", Value::Null)?;
+            if cli.json {
+                output::json(&mut out, &result)
+            } else {
+                writeln!(out, "toolsmithd is stopping")?;
+                Ok(())
+            }
+        }
+        Command::Watch { kinds } => watch(cli, kinds, &mut out),
+        Command::Completions { shell } => {
+            clap_complete::generate(*shell, &mut Cli::command(), "toolsmith", &mut out);
+            Ok(())
+        }
+        Command::Man { out: dir } => man(dir.as_deref(), &mut out),
+    }
+}
+
+/// The configuration as this command line resolves it.
+fn load_config(cli: &Cli) -> Result<Config, Failure> {
+    Ok(config_request(cli).load()?)
+}
+
+fn config_request(cli: &Cli) -> ConfigRequest {
+    ConfigRequest {
+        config_file: cli.config.clone(),
+        state_dir: cli.state.clone(),
+    }
+}
+
+/// The socket to talk to: `--socket`, `$TOOLSMITH_SOCKET`, or the configured one.
+fn socket_path(cli: &Cli) -> Result<PathBuf, Failure> {
+    if let Some(path) = &cli.socket {
+        return Ok(path.clone());
+    }
+    if let Some(path) = std::env::var_os("TOOLSMITH_SOCKET").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    match load_config(cli) {
+        Ok(config) => Ok(config.socket_path()),
+        // A broken file must not keep `reload` from reaching the daemon, which reports the
+        // error itself; the socket is then where it would be without the file.
+        Err(failure) => ConfigRequest {
+            config_file: None,
+            state_dir: cli.state.clone(),
+        }
+        .load_without_file()
+        .map(|config| config.socket_path())
+        .map_err(|_| failure),
+    }
+}
+
+fn connect(cli: &Cli) -> Result<Client, Failure> {
+    Ok(Client::connect(&socket_path(cli)?)?)
+}
+
+fn status(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
+    let status = connect(cli)?.call("status", Value::Null)?;
+    if cli.json {
+        return output::json(out, &status);
+    }
+    let s = |key: &str| status[key].as_str().unwrap_or("?").to_owned();
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    writeln!(
+        out,
+        "toolsmithd {} {} (pid {}, up {})",
+        s("version"),
+        style.good("running"),
+        n(&status["pid"]),
+        output::duration(n(&status["uptime_s"]))
+    )?;
+    let config = match status["config_file"].as_object() {
+        Some(file) => format!(
+            "{} (found by {})",
+            file.get("path").and_then(Value::as_str).unwrap_or("?"),
+            file.get("found_by").and_then(Value::as_str).unwrap_or("?")
+        ),
+        None => "embedded defaults (no file)".to_owned(),
+    };
+    let socket = if status["socket_activated"].as_bool() == Some(true) {
+        format!("{} (socket-activated)", s("socket"))
+    } else {
+        s("socket")
+    };
+    let mut rows = vec![
+        ("socket", socket),
+        ("config", config),
+        ("state", s("state_dir")),
+        ("registry", s("registry_dir")),
+        ("logs", s("log_target")),
+    ];
+    if let Some(kib) = status["memory_rss_kib"].as_u64() {
+        rows.push(("memory", format!("{:.1} MiB resident", kib as f64 / 1024.0)));
+    }
+    if let Some(prev) = status["previous_run"].as_object() {
+        let clean = prev.get("clean_stop").and_then(Value::as_bool) == Some(true);
+        rows.push((
+            "last run",
+            if clean {
+                "stopped cleanly".to_owned()
+            } else {
+                style.warn(&format!(
+                    "did not stop cleanly (pid {})",
+                    prev.get("pid").and_then(Value::as_u64).unwrap_or(0)
+                ))
+            },
+        ));
+    }
+    let c = &status["counters"];
+    rows.push((
+        "requests",
+        format!(
+            "{} ({} errors), connections: {} open, {} accepted, {} refused (peer), {} refused (busy)",
+            n(&c["requests"]),
+            n(&c["request_errors"]),
+            n(&c["connections_open"]),
+            n(&c["connections_accepted"]),
+            n(&c["connections_refused_peer"]),
+            n(&c["connections_refused_busy"]),
+        ),
+    ));
+    rows.push((
+        "events",
+        format!(
+            "{} published, {} config reloads",
+            n(&c["events_published"]),
+            n(&c["config_reloads"])
+        ),
+    ));
+    output::table(out, &rows)?;
+    Ok(())
+}
+
+fn config_show(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
+    let config = load_config(cli)?;
+    if cli.json {
+        let values: Vec<Value> = config
+            .entries()
+            .into_iter()
+            .map(|(key, value, origin)| {
+                json!({"key": key, "value": toml_to_json(&value), "origin": origin, "from": origin.to_string()})
+            })
+            .collect();
+        return output::json(out, &json!({"file": config.file, "values": values}));
+    }
+    match &config.file {
+        Some(file) => writeln!(
+            out,
+            "# config file: {} (found by {})",
+            file.path.display(),
+            file.found_by
+        )?,
+        None => writeln!(out, "# no config file: embedded defaults")?,
+    }
+    let mut table = "";
+    for (key, value, origin) in config.entries() {
+        let (section, name) = key.split_once('.').unwrap_or(("", key));
+        if section != table {
+            writeln!(out, "\n[{section}]")?;
+            table = section;
+        }
+        let line = format!("{name} = {value}");
+        writeln!(out, "{line:<50} # {origin}")?;
+    }
+    Ok(())
+}
+
+fn toml_to_json(value: &toml::Value) -> Value {
+    match value {
+        toml::Value::String(s) => Value::from(s.as_str()),
+        toml::Value::Integer(i) => Value::from(*i),
+        toml::Value::Float(f) => Value::from(*f),
+        toml::Value::Boolean(b) => Value::from(*b),
+        other => Value::from(other.to_string()),
+    }
+}
+
+fn config_check(cli: &Cli, file: &std::path::Path, out: &mut impl Write) -> Result<(), Failure> {
+    config::check_file(file)?;
+    if cli.json {
+        output::json(out, &json!({"file": file, "valid": true}))
+    } else {
+        writeln!(out, "{}: valid", file.display())?;
+        Ok(())
+    }
+}
+
+fn watch(cli: &Cli, kinds: &[String], out: &mut impl Write) -> Result<(), Failure> {
+    let mut client = connect(cli)?;
+    client.call("events.subscribe", json!({"kinds": kinds}))?;
+    while let Some(note) = client.next_notification()? {
+        let event = note.params;
+        if cli.json {
+            writeln!(out, "{event}")?;
+        } else {
+            writeln!(
+                out,
+                "{}  {:<24} {}",
+                event["ts"].as_str().unwrap_or("-"),
+                event["kind"].as_str().unwrap_or("?"),
+                event["data"]
+            )?;
+        }
+        out.flush()?;
+    }
+    Ok(())
+}
+
+fn man(dir: Option<&std::path::Path>, out: &mut impl Write) -> Result<(), Failure> {
+    let cli = Cli::command();
+    let Some(dir) = dir else {
+        clap_mangen::Man::new(cli).render(out)?;
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir)?;
+    let mut written = Vec::new();
+    let mut write_page = |name: String, man: clap_mangen::Man| -> Result<(), Failure> {
+        let mut page = Vec::new();
+        man.render(&mut page)?;
+        let path = dir.join(name);
+        std::fs::write(&path, page)?;
+        written.push(path);
+        Ok(())
+    };
+    for sub in cli.get_subcommands() {
+        let name = format!("toolsmith-{}", sub.get_name());
+        write_page(
+            format!("{name}.1"),
+            clap_mangen::Man::new(sub.clone().name(name)),
+        )?;
+    }
+    write_page("toolsmith.1".into(), clap_mangen::Man::new(cli))?;
+    write_page(
+        "toolsmithd.8".into(),
+        clap_mangen::Man::new(crate::daemon::Args::command()).section("8"),
+    )?;
+    for path in written {
+        writeln!(out, "{}", path.display())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_line_is_well_formed() {
+        Cli::command().debug_assert();
+        crate::daemon::Args::command().debug_assert();
+    }
+}

@@ -1,0 +1,879 @@
+//! Configuration: where the file is found, what it may say, and the directories the daemon uses.
+//!
+//! The file is TOML. Every key is optional; a machine with no file at all runs on the embedded
+//! defaults. Unknown keys and bad values are errors that name the file, the line and the key,
+//! because a typo that silently falls back to a default is worse than a refusal to start.
+//!
+//! Every effective value remembers its [`Origin`], so `toolsmith config show` can say why a value
+//! is what it is.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The name of the configuration file inside a configuration directory.
+pub const CONFIG_FILE_NAME: &str = "config.toml";
+
+/// The name of the control socket inside the runtime directory.
+pub const SOCKET_FILE_NAME: &str = "control.sock";
+
+/// A configuration that could not be found, read or accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A file named explicitly (flag or `$TOOLSMITH_CONFIG`) does not exist or cannot be read.
+    #[error("cannot read config file {path} (named by {named_by}): {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Which flag or variable named it.
+        named_by: &'static str,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML, has an unknown key, or a value of the wrong type or range.
+    #[error("{path}:{line}:{column}: {message}{}", key_hint(.key))]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the offending key or value.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The dotted key, when it could be determined.
+        key: Option<String>,
+        /// What is wrong and what would be accepted.
+        message: String,
+    },
+    /// No directory could be derived for a path the daemon needs.
+    #[error(
+        "cannot decide where the {what} directory is: none of {tried} is set; \
+         set one of them, pass --state DIR, or set paths.{what} in the config file"
+    )]
+    NoDirectory {
+        /// Which directory (state, runtime, registry).
+        what: &'static str,
+        /// The variables that were tried.
+        tried: &'static str,
+    },
+}
+
+fn key_hint(key: &Option<String>) -> String {
+    match key {
+        Some(key) => format!(" (key `{key}`)"),
+        None => String::new(),
+    }
+}
+
+/// Where an effective value came from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Origin {
+    /// The embedded default.
+    Default,
+    /// A line of the configuration file.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+    },
+    /// An environment variable (systemd or XDG directory variables).
+    Env {
+        /// The variable's name.
+        var: &'static str,
+    },
+    /// A command-line flag.
+    Flag {
+        /// The flag, e.g. `--state`.
+        flag: &'static str,
+    },
+    /// Derived from another setting.
+    Derived {
+        /// What it was derived from, e.g. `paths.state`.
+        from: &'static str,
+    },
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Default => f.write_str("default"),
+            Origin::File { path, line } => write!(f, "{}:{line}", path.display()),
+            Origin::Env { var } => write!(f, "${var}"),
+            Origin::Flag { flag } => f.write_str(flag),
+            Origin::Derived { from } => write!(f, "derived from {from}"),
+        }
+    }
+}
+
+/// An effective value and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Setting<T> {
+    /// The value in force.
+    pub value: T,
+    /// Why it is this value.
+    pub origin: Origin,
+}
+
+impl<T> Setting<T> {
+    fn default(value: T) -> Self {
+        Setting {
+            value,
+            origin: Origin::Default,
+        }
+    }
+}
+
+/// How the configuration file was chosen.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ConfigFile {
+    /// The file that was read.
+    pub path: PathBuf,
+    /// What named it: `--config`, `$TOOLSMITH_CONFIG`, `$CONFIGURATION_DIRECTORY`, …
+    pub found_by: &'static str,
+}
+
+/// The daemon's own settings.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DaemonSettings {
+    /// A `tracing` filter directive such as `info` or `toolsmith=debug`.
+    pub log_level: Setting<String>,
+    /// How many control connections may be open at once; more are refused with an error.
+    pub max_connections: Setting<u32>,
+    /// The largest control request accepted, in KiB.
+    pub max_request_kib: Setting<u32>,
+    /// How long a shutdown waits for in-flight requests before closing them, in seconds.
+    pub shutdown_grace_s: Setting<u32>,
+}
+
+/// The directories the daemon works in.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PathSettings {
+    /// SQLite store, lock file, staging: the daemon's private state.
+    pub state: Setting<PathBuf>,
+    /// Where the control socket lives.
+    pub runtime: Setting<PathBuf>,
+    /// The git registry of approved tools: the user's data, not state.
+    pub registry: Setting<PathBuf>,
+}
+
+/// The effective configuration: every value, and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Config {
+    /// The file that was read, if any.
+    pub file: Option<ConfigFile>,
+    /// Daemon settings.
+    pub daemon: DaemonSettings,
+    /// Directories.
+    pub paths: PathSettings,
+}
+
+impl Config {
+    /// The control socket's path.
+    pub fn socket_path(&self) -> PathBuf {
+        self.paths.runtime.value.join(SOCKET_FILE_NAME)
+    }
+
+    /// The SQLite store's path.
+    pub fn store_path(&self) -> PathBuf {
+        self.paths.state.value.join("state.db")
+    }
+
+    /// The daemon's single-instance lock file.
+    pub fn lock_path(&self) -> PathBuf {
+        self.paths.state.value.join("toolsmithd.lock")
+    }
+
+    /// The largest accepted control request in bytes.
+    pub fn max_request_bytes(&self) -> usize {
+        self.daemon.max_request_kib.value as usize * 1024
+    }
+
+    /// Every effective value as `(dotted key, value as TOML, origin)`, in file order.
+    pub fn entries(&self) -> Vec<(&'static str, toml::Value, &Origin)> {
+        let path = |p: &Path| toml::Value::String(p.display().to_string());
+        let d = &self.daemon;
+        let p = &self.paths;
+        vec![
+            (
+                "daemon.log_level",
+                toml::Value::String(d.log_level.value.clone()),
+                &d.log_level.origin,
+            ),
+            (
+                "daemon.max_connections",
+                toml::Value::Integer(d.max_connections.value.into()),
+                &d.max_connections.origin,
+            ),
+            (
+                "daemon.max_request_kib",
+                toml::Value::Integer(d.max_request_kib.value.into()),
+                &d.max_request_kib.origin,
+            ),
+            (
+                "daemon.shutdown_grace_s",
+                toml::Value::Integer(d.shutdown_grace_s.value.into()),
+                &d.shutdown_grace_s.origin,
+            ),
+            ("paths.state", path(&p.state.value), &p.state.origin),
+            ("paths.runtime", path(&p.runtime.value), &p.runtime.origin),
+            (
+                "paths.registry",
+                path(&p.registry.value),
+                &p.registry.origin,
+            ),
+        ]
+    }
+
+    /// The settings that only take effect on restart and differ between `self` and `new`.
+    pub fn restart_required(&self, new: &Config) -> Vec<&'static str> {
+        let mut keys = Vec::new();
+        if self.paths.state.value != new.paths.state.value {
+            keys.push("paths.state");
+        }
+        if self.paths.runtime.value != new.paths.runtime.value {
+            keys.push("paths.runtime");
+        }
+        if self.paths.registry.value != new.paths.registry.value {
+            keys.push("paths.registry");
+        }
+        keys
+    }
+}
+
+/// What the command line says about configuration, kept so that a reload repeats the same lookup.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigRequest {
+    /// `--config FILE`.
+    pub config_file: Option<PathBuf>,
+    /// `--state DIR`.
+    pub state_dir: Option<PathBuf>,
+}
+
+/// The process environment, read through a function so tests can supply their own.
+pub trait Env {
+    /// The variable's value, if set and not empty.
+    fn var(&self, name: &str) -> Option<String>;
+    /// Whether the process runs as root.
+    fn is_root(&self) -> bool;
+}
+
+/// The real process environment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+
+    fn is_root(&self) -> bool {
+        nix::unistd::geteuid().is_root()
+    }
+}
+
+impl ConfigRequest {
+    /// Finds, reads and validates the configuration from the real environment.
+    pub fn load(&self) -> Result<Config, ConfigError> {
+        self.load_with(&ProcessEnv)
+    }
+
+    /// Finds, reads and validates the configuration, reading variables from `env`.
+    pub fn load_with(&self, env: &dyn Env) -> Result<Config, ConfigError> {
+        let file = self.find_file(env)?;
+        let raw = match &file {
+            Some(found) => {
+                let text =
+                    std::fs::read_to_string(&found.path).map_err(|source| ConfigError::Read {
+                        path: found.path.clone(),
+                        named_by: found.found_by,
+                        source,
+                    })?;
+                Some((parse(&found.path, &text)?, found.path.clone(), text))
+            }
+            None => None,
+        };
+        resolve(self, env, file, raw)
+    }
+
+    /// The configuration as it would be with no file at all (defaults and the environment).
+    pub fn load_without_file(&self) -> Result<Config, ConfigError> {
+        resolve(self, &ProcessEnv, None, None)
+    }
+
+    /// The first configuration file found, in the documented order.
+    fn find_file(&self, env: &dyn Env) -> Result<Option<ConfigFile>, ConfigError> {
+        // Files named explicitly must exist: a typo there must not silently mean "defaults".
+        let explicit = [
+            (self.config_file.clone(), "--config"),
+            (
+                env.var("TOOLSMITH_CONFIG").map(PathBuf::from),
+                "$TOOLSMITH_CONFIG",
+            ),
+        ];
+        for (path, found_by) in explicit {
+            if let Some(path) = path {
+                if let Err(source) = std::fs::metadata(&path) {
+                    return Err(ConfigError::Read {
+                        path,
+                        named_by: found_by,
+                        source,
+                    });
+                }
+                return Ok(Some(ConfigFile { path, found_by }));
+            }
+        }
+        let mut candidates = Vec::new();
+        if let Some(dir) = env.var("CONFIGURATION_DIRECTORY") {
+            // systemd may pass several directories separated by ':'; ours is the first.
+            let first = dir.split(':').next().unwrap_or_default().to_owned();
+            candidates.push((
+                PathBuf::from(first).join(CONFIG_FILE_NAME),
+                "$CONFIGURATION_DIRECTORY",
+            ));
+        }
+        if let Some(dir) = env.var("XDG_CONFIG_HOME") {
+            candidates.push((
+                PathBuf::from(dir).join("toolsmith").join(CONFIG_FILE_NAME),
+                "$XDG_CONFIG_HOME",
+            ));
+        } else if let Some(home) = env.var("HOME") {
+            candidates.push((
+                PathBuf::from(home)
+                    .join(".config/toolsmith")
+                    .join(CONFIG_FILE_NAME),
+                "$HOME/.config",
+            ));
+        }
+        candidates.push((
+            PathBuf::from("/etc/toolsmith/config.toml"),
+            "/etc/toolsmith",
+        ));
+        Ok(candidates
+            .into_iter()
+            .find(|(path, _)| path.is_file())
+            .map(|(path, found_by)| ConfigFile { path, found_by }))
+    }
+}
+
+/// Validates one file on its own, as `toolsmith config check FILE` does.
+pub fn check_file(path: &Path) -> Result<(), ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        named_by: "the command line",
+        source,
+    })?;
+    let raw = parse(path, &text)?;
+    validate(&raw, path, &text)?;
+    Ok(())
+}
+
+/// The file as written: every key optional, unknown keys refused.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    daemon: RawDaemon,
+    #[serde(default)]
+    paths: RawPaths,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDaemon {
+    log_level: Option<Spanned<String>>,
+    max_connections: Option<Spanned<u32>>,
+    max_request_kib: Option<Spanned<u32>>,
+    shutdown_grace_s: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPaths {
+    state: Option<Spanned<PathBuf>>,
+    runtime: Option<Spanned<PathBuf>>,
+    registry: Option<Spanned<PathBuf>>,
+}
+
+fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
+    toml::from_str::<RawConfig>(text).map_err(|err| {
+        let span = err.span().unwrap_or(0..0);
+        let (line, column) = line_column(text, span.start);
+        ConfigError::Invalid {
+            path: path.to_owned(),
+            line,
+            column,
+            key: key_at(text, span.start),
+            message: err.message().trim().to_owned(),
+        }
+    })
+}
+
+/// 1-based line and column of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
+/// The dotted key written on the line holding `offset`, qualified by the nearest table header.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let line_start = text.get(..offset)?.rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[line_start..]
+        .find('\n')
+        .map_or(text.len(), |i| line_start + i);
+    let line = text[line_start..line_end].trim();
+    let header = |l: &str| {
+        let l = l.trim();
+        (l.starts_with('[') && l.ends_with(']'))
+            .then(|| l.trim_matches(|c| c == '[' || c == ']').trim().to_owned())
+    };
+    if let Some(table) = header(line) {
+        return Some(table);
+    }
+    let key = line.split('=').next()?.trim().trim_matches('"');
+    if key.is_empty() {
+        return None;
+    }
+    let table = text[..line_start].lines().rev().find_map(header);
+    Some(match table {
+        Some(table) => format!("{table}.{key}"),
+        None => key.to_owned(),
+    })
+}
+
+fn invalid<T>(
+    path: &Path,
+    text: &str,
+    value: &Spanned<T>,
+    key: &str,
+    message: String,
+) -> ConfigError {
+    let (line, column) = line_column(text, value.span().start);
+    ConfigError::Invalid {
+        path: path.to_owned(),
+        line,
+        column,
+        key: Some(key.to_owned()),
+        message,
+    }
+}
+
+/// Range checks that the types alone do not express.
+fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError> {
+    let d = &raw.daemon;
+    if let Some(level) = &d.log_level
+        && let Err(err) = tracing_subscriber::EnvFilter::builder().parse(level.get_ref())
+    {
+        return Err(invalid(
+            path,
+            text,
+            level,
+            "daemon.log_level",
+            format!(
+                "`{}` is not a log filter ({err}); use error, warn, info, debug, trace \
+                     or a directive such as `toolsmith=debug`",
+                level.get_ref()
+            ),
+        ));
+    }
+    let ranges = [
+        (&d.max_connections, "daemon.max_connections", 1, 4096),
+        (&d.max_request_kib, "daemon.max_request_kib", 1, 65536),
+        (&d.shutdown_grace_s, "daemon.shutdown_grace_s", 0, 3600),
+    ];
+    for (value, key, min, max) in ranges {
+        if let Some(value) = value {
+            let v = *value.get_ref();
+            if !(min..=max).contains(&v) {
+                return Err(invalid(
+                    path,
+                    text,
+                    value,
+                    key,
+                    format!("{v} is out of range: use a value from {min} to {max}"),
+                ));
+            }
+        }
+    }
+    let p = &raw.paths;
+    for (value, key) in [
+        (&p.state, "paths.state"),
+        (&p.runtime, "paths.runtime"),
+        (&p.registry, "paths.registry"),
+    ] {
+        if let Some(value) = value
+            && !value.get_ref().is_absolute()
+        {
+            return Err(invalid(
+                path,
+                text,
+                value,
+                key,
+                format!(
+                    "`{}` is a relative path: write an absolute path",
+                    value.get_ref().display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn resolve(
+    request: &ConfigRequest,
+    env: &dyn Env,
+    file: Option<ConfigFile>,
+    raw: Option<(RawConfig, PathBuf, String)>,
+) -> Result<Config, ConfigError> {
+    let (raw, path, text) = raw.unwrap_or_default();
+    if file.is_some() {
+        validate(&raw, &path, &text)?;
+    }
+    let from_file = |span: std::ops::Range<usize>| Origin::File {
+        path: path.clone(),
+        line: line_column(&text, span.start).0,
+    };
+    fn pick<T: Clone>(
+        value: &Option<Spanned<T>>,
+        default: T,
+        from_file: &dyn Fn(std::ops::Range<usize>) -> Origin,
+    ) -> Setting<T> {
+        match value {
+            Some(v) => Setting {
+                value: v.get_ref().clone(),
+                origin: from_file(v.span()),
+            },
+            None => Setting::default(default),
+        }
+    }
+    let d = &raw.daemon;
+    let daemon = DaemonSettings {
+        log_level: pick(&d.log_level, "info".to_owned(), &from_file),
+        max_connections: pick(&d.max_connections, 64, &from_file),
+        max_request_kib: pick(&d.max_request_kib, 1024, &from_file),
+        shutdown_grace_s: pick(&d.shutdown_grace_s, 10, &from_file),
+    };
+    let paths = resolve_paths(request, env, &raw.paths, &from_file)?;
+    Ok(Config {
+        file,
+        daemon,
+        paths,
+    })
+}
+
+fn env_dir(env: &dyn Env, var: &'static str, suffix: &str) -> Option<Setting<PathBuf>> {
+    // systemd's *_DIRECTORY variables may list several directories; ours is the first.
+    let value = env.var(var)?;
+    let first = value.split(':').next().filter(|s| !s.is_empty())?;
+    Some(Setting {
+        value: PathBuf::from(first).join(suffix),
+        origin: Origin::Env { var },
+    })
+}
+
+fn resolve_paths(
+    request: &ConfigRequest,
+    env: &dyn Env,
+    raw: &RawPaths,
+    from_file: &dyn Fn(std::ops::Range<usize>) -> Origin,
+) -> Result<PathSettings, ConfigError> {
+    let configured = |value: &Option<Spanned<PathBuf>>| {
+        value.as_ref().map(|v| Setting {
+            value: v.get_ref().clone(),
+            origin: from_file(v.span()),
+        })
+    };
+    let home = |suffix: &str| {
+        env.var("HOME").map(|h| Setting {
+            value: PathBuf::from(h).join(suffix),
+            origin: Origin::Env { var: "HOME" },
+        })
+    };
+
+    let state_flag = request.state_dir.as_ref().map(|dir| Setting {
+        value: dir.clone(),
+        origin: Origin::Flag { flag: "--state" },
+    });
+    let state = state_flag
+        .clone()
+        .or_else(|| configured(&raw.state))
+        .or_else(|| env_dir(env, "STATE_DIRECTORY", ""))
+        .or_else(|| env_dir(env, "XDG_STATE_HOME", "toolsmith"))
+        .or_else(|| home(".local/state/toolsmith"))
+        .ok_or(ConfigError::NoDirectory {
+            what: "state",
+            tried: "$STATE_DIRECTORY, $XDG_STATE_HOME, $HOME",
+        })?;
+    let under_state = |suffix: &str, from: &'static str| Setting {
+        value: state.value.join(suffix),
+        origin: Origin::Derived { from },
+    };
+
+    // With an explicit --state, the socket goes beside the state so that several daemons (tests,
+    // experiments) on different state directories never meet on one socket.
+    let runtime = configured(&raw.runtime)
+        .or_else(|| env_dir(env, "RUNTIME_DIRECTORY", ""))
+        .or_else(|| state_flag.as_ref().map(|_| under_state("run", "--state")))
+        .or_else(|| env_dir(env, "XDG_RUNTIME_DIR", "toolsmith"))
+        .or_else(|| {
+            env.is_root().then(|| Setting {
+                value: PathBuf::from("/run/toolsmith"),
+                origin: Origin::Default,
+            })
+        })
+        .unwrap_or_else(|| under_state("run", "paths.state"));
+
+    let registry = configured(&raw.registry)
+        .or_else(|| env_dir(env, "XDG_DATA_HOME", "toolsmith/registry"))
+        .or_else(|| env_dir(env, "STATE_DIRECTORY", "registry"))
+        .or_else(|| home(".local/share/toolsmith/registry"))
+        .unwrap_or_else(|| under_state("registry", "paths.state"));
+
+    Ok(PathSettings {
+        state,
+        runtime,
+        registry,
+    })
+}
+
+/// The commented default configuration, written by `toolsmith install` and shown in the README.
+pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is optional; the values shown are the defaults.
+# Check a file with `toolsmith config check FILE`; see the effective values with `toolsmith config show`.
+
+[daemon]
+# Log filter: error, warn, info, debug, trace, or directives such as "toolsmith=debug".
+# --log-level and RUST_LOG take precedence. Reloaded on SIGHUP.
+# log_level = "info"
+
+# Control connections open at once; further clients get a "busy" error. Reloaded on SIGHUP.
+# max_connections = 64
+
+# Largest control request accepted, in KiB. Reloaded on SIGHUP.
+# max_request_kib = 1024
+
+# Seconds a shutdown waits for in-flight requests.
+# shutdown_grace_s = 10
+
+[paths]
+# Private state (SQLite store, lock, staging). Default: $STATE_DIRECTORY, else
+# $XDG_STATE_HOME/toolsmith, else ~/.local/state/toolsmith.
+# state = "/var/lib/toolsmith"
+
+# Control socket directory. Default: $RUNTIME_DIRECTORY, else $XDG_RUNTIME_DIR/toolsmith,
+# else /run/toolsmith for root.
+# runtime = "/run/toolsmith"
+
+# The git registry of approved tools. Default: $XDG_DATA_HOME/toolsmith/registry, else
+# ~/.local/share/toolsmith/registry.
+# registry = "/home/me/.local/share/toolsmith/registry"
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    struct FakeEnv {
+        vars: HashMap<&'static str, String>,
+        root: bool,
+    }
+
+    impl Env for FakeEnv {
+        fn var(&self, name: &str) -> Option<String> {
+            self.vars.get(name).cloned()
+        }
+        fn is_root(&self) -> bool {
+            self.root
+        }
+    }
+
+    fn env(vars: &[(&'static str, &str)]) -> FakeEnv {
+        FakeEnv {
+            vars: vars.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
+            root: false,
+        }
+    }
+
+    fn load_text(text: &str) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().map_err(|e| ConfigError::Read {
+            path: PathBuf::new(),
+            named_by: "test",
+            source: e,
+        })?;
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, text).map_err(|e| ConfigError::Read {
+            path: path.clone(),
+            named_by: "test",
+            source: e,
+        })?;
+        ConfigRequest {
+            config_file: Some(path),
+            state_dir: None,
+        }
+        .load_with(&env(&[("HOME", "/home/u")]))
+    }
+
+    #[test]
+    fn no_file_means_defaults_under_xdg() {
+        let config = ConfigRequest::default()
+            .load_with(&env(&[
+                ("HOME", "/home/u"),
+                ("XDG_CONFIG_HOME", "/nonexistent/config"),
+                ("XDG_RUNTIME_DIR", "/run/user/1000"),
+            ]))
+            .expect("defaults load");
+        assert_eq!(config.file, None);
+        assert_eq!(config.daemon.max_connections.value, 64);
+        assert_eq!(config.daemon.max_connections.origin, Origin::Default);
+        assert_eq!(
+            config.paths.state.value,
+            PathBuf::from("/home/u/.local/state/toolsmith")
+        );
+        assert_eq!(
+            config.socket_path(),
+            PathBuf::from("/run/user/1000/toolsmith/control.sock")
+        );
+        assert_eq!(
+            config.paths.registry.value,
+            PathBuf::from("/home/u/.local/share/toolsmith/registry")
+        );
+    }
+
+    #[test]
+    fn systemd_directories_win_over_xdg() {
+        let config = ConfigRequest::default()
+            .load_with(&env(&[
+                ("HOME", "/root"),
+                ("XDG_CONFIG_HOME", "/nonexistent"),
+                ("STATE_DIRECTORY", "/var/lib/toolsmith:/var/lib/other"),
+                ("RUNTIME_DIRECTORY", "/run/toolsmith"),
+                ("XDG_STATE_HOME", "/xdg/state"),
+                ("XDG_RUNTIME_DIR", "/run/user/0"),
+            ]))
+            .expect("load");
+        assert_eq!(
+            config.paths.state.value,
+            PathBuf::from("/var/lib/toolsmith")
+        );
+        assert_eq!(
+            config.paths.state.origin,
+            Origin::Env {
+                var: "STATE_DIRECTORY"
+            }
+        );
+        assert_eq!(config.paths.runtime.value, PathBuf::from("/run/toolsmith"));
+        // A system service has no XDG data directory: the registry goes beside the state.
+        assert_eq!(
+            config.paths.registry.value,
+            PathBuf::from("/var/lib/toolsmith/registry")
+        );
+    }
+
+    #[test]
+    fn state_flag_puts_the_socket_beside_the_state() {
+        let config = ConfigRequest {
+            config_file: None,
+            state_dir: Some(PathBuf::from("/tmp/s")),
+        }
+        .load_with(&env(&[
+            ("HOME", "/home/u"),
+            ("XDG_CONFIG_HOME", "/nonexistent"),
+            ("XDG_RUNTIME_DIR", "/run/user/1000"),
+        ]))
+        .expect("load");
+        assert_eq!(
+            config.socket_path(),
+            PathBuf::from("/tmp/s/run/control.sock")
+        );
+        assert_eq!(config.store_path(), PathBuf::from("/tmp/s/state.db"));
+    }
+
+    #[test]
+    fn values_from_the_file_carry_their_line() {
+        let config = load_text("# comment\n[daemon]\nmax_connections = 8\nlog_level = \"debug\"\n")
+            .expect("valid file");
+        assert_eq!(config.daemon.max_connections.value, 8);
+        match &config.daemon.max_connections.origin {
+            Origin::File { line, .. } => assert_eq!(*line, 3),
+            other => panic!("unexpected origin {other:?}"),
+        }
+        assert_eq!(config.daemon.log_level.value, "debug");
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_key() {
+        let err = load_text("[daemon]\nmax_connections = 8\nmax_conections = 9\n")
+            .expect_err("unknown key refused");
+        let text = err.to_string();
+        assert!(text.contains("config.toml:3:1"), "{text}");
+        assert!(text.contains("unknown field `max_conections`"), "{text}");
+        assert!(text.contains("key `daemon.max_conections`"), "{text}");
+    }
+
+    #[test]
+    fn unknown_table_is_refused() {
+        let err = load_text("[deamon]\n").expect_err("unknown table refused");
+        assert!(err.to_string().contains(":1:"), "{err}");
+        assert!(err.to_string().contains("deamon"), "{err}");
+    }
+
+    #[test]
+    fn wrong_type_names_the_key() {
+        let err = load_text("[daemon]\n\nmax_connections = \"lots\"\n").expect_err("refused");
+        let text = err.to_string();
+        assert!(text.contains(":3:"), "{text}");
+        assert!(text.contains("daemon.max_connections"), "{text}");
+    }
+
+    #[test]
+    fn out_of_range_and_bad_filter_and_relative_path() {
+        let err = load_text("[daemon]\nmax_connections = 0\n").expect_err("refused");
+        assert!(err.to_string().contains("from 1 to 4096"), "{err}");
+        let err = load_text("[daemon]\nlog_level = \"info,,=[\"\n").expect_err("refused");
+        assert!(err.to_string().contains("daemon.log_level"), "{err}");
+        let err = load_text("[paths]\nstate = \"relative/dir\"\n").expect_err("refused");
+        assert!(err.to_string().contains("absolute path"), "{err}");
+        assert!(err.to_string().contains(":2:"), "{err}");
+    }
+
+    #[test]
+    fn explicit_missing_file_is_an_error() {
+        let err = ConfigRequest {
+            config_file: Some(PathBuf::from("/nonexistent/toolsmith.toml")),
+            state_dir: None,
+        }
+        .load_with(&env(&[("HOME", "/h")]))
+        .expect_err("missing explicit file refused");
+        assert!(err.to_string().contains("--config"), "{err}");
+    }
+
+    #[test]
+    fn default_config_text_is_valid_and_means_defaults() {
+        let config = load_text(DEFAULT_CONFIG_TOML).expect("shipped default config is valid");
+        assert!(
+            config
+                .entries()
+                .iter()
+                .all(|(_, _, origin)| !matches!(origin, Origin::File { .. }))
+        );
+    }
+
+    #[test]
+    fn key_and_position_helpers() {
+        let text = "a = 1\n[t]\nk = 2\n";
+        assert_eq!(line_column(text, 0), (1, 1));
+        assert_eq!(line_column(text, text.find("k =").unwrap_or(0)), (3, 1));
+        assert_eq!(
+            key_at(text, text.find('2').unwrap_or(0)),
+            Some("t.k".into())
+        );
+        assert_eq!(key_at(text, 2), Some("a".into()));
+        assert_eq!(key_at(text, 999), None);
+    }
+}

@@ -1,0 +1,530 @@
+//! The control socket's server side: framing, peer checks, limits, dispatch and event streams.
+//!
+//! Shaped like mini-redis: an accept loop hands each connection to its own task; a watch channel
+//! announces shutdown; every connection task holds a clone of a completion sender, so shutdown
+//! knows when the last one has finished. Methods themselves live behind the [`Methods`] trait, so
+//! this module knows the protocol and nothing of the pipeline.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{broadcast, mpsc, watch};
+
+use super::protocol::{self, Notification, Response, RpcError};
+use crate::events::EventBus;
+
+/// The methods a server offers. The daemon implements it; tests may implement small ones.
+pub trait Methods: Send + Sync + 'static {
+    /// Runs `method` with `params`. Unknown methods return [`protocol::METHOD_NOT_FOUND`].
+    fn call(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> impl Future<Output = Result<Value, RpcError>> + Send;
+}
+
+/// Limits that may change while the server runs (a config reload updates them).
+#[derive(Debug)]
+pub struct Limits {
+    /// Connections open at once.
+    pub max_connections: AtomicU32,
+    /// Largest request line in bytes.
+    pub max_request_bytes: AtomicUsize,
+}
+
+impl Limits {
+    /// Limits with the given values.
+    pub fn new(max_connections: u32, max_request_bytes: usize) -> Self {
+        Limits {
+            max_connections: AtomicU32::new(max_connections),
+            max_request_bytes: AtomicUsize::new(max_request_bytes),
+        }
+    }
+}
+
+/// Counters of what the server has seen, reported by `status`.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Connections currently open.
+    pub open: AtomicU32,
+    /// Connections accepted and served.
+    pub accepted: AtomicU64,
+    /// Connections refused because the peer's uid was not allowed.
+    pub refused_peer: AtomicU64,
+    /// Connections refused because too many were open.
+    pub refused_busy: AtomicU64,
+    /// Requests handled (including failed ones).
+    pub requests: AtomicU64,
+    /// Requests answered with an error.
+    pub errors: AtomicU64,
+}
+
+impl Stats {
+    /// The counters as a JSON object.
+    pub fn to_json(&self) -> Value {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        json!({
+            "connections_open": self.open.load(Ordering::Relaxed),
+            "connections_accepted": get(&self.accepted),
+            "connections_refused_peer": get(&self.refused_peer),
+            "connections_refused_busy": get(&self.refused_busy),
+            "requests": get(&self.requests),
+            "request_errors": get(&self.errors),
+        })
+    }
+}
+
+/// Everything a connection task needs, shared by all of them.
+struct Shared<M> {
+    methods: Arc<M>,
+    events: EventBus,
+    limits: Arc<Limits>,
+    stats: Arc<Stats>,
+    shutdown: watch::Receiver<bool>,
+    allowed_uid: u32,
+}
+
+/// A control server bound to a listening socket.
+pub struct Server<M> {
+    listener: UnixListener,
+    shared: Arc<Shared<M>>,
+    grace: Duration,
+}
+
+impl<M: Methods> Server<M> {
+    /// A server that answers on `listener` until `shutdown` becomes true.
+    pub fn new(
+        listener: UnixListener,
+        methods: Arc<M>,
+        events: EventBus,
+        limits: Arc<Limits>,
+        stats: Arc<Stats>,
+        shutdown: watch::Receiver<bool>,
+        grace: Duration,
+    ) -> Self {
+        Server {
+            listener,
+            shared: Arc::new(Shared {
+                methods,
+                events,
+                limits,
+                stats,
+                shutdown,
+                allowed_uid: nix::unistd::geteuid().as_raw(),
+            }),
+            grace,
+        }
+    }
+
+    /// Accepts connections until shutdown, then waits up to the grace period for open
+    /// connections to finish their in-flight requests.
+    pub async fn run(self) {
+        let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
+        let mut shutdown = self.shared.shutdown.clone();
+        let mut backoff = Duration::from_millis(10);
+        loop {
+            let accepted = tokio::select! {
+                accepted = self.listener.accept() => accepted,
+                _ = stopped(&mut shutdown) => break,
+            };
+            let stream = match accepted {
+                Ok((stream, _)) => {
+                    backoff = Duration::from_millis(10);
+                    stream
+                }
+                Err(err) => {
+                    // EMFILE and friends: wait instead of spinning; the listener stays usable.
+                    tracing::warn!(error = %err, "control socket accept failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    continue;
+                }
+            };
+            // Counted here, in accept order, so that the connection refused as busy is always
+            // the newest one.
+            let open = self.shared.stats.open.fetch_add(1, Ordering::AcqRel) + 1;
+            let guard = OpenGuard(Arc::clone(&self.shared.stats));
+            let shared = Arc::clone(&self.shared);
+            let done = done_tx.clone();
+            tokio::spawn(async move {
+                admit_and_serve(stream, open, shared).await;
+                drop(guard);
+                drop(done);
+            });
+        }
+        drop(done_tx);
+        if tokio::time::timeout(self.grace, done_rx.recv())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                open = self.shared.stats.open.load(Ordering::Relaxed),
+                "control connections still open after the shutdown grace period; closing them"
+            );
+        }
+    }
+}
+
+/// Checks the peer and the connection limit, then serves the connection.
+async fn admit_and_serve<M: Methods>(mut stream: UnixStream, open: u32, shared: Arc<Shared<M>>) {
+    let stats = &shared.stats;
+    let cred = match stream.peer_cred() {
+        Ok(cred) => cred,
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot read the control peer's credentials; closing");
+            return;
+        }
+    };
+    if cred.uid() != shared.allowed_uid && cred.uid() != 0 {
+        stats.refused_peer.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            peer_uid = cred.uid(),
+            peer_pid = cred.pid(),
+            daemon_uid = shared.allowed_uid,
+            "refused a control connection from another user"
+        );
+        let error = RpcError::new(
+            protocol::UNAUTHORIZED,
+            format!(
+                "permission denied: this toolsmithd serves uid {} and root only, not uid {}",
+                shared.allowed_uid,
+                cred.uid()
+            ),
+        );
+        let _ = write_line(&mut stream, &Response::err(Value::Null, error)).await;
+        return;
+    }
+    let max = shared.limits.max_connections.load(Ordering::Relaxed);
+    if open > max {
+        stats.refused_busy.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(open, max, "refused a control connection: too many open");
+        let error = RpcError::new(
+            protocol::BUSY,
+            format!(
+                "busy: {max} control connections are open (daemon.max_connections); retry later"
+            ),
+        );
+        let _ = write_line(&mut stream, &Response::err(Value::Null, error)).await;
+        return;
+    }
+    stats.accepted.fetch_add(1, Ordering::Relaxed);
+    serve(stream, &shared).await;
+}
+
+/// Decrements the open-connection count when the connection's task ends, however it ends.
+struct OpenGuard(Arc<Stats>);
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+async fn write_line<T: serde::Serialize>(stream: &mut UnixStream, msg: &T) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    stream.write_all(&line).await
+}
+
+/// Serves requests on one connection until the peer closes it or the daemon shuts down.
+async fn serve<M: Methods>(stream: UnixStream, shared: &Shared<M>) {
+    let (read, mut write) = stream.into_split();
+    // Responses and events share one ordered, bounded queue to the socket.
+    let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(256);
+    let writer = tokio::spawn(async move {
+        while let Some(line) = out_rx.recv().await {
+            if write.write_all(&line).await.is_err() {
+                break;
+            }
+        }
+        let _ = write.shutdown().await;
+    });
+    let mut reader = FrameReader::new(read);
+    let mut shutdown = shared.shutdown.clone();
+    let mut forwarder: Option<tokio::task::JoinHandle<()>> = None;
+    loop {
+        let max = shared.limits.max_request_bytes.load(Ordering::Relaxed);
+        let frame = tokio::select! {
+            frame = reader.next_frame(max) => frame,
+            _ = stopped(&mut shutdown) => break,
+        };
+        let reply = match frame {
+            Ok(Frame::Eof) | Err(_) => break,
+            Ok(Frame::TooLarge { bytes }) => Some(Response::err(
+                Value::Null,
+                RpcError::new(
+                    protocol::REQUEST_TOO_LARGE,
+                    format!(
+                        "request too large: {bytes} bytes, the limit is {max} \
+                         (daemon.max_request_kib); the connection stays open"
+                    ),
+                ),
+            )),
+            Ok(Frame::Line(line)) => match protocol::parse_request(&line) {
+                Err(response) => Some(*response),
+                Ok(request) if request.method == "events.subscribe" => {
+                    let result = subscribe(&request.params, shared, &out_tx, &mut forwarder);
+                    request.id.map(|id| match result {
+                        Ok(value) => Response::ok(id, value),
+                        Err(error) => Response::err(id, error),
+                    })
+                }
+                Ok(request) => {
+                    let result = shared.methods.call(&request.method, request.params).await;
+                    request.id.map(|id| match result {
+                        Ok(value) => Response::ok(id, value),
+                        Err(error) => Response::err(id, error),
+                    })
+                }
+            },
+        };
+        shared.stats.requests.fetch_add(1, Ordering::Relaxed);
+        if let Some(reply) = reply {
+            if reply.error.is_some() {
+                shared.stats.errors.fetch_add(1, Ordering::Relaxed);
+            }
+            if out_tx.send(encode(&reply)).await.is_err() {
+                break;
+            }
+        }
+    }
+    if let Some(forwarder) = forwarder {
+        // It drains what was already published (such as daemon.stopping) and ends on shutdown;
+        // on a plain disconnect there is nothing left worth sending.
+        if *shared.shutdown.borrow() {
+            let _ = tokio::time::timeout(Duration::from_secs(1), forwarder).await;
+        } else {
+            forwarder.abort();
+        }
+    }
+    drop(out_tx);
+    let _ = writer.await;
+}
+
+/// Resolves once shutdown has been announced. (Holding `wait_for`'s guard across an await would
+/// make the task `!Send`.)
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+fn encode<T: serde::Serialize>(msg: &T) -> Vec<u8> {
+    // Our own types always serialize; the fallback keeps the stream line-framed regardless.
+    let mut line = serde_json::to_vec(msg).unwrap_or_else(|_| b"{}".to_vec());
+    line.push(b'\n');
+    line
+}
+
+/// Starts forwarding events to this connection. Params: `{"kinds": ["prefix", …]}` (optional):
+/// only events whose kind starts with one of the prefixes are sent.
+fn subscribe<M>(
+    params: &Value,
+    shared: &Shared<M>,
+    out: &mpsc::Sender<Vec<u8>>,
+    forwarder: &mut Option<tokio::task::JoinHandle<()>>,
+) -> Result<Value, RpcError> {
+    let kinds: Vec<String> = match params.get("kinds") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|k| k.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .ok_or_else(|| RpcError::invalid_params("events.subscribe", "kinds must be strings"))?,
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "events.subscribe",
+                "kinds must be an array of kind prefixes",
+            ));
+        }
+    };
+    if !matches!(params, Value::Null | Value::Object(_)) {
+        return Err(RpcError::invalid_params(
+            "events.subscribe",
+            "params must be an object",
+        ));
+    }
+    if forwarder.is_some() {
+        return Err(RpcError::new(
+            protocol::INVALID_REQUEST,
+            "this connection is already subscribed",
+        ));
+    }
+    let mut rx = shared.events.subscribe();
+    let out = out.clone();
+    let mut shutdown = shared.shutdown.clone();
+    *forwarder = Some(tokio::spawn(async move {
+        loop {
+            let received = tokio::select! {
+                biased;
+                received = rx.recv() => received,
+                _ = stopped(&mut shutdown) => {
+                    // Flush what is already queued, then stop.
+                    while let Ok(event) = rx.try_recv() {
+                        if !forward(&out, &kinds, &event).await { break; }
+                    }
+                    break;
+                }
+            };
+            let keep_going = match received {
+                Ok(event) => forward(&out, &kinds, &event).await,
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    let note = Notification {
+                        jsonrpc: "2.0".into(),
+                        method: protocol::EVENT_NOTIFICATION.into(),
+                        params: json!({"kind": "events.lagged", "data": {"missed": missed}}),
+                    };
+                    out.send(encode(&note)).await.is_ok()
+                }
+                Err(broadcast::error::RecvError::Closed) => false,
+            };
+            if !keep_going {
+                break;
+            }
+        }
+    }));
+    Ok(json!({"subscribed": true}))
+}
+
+async fn forward(
+    out: &mpsc::Sender<Vec<u8>>,
+    kinds: &[String],
+    event: &crate::events::Event,
+) -> bool {
+    if !kinds.is_empty() && !kinds.iter().any(|k| event.kind.starts_with(k.as_str())) {
+        return true;
+    }
+    let note = Notification {
+        jsonrpc: "2.0".into(),
+        method: protocol::EVENT_NOTIFICATION.into(),
+        params: serde_json::to_value(event).unwrap_or(Value::Null),
+    };
+    out.send(encode(&note)).await.is_ok()
+}
+
+/// One unit read from a connection.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A complete line, without its newline.
+    Line(Vec<u8>),
+    /// A line longer than the limit; it was skipped without being buffered whole.
+    TooLarge {
+        /// Its length in bytes.
+        bytes: usize,
+    },
+    /// The peer closed the connection.
+    Eof,
+}
+
+/// Reads newline-framed requests with a length limit, never holding more than the limit in
+/// memory. Cancel-safe: all progress lives in the struct, and the only await is `fill_buf`.
+pub struct FrameReader<R> {
+    inner: BufReader<R>,
+    line: Vec<u8>,
+    /// Bytes skipped of an over-long line, while skipping it.
+    skipped: Option<usize>,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    /// Wraps a reader.
+    pub fn new(inner: R) -> Self {
+        FrameReader {
+            inner: BufReader::with_capacity(16 * 1024, inner),
+            line: Vec::new(),
+            skipped: None,
+        }
+    }
+
+    /// The next non-empty line, or an over-long line's length, or end of stream.
+    pub async fn next_frame(&mut self, max: usize) -> std::io::Result<Frame> {
+        loop {
+            let buf = self.inner.fill_buf().await?;
+            if buf.is_empty() {
+                if let Some(bytes) = self.skipped.take() {
+                    return Ok(Frame::TooLarge { bytes });
+                }
+                if self.line.iter().any(|b| !b.is_ascii_whitespace()) {
+                    return Ok(Frame::Line(std::mem::take(&mut self.line)));
+                }
+                return Ok(Frame::Eof);
+            }
+            let (chunk, complete) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (&buf[..i], true),
+                None => (buf, false),
+            };
+            let used = chunk.len() + usize::from(complete);
+            if let Some(skipped) = self.skipped.as_mut() {
+                *skipped += chunk.len();
+            } else if self.line.len() + chunk.len() > max {
+                self.skipped = Some(self.line.len() + chunk.len());
+                self.line = Vec::new();
+            } else {
+                self.line.extend_from_slice(chunk);
+            }
+            self.inner.consume(used);
+            if complete {
+                if let Some(bytes) = self.skipped.take() {
+                    return Ok(Frame::TooLarge { bytes });
+                }
+                let mut line = std::mem::take(&mut self.line);
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                if line.iter().any(|b| !b.is_ascii_whitespace()) {
+                    return Ok(Frame::Line(line));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn frames(input: &[u8], max: usize) -> Vec<Frame> {
+        let mut reader = FrameReader::new(input);
+        let mut out = Vec::new();
+        loop {
+            let frame = reader.next_frame(max).await.expect("read");
+            let eof = frame == Frame::Eof;
+            out.push(frame);
+            if eof {
+                return out;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn frames_lines_skips_blank_and_oversized() {
+        let mut input = b"{\"a\":1}\r\n\n  \n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 100_000));
+        input.extend(b"\nlast");
+        let got = frames(&input, 1000).await;
+        assert_eq!(
+            got,
+            vec![
+                Frame::Line(b"{\"a\":1}".to_vec()),
+                Frame::TooLarge { bytes: 100_000 },
+                Frame::Line(b"last".to_vec()),
+                Frame::Eof
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn line_exactly_at_the_limit_passes() {
+        let got = frames(b"12345\n123456\n", 5).await;
+        assert_eq!(
+            got,
+            vec![
+                Frame::Line(b"12345".to_vec()),
+                Frame::TooLarge { bytes: 6 },
+                Frame::Eof
+            ]
+        );
+    }
+}

@@ -1,0 +1,214 @@
+//! The daemon's control methods, behind the transport-agnostic [`Methods`] trait.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::config::{Config, ConfigRequest};
+use crate::control::RpcError;
+use crate::control::protocol;
+use crate::control::server::{Limits, Methods, Stats};
+use crate::events::EventBus;
+use crate::logging::Logging;
+use crate::store::{self, DaemonRun, Store};
+
+/// What the API is built from.
+pub(super) struct Parts {
+    pub config: Config,
+    pub request: ConfigRequest,
+    pub logging: Logging,
+    pub store: Store,
+    pub events: EventBus,
+    pub stats: Arc<Stats>,
+    pub limits: Arc<Limits>,
+    pub stop: mpsc::Sender<&'static str>,
+    pub socket_path: PathBuf,
+    pub socket_activated: bool,
+    pub previous_run: Option<DaemonRun>,
+}
+
+/// The daemon's state as the control methods see it.
+pub(super) struct DaemonApi {
+    config: RwLock<Arc<Config>>,
+    request: ConfigRequest,
+    logging: Logging,
+    store: Store,
+    events: EventBus,
+    stats: Arc<Stats>,
+    limits: Arc<Limits>,
+    stop: mpsc::Sender<&'static str>,
+    socket_path: PathBuf,
+    socket_activated: bool,
+    previous_run: Option<DaemonRun>,
+    started: Instant,
+    started_at: jiff::Timestamp,
+    reloads: AtomicU64,
+    // Serialises reloads so two concurrent ones cannot interleave their half-applied changes.
+    reload_lock: tokio::sync::Mutex<()>,
+}
+
+impl DaemonApi {
+    pub(super) fn new(parts: Parts) -> Self {
+        DaemonApi {
+            config: RwLock::new(Arc::new(parts.config)),
+            request: parts.request,
+            logging: parts.logging,
+            store: parts.store,
+            events: parts.events,
+            stats: parts.stats,
+            limits: parts.limits,
+            stop: parts.stop,
+            socket_path: parts.socket_path,
+            socket_activated: parts.socket_activated,
+            previous_run: parts.previous_run,
+            started: Instant::now(),
+            started_at: jiff::Timestamp::now(),
+            reloads: AtomicU64::new(0),
+            reload_lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn config(&self) -> Arc<Config> {
+        // A poisoned lock only means a panic elsewhere while swapping an Arc: the value is whole.
+        Arc::clone(&self.config.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Re-reads the configuration the same way start-up did. On error the old one stays.
+    pub(super) async fn reload(&self) -> Result<Value, RpcError> {
+        let _serial = self.reload_lock.lock().await;
+        let request = self.request.clone();
+        let loaded = tokio::task::spawn_blocking(move || request.load())
+            .await
+            .map_err(|e| RpcError::new(protocol::INTERNAL_ERROR, e.to_string()))?;
+        let new = match loaded {
+            Ok(config) => config,
+            Err(err) => {
+                let message = format!("configuration not reloaded, the previous one stays: {err}");
+                self.events
+                    .publish("config.reload_failed", json!({"error": err.to_string()}));
+                return Err(RpcError::new(protocol::FAILED, message));
+            }
+        };
+        let old = self.config();
+        let restart_required = old.restart_required(&new);
+        if let Err(err) = self.logging.apply_config_level(&new.daemon.log_level.value) {
+            return Err(RpcError::new(protocol::FAILED, err.to_string()));
+        }
+        self.limits
+            .max_connections
+            .store(new.daemon.max_connections.value, Ordering::Relaxed);
+        self.limits
+            .max_request_bytes
+            .store(new.max_request_bytes(), Ordering::Relaxed);
+        for key in &restart_required {
+            tracing::warn!(
+                key,
+                "changed in the configuration; takes effect after a restart"
+            );
+        }
+        let file = new.file.as_ref().map(|f| f.path.display().to_string());
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
+        self.reloads.fetch_add(1, Ordering::Relaxed);
+        let outcome = json!({
+            "reloaded": true,
+            "config_file": file,
+            "restart_required": restart_required,
+        });
+        self.events.publish("config.reloaded", outcome.clone());
+        Ok(outcome)
+    }
+
+    async fn status(&self) -> Result<Value, RpcError> {
+        let config = self.config();
+        let counts = self
+            .store
+            .call(|conn| {
+                let runs: i64 =
+                    conn.query_row("SELECT count(*) FROM daemon_runs", [], |r| r.get(0))?;
+                Ok(runs)
+            })
+            .await
+            .map_err(|e| RpcError::new(protocol::INTERNAL_ERROR, e.to_string()))?;
+        let mut counters = self.stats.to_json();
+        if let Value::Object(map) = &mut counters {
+            map.insert("events_published".into(), self.events.published().into());
+            map.insert(
+                "config_reloads".into(),
+                self.reloads.load(Ordering::Relaxed).into(),
+            );
+            map.insert("daemon_runs".into(), counts.into());
+        }
+        Ok(json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "pid": std::process::id(),
+            "started_at": self.started_at.to_string(),
+            "uptime_s": self.started.elapsed().as_secs(),
+            "memory_rss_kib": resident_kib(),
+            "config_file": config.file,
+            "state_dir": config.paths.state.value,
+            "registry_dir": config.paths.registry.value,
+            "socket": self.socket_path,
+            "socket_activated": self.socket_activated,
+            "store": self.store.path(),
+            "schema_version": store::SCHEMA_VERSION,
+            "log_target": self.logging.target(),
+            "previous_run": self.previous_run.as_ref().map(|run| json!({
+                "pid": run.pid,
+                "version": run.version,
+                "clean_stop": run.stopped_at.is_some(),
+            })),
+            "counters": counters,
+        }))
+    }
+}
+
+/// This process's resident memory from `/proc/self/status`, if readable.
+fn resident_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn no_params(method: &str, params: &Value) -> Result<(), RpcError> {
+    match params {
+        Value::Null => Ok(()),
+        Value::Object(map) if map.is_empty() => Ok(()),
+        Value::Array(items) if items.is_empty() => Ok(()),
+        _ => Err(RpcError::invalid_params(
+            method,
+            "this method takes no parameters",
+        )),
+    }
+}
+
+impl Methods for DaemonApi {
+    async fn call(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        match method {
+            "status" => {
+                no_params(method, &params)?;
+                self.status().await
+            }
+            "config.reload" => {
+                no_params(method, &params)?;
+                self.reload().await
+            }
+            "daemon.shutdown" => {
+                no_params(method, &params)?;
+                // A full channel means a stop is already under way: the answer is the same.
+                let _ = self.stop.try_send("daemon.shutdown request");
+                Ok(json!({"stopping": true}))
+            }
+            _ => Err(RpcError::new(
+                protocol::METHOD_NOT_FOUND,
+                format!(
+                    "unknown method `{method}`; available: status, config.reload, \
+                     daemon.shutdown, events.subscribe"
+                ),
+            )),
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! toolsmith: watches coding agents' logs, mines the habits they repeat, and turns each into a
+//! sandboxed, reviewed, versioned tool.
+//!
+//! See `ARCHITECTURE.md` for the shape of the code: one module per pipeline stage, the daemon
+//! wiring them together, the CLI talking to it over the control socket.
+
+pub mod cli;
+pub mod config;
+pub mod control;
+pub mod daemon;
+pub mod events;
+pub mod exit;
+pub mod host;
+pub mod logging;
+pub mod store;
