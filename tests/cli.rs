@@ -1,0 +1,198 @@
+//! The CLI's own commands (no daemon needed), with snapshots of what users read.
+
+mod common;
+
+use common::TestEnv;
+use serde_json::Value;
+
+/// Output with the temporary directory replaced and comment alignment (which depends on the
+/// directory's length) collapsed, so snapshots are stable.
+fn normalized(env: &TestEnv, bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .replace(&env.path().display().to_string(), "[TMP]")
+        .lines()
+        .map(|line| match line.split_once(" # ") {
+            Some((code, comment)) => format!("{}  # {comment}", code.trim_end()),
+            None => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn config_show_prints_values_and_their_origins() {
+    let env = TestEnv::new();
+    let config = env.write_config(
+        "# mine\n[daemon]\nmax_connections = 12\n\n[paths]\nregistry = \"/srv/tools\"\n",
+    );
+    let out = env
+        .cli()
+        .arg("--config")
+        .arg(&config)
+        .args(["config", "show"])
+        .assert()
+        .success();
+    insta::assert_snapshot!(normalized(&env, &out.get_output().stdout), @r#"
+    # config file: [TMP]/config.toml (found by --config)
+
+    [daemon]
+    log_level = "info"  # default
+    max_connections = 12  # [TMP]/config.toml:3
+    max_request_kib = 1024  # default
+    shutdown_grace_s = 10  # default
+
+    [paths]
+    state = "[TMP]/state"  # --state
+    runtime = "[TMP]/state/run"  # derived from --state
+    registry = "/srv/tools"  # [TMP]/config.toml:6
+    "#);
+
+    let out = env
+        .cli()
+        .arg("--config")
+        .arg(&config)
+        .args(["config", "show", "--json"])
+        .assert()
+        .success();
+    let json: Value = serde_json::from_slice(&out.get_output().stdout).expect("JSON");
+    let max = json["values"]
+        .as_array()
+        .and_then(|v| v.iter().find(|e| e["key"] == "daemon.max_connections"))
+        .expect("max_connections entry");
+    assert_eq!(max["value"], 12);
+    assert_eq!(max["origin"]["kind"], "file");
+    assert_eq!(max["origin"]["line"], 3);
+}
+
+#[test]
+fn config_is_found_in_xdg_config_home() {
+    let env = TestEnv::new();
+    let dir = env.path().join("config/toolsmith");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("config.toml"), "[daemon]\nlog_level = \"debug\"\n").expect("write");
+    let out = env.cli().args(["config", "show"]).assert().success();
+    let text = normalized(&env, &out.get_output().stdout);
+    assert!(text.contains("found by $XDG_CONFIG_HOME"), "{text}");
+    assert!(text.contains("log_level = \"debug\""), "{text}");
+}
+
+#[test]
+fn config_check_accepts_good_files_and_names_the_line_of_bad_ones() {
+    let env = TestEnv::new();
+    let good = env.write_config(toolsmith::config::DEFAULT_CONFIG_TOML);
+    env.cli()
+        .args(["config", "check"])
+        .arg(&good)
+        .assert()
+        .success();
+
+    let bad = env.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[daemon]\nmax_connections = 64\n\n[paths]\nstate = \"relative\"\n",
+    )
+    .expect("write");
+    let out = env
+        .cli()
+        .args(["config", "check"])
+        .arg(&bad)
+        .assert()
+        .code(4);
+    insta::assert_snapshot!(normalized(&env, &out.get_output().stderr), @"toolsmith: [TMP]/bad.toml:5:9: `relative` is a relative path: write an absolute path (key `paths.state`)");
+
+    std::fs::write(&bad, "[daemon]\nmax_conections = 64\n").expect("write");
+    let out = env
+        .cli()
+        .args(["config", "check"])
+        .arg(&bad)
+        .assert()
+        .code(4);
+    insta::assert_snapshot!(normalized(&env, &out.get_output().stderr), @"toolsmith: [TMP]/bad.toml:2:1: unknown field `max_conections`, expected one of `log_level`, `max_connections`, `max_request_kib`, `shutdown_grace_s` (key `daemon.max_conections`)");
+
+    env.cli()
+        .args(["config", "check"])
+        .arg(env.path().join("missing.toml"))
+        .assert()
+        .code(4);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let env = TestEnv::new();
+    env.cli().arg("frobnicate").assert().code(2);
+    env.cli()
+        .args(["status", "--no-such-flag"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn completions_and_man_pages_are_generated() {
+    let env = TestEnv::new();
+    let out = env.cli().args(["completions", "bash"]).assert().success();
+    let script = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        script.contains("complete") && script.contains("doctor"),
+        "{script}"
+    );
+
+    let dir = env.path().join("man");
+    env.cli()
+        .args(["man", "--out"])
+        .arg(&dir)
+        .assert()
+        .success();
+    for page in [
+        "toolsmith.1",
+        "toolsmith-status.1",
+        "toolsmith-doctor.1",
+        "toolsmithd.8",
+    ] {
+        let text = std::fs::read_to_string(dir.join(page)).expect(page);
+        assert!(
+            text.starts_with(".ie") || text.contains(".TH"),
+            "{page} is not a man page"
+        );
+    }
+    let out = env.cli().arg("man").assert().success();
+    assert!(String::from_utf8_lossy(&out.get_output().stdout).contains(".TH toolsmith 1"));
+}
+
+#[test]
+fn doctor_reports_every_layer_and_a_verdict() {
+    let env = TestEnv::new();
+    let out = env.cli().args(["doctor", "--json"]).assert().success();
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).expect("JSON");
+    for layer in [
+        "landlock",
+        "user_namespace",
+        "mount_namespace",
+        "pid_namespace",
+        "net_namespace",
+        "seccomp",
+        "cgroup_v2",
+        "git",
+        "sqlite",
+    ] {
+        assert!(
+            report["host"][layer]["available"].is_boolean(),
+            "{layer} missing from {report}"
+        );
+        assert!(
+            report["host"][layer]["detail"]
+                .as_str()
+                .is_some_and(|d| !d.is_empty())
+        );
+    }
+    assert!(
+        ["full", "reduced", "insufficient"].contains(&report["isolation"].as_str().unwrap_or(""))
+    );
+    assert!(report["verdict"].as_str().is_some_and(|v| !v.is_empty()));
+    assert_eq!(report["daemon"]["available"], false);
+    assert_eq!(report["config"]["available"], true);
+
+    let out = env.cli().arg("doctor").assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("verdict: "), "{text}");
+    assert!(text.contains("toolsmithd is not running"), "{text}");
+}
