@@ -359,7 +359,7 @@ fn probe_namespace(kind: &NsKind, sys: &Sysctls, user: Option<&Layer>) -> Layer 
     };
     let detail = match run_in_child(steps) {
         ChildOutcome::Succeeded if mounts => {
-            return Layer::new(true, format!("{call} works, mounts too"));
+            return Layer::new(true, format!("{call} works, mounting inside it too"));
         }
         ChildOutcome::Succeeded => return Layer::new(true, format!("{call} works")),
         ChildOutcome::Failed { step: 0, .. } if user.is_some_and(|u| !u.available) => {
@@ -398,7 +398,9 @@ fn unshare_error(kind: &NsKind, errno: Errno, sys: &Sysctls, max: Option<u64>) -
         }
         Errno::ENOSPC => {
             let max = max.map_or_else(|| "unknown".to_string(), |m| m.to_string());
-            format!("limit reached (ENOSPC): user.max_{sysctl}_namespaces is {max}: raise it")
+            format!(
+                "limit reached (ENOSPC): user.max_{sysctl}_namespaces is {max}: raise it with sysctl"
+            )
         }
         Errno::EUSERS => "too deeply nested (EUSERS): 32 levels of user namespaces".to_string(),
         _ => format!("unshare failed: {errno}"),
