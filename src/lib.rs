@@ -11,5 +11,6 @@ pub mod daemon;
 pub mod events;
 pub mod exit;
 pub mod host;
+pub mod ingest;
 pub mod logging;
 pub mod store;

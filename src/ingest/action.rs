@@ -1,0 +1,160 @@
+//! The normalized event every adapter produces: one tool call and its result, joined.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The program that wrote a log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// Claude Code (`~/.claude/projects/<dir>/<session>.jsonl`).
+    ClaudeCode,
+    /// OpenAI Codex CLI (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
+    Codex,
+    /// SWE-agent trajectories (`.traj`).
+    SweAgent,
+    /// OpenHands trajectories (event lists).
+    Openhands,
+    /// aider chat history (`.aider.chat.history.md`).
+    Aider,
+    /// bash history.
+    Bash,
+    /// zsh history.
+    Zsh,
+    /// fish history.
+    Fish,
+    /// toolsmith's own JSON Lines format (also what `toolsmith run` logs).
+    Native,
+}
+
+impl Source {
+    /// The name used in the config (`format = "…"`), the store and the CLI.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::ClaudeCode => "claude-code",
+            Source::Codex => "codex",
+            Source::SweAgent => "swe-agent",
+            Source::Openhands => "openhands",
+            Source::Aider => "aider",
+            Source::Bash => "bash",
+            Source::Zsh => "zsh",
+            Source::Fish => "fish",
+            Source::Native => "native",
+        }
+    }
+
+    /// Every source, in a stable order.
+    pub const ALL: [Source; 9] = [
+        Source::ClaudeCode,
+        Source::Codex,
+        Source::SweAgent,
+        Source::Openhands,
+        Source::Aider,
+        Source::Bash,
+        Source::Zsh,
+        Source::Fish,
+        Source::Native,
+    ];
+
+    /// Parses a name as written by [`Source::as_str`].
+    pub fn from_name(name: &str) -> Option<Source> {
+        Source::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a call produced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionResult {
+    /// Whether the call succeeded (no error flag, exit code 0 where known).
+    pub ok: bool,
+    /// The process exit code, when the log says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Output excerpt as logged (capped and redacted later, before storage).
+    #[serde(default)]
+    pub output: String,
+    /// How long the call took, when the log says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+/// One call an agent or a shell made, with its result when known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    /// Stable id of the agent session or shell session.
+    pub session: String,
+    /// Ordering key within the session: increasing in log order, not necessarily contiguous.
+    /// Deterministic for the same bytes, so re-reading a file yields the same keys.
+    pub seq: u64,
+    /// When the call was made (RFC 3339), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<jiff::Timestamp>,
+    /// Which program wrote the log.
+    pub source: Source,
+    /// Working directory, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Agent tool name (`Bash`, `Read`, `Edit`, `apply_patch`, …), or `shell` for history lines.
+    pub tool: String,
+    /// The call's input as a JSON object, e.g. `{"command": "cargo test -p foo"}`.
+    pub input: Value,
+    /// The agent's id for the call, joining a result that arrives later (tool_use id, call_id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// For a sub-agent's session, the session that started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session: Option<String>,
+    /// The result, or `None` while it has not been seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ActionResult>,
+}
+
+/// Parses "Exit code N" / "Exit code: N" (as Claude Code and Codex write it) from output text.
+pub fn exit_code_from_text(text: &str) -> Option<i32> {
+    for marker in ["Exit code: ", "Exit code ", "exit code: ", "exit code "] {
+        if let Some(at) = text.find(marker) {
+            let rest = &text[at + marker.len()..];
+            let digits: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '-')
+                .collect();
+            if let Ok(code) = digits.parse() {
+                return Some(code);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_names_round_trip() {
+        for source in Source::ALL {
+            assert_eq!(Source::from_name(source.as_str()), Some(source));
+            let json = serde_json::to_string(&source).expect("serialize");
+            assert_eq!(json, format!("\"{}\"", source.as_str()));
+        }
+        assert_eq!(Source::from_name("emacs"), None);
+    }
+
+    #[test]
+    fn exit_codes_are_read_from_text() {
+        assert_eq!(exit_code_from_text("Exit code 1\nerror: x"), Some(1));
+        assert_eq!(exit_code_from_text("Exit code: 0\nWall time: 1s"), Some(0));
+        assert_eq!(
+            exit_code_from_text("Process exited. exit code 127"),
+            Some(127)
+        );
+        assert_eq!(exit_code_from_text("no code here"), None);
+        assert_eq!(exit_code_from_text("Exit code: abc"), None);
+    }
+}
