@@ -13,4 +13,5 @@ pub mod exit;
 pub mod host;
 pub mod ingest;
 pub mod logging;
+pub mod mine;
 pub mod store;
