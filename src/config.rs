@@ -168,6 +168,34 @@ pub struct Config {
     pub daemon: DaemonSettings,
     /// Directories.
     pub paths: PathSettings,
+    /// How logs are read.
+    pub ingest: IngestSettings,
+    /// `[[source]]` tables; empty means: the standard locations of known agents and shells.
+    pub sources: Vec<SourceSetting>,
+}
+
+/// How logs are read.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct IngestSettings {
+    /// Records larger than this (KiB) are skipped and counted.
+    pub max_record_kib: Setting<u32>,
+    /// Output excerpts are capped to this many KiB (head and tail) before storage.
+    pub output_cap_kib: Setting<u32>,
+    /// How long the tailer waits after a change for more changes, in milliseconds.
+    pub debounce_ms: Setting<u32>,
+}
+
+/// One `[[source]]` table: a file, directory or glob of one format.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SourceSetting {
+    /// The source's name in `toolsmith sources` (default: the format's name).
+    pub name: String,
+    /// The format (`claude-code`, `codex`, `bash`, …).
+    pub format: String,
+    /// A file, a directory (read recursively) or a glob; `~/` means the home directory.
+    pub path: String,
+    /// Where it was written.
+    pub origin: Origin,
 }
 
 impl Config {
@@ -223,6 +251,21 @@ impl Config {
                 "paths.registry",
                 path(&p.registry.value),
                 &p.registry.origin,
+            ),
+            (
+                "ingest.max_record_kib",
+                toml::Value::Integer(self.ingest.max_record_kib.value.into()),
+                &self.ingest.max_record_kib.origin,
+            ),
+            (
+                "ingest.output_cap_kib",
+                toml::Value::Integer(self.ingest.output_cap_kib.value.into()),
+                &self.ingest.output_cap_kib.origin,
+            ),
+            (
+                "ingest.debounce_ms",
+                toml::Value::Integer(self.ingest.debounce_ms.value.into()),
+                &self.ingest.debounce_ms.origin,
             ),
         ]
     }
@@ -378,6 +421,26 @@ struct RawConfig {
     daemon: RawDaemon,
     #[serde(default)]
     paths: RawPaths,
+    #[serde(default)]
+    ingest: RawIngest,
+    #[serde(default, rename = "source")]
+    sources: Vec<Spanned<RawSource>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIngest {
+    max_record_kib: Option<Spanned<u32>>,
+    output_cap_kib: Option<Spanned<u32>>,
+    debounce_ms: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSource {
+    name: Option<Spanned<String>>,
+    format: Spanned<String>,
+    path: Spanned<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -501,6 +564,52 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
             }
         }
     }
+    let i = &raw.ingest;
+    let ingest_ranges = [
+        (&i.max_record_kib, "ingest.max_record_kib", 1, 1 << 20),
+        (&i.output_cap_kib, "ingest.output_cap_kib", 1, 1 << 16),
+        (&i.debounce_ms, "ingest.debounce_ms", 0, 60_000),
+    ];
+    for (value, key, min, max) in ingest_ranges {
+        if let Some(value) = value {
+            let v = *value.get_ref();
+            if !(min..=max).contains(&v) {
+                return Err(invalid(
+                    path,
+                    text,
+                    value,
+                    key,
+                    format!("{v} is out of range: use a value from {min} to {max}"),
+                ));
+            }
+        }
+    }
+    for source in &raw.sources {
+        let source = source.get_ref();
+        let format = source.format.get_ref();
+        if crate::ingest::formats::by_name(format).is_none() {
+            return Err(invalid(
+                path,
+                text,
+                &source.format,
+                "source.format",
+                format!(
+                    "unknown format `{format}`; known formats: {}",
+                    crate::ingest::formats::names().join(", ")
+                ),
+            ));
+        }
+        let written = source.path.get_ref();
+        if !(written.starts_with('/') || written.starts_with("~/")) {
+            return Err(invalid(
+                path,
+                text,
+                &source.path,
+                "source.path",
+                format!("`{written}` must be absolute or start with ~/"),
+            ));
+        }
+    }
     let p = &raw.paths;
     for (value, key) in [
         (&p.state, "paths.state"),
@@ -560,10 +669,34 @@ fn resolve(
         shutdown_grace_s: pick(&d.shutdown_grace_s, 10, &from_file),
     };
     let paths = resolve_paths(request, env, &raw.paths, &from_file)?;
+    let i = &raw.ingest;
+    let ingest = IngestSettings {
+        max_record_kib: pick(&i.max_record_kib, 16 * 1024, &from_file),
+        output_cap_kib: pick(&i.output_cap_kib, 16, &from_file),
+        debounce_ms: pick(&i.debounce_ms, 100, &from_file),
+    };
+    let sources = raw
+        .sources
+        .iter()
+        .map(|spanned| {
+            let source = spanned.get_ref();
+            SourceSetting {
+                name: source
+                    .name
+                    .as_ref()
+                    .map_or_else(|| source.format.get_ref().clone(), |n| n.get_ref().clone()),
+                format: source.format.get_ref().clone(),
+                path: source.path.get_ref().clone(),
+                origin: from_file(spanned.span()),
+            }
+        })
+        .collect();
     Ok(Config {
         file,
         daemon,
         paths,
+        ingest,
+        sources,
     })
 }
 
@@ -672,6 +805,27 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # The git registry of approved tools. Default: $XDG_DATA_HOME/toolsmith/registry, else
 # ~/.local/share/toolsmith/registry.
 # registry = "/home/me/.local/share/toolsmith/registry"
+
+[ingest]
+# Records (log lines, history entries) larger than this many KiB are skipped and counted.
+# max_record_kib = 16384
+
+# Tool output is stored as an excerpt of this many KiB (head and tail), after redaction.
+# output_cap_kib = 16
+
+# After a log file changes, wait this long (ms) for more changes before reading it.
+# debounce_ms = 100
+
+# Log sources. Without any [[source]] table, the standard locations that exist are read:
+# ~/.claude/projects (claude-code), ~/.codex/sessions (codex), ~/.bash_history (bash),
+# ~/.zsh_history (zsh), ~/.local/share/fish/fish_history (fish).
+# Formats: claude-code, codex, native, swe-agent, openhands, openhands-resolver, aider, zsh,
+# fish, bash. `path` is a file, a directory (read recursively) or a glob.
+#
+# [[source]]
+# name = "claude"
+# format = "claude-code"
+# path = "~/.claude/projects"
 "#;
 
 #[cfg(test)]

@@ -45,6 +45,13 @@ fn config_show_prints_values_and_their_origins() {
     state = "[TMP]/state"  # --state
     runtime = "[TMP]/state/run"  # derived from --state
     registry = "/srv/tools"  # [TMP]/config.toml:6
+
+    [ingest]
+    max_record_kib = 16384  # default
+    output_cap_kib = 16  # default
+    debounce_ms = 100  # default
+
+    # no [[source]]: the standard locations of Claude Code, Codex, bash, zsh and fish logs that exist are read
     "#);
 
     let out = env
@@ -108,6 +115,24 @@ fn config_check_accepts_good_files_and_names_the_line_of_bad_ones() {
         .assert()
         .code(4);
     insta::assert_snapshot!(normalized(&env, &out.get_output().stderr), @"toolsmith: [TMP]/bad.toml:2:1: unknown field `max_conections`, expected one of `log_level`, `max_connections`, `max_request_kib`, `shutdown_grace_s` (key `daemon.max_conections`)");
+
+    std::fs::write(
+        &bad,
+        "[[source]]\nformat = \"claude\"\npath = \"~/.claude/projects\"\n",
+    )
+    .expect("write");
+    let out = env
+        .cli()
+        .args(["config", "check"])
+        .arg(&bad)
+        .assert()
+        .code(4);
+    let stderr = normalized(&env, &out.get_output().stderr);
+    assert!(stderr.contains("bad.toml:2:"), "{stderr}");
+    assert!(
+        stderr.contains("unknown format `claude`; known formats: claude-code"),
+        "{stderr}"
+    );
 
     env.cli()
         .args(["config", "check"])

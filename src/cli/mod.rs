@@ -5,6 +5,7 @@
 //! when stdout is a terminal.
 
 mod doctor;
+mod ingest;
 mod output;
 
 use std::io::Write;
@@ -60,6 +61,26 @@ pub enum Command {
     Reload,
     /// Ask the daemon to stop cleanly.
     Stop,
+    /// Read log files or directories into the store now, without the daemon.
+    Ingest {
+        /// The format of every file (default: recognised from each file's content).
+        #[arg(long, value_name = "FORMAT")]
+        format: Option<String>,
+        /// Files or directories (walked recursively).
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+    },
+    /// List stored actions, most recent last.
+    Actions {
+        /// Only this session.
+        #[arg(long, value_name = "SESSION")]
+        session: Option<String>,
+        /// How many actions.
+        #[arg(long, default_value_t = 20, value_name = "N")]
+        limit: u64,
+    },
+    /// Show each log source: files, bytes read, actions, problems, lag.
+    Sources,
     /// Print pipeline events as they happen.
     Watch {
         /// Only events whose kind starts with this prefix (repeatable).
@@ -193,6 +214,13 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
             }
         }
         Command::Watch { kinds } => watch(cli, kinds, &mut out),
+        Command::Ingest { format, paths } => {
+            ingest::ingest(cli, format.as_deref(), paths, &mut out)
+        }
+        Command::Actions { session, limit } => {
+            ingest::actions(cli, session.as_deref(), *limit, &mut out, style)
+        }
+        Command::Sources => ingest::sources(cli, &mut out),
         Command::Completions { shell } => {
             clap_complete::generate(*shell, &mut Cli::command(), "toolsmith", &mut out);
             Ok(())
@@ -326,7 +354,10 @@ fn config_show(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
                 json!({"key": key, "value": toml_to_json(&value), "origin": origin, "from": origin.to_string()})
             })
             .collect();
-        return output::json(out, &json!({"file": config.file, "values": values}));
+        return output::json(
+            out,
+            &json!({"file": config.file, "values": values, "sources": config.sources}),
+        );
     }
     match &config.file {
         Some(file) => writeln!(
@@ -346,6 +377,19 @@ fn config_show(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
         }
         let line = format!("{name} = {value}");
         writeln!(out, "{line:<50} # {origin}")?;
+    }
+    if config.sources.is_empty() {
+        writeln!(
+            out,
+            "\n# no [[source]]: the standard locations of Claude Code, Codex, bash, zsh and fish \
+             logs that exist are read"
+        )?;
+    }
+    for source in &config.sources {
+        writeln!(out, "\n[[source]]{:<40} # {}", "", source.origin)?;
+        writeln!(out, "name = {:?}", source.name)?;
+        writeln!(out, "format = {:?}", source.format)?;
+        writeln!(out, "path = {:?}", source.path)?;
     }
     Ok(())
 }

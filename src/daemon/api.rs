@@ -44,6 +44,7 @@ pub(super) struct DaemonApi {
     socket_path: PathBuf,
     socket_activated: bool,
     previous_run: Option<DaemonRun>,
+    tail_stats: Arc<crate::ingest::tail::TailStats>,
     started: Instant,
     started_at: jiff::Timestamp,
     reloads: AtomicU64,
@@ -65,11 +66,22 @@ impl DaemonApi {
             socket_path: parts.socket_path,
             socket_activated: parts.socket_activated,
             previous_run: parts.previous_run,
+            tail_stats: Arc::default(),
             started: Instant::now(),
             started_at: jiff::Timestamp::now(),
             reloads: AtomicU64::new(0),
             reload_lock: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The configuration in force.
+    pub(super) fn config_snapshot(&self) -> Arc<Config> {
+        self.config()
+    }
+
+    /// The tailer's counters, shared with it.
+    pub(super) fn tail_stats(&self) -> Arc<crate::ingest::tail::TailStats> {
+        Arc::clone(&self.tail_stats)
     }
 
     fn config(&self) -> Arc<Config> {
@@ -141,6 +153,20 @@ impl DaemonApi {
                 self.reloads.load(Ordering::Relaxed).into(),
             );
             map.insert("daemon_runs".into(), counts.into());
+            let t = &self.tail_stats;
+            let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+            map.insert(
+                "ingest".into(),
+                json!({
+                    "files": get(&t.files),
+                    "bytes": get(&t.bytes),
+                    "actions": get(&t.actions),
+                    "results": get(&t.results),
+                    "problems": get(&t.problems),
+                    "rounds": get(&t.rounds),
+                    "rescans": get(&t.rescans),
+                }),
+            );
         }
         Ok(json!({
             "version": env!("CARGO_PKG_VERSION"),

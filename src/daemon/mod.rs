@@ -23,6 +23,7 @@ use crate::config::{Config, ConfigError, ConfigRequest};
 use crate::control::server::{Limits, Server, Stats};
 use crate::events::EventBus;
 use crate::exit::ExitCode;
+use crate::ingest;
 use crate::logging::{self, LogFilterError};
 use crate::store::{self, Store, StoreError};
 
@@ -152,6 +153,7 @@ async fn serve(
     )
     .map_err(DaemonError::Runtime)?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let shutdown_rx_for_tail = shutdown_rx.clone();
     let (stop_tx, mut stop_rx) = mpsc::channel::<&'static str>(1);
     let events = EventBus::new();
     let stats = Arc::new(Stats::default());
@@ -183,6 +185,21 @@ async fn serve(
         grace,
     );
     let mut server_task = tokio::spawn(server.run());
+
+    let (specs, problems) = ingest::tail::resolve_sources(api.config_snapshot().as_ref());
+    for problem in &problems {
+        tracing::warn!(source = %problem.name, "log source not read: {}", problem.reason);
+    }
+    let ingest_config = api.config_snapshot();
+    let tailer = ingest::tail::Tailer::new(
+        store.clone(),
+        specs,
+        ingest::reader::ReadOptions::from_settings(&ingest_config.ingest, false),
+        Duration::from_millis(ingest_config.ingest.debounce_ms.value.into()),
+        events.clone(),
+        api.tail_stats(),
+    );
+    let tail_task = tokio::spawn(tailer.run(shutdown_rx_for_tail));
 
     let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Runtime)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Runtime)?;
@@ -250,6 +267,8 @@ async fn serve(
     if !server_task.is_finished() {
         let _ = server_task.await;
     }
+    // The tailer stops between batches: what it stored is consistent with its checkpoints.
+    let _ = tail_task.await;
     socket.cleanup();
     store
         .call(move |conn| store::record_stop(conn, run_id))

@@ -57,6 +57,12 @@ impl Source {
     ];
 
     /// Parses a name as written by [`Source::as_str`].
+    ///
+    /// ```
+    /// use toolsmith::ingest::action::Source;
+    /// assert_eq!(Source::from_name("claude-code"), Some(Source::ClaudeCode));
+    /// assert_eq!(Source::from_name("Claude Code"), None);
+    /// ```
     pub fn from_name(name: &str) -> Option<Source> {
         Source::ALL.into_iter().find(|s| s.as_str() == name)
     }
@@ -116,6 +122,13 @@ pub struct Action {
 }
 
 /// Parses "Exit code N" / "Exit code: N" (as Claude Code and Codex write it) from output text.
+///
+/// ```
+/// use toolsmith::ingest::action::exit_code_from_text;
+/// assert_eq!(exit_code_from_text("Exit code 2\nerror[E0425]: cannot find value"), Some(2));
+/// assert_eq!(exit_code_from_text("Exit code: 0\nWall time: 0.4 seconds"), Some(0));
+/// assert_eq!(exit_code_from_text("all good"), None);
+/// ```
 pub fn exit_code_from_text(text: &str) -> Option<i32> {
     for marker in ["Exit code: ", "Exit code ", "exit code: ", "exit code "] {
         if let Some(at) = text.find(marker) {

@@ -70,7 +70,7 @@ impl Cutter {
     /// Feeds the next bytes of the file.
     pub fn push(&mut self, mut chunk: &[u8], out: &mut Vec<Cut>) {
         while !chunk.is_empty() {
-            match chunk.iter().position(|&b| b == b'\n') {
+            match memchr::memchr(b'\n', chunk) {
                 Some(i) => {
                     self.extend_line(&chunk[..i]);
                     chunk = &chunk[i + 1..];
@@ -160,9 +160,10 @@ impl Cutter {
                 }
             }
             Framing::ZshContinuation => {
-                let trailing = line.iter().rev().take_while(|&&b| b == b'\\').count();
+                // zsh's own rule (readhistline): any trailing backslash continues the entry.
+                let continues = line.last() == Some(&b'\\');
                 self.append_to_record(start, &line, oversized, full_len);
-                if trailing % 2 == 0 {
+                if !continues {
                     self.emit_record(out);
                 }
             }
@@ -316,15 +317,17 @@ mod tests {
     }
 
     #[test]
-    fn zsh_continuations_join_and_escaped_backslashes_do_not() {
-        let input = b": 1:0;echo a \\\nb\n: 2:0;echo c\\\\\n: 3:0;x\n";
+    fn zsh_lines_ending_in_a_backslash_continue() {
+        // As zsh reads its own file: any trailing backslash joins the next line (the parser
+        // splits again where a continued line turns out to start a new `: <ts>:<d>;` entry).
+        let input = b": 1:0;echo a \\\nb\n: 2:0;echo c\\\\\nd\n: 3:0;x\n";
         let got = records(&cut(Framing::ZshContinuation, input, 4, 1000, false));
         assert_eq!(
             got,
             vec![
                 (": 1:0;echo a \\\nb".into(), 0, 1, 17),
-                (": 2:0;echo c\\\\".into(), 17, 3, 32),
-                (": 3:0;x".into(), 32, 4, 40),
+                (": 2:0;echo c\\\\\nd".into(), 17, 3, 34),
+                (": 3:0;x".into(), 34, 5, 42),
             ]
         );
     }

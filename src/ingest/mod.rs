@@ -1,9 +1,21 @@
 //! Ingest: agent and shell logs in, as normalized [`action::Action`]s, exactly once, with
 //! secrets out.
 //!
-//! [`adapters`] turn the records of each format into items; [`framing`] cuts a file's bytes into
-//! records incrementally.
+//! - [`adapters`]: one per format, turning records into items (pure functions of the bytes);
+//! - [`framing`]: cutting a file's bytes into records incrementally, with a size cap;
+//! - [`reader`]: reading one file from its checkpoint into batches (identity checks,
+//!   redaction, output capping);
+//! - [`store`]: applying a batch and its checkpoint in one transaction;
+//! - [`formats`]: the registry of formats, by name and by sniffing;
+//! - [`oneshot`]: `toolsmith ingest` — files and directories read to their end;
+//! - [`tail`]: the daemon's live tailing (start-up scan, inotify, debounce, rotation).
 
 pub mod action;
 pub mod adapters;
+pub mod formats;
 pub mod framing;
+pub mod oneshot;
+pub mod reader;
+pub mod redact;
+pub mod store;
+pub mod tail;

@@ -19,6 +19,71 @@ const MIGRATIONS: &[&str] = &[
         started_at  INTEGER NOT NULL,
         stopped_at  INTEGER
     );",
+    // 2: ingest — files with their checkpoints, the actions read from them, sessions, results
+    // whose call has not been seen yet, and the first problems met in each file.
+    "CREATE TABLE ingest_files (
+        id            INTEGER PRIMARY KEY,
+        source        TEXT NOT NULL,
+        format        TEXT NOT NULL,
+        path          TEXT NOT NULL UNIQUE,
+        dev           INTEGER NOT NULL DEFAULT 0,
+        inode         INTEGER NOT NULL DEFAULT 0,
+        fingerprint   INTEGER NOT NULL DEFAULT 0,
+        fingerprint_len INTEGER NOT NULL DEFAULT 0,
+        offset        INTEGER NOT NULL DEFAULT 0,
+        line          INTEGER NOT NULL DEFAULT 1,
+        size_seen     INTEGER NOT NULL DEFAULT 0,
+        mtime_ns      INTEGER NOT NULL DEFAULT 0,
+        parser_state  TEXT,
+        bytes_read    INTEGER NOT NULL DEFAULT 0,
+        records       INTEGER NOT NULL DEFAULT 0,
+        actions       INTEGER NOT NULL DEFAULT 0,
+        problems      INTEGER NOT NULL DEFAULT 0,
+        resets        INTEGER NOT NULL DEFAULT 0,
+        updated_at    INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE ingest_problems (
+        id       INTEGER PRIMARY KEY,
+        file_id  INTEGER NOT NULL REFERENCES ingest_files(id) ON DELETE CASCADE,
+        line     INTEGER NOT NULL,
+        reason   TEXT NOT NULL,
+        at       INTEGER NOT NULL
+    );
+    CREATE TABLE sessions (
+        id        TEXT PRIMARY KEY,
+        source    TEXT NOT NULL,
+        parent    TEXT,
+        first_ts  TEXT,
+        last_ts   TEXT,
+        actions   INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE actions (
+        id           INTEGER PRIMARY KEY,
+        session      TEXT NOT NULL,
+        seq          INTEGER NOT NULL,
+        ts           TEXT,
+        source       TEXT NOT NULL,
+        cwd          TEXT,
+        tool         TEXT NOT NULL,
+        input        TEXT NOT NULL,
+        call_id      TEXT,
+        ok           INTEGER,
+        exit_code    INTEGER,
+        output       TEXT,
+        duration_ms  INTEGER,
+        file_id      INTEGER REFERENCES ingest_files(id) ON DELETE SET NULL,
+        UNIQUE (session, seq)
+    );
+    CREATE UNIQUE INDEX actions_by_call ON actions(session, call_id) WHERE call_id IS NOT NULL;
+    CREATE TABLE pending_results (
+        session      TEXT NOT NULL,
+        call_id      TEXT NOT NULL,
+        ok           INTEGER NOT NULL,
+        exit_code    INTEGER,
+        output       TEXT NOT NULL,
+        duration_ms  INTEGER,
+        PRIMARY KEY (session, call_id)
+    );",
 ];
 
 /// The schema version this build writes.

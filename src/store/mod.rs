@@ -50,6 +50,19 @@ pub enum StoreError {
         /// The newest version this build knows.
         known: i64,
     },
+    /// A read-only user found a store not yet migrated to this build's schema.
+    #[error(
+        "the state store {path} has schema version {found}, older than this toolsmith's {known}: \
+         start toolsmithd (or run `toolsmith ingest`) once to migrate it"
+    )]
+    Outdated {
+        /// The database file.
+        path: PathBuf,
+        /// The schema version in the file.
+        found: i64,
+        /// The version this build writes.
+        known: i64,
+    },
     /// A migration failed; the transaction was rolled back and the file is unchanged.
     #[error("cannot migrate the state store {path} to schema version {version}: {source}")]
     Migrate {
@@ -141,14 +154,68 @@ impl Store {
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
     {
+        self.submit(f)?.wait()
+    }
+
+    /// Queues `f` on the writer connection and returns at once, so that the caller can prepare
+    /// the next piece of work while this one is written (jobs run in the order submitted).
+    pub fn submit<R, F>(&self, f: F) -> Result<Pending<R>, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
+    {
         let (tx, rx) = mpsc::sync_channel(1);
         self.jobs
             .send(Box::new(move |conn| {
                 let _ = tx.send(f(conn));
             }))
             .map_err(|_| StoreError::Closed)?;
-        rx.recv().map_err(|_| StoreError::Closed)?
+        Ok(Pending(rx))
     }
+}
+
+/// The result of a job given to [`Store::submit`], delivered when the writer has run it.
+#[must_use = "a submitted job's result says whether it was stored"]
+pub struct Pending<R>(mpsc::Receiver<Result<R, StoreError>>);
+
+impl<R> Pending<R> {
+    /// Blocks until the job has run and returns its result.
+    pub fn wait(self) -> Result<R, StoreError> {
+        self.0.recv().map_err(|_| StoreError::Closed)?
+    }
+}
+
+/// Opens an existing store for reading only, beside a running daemon (WAL allows it). Refuses a
+/// store whose schema differs from this build's: its tables would not be what the queries expect.
+pub fn open_read_only(path: &Path) -> Result<Connection, StoreError> {
+    use rusqlite::OpenFlags;
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    })?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(|e| classify(path, e))?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_owned(),
+            found,
+            known: SCHEMA_VERSION,
+        });
+    }
+    if found < SCHEMA_VERSION {
+        return Err(StoreError::Outdated {
+            path: path.to_owned(),
+            found,
+            known: SCHEMA_VERSION,
+        });
+    }
+    Ok(conn)
 }
 
 /// Opens a connection with the store's pragmas, checks it and migrates it.

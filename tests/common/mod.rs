@@ -70,9 +70,14 @@ impl TestEnv {
 
     /// `toolsmith --state <state> ARGS…`.
     pub fn cli(&self) -> assert_cmd::Command {
+        self.cli_at(&self.state())
+    }
+
+    /// `toolsmith --state <state> ARGS…` for another state directory.
+    pub fn cli_at(&self, state: &Path) -> assert_cmd::Command {
         let mut std_cmd = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
         self.apply(&mut std_cmd);
-        std_cmd.arg("--state").arg(self.state());
+        std_cmd.arg("--state").arg(state);
         assert_cmd::Command::from_std(std_cmd)
     }
 

@@ -6,6 +6,18 @@
 //! always give the same items, which is what makes a crash-and-resume produce exactly what a
 //! one-shot ingest of the final file produces.
 
+pub mod aider;
+pub mod bash;
+pub mod claude_code;
+pub mod codex;
+pub mod fish;
+pub mod lenient;
+pub mod native;
+pub mod openhands;
+mod shell_common;
+pub mod swe_agent;
+pub mod zsh;
+
 use std::path::Path;
 
 use serde_json::Value;
@@ -19,7 +31,7 @@ pub enum Framing {
     Lines,
     /// bash with `HISTTIMEFORMAT`: a `#<epoch>` line belongs to the command line after it.
     BashTimestamped,
-    /// zsh: a line ending in an odd number of backslashes continues on the next line.
+    /// zsh: a line ending in a backslash continues on the next line (zsh's own reading rule).
     ZshContinuation,
     /// fish: a record starts at a line beginning `- cmd:` and runs until the next such line.
     FishEntries,

@@ -1,0 +1,239 @@
+//! Ingest throughput and latency.
+//!
+//! 1. Throughput: ~200 MB of Claude Code JSONL, built by repeating the corpus sessions with fresh
+//!    session and tool ids, ingested end to end into SQLite (framing, parsing, redaction,
+//!    capping, storing), beside a bare `serde_json` parse of the same bytes — alternating the
+//!    two in one run and quoting medians and their ratio.
+//! 2. Latency: the daemon tails a native log; a line is appended and the time until the action
+//!    can be read from the store is measured, many times; p50 / p99 / max.
+//!
+//! `cargo bench --bench ingest_throughput` (set `TOOLSMITH_BENCH_MB` to change the size;
+//! `TOOLSMITH_BENCH_ONLY=e2e`, `bare` or `latency` runs one part alone, e.g. under a profiler).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use toolsmith::ingest::oneshot;
+use toolsmith::ingest::reader::ReadOptions;
+use toolsmith::store::Store;
+
+fn corpus() -> Option<PathBuf> {
+    let path = std::env::var_os("TOOLSMITH_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
+    if path.join("claude-code").is_dir() {
+        return Some(path);
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        eprintln!("corpus not found at {}", path.display());
+        std::process::exit(1);
+    }
+    println!("corpus not found at {}: skipped", path.display());
+    None
+}
+
+/// Writes copies of the corpus sessions, each with fresh session and tool ids, until `target`
+/// bytes are written. Returns the files and their total size.
+fn build_input(corpus: &Path, dir: &Path, target: u64) -> (Vec<PathBuf>, u64) {
+    let mut sources = Vec::new();
+    for entry in std::fs::read_dir(corpus.join("claude-code")).expect("read corpus") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read_to_string(&path).expect("read session");
+        let session = text
+            .split("\"sessionId\":\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or("none")
+            .to_owned();
+        sources.push((text, session));
+    }
+    sources.sort();
+    let (mut files, mut total, mut copy) = (Vec::new(), 0u64, 0u64);
+    while total < target {
+        for (text, session) in &sources {
+            let fresh = format!("{session:.24}-{copy:012}");
+            let body = text
+                .replace(session.as_str(), &fresh)
+                .replace("\"toolu_", &format!("\"toolu_c{copy}_"));
+            let path = dir.join(format!("{fresh}.jsonl"));
+            std::fs::write(&path, &body).expect("write copy");
+            total += body.len() as u64;
+            files.push(path);
+            copy += 1;
+        }
+    }
+    (files, total)
+}
+
+fn bare_parse(files: &[PathBuf]) -> (Duration, u64) {
+    let start = Instant::now();
+    let mut values = 0u64;
+    for file in files {
+        let bytes = std::fs::read(file).expect("read");
+        for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            if serde_json::from_slice::<serde_json::Value>(line).is_ok() {
+                values += 1;
+            }
+        }
+    }
+    (start.elapsed(), values)
+}
+
+fn end_to_end(files: &[PathBuf], scratch: &Path, round: usize) -> (Duration, u64) {
+    let db = scratch.join(format!("round-{round}.db"));
+    let store = Store::open(&db).expect("open store");
+    let options = ReadOptions {
+        complete: true,
+        ..ReadOptions::default()
+    };
+    let start = Instant::now();
+    let reports =
+        oneshot::ingest_paths(&store, files, Some("claude-code"), &options).expect("ingest");
+    let elapsed = start.elapsed();
+    drop(store);
+    let _ = std::fs::remove_file(&db);
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(scratch.join(format!("round-{round}.db{suffix}")));
+    }
+    (elapsed, reports.iter().map(|r| r.actions).sum())
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs.get(xs.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn throughput(corpus: &Path) {
+    let mb: u64 = std::env::var("TOOLSMITH_BENCH_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("input");
+    std::fs::create_dir_all(&input).expect("mkdir");
+    let (files, bytes) = build_input(corpus, &input, mb << 20);
+    let size_mb = bytes as f64 / 1e6;
+    println!(
+        "input: {} Claude Code sessions, {size_mb:.1} MB (corpus sessions with fresh ids)",
+        files.len()
+    );
+    let (mut bare, mut e2e) = (Vec::new(), Vec::new());
+    let mut actions = 0;
+    let only = std::env::var("TOOLSMITH_BENCH_ONLY").unwrap_or_default();
+    for round in 0..3 {
+        if only != "e2e" {
+            let (t, _) = bare_parse(&files);
+            bare.push(size_mb / t.as_secs_f64());
+        }
+        if only != "bare" {
+            let (t, n) = end_to_end(&files, dir.path(), round);
+            e2e.push(size_mb / t.as_secs_f64());
+            actions = n;
+        }
+    }
+    let (bare, e2e) = (median(bare), median(e2e));
+    println!("bare serde_json::Value parse: {bare:>7.1} MB/s (median of 3)");
+    println!(
+        "end to end into SQLite:       {e2e:>7.1} MB/s (median of 3), {actions} actions per run"
+    );
+    println!(
+        "ratio end-to-end / bare parse: {:.2} (goal ≥ 0.33; absolute goal ≥ 100 MB/s)",
+        e2e / bare
+    );
+}
+
+fn latency() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let logs = dir.path().join("logs");
+    std::fs::create_dir_all(&logs).expect("mkdir");
+    let log = logs.join("agent.jsonl");
+    std::fs::write(&log, "").expect("create log");
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[source]]\nformat = \"native\"\npath = \"{}\"\n",
+            logs.display()
+        ),
+    )
+    .expect("config");
+    let state = dir.path().join("state");
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_toolsmithd"))
+        .arg("--state")
+        .arg(&state)
+        .arg("--config")
+        .arg(&config)
+        .env("HOME", dir.path())
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start toolsmithd");
+    let db = state.join("state.db");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let conn = loop {
+        if let Ok(conn) = toolsmith::store::open_read_only(&db) {
+            break conn;
+        }
+        assert!(Instant::now() < deadline, "daemon did not create its store");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut samples = Vec::new();
+    for i in 0..200i64 {
+        let line = format!(
+            "{{\"v\":1,\"session\":\"lat\",\"tool\":\"shell\",\"input\":{{\"command\":\"echo {i}\"}},\"ok\":true}}\n"
+        );
+        let start = Instant::now();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .and_then(|mut f| f.write_all(line.as_bytes()))
+            .expect("append");
+        loop {
+            let n: i64 = conn
+                .query_row(
+                    "SELECT count(*) FROM actions WHERE session = 'lat'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap_or(0);
+            if n > i {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "line {i} never stored"
+            );
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        samples.push(start.elapsed().as_secs_f64() * 1000.0);
+        std::thread::sleep(Duration::from_millis(5 + (i % 7) as u64 * 3));
+    }
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    samples.sort_by(f64::total_cmp);
+    let pct = |p: f64| samples[((samples.len() as f64 - 1.0) * p) as usize];
+    println!(
+        "append → queryable (daemon, debounce 100 ms): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms over {} lines (goal p99 < 1000 ms)",
+        pct(0.5),
+        pct(0.99),
+        pct(1.0),
+        samples.len()
+    );
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let only = std::env::var("TOOLSMITH_BENCH_ONLY").unwrap_or_default();
+    if only != "latency"
+        && let Some(corpus) = corpus()
+    {
+        throughput(&corpus);
+    }
+    if only.is_empty() || only == "latency" {
+        latency();
+    }
+}

@@ -1,0 +1,221 @@
+//! `toolsmith ingest`, `toolsmith actions`, `toolsmith sources`: reading logs into the store
+//! without the daemon, and looking at what was read.
+
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::output::{self, Style};
+use super::{Cli, Failure, load_config};
+use crate::daemon::lock::{self, LockError};
+use crate::exit::ExitCode;
+use crate::ingest::oneshot::{self, IngestError};
+use crate::ingest::reader::ReadOptions;
+use crate::ingest::store as ingest_store;
+use crate::store::{self, Store, StoreError};
+
+impl From<StoreError> for Failure {
+    fn from(err: StoreError) -> Self {
+        let code = if err.is_damage() {
+            ExitCode::StoreDamaged
+        } else {
+            ExitCode::Failure
+        };
+        Failure::new(code, err.to_string())
+    }
+}
+
+impl From<IngestError> for Failure {
+    fn from(err: IngestError) -> Self {
+        match err {
+            IngestError::Store(e) => e.into(),
+            IngestError::UnknownFormat { .. } => Failure::new(ExitCode::Usage, err.to_string()),
+            other => Failure::new(ExitCode::Failure, other.to_string()),
+        }
+    }
+}
+
+/// `toolsmith ingest [--format F] PATH...`.
+pub(super) fn ingest(
+    cli: &Cli,
+    format: Option<&str>,
+    paths: &[PathBuf],
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let config = load_config(cli)?;
+    crate::daemon::listener::ensure_private_dir(&config.paths.state.value)
+        .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?;
+    // One writer per store: while a daemon runs here, it does the ingesting.
+    let _lock = lock::acquire(&config.lock_path()).map_err(|err| match err {
+        LockError::Held { pid, .. } => Failure::new(
+            ExitCode::AlreadyRunning,
+            format!(
+                "toolsmithd (pid {}) runs on {} and ingests its sources itself; stop it, or pass \
+                 --state DIR to ingest into another store",
+                pid.map_or_else(|| "unknown".into(), |p| p.to_string()),
+                config.paths.state.value.display()
+            ),
+        ),
+        other => Failure::new(ExitCode::Failure, other.to_string()),
+    })?;
+    let store = Store::open(&config.store_path())?;
+    let options = ReadOptions::from_settings(&config.ingest, true);
+    let reports = oneshot::ingest_paths(&store, paths, format, &options)?;
+    if cli.json {
+        return output::json(out, &json!({ "files": reports }));
+    }
+    let (mut actions, mut results, mut problems, mut bytes) = (0, 0, 0, 0);
+    for report in &reports {
+        match (&report.format, &report.skipped) {
+            (Some(format), None) => writeln!(
+                out,
+                "{:<12} {:>8} actions {:>6} results {:>5} problems  {}",
+                format,
+                report.actions,
+                report.results,
+                report.problems,
+                report.path.display()
+            )?,
+            (_, skipped) => writeln!(
+                out,
+                "{:<12} skipped: {}  {}",
+                "-",
+                skipped.as_deref().unwrap_or("?"),
+                report.path.display()
+            )?,
+        }
+        actions += report.actions;
+        results += report.results;
+        problems += report.problems;
+        bytes += report.bytes;
+    }
+    writeln!(
+        out,
+        "{} files, {:.1} MiB: {actions} new actions, {results} results joined, {problems} problems",
+        reports.len(),
+        bytes as f64 / (1024.0 * 1024.0)
+    )?;
+    Ok(())
+}
+
+fn open_store(cli: &Cli) -> Result<rusqlite::Connection, Failure> {
+    let path = load_config(cli)?.store_path();
+    if !path.exists() {
+        return Err(Failure::new(
+            ExitCode::Failure,
+            format!(
+                "no state store at {} yet: nothing was ingested. Run `toolsmith ingest PATH`, \
+                 or start toolsmithd",
+                path.display()
+            ),
+        ));
+    }
+    Ok(store::open_read_only(&path)?)
+}
+
+/// `toolsmith actions [--session S] [--limit N]`.
+pub(super) fn actions(
+    cli: &Cli,
+    session: Option<&str>,
+    limit: u64,
+    out: &mut impl Write,
+    style: Style,
+) -> Result<(), Failure> {
+    let conn = open_store(cli)?;
+    let actions = ingest_store::recent_actions(&conn, session, limit)?;
+    if cli.json {
+        return output::json(out, &json!(actions));
+    }
+    let mut current = None;
+    for action in &actions {
+        if current != Some(&action.session) {
+            writeln!(out, "session {} ({})", action.session, action.source)?;
+            current = Some(&action.session);
+        }
+        let outcome = match (action.ok, action.exit_code) {
+            (Some(true), _) => style.good("ok"),
+            (Some(false), Some(code)) => style.bad(&format!("exit {code}")),
+            (Some(false), None) => style.bad("failed"),
+            (None, _) => style.warn("?"),
+        };
+        let what = action
+            .input
+            .get("command")
+            .and_then(|c| c.as_str())
+            .map(str::to_owned)
+            .unwrap_or_else(|| action.input.to_string());
+        let what: String = what
+            .lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(100)
+            .collect();
+        writeln!(
+            out,
+            "  {:<20} {:<10} {:<8} {}",
+            action.ts.as_deref().unwrap_or("-"),
+            action.tool,
+            outcome,
+            what
+        )?;
+    }
+    if actions.is_empty() {
+        writeln!(out, "no actions stored")?;
+    }
+    Ok(())
+}
+
+/// `toolsmith sources`.
+pub(super) fn sources(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
+    let conn = open_store(cli)?;
+    let mut summaries = ingest_store::source_summaries(&conn)?;
+    // The lag is against the files as they are now, not as they were when last read.
+    let mut stmt = conn
+        .prepare("SELECT source, format, path, offset FROM ingest_files")
+        .map_err(StoreError::from)?;
+    let files: Vec<(String, String, String, i64)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .and_then(|rows| rows.collect())
+        .map_err(StoreError::from)?;
+    for summary in &mut summaries {
+        summary.lag_bytes = files
+            .iter()
+            .filter(|(s, f, _, _)| *s == summary.source && *f == summary.format)
+            .map(|(_, _, path, offset)| {
+                std::fs::metadata(path)
+                    .map(|m| m.size().saturating_sub(*offset as u64))
+                    .unwrap_or(0)
+            })
+            .sum();
+    }
+    if cli.json {
+        return output::json(out, &json!(summaries));
+    }
+    if summaries.is_empty() {
+        writeln!(out, "no sources read yet")?;
+    }
+    for s in &summaries {
+        writeln!(
+            out,
+            "{} ({}): {} files, {:.1} MiB read, {} actions, {} problems, {} bytes behind",
+            s.source,
+            s.format,
+            s.files,
+            s.bytes_read as f64 / (1024.0 * 1024.0),
+            s.actions,
+            s.problems,
+            s.lag_bytes
+        )?;
+        for example in &s.examples {
+            writeln!(
+                out,
+                "    {}:{}: {}",
+                example.path, example.line, example.reason
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,399 @@
+//! Reading one file from its checkpoint into batches: identity checks (truncation, rotation,
+//! rewrite), framing, parsing, redaction and output capping.
+//!
+//! The reader does file I/O and CPU work only; storing is the caller's (the daemon sends batches
+//! to the store's writer, one-shot ingest applies them directly). Memory is bounded by the batch
+//! size and the record cap, whatever the file holds.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use super::action::Action;
+use super::adapters::{Format, Framing, Item, Position};
+use super::framing::{Cut, Cutter};
+use super::redact::Redactor;
+use super::store::{Batch, Checkpoint};
+
+/// How many leading bytes identify a file's content.
+pub const FINGERPRINT_BYTES: u64 = 1024;
+
+/// Limits and behaviour of a read.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadOptions {
+    /// Largest record parsed; larger ones are skipped and counted.
+    pub max_record: usize,
+    /// Largest whole-file document read.
+    pub max_whole_file: u64,
+    /// Output excerpts keep this many bytes (half head, half tail).
+    pub output_cap: usize,
+    /// A batch is handed over after this many bytes of input.
+    pub batch_bytes: u64,
+    /// The file is complete (one-shot ingest): a last line without newline is a record.
+    pub complete: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            max_record: 16 << 20,
+            max_whole_file: 256 << 20,
+            output_cap: 16 << 10,
+            batch_bytes: 4 << 20,
+            complete: false,
+        }
+    }
+}
+
+impl ReadOptions {
+    /// The options the configuration's `[ingest]` table asks for; `complete` is the caller's.
+    pub fn from_settings(settings: &crate::config::IngestSettings, complete: bool) -> Self {
+        ReadOptions {
+            max_record: settings.max_record_kib.value as usize * 1024,
+            output_cap: settings.output_cap_kib.value as usize * 1024,
+            complete,
+            ..ReadOptions::default()
+        }
+    }
+}
+
+/// A file that could not be read at all (as opposed to bad records in it).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {path}: {source}")]
+pub struct ReadError {
+    /// The file.
+    pub path: String,
+    /// The I/O error.
+    pub source: std::io::Error,
+}
+
+/// FNV-1a, 64-bit: a fingerprint that must stay the same across builds and Rust versions.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// Redacts secrets and caps outputs in an item, before anything is stored.
+pub fn sanitize(item: &mut Item, redactor: &Redactor, output_cap: usize) {
+    let fix_output = |output: &mut String| {
+        let redacted = redactor.redact(output).into_owned();
+        *output = cap_excerpt(&redacted, output_cap);
+    };
+    match item {
+        Item::Action(action) => sanitize_action(action, redactor, output_cap),
+        Item::Result(late) => fix_output(&mut late.result.output),
+        Item::SessionLink { .. } => {}
+    }
+}
+
+fn sanitize_action(action: &mut Action, redactor: &Redactor, output_cap: usize) {
+    redactor.redact_json(&mut action.input);
+    if let Some(cwd) = &mut action.cwd {
+        *cwd = redactor.redact(cwd).into_owned();
+    }
+    if let Some(result) = &mut action.result {
+        let redacted = redactor.redact(&result.output).into_owned();
+        result.output = cap_excerpt(&redacted, output_cap);
+    }
+}
+
+/// Keeps the head and the tail of `text` within `cap` bytes, marking what was cut.
+///
+/// ```
+/// use toolsmith::ingest::reader::cap_excerpt;
+/// let log = format!("start\n{}\nerror: the end", "noise ".repeat(1000));
+/// let excerpt = cap_excerpt(&log, 40);
+/// assert!(excerpt.starts_with("start\n"));
+/// assert!(excerpt.ends_with("error: the end"));
+/// assert!(excerpt.contains("bytes omitted"));
+/// ```
+pub fn cap_excerpt(text: &str, cap: usize) -> String {
+    if text.len() <= cap {
+        return text.to_owned();
+    }
+    let half = cap / 2;
+    let mut head_end = half;
+    while !text.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    let mut tail_start = text.len() - half;
+    while !text.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    format!(
+        "{}\n[… {} bytes omitted …]\n{}",
+        &text[..head_end],
+        tail_start - head_end,
+        &text[tail_start..]
+    )
+}
+
+/// What a read did, besides the batches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadSummary {
+    /// Bytes consumed.
+    pub bytes: u64,
+    /// Batches handed over.
+    pub batches: u64,
+    /// Whether the file was read from the start again (truncated, rewritten or replaced).
+    pub reset: bool,
+}
+
+/// Reads `path` from `previous` (its stored checkpoint, if any) to the end, handing batches to
+/// `sink`. A batch is complete by itself: storing it with its checkpoint is always consistent.
+pub fn read_file<E: From<ReadError>>(
+    path: &Path,
+    source: &str,
+    format: &dyn Format,
+    previous: Option<&Checkpoint>,
+    options: &ReadOptions,
+    redactor: &Redactor,
+    sink: impl FnMut(Batch) -> Result<(), E>,
+) -> Result<ReadSummary, E> {
+    let mut file = File::open(path).map_err(|source| ReadError {
+        path: path.display().to_string(),
+        source,
+    })?;
+    read_from(
+        &mut file, path, source, format, previous, options, redactor, sink,
+    )
+}
+
+/// Like [`read_file`], on a file already open — possibly one that was renamed or deleted since
+/// it was opened (its unread tail is still worth reading).
+#[allow(clippy::too_many_arguments)]
+pub fn read_from<E: From<ReadError>>(
+    file: &mut File,
+    path: &Path,
+    source: &str,
+    format: &dyn Format,
+    previous: Option<&Checkpoint>,
+    options: &ReadOptions,
+    redactor: &Redactor,
+    mut sink: impl FnMut(Batch) -> Result<(), E>,
+) -> Result<ReadSummary, E> {
+    let name = path.display().to_string();
+    let fail = |source| ReadError {
+        path: name.clone(),
+        source,
+    };
+    let meta = file.metadata().map_err(fail)?;
+    file.seek(SeekFrom::Start(0)).map_err(fail)?;
+    let size = meta.len();
+    let mtime_ns = meta.mtime() * 1_000_000_000 + meta.mtime_nsec();
+    let fp_len = size.min(FINGERPRINT_BYTES);
+    let mut head = vec![0u8; fp_len as usize];
+    file.read_exact(&mut head).map_err(fail)?;
+    let fingerprint = fnv1a(&head);
+
+    let mut checkpoint = Checkpoint {
+        source: source.to_owned(),
+        format: format.source().as_str().to_owned(),
+        path: name.clone(),
+        dev: meta.dev(),
+        inode: meta.ino(),
+        fingerprint,
+        fingerprint_len: fp_len,
+        offset: 0,
+        line: 1,
+        size_seen: size,
+        mtime_ns,
+        parser_state: None,
+    };
+    let resume = previous.and_then(|prev| resume_from(prev, &meta, &head));
+    let reset = previous.is_some() && resume.is_none();
+    if let Some(prev) = resume {
+        checkpoint.offset = prev.offset;
+        checkpoint.line = prev.line;
+        checkpoint.parser_state = prev.parser_state.clone();
+    }
+
+    if format.framing() == Framing::WholeFile {
+        return read_whole(
+            file,
+            previous,
+            resume.is_some(),
+            checkpoint,
+            format,
+            options,
+            redactor,
+            reset,
+            sink,
+        );
+    }
+
+    let start = Position {
+        offset: checkpoint.offset,
+        line: checkpoint.line,
+    };
+    file.seek(SeekFrom::Start(start.offset)).map_err(fail)?;
+    let mut parser = format.parser(path, checkpoint.parser_state.take());
+    let mut cutter = Cutter::new(format.framing(), start, options.max_record);
+    let mut summary = ReadSummary {
+        reset,
+        ..ReadSummary::default()
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut cuts = Vec::new();
+    let mut pending = Batch {
+        reset,
+        ..Batch::default()
+    };
+    let mut consumed_from = start.offset;
+    loop {
+        let n = file.read(&mut buf).map_err(fail)?;
+        if n == 0 {
+            if options.complete {
+                cutter.finish(&mut cuts);
+            } else {
+                cutter.flush_at_eof(&mut cuts);
+            }
+        } else {
+            cutter.push(&buf[..n], &mut cuts);
+        }
+        for cut in cuts.drain(..) {
+            pending.records += 1;
+            match cut {
+                Cut::Record { bytes, pos, .. } => {
+                    let before = pending.items.len();
+                    if let Err(problem) = parser.record(&bytes, pos, &mut pending.items) {
+                        pending.problems.push((pos.line, problem.reason));
+                    }
+                    for item in &mut pending.items[before..] {
+                        sanitize(item, redactor, options.output_cap);
+                    }
+                }
+                Cut::Oversized { pos, len, .. } => pending.problems.push((
+                    pos.line,
+                    format!(
+                        "record of {len} bytes exceeds the {} byte limit; skipped",
+                        options.max_record
+                    ),
+                )),
+            }
+        }
+        let point = cutter.resume_point();
+        let at_end = n == 0;
+        if at_end || point.offset - consumed_from >= options.batch_bytes {
+            let mut batch = std::mem::take(&mut pending);
+            batch.bytes = point.offset - consumed_from;
+            batch.reset = summary.batches == 0 && reset;
+            batch.checkpoint = Checkpoint {
+                offset: point.offset,
+                line: point.line,
+                parser_state: Some(parser.state()).filter(|s| !s.is_null()),
+                ..checkpoint.clone()
+            };
+            consumed_from = point.offset;
+            summary.bytes += batch.bytes;
+            summary.batches += 1;
+            sink(batch)?;
+        }
+        if at_end {
+            return Ok(summary);
+        }
+    }
+}
+
+/// The stored checkpoint, if the file at hand is the one it describes and has not been cut
+/// below it; `None` means: read from the start.
+fn resume_from<'a>(
+    prev: &'a Checkpoint,
+    meta: &std::fs::Metadata,
+    head: &[u8],
+) -> Option<&'a Checkpoint> {
+    if meta.len() < prev.offset {
+        return None; // truncated
+    }
+    // Same content at the start means the same file, whether it kept its inode or was moved
+    // back into place; a different start means a rewrite or a new file under the old name.
+    let same_start = (prev.fingerprint_len as usize) <= head.len()
+        && fnv1a(&head[..prev.fingerprint_len as usize]) == prev.fingerprint;
+    same_start.then_some(prev)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn read_whole<E: From<ReadError>>(
+    file: &mut File,
+    previous: Option<&Checkpoint>,
+    same_file: bool,
+    mut checkpoint: Checkpoint,
+    format: &dyn Format,
+    options: &ReadOptions,
+    redactor: &Redactor,
+    reset: bool,
+    mut sink: impl FnMut(Batch) -> Result<(), E>,
+) -> Result<ReadSummary, E> {
+    let unchanged = same_file
+        && previous.is_some_and(|p| {
+            p.size_seen == checkpoint.size_seen && p.mtime_ns == checkpoint.mtime_ns
+        });
+    if unchanged {
+        return Ok(ReadSummary::default());
+    }
+    let size = checkpoint.size_seen;
+    let mut batch = Batch {
+        reset,
+        records: 1,
+        bytes: size,
+        ..Batch::default()
+    };
+    if size > options.max_whole_file {
+        batch.problems.push((
+            1,
+            format!(
+                "file of {size} bytes exceeds the {} byte limit for whole-file formats; skipped",
+                options.max_whole_file
+            ),
+        ));
+    } else {
+        let mut bytes = Vec::with_capacity(size as usize);
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.read_to_end(&mut bytes))
+            .map_err(|source| ReadError {
+                path: checkpoint.path.clone(),
+                source,
+            })?;
+        let path = Path::new(&checkpoint.path).to_owned();
+        let mut parser = format.parser(&path, None);
+        let pos = Position { offset: 0, line: 1 };
+        if let Err(problem) = parser.record(&bytes, pos, &mut batch.items) {
+            batch.problems.push((1, problem.reason));
+        }
+        for item in &mut batch.items {
+            sanitize(item, redactor, options.output_cap);
+        }
+    }
+    checkpoint.offset = size;
+    batch.checkpoint = checkpoint;
+    sink(batch)?;
+    Ok(ReadSummary {
+        bytes: size,
+        batches: 1,
+        reset,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_keep_head_and_tail_on_char_boundaries() {
+        assert_eq!(cap_excerpt("short", 10), "short");
+        let long = "é".repeat(100);
+        let capped = cap_excerpt(&long, 21);
+        assert!(capped.starts_with("éééé"));
+        assert!(capped.ends_with("éééé"));
+        assert!(capped.contains("bytes omitted"));
+    }
+
+    #[test]
+    fn fingerprint_is_stable() {
+        // Persisted in the store: it must never change between builds.
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}

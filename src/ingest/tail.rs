@@ -1,0 +1,672 @@
+//! Live tailing for the daemon: a start-up scan, then inotify (through `notify`), debounced.
+//!
+//! One task owns the tail state. File reading runs on a blocking thread, one round at a time, and
+//! hands batches to the store's writer; each batch carries its checkpoint, so a crash at any
+//! moment resumes exactly where the store says. Open handles are kept for files being read, so
+//! that the unread tail of a file that was renamed (rotated) or deleted is still read.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use globset::{Glob, GlobMatcher};
+use notify::{RecursiveMode, Watcher};
+use tokio::sync::{mpsc, watch};
+
+use super::adapters::Format;
+use super::formats;
+use super::oneshot::SNIFF_BYTES;
+use super::reader::{self, ReadError, ReadOptions};
+use super::redact::Redactor;
+use super::store::{self as ingest_store, Applied};
+use crate::config::{Config, SourceSetting};
+use crate::events::EventBus;
+use crate::store::{Store, StoreError};
+
+/// At most this many files are kept open; the least recently read are closed first.
+const MAX_OPEN_FILES: usize = 256;
+
+/// One configured (or default) source, resolved against the file system.
+#[derive(Clone)]
+pub struct SourceSpec {
+    /// Name shown by `toolsmith sources`.
+    pub name: String,
+    /// Format name.
+    pub format_name: &'static str,
+    /// The format.
+    pub format: &'static dyn Format,
+    /// The directory to watch.
+    pub root: PathBuf,
+    /// Which files under `root` belong to the source.
+    pub matcher: FileMatcher,
+}
+
+impl std::fmt::Debug for SourceSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceSpec")
+            .field("name", &self.name)
+            .field("format", &self.format_name)
+            .field("root", &self.root)
+            .field("matcher", &self.matcher)
+            .finish()
+    }
+}
+
+/// How a source selects its files.
+#[derive(Debug, Clone)]
+pub enum FileMatcher {
+    /// Exactly one file (its parent directory is watched, to see it re-created).
+    File(PathBuf),
+    /// Every file under the root that the format recognises.
+    Tree,
+    /// Files matching a glob.
+    Glob(GlobMatcher),
+}
+
+impl SourceSpec {
+    fn recursive(&self) -> bool {
+        !matches!(self.matcher, FileMatcher::File(_))
+    }
+
+    /// Whether `path` belongs to this source by name (format sniffing comes later).
+    fn claims(&self, path: &Path) -> bool {
+        match &self.matcher {
+            FileMatcher::File(file) => path == file,
+            FileMatcher::Tree => path.starts_with(&self.root),
+            FileMatcher::Glob(glob) => glob.is_match(path),
+        }
+    }
+}
+
+/// A source that cannot be used, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceProblem {
+    /// The source's name.
+    pub name: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+fn expand_home(path: &str, home: Option<&Path>) -> Option<PathBuf> {
+    match path.strip_prefix("~/") {
+        Some(rest) => home.map(|h| h.join(rest)),
+        None => Some(PathBuf::from(path)),
+    }
+}
+
+/// The standard locations of agents' and shells' logs, for when no source is configured.
+pub fn default_sources(home: Option<&Path>, xdg_data: Option<&Path>) -> Vec<SourceSetting> {
+    let Some(home) = home else {
+        return Vec::new();
+    };
+    let fish = xdg_data
+        .map(|d| d.join("fish/fish_history"))
+        .unwrap_or_else(|| home.join(".local/share/fish/fish_history"));
+    [
+        ("claude-code", home.join(".claude/projects")),
+        ("codex", home.join(".codex/sessions")),
+        ("bash", home.join(".bash_history")),
+        ("zsh", home.join(".zsh_history")),
+        ("fish", fish),
+    ]
+    .into_iter()
+    .map(|(format, path)| SourceSetting {
+        name: format.to_owned(),
+        format: format.to_owned(),
+        path: path.display().to_string(),
+        origin: crate::config::Origin::Default,
+    })
+    .collect()
+}
+
+/// Resolves the configured sources (or the defaults) into specs. Sources whose path does not
+/// exist are reported, not fatal: they are looked at again on reload.
+pub fn resolve_sources(config: &Config) -> (Vec<SourceSpec>, Vec<SourceProblem>) {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let settings = if config.sources.is_empty() {
+        let xdg_data = std::env::var_os("XDG_DATA_HOME").map(PathBuf::from);
+        default_sources(home.as_deref(), xdg_data.as_deref())
+            .into_iter()
+            .filter(|s| Path::new(&s.path).exists())
+            .collect()
+    } else {
+        config.sources.clone()
+    };
+    let mut specs = Vec::new();
+    let mut problems = Vec::new();
+    for setting in settings {
+        match resolve_one(&setting, home.as_deref()) {
+            Ok(spec) => specs.push(spec),
+            Err(reason) => problems.push(SourceProblem {
+                name: setting.name.clone(),
+                reason,
+            }),
+        }
+    }
+    (specs, problems)
+}
+
+fn resolve_one(setting: &SourceSetting, home: Option<&Path>) -> Result<SourceSpec, String> {
+    let (format_name, format) = formats::FORMATS
+        .iter()
+        .find(|(n, _)| *n == setting.format)
+        .map(|(n, f)| (*n, *f))
+        .ok_or_else(|| format!("unknown format `{}`", setting.format))?;
+    let path = expand_home(&setting.path, home)
+        .ok_or_else(|| format!("{} needs $HOME, which is not set", setting.path))?;
+    let text = path.display().to_string();
+    let spec = |root: PathBuf, matcher| SourceSpec {
+        name: setting.name.clone(),
+        format_name,
+        format,
+        root,
+        matcher,
+    };
+    if text.contains(['*', '?', '[', '{']) {
+        let glob = Glob::new(&text)
+            .map_err(|e| format!("invalid glob {text}: {e}"))?
+            .compile_matcher();
+        // Watch the deepest directory without glob characters.
+        let root: PathBuf = path
+            .components()
+            .take_while(|c| {
+                !c.as_os_str()
+                    .to_string_lossy()
+                    .contains(['*', '?', '[', '{'])
+            })
+            .collect();
+        return Ok(spec(root, FileMatcher::Glob(glob)));
+    }
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_dir() => Ok(spec(path, FileMatcher::Tree)),
+        Ok(_) => {
+            let parent = path
+                .parent()
+                .map_or_else(|| PathBuf::from("/"), Path::to_owned);
+            Ok(spec(parent, FileMatcher::File(path)))
+        }
+        Err(e) => Err(format!("{text}: {e}")),
+    }
+}
+
+/// Counters the daemon reports in `status`.
+#[derive(Debug, Default)]
+pub struct TailStats {
+    /// Files read at least once.
+    pub files: AtomicU64,
+    /// Actions stored.
+    pub actions: AtomicU64,
+    /// Results joined.
+    pub results: AtomicU64,
+    /// Bad records met.
+    pub problems: AtomicU64,
+    /// Bytes consumed.
+    pub bytes: AtomicU64,
+    /// Reading rounds done.
+    pub rounds: AtomicU64,
+    /// Times the change queue overflowed and a full rescan replaced it.
+    pub rescans: AtomicU64,
+}
+
+struct OpenFile {
+    file: File,
+    dev: u64,
+    ino: u64,
+    last_used: u64,
+}
+
+/// The state of reading: owned by one round at a time.
+struct TailState {
+    store: Store,
+    specs: Vec<SourceSpec>,
+    options: ReadOptions,
+    redactor: Arc<Redactor>,
+    open: HashMap<PathBuf, OpenFile>,
+    /// Files a source's format did not recognise, with the size they had: looked at again
+    /// only when their size changes.
+    rejected: HashMap<PathBuf, u64>,
+    /// The source each file was found to belong to.
+    held_spec: HashMap<PathBuf, SourceSpec>,
+    clock: u64,
+    stats: Arc<TailStats>,
+    stop: Arc<AtomicBool>,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum RoundError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("stopping")]
+    Stopping,
+}
+
+impl TailState {
+    /// Every file of every source, as found now.
+    fn scan(&self) -> BTreeSet<PathBuf> {
+        let mut found = BTreeSet::new();
+        for spec in &self.specs {
+            match &spec.matcher {
+                FileMatcher::File(path) => {
+                    if path.is_file() {
+                        found.insert(path.clone());
+                    }
+                }
+                _ => walk(&spec.root, &mut |p| {
+                    if spec.claims(p) {
+                        found.insert(p.to_owned());
+                    }
+                }),
+            }
+        }
+        found
+    }
+
+    /// The source a file belongs to: a source naming exactly this file wins; otherwise the
+    /// first directory or glob source whose format recognises the file.
+    fn spec_for(&mut self, path: &Path, size: u64) -> Option<SourceSpec> {
+        let exact = self
+            .specs
+            .iter()
+            .find(|s| matches!(&s.matcher, FileMatcher::File(f) if f == path));
+        if let Some(spec) = exact {
+            return Some(spec.clone());
+        }
+        let candidates: Vec<SourceSpec> = self
+            .specs
+            .iter()
+            .filter(|s| s.claims(path))
+            .cloned()
+            .collect();
+        candidates
+            .into_iter()
+            .find(|spec| self.recognised(spec, path, size))
+    }
+
+    /// Whether the file is of the source's format (sniffed once; rejections re-checked when
+    /// the file's size changes, since a new file may be empty when first seen).
+    fn recognised(&mut self, spec: &SourceSpec, path: &Path, size: u64) -> bool {
+        if matches!(spec.matcher, FileMatcher::File(_)) {
+            return true;
+        }
+        if self.rejected.get(path) == Some(&size) {
+            return false;
+        }
+        let mut head = Vec::with_capacity(SNIFF_BYTES.min(size as usize));
+        let ok = File::open(path)
+            .and_then(|f| f.take(SNIFF_BYTES as u64).read_to_end(&mut head))
+            .is_ok()
+            && spec.format.sniff(path, &head);
+        if ok {
+            self.rejected.remove(path);
+        } else {
+            self.rejected.insert(path.to_owned(), size);
+        }
+        ok
+    }
+
+    fn round(&mut self, paths: BTreeSet<PathBuf>) -> Applied {
+        let mut total = Applied::default();
+        for path in paths {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            match self.read_path(&path) {
+                Ok(applied) => {
+                    total.inserted += applied.inserted;
+                    total.joined += applied.joined;
+                }
+                Err(RoundError::Stopping) => break,
+                Err(err) => tracing::warn!(path = %path.display(), "ingest failed: {err}"),
+            }
+        }
+        self.close_idle();
+        self.stats.rounds.fetch_add(1, Ordering::Relaxed);
+        total
+    }
+
+    fn read_path(&mut self, path: &Path) -> Result<Applied, RoundError> {
+        let current = std::fs::metadata(path).ok().filter(|m| m.is_file());
+        let held_spec = self.held_spec.get(path).cloned();
+        let Some(spec) = held_spec.or_else(|| {
+            let size = current.as_ref().map_or(0, |m| m.len());
+            self.spec_for(path, size)
+        }) else {
+            return Ok(Applied::default());
+        };
+        let mut applied = Applied::default();
+        // A file we hold that is no longer at this path (rotated or deleted): finish it first.
+        let replaced = self.open.get(path).is_some_and(|held| {
+            current
+                .as_ref()
+                .is_none_or(|m| (m.dev(), m.ino()) != (held.dev, held.ino))
+        });
+        if replaced && let Some(mut held) = self.open.remove(path) {
+            let a = self.read_open(&spec, path, &mut held.file)?;
+            applied.inserted += a.inserted;
+            applied.joined += a.joined;
+        }
+        let Some(meta) = current else {
+            self.held_spec.remove(path);
+            return Ok(applied);
+        };
+        self.held_spec.insert(path.to_owned(), spec.clone());
+        let mut held = match self.open.remove(path) {
+            Some(held) => held,
+            None => {
+                let file = File::open(path).map_err(|source| ReadError {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+                self.stats.files.fetch_add(1, Ordering::Relaxed);
+                OpenFile {
+                    file,
+                    dev: meta.dev(),
+                    ino: meta.ino(),
+                    last_used: 0,
+                }
+            }
+        };
+        let result = self.read_open(&spec, path, &mut held.file);
+        self.clock += 1;
+        held.last_used = self.clock;
+        self.open.insert(path.to_owned(), held);
+        let a = result?;
+        applied.inserted += a.inserted;
+        applied.joined += a.joined;
+        Ok(applied)
+    }
+
+    fn read_open(
+        &mut self,
+        spec: &SourceSpec,
+        path: &Path,
+        file: &mut File,
+    ) -> Result<Applied, RoundError> {
+        let key = path.display().to_string();
+        let previous = self
+            .store
+            .call_blocking(move |conn| ingest_store::checkpoint(conn, &key))?;
+        let mut applied = Applied::default();
+        let stats = &self.stats;
+        let stop = &self.stop;
+        let mut writer = ingest_store::BatchWriter::new(&self.store);
+        let mut count = |a: Applied| {
+            stats.actions.fetch_add(a.inserted, Ordering::Relaxed);
+            stats.results.fetch_add(a.joined, Ordering::Relaxed);
+            applied.inserted += a.inserted;
+            applied.joined += a.joined;
+        };
+        let read = reader::read_from::<RoundError>(
+            file,
+            path,
+            &spec.name,
+            spec.format,
+            previous.as_ref(),
+            &self.options,
+            &self.redactor,
+            |batch| {
+                stats
+                    .problems
+                    .fetch_add(batch.problems.len() as u64, Ordering::Relaxed);
+                stats.bytes.fetch_add(batch.bytes, Ordering::Relaxed);
+                count(writer.push(batch)?);
+                // Between batches is a safe place to stop: the store is consistent.
+                if stop.load(Ordering::Relaxed) {
+                    return Err(RoundError::Stopping);
+                }
+                Ok(())
+            },
+        );
+        // The batch in flight counts whether or not reading went on after it.
+        let last = writer.finish();
+        if let Ok(a) = last {
+            count(a);
+        }
+        read?;
+        last?;
+        Ok(applied)
+    }
+
+    fn close_idle(&mut self) {
+        if self.open.len() <= MAX_OPEN_FILES {
+            return;
+        }
+        let mut by_age: Vec<(u64, PathBuf)> = self
+            .open
+            .iter()
+            .map(|(p, f)| (f.last_used, p.clone()))
+            .collect();
+        by_age.sort();
+        for (_, path) in by_age.into_iter().take(self.open.len() - MAX_OPEN_FILES) {
+            self.open.remove(&path);
+        }
+    }
+}
+
+/// Regular files under `dir`, without following directory symlinks.
+fn walk(dir: &Path, found: &mut dyn FnMut(&Path)) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_dir() {
+            walk(&path, found);
+        } else if kind.is_file() {
+            found(&path);
+        }
+    }
+}
+
+/// The daemon's tailer.
+pub struct Tailer {
+    state: TailState,
+    debounce: Duration,
+    events: EventBus,
+}
+
+impl Tailer {
+    /// A tailer over `specs`.
+    pub fn new(
+        store: Store,
+        specs: Vec<SourceSpec>,
+        options: ReadOptions,
+        debounce: Duration,
+        events: EventBus,
+        stats: Arc<TailStats>,
+    ) -> Self {
+        Tailer {
+            state: TailState {
+                store,
+                specs,
+                options,
+                redactor: Arc::new(Redactor::new()),
+                open: HashMap::new(),
+                rejected: HashMap::new(),
+                held_spec: HashMap::new(),
+                clock: 0,
+                stats,
+                stop: Arc::new(AtomicBool::new(false)),
+            },
+            debounce,
+            events,
+        }
+    }
+
+    /// Scans every source, then follows changes until `shutdown`.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let Tailer {
+            state,
+            debounce,
+            events,
+        } = self;
+        let stop = Arc::clone(&state.stop);
+        let overflow = Arc::new(AtomicBool::new(false));
+        let (tx, mut rx) = mpsc::channel::<PathBuf>(8192);
+        let watcher = {
+            let overflow = Arc::clone(&overflow);
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
+                Ok(event) => {
+                    for path in event.paths {
+                        if tx.try_send(path).is_err() {
+                            overflow.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+                Err(_) => overflow.store(true, Ordering::Relaxed),
+            })
+        };
+        let mut watcher = match watcher {
+            Ok(w) => Some(w),
+            Err(err) => {
+                tracing::error!("cannot watch log files ({err}); reading them at start-up only");
+                None
+            }
+        };
+        if let Some(w) = watcher.as_mut() {
+            for spec in &state.specs {
+                let mode = if spec.recursive() {
+                    RecursiveMode::Recursive
+                } else {
+                    RecursiveMode::NonRecursive
+                };
+                if let Err(err) = w.watch(&spec.root, mode) {
+                    tracing::warn!(source = %spec.name, root = %spec.root.display(), "cannot watch: {err}");
+                }
+            }
+        }
+        tracing::info!(sources = state.specs.len(), "ingest: reading sources");
+
+        let mut state = Some(state);
+        let mut dirty = state.as_ref().map(TailState::scan).unwrap_or_default();
+        loop {
+            if !dirty.is_empty() {
+                let Some(mut owned) = state.take() else { break };
+                let paths = std::mem::take(&mut dirty);
+                let joined = tokio::task::spawn_blocking(move || {
+                    let applied = owned.round(paths);
+                    (owned, applied)
+                })
+                .await;
+                match joined {
+                    Ok((owned, applied)) => {
+                        state = Some(owned);
+                        if applied.inserted > 0 || applied.joined > 0 {
+                            events.publish(
+                                "ingest.actions",
+                                serde_json::json!({
+                                    "new": applied.inserted,
+                                    "results": applied.joined,
+                                }),
+                            );
+                        }
+                    }
+                    Err(err) => {
+                        tracing::error!("ingest round failed: {err}");
+                        break;
+                    }
+                }
+            }
+            if *shutdown.borrow() {
+                break;
+            }
+            tokio::select! {
+                first = rx.recv() => {
+                    let Some(first) = first else { break };
+                    dirty.insert(first);
+                    // Debounce: gather what else changes in the next moment.
+                    let deadline = tokio::time::Instant::now() + debounce;
+                    while let Ok(Some(path)) = tokio::time::timeout_at(deadline, rx.recv()).await {
+                        dirty.insert(path);
+                    }
+                }
+                _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break,
+            }
+            if overflow.swap(false, Ordering::Relaxed) {
+                if let Some(s) = state.as_ref() {
+                    s.stats.rescans.fetch_add(1, Ordering::Relaxed);
+                    dirty = s.scan();
+                }
+            } else if let Some(s) = state.as_ref() {
+                // A new directory (Codex's dated folders) may hold files created before its
+                // watch was in place: look inside it.
+                let mut extra = BTreeSet::new();
+                for path in &dirty {
+                    if path.is_dir() {
+                        walk(path, &mut |p| {
+                            if s.specs.iter().any(|spec| spec.claims(p)) {
+                                extra.insert(p.to_owned());
+                            }
+                        });
+                    }
+                }
+                dirty.retain(|p| s.specs.iter().any(|spec| spec.claims(p)));
+                dirty.extend(extra);
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        drop(watcher);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_sources_are_the_standard_locations() {
+        let sources = default_sources(Some(Path::new("/home/u")), None);
+        let paths: Vec<_> = sources
+            .iter()
+            .map(|s| (s.format.as_str(), s.path.as_str()))
+            .collect();
+        assert!(paths.contains(&("claude-code", "/home/u/.claude/projects")));
+        assert!(paths.contains(&("codex", "/home/u/.codex/sessions")));
+        assert!(paths.contains(&("fish", "/home/u/.local/share/fish/fish_history")));
+        assert!(default_sources(None, None).is_empty());
+    }
+
+    #[test]
+    fn sources_resolve_to_files_trees_and_globs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("hist");
+        std::fs::write(&file, "ls\n").expect("write");
+        let setting = |format: &str, path: String| SourceSetting {
+            name: "s".into(),
+            format: format.into(),
+            path,
+            origin: crate::config::Origin::Default,
+        };
+        let spec = resolve_one(&setting("bash", file.display().to_string()), None).expect("file");
+        assert!(matches!(spec.matcher, FileMatcher::File(_)));
+        assert_eq!(spec.root, dir.path());
+        assert!(spec.claims(&file));
+        assert!(!spec.claims(&dir.path().join("other")));
+
+        let spec =
+            resolve_one(&setting("codex", dir.path().display().to_string()), None).expect("tree");
+        assert!(matches!(spec.matcher, FileMatcher::Tree));
+        assert!(spec.claims(&dir.path().join("2026/11/22/rollout-x.jsonl")));
+
+        let glob = format!("{}/**/*.jsonl", dir.path().display());
+        let spec = resolve_one(&setting("native", glob), None).expect("glob");
+        assert_eq!(spec.root, dir.path());
+        assert!(spec.claims(&dir.path().join("a/b.jsonl")));
+        assert!(!spec.claims(&dir.path().join("a/b.json")));
+
+        let missing = resolve_one(&setting("bash", "/nonexistent/x".into()), None);
+        assert!(missing.is_err());
+        let home = resolve_one(&setting("bash", "~/h".into()), None);
+        assert!(home.is_err_and(|e| e.contains("$HOME")));
+    }
+}

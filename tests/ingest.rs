@@ -1,0 +1,447 @@
+//! Ingest through the real binaries: one-shot on the corpus, and the daemon tailing files that
+//! grow, rotate, shrink and survive `kill -9` — always ending equal to a one-shot ingest.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::{Daemon, PATIENCE, TestEnv};
+use nix::sys::signal::Signal;
+use serde_json::{Value, json};
+
+/// The corpus folder beside the repository, or `None` (with a message) when it is absent.
+fn corpus() -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    if path.is_dir() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "corpus not found at {} (required under CI=true)",
+        path.display()
+    );
+    eprintln!("skipped: corpus not found at {}", path.display());
+    None
+}
+
+/// Every stored action of a state directory, without row ids, in (session, seq) order.
+fn stored(env: &TestEnv, state: &Path) -> Vec<Value> {
+    let out = env
+        .cli_at(state)
+        .args(["actions", "--json", "--limit", "1000000"])
+        .output()
+        .expect("toolsmith actions");
+    if !out.status.success() {
+        return Vec::new();
+    }
+    let mut actions: Vec<Value> = serde_json::from_slice(&out.stdout).expect("actions JSON");
+    for action in &mut actions {
+        if let Some(map) = action.as_object_mut() {
+            map.remove("id");
+        }
+    }
+    actions
+}
+
+fn oneshot(env: &TestEnv, state: &Path, args: &[&str], paths: &[&Path]) -> Value {
+    let out = env
+        .cli_at(state)
+        .arg("ingest")
+        .args(args)
+        .args(paths)
+        .arg("--json")
+        .output()
+        .expect("toolsmith ingest");
+    assert!(
+        out.status.success(),
+        "ingest failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("ingest JSON")
+}
+
+/// Waits until the daemon's store holds exactly what a one-shot ingest of the same files holds.
+fn wait_until_equal(env: &TestEnv, daemon_state: &Path, expected: &[Value], daemon: &Daemon) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let got = stored(env, daemon_state);
+        if got == expected {
+            return;
+        }
+        if Instant::now() > deadline {
+            let missing: Vec<_> = expected
+                .iter()
+                .filter(|a| !got.contains(a))
+                .take(3)
+                .collect();
+            let extra: Vec<_> = got
+                .iter()
+                .filter(|a| !expected.contains(a))
+                .take(3)
+                .collect();
+            panic!(
+                "daemon stored {} actions, one-shot {}; missing {missing:?}; extra {extra:?}; log:\n{}",
+                got.len(),
+                expected.len(),
+                daemon.log()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A native-format call, with its result either on the same line or on a later one.
+fn native_lines(session: &str, n: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    for i in 0..n {
+        let command = format!("cargo test -p crate{} -- --exact t{i}", i % 7);
+        if i % 3 == 0 {
+            lines.push(
+                json!({"v": 1, "session": session, "tool": "shell", "call_id": format!("c{i}"),
+                       "input": {"command": command}})
+                .to_string(),
+            );
+            lines.push(
+                json!({"v": 1, "session": session, "call_id": format!("c{i}"), "ok": i % 2 == 0,
+                       "exit_code": i32::from(i % 2 != 0), "output": format!("output {i}\nline two")})
+                .to_string(),
+            );
+        } else {
+            lines.push(
+                json!({"v": 1, "session": session, "tool": "shell", "input": {"command": command},
+                       "ok": true, "exit_code": 0, "output": "ok", "duration_ms": i})
+                .to_string(),
+            );
+        }
+    }
+    lines
+}
+
+fn append(path: &Path, bytes: &[u8]) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open log for append");
+    file.write_all(bytes).expect("append");
+}
+
+fn daemon_with_sources(env: &TestEnv, sources: &str) -> Daemon {
+    let config = env.write_config(sources);
+    let mut cmd = env.daemon_command();
+    cmd.arg("--config").arg(config);
+    Daemon::start(env, cmd)
+}
+
+#[test]
+fn oneshot_ingest_of_the_corpus_counts_what_the_files_hold() {
+    let Some(corpus) = corpus() else { return };
+    let env = TestEnv::new();
+    let state = env.path().join("oneshot");
+    let report = oneshot(
+        &env,
+        &state,
+        &[],
+        &[
+            &corpus.join("claude-code"),
+            &corpus.join("codex"),
+            &corpus.join("shell-history"),
+            &corpus.join("swe-agent"),
+            &corpus.join("openhands"),
+        ],
+    );
+    let mut per_format = std::collections::BTreeMap::<String, u64>::new();
+    for file in report["files"].as_array().expect("files") {
+        *per_format
+            .entry(file["format"].as_str().unwrap_or("skipped").to_owned())
+            .or_default() += file["actions"].as_u64().unwrap_or(0);
+    }
+    // PROVENANCE.md: 59 + 7 + 167 + 21 + 39 + 13 tool calls.
+    assert_eq!(per_format["claude-code"], 306, "{per_format:?}");
+    // 125 function calls and 173 apply_patch calls.
+    assert_eq!(per_format["codex"], 298, "{per_format:?}");
+    // 12 + 5 + 11 + 21 + 18 steps.
+    assert_eq!(per_format["swe-agent"], 67, "{per_format:?}");
+    // 1435 + 182 fish entries; 298 entries in the smaller zsh file.
+    assert!(per_format["fish"] == 1617, "{per_format:?}");
+
+    // Re-running stores nothing twice.
+    let again = oneshot(&env, &state, &[], &[&corpus.join("claude-code")]);
+    let new: u64 = again["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["actions"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(new, 0);
+
+    let out = env
+        .cli_at(&state)
+        .args(["sources", "--json"])
+        .assert()
+        .success();
+    let sources: Value = serde_json::from_slice(&out.get_output().stdout).expect("sources JSON");
+    let claude = sources
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["format"] == "claude-code"))
+        .expect("claude-code source");
+    assert_eq!(claude["files"], 6);
+    assert_eq!(claude["actions"], 306);
+    assert_eq!(claude["lag_bytes"], 0);
+}
+
+#[test]
+fn secrets_are_redacted_before_storage() {
+    let env = TestEnv::new();
+    let log = env.path().join("secrets.jsonl");
+    let aws = "AKIAIOSFODNN7EXAMPLE";
+    let github = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789";
+    let lines = [
+        json!({"v": 1, "session": "s", "tool": "shell",
+               "input": {"command": format!("export AWS_ACCESS_KEY_ID={aws} && git push")},
+               "ok": true, "output": format!("token {github} accepted")}),
+        json!({"v": 1, "session": "s", "tool": "shell",
+               "input": {"command": "git clone https://alice:hunter2pass@git.example.com/r.git"},
+               "ok": true, "output": "commit 0123456789abcdef0123456789abcdef01234567"}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&log, text).expect("write log");
+    let state = env.path().join("s");
+    oneshot(&env, &state, &["--format", "native"], &[&log]);
+    let stored = serde_json::to_string(&stored(&env, &state)).expect("json");
+    for secret in [aws, github, "hunter2pass"] {
+        assert!(!stored.contains(secret), "{secret} was stored: {stored}");
+    }
+    assert!(stored.contains("[REDACTED:"), "{stored}");
+    assert!(
+        stored.contains("alice"),
+        "user names in URLs are kept: {stored}"
+    );
+    assert!(
+        stored.contains("0123456789abcdef0123456789abcdef01234567"),
+        "git SHAs are kept: {stored}"
+    );
+}
+
+#[test]
+fn bad_input_is_counted_and_the_rest_goes_on() {
+    let env = TestEnv::new();
+    let log = env.path().join("bad.jsonl");
+    let mut bytes = Vec::new();
+    let good = native_lines("s", 4);
+    bytes.extend(format!("{}\n", good[0]).as_bytes());
+    bytes.extend(b"{not json\n");
+    bytes.extend(b"\xff\xfe\x00binary\x00\n");
+    bytes.extend(b"{\"v\":2,\"session\":\"s\",\"tool\":\"x\"}\n");
+    // A 3 MiB line, over the 1 MiB limit set below: skipped without being buffered.
+    bytes.extend(std::iter::repeat_n(b'x', 3 << 20));
+    bytes.extend(b"\n");
+    for line in &good[1..] {
+        bytes.extend(format!("{line}\n").as_bytes());
+    }
+    std::fs::write(&log, &bytes).expect("write");
+    let config = env.write_config("[ingest]\nmax_record_kib = 1024\n");
+    let state = env.path().join("s");
+    let out = env
+        .cli_at(&state)
+        .arg("--config")
+        .arg(&config)
+        .args(["ingest", "--format", "native"])
+        .arg(&log)
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("4 problems"), "{text}");
+    let stored = stored(&env, &state);
+    assert_eq!(stored.len(), 4, "every good line is stored: {stored:?}");
+
+    let out = env.cli_at(&state).arg("sources").assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("4 problems"), "{text}");
+    assert!(
+        text.contains("bad.jsonl:3:"),
+        "examples name file and line: {text}"
+    );
+    assert!(
+        text.contains("unsupported native record version 2"),
+        "{text}"
+    );
+    assert!(text.contains("exceeds the 1048576 byte limit"), "{text}");
+}
+
+#[test]
+fn the_daemon_follows_growth_rotation_truncation_and_new_directories() {
+    let env = TestEnv::new();
+    let logs = env.path().join("logs");
+    std::fs::create_dir_all(&logs).expect("mkdir");
+    let daemon = daemon_with_sources(
+        &env,
+        &format!(
+            "[ingest]\ndebounce_ms = 20\n\n[[source]]\nformat = \"native\"\npath = \"{}\"\n",
+            logs.display()
+        ),
+    );
+
+    // Growth in random-sized pieces, cutting lines anywhere.
+    let live = logs.join("live.jsonl");
+    let text: String = native_lines("grow", 60)
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let mut rest = text.as_bytes();
+    let mut seed = 7u64;
+    while !rest.is_empty() {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let n = ((seed >> 33) as usize % 200 + 1).min(rest.len());
+        append(&live, &rest[..n]);
+        rest = &rest[n..];
+        if seed.is_multiple_of(5) {
+            std::thread::sleep(Duration::from_millis(3));
+        }
+    }
+    // Rotation: the file is renamed out of the source and a new one starts.
+    let rotated = env.path().join("live.jsonl.1");
+    std::fs::rename(&live, &rotated).expect("rotate");
+    let after: String = native_lines("after-rotation", 10)
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    append(&live, after.as_bytes());
+    // A new dated sub-directory, as Codex makes every day.
+    let dated = logs.join("2026/11/22");
+    std::fs::create_dir_all(&dated).expect("mkdir dated");
+    let day: String = native_lines("new-dir", 5)
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    append(&dated.join("day.jsonl"), day.as_bytes());
+
+    let expected_state = env.path().join("expected");
+    std::fs::copy(&rotated, env.path().join("rotated-copy.jsonl")).expect("copy");
+    oneshot(
+        &env,
+        &expected_state,
+        &["--format", "native"],
+        &[&env.path().join("rotated-copy.jsonl"), &live, &dated],
+    );
+    let expected = stored(&env, &expected_state);
+    assert_eq!(expected.len(), 75);
+    wait_until_equal(&env, &env.state(), &expected, &daemon);
+
+    // Truncation: the file is emptied and written anew; the new content is read from the start.
+    std::fs::write(&live, "").expect("truncate");
+    let fresh: String = native_lines("after-truncation", 3)
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&live, fresh.as_bytes()).expect("rewrite");
+    let truncated_state = env.path().join("expected-2");
+    oneshot(
+        &env,
+        &truncated_state,
+        &["--format", "native"],
+        &[&env.path().join("rotated-copy.jsonl")],
+    );
+    let mut expected = stored(&env, &expected_state);
+    let extra_state = env.path().join("expected-3");
+    oneshot(&env, &extra_state, &["--format", "native"], &[&live]);
+    expected.extend(stored(&env, &extra_state));
+    expected.sort_by(|a, b| {
+        (a["session"].as_str(), a["seq"].as_u64()).cmp(&(b["session"].as_str(), b["seq"].as_u64()))
+    });
+    expected.dedup();
+    wait_until_equal(&env, &env.state(), &expected, &daemon);
+}
+
+#[test]
+fn kill_9_at_random_moments_loses_and_duplicates_nothing() {
+    let env = TestEnv::new();
+    let logs = env.path().join("logs");
+    std::fs::create_dir_all(&logs).expect("mkdir");
+    let config = format!(
+        "[ingest]\ndebounce_ms = 5\n\n[[source]]\nformat = \"native\"\npath = \"{}\"\n\n\
+         [[source]]\nformat = \"zsh\"\npath = \"{}/zsh_history\"\n",
+        logs.display(),
+        logs.display()
+    );
+    let native: Vec<String> = native_lines("k9", 400);
+    let zsh: Vec<String> = (0..300)
+        .map(|i| {
+            if i % 10 == 0 {
+                format!(
+                    ": {}:0;for f in *.rs; do \\\n  rustfmt $f; done",
+                    1_700_000_000 + i * 60
+                )
+            } else {
+                format!(
+                    ": {}:1;git diff --stat HEAD~{}",
+                    1_700_000_000 + i * 60,
+                    i % 4
+                )
+            }
+        })
+        .collect();
+    std::fs::write(logs.join("zsh_history"), "").expect("create zsh history");
+    let mut seed = 42u64;
+    let mut next = |bound: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % bound
+    };
+    let (mut n_native, mut n_zsh) = (0usize, 0usize);
+    let mut daemon = daemon_with_sources(&env, &config);
+    for round in 0..20 {
+        // Logs grow while the daemon reads them …
+        for _ in 0..(5 + next(20)) {
+            if n_native < native.len() {
+                append(
+                    &logs.join("agent.jsonl"),
+                    format!("{}\n", native[n_native]).as_bytes(),
+                );
+                n_native += 1;
+            }
+            if n_zsh < zsh.len() {
+                append(
+                    &logs.join("zsh_history"),
+                    format!("{}\n", zsh[n_zsh]).as_bytes(),
+                );
+                n_zsh += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(next(40)));
+        // … and it dies without warning, at a random moment.
+        daemon.signal(Signal::SIGKILL);
+        daemon.wait_exit();
+        if round < 19 {
+            daemon = daemon_with_sources(&env, &config);
+        }
+    }
+    for line in &native[n_native..] {
+        append(&logs.join("agent.jsonl"), format!("{line}\n").as_bytes());
+    }
+    for line in &zsh[n_zsh..] {
+        append(&logs.join("zsh_history"), format!("{line}\n").as_bytes());
+    }
+    let daemon = daemon_with_sources(&env, &config);
+    let expected_state = env.path().join("expected");
+    oneshot(
+        &env,
+        &expected_state,
+        &["--format", "native"],
+        &[&logs.join("agent.jsonl")],
+    );
+    oneshot(
+        &env,
+        &expected_state,
+        &["--format", "zsh"],
+        &[&logs.join("zsh_history")],
+    );
+    let expected = stored(&env, &expected_state);
+    assert_eq!(expected.len(), 700);
+    wait_until_equal(&env, &env.state(), &expected, &daemon);
+}
