@@ -445,3 +445,40 @@ fn kill_9_at_random_moments_loses_and_duplicates_nothing() {
     assert_eq!(expected.len(), 700);
     wait_until_equal(&env, &env.state(), &expected, &daemon);
 }
+
+#[test]
+fn a_reload_that_adds_a_source_starts_reading_it() {
+    let env = TestEnv::new();
+    let logs = env.path().join("logs");
+    std::fs::create_dir_all(&logs).expect("mkdir");
+    append(
+        &logs.join("agent.jsonl"),
+        native_lines("reloaded", 6)
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+            .as_bytes(),
+    );
+    // Start with an ingest table but no source of ours: nothing of the log is read.
+    let config = env.write_config("[ingest]\ndebounce_ms = 20\n");
+    let mut cmd = env.daemon_command();
+    cmd.arg("--config").arg(&config);
+    let daemon = Daemon::start(&env, cmd);
+    assert!(stored(&env, &env.state()).is_empty());
+
+    env.write_config(&format!(
+        "[ingest]\ndebounce_ms = 20\n\n[[source]]\nformat = \"native\"\npath = \"{}\"\n",
+        logs.display()
+    ));
+    env.cli().arg("reload").assert().success();
+    let expected_state = env.path().join("expected");
+    oneshot(
+        &env,
+        &expected_state,
+        &["--format", "native"],
+        &[&logs.join("agent.jsonl")],
+    );
+    let expected = stored(&env, &expected_state);
+    assert_eq!(expected.len(), 6);
+    wait_until_equal(&env, &env.state(), &expected, &daemon);
+}

@@ -1,12 +1,12 @@
 //! The daemon's control methods, behind the transport-agnostic [`Methods`] trait.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::config::{Config, ConfigRequest};
 use crate::control::RpcError;
@@ -33,7 +33,8 @@ pub(super) struct Parts {
 
 /// The daemon's state as the control methods see it.
 pub(super) struct DaemonApi {
-    config: RwLock<Arc<Config>>,
+    /// The configuration in force; reloads send the new one, which restarts what depends on it.
+    config: watch::Sender<Arc<Config>>,
     request: ConfigRequest,
     logging: Logging,
     store: Store,
@@ -55,7 +56,7 @@ pub(super) struct DaemonApi {
 impl DaemonApi {
     pub(super) fn new(parts: Parts) -> Self {
         DaemonApi {
-            config: RwLock::new(Arc::new(parts.config)),
+            config: watch::Sender::new(Arc::new(parts.config)),
             request: parts.request,
             logging: parts.logging,
             store: parts.store,
@@ -74,19 +75,18 @@ impl DaemonApi {
         }
     }
 
-    /// The configuration in force.
-    pub(super) fn config_snapshot(&self) -> Arc<Config> {
-        self.config()
-    }
-
     /// The tailer's counters, shared with it.
     pub(super) fn tail_stats(&self) -> Arc<crate::ingest::tail::TailStats> {
         Arc::clone(&self.tail_stats)
     }
 
+    /// A receiver that sees every configuration a reload puts in force.
+    pub(super) fn config_changes(&self) -> watch::Receiver<Arc<Config>> {
+        self.config.subscribe()
+    }
+
     fn config(&self) -> Arc<Config> {
-        // A poisoned lock only means a panic elsewhere while swapping an Arc: the value is whole.
-        Arc::clone(&self.config.read().unwrap_or_else(|e| e.into_inner()))
+        Arc::clone(&self.config.borrow())
     }
 
     /// Re-reads the configuration the same way start-up did. On error the old one stays.
@@ -123,7 +123,7 @@ impl DaemonApi {
             );
         }
         let file = new.file.as_ref().map(|f| f.path.display().to_string());
-        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
+        self.config.send_replace(Arc::new(new));
         self.reloads.fetch_add(1, Ordering::Relaxed);
         let outcome = json!({
             "reloaded": true,

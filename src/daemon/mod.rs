@@ -186,20 +186,13 @@ async fn serve(
     );
     let mut server_task = tokio::spawn(server.run());
 
-    let (specs, problems) = ingest::tail::resolve_sources(api.config_snapshot().as_ref());
-    for problem in &problems {
-        tracing::warn!(source = %problem.name, "log source not read: {}", problem.reason);
-    }
-    let ingest_config = api.config_snapshot();
-    let tailer = ingest::tail::Tailer::new(
+    let tail_task = tokio::spawn(supervise_ingest(
         store.clone(),
-        specs,
-        ingest::reader::ReadOptions::from_settings(&ingest_config.ingest, false),
-        Duration::from_millis(ingest_config.ingest.debounce_ms.value.into()),
         events.clone(),
         api.tail_stats(),
-    );
-    let tail_task = tokio::spawn(tailer.run(shutdown_rx_for_tail));
+        api.config_changes(),
+        shutdown_rx_for_tail,
+    ));
 
     let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Runtime)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Runtime)?;
@@ -275,6 +268,61 @@ async fn serve(
         .await?;
     tracing::info!("toolsmithd stopped cleanly");
     Ok(())
+}
+
+/// Runs the log tailer, and restarts it when a reload changes the sources or the ingest
+/// settings (what it read stays read: checkpoints carry over).
+async fn supervise_ingest(
+    store: Store,
+    events: EventBus,
+    stats: Arc<ingest::tail::TailStats>,
+    mut configs: watch::Receiver<Arc<Config>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let config = Arc::clone(&configs.borrow_and_update());
+        let (specs, problems) = ingest::tail::resolve_sources(&config);
+        for problem in &problems {
+            tracing::warn!(source = %problem.name, "log source not read: {}", problem.reason);
+        }
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let tailer = ingest::tail::Tailer::new(
+            store.clone(),
+            specs,
+            ingest::reader::ReadOptions::from_settings(&config.ingest, false),
+            Duration::from_millis(config.ingest.debounce_ms.value.into()),
+            events.clone(),
+            Arc::clone(&stats),
+        );
+        let mut task = tokio::spawn(tailer.run(stop_rx));
+        let restart = loop {
+            tokio::select! {
+                _ = shutdown.wait_for(|stop| *stop) => break false,
+                changed = configs.changed() => {
+                    if changed.is_err() {
+                        break false;
+                    }
+                    let new = Arc::clone(&configs.borrow_and_update());
+                    if new.sources != config.sources || new.ingest != config.ingest {
+                        break true;
+                    }
+                }
+                ended = &mut task => {
+                    if let Err(err) = ended {
+                        tracing::error!("the log tailer stopped: {err}");
+                    }
+                    return;
+                }
+            }
+        };
+        let _ = stop_tx.send(true);
+        let _ = task.await;
+        if !restart {
+            return;
+        }
+        tracing::info!("log sources or ingest settings changed: ingest restarted");
+        events.publish("ingest.restarted", serde_json::json!({}));
+    }
 }
 
 /// The main loop's evidence that the daemon works: the store answers and the server runs.

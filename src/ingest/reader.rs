@@ -356,6 +356,14 @@ fn read_whole<E: From<ReadError>>(
                 path: checkpoint.path.clone(),
                 source,
             })?;
+        // A document still being written (JSON that stops short) is left for the next change,
+        // with no checkpoint and no problem recorded; a finished file is parsed whatever it holds.
+        let cut_short = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes)
+            .err()
+            .is_some_and(|e| e.is_eof());
+        if cut_short && !options.complete {
+            return Ok(ReadSummary::default());
+        }
         let path = Path::new(&checkpoint.path).to_owned();
         let mut parser = format.parser(&path, None);
         let pos = Position { offset: 0, line: 1 };
@@ -388,6 +396,41 @@ mod tests {
         assert!(capped.starts_with("éééé"));
         assert!(capped.ends_with("éééé"));
         assert!(capped.contains("bytes omitted"));
+    }
+
+    #[test]
+    fn whole_files_wait_until_their_document_is_complete() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("run.traj");
+        let doc = r#"{"trajectory":[{"action":"ls -la","observation":"total 0","response":"","thought":""}],"history":[],"info":{}}"#;
+        let format = crate::ingest::formats::by_name("swe-agent").expect("format");
+        let redactor = Redactor::new();
+        let live = ReadOptions::default();
+        let read = |opts: &ReadOptions| {
+            let mut batches = Vec::new();
+            read_file::<ReadError>(&path, "s", format, None, opts, &redactor, |b| {
+                batches.push(b);
+                Ok(())
+            })
+            .expect("read");
+            batches
+        };
+        std::fs::write(&path, &doc[..doc.len() / 2]).expect("write half");
+        assert!(read(&live).is_empty(), "half a document is not read");
+        std::fs::write(&path, doc).expect("write all");
+        let batches = read(&live);
+        assert_eq!(batches.len(), 1);
+        assert_eq!(batches[0].items.len(), 1);
+        assert!(batches[0].problems.is_empty());
+        // A finished file that is cut short is a problem, not a wait.
+        std::fs::write(&path, &doc[..doc.len() / 2]).expect("write half");
+        let done = ReadOptions {
+            complete: true,
+            ..ReadOptions::default()
+        };
+        let batches = read(&done);
+        assert_eq!(batches.len(), 1);
+        assert_eq!(batches[0].problems.len(), 1, "{:?}", batches[0].problems);
     }
 
     #[test]
