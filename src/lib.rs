@@ -14,4 +14,5 @@ pub mod host;
 pub mod ingest;
 pub mod logging;
 pub mod mine;
+pub mod registry;
 pub mod store;

@@ -1,0 +1,6 @@
+//! The registry: approved tools in a git repository, and the manifest format they are
+//! described by.
+//!
+//! - [`manifest`]: `tools/<name>/tool.yaml`, read as untrusted input.
+
+pub mod manifest;
