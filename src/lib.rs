@@ -10,6 +10,7 @@ pub mod control;
 pub mod daemon;
 pub mod events;
 pub mod exit;
+pub mod generate;
 pub mod host;
 pub mod ingest;
 pub mod logging;

@@ -84,6 +84,28 @@ const MIGRATIONS: &[&str] = &[
         duration_ms  INTEGER,
         PRIMARY KEY (session, call_id)
     );",
+    // 3: LLM calls — replies cached by a hash of the prompt, and tokens spent per candidate and
+    // day (the daily budget).
+    "CREATE TABLE llm_cache (
+        key            TEXT PRIMARY KEY,
+        text           TEXT NOT NULL,
+        model          TEXT NOT NULL,
+        input_tokens   INTEGER NOT NULL,
+        output_tokens  INTEGER NOT NULL,
+        created_at     INTEGER NOT NULL
+    );
+    CREATE TABLE llm_usage (
+        id             INTEGER PRIMARY KEY,
+        day            TEXT NOT NULL,
+        candidate      TEXT NOT NULL,
+        model          TEXT NOT NULL,
+        input_tokens   INTEGER NOT NULL,
+        output_tokens  INTEGER NOT NULL,
+        cached         INTEGER NOT NULL,
+        at             INTEGER NOT NULL
+    );
+    CREATE INDEX llm_usage_by_day ON llm_usage(day);
+    CREATE INDEX llm_usage_by_candidate ON llm_usage(candidate);",
 ];
 
 /// The schema version this build writes.

@@ -1,6 +1,8 @@
 //! Shared test harness: isolated environments, a real daemon, raw control connections.
 #![allow(dead_code)]
 
+pub mod llm_server;
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::path::{Path, PathBuf};
