@@ -17,3 +17,4 @@ pub mod logging;
 pub mod mine;
 pub mod registry;
 pub mod store;
+pub mod validate;
