@@ -16,5 +16,6 @@ pub mod ingest;
 pub mod logging;
 pub mod mine;
 pub mod registry;
+pub mod schedule;
 pub mod store;
 pub mod validate;
