@@ -11,6 +11,7 @@ pub mod daemon;
 pub mod events;
 pub mod exit;
 pub mod generate;
+pub mod health;
 pub mod host;
 pub mod ingest;
 pub mod logging;

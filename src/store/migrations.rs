@@ -106,6 +106,23 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX llm_usage_by_day ON llm_usage(day);
     CREATE INDEX llm_usage_by_candidate ON llm_usage(candidate);",
+    // 4: runs of registered tools, for health scores, regressions and the MCP tool order.
+    "CREATE TABLE executions (
+        id              INTEGER PRIMARY KEY,
+        tool            TEXT NOT NULL,
+        version         TEXT NOT NULL,
+        caller          TEXT NOT NULL,
+        started_ms      INTEGER NOT NULL,
+        duration_ms     INTEGER NOT NULL,
+        ok              INTEGER NOT NULL,
+        exit_code       INTEGER,
+        signal          INTEGER,
+        limit_hit       TEXT,
+        error_class     TEXT,
+        error_excerpt   TEXT,
+        peak_memory_kb  INTEGER
+    );
+    CREATE INDEX executions_by_tool ON executions(tool, version, id);",
 ];
 
 /// The schema version this build writes.
