@@ -14,6 +14,7 @@ pub mod generate;
 pub mod health;
 pub mod host;
 pub mod ingest;
+pub mod invoke;
 pub mod logging;
 pub mod mine;
 pub mod registry;

@@ -1,5 +1,7 @@
 //! Validation: every check a candidate passes before it is proposed for review.
 //!
-//! - [`policy`]: policy gating of the code (capability domains and rules with ids).
+//! - [`policy`]: policy gating of the code (capability domains and rules with ids);
+//! - [`cases`]: a tool's test cases and the comparison of runs with them.
 
+pub mod cases;
 pub mod policy;
