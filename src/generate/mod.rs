@@ -1,7 +1,11 @@
 //! Generation: from a ranked pattern or a request to a candidate tool's files.
 //!
+//! - [`candidates`]: candidates and their persisted state machine;
 //! - [`llm`]: model clients (OpenAI-compatible and Anthropic), retries, cache and budget.
+//! - [`staging`]: each attempt's files and diagnostics, kept;
 //! - [`contract`]: the file-block format a model must answer in, read strictly.
 
+pub mod candidates;
 pub mod contract;
 pub mod llm;
+pub mod staging;

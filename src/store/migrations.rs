@@ -123,6 +123,23 @@ const MIGRATIONS: &[&str] = &[
         peak_memory_kb  INTEGER
     );
     CREATE INDEX executions_by_tool ON executions(tool, version, id);",
+    // 5: candidates: tools on their way to review, with their state.
+    "CREATE TABLE candidates (
+        id          TEXT PRIMARY KEY,
+        tool        TEXT NOT NULL,
+        origin      TEXT NOT NULL,
+        pattern     TEXT,
+        request     TEXT,
+        state       TEXT NOT NULL,
+        reason      TEXT,
+        attempts    INTEGER NOT NULL DEFAULT 0,
+        generator   TEXT,
+        version     TEXT,
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL
+    );
+    CREATE INDEX candidates_by_pattern ON candidates(pattern);
+    CREATE INDEX candidates_by_state ON candidates(state);",
 ];
 
 /// The schema version this build writes.

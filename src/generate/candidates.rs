@@ -1,0 +1,402 @@
+//! Candidates: tools on their way from an opportunity (a mined pattern, a request, a repair) to
+//! review, with their state persisted so that a restart resumes or closes them, never leaves
+//! them stuck.
+//!
+//! ```text
+//! proposed ──▶ generating ──▶ validating ──▶ awaiting-review ──▶ approved | rejected
+//!                  │  ▲             │
+//!                  │  └── repair ───┘  (LLM only, up to max_attempts)
+//!                  ▼                ▼
+//!                failed           failed          (the reason is kept)
+//! ```
+//!
+//! A candidate found `generating` or `validating` when the daemon starts was interrupted: it is
+//! put back to `proposed` (its finished attempts are kept) and generated again.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+use crate::store::{StoreError, unix_now};
+
+/// Where a candidate stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    /// Waiting to be generated.
+    Proposed,
+    /// A generator is writing it.
+    Generating,
+    /// Its checks and tests are running.
+    Validating,
+    /// Validated, proposed as a commit on a review branch.
+    AwaitingReview,
+    /// Approved and registered.
+    Approved,
+    /// Rejected at review.
+    Rejected,
+    /// Given up, with the reason.
+    Failed,
+}
+
+impl State {
+    /// The name stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Proposed => "proposed",
+            State::Generating => "generating",
+            State::Validating => "validating",
+            State::AwaitingReview => "awaiting-review",
+            State::Approved => "approved",
+            State::Rejected => "rejected",
+            State::Failed => "failed",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn from_name(name: &str) -> Option<State> {
+        [
+            State::Proposed,
+            State::Generating,
+            State::Validating,
+            State::AwaitingReview,
+            State::Approved,
+            State::Rejected,
+            State::Failed,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
+
+    /// Whether the candidate is done with.
+    pub fn is_final(self) -> bool {
+        matches!(self, State::Approved | State::Rejected | State::Failed)
+    }
+
+    /// The states a candidate may move to from this one.
+    fn may_become(self, next: State) -> bool {
+        use State::*;
+        matches!(
+            (self, next),
+            (Proposed, Generating)
+                | (Proposed, Failed)
+                | (Generating, Validating)
+                | (Generating, Failed)
+                | (Generating, Proposed)
+                | (Validating, Generating)
+                | (Validating, AwaitingReview)
+                | (Validating, Failed)
+                | (Validating, Proposed)
+                | (AwaitingReview, Approved)
+                | (AwaitingReview, Rejected)
+                | (AwaitingReview, Failed)
+        )
+    }
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A candidate as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidate {
+    /// `c-` and 12 hex digits.
+    pub id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// Why it is made: `mined-sequence`, `error-recovery`, `slow-operation`, `request`, `heal`.
+    pub origin: String,
+    /// The pattern it comes from, for mined ones.
+    pub pattern: Option<String>,
+    /// The request's text, for requested ones.
+    pub request: Option<String>,
+    /// Where it stands.
+    pub state: State,
+    /// Why it failed, or what the last step said.
+    pub reason: Option<String>,
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// The generator that wrote the last attempt.
+    pub generator: Option<String>,
+    /// The version it would become.
+    pub version: Option<String>,
+    /// When it was created (Unix seconds).
+    pub created_at: i64,
+    /// When it last changed.
+    pub updated_at: i64,
+}
+
+/// A state change that is not allowed, or a candidate that does not exist.
+#[derive(Debug, thiserror::Error)]
+pub enum CandidateError {
+    /// No such candidate.
+    #[error("no candidate `{0}`; `toolsmith candidates` lists them")]
+    Unknown(String),
+    /// The change is not allowed from the current state.
+    #[error("candidate `{id}` is {from}; it cannot become {to}")]
+    Transition {
+        /// The candidate.
+        id: String,
+        /// Its state.
+        from: State,
+        /// The state asked for.
+        to: State,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<rusqlite::Error> for CandidateError {
+    fn from(e: rusqlite::Error) -> Self {
+        CandidateError::Store(e.into())
+    }
+}
+
+/// What a new candidate is.
+#[derive(Debug, Clone, Default)]
+pub struct NewCandidate {
+    /// The tool's name.
+    pub tool: String,
+    /// Why it is made.
+    pub origin: String,
+    /// Its pattern.
+    pub pattern: Option<String>,
+    /// Its request text.
+    pub request: Option<String>,
+}
+
+/// A fresh candidate id.
+pub fn new_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let seed = nanos ^ (u128::from(std::process::id()) << 64);
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for b in seed.to_le_bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+    }
+    format!("c-{:012x}", h >> 16)
+}
+
+const COLUMNS: &str =
+    "id, tool, origin, pattern, request, state, reason, attempts, generator, version,
+                       created_at, updated_at";
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
+    let state: String = r.get(5)?;
+    Ok(Candidate {
+        id: r.get(0)?,
+        tool: r.get(1)?,
+        origin: r.get(2)?,
+        pattern: r.get(3)?,
+        request: r.get(4)?,
+        // A state written by a newer build reads as failed rather than breaking the listing.
+        state: State::from_name(&state).unwrap_or(State::Failed),
+        reason: r.get(6)?,
+        attempts: r.get::<_, i64>(7)? as u32,
+        generator: r.get(8)?,
+        version: r.get(9)?,
+        created_at: r.get(10)?,
+        updated_at: r.get(11)?,
+    })
+}
+
+/// Stores a new candidate in state `proposed`.
+pub fn create(conn: &Connection, new: &NewCandidate) -> Result<Candidate, CandidateError> {
+    let id = new_id();
+    let now = unix_now();
+    conn.prepare_cached(
+        "INSERT INTO candidates (id, tool, origin, pattern, request, state, attempts, created_at,
+                                 updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'proposed', 0, ?6, ?6)",
+    )?
+    .execute(params![
+        id,
+        new.tool,
+        new.origin,
+        new.pattern,
+        new.request,
+        now
+    ])?;
+    get(conn, &id)
+}
+
+/// The candidate `id`.
+pub fn get(conn: &Connection, id: &str) -> Result<Candidate, CandidateError> {
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM candidates WHERE id = ?1"))?
+        .query_row([id], row)
+        .optional()?
+        .ok_or_else(|| CandidateError::Unknown(id.to_owned()))
+}
+
+/// Every candidate, newest first.
+pub fn list(conn: &Connection) -> Result<Vec<Candidate>, CandidateError> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM candidates ORDER BY rowid DESC"
+    ))?;
+    let rows = stmt.query_map([], row)?.collect::<Result<_, _>>()?;
+    Ok(rows)
+}
+
+/// The open (not final) candidate for a pattern, if any: a pattern is worked on once at a time.
+pub fn open_for_pattern(
+    conn: &Connection,
+    pattern: &str,
+) -> Result<Option<Candidate>, CandidateError> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM candidates WHERE pattern = ?1
+             AND state NOT IN ('approved', 'rejected', 'failed') ORDER BY rowid DESC LIMIT 1"
+        ))?
+        .query_row([pattern], row)
+        .optional()?)
+}
+
+/// Moves a candidate to `to`, recording `reason`; refuses a change the state machine does not
+/// allow.
+pub fn transition(
+    conn: &Connection,
+    id: &str,
+    to: State,
+    reason: Option<&str>,
+) -> Result<Candidate, CandidateError> {
+    let current = get(conn, id)?;
+    if !current.state.may_become(to) {
+        return Err(CandidateError::Transition {
+            id: id.to_owned(),
+            from: current.state,
+            to,
+        });
+    }
+    conn.prepare_cached(
+        "UPDATE candidates SET state = ?2, reason = ?3, updated_at = ?4 WHERE id = ?1",
+    )?
+    .execute(params![id, to.as_str(), reason, unix_now()])?;
+    get(conn, id)
+}
+
+/// Records a finished attempt: its number, the generator, the version it targets.
+pub fn record_attempt(
+    conn: &Connection,
+    id: &str,
+    attempt: u32,
+    generator: &str,
+    version: &str,
+) -> Result<(), CandidateError> {
+    conn.prepare_cached(
+        "UPDATE candidates SET attempts = ?2, generator = ?3, version = ?4, updated_at = ?5
+         WHERE id = ?1",
+    )?
+    .execute(params![id, attempt, generator, version, unix_now()])?;
+    Ok(())
+}
+
+/// Puts interrupted work back in the queue: candidates left `generating` or `validating` by a
+/// daemon that stopped. Returns their ids.
+pub fn recover_interrupted(conn: &Connection) -> Result<Vec<String>, CandidateError> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE candidates SET state = 'proposed',
+                reason = 'interrupted while ' || state || '; resumed', updated_at = ?1
+         WHERE state IN ('generating', 'validating') RETURNING id",
+    )?;
+    let ids = stmt
+        .query_map([unix_now()], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.db");
+        drop(crate::store::Store::open(&path).expect("migrate"));
+        let conn = Connection::open(&path).expect("open");
+        (dir, conn)
+    }
+
+    #[test]
+    fn the_state_machine_is_enforced_and_persisted() {
+        let (_dir, conn) = conn();
+        let c = create(
+            &conn,
+            &NewCandidate {
+                tool: "cargo-check-all".into(),
+                origin: "mined-sequence".into(),
+                pattern: Some("p-000000000001".into()),
+                request: None,
+            },
+        )
+        .expect("create");
+        assert_eq!(c.state, State::Proposed);
+        assert!(c.id.starts_with("c-") && c.id.len() == 14);
+        let err = transition(&conn, &c.id, State::AwaitingReview, None).expect_err("skip");
+        assert!(
+            err.to_string()
+                .contains("is proposed; it cannot become awaiting-review")
+        );
+        transition(&conn, &c.id, State::Generating, None).expect("generate");
+        transition(&conn, &c.id, State::Validating, None).expect("validate");
+        transition(&conn, &c.id, State::Generating, Some("repair")).expect("repair");
+        transition(&conn, &c.id, State::Validating, None).expect("validate");
+        record_attempt(&conn, &c.id, 2, "llm:test", "1.0.0").expect("attempt");
+        let done = transition(&conn, &c.id, State::AwaitingReview, Some("passed 4 tests"))
+            .expect("review");
+        assert_eq!(done.attempts, 2);
+        assert_eq!(done.reason.as_deref(), Some("passed 4 tests"));
+        assert!(
+            open_for_pattern(&conn, "p-000000000001")
+                .expect("q")
+                .is_some()
+        );
+        transition(&conn, &c.id, State::Approved, None).expect("approve");
+        assert!(
+            open_for_pattern(&conn, "p-000000000001")
+                .expect("q")
+                .is_none()
+        );
+        assert!(
+            transition(&conn, &c.id, State::Proposed, None).is_err(),
+            "final"
+        );
+        assert!(matches!(
+            get(&conn, "c-nope"),
+            Err(CandidateError::Unknown(_))
+        ));
+    }
+
+    #[test]
+    fn interrupted_work_is_resumed_not_stuck() {
+        let (_dir, conn) = conn();
+        let new = |tool: &str| NewCandidate {
+            tool: tool.into(),
+            origin: "request".into(),
+            request: Some("x".into()),
+            pattern: None,
+        };
+        let a = create(&conn, &new("tool-a")).expect("a");
+        let b = create(&conn, &new("tool-b")).expect("b");
+        let c = create(&conn, &new("tool-c")).expect("c");
+        transition(&conn, &a.id, State::Generating, None).expect("gen");
+        transition(&conn, &b.id, State::Generating, None).expect("gen");
+        transition(&conn, &b.id, State::Validating, None).expect("val");
+        let mut resumed = recover_interrupted(&conn).expect("recover");
+        resumed.sort();
+        let mut want = vec![a.id.clone(), b.id.clone()];
+        want.sort();
+        assert_eq!(resumed, want);
+        let a = get(&conn, &a.id).expect("a");
+        assert_eq!(a.state, State::Proposed);
+        assert_eq!(
+            a.reason.as_deref(),
+            Some("interrupted while generating; resumed")
+        );
+        assert_eq!(get(&conn, &c.id).expect("c").state, State::Proposed);
+        assert_eq!(list(&conn).expect("list").len(), 3);
+    }
+}

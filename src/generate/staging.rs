@@ -1,0 +1,385 @@
+//! The staging area: `<state>/staging/<candidate>/attempt-N/` holds each attempt's files and its
+//! diagnostics, never overwritten, so that `toolsmith show <candidate> --attempts` can say what
+//! changed from one attempt to the next and why.
+//!
+//! File names come from generators and models: each is checked to be a plain relative path
+//! (no `..`, no absolute path, no hidden component) before anything is written, and files are
+//! written with `create_new`, never through a symlink.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Largest file written to staging.
+pub const MAX_FILE_BYTES: usize = 512 * 1024;
+
+/// The file beside an attempt's files that says how it went.
+pub const DIAGNOSTICS_FILE: &str = "diagnostics.json";
+
+/// The directory of an attempt's tool files, inside the attempt directory.
+pub const TOOL_DIR: &str = "tool";
+
+/// A staging operation that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StagingError {
+    /// A file name that is not a plain relative path.
+    #[error("refusing to stage `{name}`: {why}")]
+    BadName {
+        /// The name given.
+        name: String,
+        /// Why.
+        why: &'static str,
+    },
+    /// A file over the size limit.
+    #[error("refusing to stage `{name}`: {size} bytes, over the {MAX_FILE_BYTES} byte limit")]
+    TooBig {
+        /// The name.
+        name: String,
+        /// Its size.
+        size: usize,
+    },
+    /// An I/O error.
+    #[error("staging {path}: {source}")]
+    Io {
+        /// Where.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StagingError + '_ {
+    move |source| StagingError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// How an attempt went: each check's verdict and the details a person (or the model, in the
+/// repair loop) needs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Diagnostics {
+    /// The generator that wrote the attempt.
+    pub generator: String,
+    /// Whether every check passed.
+    pub passed: bool,
+    /// Each check, in the order run.
+    pub checks: Vec<CheckReport>,
+    /// When the attempt finished (RFC 3339).
+    pub finished: String,
+}
+
+/// One validation layer's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckReport {
+    /// The layer: `contract`, `manifest`, `static`, `policy`, `tests`, `schema`.
+    pub layer: String,
+    /// The check within it, e.g. `sh -n`, `shellcheck`, a rule id, a test's name.
+    pub name: String,
+    /// Whether it passed.
+    pub passed: bool,
+    /// What it found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<String>,
+}
+
+impl Diagnostics {
+    /// The failed checks as text, for the repair prompt and `toolsmith show`.
+    pub fn failures(&self) -> String {
+        let mut out = String::new();
+        for c in self.checks.iter().filter(|c| !c.passed) {
+            out.push_str(&format!("- [{}] {}\n", c.layer, c.name));
+            for d in &c.details {
+                for line in d.lines() {
+                    out.push_str(&format!("    {line}\n"));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Checks that `name` is a plain relative path.
+pub fn check_name(name: &str) -> Result<(), StagingError> {
+    let bad = |why| StagingError::BadName {
+        name: name.to_owned(),
+        why,
+    };
+    if name.is_empty() || name.len() > 200 {
+        return Err(bad("empty or too long"));
+    }
+    if name.contains('\\') || name.contains('\0') {
+        return Err(bad("contains a backslash or NUL"));
+    }
+    let path = Path::new(name);
+    let mut parts = 0;
+    for component in path.components() {
+        match component {
+            Component::Normal(part) => {
+                let part = part.to_string_lossy();
+                if part.starts_with('.') {
+                    return Err(bad("has a hidden component"));
+                }
+                if !part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+                {
+                    return Err(bad(
+                        "has characters other than letters, digits, `.`, `_`, `-`",
+                    ));
+                }
+                parts += 1;
+            }
+            _ => return Err(bad("is not a plain relative path")),
+        }
+    }
+    if parts == 0 || parts > 4 {
+        return Err(bad("is too deep"));
+    }
+    Ok(())
+}
+
+/// A candidate's staging directory.
+#[derive(Debug, Clone)]
+pub struct Staging {
+    dir: PathBuf,
+}
+
+impl Staging {
+    /// The staging directory of `candidate` under the state directory.
+    pub fn new(state_dir: &Path, candidate: &str) -> Self {
+        Staging {
+            dir: state_dir.join("staging").join(candidate),
+        }
+    }
+
+    /// The candidate's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The numbers of the attempts made, in order.
+    pub fn attempts(&self) -> Vec<u32> {
+        let mut found: Vec<u32> = std::fs::read_dir(&self.dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|e| {
+                        e.file_name()
+                            .to_str()?
+                            .strip_prefix("attempt-")?
+                            .parse()
+                            .ok()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort_unstable();
+        found
+    }
+
+    /// The directory of attempt `n`.
+    pub fn attempt_dir(&self, n: u32) -> PathBuf {
+        self.dir.join(format!("attempt-{n}"))
+    }
+
+    /// The directory of attempt `n`'s tool files.
+    pub fn tool_dir(&self, n: u32) -> PathBuf {
+        self.attempt_dir(n).join(TOOL_DIR)
+    }
+
+    /// Creates the next attempt's directory (never one that exists) and writes `files` into
+    /// its tool directory. Returns the attempt's number.
+    pub fn new_attempt(&self, files: &BTreeMap<String, String>) -> Result<u32, StagingError> {
+        for (name, content) in files {
+            check_name(name)?;
+            if content.len() > MAX_FILE_BYTES {
+                return Err(StagingError::TooBig {
+                    name: name.clone(),
+                    size: content.len(),
+                });
+            }
+        }
+        std::fs::create_dir_all(&self.dir).map_err(io(&self.dir))?;
+        let mut n = self.attempts().last().copied().unwrap_or(0) + 1;
+        // `create_dir` fails if it exists: a concurrent or earlier attempt is never overwritten.
+        let dir = loop {
+            let dir = self.attempt_dir(n);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => break dir,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+                Err(e) => return Err(io(&dir)(e)),
+            }
+        };
+        let tool = dir.join(TOOL_DIR);
+        std::fs::create_dir(&tool).map_err(io(&tool))?;
+        for (name, content) in files {
+            let path = tool.join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(io(parent))?;
+            }
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(io(&path))?;
+            file.write_all(content.as_bytes()).map_err(io(&path))?;
+        }
+        Ok(n)
+    }
+
+    /// Writes attempt `n`'s diagnostics.
+    pub fn write_diagnostics(&self, n: u32, d: &Diagnostics) -> Result<(), StagingError> {
+        let path = self.attempt_dir(n).join(DIAGNOSTICS_FILE);
+        let text = serde_json::to_string_pretty(d).unwrap_or_default();
+        std::fs::write(&path, text).map_err(io(&path))
+    }
+
+    /// Attempt `n`'s diagnostics, if written.
+    pub fn diagnostics(&self, n: u32) -> Option<Diagnostics> {
+        let text = std::fs::read_to_string(self.attempt_dir(n).join(DIAGNOSTICS_FILE)).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// Attempt `n`'s files, by name.
+    pub fn files(&self, n: u32) -> BTreeMap<String, String> {
+        let mut files = BTreeMap::new();
+        collect(&self.tool_dir(n), "", &mut files);
+        files
+    }
+
+    /// A unified diff of attempt `a`'s files against attempt `b`'s.
+    pub fn diff(&self, a: u32, b: u32) -> String {
+        let (old, new) = (self.files(a), self.files(b));
+        let names: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+        let mut out = String::new();
+        for name in names {
+            let before = old.get(name).map_or("", String::as_str);
+            let after = new.get(name).map_or("", String::as_str);
+            if before == after {
+                continue;
+            }
+            let diff = similar::TextDiff::from_lines(before, after);
+            out.push_str(
+                &diff
+                    .unified_diff()
+                    .context_radius(3)
+                    .header(
+                        &format!("attempt-{a}/{name}"),
+                        &format!("attempt-{b}/{name}"),
+                    )
+                    .to_string(),
+            );
+        }
+        out
+    }
+}
+
+fn collect(dir: &Path, prefix: &str, out: &mut BTreeMap<String, String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let rel = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}/{name}")
+        };
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => collect(&entry.path(), &rel, out),
+            Ok(t) if t.is_file() => {
+                if let Ok(text) = std::fs::read_to_string(entry.path()) {
+                    out.insert(rel, text);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(n, c)| ((*n).to_owned(), (*c).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn attempts_are_kept_and_diffed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let staging = Staging::new(dir.path(), "c-000000000001");
+        let one = staging
+            .new_attempt(&files(&[
+                ("run.sh", "echo one\n"),
+                ("tests/cases.json", "{}\n"),
+            ]))
+            .expect("first");
+        let two = staging
+            .new_attempt(&files(&[
+                ("run.sh", "echo two\n"),
+                ("tests/cases.json", "{}\n"),
+            ]))
+            .expect("second");
+        assert_eq!((one, two), (1, 2));
+        assert_eq!(staging.attempts(), [1, 2]);
+        assert_eq!(staging.files(1)["run.sh"], "echo one\n");
+        assert_eq!(staging.files(2)["tests/cases.json"], "{}\n");
+        let diff = staging.diff(1, 2);
+        assert!(
+            diff.contains("-echo one") && diff.contains("+echo two"),
+            "{diff}"
+        );
+        assert!(!diff.contains("cases.json"), "unchanged files are left out");
+        let d = Diagnostics {
+            generator: "template/sh@1".into(),
+            passed: false,
+            checks: vec![CheckReport {
+                layer: "static".into(),
+                name: "sh -n".into(),
+                passed: false,
+                details: vec!["run.sh: 3: Syntax error".into()],
+            }],
+            finished: "2026-11-22T10:00:00Z".into(),
+        };
+        staging.write_diagnostics(2, &d).expect("write");
+        assert_eq!(staging.diagnostics(2), Some(d.clone()));
+        assert!(d.failures().contains("[static] sh -n"));
+        assert_eq!(staging.diagnostics(1), None);
+    }
+
+    #[test]
+    fn names_from_a_model_are_checked() {
+        for bad in [
+            "../x",
+            "/etc/passwd",
+            "a/../../b",
+            ".git/config",
+            "tests/.hidden",
+            "",
+            "a b",
+            "a\\b",
+            "a/b/c/d/e",
+        ] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+        for good in ["run.sh", "tests/cases.json", "README.md", "lib/util_2.py"] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let staging = Staging::new(dir.path(), "c-1");
+        assert!(staging.new_attempt(&files(&[("../escape", "x")])).is_err());
+        assert!(!dir.path().join("staging/escape").exists());
+        let big = "x".repeat(MAX_FILE_BYTES + 1);
+        assert!(matches!(
+            staging.new_attempt(&files(&[("run.sh", &big)])),
+            Err(StagingError::TooBig { .. })
+        ));
+    }
+}
