@@ -1,0 +1,318 @@
+//! `ToolSpec`: what a tool must do, independent of how it is written. Built from a ranked
+//! pattern or a request, handed to a generator (templates or a model), and turned into the
+//! manifest of the result.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::registry::manifest::{
+    self, Evidence, Interface, Language, Limits, Manifest, Origin, OutputKind, Provenance, Runtime,
+    SandboxProfile, WorkspaceAccess,
+};
+
+/// The kind of value a parameter holds (what a mined slot looked like).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ParamKind {
+    /// A file or directory path.
+    Path,
+    /// A whole number.
+    Integer,
+    /// Any number.
+    Number,
+    /// A commit id or other hex digest.
+    Sha,
+    /// A URL.
+    Url,
+    /// A glob pattern.
+    Glob,
+    /// A word.
+    String,
+    /// Free text (a message).
+    Text,
+    /// A switch.
+    Boolean,
+}
+
+impl ParamKind {
+    /// Reads the kind names the miner writes (`path`, `number`, `sha`, `url`, `glob`,
+    /// `string`, `text`).
+    pub fn from_mined(name: &str) -> ParamKind {
+        match name {
+            "path" => ParamKind::Path,
+            "number" | "integer" => ParamKind::Integer,
+            "sha" => ParamKind::Sha,
+            "url" => ParamKind::Url,
+            "glob" => ParamKind::Glob,
+            "text" => ParamKind::Text,
+            "boolean" => ParamKind::Boolean,
+            _ => ParamKind::String,
+        }
+    }
+
+    /// The JSON Schema of a value of this kind.
+    pub fn schema(self) -> Value {
+        match self {
+            ParamKind::Integer => json!({"type": "integer"}),
+            ParamKind::Number => json!({"type": "number"}),
+            ParamKind::Boolean => json!({"type": "boolean"}),
+            ParamKind::Sha => json!({"type": "string", "pattern": "^[0-9a-fA-F]{4,64}$"}),
+            ParamKind::Url => json!({"type": "string", "pattern": "^[a-zA-Z][a-zA-Z0-9+.-]*://"}),
+            ParamKind::Path | ParamKind::Glob | ParamKind::String | ParamKind::Text => {
+                json!({"type": "string", "minLength": 1})
+            }
+        }
+    }
+
+    /// The word used in usage text.
+    pub fn placeholder(self) -> &'static str {
+        match self {
+            ParamKind::Path => "PATH",
+            ParamKind::Integer => "N",
+            ParamKind::Number => "NUMBER",
+            ParamKind::Sha => "COMMIT",
+            ParamKind::Url => "URL",
+            ParamKind::Glob => "GLOB",
+            ParamKind::String => "VALUE",
+            ParamKind::Text => "TEXT",
+            ParamKind::Boolean => "",
+        }
+    }
+}
+
+/// A parameter the caller gives.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParamSpec {
+    /// snake_case name.
+    pub name: String,
+    /// Its kind.
+    pub kind: ParamKind,
+    /// What it is, for `--help` and the schema.
+    pub description: String,
+    /// Whether it must be given.
+    pub required: bool,
+    /// Values seen, for examples.
+    pub examples: Vec<String>,
+}
+
+/// One piece of a command word.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Piece {
+    /// Text written as is.
+    Literal(String),
+    /// A parameter's value.
+    Param(String),
+    /// A value an earlier step printed (its first line).
+    Internal(String),
+}
+
+/// One command of a tool: its words, each made of pieces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StepSpec {
+    /// The words.
+    pub words: Vec<Vec<Piece>>,
+    /// For a step whose output a later step uses: the variable it is kept in.
+    pub captures: Option<String>,
+}
+
+impl StepSpec {
+    /// The step as readable text: literals shell-quoted where needed, parameters as `<name>`.
+    pub fn display(&self) -> String {
+        self.words
+            .iter()
+            .map(|word| {
+                word.iter()
+                    .map(|p| match p {
+                        Piece::Literal(t) => shell_quote(t),
+                        Piece::Param(n) | Piece::Internal(n) => format!("<{n}>"),
+                    })
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The program the step runs (its first word, when literal).
+    pub fn program(&self) -> Option<&str> {
+        match self.words.first()?.as_slice() {
+            [Piece::Literal(p)] => Some(p.rsplit('/').next().unwrap_or(p)),
+            _ => None,
+        }
+    }
+}
+
+/// Quotes a word the way the generated tools print commands in a dry run: as is when it holds
+/// only safe characters, else in single quotes.
+///
+/// ```
+/// use toolsmith::generate::spec::shell_quote;
+/// assert_eq!(shell_quote("src/main.rs"), "src/main.rs");
+/// assert_eq!(shell_quote("fix the tests"), "'fix the tests'");
+/// assert_eq!(shell_quote("it's"), r"'it'\''s'");
+/// ```
+pub fn shell_quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_./:=@%+,~-".contains(&b));
+    if safe {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The failure a recovery tool answers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TriggerSpec {
+    /// The error template (variable parts as `<*>`).
+    pub error_template: String,
+}
+
+/// One observed occurrence: the parameter values and the commands run, for derived tests.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Occurrence {
+    /// Where it was seen.
+    pub evidence: Evidence,
+    /// Each parameter's value.
+    pub params: BTreeMap<String, String>,
+    /// The commands as they were run (one per step, canonically quoted).
+    pub commands: Vec<String>,
+}
+
+/// What a tool must do.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// Its name.
+    pub name: String,
+    /// One or two sentences.
+    pub description: String,
+    /// Why it is made.
+    pub origin: Origin,
+    /// The pattern it comes from.
+    pub pattern: Option<String>,
+    /// Sessions the pattern was seen in.
+    pub support: Option<u32>,
+    /// Its parameters.
+    pub params: Vec<ParamSpec>,
+    /// Its commands, in order (for a recovery: the recovery steps).
+    pub steps: Vec<StepSpec>,
+    /// For a recovery: the command that fails, run first and again after recovering.
+    pub trigger_step: Option<StepSpec>,
+    /// For a recovery: the failure.
+    pub trigger: Option<TriggerSpec>,
+    /// What it prints.
+    pub output: OutputKind,
+    /// For JSON output, its schema.
+    pub output_schema: Option<Value>,
+    /// The language.
+    pub language: Language,
+    /// Workspace access and limits.
+    pub sandbox: SandboxProfile,
+    /// Host programs it calls.
+    pub requires: Vec<String>,
+    /// Observed occurrences.
+    pub occurrences: Vec<Occurrence>,
+    /// For a request: what the person asked for.
+    pub request: Option<String>,
+    /// For a request: example commands the person gave.
+    pub examples: Vec<String>,
+    /// Median duration of one occurrence, when known.
+    pub median_ms: Option<u64>,
+}
+
+impl ToolSpec {
+    /// The JSON Schema of the parameters.
+    pub fn params_schema(&self) -> Value {
+        let mut properties = Map::new();
+        let mut required = Vec::new();
+        for p in &self.params {
+            let mut schema = p.kind.schema();
+            if let Some(obj) = schema.as_object_mut() {
+                obj.insert("description".into(), Value::String(p.description.clone()));
+                if !p.examples.is_empty() && p.kind != ParamKind::Boolean {
+                    let examples: Vec<Value> = p
+                        .examples
+                        .iter()
+                        .take(3)
+                        .map(|e| match p.kind {
+                            ParamKind::Integer => e
+                                .parse::<i64>()
+                                .map_or_else(|_| Value::String(e.clone()), Value::from),
+                            _ => Value::String(e.clone()),
+                        })
+                        .collect();
+                    obj.insert("examples".into(), Value::Array(examples));
+                }
+            }
+            properties.insert(p.name.clone(), schema);
+            if p.required {
+                required.push(Value::String(p.name.clone()));
+            }
+        }
+        let mut schema = json!({"type": "object", "properties": properties});
+        if !required.is_empty() {
+            schema["required"] = Value::Array(required);
+        }
+        schema["additionalProperties"] = Value::Bool(false);
+        schema
+    }
+
+    /// The manifest of a tool written from this spec.
+    pub fn manifest(&self, version: semver::Version, generator: &str) -> Manifest {
+        let entrypoint = match self.language {
+            Language::Sh => "run.sh",
+            Language::Python => "run.py",
+        };
+        Manifest {
+            api_version: manifest::API_VERSION.into(),
+            name: self.name.clone(),
+            version,
+            description: self.description.clone(),
+            interface: Interface {
+                params: self.params_schema(),
+                output: self.output,
+                output_schema: self.output_schema.clone(),
+            },
+            runtime: Runtime {
+                language: self.language,
+                entrypoint: entrypoint.into(),
+                requires: self.requires.clone(),
+            },
+            sandbox: self.sandbox.clone(),
+            provenance: Provenance {
+                origin: self.origin,
+                pattern: self.pattern.clone(),
+                support: self.support,
+                evidence: self
+                    .occurrences
+                    .iter()
+                    .map(|o| o.evidence.clone())
+                    .take(20)
+                    .collect(),
+                generator: generator.into(),
+                created: jiff::Timestamp::now(),
+            },
+            validation: None,
+            deprecated: None,
+        }
+    }
+
+    /// A sandbox profile fit for the steps: the workspace writable (the commands agents run
+    /// usually build or edit in place), the wall limit covering a slow occurrence three times.
+    pub fn default_profile(median_ms: Option<u64>) -> SandboxProfile {
+        let mut limits = Limits::default();
+        if let Some(ms) = median_ms {
+            let secs = (ms.saturating_mul(3) / 1000).clamp(60, 3600) as u32;
+            limits.wall_s = secs;
+            limits.cpu_s = secs;
+        }
+        SandboxProfile {
+            workspace: WorkspaceAccess::Write,
+            network: false,
+            limits,
+        }
+    }
+}

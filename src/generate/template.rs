@@ -1,0 +1,607 @@
+//! The offline generator (`template/sh@1`): a POSIX sh tool from a [`ToolSpec`], and its tests
+//! derived from the evidence.
+//!
+//! The code is strict: `set -eu`; every parameter is an option parsed in a loop, checked (a
+//! missing required one, a bad number, an unknown option: a message and exit code 2); values
+//! only ever appear double-quoted, so no value is re-read by the shell; `--help` lists every
+//! parameter; `TOOLSMITH_DRY_RUN=1` prints each command, shell-quoted, instead of running it.
+//! A recovery tool runs the command that used to fail, and when its output matches the error's
+//! template, runs the recovery steps and the command again.
+//!
+//! The derived tests (`tests/cases.json`): for every observed occurrence, the dry run with its
+//! parameter values must print exactly the commands that were run; `--help` lists every
+//! parameter; a missing required parameter and an unknown option fail cleanly.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+
+use super::spec::{ParamKind, Piece, StepSpec, ToolSpec, shell_quote};
+use crate::invoke;
+use crate::registry::manifest::{Language, Origin};
+use crate::validate::cases::{Case, Cases, Expect};
+
+/// The generator's name, recorded in provenance.
+pub const GENERATOR: &str = "template/sh@1";
+
+/// Occurrences turned into dry-run tests, at most.
+pub const MAX_OCCURRENCE_CASES: usize = 12;
+
+/// The characters a dry run prints without quotes (as [`shell_quote`]).
+const SAFE: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,~-";
+
+/// Why a spec cannot be written as a template tool.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the template generator cannot write `{tool}`: {why}")]
+pub struct TemplateError {
+    /// The tool.
+    pub tool: String,
+    /// Why.
+    pub why: String,
+}
+
+/// The shell variable holding a parameter or internal value.
+fn var(name: &str) -> String {
+    format!("p_{name}")
+}
+
+/// A word as sh code: literals single-quoted where needed, values double-quoted.
+fn word_code(word: &[Piece]) -> String {
+    let mut out = String::new();
+    for piece in word {
+        match piece {
+            Piece::Literal(text) => out.push_str(&shell_quote(text)),
+            Piece::Param(name) | Piece::Internal(name) => {
+                let _ = write!(out, "\"${{{}}}\"", var(name));
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push_str("''");
+    }
+    out
+}
+
+fn step_code(step: &StepSpec) -> String {
+    step.words
+        .iter()
+        .map(|w| word_code(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// An extended regular expression matching the lines of an error template.
+pub fn template_regex(template: &str) -> String {
+    let mut parts = Vec::new();
+    for token in template.split_whitespace() {
+        let mut part = String::new();
+        for (i, fixed) in token.split("<*>").enumerate() {
+            if i > 0 {
+                part.push_str(".*");
+            }
+            for c in fixed.chars() {
+                if r"\.^$|?*+()[]{}".contains(c) {
+                    part.push('\\');
+                }
+                part.push(c);
+            }
+        }
+        parts.push(part);
+    }
+    parts.join("[[:space:]]+")
+}
+
+fn usage(spec: &ToolSpec) -> String {
+    let mut synopsis = String::from("Usage: run.sh");
+    for p in &spec.params {
+        let opt = invoke::option_name(&p.name);
+        let arg = if p.kind == ParamKind::Boolean {
+            opt
+        } else {
+            format!("{opt} {}", p.kind.placeholder())
+        };
+        if p.required {
+            let _ = write!(synopsis, " {arg}");
+        } else {
+            let _ = write!(synopsis, " [{arg}]");
+        }
+    }
+    let mut text = format!("{synopsis}\n\n{}\n\nOptions:\n", spec.description);
+    for p in &spec.params {
+        let opt = invoke::option_name(&p.name);
+        let left = if p.kind == ParamKind::Boolean {
+            opt
+        } else {
+            format!("{opt} {}", p.kind.placeholder())
+        };
+        let mut right = p.description.clone();
+        if p.required {
+            right.push_str(" (required)");
+        }
+        if !p.examples.is_empty() {
+            let _ = write!(
+                right,
+                "; e.g. {}",
+                p.examples
+                    .iter()
+                    .take(3)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let _ = writeln!(text, "  {left:<24} {right}");
+    }
+    let _ = writeln!(text, "  {:<24} show this help", "--help");
+    text.push_str("\nWith TOOLSMITH_DRY_RUN=1 it prints the commands instead of running them.\n");
+    text
+}
+
+/// The tool's `run.sh`.
+pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
+    let fail = |why: &str| TemplateError {
+        tool: spec.name.clone(),
+        why: why.to_owned(),
+    };
+    if spec.language != Language::Sh {
+        return Err(fail("it writes POSIX sh only"));
+    }
+    if spec.steps.is_empty() && spec.trigger_step.is_none() {
+        return Err(fail("the spec has no steps"));
+    }
+    for p in &spec.params {
+        let ok = !p.name.is_empty()
+            && p.name.as_bytes()[0].is_ascii_lowercase()
+            && p.name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !ok {
+            return Err(fail("a parameter name is not snake_case"));
+        }
+    }
+    let mut s = String::new();
+    let _ = writeln!(s, "#!/bin/sh");
+    let _ = writeln!(s, "# {}: {}", spec.name, spec.description);
+    let source = match (&spec.pattern, spec.support) {
+        (Some(p), Some(n)) => format!(" from pattern {p}, seen in {n} sessions"),
+        (Some(p), None) => format!(" from pattern {p}"),
+        _ => String::new(),
+    };
+    let _ = writeln!(s, "# Written by toolsmith ({GENERATOR}){source}.");
+    s.push_str("set -eu\n\n");
+    let _ = writeln!(
+        s,
+        "ts_usage() {{\n  cat <<'TOOLSMITH_USAGE'\n{}TOOLSMITH_USAGE\n}}\n",
+        usage(spec)
+    );
+    let _ = writeln!(
+        s,
+        "ts_die() {{\n  printf '%s: %s\\n' {} \"$1\" >&2\n  printf 'Try --help.\\n' >&2\n  exit 2\n}}\n",
+        shell_quote(&spec.name)
+    );
+    s.push_str(&format!(
+        r#"# Prints a word as a dry run shows it: as is when safe, else in single quotes.
+ts_quote() {{
+  case $1 in
+    '' | *[!{SAFE}]*) ;;
+    *) printf '%s' "$1"; return 0 ;;
+  esac
+  ts_rest=$1
+  ts_out=
+  while :; do
+    case $ts_rest in
+      *\'*) ts_out="$ts_out${{ts_rest%%\'*}}'\\''"; ts_rest=${{ts_rest#*\'}} ;;
+      *) ts_out="$ts_out$ts_rest"; break ;;
+    esac
+  done
+  printf "'%s'" "$ts_out"
+}}
+
+# Runs a command, or prints it in a dry run.
+ts_run() {{
+  if [ "${{TOOLSMITH_DRY_RUN:-}}" = 1 ]; then
+    ts_line=
+    for ts_arg do
+      ts_line="$ts_line${{ts_line:+ }}$(ts_quote "$ts_arg")"
+    done
+    printf '%s\n' "$ts_line"
+  else
+    "$@"
+  fi
+}}
+
+"#
+    ));
+    // Option parsing.
+    for p in &spec.params {
+        let _ = writeln!(s, "{}=", var(&p.name));
+        let _ = writeln!(s, "ts_have_{}=0", p.name);
+    }
+    s.push_str("while [ $# -gt 0 ]; do\n  case $1 in\n    --help | -h) ts_usage; exit 0 ;;\n");
+    for p in &spec.params {
+        let opt = invoke::option_name(&p.name);
+        let v = var(&p.name);
+        if p.kind == ParamKind::Boolean {
+            let _ = writeln!(s, "    {opt}) {v}=1; ts_have_{}=1; shift ;;", p.name);
+        } else {
+            let _ = writeln!(
+                s,
+                "    {opt}) [ $# -ge 2 ] || ts_die \"{opt} needs a value\"; {v}=$2; ts_have_{n}=1; shift 2 ;;\n    {opt}=*) {v}=${{1#{opt}=}}; ts_have_{n}=1; shift ;;",
+                n = p.name
+            );
+        }
+    }
+    s.push_str("    --) shift; break ;;\n    *) ts_die \"unknown option: $1\" ;;\n  esac\ndone\n");
+    s.push_str("[ $# -eq 0 ] || ts_die \"unexpected argument: $1\"\n");
+    for p in &spec.params {
+        let opt = invoke::option_name(&p.name);
+        let v = var(&p.name);
+        if p.required {
+            let _ = writeln!(
+                s,
+                "[ \"$ts_have_{}\" = 1 ] || ts_die \"missing required option {opt}\"",
+                p.name
+            );
+        }
+        let check = match p.kind {
+            ParamKind::Integer => Some((
+                "'' | *[!0-9]*",
+                format!("{opt} must be a whole number, got '${v}'"),
+            )),
+            ParamKind::Sha => Some((
+                "'' | *[!0-9a-fA-F]*",
+                format!("{opt} must be a commit id (hex), got '${v}'"),
+            )),
+            ParamKind::Url => Some(("*://*", String::new())),
+            ParamKind::Path | ParamKind::Glob | ParamKind::String | ParamKind::Text => {
+                Some(("''", format!("{opt} must not be empty")))
+            }
+            ParamKind::Number | ParamKind::Boolean => None,
+        };
+        match (p.kind, check) {
+            (ParamKind::Url, _) => {
+                let _ = writeln!(
+                    s,
+                    "if [ \"$ts_have_{n}\" = 1 ]; then case ${v} in *://*) ;; *) ts_die \"{opt} must be a URL, got '${v}'\" ;; esac; fi",
+                    n = p.name
+                );
+            }
+            (_, Some((pattern, message))) => {
+                let _ = writeln!(
+                    s,
+                    "if [ \"$ts_have_{n}\" = 1 ]; then case ${v} in {pattern}) ts_die \"{message}\" ;; esac; fi",
+                    n = p.name
+                );
+            }
+            (_, None) => {}
+        }
+    }
+    s.push('\n');
+    let step_lines = |steps: &[StepSpec], out: &mut String| {
+        for step in steps {
+            match &step.captures {
+                Some(name) => {
+                    let v = var(name);
+                    let _ = writeln!(
+                        out,
+                        "if [ \"${{TOOLSMITH_DRY_RUN:-}}\" = 1 ]; then\n  ts_run {code}\n  {v}='<{name}>'\nelse\n  {v}=$({code})\n  {v}=${{{v}%%\"$ts_nl\"*}}\nfi",
+                        code = step_code(step)
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "ts_run {}", step_code(step));
+                }
+            }
+        }
+    };
+    s.push_str("ts_nl='\n'\n");
+    match (&spec.trigger_step, &spec.trigger) {
+        (Some(trigger), Some(t)) => {
+            let _ = writeln!(s, "ts_trigger() {{\n  ts_run {}\n}}\n", step_code(trigger));
+            let mut recovery = String::new();
+            step_lines(&spec.steps, &mut recovery);
+            let _ = writeln!(
+                s,
+                "if [ \"${{TOOLSMITH_DRY_RUN:-}}\" = 1 ]; then\n  ts_trigger\n{rec}  ts_trigger\n  exit 0\nfi\n",
+                rec = indent(&recovery)
+            );
+            let _ = writeln!(
+                s,
+                "ts_status=0\nts_output=$(ts_trigger 2>&1) || ts_status=$?\n[ -z \"$ts_output\" ] || printf '%s\\n' \"$ts_output\"\n[ \"$ts_status\" -ne 0 ] || exit 0\n\n# The failure this tool knows: {template}\nif printf '%s\\n' \"$ts_output\" | grep -Eq -- {regex}; then\n  printf '%s\\n' {notice} >&2\n{rec}  ts_trigger\nelse\n  exit \"$ts_status\"\nfi",
+                template = t.error_template.replace('\n', " "),
+                regex = shell_quote(&template_regex(&t.error_template)),
+                notice = shell_quote(&format!(
+                    "{}: recognised the failure ({}); recovering",
+                    spec.name, t.error_template
+                )),
+                rec = indent(&recovery)
+            );
+        }
+        (None, None) => step_lines(&spec.steps, &mut s),
+        _ => {
+            return Err(fail(
+                "a recovery needs both the failing command and the error's template",
+            ));
+        }
+    }
+    Ok(s)
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+/// The derived tests.
+pub fn derived_cases(spec: &ToolSpec) -> Cases {
+    let mut cases = Vec::new();
+    for (i, occ) in spec
+        .occurrences
+        .iter()
+        .take(MAX_OCCURRENCE_CASES)
+        .enumerate()
+    {
+        let mut params = Map::new();
+        for p in &spec.params {
+            let Some(value) = occ.params.get(&p.name) else {
+                continue;
+            };
+            let v = match p.kind {
+                ParamKind::Integer => value
+                    .parse::<i64>()
+                    .map_or_else(|_| Value::String(value.clone()), Value::from),
+                ParamKind::Boolean => Value::Bool(value == "1" || value == "true"),
+                _ => Value::String(value.clone()),
+            };
+            params.insert(p.name.clone(), v);
+        }
+        let mut stdout = occ.commands.join("\n");
+        stdout.push('\n');
+        cases.push(Case {
+            name: format!(
+                "occurrence {}: session {}, actions {}-{} — the dry run prints what was run",
+                i + 1,
+                occ.evidence.session,
+                occ.evidence.first_seq,
+                occ.evidence.last_seq
+            ),
+            params: Some(params),
+            args: None,
+            dry_run: true,
+            stdin: None,
+            expect: Expect {
+                exit_code: Some(0),
+                stdout: Some(stdout),
+                ..Expect::default()
+            },
+        });
+    }
+    cases.push(Case {
+        name: "--help lists every parameter".into(),
+        params: None,
+        args: Some(vec!["--help".into()]),
+        dry_run: false,
+        stdin: None,
+        expect: Expect {
+            exit_code: Some(0),
+            stdout_contains: spec
+                .params
+                .iter()
+                .map(|p| invoke::option_name(&p.name))
+                .collect(),
+            ..Expect::default()
+        },
+    });
+    if let Some(required) = spec.params.iter().find(|p| p.required) {
+        cases.push(Case {
+            name: format!(
+                "a missing {} fails cleanly",
+                invoke::option_name(&required.name)
+            ),
+            params: Some(Map::new()),
+            args: None,
+            dry_run: true,
+            stdin: None,
+            expect: Expect {
+                exit_code: Some(2),
+                stderr_contains: vec![invoke::option_name(&required.name)],
+                ..Expect::default()
+            },
+        });
+    }
+    cases.push(Case {
+        name: "an unknown option fails cleanly".into(),
+        params: None,
+        args: Some(vec!["--no-such-option".into()]),
+        dry_run: true,
+        stdin: None,
+        expect: Expect {
+            exit_code: Some(2),
+            stderr_contains: vec!["unknown option".into()],
+            ..Expect::default()
+        },
+    });
+    Cases { cases }
+}
+
+/// Every file of a template tool except its README (the registry writes that): the
+/// manifest, `run.sh` and `tests/cases.json`.
+pub fn generate(
+    spec: &ToolSpec,
+    version: semver::Version,
+) -> Result<BTreeMap<String, String>, TemplateError> {
+    if !matches!(
+        spec.origin,
+        Origin::MinedSequence | Origin::ErrorRecovery | Origin::SlowOperation | Origin::Heal
+    ) {
+        return Err(TemplateError {
+            tool: spec.name.clone(),
+            why: "a request needs a language model (configure [llm]); templates only write \
+                  mined sequences, recoveries and slow operations"
+                .into(),
+        });
+    }
+    let manifest = spec.manifest(version, GENERATOR);
+    let mut files = BTreeMap::new();
+    files.insert("run.sh".to_owned(), run_sh(spec)?);
+    files.insert(
+        crate::validate::cases::CASES_FILE.to_owned(),
+        derived_cases(spec).to_json(),
+    );
+    files.insert(
+        crate::registry::manifest::FILE_NAME.to_owned(),
+        manifest.to_yaml(),
+    );
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generate::spec::{Occurrence, ParamSpec, TriggerSpec};
+    use crate::registry::manifest::{Evidence, Manifest, OutputKind};
+
+    fn lit(s: &str) -> Vec<Piece> {
+        vec![Piece::Literal(s.into())]
+    }
+
+    fn param(s: &str) -> Vec<Piece> {
+        vec![Piece::Param(s.into())]
+    }
+
+    pub(crate) fn sequence_spec() -> ToolSpec {
+        ToolSpec {
+            name: "cargo-check-package".into(),
+            description: "Format, lint and test one package.".into(),
+            origin: Origin::MinedSequence,
+            pattern: Some("p-0123456789ab".into()),
+            support: Some(4),
+            params: vec![
+                ParamSpec {
+                    name: "package".into(),
+                    kind: ParamKind::String,
+                    description: "the package".into(),
+                    required: true,
+                    examples: vec!["core".into(), "cli".into()],
+                },
+                ParamSpec {
+                    name: "message".into(),
+                    kind: ParamKind::Text,
+                    description: "commit message".into(),
+                    required: false,
+                    examples: vec![],
+                },
+            ],
+            steps: vec![
+                StepSpec {
+                    words: vec![lit("cargo"), lit("fmt"), lit("-p"), param("package")],
+                    captures: None,
+                },
+                StepSpec {
+                    words: vec![
+                        lit("cargo"),
+                        lit("clippy"),
+                        vec![
+                            Piece::Literal("--package=".into()),
+                            Piece::Param("package".into()),
+                        ],
+                    ],
+                    captures: None,
+                },
+                StepSpec {
+                    words: vec![lit("git"), lit("commit"), lit("-m"), param("message")],
+                    captures: None,
+                },
+            ],
+            trigger_step: None,
+            trigger: None,
+            output: OutputKind::Text,
+            output_schema: None,
+            language: Language::Sh,
+            sandbox: ToolSpec::default_profile(None),
+            requires: vec!["cargo".into(), "git".into()],
+            occurrences: vec![Occurrence {
+                evidence: Evidence {
+                    session: "s1".into(),
+                    first_seq: 10,
+                    last_seq: 12,
+                },
+                params: [
+                    ("package".to_owned(), "core".to_owned()),
+                    ("message".to_owned(), "fix: it's done".to_owned()),
+                ]
+                .into_iter()
+                .collect(),
+                commands: vec![
+                    "cargo fmt -p core".into(),
+                    "cargo clippy --package=core".into(),
+                    r"git commit -m 'fix: it'\''s done'".into(),
+                ],
+            }],
+            request: None,
+            examples: vec![],
+            median_ms: None,
+        }
+    }
+
+    #[test]
+    fn the_generated_tool_has_a_valid_manifest_and_its_derived_tests() {
+        let files = generate(&sequence_spec(), semver::Version::new(1, 0, 0)).expect("generate");
+        let manifest = Manifest::parse(&files["tool.yaml"], "tool.yaml").expect("manifest");
+        assert_eq!(manifest.provenance.generator, GENERATOR);
+        assert_eq!(manifest.required_params(), ["package"]);
+        let cases = Cases::parse(&files["tests/cases.json"], "cases")
+            .expect("cases")
+            .cases;
+        assert_eq!(
+            cases.len(),
+            4,
+            "one occurrence, help, missing required, unknown option"
+        );
+        assert_eq!(
+            cases[0].expect.stdout.as_deref(),
+            Some(
+                "cargo fmt -p core\ncargo clippy --package=core\ngit commit -m 'fix: it'\\''s done'\n"
+            )
+        );
+        assert_eq!(cases[1].expect.stdout_contains, ["--package", "--message"]);
+        let sh = &files["run.sh"];
+        assert!(sh.starts_with("#!/bin/sh\n"));
+        assert!(sh.contains("set -eu"));
+        assert!(
+            sh.contains(r#"ts_run cargo clippy --package="${p_package}""#),
+            "{sh}"
+        );
+        assert!(sh.contains("missing required option --package"));
+    }
+
+    #[test]
+    fn a_request_needs_a_model() {
+        let mut spec = sequence_spec();
+        spec.origin = Origin::Request;
+        let err = generate(&spec, semver::Version::new(1, 0, 0)).expect_err("refused");
+        assert!(err.to_string().contains("[llm]"), "{err}");
+    }
+
+    #[test]
+    fn error_templates_become_regexes() {
+        assert_eq!(
+            template_regex("error[E0425]: cannot find value `<*>` in this scope"),
+            r"error\[E0425\]:[[:space:]]+cannot[[:space:]]+find[[:space:]]+value[[:space:]]+`.*`[[:space:]]+in[[:space:]]+this[[:space:]]+scope"
+        );
+        let mut spec = sequence_spec();
+        spec.origin = Origin::ErrorRecovery;
+        spec.trigger_step = Some(StepSpec {
+            words: vec![lit("cargo"), lit("build")],
+            captures: None,
+        });
+        spec.trigger = Some(TriggerSpec {
+            error_template: "error: could not find `Cargo.toml` in <*>".into(),
+        });
+        let sh = run_sh(&spec).expect("recovery");
+        assert!(sh.contains("ts_trigger() {"), "{sh}");
+        assert!(sh.contains("grep -Eq --"), "{sh}");
+        spec.trigger = None;
+        assert!(run_sh(&spec).is_err());
+    }
+}
