@@ -4,12 +4,14 @@
 //! - [`llm`]: model clients (OpenAI-compatible and Anthropic), retries, cache and budget.
 //! - [`spec`]: `ToolSpec`, what a tool must do;
 //! - [`template`]: the offline generator (POSIX sh) and the tests derived from evidence;
+//! - [`prompt`]: prompts per origin and the repair turn;
 //! - [`staging`]: each attempt's files and diagnostics, kept;
 //! - [`contract`]: the file-block format a model must answer in, read strictly.
 
 pub mod candidates;
 pub mod contract;
 pub mod llm;
+pub mod prompt;
 pub mod spec;
 pub mod staging;
 pub mod template;

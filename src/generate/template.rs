@@ -455,11 +455,12 @@ pub fn generate(
     Ok(files)
 }
 
+/// A spec shared by the generator's tests.
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests_support {
     use super::*;
-    use crate::generate::spec::{Occurrence, ParamSpec, TriggerSpec};
-    use crate::registry::manifest::{Evidence, Manifest, OutputKind};
+    use crate::generate::spec::{Occurrence, ParamSpec};
+    use crate::registry::manifest::{Evidence, OutputKind};
 
     fn lit(s: &str) -> Vec<Piece> {
         vec![Piece::Literal(s.into())]
@@ -542,6 +543,18 @@ mod tests {
             examples: vec![],
             median_ms: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::sequence_spec;
+    use super::*;
+    use crate::generate::spec::TriggerSpec;
+    use crate::registry::manifest::Manifest;
+
+    fn lit(s: &str) -> Vec<Piece> {
+        vec![Piece::Literal(s.into())]
     }
 
     #[test]
