@@ -259,7 +259,7 @@ provenance: {{ origin: mined-sequence, generator: template/sh@1, created: 2026-1
             "---\nname: my-skill\n---\n",
         )
         .expect("write");
-        let r = export(dir.path(), &[a.clone()]).expect("again");
+        let r = export(dir.path(), std::slice::from_ref(&a)).expect("again");
         assert_eq!(r.unchanged, ["tool-a"]);
         assert_eq!(r.removed, ["tool-b"]);
         assert!(!dir.path().join("tool-b").exists());
