@@ -6,6 +6,7 @@
 
 mod doctor;
 mod ingest;
+mod install;
 mod output;
 
 use std::io::Write;
@@ -86,6 +87,21 @@ pub enum Command {
         /// Only events whose kind starts with this prefix (repeatable).
         #[arg(long = "kind", value_name = "PREFIX")]
         kinds: Vec<String>,
+    },
+    /// Install toolsmith as a systemd user service, with a commented default configuration.
+    Install {
+        /// Install for the current user (the only kind: the system unit is installed by hand).
+        #[arg(long, required = true)]
+        user: bool,
+        /// Also run `systemctl --user daemon-reload` and `enable --now` the units.
+        #[arg(long)]
+        enable: bool,
+    },
+    /// Stop and remove the user service installed by `toolsmith install --user`.
+    Uninstall {
+        /// Uninstall for the current user.
+        #[arg(long, required = true)]
+        user: bool,
     },
     /// Print a shell completion script.
     Completions {
@@ -221,6 +237,8 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
             ingest::actions(cli, session.as_deref(), *limit, &mut out, style)
         }
         Command::Sources => ingest::sources(cli, &mut out),
+        Command::Install { enable, .. } => install::install(cli.json, *enable, &mut out),
+        Command::Uninstall { .. } => install::uninstall(cli.json, &mut out),
         Command::Completions { shell } => {
             clap_complete::generate(*shell, &mut Cli::command(), "toolsmith", &mut out);
             Ok(())

@@ -1,0 +1,229 @@
+//! `toolsmith install --user` and `toolsmith uninstall --user`: the per-user systemd units and a
+//! commented default configuration, and the `systemctl --user` commands that start them.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+
+use super::{Failure, output};
+use crate::exit::ExitCode;
+
+/// The user service, as shipped in `systemd/`.
+const SERVICE: &str = include_str!("../../systemd/toolsmith.service");
+/// The user socket.
+const SOCKET: &str = include_str!("../../systemd/toolsmith.socket");
+/// The first line of a unit file this command wrote.
+const MARKER: &str =
+    "# Installed by `toolsmith install --user`; `toolsmith uninstall --user` removes it.";
+
+fn fail(message: impl Into<String>) -> Failure {
+    Failure::new(ExitCode::Failure, message)
+}
+
+/// `$XDG_CONFIG_HOME`, else `~/.config`.
+fn config_home() -> Result<PathBuf, Failure> {
+    if let Some(dir) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".config"))
+        .ok_or_else(|| fail("neither $XDG_CONFIG_HOME nor $HOME is set: cannot find your systemd user directory"))
+}
+
+/// `toolsmithd` beside this `toolsmith`.
+fn daemon_binary() -> Result<PathBuf, Failure> {
+    let me =
+        std::env::current_exe().map_err(|e| fail(format!("cannot find this executable: {e}")))?;
+    let daemon = me.with_file_name("toolsmithd");
+    if !daemon.is_file() {
+        return Err(fail(format!(
+            "toolsmithd is not next to toolsmith (looked for {}); install both, e.g. with \
+             `cargo install --locked --path .`",
+            daemon.display()
+        )));
+    }
+    Ok(daemon)
+}
+
+/// The service unit with `ExecStart=` pointing at `daemon`.
+fn service_text(daemon: &Path) -> String {
+    let mut out = format!("{MARKER}\n");
+    for line in SERVICE.lines() {
+        if line.starts_with("ExecStart=") {
+            out.push_str(&format!("ExecStart={}\n", daemon.display()));
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Writes `text` to `path` unless a file not written by this command is there.
+fn write_ours(path: &Path, text: &str) -> Result<&'static str, Failure> {
+    if let Ok(old) = std::fs::read_to_string(path) {
+        if !old.starts_with(MARKER) {
+            return Err(fail(format!(
+                "{} exists and was not installed by toolsmith; move it away or edit it by hand",
+                path.display()
+            )));
+        }
+        if old == text {
+            return Ok("unchanged");
+        }
+    }
+    std::fs::write(path, text)
+        .map_err(|e| fail(format!("cannot write {}: {e}", path.display())))?;
+    Ok("written")
+}
+
+fn systemctl(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("systemctl")
+        .arg("--user")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run systemctl: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`systemctl --user {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+const START: [&str; 4] = ["enable", "--now", "toolsmith.socket", "toolsmith.service"];
+const STOP: [&str; 4] = ["disable", "--now", "toolsmith.service", "toolsmith.socket"];
+
+/// `toolsmith install --user [--enable]`.
+pub(super) fn install(json_out: bool, enable: bool, out: &mut impl Write) -> Result<(), Failure> {
+    let daemon = daemon_binary()?;
+    let home = config_home()?;
+    let units = home.join("systemd/user");
+    std::fs::create_dir_all(&units)
+        .map_err(|e| fail(format!("cannot create {}: {e}", units.display())))?;
+    let service = units.join("toolsmith.service");
+    let socket = units.join("toolsmith.socket");
+    let mut files = vec![
+        (
+            service.clone(),
+            write_ours(&service, &service_text(&daemon))?,
+        ),
+        (
+            socket.clone(),
+            write_ours(&socket, &format!("{MARKER}\n{SOCKET}"))?,
+        ),
+    ];
+    let config = home.join("toolsmith/config.toml");
+    if config.exists() {
+        files.push((config.clone(), "kept"));
+    } else {
+        if let Some(dir) = config.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        std::fs::write(&config, crate::config::DEFAULT_CONFIG_TOML)
+            .map_err(|e| fail(format!("cannot write {}: {e}", config.display())))?;
+        files.push((config.clone(), "written"));
+    }
+    let commands = vec![
+        "systemctl --user daemon-reload".to_owned(),
+        format!("systemctl --user {}", START.join(" ")),
+    ];
+    let ran = if enable {
+        systemctl(&["daemon-reload"])
+            .and_then(|()| systemctl(&START))
+            .map_err(|e| {
+                fail(format!(
+                    "the units are installed, but starting them failed: {e}"
+                ))
+            })?;
+        true
+    } else {
+        false
+    };
+    if json_out {
+        return output::json(
+            out,
+            &json!({
+                "files": files.iter().map(|(p, what)| json!({"path": p, "status": what})).collect::<Vec<_>>(),
+                "daemon": daemon,
+                "commands": commands,
+                "enabled": ran,
+            }),
+        );
+    }
+    for (path, what) in &files {
+        writeln!(out, "{what:<9} {}", path.display())?;
+    }
+    if ran {
+        writeln!(
+            out,
+            "\ntoolsmith runs as a user service: `toolsmith status` talks to it."
+        )?;
+    } else {
+        writeln!(out, "\nStart it now and at every login with:")?;
+        for c in &commands {
+            writeln!(out, "  {c}")?;
+        }
+        writeln!(
+            out,
+            "(or run `toolsmith install --user --enable` to have them run for you)"
+        )?;
+    }
+    Ok(())
+}
+
+/// `toolsmith uninstall --user`.
+pub(super) fn uninstall(json_out: bool, out: &mut impl Write) -> Result<(), Failure> {
+    let units = config_home()?.join("systemd/user");
+    // Stop first, while the unit files still exist; no user manager is not an error.
+    let stopped = systemctl(&STOP);
+    let mut removed = Vec::new();
+    let mut kept = Vec::new();
+    for name in ["toolsmith.service", "toolsmith.socket"] {
+        let path = units.join(name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) if text.starts_with(MARKER) => {
+                std::fs::remove_file(&path)
+                    .map_err(|e| fail(format!("cannot remove {}: {e}", path.display())))?;
+                removed.push(path);
+            }
+            Ok(_) => kept.push(path),
+            Err(_) => {}
+        }
+    }
+    let reloaded = systemctl(&["daemon-reload"]).is_ok();
+    if json_out {
+        return output::json(
+            out,
+            &json!({"removed": removed, "kept": kept, "stopped": stopped.is_ok(), "reloaded": reloaded}),
+        );
+    }
+    for path in &removed {
+        writeln!(out, "removed   {}", path.display())?;
+    }
+    for path in &kept {
+        writeln!(
+            out,
+            "kept      {} (not installed by toolsmith)",
+            path.display()
+        )?;
+    }
+    if removed.is_empty() && kept.is_empty() {
+        writeln!(out, "no toolsmith user units were installed")?;
+    }
+    if let Err(e) = stopped {
+        writeln!(out, "note: {e}")?;
+    }
+    writeln!(
+        out,
+        "Your configuration, state and registry stay where they are (see `toolsmith config show`)."
+    )?;
+    Ok(())
+}
