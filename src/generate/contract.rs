@@ -2,7 +2,7 @@
 //!
 //! A reply is a sequence of file blocks and nothing else (blank lines between them are fine):
 //!
-//! ````text
+//! `````text
 //! ````file run.sh
 //! #!/bin/sh
 //! …
@@ -10,7 +10,7 @@
 //! ````file README.md
 //! …
 //! ````
-//! ````
+//! `````
 //!
 //! A block opens with a fence of three or more backticks followed by `file <name>`, and closes
 //! with a line holding only a fence at least as long. Four backticks let a README contain
