@@ -170,6 +170,8 @@ pub struct Config {
     pub paths: PathSettings,
     /// How logs are read.
     pub ingest: IngestSettings,
+    /// How patterns are mined.
+    pub mine: MineSettings,
     /// `[[source]]` tables; empty means: the standard locations of known agents and shells.
     pub sources: Vec<SourceSetting>,
 }
@@ -183,6 +185,27 @@ pub struct IngestSettings {
     pub output_cap_kib: Setting<u32>,
     /// How long the tailer waits after a change for more changes, in milliseconds.
     pub debounce_ms: Setting<u32>,
+}
+
+/// How patterns are mined from the stored actions (`[mine]`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MineSettings {
+    /// Sessions a pattern must be seen in before it is reported.
+    pub min_support: Setting<u32>,
+    /// Other actions allowed between two consecutive steps of a repeated sequence.
+    pub max_gap: Setting<u32>,
+    /// Fewest steps of a repeated sequence.
+    pub min_length: Setting<u32>,
+    /// Most steps of a repeated sequence.
+    pub max_length: Setting<u32>,
+    /// A pattern is dropped when a longer one keeps at least this share (percent) of its support.
+    pub fold_percent: Setting<u32>,
+    /// An action whose median duration is at least this many milliseconds is a slow operation.
+    pub slow_ms: Setting<u32>,
+    /// When the daemon mines (a 5-field crontab line).
+    pub schedule: Setting<String>,
+    /// The daemon also mines once this many new actions have been stored since the last run.
+    pub after_new_actions: Setting<u32>,
 }
 
 /// One `[[source]]` table: a file, directory or glob of one format.
@@ -222,6 +245,16 @@ impl Config {
     /// Every effective value as `(dotted key, value as TOML, origin)`, in file order.
     pub fn entries(&self) -> Vec<(&'static str, toml::Value, &Origin)> {
         let path = |p: &Path| toml::Value::String(p.display().to_string());
+        fn int<'a>(
+            key: &'static str,
+            setting: &'a Setting<u32>,
+        ) -> (&'static str, toml::Value, &'a Origin) {
+            (
+                key,
+                toml::Value::Integer(setting.value.into()),
+                &setting.origin,
+            )
+        }
         let d = &self.daemon;
         let p = &self.paths;
         vec![
@@ -267,6 +300,18 @@ impl Config {
                 toml::Value::Integer(self.ingest.debounce_ms.value.into()),
                 &self.ingest.debounce_ms.origin,
             ),
+            int("mine.min_support", &self.mine.min_support),
+            int("mine.max_gap", &self.mine.max_gap),
+            int("mine.min_length", &self.mine.min_length),
+            int("mine.max_length", &self.mine.max_length),
+            int("mine.fold_percent", &self.mine.fold_percent),
+            int("mine.slow_ms", &self.mine.slow_ms),
+            (
+                "mine.schedule",
+                toml::Value::String(self.mine.schedule.value.clone()),
+                &self.mine.schedule.origin,
+            ),
+            int("mine.after_new_actions", &self.mine.after_new_actions),
         ]
     }
 
@@ -423,6 +468,8 @@ struct RawConfig {
     paths: RawPaths,
     #[serde(default)]
     ingest: RawIngest,
+    #[serde(default)]
+    mine: RawMine,
     #[serde(default, rename = "source")]
     sources: Vec<Spanned<RawSource>>,
 }
@@ -433,6 +480,19 @@ struct RawIngest {
     max_record_kib: Option<Spanned<u32>>,
     output_cap_kib: Option<Spanned<u32>>,
     debounce_ms: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMine {
+    min_support: Option<Spanned<u32>>,
+    max_gap: Option<Spanned<u32>>,
+    min_length: Option<Spanned<u32>>,
+    max_length: Option<Spanned<u32>>,
+    fold_percent: Option<Spanned<u32>>,
+    slow_ms: Option<Spanned<u32>>,
+    schedule: Option<Spanned<String>>,
+    after_new_actions: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -584,6 +644,61 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
             }
         }
     }
+    let m = &raw.mine;
+    let mine_ranges = [
+        (&m.min_support, "mine.min_support", 2, 1_000_000),
+        (&m.max_gap, "mine.max_gap", 0, 16),
+        (&m.min_length, "mine.min_length", 1, 32),
+        (&m.max_length, "mine.max_length", 1, 32),
+        (&m.fold_percent, "mine.fold_percent", 50, 100),
+        (&m.slow_ms, "mine.slow_ms", 100, 86_400_000),
+        (
+            &m.after_new_actions,
+            "mine.after_new_actions",
+            1,
+            100_000_000,
+        ),
+    ];
+    for (value, key, min, max) in mine_ranges {
+        if let Some(value) = value {
+            let v = *value.get_ref();
+            if !(min..=max).contains(&v) {
+                return Err(invalid(
+                    path,
+                    text,
+                    value,
+                    key,
+                    format!("{v} is out of range: use a value from {min} to {max}"),
+                ));
+            }
+        }
+    }
+    if let (Some(min), Some(max)) = (&m.min_length, &m.max_length)
+        && min.get_ref() > max.get_ref()
+    {
+        return Err(invalid(
+            path,
+            text,
+            max,
+            "mine.max_length",
+            format!(
+                "{} is below mine.min_length ({}): make max_length at least min_length",
+                max.get_ref(),
+                min.get_ref()
+            ),
+        ));
+    }
+    if let Some(schedule) = &m.schedule
+        && let Err(err) = crate::schedule::Schedule::parse(schedule.get_ref())
+    {
+        return Err(invalid(
+            path,
+            text,
+            schedule,
+            "mine.schedule",
+            format!("{err}; write 5 crontab fields, e.g. \"*/15 * * * *\""),
+        ));
+    }
     for source in &raw.sources {
         let source = source.get_ref();
         let format = source.format.get_ref();
@@ -675,6 +790,17 @@ fn resolve(
         output_cap_kib: pick(&i.output_cap_kib, 16, &from_file),
         debounce_ms: pick(&i.debounce_ms, 100, &from_file),
     };
+    let m = &raw.mine;
+    let mine = MineSettings {
+        min_support: pick(&m.min_support, 3, &from_file),
+        max_gap: pick(&m.max_gap, 1, &from_file),
+        min_length: pick(&m.min_length, 2, &from_file),
+        max_length: pick(&m.max_length, 8, &from_file),
+        fold_percent: pick(&m.fold_percent, 90, &from_file),
+        slow_ms: pick(&m.slow_ms, 30_000, &from_file),
+        schedule: pick(&m.schedule, "*/15 * * * *".to_owned(), &from_file),
+        after_new_actions: pick(&m.after_new_actions, 500, &from_file),
+    };
     let sources = raw
         .sources
         .iter()
@@ -696,6 +822,7 @@ fn resolve(
         daemon,
         paths,
         ingest,
+        mine,
         sources,
     })
 }
@@ -815,6 +942,27 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 
 # After a log file changes, wait this long (ms) for more changes before reading it.
 # debounce_ms = 100
+
+[mine]
+# Sessions a pattern must be seen in before it is reported.
+# min_support = 3
+
+# Other actions allowed between two consecutive steps of a repeated sequence.
+# max_gap = 1
+
+# Fewest and most steps of a repeated sequence.
+# min_length = 2
+# max_length = 8
+
+# A pattern is dropped when a longer one keeps at least this share (percent) of its support.
+# fold_percent = 90
+
+# Actions whose median duration reaches this many milliseconds are slow operations.
+# slow_ms = 30000
+
+# When the daemon mines (5 crontab fields, local time), and after how many new actions.
+# schedule = "*/15 * * * *"
+# after_new_actions = 500
 
 # Log sources. Without any [[source]] table, the standard locations that exist are read:
 # ~/.claude/projects (claude-code), ~/.codex/sessions (codex), ~/.bash_history (bash),

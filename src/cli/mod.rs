@@ -7,6 +7,7 @@
 mod doctor;
 mod ingest;
 mod install;
+pub mod mine;
 mod output;
 
 use std::io::Write;
@@ -82,6 +83,20 @@ pub enum Command {
     },
     /// Show each log source: files, bytes read, actions, problems, lag.
     Sources,
+    /// Mine the stored actions for patterns now (the daemon does it when it runs here).
+    Mine,
+    /// List the mined patterns, best first, or show one.
+    Patterns {
+        /// Only patterns of this kind: sequence, recovery or slow.
+        #[arg(long, value_name = "KIND")]
+        kind: Option<String>,
+        /// How many patterns.
+        #[arg(long, default_value_t = 20, value_name = "N")]
+        limit: u64,
+        /// Show this pattern in full: steps, parameters, evidence.
+        #[arg(value_name = "ID")]
+        id: Option<String>,
+    },
     /// Print pipeline events as they happen.
     Watch {
         /// Only events whose kind starts with this prefix (repeatable).
@@ -237,6 +252,10 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
             ingest::actions(cli, session.as_deref(), *limit, &mut out, style)
         }
         Command::Sources => ingest::sources(cli, &mut out),
+        Command::Mine => mine::mine(cli, &mut out, style),
+        Command::Patterns { kind, limit, id } => {
+            mine::patterns(cli, kind.as_deref(), *limit, id.as_deref(), &mut out, style)
+        }
         Command::Install { enable, .. } => install::install(cli.json, *enable, &mut out),
         Command::Uninstall { .. } => install::uninstall(cli.json, &mut out),
         Command::Completions { shell } => {

@@ -26,6 +26,7 @@ pub(super) struct Parts {
     pub stats: Arc<Stats>,
     pub limits: Arc<Limits>,
     pub stop: mpsc::Sender<&'static str>,
+    pub jobs: mpsc::Sender<super::jobs::JobRequest>,
     pub socket_path: PathBuf,
     pub socket_activated: bool,
     pub previous_run: Option<DaemonRun>,
@@ -42,6 +43,7 @@ pub(super) struct DaemonApi {
     stats: Arc<Stats>,
     limits: Arc<Limits>,
     stop: mpsc::Sender<&'static str>,
+    jobs: mpsc::Sender<super::jobs::JobRequest>,
     socket_path: PathBuf,
     socket_activated: bool,
     previous_run: Option<DaemonRun>,
@@ -64,6 +66,7 @@ impl DaemonApi {
             stats: parts.stats,
             limits: parts.limits,
             stop: parts.stop,
+            jobs: parts.jobs,
             socket_path: parts.socket_path,
             socket_activated: parts.socket_activated,
             previous_run: parts.previous_run,
@@ -222,6 +225,28 @@ impl Methods for DaemonApi {
                 no_params(method, &params)?;
                 self.reload().await
             }
+            "mine.run" => {
+                no_params(method, &params)?;
+                let (reply, answer) = tokio::sync::oneshot::channel();
+                let request = super::jobs::JobRequest {
+                    job: super::jobs::MINE,
+                    reply,
+                };
+                self.jobs.send(request).await.map_err(|_| {
+                    RpcError::new(protocol::FAILED, "the daemon is stopping: no mining now")
+                })?;
+                match answer.await {
+                    Ok(Ok(summary)) => Ok(summary),
+                    Ok(Err(err)) => Err(RpcError::new(
+                        protocol::FAILED,
+                        format!("mining failed: {err}"),
+                    )),
+                    Err(_) => Err(RpcError::new(
+                        protocol::FAILED,
+                        "the daemon stopped before mining finished",
+                    )),
+                }
+            }
             "daemon.shutdown" => {
                 no_params(method, &params)?;
                 // A full channel means a stop is already under way: the answer is the same.
@@ -232,7 +257,7 @@ impl Methods for DaemonApi {
                 protocol::METHOD_NOT_FOUND,
                 format!(
                     "unknown method `{method}`; available: status, config.reload, \
-                     daemon.shutdown, events.subscribe"
+                     daemon.shutdown, mine.run, events.subscribe"
                 ),
             )),
         }

@@ -7,6 +7,7 @@
 //! the old one in force.
 
 mod api;
+mod jobs;
 pub mod listener;
 pub mod lock;
 
@@ -155,6 +156,8 @@ async fn serve(
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let shutdown_rx_for_tail = shutdown_rx.clone();
     let (stop_tx, mut stop_rx) = mpsc::channel::<&'static str>(1);
+    let (jobs_tx, jobs_rx) = mpsc::channel::<jobs::JobRequest>(16);
+    let shutdown_rx_for_jobs = shutdown_rx.clone();
     let events = EventBus::new();
     let stats = Arc::new(Stats::default());
     let limits = Arc::new(Limits::new(
@@ -171,6 +174,7 @@ async fn serve(
         stats: Arc::clone(&stats),
         limits: Arc::clone(&limits),
         stop: stop_tx,
+        jobs: jobs_tx,
         socket_path: socket.path.clone(),
         socket_activated: socket.activated,
         previous_run: previous,
@@ -192,6 +196,14 @@ async fn serve(
         api.tail_stats(),
         api.config_changes(),
         shutdown_rx_for_tail,
+    ));
+
+    let jobs_task = tokio::spawn(jobs::run(
+        store.clone(),
+        events.clone(),
+        api.config_changes(),
+        jobs_rx,
+        shutdown_rx_for_jobs,
     ));
 
     let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Runtime)?;
@@ -262,6 +274,7 @@ async fn serve(
     }
     // The tailer stops between batches: what it stored is consistent with its checkpoints.
     let _ = tail_task.await;
+    let _ = jobs_task.await;
     socket.cleanup();
     store
         .call(move |conn| store::record_stop(conn, run_id))

@@ -140,6 +140,28 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX candidates_by_pattern ON candidates(pattern);
     CREATE INDEX candidates_by_state ON candidates(state);",
+    // 6: mined patterns (the JSON of each, with its status across runs) and the mining runs.
+    "CREATE TABLE patterns (
+        id          TEXT PRIMARY KEY,
+        kind        TEXT NOT NULL,
+        support     INTEGER NOT NULL,
+        score       REAL NOT NULL,
+        body        TEXT NOT NULL,
+        status      TEXT NOT NULL DEFAULT 'new',
+        reason      TEXT,
+        first_seen  INTEGER NOT NULL,
+        last_seen   INTEGER NOT NULL
+    );
+    CREATE INDEX patterns_by_score ON patterns(score DESC);
+    CREATE TABLE mine_runs (
+        id           INTEGER PRIMARY KEY,
+        started_at   INTEGER NOT NULL,
+        duration_ms  INTEGER NOT NULL,
+        last_action  INTEGER NOT NULL,
+        sessions     INTEGER NOT NULL,
+        actions      INTEGER NOT NULL,
+        patterns     INTEGER NOT NULL
+    );",
 ];
 
 /// The schema version this build writes.

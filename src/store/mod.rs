@@ -79,6 +79,17 @@ pub enum StoreError {
     /// The writer thread is gone (the daemon is shutting down).
     #[error("the state store is closed")]
     Closed,
+    /// A stored JSON document could not be read back (or written).
+    #[error(
+        "the state store holds an unreadable {what}: {reason}. Run `toolsmith mine` again to \
+         rewrite it"
+    )]
+    Corrupt {
+        /// What it was.
+        what: String,
+        /// serde_json's error.
+        reason: String,
+    },
 }
 
 impl StoreError {

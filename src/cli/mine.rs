@@ -1,0 +1,239 @@
+//! `toolsmith mine` and `toolsmith patterns`: mining the stored actions now, and looking at the
+//! patterns found.
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+
+use super::output::{self, Style};
+use super::{Cli, Failure, connect, load_config};
+use crate::daemon::lock::{self, LockError};
+use crate::exit::ExitCode;
+use crate::mine::miner::{self, MineError, MineOptions};
+use crate::mine::pattern::{self, PatternKind, StoredPattern};
+use crate::store::{self, Store};
+
+impl From<MineError> for Failure {
+    fn from(err: MineError) -> Self {
+        match err {
+            MineError::Store(e) => e.into(),
+            MineError::Options(_) => Failure::new(ExitCode::InvalidConfig, err.to_string()),
+        }
+    }
+}
+
+/// `toolsmith mine`: asks the daemon when one runs on this state directory (it is the store's
+/// one writer), else mines in this process.
+pub(super) fn mine(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
+    let config = load_config(cli)?;
+    crate::daemon::listener::ensure_private_dir(&config.paths.state.value)
+        .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?;
+    let summary = match lock::acquire(&config.lock_path()) {
+        Ok(_lock) => {
+            let store = Store::open(&config.store_path())?;
+            let options = MineOptions::from_settings(&config.mine);
+            let report = store.call_blocking(move |conn| {
+                let report = match miner::mine(conn, &options) {
+                    Ok(report) => report,
+                    Err(err) => return Ok(Err(err)),
+                };
+                miner::store_patterns(conn, &report)?;
+                Ok(Ok(report))
+            })??;
+            report.summary()
+        }
+        Err(LockError::Held { .. }) => connect(cli)?.call("mine.run", Value::Null)?,
+        Err(other) => return Err(Failure::new(ExitCode::Failure, other.to_string())),
+    };
+    if cli.json {
+        return output::json(out, &summary);
+    }
+    let n = |key: &str| summary[key].as_u64().unwrap_or(0);
+    writeln!(
+        out,
+        "mined {} actions in {} sessions ({} steps, {} distinct) in {} ms",
+        n("actions"),
+        n("sessions"),
+        n("tokens"),
+        n("symbols"),
+        n("duration_ms")
+    )?;
+    let kinds = &summary["kinds"];
+    writeln!(
+        out,
+        "patterns: {} sequences, {} recoveries, {} slow operations",
+        kinds["sequence"].as_u64().unwrap_or(0),
+        kinds["recovery"].as_u64().unwrap_or(0),
+        kinds["slow"].as_u64().unwrap_or(0)
+    )?;
+    if summary["truncated"].as_bool() == Some(true) {
+        writeln!(
+            out,
+            "{}",
+            style.warn("the sequence miner hit its pattern cap: raise mine.min_support")
+        )?;
+    }
+    if n("patterns") > 0 {
+        writeln!(out, "see them with `toolsmith patterns`")?;
+    }
+    Ok(())
+}
+
+/// `toolsmith patterns [--kind K] [--limit N] [ID]`.
+pub(super) fn patterns(
+    cli: &Cli,
+    kind: Option<&str>,
+    limit: u64,
+    id: Option<&str>,
+    out: &mut impl Write,
+    style: Style,
+) -> Result<(), Failure> {
+    let kind = match kind {
+        None => None,
+        Some(name) => Some(PatternKind::from_name(name).ok_or_else(|| {
+            Failure::new(
+                ExitCode::Usage,
+                format!("unknown pattern kind `{name}`: use sequence, recovery or slow"),
+            )
+        })?),
+    };
+    let path = load_config(cli)?.store_path();
+    if !path.exists() {
+        return Err(Failure::new(
+            ExitCode::Failure,
+            format!(
+                "no state store at {} yet: run `toolsmith ingest PATH` and `toolsmith mine`, or \
+                 start toolsmithd",
+                path.display()
+            ),
+        ));
+    }
+    let conn = store::open_read_only(&path)?;
+    if let Some(id) = id {
+        let Some(found) = pattern::get_pattern(&conn, id)? else {
+            return Err(Failure::new(
+                ExitCode::Failure,
+                format!("no pattern `{id}`: `toolsmith patterns` lists them"),
+            ));
+        };
+        if cli.json {
+            return output::json(out, &json!(found));
+        }
+        return show(&found, out, style);
+    }
+    let found = pattern::list_patterns(&conn, kind, limit)?;
+    if cli.json {
+        return output::json(out, &json!(found));
+    }
+    if found.is_empty() {
+        writeln!(
+            out,
+            "no patterns yet: `toolsmith mine` mines the stored actions (patterns need at least \
+             mine.min_support sessions)"
+        )?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:<10} {:<8} {:>7} {:>5}  {:<8}  steps",
+        "id", "kind", "support", "score", "status"
+    )?;
+    for p in &found {
+        let status = match p.status {
+            pattern::PatternStatus::New => style.good("new"),
+            other => style.warn(other.as_str()),
+        };
+        let steps = p.pattern.steps_text().join(" → ");
+        let steps: String = steps.chars().take(120).collect();
+        writeln!(
+            out,
+            "{:<10} {:<8} {:>7} {:>5.1}  {:<8}  {}",
+            p.pattern.id,
+            p.pattern.kind.as_str(),
+            p.pattern.support,
+            p.pattern.score,
+            status,
+            steps
+        )?;
+    }
+    Ok(())
+}
+
+fn show(found: &StoredPattern, out: &mut impl Write, style: Style) -> Result<(), Failure> {
+    let p = &found.pattern;
+    writeln!(
+        out,
+        "{} ({}): seen in {} sessions, {} occurrences, score {:.1} [{}]",
+        p.id,
+        p.kind.as_str(),
+        p.support,
+        p.occurrences,
+        p.score,
+        found.status.as_str()
+    )?;
+    if let Some(reason) = &found.reason {
+        writeln!(out, "  {}", style.warn(reason))?;
+    }
+    let s = &p.score_parts;
+    writeln!(
+        out,
+        "  score parts: frequency {:.2}, impact {:.2}, complexity {:.2}, confidence {:.2}",
+        s.frequency, s.impact, s.complexity, s.confidence
+    )?;
+    if let Some(trigger) = &p.trigger {
+        writeln!(out, "when   {}", trigger.step.template)?;
+        writeln!(out, "fails  {}", trigger.error_template)?;
+        writeln!(out, "the agent recovers with:")?;
+    } else {
+        writeln!(out, "steps:")?;
+    }
+    for (i, step) in p.steps.iter().enumerate() {
+        let capture = step
+            .captures
+            .as_ref()
+            .map(|v| format!("   → <{v}>"))
+            .unwrap_or_default();
+        writeln!(out, "  {}. {}{}", i + 1, step.template, capture)?;
+    }
+    if !p.params.is_empty() {
+        writeln!(out, "parameters:")?;
+        for param in &p.params {
+            writeln!(
+                out,
+                "  {:<16} {:<7} {:<28} e.g. {}",
+                param.name,
+                param.kind,
+                param.named_from,
+                param.examples.join(", ")
+            )?;
+        }
+    }
+    if p.workspace_varies {
+        writeln!(out, "works in: the directory it is run in (it varied)")?;
+    }
+    if let Some(ms) = p.median_ms {
+        writeln!(out, "median duration: {}", human_ms(ms))?;
+    }
+    writeln!(out, "evidence:")?;
+    for e in p.evidence.iter().take(10) {
+        writeln!(
+            out,
+            "  session {} actions {}–{}",
+            e.session, e.first_seq, e.last_seq
+        )?;
+        for c in &e.commands {
+            writeln!(out, "      {c}")?;
+        }
+    }
+    Ok(())
+}
+
+fn human_ms(ms: u64) -> String {
+    if ms >= 60_000 {
+        format!("{:.1} min", ms as f64 / 60_000.0)
+    } else if ms >= 1000 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else {
+        format!("{ms} ms")
+    }
+}

@@ -1,0 +1,956 @@
+//! A mining run: the stored actions in, ranked patterns out.
+//!
+//! 1. **Load** every action, session by session, through a read-only connection (the daemon's
+//!    writer keeps ingesting meanwhile). Each action is tokenized at once and only what mining
+//!    needs is kept: its token symbols, its command's key, its outcome and duration, and for a
+//!    failure the template of its error line (the output itself is dropped). Noise actions
+//!    (`ls`, `TodoWrite`, …) leave no trace.
+//! 2. **Mine** three kinds of patterns: repeated token sequences ([`super::sequences`]), single
+//!    complex commands repeated with varying arguments, error→recovery habits
+//!    ([`super::recovery`]) and slow operations.
+//! 3. **Rank** them by an upper bound of the score (as if perfectly consistent), then **align**
+//!    the best ones ([`super::params`]): only their occurrences' actions are read again and
+//!    re-tokenized, so memory stays proportional to the symbols, not to the logs.
+//! 4. **Score** the aligned patterns ([`super::score`]) and return them, best first.
+//!
+//! [`store_patterns`] then writes them in one transaction, keeping each known pattern's status
+//! (a pattern whose candidate was rejected stays rejected, one already proposed or covered by an
+//! approved tool is not proposed again).
+
+use std::collections::{BTreeSet, HashMap};
+use std::ops::ControlFlow;
+use std::time::Instant;
+
+use rusqlite::{Connection, params};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::params::{AlignInput, Aligned, align};
+use super::pattern::{Pattern, PatternKind, Trigger, pattern_id, replace_patterns};
+use super::recovery::{Attempt, error_line, find_recoveries, group_recoveries};
+use super::score::{SECONDS_PER_CALL, ScoreInput, score};
+use super::sequences::{self, SequenceMiner, SequenceMinerConfig, SequenceMinerError};
+use super::templates::{TemplateId, TemplateMiner, TemplateMinerConfig};
+use super::token::{Interner, NoiseRules, Token, Tokenizer};
+use crate::config::MineSettings;
+use crate::ingest::action::{Action, ActionResult, Source};
+use crate::store::{self, StoreError};
+
+/// Programs a person drives by hand (editors, pagers, monitors, shells, REPLs without a
+/// script): no tool can do their part, so no pattern goes through them. They still occupy
+/// their place in the session, so the steps around them are not taken for neighbours.
+pub const INTERACTIVE_PROGRAMS: &[&str] = &[
+    "vim", "vi", "nvim", "nano", "emacs", "micro", "helix", "hx", "code", "htop", "top", "btop",
+    "less", "more", "man", "ssh", "mosh", "tmux", "screen", "ranger", "yazi", "yy", "lf", "nnn",
+    "mc", "lazygit", "tig", "fzf", "watch", "glow",
+];
+
+/// Programs that are interactive when run without arguments (a REPL), and scripts otherwise.
+pub const REPL_PROGRAMS: &[&str] = &[
+    "python",
+    "python3",
+    "ipython",
+    "node",
+    "irb",
+    "ghci",
+    "psql",
+    "sqlite3",
+    "mysql",
+    "bash",
+    "zsh",
+    "fish",
+    "sh",
+    "redis-cli",
+    "lua",
+    "R",
+];
+
+/// Whether a token is a step no tool can take (see [`INTERACTIVE_PROGRAMS`]), looking through
+/// `sudo`/`doas` and leading assignments.
+fn interactive(token: &Token) -> bool {
+    let mut words = token
+        .key
+        .split(' ')
+        .skip_while(|w| matches!(*w, "sudo" | "doas") || w.contains('='));
+    let Some(program) = words.next() else {
+        return false;
+    };
+    let program = program.rsplit('/').next().unwrap_or(program);
+    INTERACTIVE_PROGRAMS.contains(&program)
+        || (REPL_PROGRAMS.contains(&program) && words.next().is_none())
+}
+
+/// Whether some run of steps is immediately repeated (`a a`, `a b a b`): a retry or a loop,
+/// which a tool would do once. The shorter pattern stands for the habit.
+fn repeats_a_block(items: &[u32]) -> bool {
+    (1..=items.len() / 2).any(|len| {
+        (0..=items.len() - 2 * len).any(|at| items[at..at + len] == items[at + len..at + 2 * len])
+    })
+}
+
+/// Agent tools that read or write file contents: the model's own work, which no tool can take
+/// over. A pattern made of these alone is not proposed (one with a command among them is).
+pub const CONTENT_TOOLS: &[&str] = &[
+    "Read",
+    "Edit",
+    "Write",
+    "MultiEdit",
+    "NotebookEdit",
+    "NotebookRead",
+    "apply_patch",
+    "str_replace_editor",
+    "str_replace_based_edit_tool",
+    "create",
+    "edit",
+    "insert",
+    "open",
+    "view",
+    "append",
+    "replace",
+];
+
+/// Whether every step of a pattern is a [`CONTENT_TOOLS`] call.
+fn only_content(keys: &[String]) -> bool {
+    keys.iter()
+        .all(|k| CONTENT_TOOLS.contains(&k.split(' ').next().unwrap_or_default()))
+}
+
+/// Marks a by-hand step while loading; replaced by a per-session symbol before mining.
+const BARRIER: u32 = u32::MAX;
+
+/// How a run mines; [`MineOptions::from_settings`] reads the `[mine]` configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MineOptions {
+    /// Sessions a pattern must be seen in.
+    pub min_support: u32,
+    /// Other actions allowed between two steps of a sequence.
+    pub max_gap: u32,
+    /// Fewest steps of a sequence.
+    pub min_length: usize,
+    /// Most steps of a sequence.
+    pub max_length: usize,
+    /// Folding ratio (0.5–1).
+    pub fold_ratio: f64,
+    /// Median duration (ms) from which an action is a slow operation.
+    pub slow_ms: u64,
+    /// Most actions between a failure and its successful re-run.
+    pub max_recovery_steps: usize,
+    /// Most patterns of each kind aligned and reported per run.
+    pub max_patterns_per_kind: usize,
+    /// Most occurrences aligned per pattern (one per session first).
+    pub max_occurrences: usize,
+    /// Occurrences kept as evidence per pattern.
+    pub max_evidence: usize,
+}
+
+impl Default for MineOptions {
+    fn default() -> Self {
+        MineOptions {
+            min_support: 3,
+            max_gap: 1,
+            min_length: 2,
+            max_length: 8,
+            fold_ratio: 0.9,
+            slow_ms: 30_000,
+            max_recovery_steps: 8,
+            max_patterns_per_kind: 200,
+            max_occurrences: 50,
+            max_evidence: 20,
+        }
+    }
+}
+
+impl MineOptions {
+    /// The options the `[mine]` table sets; the rest at their defaults.
+    pub fn from_settings(settings: &MineSettings) -> MineOptions {
+        MineOptions {
+            min_support: settings.min_support.value,
+            max_gap: settings.max_gap.value,
+            min_length: settings.min_length.value as usize,
+            max_length: settings.max_length.value as usize,
+            fold_ratio: f64::from(settings.fold_percent.value) / 100.0,
+            slow_ms: u64::from(settings.slow_ms.value),
+            ..MineOptions::default()
+        }
+    }
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MineError {
+    /// The store could not be read or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The options are not usable.
+    #[error("mining options: {0}; check the [mine] table of the configuration")]
+    Options(#[from] SequenceMinerError),
+}
+
+impl From<rusqlite::Error> for MineError {
+    fn from(err: rusqlite::Error) -> Self {
+        MineError::Store(StoreError::Query(err))
+    }
+}
+
+/// What a run found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MineReport {
+    /// Sessions read.
+    pub sessions: usize,
+    /// Actions read.
+    pub actions: usize,
+    /// Tokens (steps) they became, noise left out.
+    pub tokens: usize,
+    /// Distinct token keys.
+    pub symbols: usize,
+    /// Highest action row id read: actions stored later are new to the next run.
+    pub last_action: i64,
+    /// How long the run took.
+    pub duration_ms: u64,
+    /// Whether the sequence miner hit its pattern cap.
+    pub truncated: bool,
+    /// The patterns, best first.
+    pub patterns: Vec<Pattern>,
+}
+
+impl MineReport {
+    /// Patterns of one kind.
+    pub fn count(&self, kind: PatternKind) -> usize {
+        self.patterns.iter().filter(|p| p.kind == kind).count()
+    }
+
+    /// The summary `toolsmith mine --json` prints and the daemon's `mine.run` returns.
+    pub fn summary(&self) -> Value {
+        serde_json::json!({
+            "sessions": self.sessions,
+            "actions": self.actions,
+            "tokens": self.tokens,
+            "symbols": self.symbols,
+            "duration_ms": self.duration_ms,
+            "truncated": self.truncated,
+            "patterns": self.patterns.len(),
+            "kinds": {
+                "sequence": self.count(PatternKind::Sequence),
+                "recovery": self.count(PatternKind::Recovery),
+                "slow": self.count(PatternKind::Slow),
+            },
+            "top": self.patterns.iter().take(10).map(|p| serde_json::json!({
+                "id": p.id, "kind": p.kind, "support": p.support, "score": p.score,
+                "steps": p.steps_text(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// One action as mining keeps it.
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    seq: u64,
+    /// The command's key: its tokens' keys together.
+    command: u32,
+    ok: Option<bool>,
+    error: Option<TemplateId>,
+    duration_ms: Option<u64>,
+    /// Index of its first token in the session's token sequence.
+    first_token: u32,
+    tokens: u32,
+    /// Holds a step no tool can take ([`INTERACTIVE_PROGRAMS`]).
+    by_hand: bool,
+}
+
+#[derive(Debug, Default)]
+struct Session {
+    id: String,
+    rows: Vec<Row>,
+    symbols: Vec<u32>,
+    /// For each token, the index of its row.
+    token_row: Vec<u32>,
+}
+
+/// Everything loaded for a run.
+struct Loaded {
+    sessions: Vec<Session>,
+    interner: Interner,
+    commands: Interner,
+    /// Per command key, its tokens' count and words: how complex one command is.
+    command_words: Vec<(u32, u32)>,
+    errors: TemplateMiner,
+    actions: usize,
+    last_action: i64,
+}
+
+fn action_from_row(
+    session: &str,
+    seq: u64,
+    source: &str,
+    cwd: Option<String>,
+    tool: String,
+    input: &str,
+    ok: Option<bool>,
+    output: Option<String>,
+) -> Action {
+    Action {
+        session: session.to_owned(),
+        seq,
+        ts: None,
+        source: Source::from_name(source).unwrap_or(Source::Native),
+        cwd,
+        tool,
+        input: serde_json::from_str(input).unwrap_or_else(|_| Value::String(input.to_owned())),
+        call_id: None,
+        parent_session: None,
+        result: ok.map(|ok| ActionResult {
+            ok,
+            exit_code: None,
+            output: output.unwrap_or_default(),
+            duration_ms: None,
+        }),
+    }
+}
+
+fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
+    let mut stmt = conn.prepare(
+        "SELECT id, session, seq, source, cwd, tool, input, ok,
+                CASE WHEN ok = 0 THEN output END, duration_ms
+         FROM actions ORDER BY session, seq",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut loaded = Loaded {
+        sessions: Vec::new(),
+        interner: Interner::new(),
+        commands: Interner::new(),
+        command_words: Vec::new(),
+        errors: TemplateMiner::new(TemplateMinerConfig::default()),
+        actions: 0,
+        last_action: 0,
+    };
+    let mut current = Session::default();
+    let full = |_| {
+        MineError::Store(StoreError::Corrupt {
+            what: "token table".into(),
+            reason: "more than 2^32 distinct tokens".into(),
+        })
+    };
+    while let Some(row) = rows.next()? {
+        let id: i64 = row.get(0)?;
+        let session: String = row.get(1)?;
+        let seq = row.get::<_, i64>(2)?.max(0) as u64;
+        let source: String = row.get(3)?;
+        let input: String = row.get(6)?;
+        let ok: Option<bool> = row.get(7)?;
+        let output: Option<String> = row.get(8)?;
+        loaded.actions += 1;
+        loaded.last_action = loaded.last_action.max(id);
+        if session != current.id {
+            if !current.symbols.is_empty() {
+                loaded.sessions.push(std::mem::take(&mut current));
+            }
+            current.id = session.clone();
+            current.rows.clear();
+            current.symbols.clear();
+            current.token_row.clear();
+        }
+        let action = action_from_row(
+            &session,
+            seq,
+            &source,
+            row.get(4)?,
+            row.get(5)?,
+            &input,
+            ok,
+            None,
+        );
+        let tokens = tokenizer.tokens(&action);
+        if tokens.is_empty() {
+            continue;
+        }
+        let command_key = tokens
+            .iter()
+            .map(|t| t.key.as_str())
+            .collect::<Vec<_>>()
+            .join(" ; ");
+        let command = loaded.commands.intern(&command_key).map_err(full)?;
+        if command as usize == loaded.command_words.len() {
+            let words: usize = tokens.iter().map(|t| t.key.split(' ').count()).sum();
+            loaded.command_words.push((
+                tokens.len() as u32,
+                u32::try_from(words).unwrap_or(u32::MAX),
+            ));
+        }
+        let error = if ok == Some(false) {
+            output
+                .as_deref()
+                .and_then(error_line)
+                .map(|line| loaded.errors.add(line).id)
+        } else {
+            None
+        };
+        let row_index = current.rows.len() as u32;
+        current.rows.push(Row {
+            seq,
+            command,
+            ok,
+            error,
+            duration_ms: row.get::<_, Option<i64>>(9)?.map(|d| d.max(0) as u64),
+            first_token: current.symbols.len() as u32,
+            tokens: tokens.len() as u32,
+            by_hand: tokens.iter().any(interactive),
+        });
+        for token in &tokens {
+            let symbol = if interactive(token) {
+                BARRIER
+            } else {
+                loaded.interner.intern(&token.key).map_err(full)?
+            };
+            current.symbols.push(symbol);
+            current.token_row.push(row_index);
+        }
+    }
+    if !current.symbols.is_empty() {
+        loaded.sessions.push(current);
+    }
+    // A by-hand step becomes a symbol of its session alone: with a minimum support of 2 or more
+    // it is never frequent, so no pattern holds it, yet it still counts as a gap.
+    let base = loaded.interner.len() as u64;
+    for (i, session) in loaded.sessions.iter_mut().enumerate() {
+        let own = u32::try_from(base + i as u64).unwrap_or(BARRIER - 1);
+        for symbol in &mut session.symbols {
+            if *symbol == BARRIER {
+                *symbol = own;
+            }
+        }
+    }
+    Ok(loaded)
+}
+
+/// Reads actions back for alignment, tokenized, with their outputs; cached within a run.
+struct Refetch<'c> {
+    stmt: rusqlite::Statement<'c>,
+    tokenizer: &'c Tokenizer,
+    cache: HashMap<(String, u64), (Vec<Token>, Option<String>)>,
+}
+
+impl<'c> Refetch<'c> {
+    fn new(conn: &'c Connection, tokenizer: &'c Tokenizer) -> Result<Self, MineError> {
+        Ok(Refetch {
+            stmt: conn.prepare(
+                "SELECT source, cwd, tool, input, ok, output FROM actions
+                 WHERE session = ?1 AND seq = ?2",
+            )?,
+            tokenizer,
+            cache: HashMap::new(),
+        })
+    }
+
+    fn action(
+        &mut self,
+        session: &str,
+        seq: u64,
+    ) -> Result<Option<&(Vec<Token>, Option<String>)>, MineError> {
+        let key = (session.to_owned(), seq);
+        if !self.cache.contains_key(&key) {
+            let mut rows = self.stmt.query(params![session, seq as i64])?;
+            let Some(row) = rows.next()? else {
+                return Ok(None);
+            };
+            let source: String = row.get(0)?;
+            let input: String = row.get(3)?;
+            let output: Option<String> = row.get(5)?;
+            let action = action_from_row(
+                session,
+                seq,
+                &source,
+                row.get(1)?,
+                row.get(2)?,
+                &input,
+                row.get(4)?,
+                output.clone(),
+            );
+            let tokens = self.tokenizer.tokens(&action);
+            self.cache.insert(key.clone(), (tokens, output));
+        }
+        Ok(self.cache.get(&key))
+    }
+}
+
+/// Token positions of one occurrence in one session.
+struct Occ<'s> {
+    session: &'s Session,
+    positions: Vec<usize>,
+}
+
+fn align_occurrences(
+    refetch: &mut Refetch<'_>,
+    occs: &[Occ<'_>],
+    options: &MineOptions,
+) -> Result<Option<(Aligned, Vec<u64>)>, MineError> {
+    let mut inputs = Vec::new();
+    let mut durations = Vec::new();
+    for occ in occs.iter().take(options.max_occurrences) {
+        let s = occ.session;
+        let mut tokens = Vec::new();
+        let mut outputs = Vec::new();
+        let mut ok = true;
+        let mut rows_seen = BTreeSet::new();
+        let mut fits = true;
+        for &pos in &occ.positions {
+            let row = s.rows[s.token_row[pos] as usize];
+            rows_seen.insert(s.token_row[pos]);
+            ok &= row.ok != Some(false);
+            let within = pos - row.first_token as usize;
+            match refetch.action(&s.id, row.seq)? {
+                Some((action_tokens, output)) if within < action_tokens.len() => {
+                    tokens.push(action_tokens[within].clone());
+                    outputs.push(output.clone());
+                }
+                _ => fits = false,
+            }
+        }
+        if !fits {
+            continue;
+        }
+        let total: Option<u64> = rows_seen
+            .iter()
+            .map(|&r| s.rows[r as usize].duration_ms)
+            .sum();
+        durations.extend(total);
+        let first = s.rows[s.token_row[occ.positions[0]] as usize].seq;
+        let last =
+            s.rows[s.token_row[*occ.positions.last().unwrap_or(&occ.positions[0])] as usize].seq;
+        inputs.push(AlignInput {
+            session: s.id.clone(),
+            seqs: (first, last),
+            tokens,
+            outputs,
+            ok,
+        });
+    }
+    Ok(align(&inputs, options.max_evidence).map(|a| (a, durations)))
+}
+
+fn median(values: &mut [u64]) -> Option<u64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_unstable();
+    Some(values[values.len() / 2])
+}
+
+/// A pattern before alignment: its kind, its steps' symbols and where it occurs.
+struct Found<'s> {
+    kind: PatternKind,
+    keys: Vec<String>,
+    support: u32,
+    occurrences: Vec<Occ<'s>>,
+    /// Recovery: the failed action's duration total, and the error template.
+    trigger: Option<String>,
+    /// The agent calls an occurrence takes.
+    calls_per_occurrence: f64,
+    /// A single command line (a habit only when its arguments vary).
+    single: bool,
+    /// Upper bound of the score, to choose what to align.
+    bound: f64,
+}
+
+/// Mines the actions of `conn`. Reads only: see [`store_patterns`] to keep the result.
+pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, MineError> {
+    let started = Instant::now();
+    let tokenizer = Tokenizer::new(&NoiseRules::default());
+    let loaded = load(conn, &tokenizer)?;
+    let sessions = &loaded.sessions;
+    let symbols: Vec<&[u32]> = sessions.iter().map(|s| s.symbols.as_slice()).collect();
+    let mut found: Vec<Found<'_>> = Vec::new();
+
+    // Repeated sequences.
+    let config = SequenceMinerConfig {
+        // Support 1 is no habit, and the by-hand barriers rely on it being at least 2.
+        min_support: options.min_support.max(2),
+        max_gap: Some(options.max_gap),
+        min_len: options.min_length.max(1),
+        max_len: options.max_length.max(options.min_length.max(1)),
+        closed: true,
+        fold_ratio: Some(options.fold_ratio),
+        max_patterns: 20_000,
+    };
+    let miner = SequenceMiner::new(config.clone())?;
+    let mut truncated = false;
+    let stats = miner.mine_with(&symbols, |p| {
+        // One command over and over is not a sequence (the single-command finder sees it), and a
+        // retried run of steps is the same habit as the run once.
+        if repeats_a_block(p.items) {
+            return ControlFlow::Continue(());
+        }
+        let keys: Vec<String> = p
+            .items
+            .iter()
+            .map(|&s| loaded.interner.resolve(s).unwrap_or_default().to_owned())
+            .collect();
+        if only_content(&keys) {
+            return ControlFlow::Continue(());
+        }
+        let occurrences = p
+            .occurrences
+            .iter()
+            .filter_map(|o| {
+                let session = &sessions[o.seq as usize];
+                let positions = sequences::steps(&session.symbols, p.items, o, config.max_gap)?;
+                Some(Occ {
+                    session,
+                    positions: positions.into_iter().map(|x| x as usize).collect(),
+                })
+            })
+            .collect::<Vec<_>>();
+        let calls = occurrences
+            .first()
+            .map(|o| distinct_rows(o) as f64)
+            .unwrap_or(1.0);
+        found.push(Found {
+            kind: PatternKind::Sequence,
+            keys,
+            support: p.support,
+            occurrences,
+            trigger: None,
+            calls_per_occurrence: calls,
+            single: false,
+            bound: 0.0,
+        });
+        ControlFlow::Continue(())
+    })?;
+    truncated |= stats.truncated;
+
+    // Single complex commands repeated with varying arguments, and slow operations.
+    let mut by_command: HashMap<u32, Vec<(usize, usize)>> = HashMap::new();
+    for (s, session) in sessions.iter().enumerate() {
+        for (r, row) in session
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, row)| !row.by_hand)
+        {
+            by_command.entry(row.command).or_default().push((s, r));
+        }
+    }
+    for (&command, places) in &by_command {
+        let support = places.iter().map(|p| p.0).collect::<BTreeSet<_>>().len() as u32;
+        if support < options.min_support {
+            continue;
+        }
+        let (tokens, words) = loaded.command_words[command as usize];
+        let keys: Vec<String> = loaded
+            .commands
+            .resolve(command)
+            .unwrap_or_default()
+            .split(" ; ")
+            .map(str::to_owned)
+            .collect();
+        if words >= 6 || tokens >= 2 {
+            found.push(Found {
+                kind: PatternKind::Sequence,
+                keys: keys.clone(),
+                support,
+                occurrences: command_occurrences(sessions, places.iter()),
+                trigger: None,
+                calls_per_occurrence: 1.5,
+                single: true,
+                bound: 0.0,
+            });
+        }
+        let mut durations: Vec<u64> = places
+            .iter()
+            .filter_map(|&(s, r)| sessions[s].rows[r].duration_ms)
+            .collect();
+        let timed_sessions = places
+            .iter()
+            .filter(|&&(s, r)| sessions[s].rows[r].duration_ms.is_some())
+            .map(|p| p.0)
+            .collect::<BTreeSet<_>>()
+            .len() as u32;
+        if timed_sessions >= options.min_support
+            && median(&mut durations).is_some_and(|m| m >= options.slow_ms)
+        {
+            let timed = places
+                .iter()
+                .filter(|&&(s, r)| sessions[s].rows[r].duration_ms.is_some());
+            found.push(Found {
+                kind: PatternKind::Slow,
+                keys,
+                support: timed_sessions,
+                occurrences: command_occurrences(sessions, timed),
+                trigger: None,
+                calls_per_occurrence: 1.0,
+                single: false,
+                bound: 0.0,
+            });
+        }
+    }
+
+    // Error→recovery habits.
+    let attempts: Vec<Vec<Attempt>> = sessions
+        .iter()
+        .map(|s| {
+            s.rows
+                .iter()
+                .map(|r| Attempt {
+                    key: r.command,
+                    ok: r.ok,
+                    error: r.error,
+                })
+                .collect()
+        })
+        .collect();
+    let recoveries = find_recoveries(&attempts, options.max_recovery_steps);
+    for group in group_recoveries(&attempts, recoveries, &loaded.errors, options.min_support) {
+        let mut occurrences = Vec::new();
+        let mut seen = BTreeSet::new();
+        for r in &group.occurrences {
+            if !seen.insert(r.session) {
+                continue;
+            }
+            let s = &sessions[r.session];
+            let failed = s.rows[r.failed];
+            // The failing command is the failed action's last token; then every recovery token.
+            let mut positions = vec![(failed.first_token + failed.tokens - 1) as usize];
+            for row in &s.rows[r.steps.clone()] {
+                positions.extend(row.first_token as usize..(row.first_token + row.tokens) as usize);
+            }
+            occurrences.push(Occ {
+                session: s,
+                positions,
+            });
+        }
+        let mut keys = vec![
+            loaded
+                .commands
+                .resolve(group.failed_key)
+                .unwrap_or_default()
+                .to_owned(),
+        ];
+        keys.extend(
+            group
+                .step_keys
+                .iter()
+                .map(|&k| loaded.commands.resolve(k).unwrap_or_default().to_owned()),
+        );
+        let calls = 1.0 + group.step_keys.len() as f64;
+        found.push(Found {
+            kind: PatternKind::Recovery,
+            keys,
+            support: group.support,
+            occurrences,
+            trigger: Some(group.error_template),
+            calls_per_occurrence: calls,
+            single: false,
+            bound: 0.0,
+        });
+    }
+
+    // Rank by an upper bound, align the best of each kind, score them.
+    for f in &mut found {
+        f.bound = score(&score_input(f, None, 1.0, 1.0, f.keys.len() as u32, 0)).score;
+    }
+    found.sort_by(|a, b| {
+        b.bound
+            .total_cmp(&a.bound)
+            .then_with(|| a.keys.cmp(&b.keys))
+    });
+    let mut refetch = Refetch::new(conn, &tokenizer)?;
+    let mut per_kind: HashMap<PatternKind, usize> = HashMap::new();
+    let mut patterns: HashMap<String, Pattern> = HashMap::new();
+    for f in &found {
+        let taken = per_kind.entry(f.kind).or_default();
+        if *taken >= options.max_patterns_per_kind {
+            continue;
+        }
+        let Some((aligned, mut durations)) =
+            align_occurrences(&mut refetch, &f.occurrences, options)?
+        else {
+            continue;
+        };
+        // A single command is a habit only when its arguments vary.
+        if f.single && aligned.params.is_empty() {
+            continue;
+        }
+        *taken += 1;
+        let median_ms = median(&mut durations);
+        let mut steps = aligned.steps;
+        let trigger = match &f.trigger {
+            Some(template) if !steps.is_empty() => Some(Trigger {
+                step: steps.remove(0),
+                error_template: template.clone(),
+            }),
+            _ => None,
+        };
+        let key_refs: Vec<&str> = f.keys.iter().map(String::as_str).collect();
+        let id = pattern_id(f.kind, &key_refs, f.trigger.as_deref());
+        let step_count = steps.len() as u32 + u32::from(trigger.is_some());
+        let scored = score(&score_input(
+            f,
+            median_ms,
+            aligned.consistency,
+            aligned.success_rate,
+            step_count,
+            aligned.params.len() as u32,
+        ));
+        let pattern = Pattern {
+            id: id.clone(),
+            kind: f.kind,
+            support: f.support,
+            occurrences: f.occurrences.len() as u32,
+            score: scored.score,
+            score_parts: scored,
+            steps,
+            params: aligned.params,
+            internals: aligned.internals,
+            workspace_varies: aligned.workspace_varies,
+            trigger,
+            median_ms,
+            evidence: aligned.evidence,
+        };
+        match patterns.get(&id) {
+            Some(existing) if existing.support >= pattern.support => {}
+            _ => {
+                patterns.insert(id, pattern);
+            }
+        }
+    }
+    let mut patterns: Vec<Pattern> = patterns.into_values().collect();
+    patterns.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+    Ok(MineReport {
+        sessions: sessions.len(),
+        actions: loaded.actions,
+        tokens: sessions.iter().map(|s| s.symbols.len()).sum(),
+        symbols: loaded.interner.len(),
+        last_action: loaded.last_action,
+        duration_ms: started.elapsed().as_millis() as u64,
+        truncated,
+        patterns,
+    })
+}
+
+/// The occurrences of one command line at `places` (session, row): one per session first.
+fn command_occurrences<'s, 'p>(
+    sessions: &'s [Session],
+    places: impl Iterator<Item = &'p (usize, usize)>,
+) -> Vec<Occ<'s>> {
+    let mut seen = BTreeSet::new();
+    let mut first = Vec::new();
+    let mut rest = Vec::new();
+    for &(s, r) in places {
+        let row = sessions[s].rows[r];
+        let occ = Occ {
+            session: &sessions[s],
+            positions: (row.first_token as usize..(row.first_token + row.tokens) as usize)
+                .collect(),
+        };
+        if seen.insert(s) {
+            first.push(occ);
+        } else {
+            rest.push(occ);
+        }
+    }
+    first.extend(rest);
+    first
+}
+
+fn distinct_rows(occ: &Occ<'_>) -> usize {
+    occ.positions
+        .iter()
+        .map(|&p| occ.session.token_row[p])
+        .collect::<BTreeSet<_>>()
+        .len()
+}
+
+fn score_input(
+    f: &Found<'_>,
+    median_ms: Option<u64>,
+    consistency: f64,
+    success_rate: f64,
+    steps: u32,
+    params: u32,
+) -> ScoreInput {
+    let n = f.occurrences.len() as f64;
+    let (calls_saved, seconds_saved) = match f.kind {
+        PatternKind::Sequence => {
+            let calls = n * (f.calls_per_occurrence - 1.0).max(0.0);
+            (calls, calls * SECONDS_PER_CALL)
+        }
+        PatternKind::Recovery => {
+            let calls = n * f.calls_per_occurrence;
+            (calls, calls * SECONDS_PER_CALL)
+        }
+        // A slow operation's time is what a tool (cached, incremental, in the background) can
+        // give back; counted at half, since some of it is the work itself.
+        PatternKind::Slow => (0.0, n * median_ms.unwrap_or(0) as f64 / 1000.0 * 0.5),
+    };
+    ScoreInput {
+        support: f.support,
+        calls_saved,
+        seconds_saved: if f.kind == PatternKind::Slow && median_ms.is_none() {
+            // Before alignment: the bound assumes the slowest case.
+            n * 3600.0
+        } else {
+            seconds_saved
+        },
+        steps,
+        params,
+        recovery: f.kind == PatternKind::Recovery,
+        consistency,
+        success_rate,
+    }
+}
+
+/// Stores a run's patterns and the run itself, and brings the statuses up to date with the
+/// candidates: a pattern whose candidate was rejected is `rejected` (with the reason), one with a
+/// candidate under way is `proposed`, one whose candidate was approved is `covered`.
+///
+/// Returns the ids of the patterns found for the first time.
+pub fn store_patterns(
+    conn: &mut Connection,
+    report: &MineReport,
+) -> Result<Vec<String>, StoreError> {
+    let now = store::unix_now();
+    let fresh = replace_patterns(conn, &report.patterns, now)?;
+    let tx = conn.transaction()?;
+    tx.execute(
+        "UPDATE patterns SET status = 'rejected',
+             reason = (SELECT reason FROM candidates c WHERE c.pattern = patterns.id
+                       AND c.state = 'rejected' ORDER BY updated_at DESC LIMIT 1)
+         WHERE id IN (SELECT pattern FROM candidates WHERE state = 'rejected')",
+        [],
+    )?;
+    tx.execute(
+        "UPDATE patterns SET status = 'covered', reason = 'an approved tool does it'
+         WHERE status != 'rejected'
+           AND id IN (SELECT pattern FROM candidates WHERE state = 'approved')",
+        [],
+    )?;
+    tx.execute(
+        "UPDATE patterns SET status = 'proposed', reason = NULL
+         WHERE status = 'new' AND id IN (SELECT pattern FROM candidates
+             WHERE state IN ('proposed', 'generating', 'validating', 'awaiting-review'))",
+        [],
+    )?;
+    tx.execute(
+        "INSERT INTO mine_runs (started_at, duration_ms, last_action, sessions, actions, patterns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            now,
+            report.duration_ms as i64,
+            report.last_action,
+            report.sessions as i64,
+            report.actions as i64,
+            report.patterns.len() as i64
+        ],
+    )?;
+    tx.commit()?;
+    Ok(fresh)
+}
+
+/// The highest action id the last run read (0 before any run): actions above it are new.
+pub fn last_mined_action(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.query_row(
+        "SELECT COALESCE(MAX(last_action), 0) FROM mine_runs",
+        [],
+        |row| row.get(0),
+    )?)
+}

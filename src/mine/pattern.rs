@@ -1,0 +1,415 @@
+//! A mined pattern: what the agent keeps doing by hand, with its parameters, its evidence and its
+//! score, as stored in the `patterns` table and printed by `toolsmith patterns --json`.
+//!
+//! A pattern's id is a hash of its kind and its steps' canonical keys, so the same habit keeps
+//! its id from one mining run to the next: that is how a pattern rejected at review, or already
+//! turned into a candidate, is not proposed again.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::score::Score;
+use crate::store::StoreError;
+
+/// What kind of habit a pattern is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PatternKind {
+    /// A sequence of actions repeated across sessions (or one complex command repeated with
+    /// varying arguments).
+    Sequence,
+    /// An error followed by the same recovery steps.
+    Recovery,
+    /// An action that recurs and takes long each time.
+    Slow,
+}
+
+impl PatternKind {
+    /// The name used in the store, the CLI and the JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PatternKind::Sequence => "sequence",
+            PatternKind::Recovery => "recovery",
+            PatternKind::Slow => "slow",
+        }
+    }
+
+    /// Parses [`PatternKind::as_str`].
+    pub fn from_name(name: &str) -> Option<PatternKind> {
+        match name {
+            "sequence" => Some(PatternKind::Sequence),
+            "recovery" => Some(PatternKind::Recovery),
+            "slow" => Some(PatternKind::Slow),
+            _ => None,
+        }
+    }
+}
+
+/// One piece of a step's word: written as is, a parameter, or a value an earlier step printed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Piece {
+    /// Text written as is.
+    Literal(String),
+    /// A parameter's value (by name).
+    Param(String),
+    /// A value printed by an earlier step (by variable name).
+    Internal(String),
+}
+
+/// One step of a pattern: a command whose words are made of pieces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// Readable template, e.g. `cargo test -p <package>`.
+    pub template: String,
+    /// The words, each made of pieces.
+    pub words: Vec<Vec<Piece>>,
+    /// The canonical key the step was mined by (values abstracted).
+    pub key: String,
+    /// When a later step uses a value this step printed: the variable it is kept in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub captures: Option<String>,
+}
+
+/// A parameter a tool made from the pattern would take.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Param {
+    /// snake_case name, from its flag, its position or its values.
+    pub name: String,
+    /// The kind of its values: `path`, `number`, `sha`, `url`, `glob`, `string` or `text`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Where the name came from: `flag --package`, `position 1 of git checkout`, `values`.
+    pub named_from: String,
+    /// Distinct values seen, most frequent first (at most a few).
+    pub examples: Vec<String>,
+    /// Whether it stands for a run of arguments (`git add <path>...`): an array of values.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub variadic: bool,
+}
+
+/// A value one step printed and a later step used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Internal {
+    /// Variable name.
+    pub name: String,
+    /// The step (0-based) whose output holds it.
+    pub from_step: usize,
+    /// The step (0-based) that uses it.
+    pub to_step: usize,
+}
+
+/// Where a pattern was seen: one occurrence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The session.
+    pub session: String,
+    /// The first action's seq.
+    pub first_seq: u64,
+    /// The last action's seq.
+    pub last_seq: u64,
+    /// Each parameter's value in this occurrence.
+    #[serde(default)]
+    pub params: std::collections::BTreeMap<String, String>,
+    /// The commands as they were run, one per step.
+    #[serde(default)]
+    pub commands: Vec<String>,
+}
+
+/// For a recovery: the action that fails and the error it fails with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trigger {
+    /// The failing action, as a step (it is also re-run after the recovery).
+    pub step: Step,
+    /// The error's template (variable parts as `<*>`).
+    pub error_template: String,
+}
+
+/// A mined pattern.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pattern {
+    /// `p-` and 8 hex digits, stable across runs.
+    pub id: String,
+    /// Its kind.
+    pub kind: PatternKind,
+    /// Sessions it was seen in.
+    pub support: u32,
+    /// Occurrences over all sessions.
+    pub occurrences: u32,
+    /// The rank, 0–100.
+    pub score: f64,
+    /// The score's parts.
+    pub score_parts: Score,
+    /// The steps (for a recovery: the recovery steps; the failing action is in `trigger`).
+    pub steps: Vec<Step>,
+    /// Its parameters.
+    pub params: Vec<Param>,
+    /// Values passed from one step to a later one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub internals: Vec<Internal>,
+    /// Whether the working directory varied between occurrences (it becomes the workspace).
+    pub workspace_varies: bool,
+    /// For a recovery: what fails and how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<Trigger>,
+    /// Median duration of one occurrence (all its steps), when the logs say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_ms: Option<u64>,
+    /// Some occurrences, one per session first.
+    pub evidence: Vec<Evidence>,
+}
+
+impl Pattern {
+    /// The steps as readable templates, the failing command first for a recovery.
+    pub fn steps_text(&self) -> Vec<String> {
+        let mut steps = Vec::new();
+        if let Some(trigger) = &self.trigger {
+            steps.push(format!(
+                "{}  (fails: {})",
+                trigger.step.template, trigger.error_template
+            ));
+        }
+        steps.extend(self.steps.iter().map(|s| s.template.clone()));
+        steps
+    }
+}
+
+/// The stable id of a pattern of `kind` whose steps have these canonical keys.
+pub fn pattern_id(kind: PatternKind, keys: &[&str], trigger: Option<&str>) -> String {
+    let mut hash = Sha256::new();
+    hash.update(kind.as_str().as_bytes());
+    if let Some(t) = trigger {
+        hash.update(b"\0trigger\0");
+        hash.update(t.as_bytes());
+    }
+    for key in keys {
+        hash.update(b"\0");
+        hash.update(key.as_bytes());
+    }
+    let digest = hash.finalize();
+    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    format!("p-{hex}")
+}
+
+/// Where a pattern stands across mining runs and reviews.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PatternStatus {
+    /// Found, not yet acted on.
+    New,
+    /// A candidate tool was made from it.
+    Proposed,
+    /// Its candidate was rejected at review: never proposed again.
+    Rejected,
+    /// An approved tool already does it.
+    Covered,
+}
+
+impl PatternStatus {
+    /// The name used in the store and the CLI.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PatternStatus::New => "new",
+            PatternStatus::Proposed => "proposed",
+            PatternStatus::Rejected => "rejected",
+            PatternStatus::Covered => "covered",
+        }
+    }
+
+    fn from_name(name: &str) -> PatternStatus {
+        match name {
+            "proposed" => PatternStatus::Proposed,
+            "rejected" => PatternStatus::Rejected,
+            "covered" => PatternStatus::Covered,
+            _ => PatternStatus::New,
+        }
+    }
+
+    /// Whether a pattern in this status may still go on to generation.
+    pub fn proposable(self) -> bool {
+        self == PatternStatus::New
+    }
+}
+
+/// A pattern as stored, with its status.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredPattern {
+    /// The pattern.
+    #[serde(flatten)]
+    pub pattern: Pattern,
+    /// Where it stands.
+    pub status: PatternStatus,
+    /// Why (for rejected or covered ones).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Stores the patterns of one mining run in one transaction: new ones are inserted, known ones
+/// updated (their status kept), and those not found again that were never acted on are removed.
+/// Returns the ids stored for the first time.
+pub fn replace_patterns(
+    conn: &mut Connection,
+    patterns: &[Pattern],
+    now: i64,
+) -> Result<Vec<String>, StoreError> {
+    let mut fresh = Vec::new();
+    let tx = conn.transaction()?;
+    tx.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS seen_patterns (id TEXT PRIMARY KEY)",
+        [],
+    )?;
+    tx.execute("DELETE FROM seen_patterns", [])?;
+    {
+        let mut upsert = tx.prepare(
+            "INSERT INTO patterns (id, kind, support, score, body, status, first_seen, last_seen)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'new', ?6, ?6)
+             ON CONFLICT(id) DO UPDATE SET kind = excluded.kind, support = excluded.support,
+                 score = excluded.score, body = excluded.body, last_seen = excluded.last_seen",
+        )?;
+        let mut seen = tx.prepare("INSERT OR IGNORE INTO seen_patterns (id) VALUES (?1)")?;
+        let mut known = tx.prepare("SELECT 1 FROM patterns WHERE id = ?1")?;
+        for p in patterns {
+            if !known.exists(params![p.id])? {
+                fresh.push(p.id.clone());
+            }
+            let body = serde_json::to_string(p).map_err(|e| StoreError::Corrupt {
+                what: format!("pattern {}", p.id),
+                reason: e.to_string(),
+            })?;
+            upsert.execute(params![
+                p.id,
+                p.kind.as_str(),
+                p.support,
+                p.score,
+                body,
+                now
+            ])?;
+            seen.execute(params![p.id])?;
+        }
+    }
+    tx.execute(
+        "DELETE FROM patterns WHERE status = 'new' AND id NOT IN (SELECT id FROM seen_patterns)",
+        [],
+    )?;
+    tx.commit()?;
+    Ok(fresh)
+}
+
+/// Sets a pattern's status (a candidate was made, rejected, or a tool covers it).
+pub fn set_status(
+    conn: &Connection,
+    id: &str,
+    status: PatternStatus,
+    reason: Option<&str>,
+) -> Result<bool, StoreError> {
+    let n = conn.execute(
+        "UPDATE patterns SET status = ?2, reason = ?3 WHERE id = ?1",
+        params![id, status.as_str(), reason],
+    )?;
+    Ok(n > 0)
+}
+
+/// The stored patterns, best first, of one kind if given.
+pub fn list_patterns(
+    conn: &Connection,
+    kind: Option<PatternKind>,
+    limit: u64,
+) -> Result<Vec<StoredPattern>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT id, body, status, reason FROM patterns
+         WHERE ?1 IS NULL OR kind = ?1 ORDER BY score DESC, id LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(
+        params![
+            kind.map(PatternKind::as_str),
+            limit.min(i64::MAX as u64) as i64
+        ],
+        |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, Option<String>>(3)?,
+            ))
+        },
+    )?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, body, status, reason) = row?;
+        let pattern: Pattern = serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
+            what: format!("pattern {id}"),
+            reason: e.to_string(),
+        })?;
+        out.push(StoredPattern {
+            pattern,
+            status: PatternStatus::from_name(&status),
+            reason,
+        });
+    }
+    Ok(out)
+}
+
+/// One stored pattern by id.
+pub fn get_pattern(conn: &Connection, id: &str) -> Result<Option<StoredPattern>, StoreError> {
+    let row = conn
+        .query_row(
+            "SELECT body, status, reason FROM patterns WHERE id = ?1",
+            params![id],
+            |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, Option<String>>(2)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((body, status, reason)) = row else {
+        return Ok(None);
+    };
+    let pattern: Pattern = serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
+        what: format!("pattern {id}"),
+        reason: e.to_string(),
+    })?;
+    Ok(Some(StoredPattern {
+        pattern,
+        status: PatternStatus::from_name(&status),
+        reason,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_stable_and_tell_kinds_and_steps_apart() {
+        let a = pattern_id(PatternKind::Sequence, &["cargo build", "cargo test"], None);
+        assert_eq!(
+            a,
+            pattern_id(PatternKind::Sequence, &["cargo build", "cargo test"], None)
+        );
+        assert!(a.starts_with("p-") && a.len() == 10, "{a}");
+        assert_ne!(
+            a,
+            pattern_id(PatternKind::Slow, &["cargo build", "cargo test"], None)
+        );
+        assert_ne!(
+            a,
+            pattern_id(PatternKind::Sequence, &["cargo test", "cargo build"], None)
+        );
+        assert_ne!(
+            a,
+            pattern_id(PatternKind::Sequence, &["cargo buildcargo test"], None)
+        );
+        assert_ne!(
+            a,
+            pattern_id(
+                PatternKind::Sequence,
+                &["cargo build", "cargo test"],
+                Some("x")
+            )
+        );
+    }
+}

@@ -1,0 +1,285 @@
+//! Error→recovery habits: an action fails with an error, the agent does the same few things, and
+//! the action is run again, now successfully.
+//!
+//! Each failed action's error output is reduced to its most telling line and grouped into a
+//! template by the online miner of [`super::templates`]. The recovery of a failure is what the
+//! agent did between it and the next success of the same action (same canonical key), when that
+//! success comes within `max_steps` actions. A (template, failing action, recovery steps) triple
+//! seen in `min_support` sessions or more is a recovery pattern.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::templates::{TemplateId, TemplateMiner};
+
+/// Words that mark the line of an output that says what went wrong.
+const ERROR_MARKERS: [&str; 16] = [
+    "error",
+    "failed",
+    "failure",
+    "fatal",
+    "panicked",
+    "exception",
+    "traceback",
+    "not found",
+    "no such file",
+    "denied",
+    "cannot",
+    "could not",
+    "unable to",
+    "refused",
+    "timed out",
+    "invalid",
+];
+
+/// The longest error line kept for templating; longer lines are cut at a character boundary.
+const MAX_ERROR_LINE: usize = 512;
+
+/// The line of `output` that best says what went wrong: the first one that names an error
+/// (for a Python traceback, its last line, which holds the exception), else the first non-empty
+/// line. `None` for an output without text.
+pub fn error_line(output: &str) -> Option<&str> {
+    let lines = || {
+        output
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("Exit code"))
+    };
+    let chosen = if output.contains("Traceback (most recent call last)") {
+        lines()
+            .filter(|l| !l.starts_with("File ") && !l.starts_with('^'))
+            .last()
+    } else {
+        lines().find(|line| {
+            let lower = line.to_ascii_lowercase();
+            ERROR_MARKERS.iter().any(|m| lower.contains(m))
+        })
+    };
+    let line = chosen.or_else(|| lines().next())?;
+    if line.len() <= MAX_ERROR_LINE {
+        return Some(line);
+    }
+    let mut end = MAX_ERROR_LINE;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(&line[..end])
+}
+
+/// One action as the recovery finder sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt {
+    /// The action's canonical key (interned): two actions with the same key are the same action.
+    pub key: u32,
+    /// Its outcome, when known.
+    pub ok: Option<bool>,
+    /// For a failure, the template of its error line ([`error_line`] fed to the miner), if its
+    /// output had any text.
+    pub error: Option<TemplateId>,
+}
+
+/// A failure and the actions that recovered from it, in one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// The session (index into the input).
+    pub session: usize,
+    /// Index of the failed action.
+    pub failed: usize,
+    /// Indices of the recovery actions (between the failure and the successful re-run).
+    pub steps: std::ops::Range<usize>,
+    /// Index of the successful re-run.
+    pub rerun: usize,
+    /// The error's template (resolve it with the miner: templates merge as lines arrive).
+    pub template: TemplateId,
+}
+
+/// Recurring recoveries: the same error of the same action, recovered by the same steps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecoveryGroup {
+    /// The error's template text.
+    pub error_template: String,
+    /// Key of the failing action.
+    pub failed_key: u32,
+    /// Keys of the recovery steps, in order.
+    pub step_keys: Vec<u32>,
+    /// Sessions it was seen in.
+    pub support: u32,
+    /// Every occurrence.
+    pub occurrences: Vec<Recovery>,
+}
+
+/// Finds every failure followed by a recovery and a successful re-run of the same action within
+/// `max_steps` actions.
+pub fn find_recoveries(sessions: &[Vec<Attempt>], max_steps: usize) -> Vec<Recovery> {
+    let mut found = Vec::new();
+    for (s, attempts) in sessions.iter().enumerate() {
+        for (i, failed) in attempts.iter().enumerate() {
+            if failed.ok != Some(false) {
+                continue;
+            }
+            let Some(template) = failed.error else {
+                continue;
+            };
+            let horizon = attempts.len().min(i + 2 + max_steps);
+            // The recovery ends at the first success of the same action; a second failure of
+            // it first starts a new recovery (found when the loop reaches it).
+            let rerun = (i + 1..horizon).find(|&j| attempts[j].key == failed.key);
+            let Some(rerun) = rerun else { continue };
+            if attempts[rerun].ok != Some(true) || rerun == i + 1 {
+                // Failed again, or retried at once: nothing was done to recover.
+                continue;
+            }
+            found.push(Recovery {
+                session: s,
+                failed: i,
+                steps: i + 1..rerun,
+                rerun,
+                template,
+            });
+        }
+    }
+    found
+}
+
+/// Groups recoveries by (error template, failing action, recovery steps) and keeps the groups
+/// seen in at least `min_support` sessions, most supported first.
+pub fn group_recoveries(
+    sessions: &[Vec<Attempt>],
+    recoveries: Vec<Recovery>,
+    miner: &TemplateMiner,
+    min_support: u32,
+) -> Vec<RecoveryGroup> {
+    let mut groups: HashMap<(TemplateId, u32, Vec<u32>), Vec<Recovery>> = HashMap::new();
+    for r in recoveries {
+        let template = miner.resolve(r.template).unwrap_or(r.template);
+        let attempts = &sessions[r.session];
+        let key = (
+            template,
+            attempts[r.failed].key,
+            attempts[r.steps.clone()].iter().map(|a| a.key).collect(),
+        );
+        groups.entry(key).or_default().push(r);
+    }
+    let mut out: Vec<RecoveryGroup> = groups
+        .into_iter()
+        .filter_map(|((template, failed_key, step_keys), occurrences)| {
+            let support = occurrences
+                .iter()
+                .map(|r| r.session)
+                .collect::<BTreeSet<_>>()
+                .len() as u32;
+            (support >= min_support).then(|| RecoveryGroup {
+                error_template: miner.template(template).unwrap_or_default(),
+                failed_key,
+                step_keys,
+                support,
+                occurrences,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.support
+            .cmp(&a.support)
+            .then_with(|| a.step_keys.cmp(&b.step_keys))
+            .then_with(|| a.error_template.cmp(&b.error_template))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mine::templates::TemplateMinerConfig;
+
+    #[test]
+    fn the_telling_line_is_picked() {
+        assert_eq!(
+            error_line("Exit code 101\n   Compiling foo\nerror[E0425]: cannot find value `x`\n"),
+            Some("error[E0425]: cannot find value `x`")
+        );
+        let traceback = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n    import foo\nModuleNotFoundError: No module named 'foo'\n";
+        assert_eq!(
+            error_line(traceback),
+            Some("ModuleNotFoundError: No module named 'foo'")
+        );
+        assert_eq!(error_line("something odd\nmore"), Some("something odd"));
+        assert_eq!(error_line("  \n\n"), None);
+        let long = "error: ".to_owned() + &"é".repeat(400);
+        let line = error_line(&long).expect("a line");
+        assert!(line.len() <= MAX_ERROR_LINE && line.starts_with("error: "));
+    }
+
+    fn attempt(miner: &mut TemplateMiner, key: u32, ok: bool, output: &str) -> Attempt {
+        Attempt {
+            key,
+            ok: Some(ok),
+            error: if ok {
+                None
+            } else {
+                error_line(output).map(|l| miner.add(l).id)
+            },
+        }
+    }
+
+    // Numbers are masked, so both lines fall into one template.
+    const FAILED_A: &str = "E   AssertionError: 3 tests failed in 0.52s";
+    const FAILED_B: &str = "E   AssertionError: 12 tests failed in 1.07s";
+
+    fn session(m: &mut TemplateMiner, err: &str, noise: bool) -> Vec<Attempt> {
+        // 1 = pytest, 2 = pip install, 3 = ls, 4 = git status
+        let mut s = vec![attempt(m, 4, true, ""), attempt(m, 1, false, err)];
+        if noise {
+            s.push(attempt(m, 3, true, ""));
+        }
+        s.push(attempt(m, 2, true, "Successfully installed"));
+        s.push(attempt(m, 1, true, "5 passed"));
+        s
+    }
+
+    #[test]
+    fn recurring_recoveries_are_grouped_across_sessions() {
+        let mut m = TemplateMiner::new(TemplateMinerConfig::default());
+        let sessions = vec![
+            session(&mut m, FAILED_A, false),
+            session(&mut m, FAILED_B, false),
+            session(&mut m, FAILED_A, false),
+            session(&mut m, FAILED_B, true),
+        ];
+        let miner = m;
+        let found = find_recoveries(&sessions, 8);
+        assert_eq!(found.len(), 4);
+        assert_eq!(found[0].steps, 2..3);
+        assert_eq!(found[0].rerun, 3);
+        let groups = group_recoveries(&sessions, found, &miner, 2);
+        // Three sessions recovered with `pip install` alone; the fourth put `ls` in between.
+        assert_eq!(groups.len(), 1, "{groups:?}");
+        let g = &groups[0];
+        assert_eq!(
+            (g.failed_key, g.step_keys.as_slice(), g.support),
+            (1, &[2][..], 3)
+        );
+        assert!(
+            g.error_template
+                .starts_with("E AssertionError: <*> tests failed"),
+            "{}",
+            g.error_template
+        );
+    }
+
+    #[test]
+    fn no_recovery_without_a_successful_rerun_in_reach() {
+        let mut m = TemplateMiner::new(TemplateMinerConfig::default());
+        let give_up = vec![
+            attempt(&mut m, 1, false, "error: boom"),
+            attempt(&mut m, 2, true, ""),
+            attempt(&mut m, 1, false, "error: boom"),
+        ];
+        let retry = vec![
+            attempt(&mut m, 1, false, "error: boom"),
+            attempt(&mut m, 1, true, ""),
+        ];
+        let mut far = vec![attempt(&mut m, 1, false, "error: boom")];
+        far.extend((0..10).map(|_| attempt(&mut m, 5, true, "")));
+        far.push(attempt(&mut m, 1, true, ""));
+        assert!(find_recoveries(&[give_up, retry, far], 8).is_empty());
+    }
+}
