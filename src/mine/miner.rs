@@ -279,34 +279,41 @@ struct Loaded {
     last_action: i64,
 }
 
-fn action_from_row(
-    session: &str,
-    seq: u64,
-    source: &str,
+/// The columns of a stored action that tokenizing needs.
+struct StoredCall {
+    source: String,
     cwd: Option<String>,
     tool: String,
-    input: &str,
+    input: String,
     ok: Option<bool>,
-    output: Option<String>,
-) -> Action {
-    Action {
-        session: session.to_owned(),
-        seq,
-        ts: None,
-        source: Source::from_name(source).unwrap_or(Source::Native),
-        cwd,
-        tool,
-        input: serde_json::from_str(input).unwrap_or_else(|_| Value::String(input.to_owned())),
-        call_id: None,
-        parent_session: None,
-        result: ok.map(|ok| ActionResult {
-            ok,
-            exit_code: None,
-            output: output.unwrap_or_default(),
-            duration_ms: None,
-        }),
+}
+
+impl StoredCall {
+    /// The action again, as the tokenizer takes it (a stored input that is not JSON, which
+    /// ingest never writes, is kept as a string rather than failing the run).
+    fn into_action(self, session: &str, seq: u64) -> Action {
+        Action {
+            session: session.to_owned(),
+            seq,
+            ts: None,
+            source: Source::from_name(&self.source).unwrap_or(Source::Native),
+            cwd: self.cwd,
+            tool: self.tool,
+            input: serde_json::from_str(&self.input).unwrap_or(Value::String(self.input)),
+            call_id: None,
+            parent_session: None,
+            result: self.ok.map(|ok| ActionResult {
+                ok,
+                exit_code: None,
+                output: String::new(),
+                duration_ms: None,
+            }),
+        }
     }
 }
+
+/// An action read again for alignment: its tokens and its output.
+type Refetched = (Vec<Token>, Option<String>);
 
 fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
     let mut stmt = conn.prepare(
@@ -335,8 +342,6 @@ fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
         let id: i64 = row.get(0)?;
         let session: String = row.get(1)?;
         let seq = row.get::<_, i64>(2)?.max(0) as u64;
-        let source: String = row.get(3)?;
-        let input: String = row.get(6)?;
         let ok: Option<bool> = row.get(7)?;
         let output: Option<String> = row.get(8)?;
         loaded.actions += 1;
@@ -350,16 +355,14 @@ fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
             current.symbols.clear();
             current.token_row.clear();
         }
-        let action = action_from_row(
-            &session,
-            seq,
-            &source,
-            row.get(4)?,
-            row.get(5)?,
-            &input,
+        let action = StoredCall {
+            source: row.get(3)?,
+            cwd: row.get(4)?,
+            tool: row.get(5)?,
+            input: row.get(6)?,
             ok,
-            None,
-        );
+        }
+        .into_action(&session, seq);
         let tokens = tokenizer.tokens(&action);
         if tokens.is_empty() {
             continue;
@@ -427,7 +430,7 @@ fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
 struct Refetch<'c> {
     stmt: rusqlite::Statement<'c>,
     tokenizer: &'c Tokenizer,
-    cache: HashMap<(String, u64), (Vec<Token>, Option<String>)>,
+    cache: HashMap<(String, u64), Refetched>,
 }
 
 impl<'c> Refetch<'c> {
@@ -442,30 +445,22 @@ impl<'c> Refetch<'c> {
         })
     }
 
-    fn action(
-        &mut self,
-        session: &str,
-        seq: u64,
-    ) -> Result<Option<&(Vec<Token>, Option<String>)>, MineError> {
+    fn action(&mut self, session: &str, seq: u64) -> Result<Option<&Refetched>, MineError> {
         let key = (session.to_owned(), seq);
         if !self.cache.contains_key(&key) {
             let mut rows = self.stmt.query(params![session, seq as i64])?;
             let Some(row) = rows.next()? else {
                 return Ok(None);
             };
-            let source: String = row.get(0)?;
-            let input: String = row.get(3)?;
             let output: Option<String> = row.get(5)?;
-            let action = action_from_row(
-                session,
-                seq,
-                &source,
-                row.get(1)?,
-                row.get(2)?,
-                &input,
-                row.get(4)?,
-                output.clone(),
-            );
+            let action = StoredCall {
+                source: row.get(0)?,
+                cwd: row.get(1)?,
+                tool: row.get(2)?,
+                input: row.get(3)?,
+                ok: row.get(4)?,
+            }
+            .into_action(session, seq);
             let tokens = self.tokenizer.tokens(&action);
             self.cache.insert(key.clone(), (tokens, output));
         }
@@ -479,9 +474,12 @@ struct Occ<'s> {
     positions: Vec<usize>,
 }
 
+/// Aligns a pattern's occurrences. For a recovery (`trigger`), the first step is the failure:
+/// an occurrence succeeded when the steps after it did.
 fn align_occurrences(
     refetch: &mut Refetch<'_>,
     occs: &[Occ<'_>],
+    trigger: bool,
     options: &MineOptions,
 ) -> Result<Option<(Aligned, Vec<u64>)>, MineError> {
     let mut inputs = Vec::new();
@@ -493,10 +491,12 @@ fn align_occurrences(
         let mut ok = true;
         let mut rows_seen = BTreeSet::new();
         let mut fits = true;
-        for &pos in &occ.positions {
+        for (i, &pos) in occ.positions.iter().enumerate() {
             let row = s.rows[s.token_row[pos] as usize];
             rows_seen.insert(s.token_row[pos]);
-            ok &= row.ok != Some(false);
+            if !(trigger && i == 0) {
+                ok &= row.ok != Some(false);
+            }
             let within = pos - row.first_token as usize;
             match refetch.action(&s.id, row.seq)? {
                 Some((action_tokens, output)) if within < action_tokens.len() => {
@@ -762,7 +762,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
             continue;
         }
         let Some((aligned, mut durations)) =
-            align_occurrences(&mut refetch, &f.occurrences, options)?
+            align_occurrences(&mut refetch, &f.occurrences, f.trigger.is_some(), options)?
         else {
             continue;
         };

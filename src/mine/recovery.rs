@@ -34,27 +34,62 @@ const ERROR_MARKERS: [&str; 16] = [
 /// The longest error line kept for templating; longer lines are cut at a character boundary.
 const MAX_ERROR_LINE: usize = 512;
 
-/// The line of `output` that best says what went wrong: the first one that names an error
-/// (for a Python traceback, its last line, which holds the exception), else the first non-empty
-/// line. `None` for an output without text.
+/// Whether a line names an exception with its message: `ModuleNotFoundError: No module named
+/// 'x'`, `java.io.IOException: …`, `TypeError: …`.
+fn is_exception(line: &str) -> bool {
+    let Some((head, _)) = line.split_once(':') else {
+        return false;
+    };
+    let name = head.rsplit(['.', ' ']).next().unwrap_or(head);
+    !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && (name.ends_with("Error") || name.ends_with("Exception"))
+}
+
+/// Whether a line is a compiler's or tool's error report: `error: …`, `error[E0425]: …`,
+/// `fatal: …`, `npm ERR! …`, `FAILED …`.
+fn is_error_report(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    [
+        "error:",
+        "error[",
+        "fatal:",
+        "fatal error:",
+        "npm err!",
+        "failed ",
+        "failed:",
+        "panicked at",
+    ]
+    .iter()
+    .any(|p| lower.starts_with(p))
+        || lower.contains(": error:")
+}
+
+/// The line of `output` that best says what went wrong, from the strongest sign to the
+/// weakest: the last line naming an exception with its message (the one a traceback ends
+/// with), the first error report of a compiler or tool, the first line with an error word,
+/// else the first non-empty line. pytest's `E   ` prefix is taken off. `None` for an output
+/// without text.
 pub fn error_line(output: &str) -> Option<&str> {
     let lines = || {
         output
             .lines()
-            .map(str::trim)
+            .map(|l| {
+                let l = l.trim();
+                l.strip_prefix("E ").map_or(l, str::trim_start)
+            })
             .filter(|l| !l.is_empty() && !l.starts_with("Exit code"))
     };
-    let chosen = if output.contains("Traceback (most recent call last)") {
-        lines()
-            .filter(|l| !l.starts_with("File ") && !l.starts_with('^'))
-            .last()
-    } else {
-        lines().find(|line| {
-            let lower = line.to_ascii_lowercase();
-            ERROR_MARKERS.iter().any(|m| lower.contains(m))
+    let line = lines()
+        .rfind(|l| is_exception(l))
+        .or_else(|| lines().find(|l| is_error_report(l)))
+        .or_else(|| {
+            lines().find(|line| {
+                let lower = line.to_ascii_lowercase();
+                ERROR_MARKERS.iter().any(|m| lower.contains(m))
+            })
         })
-    };
-    let line = chosen.or_else(|| lines().next())?;
+        .or_else(|| lines().next())?;
     if line.len() <= MAX_ERROR_LINE {
         return Some(line);
     }
@@ -202,6 +237,22 @@ mod tests {
             Some("ModuleNotFoundError: No module named 'foo'")
         );
         assert_eq!(error_line("something odd\nmore"), Some("something odd"));
+        assert_eq!(
+            error_line(
+                "ImportError while loading conftest\nE   ModuleNotFoundError: No module named 'x'"
+            ),
+            Some("ModuleNotFoundError: No module named 'x'")
+        );
+        assert_eq!(
+            error_line(
+                "warning: unused\nthe build failed somewhere\nerror: could not compile `foo`"
+            ),
+            Some("error: could not compile `foo`")
+        );
+        assert_eq!(
+            error_line("npm ERR! code ENOENT\nnpm ERR! syscall open"),
+            Some("npm ERR! code ENOENT")
+        );
         assert_eq!(error_line("  \n\n"), None);
         let long = "error: ".to_owned() + &"é".repeat(400);
         let line = error_line(&long).expect("a line");

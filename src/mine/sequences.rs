@@ -791,6 +791,7 @@ impl<'c> Search<'c> {
         self.stats
     }
 
+    /// Reports the current pattern, unless the cap is reached.
     fn emit(
         &mut self,
         child: &Child,
@@ -1048,8 +1049,9 @@ impl<'c> Search<'c> {
         }
     }
 
-    /// The best support of a frequent pattern made of the current one with one item inserted
-    /// before its last step (prepended, with a gap limit), stopping once `threshold` is reached.
+    /// The best support of a pattern made of the current one with one item inserted before one
+    /// of its steps: before the first (prepended) with a gap limit, before any without one.
+    /// Without a gap limit, stops once `threshold` is reached.
     fn best_backward_extension(&mut self, entries: Range<usize>, threshold: u32) -> u32 {
         let Self {
             config,
@@ -1097,14 +1099,18 @@ impl<'c> Search<'c> {
                 best = tally.take_best();
             }
             None => {
-                for slot in 0..1 {
+                for slot in 0..pattern.len() {
                     for entry in entries {
                         let seq = entry.seq as usize;
                         let slice = &items[offsets[seq]..offsets[seq + 1]];
                         // After the first instance of the steps before the slot...
                         let mut from = 0usize;
                         for &step in &pattern[..slot] {
-                            from += slice[from..].iter().position(|&x| x == step).unwrap_or(0) + 1;
+                            let rest = slice.get(from..).unwrap_or(&[]);
+                            from += rest
+                                .iter()
+                                .position(|&x| x == step)
+                                .map_or(rest.len(), |p| p + 1);
                         }
                         // ...and before the last instance of the steps from the slot on.
                         let mut to = slice.len();
