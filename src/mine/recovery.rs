@@ -310,7 +310,7 @@ mod tests {
         );
         assert!(
             g.error_template
-                .starts_with("E AssertionError: <*> tests failed"),
+                .starts_with("AssertionError: <*> tests failed"),
             "{}",
             g.error_template
         );
