@@ -364,28 +364,70 @@ fn run(dir: &Path) -> Result<(), String> {
     print_average(&rows2, None);
 
     let total: usize = all_content.iter().map(Vec::len).sum();
-    let mut best = f64::INFINITY;
-    for _ in 0..REPS {
-        let start = Instant::now();
-        let mut templates = 0;
-        for lines in &all_content {
-            let mut miner = TemplateMiner::new(cfg.clone());
-            for l in lines {
-                std::hint::black_box(miner.add(&l.content));
+    let rust_run = || {
+        let mut best = f64::INFINITY;
+        for _ in 0..REPS {
+            let start = Instant::now();
+            let mut templates = 0;
+            for lines in &all_content {
+                let mut miner = TemplateMiner::new(cfg.clone());
+                for l in lines {
+                    std::hint::black_box(miner.add(&l.content));
+                }
+                templates += miner.len();
             }
-            templates += miner.len();
+            std::hint::black_box(templates);
+            best = best.min(start.elapsed().as_secs_f64());
         }
-        std::hint::black_box(templates);
-        best = best.min(start.elapsed().as_secs_f64());
-    }
-    println!(
-        "\nthroughput: {total} lines (a fresh miner per dataset) in {:.2} ms, best of {REPS}: \
-         {:.0} lines/s",
-        best * 1e3,
         total as f64 / best
-    );
+    };
+    // The peer runs between two runs of ours, so both see the same machine load.
+    let ours_before = rust_run();
+    let peer = drain3_peer(dir);
+    let ours_after = rust_run();
+    let ours = ours_before.max(ours_after);
     println!(
-        "peer: python3 benches/peers/drain3_throughput.py runs Python drain3 on the same lines"
+        "\nthroughput: {total} lines (a fresh miner per dataset), best of {REPS}, before and \
+         after the peer: {ours_before:.0} and {ours_after:.0} lines/s"
     );
+    match peer {
+        Some(figures) => {
+            for (name, rate) in figures {
+                println!(
+                    "  Python drain3 ({name}): {rate:.0} lines/s; toolsmith is {:.1}x faster \
+                     (goal: 20x)",
+                    ours / rate
+                );
+            }
+        }
+        None => println!(
+            "  Python drain3 not available (pip install drain3, or scripts/install-bench-peers.sh): \
+             peer skipped"
+        ),
+    }
     Ok(())
+}
+
+/// Runs `benches/peers/drain3_throughput.py` on the same datasets and returns its figures
+/// (configuration, lines per second), or `None` when Python or drain3 is missing.
+fn drain3_peer(loghub: &Path) -> Option<Vec<(String, f64)>> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/drain3_throughput.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .arg(loghub)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let figures: Vec<(String, f64)> = text
+        .lines()
+        .filter_map(|line| {
+            let name = line.split_once('(')?.1.split_once(')')?.0.to_owned();
+            let rate = line.split(": ").last()?.split(' ').next()?.parse().ok()?;
+            Some((name, rate))
+        })
+        .collect();
+    (!figures.is_empty()).then_some(figures)
 }
