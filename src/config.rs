@@ -190,8 +190,10 @@ pub struct IngestSettings {
 /// How patterns are mined from the stored actions (`[mine]`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct MineSettings {
-    /// Sessions a pattern must be seen in before it is reported.
+    /// Sessions a pattern must be seen in before it is reported, at least.
     pub min_support: Setting<u32>,
+    /// Share of the sessions (percent) a pattern must be seen in, when that is more.
+    pub min_support_percent: Setting<u32>,
     /// Other actions allowed between two consecutive steps of a repeated sequence.
     pub max_gap: Setting<u32>,
     /// Fewest steps of a repeated sequence.
@@ -301,6 +303,7 @@ impl Config {
                 &self.ingest.debounce_ms.origin,
             ),
             int("mine.min_support", &self.mine.min_support),
+            int("mine.min_support_percent", &self.mine.min_support_percent),
             int("mine.max_gap", &self.mine.max_gap),
             int("mine.min_length", &self.mine.min_length),
             int("mine.max_length", &self.mine.max_length),
@@ -486,6 +489,7 @@ struct RawIngest {
 #[serde(deny_unknown_fields)]
 struct RawMine {
     min_support: Option<Spanned<u32>>,
+    min_support_percent: Option<Spanned<u32>>,
     max_gap: Option<Spanned<u32>>,
     min_length: Option<Spanned<u32>>,
     max_length: Option<Spanned<u32>>,
@@ -647,6 +651,7 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
     let m = &raw.mine;
     let mine_ranges = [
         (&m.min_support, "mine.min_support", 2, 1_000_000),
+        (&m.min_support_percent, "mine.min_support_percent", 0, 100),
         (&m.max_gap, "mine.max_gap", 0, 16),
         (&m.min_length, "mine.min_length", 1, 32),
         (&m.max_length, "mine.max_length", 1, 32),
@@ -793,6 +798,7 @@ fn resolve(
     let m = &raw.mine;
     let mine = MineSettings {
         min_support: pick(&m.min_support, 3, &from_file),
+        min_support_percent: pick(&m.min_support_percent, 1, &from_file),
         max_gap: pick(&m.max_gap, 1, &from_file),
         min_length: pick(&m.min_length, 2, &from_file),
         max_length: pick(&m.max_length, 8, &from_file),
@@ -944,8 +950,10 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # debounce_ms = 100
 
 [mine]
-# Sessions a pattern must be seen in before it is reported.
+# Sessions a pattern must be seen in before it is reported: at least min_support, and at least
+# min_support_percent of all sessions when that is more.
 # min_support = 3
+# min_support_percent = 1
 
 # Other actions allowed between two consecutive steps of a repeated sequence.
 # max_gap = 1

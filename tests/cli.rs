@@ -51,6 +51,17 @@ fn config_show_prints_values_and_their_origins() {
     output_cap_kib = 16  # default
     debounce_ms = 100  # default
 
+    [mine]
+    min_support = 3  # default
+    min_support_percent = 1  # default
+    max_gap = 1  # default
+    min_length = 2  # default
+    max_length = 8  # default
+    fold_percent = 90  # default
+    slow_ms = 30000  # default
+    schedule = "*/15 * * * *"  # default
+    after_new_actions = 500  # default
+
     # no [[source]]: the standard locations of Claude Code, Codex, bash, zsh and fish logs that exist are read
     "#);
 

@@ -121,8 +121,10 @@ const BARRIER: u32 = u32::MAX;
 /// How a run mines; [`MineOptions::from_settings`] reads the `[mine]` configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MineOptions {
-    /// Sessions a pattern must be seen in.
+    /// Sessions a pattern must be seen in, at least.
     pub min_support: u32,
+    /// Share of the sessions (percent) a pattern must be seen in, when that is more.
+    pub min_support_percent: u32,
     /// Other actions allowed between two steps of a sequence.
     pub max_gap: u32,
     /// Fewest steps of a sequence.
@@ -147,6 +149,7 @@ impl Default for MineOptions {
     fn default() -> Self {
         MineOptions {
             min_support: 3,
+            min_support_percent: 1,
             max_gap: 1,
             min_length: 2,
             max_length: 8,
@@ -161,10 +164,21 @@ impl Default for MineOptions {
 }
 
 impl MineOptions {
+    /// The support a pattern needs among `sessions` sessions: `min_support`, or
+    /// `min_support_percent` of the sessions when that is more; never below 2.
+    pub fn effective_support(&self, sessions: usize) -> u32 {
+        let share = (sessions as u64 * u64::from(self.min_support_percent)).div_ceil(100);
+        u32::try_from(share)
+            .unwrap_or(u32::MAX)
+            .max(self.min_support)
+            .max(2)
+    }
+
     /// The options the `[mine]` table sets; the rest at their defaults.
     pub fn from_settings(settings: &MineSettings) -> MineOptions {
         MineOptions {
             min_support: settings.min_support.value,
+            min_support_percent: settings.min_support_percent.value,
             max_gap: settings.max_gap.value,
             min_length: settings.min_length.value as usize,
             max_length: settings.max_length.value as usize,
@@ -209,6 +223,8 @@ pub struct MineReport {
     pub duration_ms: u64,
     /// Whether the sequence miner hit its pattern cap.
     pub truncated: bool,
+    /// The support patterns needed (see [`MineOptions::effective_support`]).
+    pub min_support: u32,
     /// The patterns, best first.
     pub patterns: Vec<Pattern>,
 }
@@ -228,6 +244,7 @@ impl MineReport {
             "symbols": self.symbols,
             "duration_ms": self.duration_ms,
             "truncated": self.truncated,
+            "min_support": self.min_support,
             "patterns": self.patterns.len(),
             "kinds": {
                 "sequence": self.count(PatternKind::Sequence),
@@ -541,6 +558,9 @@ struct Found<'s> {
     kind: PatternKind,
     keys: Vec<String>,
     support: u32,
+    /// Occurrences counted (at most one per session for sequences).
+    count: u32,
+    /// Some occurrences, one per session first: those aligned.
     occurrences: Vec<Occ<'s>>,
     /// Recovery: the failed action's duration total, and the error template.
     trigger: Option<String>,
@@ -560,11 +580,12 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     let sessions = &loaded.sessions;
     let symbols: Vec<&[u32]> = sessions.iter().map(|s| s.symbols.as_slice()).collect();
     let mut found: Vec<Found<'_>> = Vec::new();
+    let min_support = options.effective_support(sessions.len());
 
     // Repeated sequences.
     let config = SequenceMinerConfig {
-        // Support 1 is no habit, and the by-hand barriers rely on it being at least 2.
-        min_support: options.min_support.max(2),
+        // The by-hand barriers rely on the support being at least 2.
+        min_support,
         max_gap: Some(options.max_gap),
         min_len: options.min_length.max(1),
         max_len: options.max_length.max(options.min_length.max(1)),
@@ -574,6 +595,8 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     };
     let miner = SequenceMiner::new(config.clone())?;
     let mut truncated = false;
+    let keep = options.max_patterns_per_kind.max(1);
+    let mut sequences_found: Vec<Found<'_>> = Vec::new();
     let stats = miner.mine_with(&symbols, |p| {
         // One command over and over is not a sequence (the single-command finder sees it), and a
         // retried run of steps is the same habit as the run once.
@@ -591,6 +614,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
         let occurrences = p
             .occurrences
             .iter()
+            .take(options.max_occurrences)
             .filter_map(|o| {
                 let session = &sessions[o.seq as usize];
                 let positions = sequences::steps(&session.symbols, p.items, o, config.max_gap)?;
@@ -604,19 +628,28 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
             .first()
             .map(|o| distinct_rows(o) as f64)
             .unwrap_or(1.0);
-        found.push(Found {
+        let mut f = Found {
             kind: PatternKind::Sequence,
             keys,
             support: p.support,
+            count: p.occurrences.len() as u32,
             occurrences,
             trigger: None,
             calls_per_occurrence: calls,
             single: false,
             bound: 0.0,
-        });
+        };
+        f.bound = upper_bound(&f);
+        sequences_found.push(f);
+        // Only the best can be aligned: keep memory to a few times that many while streaming.
+        if sequences_found.len() >= 4 * keep {
+            prune(&mut sequences_found, 2 * keep);
+        }
         ControlFlow::Continue(())
     })?;
     truncated |= stats.truncated;
+    prune(&mut sequences_found, 2 * keep);
+    found.append(&mut sequences_found);
 
     // Single complex commands repeated with varying arguments, and slow operations.
     let mut by_command: HashMap<u32, Vec<(usize, usize)>> = HashMap::new();
@@ -632,7 +665,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     }
     for (&command, places) in &by_command {
         let support = places.iter().map(|p| p.0).collect::<BTreeSet<_>>().len() as u32;
-        if support < options.min_support {
+        if support < min_support {
             continue;
         }
         let (tokens, words) = loaded.command_words[command as usize];
@@ -648,7 +681,8 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
                 kind: PatternKind::Sequence,
                 keys: keys.clone(),
                 support,
-                occurrences: command_occurrences(sessions, places.iter()),
+                count: places.len() as u32,
+                occurrences: command_occurrences(sessions, places.iter(), options.max_occurrences),
                 trigger: None,
                 calls_per_occurrence: 1.5,
                 single: true,
@@ -665,7 +699,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
             .map(|p| p.0)
             .collect::<BTreeSet<_>>()
             .len() as u32;
-        if timed_sessions >= options.min_support
+        if timed_sessions >= min_support
             && median(&mut durations).is_some_and(|m| m >= options.slow_ms)
         {
             let timed = places
@@ -675,7 +709,8 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
                 kind: PatternKind::Slow,
                 keys,
                 support: timed_sessions,
-                occurrences: command_occurrences(sessions, timed),
+                count: durations.len() as u32,
+                occurrences: command_occurrences(sessions, timed, options.max_occurrences),
                 trigger: None,
                 calls_per_occurrence: 1.0,
                 single: false,
@@ -699,11 +734,11 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
         })
         .collect();
     let recoveries = find_recoveries(&attempts, options.max_recovery_steps);
-    for group in group_recoveries(&attempts, recoveries, &loaded.errors, options.min_support) {
+    for group in group_recoveries(&attempts, recoveries, &loaded.errors, min_support) {
         let mut occurrences = Vec::new();
         let mut seen = BTreeSet::new();
         for r in &group.occurrences {
-            if !seen.insert(r.session) {
+            if !seen.insert(r.session) || occurrences.len() >= options.max_occurrences {
                 continue;
             }
             let s = &sessions[r.session];
@@ -736,6 +771,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
             kind: PatternKind::Recovery,
             keys,
             support: group.support,
+            count: group.occurrences.len() as u32,
             occurrences,
             trigger: Some(group.error_template),
             calls_per_occurrence: calls,
@@ -746,7 +782,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
 
     // Rank by an upper bound, align the best of each kind, score them.
     for f in &mut found {
-        f.bound = score(&score_input(f, None, 1.0, 1.0, f.keys.len() as u32, 0)).score;
+        f.bound = upper_bound(f);
     }
     found.sort_by(|a, b| {
         b.bound
@@ -795,7 +831,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
             id: id.clone(),
             kind: f.kind,
             support: f.support,
-            occurrences: f.occurrences.len() as u32,
+            occurrences: f.count,
             score: scored.score,
             score_parts: scored,
             steps,
@@ -823,6 +859,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
         last_action: loaded.last_action,
         duration_ms: started.elapsed().as_millis() as u64,
         truncated,
+        min_support,
         patterns,
     })
 }
@@ -831,6 +868,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
 fn command_occurrences<'s, 'p>(
     sessions: &'s [Session],
     places: impl Iterator<Item = &'p (usize, usize)>,
+    max: usize,
 ) -> Vec<Occ<'s>> {
     let mut seen = BTreeSet::new();
     let mut first = Vec::new();
@@ -849,7 +887,25 @@ fn command_occurrences<'s, 'p>(
         }
     }
     first.extend(rest);
+    first.truncate(max);
     first
+}
+
+/// The score a pattern would have if its occurrences were perfectly consistent.
+fn upper_bound(f: &Found<'_>) -> f64 {
+    score(&score_input(f, None, 1.0, 1.0, f.keys.len() as u32, 0)).score
+}
+
+/// Keeps the `keep` patterns with the best upper bound.
+fn prune(found: &mut Vec<Found<'_>>, keep: usize) {
+    if found.len() > keep {
+        found.sort_by(|a, b| {
+            b.bound
+                .total_cmp(&a.bound)
+                .then_with(|| a.keys.cmp(&b.keys))
+        });
+        found.truncate(keep);
+    }
 }
 
 fn distinct_rows(occ: &Occ<'_>) -> usize {
@@ -868,7 +924,7 @@ fn score_input(
     steps: u32,
     params: u32,
 ) -> ScoreInput {
-    let n = f.occurrences.len() as f64;
+    let n = f64::from(f.count);
     let (calls_saved, seconds_saved) = match f.kind {
         PatternKind::Sequence => {
             let calls = n * (f.calls_per_occurrence - 1.0).max(0.0);
