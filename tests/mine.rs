@@ -109,7 +109,7 @@ fn find<'a>(patterns: &'a [Value], kind: &str, first_step: &str) -> &'a Value {
         .iter()
         .find(|p| {
             p["kind"] == kind
-                && p["steps"][0]["template"]
+                && p["step_detail"][0]["template"]
                     .as_str()
                     .is_some_and(|t| t.starts_with(first_step))
         })
@@ -146,7 +146,7 @@ fn one_shot_mining_finds_sequences_recoveries_and_slow_operations() {
     // `git status` between the steps: the default gap allows it).
     let build = find(&all, "sequence", "cargo build -p <package>");
     assert_eq!(build["support"], 5, "{build:#}");
-    let steps: Vec<&str> = build["steps"]
+    let steps: Vec<&str> = build["step_detail"]
         .as_array()
         .expect("steps")
         .iter()
@@ -156,6 +156,9 @@ fn one_shot_mining_finds_sequences_recoveries_and_slow_operations() {
         steps[..2],
         ["cargo build -p <package>", "cargo test -p <package>"]
     );
+    // `steps` is the readable form: one template per step.
+    assert_eq!(build["steps"][0], "cargo build -p <package>");
+    assert_eq!(build["steps"][1], "cargo test -p <package>");
     let package = &build["params"][0];
     assert_eq!(package["name"], "package");
     assert_eq!(package["type"], "string");
@@ -190,7 +193,17 @@ fn one_shot_mining_finds_sequences_recoveries_and_slow_operations() {
             .is_some_and(|t| t.contains("No module named")),
         "{recovery:#}"
     );
-    assert_eq!(recovery["steps"][0]["template"], "pip install requests");
+    assert_eq!(
+        recovery["step_detail"][0]["template"],
+        "pip install requests"
+    );
+    assert!(
+        recovery["steps"][0]
+            .as_str()
+            .is_some_and(|s| s.starts_with("python -m pytest tests/  (fails: ")),
+        "{recovery:#}"
+    );
+    assert_eq!(recovery["steps"][1], "pip install requests");
 
     // The slow operation, with its median duration.
     let slow = find(&all, "slow", "docker build");
@@ -403,7 +416,7 @@ fn the_corpus_shell_histories_yield_their_commit_habit() {
     // Editors and pagers are never steps.
     for p in &all {
         for step in p["steps"].as_array().into_iter().flatten() {
-            let t = step["template"].as_str().unwrap_or_default();
+            let t = step.as_str().unwrap_or_default();
             assert!(!t.starts_with("vim ") && !t.starts_with("htop"), "{t}");
         }
     }

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use super::params::{AlignInput, Aligned, align};
 use super::pattern::{Pattern, PatternKind, Trigger, pattern_id, replace_patterns};
-use super::recovery::{Attempt, error_line, find_recoveries, group_recoveries};
+use super::recovery::{AsAttempt, Attempt, error_line, find_recoveries, group_recoveries};
 use super::score::{SECONDS_PER_CALL, ScoreInput, score};
 use super::sequences::{self, SequenceMiner, SequenceMinerConfig, SequenceMinerError};
 use super::templates::{TemplateId, TemplateMiner, TemplateMinerConfig};
@@ -110,9 +110,9 @@ pub const CONTENT_TOOLS: &[&str] = &[
 ];
 
 /// Whether every step of a pattern is a [`CONTENT_TOOLS`] call.
-fn only_content(keys: &[String]) -> bool {
+fn only_content<S: AsRef<str>>(keys: &[S]) -> bool {
     keys.iter()
-        .all(|k| CONTENT_TOOLS.contains(&k.split(' ').next().unwrap_or_default()))
+        .all(|k| CONTENT_TOOLS.contains(&k.as_ref().split(' ').next().unwrap_or_default()))
 }
 
 /// Marks a by-hand step while loading; replaced by a per-session symbol before mining.
@@ -223,6 +223,8 @@ pub struct MineReport {
     pub duration_ms: u64,
     /// Whether the sequence miner hit its pattern cap.
     pub truncated: bool,
+    /// Where the time went.
+    pub phases_ms: Phases,
     /// The support patterns needed (see [`MineOptions::effective_support`]).
     pub min_support: u32,
     /// The patterns, best first.
@@ -244,6 +246,7 @@ impl MineReport {
             "symbols": self.symbols,
             "duration_ms": self.duration_ms,
             "truncated": self.truncated,
+            "phases_ms": self.phases_ms,
             "min_support": self.min_support,
             "patterns": self.patterns.len(),
             "kinds": {
@@ -259,20 +262,58 @@ impl MineReport {
     }
 }
 
-/// One action as mining keeps it.
+/// Milliseconds spent in each phase of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Phases {
+    /// Reading and tokenizing the actions.
+    pub load: u64,
+    /// Mining sequences, single commands, recoveries and slow operations.
+    pub mine: u64,
+    /// Of which the sequence miner (with the ranking of what it streams).
+    pub sequences: u64,
+    /// Frequent sequences the miner explored.
+    pub sequence_nodes: u64,
+    /// Re-reading, aligning and scoring the best candidates.
+    pub align: u64,
+}
+
+/// One action as mining keeps it (28 bytes: millions of them are held at once).
 #[derive(Debug, Clone, Copy)]
 struct Row {
     seq: u64,
     /// The command's key: its tokens' keys together.
     command: u32,
-    ok: Option<bool>,
-    error: Option<TemplateId>,
-    duration_ms: Option<u64>,
     /// Index of its first token in the session's token sequence.
     first_token: u32,
-    tokens: u32,
+    error: Option<TemplateId>,
+    /// Duration in ms (capped at about 49 days).
+    duration_ms: Option<u32>,
+    tokens: u16,
+    ok: Option<bool>,
     /// Holds a step no tool can take ([`INTERACTIVE_PROGRAMS`]).
     by_hand: bool,
+}
+
+impl AsAttempt for Row {
+    fn attempt(&self) -> Attempt {
+        Attempt {
+            key: self.command,
+            ok: self.ok,
+            error: self.error,
+        }
+    }
+}
+
+impl Row {
+    /// Positions of its tokens in the session's sequence.
+    fn token_range(&self) -> std::ops::Range<usize> {
+        let first = self.first_token as usize;
+        first..first + usize::from(self.tokens)
+    }
+
+    fn duration(&self) -> Option<u64> {
+        self.duration_ms.map(u64::from)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -332,6 +373,18 @@ impl StoredCall {
 /// An action read again for alignment: its tokens and its output.
 type Refetched = (Vec<Token>, Option<String>);
 
+/// What tokenizing one command gave, kept so that the same command is tokenized once a run.
+#[derive(Debug, Clone)]
+struct Abstracted {
+    command: u32,
+    /// Symbols of its tokens, [`BARRIER`] for a by-hand step.
+    symbols: Box<[u32]>,
+    by_hand: bool,
+}
+
+/// Distinct commands remembered per run before the cache starts over (bounds its memory).
+const TOKEN_CACHE_ENTRIES: usize = 200_000;
+
 fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
     let mut stmt = conn.prepare(
         "SELECT id, session, seq, source, cwd, tool, input, ok,
@@ -355,51 +408,91 @@ fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
             reason: "more than 2^32 distinct tokens".into(),
         })
     };
+    // Agents run the same commands again and again: tokenize each distinct one once.
+    let mut cache: HashMap<Box<str>, Option<Abstracted>> = HashMap::new();
+    let mut cache_key = String::new();
     while let Some(row) = rows.next()? {
         let id: i64 = row.get(0)?;
-        let session: String = row.get(1)?;
         let seq = row.get::<_, i64>(2)?.max(0) as u64;
         let ok: Option<bool> = row.get(7)?;
-        let output: Option<String> = row.get(8)?;
         loaded.actions += 1;
         loaded.last_action = loaded.last_action.max(id);
+        let session = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
         if session != current.id {
             if !current.symbols.is_empty() {
                 loaded.sessions.push(std::mem::take(&mut current));
             }
-            current.id = session.clone();
+            current.id = session.to_owned();
             current.rows.clear();
             current.symbols.clear();
             current.token_row.clear();
         }
-        let action = StoredCall {
-            source: row.get(3)?,
-            cwd: row.get(4)?,
-            tool: row.get(5)?,
-            input: row.get(6)?,
-            ok,
+        let source = row.get_ref(3)?.as_str().map_err(rusqlite::Error::from)?;
+        let tool = row.get_ref(5)?.as_str().map_err(rusqlite::Error::from)?;
+        let input = row.get_ref(6)?.as_str().map_err(rusqlite::Error::from)?;
+        cache_key.clear();
+        for part in [source, "\0", tool, "\0", input] {
+            cache_key.push_str(part);
         }
-        .into_action(&session, seq);
-        let tokens = tokenizer.tokens(&action);
-        if tokens.is_empty() {
+        let abstracted = match cache.get(cache_key.as_str()) {
+            Some(hit) => hit.clone(),
+            None => {
+                let action = StoredCall {
+                    source: source.to_owned(),
+                    cwd: None,
+                    tool: tool.to_owned(),
+                    input: input.to_owned(),
+                    ok,
+                }
+                .into_action(&current.id, seq);
+                let tokens = tokenizer.tokens(&action);
+                let abstracted = if tokens.is_empty() {
+                    None
+                } else {
+                    let key = tokens
+                        .iter()
+                        .map(|t| t.key.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ; ");
+                    let command = loaded.commands.intern(&key).map_err(full)?;
+                    if command as usize == loaded.command_words.len() {
+                        let words: usize = tokens.iter().map(|t| t.key.split(' ').count()).sum();
+                        loaded.command_words.push((
+                            tokens.len() as u32,
+                            u32::try_from(words).unwrap_or(u32::MAX),
+                        ));
+                    }
+                    let mut symbols = Vec::with_capacity(tokens.len());
+                    // A row counts its tokens in 16 bits; a longer command line is cut there.
+                    for token in tokens.iter().take(usize::from(u16::MAX)) {
+                        symbols.push(if interactive(token) {
+                            BARRIER
+                        } else {
+                            loaded.interner.intern(&token.key).map_err(full)?
+                        });
+                    }
+                    Some(Abstracted {
+                        command,
+                        by_hand: symbols.contains(&BARRIER),
+                        symbols: symbols.into_boxed_slice(),
+                    })
+                };
+                if cache.len() >= TOKEN_CACHE_ENTRIES {
+                    cache.clear();
+                }
+                cache.insert(cache_key.as_str().into(), abstracted.clone());
+                abstracted
+            }
+        };
+        let Some(abstracted) = abstracted else {
             continue;
-        }
-        let command_key = tokens
-            .iter()
-            .map(|t| t.key.as_str())
-            .collect::<Vec<_>>()
-            .join(" ; ");
-        let command = loaded.commands.intern(&command_key).map_err(full)?;
-        if command as usize == loaded.command_words.len() {
-            let words: usize = tokens.iter().map(|t| t.key.split(' ').count()).sum();
-            loaded.command_words.push((
-                tokens.len() as u32,
-                u32::try_from(words).unwrap_or(u32::MAX),
-            ));
-        }
+        };
         let error = if ok == Some(false) {
+            let output = row
+                .get_ref(8)?
+                .as_str_or_null()
+                .map_err(rusqlite::Error::from)?;
             output
-                .as_deref()
                 .and_then(error_line)
                 .map(|line| loaded.errors.add(line).id)
         } else {
@@ -408,23 +501,20 @@ fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
         let row_index = current.rows.len() as u32;
         current.rows.push(Row {
             seq,
-            command,
+            command: abstracted.command,
             ok,
             error,
-            duration_ms: row.get::<_, Option<i64>>(9)?.map(|d| d.max(0) as u64),
+            duration_ms: row
+                .get::<_, Option<i64>>(9)?
+                .map(|d| u32::try_from(d.max(0)).unwrap_or(u32::MAX)),
             first_token: current.symbols.len() as u32,
-            tokens: tokens.len() as u32,
-            by_hand: tokens.iter().any(interactive),
+            tokens: abstracted.symbols.len() as u16,
+            by_hand: abstracted.by_hand,
         });
-        for token in &tokens {
-            let symbol = if interactive(token) {
-                BARRIER
-            } else {
-                loaded.interner.intern(&token.key).map_err(full)?
-            };
-            current.symbols.push(symbol);
-            current.token_row.push(row_index);
-        }
+        current.symbols.extend_from_slice(&abstracted.symbols);
+        current
+            .token_row
+            .extend(std::iter::repeat_n(row_index, abstracted.symbols.len()));
     }
     if !current.symbols.is_empty() {
         loaded.sessions.push(current);
@@ -528,7 +618,7 @@ fn align_occurrences(
         }
         let total: Option<u64> = rows_seen
             .iter()
-            .map(|&r| s.rows[r as usize].duration_ms)
+            .map(|&r| s.rows[r as usize].duration())
             .sum();
         durations.extend(total);
         let first = s.rows[s.token_row[occ.positions[0]] as usize].seq;
@@ -577,6 +667,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     let started = Instant::now();
     let tokenizer = Tokenizer::new(&NoiseRules::default());
     let loaded = load(conn, &tokenizer)?;
+    let load_ms = started.elapsed().as_millis() as u64;
     let sessions = &loaded.sessions;
     let symbols: Vec<&[u32]> = sessions.iter().map(|s| s.symbols.as_slice()).collect();
     let mut found: Vec<Found<'_>> = Vec::new();
@@ -591,27 +682,55 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
         max_len: options.max_length.max(options.min_length.max(1)),
         closed: true,
         fold_ratio: Some(options.fold_ratio),
-        max_patterns: 20_000,
+        // Memory is bounded by keeping only the best candidates while streaming; the cap only
+        // guards time on pathological input.
+        max_patterns: 2_000_000,
     };
     let miner = SequenceMiner::new(config.clone())?;
     let mut truncated = false;
     let keep = options.max_patterns_per_kind.max(1);
     let mut sequences_found: Vec<Found<'_>> = Vec::new();
+    // Per symbol: whether it is a file-content tool call (see `CONTENT_TOOLS`).
+    let content: Vec<bool> = (0..loaded.interner.len() as u32)
+        .map(|s| only_content(&[loaded.interner.resolve(s).unwrap_or_default()]))
+        .collect();
+    // The weakest bound still kept once the list is full: anything below it is skipped before
+    // its occurrences are even looked at.
+    let mut threshold = f64::NEG_INFINITY;
+    let sequences_started = Instant::now();
     let stats = miner.mine_with(&symbols, |p| {
         // One command over and over is not a sequence (the single-command finder sees it), and a
         // retried run of steps is the same habit as the run once.
-        if repeats_a_block(p.items) {
+        if repeats_a_block(p.items)
+            || p.items
+                .iter()
+                .all(|&s| content.get(s as usize).copied().unwrap_or(false))
+        {
             return ControlFlow::Continue(());
         }
-        let keys: Vec<String> = p
+        let mut f = Found {
+            kind: PatternKind::Sequence,
+            keys: Vec::new(),
+            support: p.support,
+            count: p.occurrences.len() as u32,
+            occurrences: Vec::new(),
+            trigger: None,
+            // At most one call per step: the bound stays an upper bound.
+            calls_per_occurrence: p.items.len() as f64,
+            single: false,
+            bound: 0.0,
+        };
+        f.keys = vec![String::new(); p.items.len()];
+        f.bound = upper_bound(&f);
+        if f.bound < threshold {
+            return ControlFlow::Continue(());
+        }
+        f.keys = p
             .items
             .iter()
             .map(|&s| loaded.interner.resolve(s).unwrap_or_default().to_owned())
             .collect();
-        if only_content(&keys) {
-            return ControlFlow::Continue(());
-        }
-        let occurrences = p
+        f.occurrences = p
             .occurrences
             .iter()
             .take(options.max_occurrences)
@@ -623,44 +742,52 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
                     positions: positions.into_iter().map(|x| x as usize).collect(),
                 })
             })
-            .collect::<Vec<_>>();
-        let calls = occurrences
+            .collect();
+        f.calls_per_occurrence = f
+            .occurrences
             .first()
             .map(|o| distinct_rows(o) as f64)
             .unwrap_or(1.0);
-        let mut f = Found {
-            kind: PatternKind::Sequence,
-            keys,
-            support: p.support,
-            count: p.occurrences.len() as u32,
-            occurrences,
-            trigger: None,
-            calls_per_occurrence: calls,
-            single: false,
-            bound: 0.0,
-        };
         f.bound = upper_bound(&f);
         sequences_found.push(f);
         // Only the best can be aligned: keep memory to a few times that many while streaming.
         if sequences_found.len() >= 4 * keep {
             prune(&mut sequences_found, 2 * keep);
+            threshold = sequences_found.last().map_or(threshold, |f| f.bound);
         }
         ControlFlow::Continue(())
     })?;
     truncated |= stats.truncated;
+    let sequences_ms = sequences_started.elapsed().as_millis() as u64;
+    let sequence_nodes = stats.nodes;
     prune(&mut sequences_found, 2 * keep);
     found.append(&mut sequences_found);
 
     // Single complex commands repeated with varying arguments, and slow operations.
-    let mut by_command: HashMap<u32, Vec<(usize, usize)>> = HashMap::new();
+    // First the sessions each command is seen in (two flat arrays), then the places of only
+    // those with the support: millions of actions, a few hundred commands worth a look.
+    let commands = loaded.commands.len();
+    let mut command_support = vec![0u32; commands];
+    let mut last_session = vec![u32::MAX; commands];
     for (s, session) in sessions.iter().enumerate() {
-        for (r, row) in session
-            .rows
-            .iter()
-            .enumerate()
-            .filter(|(_, row)| !row.by_hand)
-        {
-            by_command.entry(row.command).or_default().push((s, r));
+        for row in session.rows.iter().filter(|row| !row.by_hand) {
+            let c = row.command as usize;
+            if last_session[c] != s as u32 {
+                last_session[c] = s as u32;
+                command_support[c] += 1;
+            }
+        }
+    }
+    drop(last_session);
+    let mut by_command: HashMap<u32, Vec<(u32, u32)>> = HashMap::new();
+    for (s, session) in sessions.iter().enumerate() {
+        for (r, row) in session.rows.iter().enumerate() {
+            if !row.by_hand && command_support[row.command as usize] >= min_support {
+                by_command
+                    .entry(row.command)
+                    .or_default()
+                    .push((s as u32, r as u32));
+            }
         }
     }
     for (&command, places) in &by_command {
@@ -691,11 +818,11 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
         }
         let mut durations: Vec<u64> = places
             .iter()
-            .filter_map(|&(s, r)| sessions[s].rows[r].duration_ms)
+            .filter_map(|&(s, r)| sessions[s as usize].rows[r as usize].duration())
             .collect();
         let timed_sessions = places
             .iter()
-            .filter(|&&(s, r)| sessions[s].rows[r].duration_ms.is_some())
+            .filter(|&&(s, r)| sessions[s as usize].rows[r as usize].duration_ms.is_some())
             .map(|p| p.0)
             .collect::<BTreeSet<_>>()
             .len() as u32;
@@ -704,7 +831,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
         {
             let timed = places
                 .iter()
-                .filter(|&&(s, r)| sessions[s].rows[r].duration_ms.is_some());
+                .filter(|&&(s, r)| sessions[s as usize].rows[r as usize].duration_ms.is_some());
             found.push(Found {
                 kind: PatternKind::Slow,
                 keys,
@@ -720,19 +847,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     }
 
     // Error→recovery habits.
-    let attempts: Vec<Vec<Attempt>> = sessions
-        .iter()
-        .map(|s| {
-            s.rows
-                .iter()
-                .map(|r| Attempt {
-                    key: r.command,
-                    ok: r.ok,
-                    error: r.error,
-                })
-                .collect()
-        })
-        .collect();
+    let attempts: Vec<&[Row]> = sessions.iter().map(|s| s.rows.as_slice()).collect();
     let recoveries = find_recoveries(&attempts, options.max_recovery_steps);
     for group in group_recoveries(&attempts, recoveries, &loaded.errors, min_support) {
         let mut occurrences = Vec::new();
@@ -744,9 +859,9 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
             let s = &sessions[r.session];
             let failed = s.rows[r.failed];
             // The failing command is the failed action's last token; then every recovery token.
-            let mut positions = vec![(failed.first_token + failed.tokens - 1) as usize];
+            let mut positions = vec![failed.token_range().end - 1];
             for row in &s.rows[r.steps.clone()] {
-                positions.extend(row.first_token as usize..(row.first_token + row.tokens) as usize);
+                positions.extend(row.token_range());
             }
             occurrences.push(Occ {
                 session: s,
@@ -789,6 +904,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
             .total_cmp(&a.bound)
             .then_with(|| a.keys.cmp(&b.keys))
     });
+    let mined_ms = started.elapsed().as_millis() as u64 - load_ms;
     let mut refetch = Refetch::new(conn, &tokenizer)?;
     let mut per_kind: HashMap<PatternKind, usize> = HashMap::new();
     let mut patterns: HashMap<String, Pattern> = HashMap::new();
@@ -827,13 +943,14 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
             step_count,
             aligned.params.len() as u32,
         ));
-        let pattern = Pattern {
+        let mut pattern = Pattern {
             id: id.clone(),
             kind: f.kind,
             support: f.support,
             occurrences: f.count,
             score: scored.score,
             score_parts: scored,
+            templates: Vec::new(),
             steps,
             params: aligned.params,
             internals: aligned.internals,
@@ -842,6 +959,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
             median_ms,
             evidence: aligned.evidence,
         };
+        pattern.templates = pattern.steps_text();
         match patterns.get(&id) {
             Some(existing) if existing.support >= pattern.support => {}
             _ => {
@@ -851,7 +969,15 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     }
     let mut patterns: Vec<Pattern> = patterns.into_values().collect();
     patterns.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+    let total_ms = started.elapsed().as_millis() as u64;
     Ok(MineReport {
+        phases_ms: Phases {
+            load: load_ms,
+            mine: mined_ms,
+            sequences: sequences_ms,
+            sequence_nodes,
+            align: total_ms - load_ms - mined_ms,
+        },
         sessions: sessions.len(),
         actions: loaded.actions,
         tokens: sessions.iter().map(|s| s.symbols.len()).sum(),
@@ -867,18 +993,18 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
 /// The occurrences of one command line at `places` (session, row): one per session first.
 fn command_occurrences<'s, 'p>(
     sessions: &'s [Session],
-    places: impl Iterator<Item = &'p (usize, usize)>,
+    places: impl Iterator<Item = &'p (u32, u32)>,
     max: usize,
 ) -> Vec<Occ<'s>> {
     let mut seen = BTreeSet::new();
     let mut first = Vec::new();
     let mut rest = Vec::new();
     for &(s, r) in places {
+        let (s, r) = (s as usize, r as usize);
         let row = sessions[s].rows[r];
         let occ = Occ {
             session: &sessions[s],
-            positions: (row.first_token as usize..(row.first_token + row.tokens) as usize)
-                .collect(),
+            positions: row.token_range().collect(),
         };
         if seen.insert(s) {
             first.push(occ);

@@ -141,7 +141,13 @@ pub struct Pattern {
     pub score: f64,
     /// The score's parts.
     pub score_parts: Score,
-    /// The steps (for a recovery: the recovery steps; the failing action is in `trigger`).
+    /// Each step as a readable template (`cargo test -p <package>`); for a recovery the failing
+    /// command first, with its error.
+    #[serde(rename = "steps")]
+    pub templates: Vec<String>,
+    /// The steps in full (for a recovery: the recovery steps; the failing action is in
+    /// `trigger`).
+    #[serde(rename = "step_detail")]
     pub steps: Vec<Step>,
     /// Its parameters.
     pub params: Vec<Param>,

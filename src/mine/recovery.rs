@@ -112,6 +112,19 @@ pub struct Attempt {
     pub error: Option<TemplateId>,
 }
 
+/// Anything that can be seen as an [`Attempt`]: the miner's own compact rows are, so no copy of
+/// millions of actions is made for this pass.
+pub trait AsAttempt {
+    /// The attempt it stands for.
+    fn attempt(&self) -> Attempt;
+}
+
+impl AsAttempt for Attempt {
+    fn attempt(&self) -> Attempt {
+        *self
+    }
+}
+
 /// A failure and the actions that recovered from it, in one session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recovery {
@@ -144,10 +157,16 @@ pub struct RecoveryGroup {
 
 /// Finds every failure followed by a recovery and a successful re-run of the same action within
 /// `max_steps` actions.
-pub fn find_recoveries(sessions: &[Vec<Attempt>], max_steps: usize) -> Vec<Recovery> {
+pub fn find_recoveries<S, A>(sessions: &[S], max_steps: usize) -> Vec<Recovery>
+where
+    S: AsRef<[A]>,
+    A: AsAttempt,
+{
     let mut found = Vec::new();
     for (s, attempts) in sessions.iter().enumerate() {
+        let attempts = attempts.as_ref();
         for (i, failed) in attempts.iter().enumerate() {
+            let failed = failed.attempt();
             if failed.ok != Some(false) {
                 continue;
             }
@@ -157,9 +176,9 @@ pub fn find_recoveries(sessions: &[Vec<Attempt>], max_steps: usize) -> Vec<Recov
             let horizon = attempts.len().min(i + 2 + max_steps);
             // The recovery ends at the first success of the same action; a second failure of
             // it first starts a new recovery (found when the loop reaches it).
-            let rerun = (i + 1..horizon).find(|&j| attempts[j].key == failed.key);
+            let rerun = (i + 1..horizon).find(|&j| attempts[j].attempt().key == failed.key);
             let Some(rerun) = rerun else { continue };
-            if attempts[rerun].ok != Some(true) || rerun == i + 1 {
+            if attempts[rerun].attempt().ok != Some(true) || rerun == i + 1 {
                 // Failed again, or retried at once: nothing was done to recover.
                 continue;
             }
@@ -177,20 +196,27 @@ pub fn find_recoveries(sessions: &[Vec<Attempt>], max_steps: usize) -> Vec<Recov
 
 /// Groups recoveries by (error template, failing action, recovery steps) and keeps the groups
 /// seen in at least `min_support` sessions, most supported first.
-pub fn group_recoveries(
-    sessions: &[Vec<Attempt>],
+pub fn group_recoveries<S, A>(
+    sessions: &[S],
     recoveries: Vec<Recovery>,
     miner: &TemplateMiner,
     min_support: u32,
-) -> Vec<RecoveryGroup> {
+) -> Vec<RecoveryGroup>
+where
+    S: AsRef<[A]>,
+    A: AsAttempt,
+{
     let mut groups: HashMap<(TemplateId, u32, Vec<u32>), Vec<Recovery>> = HashMap::new();
     for r in recoveries {
         let template = miner.resolve(r.template).unwrap_or(r.template);
-        let attempts = &sessions[r.session];
+        let attempts = sessions[r.session].as_ref();
         let key = (
             template,
-            attempts[r.failed].key,
-            attempts[r.steps.clone()].iter().map(|a| a.key).collect(),
+            attempts[r.failed].attempt().key,
+            attempts[r.steps.clone()]
+                .iter()
+                .map(|a| a.attempt().key)
+                .collect(),
         );
         groups.entry(key).or_default().push(r);
     }
