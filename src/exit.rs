@@ -20,6 +20,13 @@ pub enum ExitCode {
     StoreDamaged = 6,
     /// The control socket refused this user.
     PermissionDenied = 7,
+    /// `toolsmith sandbox`: toolsmith itself failed (options, policy, set-up, a refusal); the
+    /// command's own codes pass through, so these follow `env(1)` and `timeout(1)`.
+    SandboxFailed = 125,
+    /// `toolsmith sandbox`: the command was found but could not be executed.
+    CannotExecute = 126,
+    /// `toolsmith sandbox`: the command was not found inside the sandbox.
+    CommandNotFound = 127,
 }
 
 impl From<ExitCode> for std::process::ExitCode {

@@ -418,6 +418,82 @@ const LANDLOCK_FEATURES: [&str; 7] = [
     "audit logging flags",
 ];
 
+/// The Landlock ABI the running kernel offers, or `None` without Landlock. One system call.
+pub fn landlock_abi() -> Option<u32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
+    let (attr, size) = (ptr::null::<libc::c_void>(), 0usize);
+    // SAFETY: with the VERSION flag the kernel reads nothing and returns the ABI number.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            attr,
+            size,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    u32::try_from(ret).ok().filter(|&abi| abi > 0)
+}
+
+/// Whether the sandbox can create all its namespaces at once (user, mount, pid, net, ipc, uts)
+/// and mount inside them, tried in a forked child exactly as a run does.
+pub fn sandbox_namespaces() -> Layer {
+    let flags = libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWNET
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS;
+    // SAFETY: raw syscalls on plain arguments; they only affect the child they run in.
+    let unshare = || c_long::from(unsafe { libc::unshare(flags) });
+    let (none, slash, private) = (ptr::null(), c"/".as_ptr(), libc::MS_REC | libc::MS_PRIVATE);
+    // SAFETY: as above; the pointers are null or a static C string.
+    let mount = || c_long::from(unsafe { libc::mount(none, slash, none, private, none.cast()) });
+    match run_in_child(&[&unshare, &mount]) {
+        ChildOutcome::Succeeded => Layer::new(true, "all six namespaces, with mounts"),
+        ChildOutcome::Failed { step: 0, errno } => {
+            let sys = Sysctls {
+                unprivileged_userns_clone: read_number(
+                    "/proc/sys/kernel/unprivileged_userns_clone",
+                ),
+                apparmor_restrict: read_number(
+                    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+                ),
+            };
+            let max = read_number("/proc/sys/user/max_user_namespaces");
+            Layer::new(false, unshare_error(&NAMESPACES[0], errno, &sys, max))
+        }
+        ChildOutcome::Failed { errno, .. } => Layer::new(
+            false,
+            format!(
+                "mounts in a new namespace are refused ({errno}), likely by AppArmor: {USERNS_FIX}"
+            ),
+        ),
+        ChildOutcome::Broken(why) => Layer::new(false, why),
+    }
+}
+
+/// Our own cgroup v2 directory (under the cgroup2 mount), for the sandbox's run cgroups.
+pub(crate) fn own_cgroup_dir() -> Result<std::path::PathBuf, String> {
+    let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let (root, point) = mounts
+        .lines()
+        .find_map(cgroup2_mount)
+        .ok_or("no cgroup2 filesystem mounted")?;
+    let cgroups = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let path = cgroup_v2_path(&cgroups).ok_or("/proc/self/cgroup has no 0:: line")?;
+    let relative = if root == "/" {
+        Some(path.as_str())
+    } else {
+        path.strip_prefix(&root)
+    };
+    let relative = relative
+        .filter(|r| r.is_empty() || r.starts_with('/'))
+        .ok_or(format!(
+            "own cgroup {path} lies outside the cgroup2 mount at {point}"
+        ))?;
+    Ok(Path::new(&point).join(relative.trim_start_matches('/')))
+}
+
 fn probe_landlock() -> (Layer, Option<u32>) {
     const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
     let (attr, size, flags) = (

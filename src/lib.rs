@@ -19,6 +19,7 @@ pub mod logging;
 pub mod mcp;
 pub mod mine;
 pub mod registry;
+pub mod sandbox;
 pub mod schedule;
 pub mod store;
 pub mod validate;

@@ -12,6 +12,8 @@ use crate::host::{self, IsolationLevel, Layer};
 
 pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
     let report = host::probe();
+    // The built-in policy: no configuration key names another policy file yet.
+    let sandbox = crate::sandbox::SandboxPolicy::default().plan(&report);
     let config = config_request(cli).load();
     let config_check = match &config {
         Ok(c) => Layer {
@@ -56,6 +58,7 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
                 "isolation": report.isolation_level(),
                 "missing": report.missing(),
                 "verdict": report.verdict(),
+                "sandbox": sandbox,
                 "config": config_check,
                 "daemon": daemon_check,
             }),
@@ -114,5 +117,10 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
         IsolationLevel::Insufficient => style.bad(&verdict),
     };
     writeln!(out, "\nverdict: {verdict}")?;
+    let summary = match sandbox.refused {
+        Some(_) => style.bad(&sandbox.summary),
+        None => style.good(&sandbox.summary),
+    };
+    writeln!(out, "sandbox: {summary}")?;
     Ok(())
 }

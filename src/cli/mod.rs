@@ -9,6 +9,7 @@ mod ingest;
 mod install;
 pub mod mine;
 mod output;
+mod sandbox;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,7 +29,8 @@ use output::Style;
     version,
     about = "Turn what coding agents keep doing by hand into sandboxed, reviewed tools",
     after_help = "Exit codes: 0 success, 1 failure, 2 usage, 3 daemon not running, \
-                  4 invalid config, 5 already running, 6 store damaged, 7 permission denied."
+                  4 invalid config, 5 already running, 6 store damaged, 7 permission denied; \
+                  `toolsmith sandbox` exits with the command's status (see its help)."
 )]
 pub struct Cli {
     /// Configuration file (default: $TOOLSMITH_CONFIG, $XDG_CONFIG_HOME/toolsmith/config.toml,
@@ -118,6 +120,9 @@ pub enum Command {
         #[arg(long, required = true)]
         user: bool,
     },
+    /// Run a command in the sandbox generated tools run in, and report how it ended.
+    #[command(after_help = sandbox::EXIT_CODES)]
+    Sandbox(sandbox::SandboxArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -186,9 +191,19 @@ impl From<std::io::Error> for Failure {
 
 /// `toolsmith`'s whole `main`.
 pub fn main() -> std::process::ExitCode {
+    // First of all: the sandbox helper must stay single-threaded, so it runs before anything
+    // else could start a thread.
+    if let Some(code) = crate::sandbox::helper_main() {
+        return code;
+    }
     let cli = Cli::parse();
-    match run(&cli) {
-        Ok(()) => ExitCode::Success.into(),
+    // `toolsmith sandbox` exits with the command's own status.
+    let status = match &cli.command {
+        Command::Sandbox(args) => sandbox::run(&cli, args),
+        _ => run(&cli).map(|()| ExitCode::Success as u8),
+    };
+    match status {
+        Ok(code) => std::process::ExitCode::from(code),
         Err(failure) => {
             if cli.json {
                 let body =
@@ -263,6 +278,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Man { out: dir } => man(dir.as_deref(), &mut out),
+        Command::Sandbox(args) => sandbox::run(cli, args).map(drop),
     }
 }
 

@@ -1,0 +1,180 @@
+//! `toolsmith sandbox -- CMD…`: runs any command in the sandbox generated tools run in, for
+//! debugging a tool. The command's output passes through (capped), a report follows on stderr,
+//! and the exit code is the command's own.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+
+use super::output::Style;
+use super::{Cli, Failure};
+use crate::exit::ExitCode;
+use crate::sandbox::{
+    self, Exit, Limits, Profile, RunReport, SandboxError, SandboxPolicy, SandboxSpec, Stdin,
+    WorkspaceAccess,
+};
+
+/// Exit codes of `toolsmith sandbox`, for its help.
+pub(super) const EXIT_CODES: &str = "Exit status: the command's own; 128+N when signal N killed \
+it (a limit that kills, like --timeout, gives 137). 125: toolsmith itself failed (a wrong \
+option or policy file, a sandbox that could not be set up, a policy that refuses to run here); \
+126: the command cannot be executed; 127: the command was not found inside the sandbox, which holds /usr, /bin, /lib*, /etc (a few files), /dev (a few devices), \
+/proc, /tmp, /work (HOME, the default working directory), and /workspace with --workspace.";
+
+/// `toolsmith sandbox`'s arguments.
+#[derive(Debug, Args)]
+pub struct SandboxArgs {
+    /// Show DIR at /workspace (the working directory), read-only (`read`) or writable (`write`).
+    #[arg(long, num_args = 2, value_names = ["ACCESS", "DIR"])]
+    pub workspace: Option<Vec<String>>,
+    /// Wall-clock limit, seconds.
+    #[arg(long, value_name = "S", default_value_t = Limits::default().wall_s)]
+    pub timeout: u32,
+    /// Memory limit, MiB.
+    #[arg(long, value_name = "MB", default_value_t = Limits::default().memory_mb)]
+    pub memory: u32,
+    /// A tool's directory, shown read-only at /tool.
+    #[arg(long, value_name = "DIR")]
+    pub tool_dir: Option<PathBuf>,
+    /// Set a variable in the command's environment (repeatable); the rest is an allow-list.
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// Policy file whose [sandbox] table applies (default: the built-in policy).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+fn failure(err: &SandboxError) -> Failure {
+    let code = match err {
+        SandboxError::Exec {
+            errno: libc::ENOENT,
+            ..
+        } => ExitCode::CommandNotFound,
+        SandboxError::Exec { .. } => ExitCode::CannotExecute,
+        _ => ExitCode::SandboxFailed,
+    };
+    Failure::new(code, err.to_string())
+}
+
+/// Builds the run from the command line.
+fn spec(args: &SandboxArgs) -> Result<SandboxSpec, Failure> {
+    // 125 for every failure of toolsmith's own: the command's codes stay unambiguous.
+    let bad_option = |m: String| Failure::new(ExitCode::SandboxFailed, m);
+    let mut spec = SandboxSpec::new(args.command.clone());
+    let mut profile = Profile::default();
+    if let Some([access, dir]) = args.workspace.as_deref() {
+        profile.workspace = match access.as_str() {
+            "read" => WorkspaceAccess::Read,
+            "write" => WorkspaceAccess::Write,
+            other => {
+                return Err(bad_option(format!(
+                    "--workspace {other} {dir}: the access is `read` or `write`"
+                )));
+            }
+        };
+        spec.workspace = Some(PathBuf::from(dir));
+    }
+    profile.limits = Limits {
+        wall_s: args.timeout,
+        memory_mb: args.memory,
+        ..Limits::default()
+    };
+    spec.profile = profile;
+    spec.tool_dir = args.tool_dir.clone();
+    for pair in &args.env {
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or_else(|| bad_option(format!("--env {pair}: expected NAME=VALUE")))?;
+        spec.env.push((name.to_owned(), value.to_owned()));
+    }
+    if let Some(path) = &args.policy {
+        spec.policy = SandboxPolicy::load(path)
+            .map_err(|e| Failure::new(ExitCode::SandboxFailed, e.to_string()))?;
+    }
+    spec.stdin = Stdin::Inherit;
+    Ok(spec)
+}
+
+/// Runs the command and prints what happened; returns the command's exit status.
+pub(super) fn run(cli: &Cli, args: &SandboxArgs) -> Result<u8, Failure> {
+    let spec = spec(args)?;
+    let report = sandbox::run(&spec).map_err(|e| failure(&e))?;
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    if cli.json {
+        super::output::json(&mut out, &json!(report))?;
+    } else {
+        out.write_all(&report.stdout.bytes)?;
+        out.flush()?;
+        err.write_all(&report.stderr.bytes)?;
+        summary(&report, &mut err, Style::for_stdout())?;
+    }
+    Ok(report.exit.status())
+}
+
+/// The report after the command's output: one line for how it ended, notes for the rest.
+fn summary(report: &RunReport, err: &mut impl Write, style: Style) -> std::io::Result<()> {
+    for (name, stream) in [("stdout", &report.stdout), ("stderr", &report.stderr)] {
+        if stream.truncated {
+            writeln!(
+                err,
+                "toolsmith sandbox: {name} truncated: {} of {} bytes kept",
+                stream.bytes.len(),
+                stream.total_bytes
+            )?;
+        }
+    }
+    let ended = match report.exit {
+        Exit::Code(0) => style.good("exited 0"),
+        Exit::Code(code) => style.warn(&format!("exited {code}")),
+        Exit::Signal(signal) => {
+            let name = nix::sys::signal::Signal::try_from(signal)
+                .map(|s| s.as_str().to_owned())
+                .unwrap_or_else(|_| format!("signal {signal}"));
+            style.bad(&format!("killed by {name}"))
+        }
+    };
+    let limit = match report.limit {
+        Some(limit) => format!(", {} limit hit", limit.as_str()),
+        None => String::new(),
+    };
+    let memory = match report.peak_memory_kb {
+        Some(kb) => format!(", peak memory {:.1} MiB", kb as f64 / 1024.0),
+        None => String::new(),
+    };
+    let cpu = match report.cpu_ms {
+        Some(ms) => format!(", CPU {ms} ms"),
+        None => String::new(),
+    };
+    writeln!(
+        err,
+        "toolsmith sandbox: {ended}{limit} after {} ms{cpu}{memory}",
+        report.runtime_ms
+    )?;
+    let l = &report.layers;
+    let mut layers = Vec::new();
+    if l.namespaces {
+        layers.push("namespaces".to_string());
+    }
+    match (l.landlock, l.landlock_abi) {
+        (sandbox::Enforcement::Full, Some(abi)) => layers.push(format!("Landlock ABI {abi}")),
+        (sandbox::Enforcement::Partial, Some(abi)) => {
+            layers.push(format!("Landlock ABI {abi} (partial)"));
+        }
+        _ => {}
+    }
+    if l.seccomp {
+        layers.push("seccomp".into());
+    }
+    layers.push(if l.cgroup { "cgroup" } else { "rlimits" }.into());
+    writeln!(err, "toolsmith sandbox: layers: {}", layers.join(", "))?;
+    for warning in &report.warnings {
+        writeln!(err, "toolsmith sandbox: note: {warning}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,369 @@
+//! The sandbox every generated tool runs in: generated code is untrusted and never runs
+//! anywhere else.
+//!
+//! [`run`] starts the toolsmith binary again as a single-threaded helper (see [`helper_main`],
+//! which every `main` that may be the helper calls first). The helper creates user, mount, pid,
+//! net, ipc and uts namespaces, builds a minimal filesystem view, and confines its pid 1 before
+//! `execve`. The exact order, and what each layer denies:
+//!
+//! 1. **cgroup** (when a cgroup v2 subtree is delegated): the helper joins the run's cgroup,
+//!    whose `memory.max`, `pids.max` and `cpu.max` bound the whole run.
+//! 2. **namespaces**: `unshare(user | mount | pid | net | ipc | uts)`, the caller's own uid and
+//!    gid mapped (no other id exists inside). The net namespace has only a downed loopback: no
+//!    network at all. Host processes are invisible; signals cannot reach them.
+//! 3. fork: the child is pid 1 of the new pid namespace; the parent side supervises.
+//! 4. **view** (`mounts.rs`): mounts private, a fresh tmpfs root with the system directories,
+//!    selected `/etc` files, the tool's directory and the workspace bound (read-only unless the
+//!    profile says the workspace is writable), private `/tmp` and `/work`, a minimal `/dev`, a
+//!    new `/proc`; `pivot_root` and the old root detached. Home, `/run`, the daemon's socket and
+//!    state are not there to be read or written.
+//! 5. `setsid` (no controlling terminal) and `PR_SET_PDEATHSIG` (pid 1 dies with its
+//!    supervisor), then every inherited descriptor above 2 is closed.
+//! 6. **rlimits** (`limits.rs`): CPU time, file size, open files, no core dumps; data size and
+//!    processes too when there is no cgroup.
+//! 7. **Landlock** (`landlock.rs`, the kernel's highest ABI, fully enforced or refused): writes
+//!    only under `/work`, `/tmp` and a writable workspace; reads only of the view; TCP bind and
+//!    connect denied (ABI 4); abstract unix sockets and signals outside the sandbox denied (ABI
+//!    6). Without namespaces, the same rules on host paths are the filesystem barrier.
+//! 8. the capability bounding and ambient sets emptied, so even a uid-0 command gets no
+//!    capability from `execve`; **no_new_privs** (setuid bits and file capabilities inert).
+//! 9. **seccomp** (`seccomp.rs`): the deny-list of dangerous system calls (io_uring, ptrace,
+//!    bpf, mount, namespaces, keyrings, module loading, TIOCSTI, non-unix sockets, …), and any
+//!    foreign-architecture call kills the process.
+//! 10. `execve` with an allow-listed environment (`env.rs`).
+//!
+//! The parent (`parent.rs`) enforces the wall-clock limit by having the supervisor kill pid 1,
+//! which ends the whole pid namespace (so `setsid` and double forks do not survive), caps the
+//! captured output (marking truncation), and returns a [`RunReport`]: exit code or signal, the
+//! limit hit, runtime, CPU time and peak memory, and which layers were in force.
+//!
+//! The policy's `[sandbox]` table ([`SandboxPolicy`]) names the layers untrusted code cannot run
+//! without (by default Landlock, seccomp and rlimits) and the maxima of every limit.
+
+mod child;
+mod env;
+mod landlock;
+mod limits;
+mod mounts;
+mod parent;
+pub mod policy;
+mod protocol;
+mod seccomp;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::registry::manifest::SandboxProfile;
+pub use crate::registry::manifest::{Limits, WorkspaceAccess};
+pub use policy::{Layer, LayerPlan, SandboxPolicy, SandboxPolicyError};
+pub use protocol::Step;
+
+/// The name (`argv[0]`) the helper is started under; [`helper_main`] recognises it.
+pub const HELPER_ARG0: &str = "toolsmith-sandbox-helper";
+
+/// Where the workspace appears inside the sandbox.
+pub const WORKSPACE_DIR: &str = mounts::WORKSPACE;
+/// The command's work and home directory inside the sandbox (a private tmpfs).
+pub const WORK_DIR: &str = mounts::WORK;
+/// Where the tool's own files appear inside the sandbox.
+pub const TOOL_DIR: &str = mounts::TOOL;
+
+/// Runs the sandbox helper and returns its exit code when this process was started as one;
+/// `None` otherwise. Call it first thing in `main`, before any thread or async runtime starts:
+/// the helper forks and unshares, which only a single-threaded process may do safely.
+pub fn helper_main() -> Option<std::process::ExitCode> {
+    child::main_if_helper()
+}
+
+/// What a run may use: workspace access and limits, as a manifest's `sandbox:` asks for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Profile {
+    /// Access to the workspace.
+    pub workspace: WorkspaceAccess,
+    /// Resource limits (bounded by the policy's maxima when the run starts).
+    pub limits: Limits,
+}
+
+impl TryFrom<&SandboxProfile> for Profile {
+    type Error = SandboxError;
+
+    /// A manifest's profile; `network: true` is refused, since no tool gets the network.
+    fn try_from(profile: &SandboxProfile) -> Result<Self, SandboxError> {
+        if profile.network {
+            return Err(SandboxError::Invalid(
+                "the profile asks for `network: true`, but tools never get the network: set \
+                 `network: false` in the manifest's `sandbox:`"
+                    .into(),
+            ));
+        }
+        Ok(Profile {
+            workspace: profile.workspace,
+            limits: profile.limits,
+        })
+    }
+}
+
+/// The command's standard input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stdin {
+    /// `/dev/null`.
+    #[default]
+    Null,
+    /// The caller's own standard input (for `toolsmith sandbox` at a terminal).
+    Inherit,
+}
+
+/// A run to make.
+#[derive(Debug, Clone)]
+pub struct SandboxSpec {
+    /// The command and its arguments. A name without a slash is looked up in the sandbox's
+    /// `PATH` (system directories); `/tool/run.sh` names a tool's entry point.
+    pub command: Vec<String>,
+    /// Workspace access and limits.
+    pub profile: Profile,
+    /// The workspace on the host, shown at [`WORKSPACE_DIR`] when the profile grants access.
+    pub workspace: Option<PathBuf>,
+    /// The tool's directory on the host, shown read-only at [`TOOL_DIR`].
+    pub tool_dir: Option<PathBuf>,
+    /// Variables to set in the command's environment besides the allow-listed ones (e.g.
+    /// `TOOLSMITH_DRY_RUN=1`); they replace allow-listed ones of the same name.
+    pub env: Vec<(String, String)>,
+    /// Standard input.
+    pub stdin: Stdin,
+    /// The policy: required layers and maxima.
+    pub policy: SandboxPolicy,
+    /// The binary that serves as the helper (it must call [`helper_main`] first); by default
+    /// this process's own executable. Tests and other binaries pass the `toolsmith` binary.
+    pub helper: Option<PathBuf>,
+}
+
+impl SandboxSpec {
+    /// A run of `command` with the default profile and policy, no workspace and no tool files.
+    pub fn new(command: Vec<String>) -> Self {
+        SandboxSpec {
+            command,
+            profile: Profile::default(),
+            workspace: None,
+            tool_dir: None,
+            env: Vec::new(),
+            stdin: Stdin::Null,
+            policy: SandboxPolicy::default(),
+            helper: None,
+        }
+    }
+}
+
+/// Runs a command in the sandbox and waits for it: blocking, and to be called from a thread
+/// that lives until it returns (the helper is bound to this thread with a parent-death signal),
+/// e.g. `tokio::task::spawn_blocking` in the daemon.
+pub fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
+    parent::run(spec)
+}
+
+/// How the command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exit {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal killed it.
+    Signal(i32),
+}
+
+impl Exit {
+    /// The shell convention: the code, or 128 plus the signal.
+    pub fn status(self) -> u8 {
+        let value = match self {
+            Exit::Code(code) => code,
+            Exit::Signal(signal) => 128 + signal,
+        };
+        u8::try_from(value.rem_euclid(256)).unwrap_or(u8::MAX)
+    }
+}
+
+/// The limit that ended a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitHit {
+    /// Wall-clock time.
+    Wall,
+    /// CPU time.
+    Cpu,
+    /// Memory.
+    Memory,
+    /// Processes and threads.
+    Pids,
+    /// Captured output.
+    Output,
+    /// Size of a written file.
+    FileSize,
+}
+
+impl LimitHit {
+    /// The name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitHit::Wall => "wall time",
+            LimitHit::Cpu => "CPU time",
+            LimitHit::Memory => "memory",
+            LimitHit::Pids => "processes",
+            LimitHit::Output => "output",
+            LimitHit::FileSize => "file size",
+        }
+    }
+}
+
+/// How fully Landlock was enforced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Enforcement {
+    /// Every right of the kernel's ABI.
+    Full,
+    /// Some (only when the policy allows it).
+    Partial,
+    /// Not at all (only when the policy does not require Landlock).
+    None,
+}
+
+/// The layers that were in force for a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AppliedLayers {
+    /// Namespaces and the minimal filesystem view.
+    pub namespaces: bool,
+    /// Landlock.
+    pub landlock: Enforcement,
+    /// The Landlock ABI used.
+    pub landlock_abi: Option<u32>,
+    /// The seccomp filters.
+    pub seccomp: bool,
+    /// A cgroup carried the memory, pids and CPU limits (else rlimits did).
+    pub cgroup: bool,
+}
+
+/// One captured output stream.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Output {
+    /// What was kept: at most the output limit.
+    #[serde(rename = "text", serialize_with = "lossy")]
+    pub bytes: Vec<u8>,
+    /// Everything the command wrote, kept or not.
+    pub total_bytes: u64,
+    /// Whether `bytes` is shorter than what was written.
+    pub truncated: bool,
+}
+
+fn lossy<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&String::from_utf8_lossy(bytes))
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunReport {
+    /// How the command ended.
+    pub exit: Exit,
+    /// The limit that ended it, if one did.
+    pub limit: Option<LimitHit>,
+    /// Wall-clock time from start to end, set-up included, ms.
+    pub runtime_ms: u64,
+    /// CPU time of the command and the children it waited for, ms (unknown when it was killed
+    /// with its supervisor).
+    pub cpu_ms: Option<u64>,
+    /// Peak memory, KiB: the cgroup's peak, else the largest resident set of a process.
+    pub peak_memory_kb: Option<u64>,
+    /// Standard output.
+    pub stdout: Output,
+    /// Standard error.
+    pub stderr: Output,
+    /// The limits in force (the profile's, bounded by the policy).
+    pub limits: Limits,
+    /// The layers in force.
+    pub layers: AppliedLayers,
+    /// What the caller should know: limits lowered by the policy, a limit not enforceable here.
+    pub warnings: Vec<String>,
+}
+
+/// Why a run could not happen (a command that ran and failed is a [`RunReport`], not this).
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The request is wrong; the message says what to change.
+    #[error("invalid sandbox request: {0}")]
+    Invalid(String),
+    /// The policy forbids running here: a required layer is missing.
+    #[error("{0}")]
+    Refused(String),
+    /// The helper could not be started.
+    #[error("cannot start the sandbox helper {}: {source}", helper.display())]
+    Spawn {
+        /// The helper binary.
+        helper: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The helper failed while setting the sandbox up; nothing of the command ran.
+    #[error("sandbox set-up failed while {step}: {detail}")]
+    Setup {
+        /// The step.
+        step: Step,
+        /// The errno, when a system call failed.
+        errno: Option<i32>,
+        /// What failed and what to do.
+        detail: String,
+    },
+    /// The command could not be executed inside the sandbox.
+    #[error("cannot run `{command}` in the sandbox: {detail}")]
+    Exec {
+        /// The command name.
+        command: String,
+        /// The errno (`ENOENT`: not found; `EACCES`: not executable).
+        errno: i32,
+        /// What failed and what to do.
+        detail: String,
+    },
+    /// The helper did not follow the protocol: a bug, or a helper binary of another build.
+    #[error("the sandbox helper {0}")]
+    Protocol(String),
+    /// An I/O error of the parent side.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_statuses_follow_the_shell() {
+        assert_eq!(Exit::Code(3).status(), 3);
+        assert_eq!(Exit::Signal(9).status(), 137);
+        assert_eq!(Exit::Code(-1).status(), 255);
+        assert_eq!(
+            serde_json::to_value(Exit::Signal(9)).expect("json"),
+            serde_json::json!({"signal": 9})
+        );
+    }
+
+    #[test]
+    fn profiles_from_manifests() {
+        let asked = SandboxProfile {
+            workspace: WorkspaceAccess::Read,
+            network: false,
+            limits: Limits::default(),
+        };
+        let profile = Profile::try_from(&asked).expect("valid");
+        assert_eq!(profile.workspace, WorkspaceAccess::Read);
+        let network = SandboxProfile {
+            network: true,
+            ..asked
+        };
+        let err = Profile::try_from(&network)
+            .expect_err("refused")
+            .to_string();
+        assert!(err.contains("never get the network"), "{err}");
+    }
+}

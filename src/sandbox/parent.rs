@@ -1,0 +1,684 @@
+//! The parent side of a run: decide the layers, plan the view, start the helper, feed it the
+//! request, capture the output under its cap, enforce wall time, and turn what the helper
+//! reports into a [`RunReport`].
+//!
+//! Wall time is enforced by `SIGTERM` to the supervisor, which kills pid 1 and so the whole pid
+//! namespace, then reports pid 1's status and resource usage as usual; a supervisor that does
+//! not end within [`KILL_GRACE`] gets `SIGKILL`, and pid 1's parent-death signal follows it.
+
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::fcntl::OFlag;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::{Group, Pid, User, getgid, getuid, pipe2};
+
+use super::limits::{self, RunCgroup};
+use super::mounts;
+use super::policy::Layer;
+use super::protocol::{HelperSpec, MAX_MESSAGE_BYTES, Message, Required, Step, View};
+use super::{
+    AppliedLayers, Enforcement, Exit, HELPER_ARG0, LimitHit, Output, RunReport, SandboxError,
+    SandboxSpec, Stdin, WorkspaceAccess,
+};
+use crate::host;
+
+/// How long the supervisor has to end pid 1 and report after `SIGTERM`.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// How long output pipes may stay open after the supervisor is gone (only without a pid
+/// namespace can a process outlive pid 1 and hold them).
+const DRAIN_GRACE: Duration = Duration::from_millis(200);
+
+/// How much of stderr the limit classification looks at.
+const STDERR_TAIL: usize = 8 * 1024;
+
+/// Whether the namespaces work here, probed once per process (a forked child tries them).
+fn namespaces() -> &'static host::Layer {
+    static PROBE: OnceLock<host::Layer> = OnceLock::new();
+    PROBE.get_or_init(host::sandbox_namespaces)
+}
+
+pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
+    let policy = &spec.policy;
+    let invalid = |m: String| SandboxError::Invalid(m);
+    if spec.command.first().is_none_or(|c| c.is_empty()) {
+        return Err(invalid("no command given".into()));
+    }
+    let (limits, mut warnings) = policy.clamp(spec.profile.limits);
+    let access = spec.profile.workspace;
+    let workspace = match (&spec.workspace, access) {
+        (Some(dir), WorkspaceAccess::Read | WorkspaceAccess::Write) => {
+            Some(canonical_dir(dir, "workspace")?)
+        }
+        (None, WorkspaceAccess::Read | WorkspaceAccess::Write) => {
+            return Err(invalid(format!(
+                "the profile grants {access} access to the workspace, but no workspace \
+                 directory was given"
+            )));
+        }
+        (_, WorkspaceAccess::None) => None,
+    };
+    let tool_dir = match &spec.tool_dir {
+        Some(dir) => Some(canonical_dir(dir, "tool directory")?),
+        None => None,
+    };
+
+    let ns = namespaces();
+    let isolated = ns.available;
+    if !isolated && policy.requires(Layer::Namespaces) {
+        return Err(SandboxError::Refused(
+            policy.refusal(Layer::Namespaces, &ns.detail),
+        ));
+    }
+    if policy.requires(Layer::Landlock) && host::landlock_abi().is_none() {
+        let why = "this kernel offers no Landlock (`toolsmith doctor` says why)";
+        return Err(SandboxError::Refused(policy.refusal(Layer::Landlock, why)));
+    }
+    let cgroup =
+        match limits::cgroup_available().and_then(|()| RunCgroup::create(&limits, policy.cpus)) {
+            Ok(cgroup) => Some(cgroup),
+            Err(why) if policy.requires(Layer::Cgroup) => {
+                return Err(SandboxError::Refused(policy.refusal(Layer::Cgroup, &why)));
+            }
+            Err(_) => None,
+        };
+    if cgroup.is_none() && nix::unistd::geteuid().is_root() {
+        warnings.push(
+            "the pids limit is not enforced: the kernel exempts uid 0 from RLIMIT_NPROC and \
+             there is no delegated cgroup v2 (run as another user, or under a systemd unit \
+             with Delegate=yes)"
+                .into(),
+        );
+    }
+
+    let (passwd, group) = identity();
+    let inputs = mounts::Inputs {
+        workspace: workspace.as_deref().map(|w| (w, access)),
+        tool_dir: tool_dir.as_deref(),
+        scratch_mb: limits.file_size_mb,
+        passwd,
+        group,
+    };
+    let mut scratch = None;
+    let (view, rules, home, tmpdir) = if isolated {
+        let plan = mounts::plan(&inputs, &mounts::inspect);
+        let rules = mounts::landlock_rules(&plan);
+        (
+            View::Isolated(plan),
+            rules,
+            mounts::WORK.into(),
+            mounts::TMP.into(),
+        )
+    } else {
+        let dir = Scratch::create()?;
+        let rules = mounts::host_rules(&inputs, &mounts::inspect, &dir.path);
+        let cwd = workspace.clone().unwrap_or_else(|| dir.path.clone());
+        let home = path_str(&dir.path)?;
+        let tmp = path_str(&dir.path.join("tmp"))?;
+        scratch = Some(dir);
+        warnings.push(format!(
+            "no namespaces ({}): Landlock alone guards the filesystem, and a process that \
+             leaves the session can outlive the run",
+            ns.detail
+        ));
+        (View::Host { cwd }, rules, home, tmp)
+    };
+    let env = super::env::environment(&|n| std::env::var(n).ok(), &home, &tmpdir, &spec.env)
+        .map_err(invalid)?;
+    let request = HelperSpec {
+        argv: spec.command.clone(),
+        env,
+        view,
+        landlock: rules,
+        limits,
+        cgroup_limits: cgroup.is_some(),
+        cgroup_procs: cgroup.as_ref().map(RunCgroup::procs),
+        required: Required {
+            landlock: policy.requires(Layer::Landlock),
+            seccomp: policy.requires(Layer::Seccomp),
+            allow_partial_landlock: policy.allow_partial_landlock,
+        },
+        deny_all_sockets: !isolated,
+    };
+    let request = serde_json::to_vec(&request).map_err(|e| {
+        invalid(format!(
+            "the request cannot be encoded: {e} (paths must be UTF-8)"
+        ))
+    })?;
+
+    let helper = match &spec.helper {
+        Some(path) => path.clone(),
+        None => std::env::current_exe().map_err(|source| SandboxError::Io {
+            what: "finding the toolsmith binary to start the sandbox helper".into(),
+            source,
+        })?,
+    };
+    let started = Instant::now();
+    let (mut child, spec_pipe, report_pipe) = spawn(&helper, spec.stdin)?;
+    // A helper that dies before reading says why on the report pipe; a failed write is not
+    // the error to show.
+    let _ = std::fs::File::from(spec_pipe).write_all(&request);
+
+    let cap = usize::try_from(limits.output_kb)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(1024);
+    let outcome = watch(&mut child, report_pipe, cap, limits.wall_s, cgroup.as_ref())?;
+    let runtime = started.elapsed();
+    let status = child.wait().map_err(|source| SandboxError::Io {
+        what: "waiting for the sandbox helper".into(),
+        source,
+    })?;
+    let stats = cgroup.as_ref().map(RunCgroup::stats);
+    drop(cgroup);
+    drop(scratch);
+    warnings.extend(outcome.warnings);
+
+    let mut confined = None;
+    let mut exited = None;
+    for message in outcome.messages {
+        match message {
+            Message::Failed {
+                step: Step::Exec,
+                errno,
+                detail,
+            } => {
+                return Err(SandboxError::Exec {
+                    command: spec.command.first().cloned().unwrap_or_default(),
+                    errno: errno.unwrap_or(libc::ENOENT),
+                    detail,
+                });
+            }
+            Message::Failed {
+                step,
+                errno,
+                detail,
+            } => {
+                return Err(SandboxError::Setup {
+                    step,
+                    errno,
+                    detail,
+                });
+            }
+            Message::Confined {
+                landlock,
+                landlock_abi,
+                seccomp,
+            } => confined = Some((landlock, landlock_abi, seccomp)),
+            Message::Exited {
+                exit,
+                maxrss_kb,
+                cpu_us,
+            } => exited = Some((exit, maxrss_kb, cpu_us)),
+        }
+    }
+    let stderr_tail = |o: &Output| o.bytes[o.bytes.len().saturating_sub(STDERR_TAIL)..].to_vec();
+    let (exit, maxrss_kb, cpu_ms) = match exited {
+        Some((exit, maxrss, cpu_us)) => (exit, Some(maxrss), Some(cpu_us / 1000)),
+        // The supervisor itself was killed (the SIGKILL after the grace, or a SIGTERM before it
+        // could block the signal): pid 1 died with it.
+        None if outcome.killed_for.is_some() && status.signal().is_some() => {
+            (Exit::Signal(Signal::SIGKILL as i32), None, None)
+        }
+        None => {
+            let tail = String::from_utf8_lossy(&stderr_tail(&outcome.stderr)).into_owned();
+            return Err(SandboxError::Protocol(format!(
+                "{} ended ({status}) without reporting how the command ended (is it a binary \
+                 whose main calls toolsmith::sandbox::helper_main first?); its stderr: {}",
+                helper.display(),
+                tail.trim()
+            )));
+        }
+    };
+    let (landlock, landlock_abi, seccomp) = confined.unwrap_or((Enforcement::None, None, false));
+    if landlock == Enforcement::None {
+        warnings.push(if isolated {
+            "Landlock was not enforced (the policy does not require it): only the filesystem \
+             view limits what the command can read and write"
+                .into()
+        } else {
+            "Landlock was not enforced (the policy does not require it) and there are no \
+             namespaces: only file permissions limit what the command can read and write"
+                .into()
+        });
+    }
+    if !seccomp {
+        warnings.push(
+            "the seccomp filters were not installed (the policy does not require them)".into(),
+        );
+    }
+    let peak_memory_kb = stats.and_then(|s| s.peak_kb).or(maxrss_kb);
+    let tail = stderr_tail(&outcome.stderr);
+    let limit = limits::classify(&limits::Evidence {
+        killed_for: outcome.killed_for,
+        exit,
+        cpu_ms,
+        peak_kb: peak_memory_kb,
+        stderr_tail: &tail,
+        cgroup: stats,
+        limits: &limits,
+    });
+    Ok(RunReport {
+        exit,
+        limit,
+        runtime_ms: u64::try_from(runtime.as_millis()).unwrap_or(u64::MAX),
+        cpu_ms,
+        peak_memory_kb,
+        stdout: outcome.stdout,
+        stderr: outcome.stderr,
+        limits,
+        layers: AppliedLayers {
+            namespaces: isolated,
+            landlock,
+            landlock_abi,
+            seccomp,
+            cgroup: stats.is_some(),
+        },
+        warnings,
+    })
+}
+
+fn canonical_dir(dir: &Path, what: &str) -> Result<PathBuf, SandboxError> {
+    let canonical = dir.canonicalize().map_err(|e| {
+        SandboxError::Invalid(format!("the {what} {} cannot be used: {e}", dir.display()))
+    })?;
+    if !canonical.is_dir() {
+        return Err(SandboxError::Invalid(format!(
+            "the {what} {} is not a directory",
+            dir.display()
+        )));
+    }
+    Ok(canonical)
+}
+
+fn path_str(path: &Path) -> Result<String, SandboxError> {
+    path.to_str()
+        .map(str::to_owned)
+        .ok_or_else(|| SandboxError::Invalid(format!("{} is not UTF-8", path.display())))
+}
+
+/// The view's `/etc/passwd` and `/etc/group`: the caller alone.
+fn identity() -> (String, String) {
+    let (uid, gid) = (getuid(), getgid());
+    // A name with a colon or newline would corrupt the file: such names are replaced.
+    let clean = |name: String| -> Option<String> {
+        (!name.is_empty() && !name.contains([':', '\n'])).then_some(name)
+    };
+    let user = User::from_uid(uid)
+        .ok()
+        .flatten()
+        .and_then(|u| clean(u.name))
+        .unwrap_or_else(|| "sandbox".into());
+    let group = Group::from_gid(gid)
+        .ok()
+        .flatten()
+        .and_then(|g| clean(g.name))
+        .unwrap_or_else(|| "sandbox".into());
+    (
+        format!("{user}:x:{uid}:{gid}:{user}:{}:/bin/sh\n", mounts::WORK),
+        format!("{group}:x:{gid}:\n"),
+    )
+}
+
+/// A host work directory for runs without namespaces, removed afterwards.
+struct Scratch {
+    path: PathBuf,
+}
+
+impl Scratch {
+    fn create() -> Result<Scratch, SandboxError> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("toolsmith-run-{}-{n}", std::process::id()));
+        let io = |source| SandboxError::Io {
+            what: format!("creating the work directory {}", path.display()),
+            source,
+        };
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map_err(io)?;
+        let scratch = Scratch { path };
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(scratch.path.join("tmp"))
+            .map_err(|source| SandboxError::Io {
+                what: format!("creating {}/tmp", scratch.path.display()),
+                source,
+            })?;
+        Ok(scratch)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // std's remove_dir_all does not follow symlinks the command may have planted.
+        if let Err(e) = std::fs::remove_dir_all(&self.path) {
+            tracing::warn!(dir = %self.path.display(), "could not remove a run's work directory: {e}");
+        }
+    }
+}
+
+/// Starts the helper with the request pipe and the report pipe as extra descriptors.
+fn spawn(helper: &Path, stdin: Stdin) -> Result<(Child, OwnedFd, OwnedFd), SandboxError> {
+    let pipe = |what: &str| {
+        pipe2(OFlag::O_CLOEXEC).map_err(|e| SandboxError::Io {
+            what: format!("creating the {what} pipe"),
+            source: e.into(),
+        })
+    };
+    // A parent with a closed stdin could get descriptor 0 from pipe2, which the child's stdio
+    // set-up would then overwrite: such a descriptor is moved above 2 (`try_clone` dups to 3+).
+    let above_stdio = |fd: OwnedFd| -> Result<OwnedFd, SandboxError> {
+        if fd.as_raw_fd() > 2 {
+            return Ok(fd);
+        }
+        fd.try_clone().map_err(|source| SandboxError::Io {
+            what: "moving a pipe above the standard descriptors".into(),
+            source,
+        })
+    };
+    let (spec_read, spec_write) = pipe("request")?;
+    let (report_read, report_write) = pipe("report")?;
+    let (spec_read, report_write) = (above_stdio(spec_read)?, above_stdio(report_write)?);
+    let (spec_fd, report_fd) = (spec_read.as_raw_fd(), report_write.as_raw_fd());
+    let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
+    let mut command = Command::new(helper);
+    command
+        .arg0(HELPER_ARG0)
+        .arg(spec_fd.to_string())
+        .arg(report_fd.to_string())
+        .env_clear()
+        .stdin(match stdin {
+            Stdin::Null => Stdio::null(),
+            Stdin::Inherit => Stdio::inherit(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: the closure runs in the forked child before exec and makes only async-signal-safe
+    // system calls on integers: it lets the two pipe ends survive exec, ties the helper's life
+    // to this thread, and checks this process did not die before that was armed.
+    unsafe {
+        command.pre_exec(move || {
+            for fd in [spec_fd, report_fd] {
+                if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            let kill = libc::c_ulong::try_from(libc::SIGKILL).unwrap_or(9);
+            if libc::prctl(libc::PR_SET_PDEATHSIG, kill, 0, 0, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().map_err(|source| SandboxError::Spawn {
+        helper: helper.to_path_buf(),
+        source,
+    })?;
+    drop(spec_read);
+    drop(report_write);
+    Ok((child, spec_write, report_read))
+}
+
+/// Output kept up to a cap.
+struct Capture {
+    output: Output,
+    cap: usize,
+}
+
+impl Capture {
+    fn new(cap: usize) -> Self {
+        Capture {
+            output: Output::default(),
+            cap,
+        }
+    }
+
+    /// Keeps what fits; returns whether the stream went over the cap.
+    fn push(&mut self, data: &[u8]) -> bool {
+        let len = u64::try_from(data.len()).unwrap_or(u64::MAX);
+        self.output.total_bytes = self.output.total_bytes.saturating_add(len);
+        let room = self.cap.saturating_sub(self.output.bytes.len());
+        self.output
+            .bytes
+            .extend_from_slice(&data[..room.min(data.len())]);
+        if data.len() > room {
+            self.output.truncated = true;
+        }
+        self.output.truncated
+    }
+}
+
+/// What watching a run produced.
+struct Outcome {
+    stdout: Output,
+    stderr: Output,
+    messages: Vec<Message>,
+    killed_for: Option<LimitHit>,
+    warnings: Vec<String>,
+}
+
+/// One of the pipes read while the run goes on.
+enum Source {
+    Stdout,
+    Stderr,
+    Report,
+}
+
+/// Reads stdout, stderr and the report pipe until the supervisor is gone, enforcing the wall
+/// time and the output cap.
+fn watch(
+    child: &mut Child,
+    report: OwnedFd,
+    cap: usize,
+    wall_s: u32,
+    cgroup: Option<&RunCgroup>,
+) -> Result<Outcome, SandboxError> {
+    let io = |what: &str, source: std::io::Error| SandboxError::Io {
+        what: what.into(),
+        source,
+    };
+    let helper = Pid::from_raw(libc::pid_t::try_from(child.id()).unwrap_or(0));
+    let mut stdout_pipe = child.stdout.take().map(OwnedFd::from);
+    let mut stderr_pipe = child.stderr.take().map(OwnedFd::from);
+    let mut report_pipe = Some(report);
+    let (mut stdout, mut stderr) = (Capture::new(cap), Capture::new(cap));
+    let mut report_buf: Vec<u8> = Vec::new();
+    let mut messages = Vec::new();
+    let mut warnings = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(u64::from(wall_s));
+    let mut stop = Stop {
+        helper,
+        cgroup,
+        killed_for: None,
+        terminated_at: None,
+        sigkilled: false,
+    };
+    let mut report_closed_at: Option<Instant> = None;
+    let mut buf = vec![0u8; 64 * 1024];
+
+    loop {
+        if stdout_pipe.is_none() && stderr_pipe.is_none() && report_pipe.is_none() {
+            break;
+        }
+        let now = Instant::now();
+        if let Some(closed) = report_closed_at
+            && now >= closed + DRAIN_GRACE
+        {
+            warnings.push(
+                "a process outlived the run and kept its output open; the rest of its output \
+                 was not read"
+                    .into(),
+            );
+            break;
+        }
+        if now >= deadline {
+            stop.terminate(LimitHit::Wall);
+        }
+        if let Some(at) = stop.terminated_at
+            && !stop.sigkilled
+            && now >= at + KILL_GRACE
+        {
+            // pid 1's parent-death signal takes the namespace down with the supervisor.
+            let _ = child.kill();
+            stop.sigkilled = true;
+        }
+        let mut wake = Vec::new();
+        if stop.killed_for.is_none() {
+            wake.push(deadline);
+        }
+        if let (Some(at), false) = (stop.terminated_at, stop.sigkilled) {
+            wake.push(at + KILL_GRACE);
+        }
+        if let Some(closed) = report_closed_at {
+            wake.push(closed + DRAIN_GRACE);
+        }
+        let timeout = match wake.into_iter().min() {
+            Some(at) => {
+                let left = at.saturating_duration_since(now) + Duration::from_millis(1);
+                PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX)
+            }
+            None => PollTimeout::NONE,
+        };
+
+        let mut sources = Vec::new();
+        let mut fds = Vec::new();
+        for (pipe, source) in [
+            (&stdout_pipe, Source::Stdout),
+            (&stderr_pipe, Source::Stderr),
+            (&report_pipe, Source::Report),
+        ] {
+            if let Some(fd) = pipe {
+                fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+                sources.push(source);
+            }
+        }
+        match poll(&mut fds, timeout) {
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(io("waiting for the sandboxed command's output", e.into())),
+        }
+        let ready: Vec<bool> = fds
+            .iter()
+            .map(|fd| fd.revents().is_some_and(|r| !r.is_empty()))
+            .collect();
+        drop(fds);
+        for (source, ready) in sources.into_iter().zip(ready) {
+            if !ready {
+                continue;
+            }
+            let pipe = match source {
+                Source::Stdout => &mut stdout_pipe,
+                Source::Stderr => &mut stderr_pipe,
+                Source::Report => &mut report_pipe,
+            };
+            let n = match pipe.as_ref().map(|fd| read_some(fd, &mut buf)) {
+                Some(Ok(n)) => n,
+                Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Some(Err(e)) => return Err(io("reading from the sandbox", e)),
+                None => continue,
+            };
+            if n == 0 {
+                *pipe = None;
+                if matches!(source, Source::Report) {
+                    report_closed_at = Some(Instant::now());
+                }
+                continue;
+            }
+            let data = &buf[..n];
+            let over = match source {
+                Source::Stdout => stdout.push(data),
+                Source::Stderr => stderr.push(data),
+                Source::Report => {
+                    report_buf.extend_from_slice(data);
+                    while let Some(end) = report_buf.iter().position(|&b| b == b'\n') {
+                        let line: Vec<u8> = report_buf.drain(..=end).collect();
+                        let message = serde_json::from_slice(&line).map_err(|e| {
+                            SandboxError::Protocol(format!("sent an unreadable message ({e})"))
+                        })?;
+                        messages.push(message);
+                    }
+                    if report_buf.len() > MAX_MESSAGE_BYTES * 4 {
+                        return Err(SandboxError::Protocol("sent an overlong message".into()));
+                    }
+                    false
+                }
+            };
+            if over {
+                stop.terminate(LimitHit::Output);
+            }
+        }
+    }
+    Ok(Outcome {
+        stdout: stdout.output,
+        stderr: stderr.output,
+        messages,
+        killed_for: stop.killed_for,
+        warnings,
+    })
+}
+
+/// Ending a run early.
+struct Stop<'a> {
+    helper: Pid,
+    cgroup: Option<&'a RunCgroup>,
+    killed_for: Option<LimitHit>,
+    terminated_at: Option<Instant>,
+    sigkilled: bool,
+}
+
+impl Stop<'_> {
+    /// Asks the supervisor to kill pid 1 (and the cgroup to kill everything), once.
+    fn terminate(&mut self, reason: LimitHit) {
+        if self.killed_for.is_some() {
+            return;
+        }
+        self.killed_for = Some(reason);
+        // Not reaped yet, so the pid is still the helper's.
+        let _ = kill(self.helper, Signal::SIGTERM);
+        if let Some(cgroup) = self.cgroup {
+            cgroup.kill();
+        }
+        self.terminated_at = Some(Instant::now());
+    }
+}
+
+fn read_some(fd: &OwnedFd, buf: &mut [u8]) -> std::io::Result<usize> {
+    nix::unistd::read(fd, buf).map_err(std::io::Error::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captures_keep_up_to_the_cap() {
+        let mut c = Capture::new(5);
+        assert!(!c.push(b"abc"));
+        assert!(!c.push(b"de"));
+        assert!(c.push(b"fgh"));
+        assert_eq!(c.output.bytes, b"abcde");
+        assert_eq!(c.output.total_bytes, 8);
+        assert!(c.output.truncated);
+    }
+
+    #[test]
+    fn passwd_names_only_the_caller() {
+        let (passwd, group) = identity();
+        assert_eq!(passwd.lines().count(), 1, "{passwd}");
+        assert!(passwd.contains(&format!(":{}:{}:", getuid(), getgid())));
+        assert!(passwd.contains(":/work:"));
+        assert_eq!(group.lines().count(), 1);
+    }
+}

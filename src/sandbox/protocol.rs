@@ -1,0 +1,271 @@
+//! What the parent and the helper say to each other: the request the parent writes to the
+//! helper's spec pipe (one JSON document), and the messages the helper writes back on its report
+//! pipe (one JSON object per line, each shorter than `PIPE_BUF` so that the writes of the
+//! supervisor and of the sandboxed process's first stage never interleave).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::landlock::Rule;
+use super::mounts::MountPlan;
+use super::{Enforcement, Exit};
+use crate::registry::manifest::Limits;
+
+/// Largest request the helper reads: a request is a few KiB; more is not one.
+pub(crate) const MAX_SPEC_BYTES: u64 = 4 << 20;
+
+/// Largest report line written or read. Writes up to `PIPE_BUF` (4096 on Linux) are atomic.
+pub(crate) const MAX_MESSAGE_BYTES: usize = 4000;
+
+/// The step of the helper's set-up that failed, in the order the helper runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Step {
+    /// Reading the request from the parent.
+    ReadSpec,
+    /// Moving into the run's cgroup.
+    JoinCgroup,
+    /// `unshare` of the user, mount, pid, net, ipc and uts namespaces.
+    Unshare,
+    /// Writing `uid_map`, `gid_map` and `setgroups`.
+    IdMaps,
+    /// Forking the process that becomes pid 1 of the new pid namespace.
+    Fork,
+    /// Naming the new uts namespace.
+    Hostname,
+    /// Building the minimal filesystem view.
+    Mount,
+    /// Switching to the new root.
+    PivotRoot,
+    /// Entering the working directory.
+    Chdir,
+    /// `setsid`.
+    Setsid,
+    /// `PR_SET_PDEATHSIG`, and checking the supervisor is still alive.
+    ParentDeathSignal,
+    /// Closing inherited file descriptors.
+    CloseFds,
+    /// Setting resource limits.
+    Rlimits,
+    /// Applying the Landlock ruleset.
+    Landlock,
+    /// Emptying the capability bounding set.
+    Capabilities,
+    /// `PR_SET_NO_NEW_PRIVS`.
+    NoNewPrivs,
+    /// Installing the seccomp filters.
+    Seccomp,
+    /// `execve` of the command.
+    Exec,
+    /// Waiting for the sandboxed process.
+    Supervise,
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Step::ReadSpec => "reading the request",
+            Step::JoinCgroup => "joining the run's cgroup",
+            Step::Unshare => "creating namespaces",
+            Step::IdMaps => "mapping uid and gid",
+            Step::Fork => "forking pid 1",
+            Step::Hostname => "setting the hostname",
+            Step::Mount => "building the filesystem view",
+            Step::PivotRoot => "pivot_root",
+            Step::Chdir => "entering the working directory",
+            Step::Setsid => "setsid",
+            Step::ParentDeathSignal => "parent-death signal",
+            Step::CloseFds => "closing inherited file descriptors",
+            Step::Rlimits => "setting rlimits",
+            Step::Landlock => "applying Landlock",
+            Step::Capabilities => "dropping capabilities",
+            Step::NoNewPrivs => "setting no_new_privs",
+            Step::Seccomp => "installing seccomp filters",
+            Step::Exec => "execve",
+            Step::Supervise => "supervising the command",
+        })
+    }
+}
+
+/// A failed step of the helper, as it is reported to the parent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    /// The step.
+    pub step: Step,
+    /// The errno, when a system call failed.
+    pub errno: Option<i32>,
+    /// What failed, on which input, and what to do.
+    pub detail: String,
+}
+
+impl Failure {
+    /// A failed system call.
+    pub(crate) fn sys(step: Step, errno: nix::errno::Errno, detail: impl fmt::Display) -> Self {
+        Failure {
+            step,
+            errno: Some(errno as i32),
+            detail: format!("{detail}: {}", errno.desc()),
+        }
+    }
+
+    /// A failure without an errno.
+    pub(crate) fn other(step: Step, detail: impl Into<String>) -> Self {
+        Failure {
+            step,
+            errno: None,
+            detail: detail.into(),
+        }
+    }
+
+    /// A failed I/O operation.
+    pub(crate) fn io(step: Step, error: &std::io::Error, detail: impl fmt::Display) -> Self {
+        Failure {
+            step,
+            errno: error.raw_os_error(),
+            detail: format!("{detail}: {error}"),
+        }
+    }
+
+    pub(crate) fn into_message(self) -> Message {
+        Message::Failed {
+            step: self.step,
+            errno: self.errno,
+            detail: self.detail,
+        }
+    }
+}
+
+/// Which layers the helper must fail without (the policy's `require`); the others it applies
+/// when the kernel offers them and reports when it does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub(crate) struct Required {
+    /// Landlock must be enforced.
+    pub landlock: bool,
+    /// Seccomp must be installed.
+    pub seccomp: bool,
+    /// A partially enforced Landlock ruleset is acceptable.
+    pub allow_partial_landlock: bool,
+}
+
+/// The filesystem the command sees.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) enum View {
+    /// Namespaces and a fresh root built from the plan.
+    Isolated(MountPlan),
+    /// No namespaces: the host's filesystem, narrowed by Landlock only; `cwd` is a host path.
+    Host {
+        /// Working directory on the host.
+        cwd: PathBuf,
+    },
+}
+
+/// The request the parent sends the helper.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct HelperSpec {
+    /// The command; `argv[0]` is looked up in the sandbox's `PATH` when it has no slash.
+    pub argv: Vec<String>,
+    /// The complete environment of the command.
+    pub env: Vec<(String, String)>,
+    /// The filesystem view.
+    pub view: View,
+    /// Landlock rules, on the paths the command sees.
+    pub landlock: Vec<Rule>,
+    /// The run's limits.
+    pub limits: Limits,
+    /// True when a cgroup carries memory and pids: rlimits then leave them alone.
+    pub cgroup_limits: bool,
+    /// `cgroup.procs` of the run's cgroup, which the helper joins first.
+    pub cgroup_procs: Option<PathBuf>,
+    /// What must not be missing.
+    pub required: Required,
+    /// Deny `socket` for every domain, `AF_UNIX` included (no mount view hides host sockets).
+    pub deny_all_sockets: bool,
+}
+
+/// A message from the helper to the parent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Message {
+    /// Set-up failed; nothing of the command ran.
+    Failed {
+        /// The step.
+        step: Step,
+        /// The errno, when a system call failed.
+        errno: Option<i32>,
+        /// What failed, on which input, and what to do.
+        detail: String,
+    },
+    /// Every layer is in place; `execve` comes next.
+    Confined {
+        /// Landlock's state.
+        landlock: Enforcement,
+        /// The Landlock ABI used.
+        landlock_abi: Option<u32>,
+        /// Whether the seccomp filters are installed.
+        seccomp: bool,
+    },
+    /// The command's pid 1 ended; its resource usage includes the children it waited for.
+    Exited {
+        /// How it ended.
+        exit: Exit,
+        /// Largest resident set size, KiB.
+        maxrss_kb: u64,
+        /// User plus system CPU time, microseconds.
+        cpu_us: u64,
+    },
+}
+
+impl Message {
+    /// The message as one line, shortened so the write stays atomic.
+    pub(crate) fn to_line(&self) -> Vec<u8> {
+        let mut message = self.clone();
+        loop {
+            let mut line = serde_json::to_vec(&message).unwrap_or_else(|_| b"{}".to_vec());
+            line.push(b'\n');
+            match &mut message {
+                Message::Failed { detail, .. } if line.len() > MAX_MESSAGE_BYTES => {
+                    let keep = detail
+                        .len()
+                        .saturating_sub(line.len() - MAX_MESSAGE_BYTES + 16);
+                    let mut cut = keep;
+                    while !detail.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    detail.truncate(cut);
+                    detail.push('…');
+                }
+                _ => return line,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_failures_fit_one_atomic_write() {
+        let failed = Message::Failed {
+            step: Step::Mount,
+            errno: Some(2),
+            detail: "é".repeat(10_000),
+        };
+        let line = failed.to_line();
+        assert!(line.len() <= MAX_MESSAGE_BYTES, "{}", line.len());
+        assert_eq!(line.last(), Some(&b'\n'));
+        let back: Message = serde_json::from_slice(&line).expect("parses");
+        assert!(
+            matches!(back, Message::Failed { step: Step::Mount, errno: Some(2), detail } if detail.ends_with('…'))
+        );
+        let exited = Message::Exited {
+            exit: Exit::Signal(9),
+            maxrss_kb: 1,
+            cpu_us: 2,
+        };
+        let back: Message = serde_json::from_slice(&exited.to_line()).expect("parses");
+        assert_eq!(back, exited);
+    }
+}

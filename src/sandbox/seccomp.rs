@@ -1,0 +1,319 @@
+//! The seccomp layer: a deny-list of the system calls generated code has no business making,
+//! compiled with `seccompiler` for the architecture this binary was built for. A system call
+//! from another architecture (32-bit x86 through `int 0x80`, say) kills the process: each
+//! filter starts with `seccompiler`'s architecture check.
+//!
+//! `seccompiler` gives a filter one action for its matches, so the deny-list is three filters
+//! stacked (the kernel runs them all and keeps the strictest answer; each one allows what it
+//! does not name, so for a given call at most one of them objects):
+//! - `EPERM`: io_uring, ptrace and `process_vm_*`, bpf, perf_event_open, the key calls,
+//!   userfaultfd, the mount family, kexec and module calls, unshare, setns, `clone` with any
+//!   `CLONE_NEW*` flag, `ioctl(TIOCSTI)` and `ioctl(TIOCLINUX)` compared on the low 32 bits
+//!   (the kernel ignores the high ones), chroot, reboot, swap, clock setting, acct, quotas,
+//!   file handles, `personality` other than the harmless values, and a few legacy calls;
+//! - `ENOSYS`: `clone3`, whose flags live in memory a filter cannot read, so libc falls back to
+//!   `clone`, whose flags it can;
+//! - `EAFNOSUPPORT`: `socket` and `socketpair` with any domain but `AF_UNIX` (or every domain,
+//!   when no mount namespace hides the host's unix sockets).
+//!
+//! On x86_64 a fourth, four-instruction filter kills x32 system calls (numbers with bit 30
+//! set): they share x86_64's audit architecture, `seccompiler` does not handle them
+//! (rust-vmm/rust-vmm#93), and a deny-list keyed on x86_64 numbers would not see them.
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+/// The `CLONE_NEW*` flags `clone`'s first argument may carry (`CLONE_NEWTIME` shares its bit
+/// with the exit signal in `clone`, so only `clone3` and `unshare` can pass it).
+const CLONE_NEW_FLAGS: [libc::c_int; 7] = [
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWCGROUP,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWNET,
+];
+
+/// `personality` values that change nothing dangerous: query, Linux, 32-bit uname, and
+/// `UNAME26`. Anything else (`ADDR_NO_RANDOMIZE`, `READ_IMPLIES_EXEC`, …) weakens the process.
+const PERSONALITY_ALLOWED: [u64; 5] = [0, 0x0008, 0x0002_0000, 0x0002_0008, 0xffff_ffff];
+
+/// System calls refused with `EPERM` whatever their arguments.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn denied() -> Vec<libc::c_long> {
+    let mut calls = vec![
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_userfaultfd,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_move_mount,
+        libc::SYS_open_tree,
+        libc::SYS_fsopen,
+        libc::SYS_fsconfig,
+        libc::SYS_fsmount,
+        libc::SYS_fspick,
+        libc::SYS_mount_setattr,
+        libc::SYS_kexec_load,
+        libc::SYS_kexec_file_load,
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_delete_module,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_chroot,
+        libc::SYS_reboot,
+        libc::SYS_swapon,
+        libc::SYS_swapoff,
+        libc::SYS_settimeofday,
+        libc::SYS_clock_settime,
+        libc::SYS_acct,
+        libc::SYS_quotactl,
+        libc::SYS_quotactl_fd,
+        libc::SYS_name_to_handle_at,
+        libc::SYS_open_by_handle_at,
+        libc::SYS_lookup_dcookie,
+        libc::SYS_syslog,
+        libc::SYS_vhangup,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([libc::SYS_iopl, libc::SYS_ioperm, libc::SYS_uselib]);
+    calls
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn denied() -> Vec<libc::c_long> {
+    Vec::new()
+}
+
+/// Builds the filters for this architecture, in the order they are installed.
+pub(crate) fn filters(deny_all_sockets: bool) -> Result<Vec<BpfProgram>, String> {
+    if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        return Err(format!(
+            "no seccomp deny-list for {}: toolsmith's filters cover x86_64 and aarch64",
+            std::env::consts::ARCH
+        ));
+    }
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+    let cond = |arg, op, value| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| e.to_string())
+    };
+    let rule = |conditions| SeccompRule::new(conditions).map_err(|e| e.to_string());
+
+    let mut eperm: BTreeMap<i64, Vec<SeccompRule>> =
+        denied().into_iter().map(|nr| (nr, Vec::new())).collect();
+    let clone_rules = CLONE_NEW_FLAGS
+        .iter()
+        .map(|&flag| {
+            let flag = u64::from(flag.unsigned_abs());
+            rule(vec![cond(0, SeccompCmpOp::MaskedEq(flag), flag)?])
+        })
+        .collect::<Result<_, _>>()?;
+    eperm.insert(libc::SYS_clone, clone_rules);
+    // Dword comparisons load only the low 32 bits: `TIOCSTI | 1 << 32` is still TIOCSTI to the
+    // kernel, whose ioctl command is an unsigned int.
+    let ioctl_rules = [libc::TIOCSTI, libc::TIOCLINUX]
+        .into_iter()
+        .map(|request| rule(vec![cond(1, SeccompCmpOp::Eq, request)?]))
+        .collect::<Result<_, _>>()?;
+    eperm.insert(libc::SYS_ioctl, ioctl_rules);
+    let personality = PERSONALITY_ALLOWED
+        .iter()
+        .map(|&value| cond(0, SeccompCmpOp::Ne, value))
+        .collect::<Result<_, _>>()?;
+    eperm.insert(libc::SYS_personality, vec![rule(personality)?]);
+
+    let enosys = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
+
+    let socket_rules = || -> Result<Vec<SeccompRule>, String> {
+        if deny_all_sockets {
+            Ok(Vec::new())
+        } else {
+            let unix = u64::from(libc::AF_UNIX.unsigned_abs());
+            Ok(vec![rule(vec![cond(0, SeccompCmpOp::Ne, unix)?])?])
+        }
+    };
+    let sockets = BTreeMap::from([
+        (libc::SYS_socket, socket_rules()?),
+        (libc::SYS_socketpair, socket_rules()?),
+    ]);
+
+    let errno = |e: libc::c_int| SeccompAction::Errno(e.unsigned_abs());
+    let mut programs = Vec::new();
+    for (rules, action) in [
+        (eperm, errno(libc::EPERM)),
+        (enosys, errno(libc::ENOSYS)),
+        (sockets, errno(libc::EAFNOSUPPORT)),
+    ] {
+        let filter = SeccompFilter::new(rules, SeccompAction::Allow, action, arch)
+            .map_err(|e| e.to_string())?;
+        programs.push(BpfProgram::try_from(filter).map_err(|e| e.to_string())?);
+    }
+    if cfg!(target_arch = "x86_64") {
+        programs.push(x32_guard());
+    }
+    Ok(programs)
+}
+
+/// Kills a process making an x32 system call: load the number, compare with bit 30, kill or
+/// allow. Only installed on x86_64, after filters whose architecture check ran first.
+fn x32_guard() -> BpfProgram {
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    let op = |code: u32| u16::try_from(code).unwrap_or(u16::MAX);
+    let stmt = |code, k| seccompiler::sock_filter {
+        code: op(code),
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    vec![
+        // seccomp_data.nr is at offset 0.
+        stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0),
+        seccompiler::sock_filter {
+            code: op(libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K),
+            jt: 0,
+            jf: 1,
+            k: X32_SYSCALL_BIT,
+        },
+        stmt(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_KILL_PROCESS),
+        stmt(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW),
+    ]
+}
+
+/// Installs the filters on the calling thread (the helper is single-threaded). Sets
+/// no_new_privs, which the kernel requires of an unprivileged filter.
+pub(crate) fn install(programs: &[BpfProgram]) -> Result<(), String> {
+    for program in programs {
+        seccompiler::apply_filter(program).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+#[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod tests {
+    use super::*;
+    use nix::sys::wait::{WaitStatus, waitpid};
+    use nix::unistd::{ForkResult, fork};
+
+    #[test]
+    fn filters_build_for_this_architecture() {
+        for deny_all in [false, true] {
+            let programs = filters(deny_all).expect("filters build");
+            let expected = if cfg!(target_arch = "x86_64") { 4 } else { 3 };
+            assert_eq!(programs.len(), expected);
+            for program in &programs[..3] {
+                // seccompiler's preamble: load seccomp_data.arch, kill on a mismatch.
+                assert_eq!(program[0].k, 4, "first instruction loads the architecture");
+                assert_eq!(program[2].k, libc::SECCOMP_RET_KILL_PROCESS);
+                assert!(program.len() < 4096);
+            }
+        }
+        let narrow = filters(false).expect("builds");
+        let wide = filters(true).expect("builds");
+        assert!(
+            narrow[2].len() > wide[2].len(),
+            "the AF_UNIX exception costs instructions"
+        );
+    }
+
+    /// Runs `probe` in a forked child under the filters and returns its exit code. The child
+    /// only makes raw system calls, so forking the multi-threaded test process is sound.
+    fn in_filtered_child(deny_all_sockets: bool, probe: fn() -> i32) -> i32 {
+        let programs = filters(deny_all_sockets).expect("filters build");
+        // SAFETY: the child installs prebuilt filters (no allocation: the programs are built),
+        // makes raw system calls and `_exit`s.
+        match unsafe { fork() }.expect("fork") {
+            ForkResult::Child => {
+                let code = match install(&programs) {
+                    Ok(()) => probe(),
+                    Err(_) => 100,
+                };
+                // SAFETY: `_exit` skips the parent's atexit handlers and buffers.
+                unsafe { libc::_exit(code) }
+            }
+            ForkResult::Parent { child } => match waitpid(child, None).expect("waitpid") {
+                WaitStatus::Exited(_, code) => code,
+                other => panic!("child ended with {other:?}"),
+            },
+        }
+    }
+
+    fn errno() -> i32 {
+        nix::errno::Errno::last_raw()
+    }
+
+    #[test]
+    fn denied_calls_fail_with_their_errno() {
+        // Each probe returns 0 when every expectation holds, else the number of the failed one.
+        let code = in_filtered_child(false, || {
+            // SAFETY: raw system calls on plain arguments; failures only set errno.
+            unsafe {
+                if libc::unshare(libc::CLONE_NEWUSER) != -1 || errno() != libc::EPERM {
+                    return 1;
+                }
+                let args = [0u64; 11];
+                let r = libc::syscall(libc::SYS_clone3, args.as_ptr(), 88usize);
+                if r != -1 || errno() != libc::ENOSYS {
+                    return 2;
+                }
+                if libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) != -1
+                    || errno() != libc::EAFNOSUPPORT
+                {
+                    return 3;
+                }
+                let unix = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+                if unix < 0 {
+                    return 4;
+                }
+                libc::close(unix);
+                let high_bits = libc::TIOCSTI | (1 << 32);
+                let r = libc::syscall(libc::SYS_ioctl, 0, high_bits, c"x".as_ptr());
+                if r != -1 || errno() != libc::EPERM {
+                    return 5;
+                }
+                if libc::personality(0x0040000) != -1 || errno() != libc::EPERM {
+                    return 6;
+                }
+                if libc::personality(0xffff_ffff) == -1 {
+                    return 7;
+                }
+                let r = libc::syscall(libc::SYS_clone, libc::CLONE_NEWNET | libc::SIGCHLD, 0);
+                if r != -1 || errno() != libc::EPERM {
+                    return 8;
+                }
+                if libc::syscall(libc::SYS_ptrace, libc::PTRACE_TRACEME, 0, 0, 0) != -1
+                    || errno() != libc::EPERM
+                {
+                    return 9;
+                }
+            }
+            0
+        });
+        assert_eq!(code, 0, "expectation {code} failed");
+        let code = in_filtered_child(true, || {
+            // SAFETY: as above.
+            let unix = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) };
+            if unix == -1 && errno() == libc::EAFNOSUPPORT {
+                0
+            } else {
+                1
+            }
+        });
+        assert_eq!(code, 0, "every socket domain is denied");
+    }
+}

@@ -1,0 +1,336 @@
+//! The sandbox's basic behaviours, through the real `toolsmith sandbox` binary (and once through
+//! the library API, as the escape battery will use it).
+//!
+//! These tests run as whoever runs `cargo test`: root in CI. None needs an unprivileged user;
+//! the one behaviour that differs for uid 0 (the kernel never applies `RLIMIT_NPROC` to root, so
+//! the pids limit needs a cgroup) is the escape battery's to test, as root and as uid 65534.
+//! They need user namespaces (or, where those are blocked, Landlock for the fallback), bash and
+//! perl (`perl-base` is essential on Debian).
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn toolsmith() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
+    cmd.env("NO_COLOR", "1").env_remove("RUST_LOG");
+    cmd
+}
+
+/// `toolsmith --json sandbox ARGS… -- COMMAND…`: the report, and the exit status.
+fn run_json(args: &[&str], command: &[&str]) -> (Value, i32) {
+    let out = toolsmith()
+        .args(["--json", "sandbox"])
+        .args(args)
+        .arg("--")
+        .args(command)
+        .output()
+        .expect("toolsmith runs");
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON report ({e}); stdout {:?}, stderr {:?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (report, out.status.code().unwrap_or(-1))
+}
+
+fn text(report: &Value, stream: &str) -> String {
+    report[stream]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn output_and_exit_code_come_back() {
+    let out = toolsmith()
+        .args([
+            "sandbox",
+            "--",
+            "sh",
+            "-c",
+            "echo out; echo err >&2; exit 3",
+        ])
+        .assert()
+        .code(3);
+    let output = out.get_output();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "out\n");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("err\n"), "{stderr}");
+    assert!(stderr.contains("toolsmith sandbox: exited 3"), "{stderr}");
+    assert!(stderr.contains("layers: "), "{stderr}");
+
+    let (report, code) = run_json(&[], &["sh", "-c", "echo out; exit 5"]);
+    assert_eq!(code, 5);
+    assert_eq!(report["exit"]["code"], 5);
+    assert_eq!(text(&report, "stdout"), "out\n");
+    assert_eq!(report["limit"], Value::Null);
+    assert_eq!(report["layers"]["seccomp"], true);
+    assert!(report["runtime_ms"].is_u64() && report["peak_memory_kb"].is_u64());
+
+    let out = toolsmith()
+        .args(["sandbox", "--", "no-such-command-anywhere"])
+        .assert()
+        .code(127);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr);
+    assert!(stderr.contains("`no-such-command-anywhere`"), "{stderr}");
+}
+
+#[test]
+fn work_dir_is_writable_and_workspace_honours_access() {
+    let (report, code) = run_json(
+        &[],
+        &[
+            "sh",
+            "-c",
+            "pwd; echo scratch > note && cat note && echo $HOME",
+        ],
+    );
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(text(&report, "stdout"), "/work\nscratch\n/work\n");
+
+    let ws = tempfile::tempdir().expect("temp dir");
+    std::fs::write(ws.path().join("input.txt"), "from the host\n").expect("write");
+    let dir = ws.path().to_str().expect("UTF-8 temp dir");
+
+    let (report, code) = run_json(
+        &["--workspace", "read", dir],
+        &[
+            "sh",
+            "-c",
+            "pwd; cat input.txt; touch created || echo refused",
+        ],
+    );
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        text(&report, "stdout"),
+        "/workspace\nfrom the host\nrefused\n"
+    );
+    assert!(
+        !ws.path().join("created").exists(),
+        "read-only workspace was written"
+    );
+
+    let (report, code) = run_json(
+        &["--workspace", "write", dir],
+        &["sh", "-c", "echo made > created && rm input.txt"],
+    );
+    assert_eq!(code, 0, "{report}");
+    let made = std::fs::read_to_string(ws.path().join("created")).expect("created on the host");
+    assert_eq!(made, "made\n");
+    assert!(!ws.path().join("input.txt").exists());
+}
+
+/// Processes whose command line contains `marker`, outside the sandbox.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) {
+            found.push(format!(
+                "{}: {cmdline}",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    found
+}
+
+#[test]
+fn wall_timeout_kills_setsid_and_double_forks() {
+    // A sleep length no other process uses marks the sandbox's processes.
+    let marker = format!("31{}.5", std::process::id());
+    let script = format!("setsid sh -c 'sleep {marker} &'; (sleep {marker} &); sleep {marker}");
+    let started = Instant::now();
+    let (report, code) = run_json(&["--timeout", "1"], &["sh", "-c", &script]);
+    assert!(started.elapsed() < Duration::from_secs(10), "{report}");
+    assert_eq!(code, 137, "{report}");
+    assert_eq!(report["limit"], "wall");
+    assert_eq!(report["exit"]["signal"], 9);
+    // The kernel kills a pid namespace's processes before its pid 1 is reaped; allow a moment
+    // anyway so a slow machine does not fail the test.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut survivors = processes_with(&marker);
+    while !survivors.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        survivors = processes_with(&marker);
+    }
+    assert!(survivors.is_empty(), "survivors: {survivors:?}");
+}
+
+#[test]
+fn memory_limit_hit_is_reported() {
+    let (report, code) = run_json(
+        &["--memory", "48"],
+        &[
+            "perl",
+            "-e",
+            "$x = 'x' x (256 * 1024 * 1024); print length $x",
+        ],
+    );
+    assert_ne!(code, 0, "{report}");
+    assert_eq!(report["limit"], "memory", "{report}");
+    assert_eq!(report["limits"]["memory_mb"], 48);
+}
+
+#[test]
+fn output_is_capped_and_marked() {
+    let (report, code) = run_json(&[], &["sh", "-c", "yes | head -c 3000000; sleep 30"]);
+    assert_eq!(report["limit"], "output", "{report}");
+    assert_eq!(code, 137);
+    assert_eq!(report["stdout"]["truncated"], true);
+    assert_eq!(text(&report, "stdout").len(), 1024 * 1024);
+    assert!(report["stdout"]["total_bytes"].as_u64() > Some(1024 * 1024));
+}
+
+#[test]
+fn network_connect_to_a_loopback_listener_fails() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let port = listener.local_addr().expect("address").port();
+    let (report, code) = run_json(
+        &[],
+        &[
+            "bash",
+            "-c",
+            &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+        ],
+    );
+    assert_ne!(code, 0, "{report}");
+    assert!(!text(&report, "stdout").contains("connected"), "{report}");
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the listener saw a connection: {other:?}"),
+    }
+}
+
+#[test]
+fn proc_shows_the_sandbox_not_the_host() {
+    let (report, code) = run_json(&[], &["cat", "/proc/1/cmdline"]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        text(&report, "stdout"),
+        "cat\0/proc/1/cmdline\0",
+        "pid 1 is the command itself"
+    );
+    let (report, _) = run_json(&[], &["sh", "-c", "ls /proc | grep -c '^[0-9]'"]);
+    let pids: u32 = text(&report, "stdout").trim().parse().expect("a count");
+    assert!(pids <= 4, "host processes visible: {report}");
+}
+
+#[test]
+fn home_is_absent() {
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let (report, code) = run_json(
+        &[],
+        &[
+            "sh",
+            "-c",
+            "for p in \"$1\" /home /root /run /sys /var; do test -e \"$p\" && echo \"$p\"; done; \
+             echo HOME=$HOME",
+            "sh",
+            &home,
+        ],
+    );
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(text(&report, "stdout"), "HOME=/work\n", "{report}");
+}
+
+#[test]
+fn no_new_privs_seccomp_and_no_capabilities() {
+    let (report, code) = run_json(&[], &["cat", "/proc/self/status"]);
+    assert_eq!(code, 0, "{report}");
+    let status = text(&report, "stdout");
+    for line in ["NoNewPrivs:\t1", "Seccomp:\t2", "CapEff:\t0000000000000000"] {
+        assert!(
+            status.lines().any(|l| l == line),
+            "{line} missing:\n{status}"
+        );
+    }
+}
+
+#[test]
+fn environment_secrets_are_not_visible() {
+    let out = toolsmith()
+        .env("GITHUB_TOKEN", "ghp_sandboxtestsecret")
+        .env("AWS_SECRET_ACCESS_KEY", "awssandboxtestsecret")
+        .args([
+            "--json",
+            "sandbox",
+            "--env",
+            "TOOLSMITH_DRY_RUN=1",
+            "--",
+            "env",
+        ])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let env = text(&report, "stdout");
+    assert!(!env.contains("sandboxtestsecret"), "{env}");
+    assert!(
+        !env.contains("GITHUB_TOKEN") && !env.contains("AWS_"),
+        "{env}"
+    );
+    assert!(env.lines().any(|l| l == "TOOLSMITH_DRY_RUN=1"), "{env}");
+    assert!(env.lines().any(|l| l == "TMPDIR=/tmp"), "{env}");
+}
+
+#[test]
+fn policies_are_checked() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[sandbox]\nrequire = [\"magic\"]\n").expect("write");
+    let out = toolsmith()
+        .args(["sandbox", "--policy"])
+        .arg(&bad)
+        .args(["--", "true"])
+        .assert()
+        .code(125);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr);
+    assert!(stderr.contains("unknown variant"), "{stderr}");
+
+    // Requiring a cgroup: refused with the fix named where none is delegated, run where one is.
+    let strict = dir.path().join("strict.toml");
+    std::fs::write(&strict, "[sandbox]\nrequire = [\"cgroup\", \"landlock\"]\n").expect("write");
+    let out = toolsmith()
+        .args(["sandbox", "--policy"])
+        .arg(&strict)
+        .args(["--", "true"])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(0) => assert!(stderr.contains("cgroup"), "{stderr}"),
+        Some(125) => assert!(
+            stderr.contains("requires cgroup") && stderr.contains("from `require`"),
+            "{stderr}"
+        ),
+        other => panic!("unexpected exit {other:?}: {stderr}"),
+    }
+}
+
+#[test]
+fn the_library_api_runs_commands() {
+    use toolsmith::sandbox::{self, Exit, SandboxSpec, WorkspaceAccess};
+    let ws = tempfile::tempdir().expect("temp dir");
+    let mut spec = SandboxSpec::new(vec!["sh".into(), "-c".into(), "ls; echo $MODE".into()]);
+    spec.helper = Some(Path::new(env!("CARGO_BIN_EXE_toolsmith")).to_path_buf());
+    spec.workspace = Some(ws.path().to_path_buf());
+    spec.profile.workspace = WorkspaceAccess::Read;
+    spec.env.push(("MODE".into(), "library".into()));
+    std::fs::write(ws.path().join("seen"), "").expect("write");
+    let report = sandbox::run(&spec).expect("runs");
+    assert_eq!(report.exit, Exit::Code(0), "{report:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&report.stdout.bytes),
+        "seen\nlibrary\n"
+    );
+    assert!(report.layers.seccomp);
+}
