@@ -615,7 +615,7 @@ fn cgroup2_mount(line: &str) -> Option<(String, String)> {
 }
 
 /// Undoes mountinfo's octal escapes; the backslash goes last so `\134040` stays `\040`.
-fn unescape_mountinfo(s: &str) -> String {
+pub(crate) fn unescape_mountinfo(s: &str) -> String {
     let s = s
         .replace("\\040", " ")
         .replace("\\011", "\t")

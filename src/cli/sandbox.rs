@@ -171,7 +171,11 @@ fn summary(report: &RunReport, err: &mut impl Write, style: Style) -> std::io::R
     if l.seccomp {
         layers.push("seccomp".into());
     }
-    layers.push(if l.cgroup { "cgroup" } else { "rlimits" }.into());
+    layers.push(if l.pids == l.memory {
+        l.pids.to_string()
+    } else {
+        format!("pids by {}, memory by {}", l.pids, l.memory)
+    });
     writeln!(err, "toolsmith sandbox: layers: {}", layers.join(", "))?;
     for warning in &report.warnings {
         writeln!(err, "toolsmith sandbox: note: {warning}")?;

@@ -115,7 +115,7 @@ fn read_spec(fd: OwnedFd) -> Result<HelperSpec, Failure> {
 
 /// The supervisor's part: namespaces, the fork, and the wait.
 fn supervisor(spec: &HelperSpec, reporter: &Reporter) -> Result<(), Failure> {
-    if let Some(procs) = &spec.cgroup_procs {
+    for procs in &spec.cgroup_procs {
         std::fs::write(procs, "0").map_err(|e| {
             Failure::io(Step::JoinCgroup, &e, format!("writing {}", procs.display()))
         })?;

@@ -1,31 +1,46 @@
-//! Resource limits: rlimits always, and a cgroup v2 per run where a subtree is delegated to
-//! toolsmith (root, or a systemd unit with `Delegate=yes`). And, afterwards, which limit a run
-//! hit.
+//! Resource limits: rlimits always, and a cgroup per run where one can be had: a cgroup v2
+//! where a subtree is delegated to toolsmith (root, or a systemd unit with `Delegate=yes`),
+//! else, running as root, per-run cgroups in the v1 `pids` and `memory` hierarchies of a hybrid
+//! host. And, afterwards, which limit a run hit.
 //!
 //! Under rlimits, memory is `RLIMIT_DATA` (private writable memory: the heap, anonymous maps,
 //! thread stacks — not address-space reservations, which runtimes make by gigabytes) and
 //! processes are `RLIMIT_NPROC`, which counts only the sandbox's processes because the helper
 //! is in a fresh user namespace. The kernel never applies `RLIMIT_NPROC` to uid 0, so a run as
-//! root needs the cgroup for its pids limit (the report says so). Under a cgroup, `memory.max`
-//! (swap off), `pids.max` and `cpu.max` bound the whole run and `cgroup.kill` ends it.
+//! root needs a cgroup for its pids limit (the report says when there is none). Under a cgroup
+//! v2, `memory.max` (swap off), `pids.max` and `cpu.max` bound the whole run and `cgroup.kill`
+//! ends it. The v1 fallback creates `toolsmith/run-…` beneath toolsmith's own cgroup of each
+//! hierarchy (so that limits set above it, by a service manager or a test, still apply) with
+//! `pids.max`, `memory.limit_in_bytes` and `memory.memsw.limit_in_bytes`; v1 has no
+//! `cgroup.kill`, so its members are killed one by one before the directory is removed.
 
 use std::fs;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use nix::sys::signal::Signal;
+use serde::{Deserialize, Serialize};
 
-use super::{Exit, LimitHit};
+use super::{Bound, Exit, LimitHit};
 use crate::registry::manifest::Limits;
 
 const MIB: u64 = 1024 * 1024;
 
-/// The rlimits of a run: (resource, soft, hard). With a cgroup, memory and processes are left
-/// to it: `RLIMIT_DATA` counts differently from `memory.max`, and the cgroup counts better.
-pub(crate) fn rlimits(limits: &Limits, cgroup: bool) -> Vec<(Resource, u64, u64)> {
+/// Which limits a run's cgroup carries, so that rlimits leave them alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub(crate) struct CgroupBounds {
+    /// Memory (`memory.max`, or `memory.limit_in_bytes` in v1).
+    pub memory: bool,
+    /// Processes and threads (`pids.max`).
+    pub pids: bool,
+}
+
+/// The rlimits of a run: (resource, soft, hard). What a cgroup carries is left to it:
+/// `RLIMIT_DATA` counts differently from the memory controller, and the cgroup counts better.
+pub(crate) fn rlimits(limits: &Limits, cgroup: CgroupBounds) -> Vec<(Resource, u64, u64)> {
     let cpu = u64::from(limits.cpu_s);
     let mut plan = vec![
         // SIGXCPU at the soft limit, SIGKILL a second later for a process that ignores it.
@@ -44,9 +59,11 @@ pub(crate) fn rlimits(limits: &Limits, cgroup: bool) -> Vec<(Resource, u64, u64)
         (Resource::RLIMIT_CORE, 0, 0),
         (Resource::RLIMIT_RTPRIO, 0, 0),
     ];
-    if !cgroup {
+    if !cgroup.memory {
         let memory = u64::from(limits.memory_mb) * MIB;
         plan.push((Resource::RLIMIT_DATA, memory, memory));
+    }
+    if !cgroup.pids {
         // The helper that supervises pid 1 is in the same user namespace and counts too.
         let pids = u64::from(limits.pids) + 1;
         plan.push((Resource::RLIMIT_NPROC, pids, pids));
@@ -71,9 +88,12 @@ pub(crate) fn apply_rlimits(plan: &[(Resource, u64, u64)]) -> Result<(), String>
 /// What a run's cgroup counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct CgroupStats {
-    /// `memory.peak`, KiB (Linux 5.19+).
+    /// The limits the cgroup carried: only their counters are evidence.
+    pub bounds: CgroupBounds,
+    /// Peak memory, KiB: `memory.peak` (v2, Linux 5.19+) or `memory.max_usage_in_bytes` (v1).
     pub peak_kb: Option<u64>,
-    /// `memory.events`: `oom` plus `oom_kill`.
+    /// Out-of-memory events: `oom` plus `oom_kill` of `memory.events` (v2); `oom_kill` plus
+    /// `under_oom` of `memory.oom_control` (v1).
     pub ooms: u64,
     /// `pids.events`: forks refused at `pids.max`.
     pub pids_max: u64,
@@ -172,93 +192,423 @@ pub(crate) fn cpu_max(cpus: u32) -> String {
     format!("{} 100000", u64::from(cpus.max(1)) * 100_000)
 }
 
+/// The v1 hierarchies' bases (`<own cgroup>/toolsmith`), found and created once per process:
+/// `pids`, then `memory`.
+fn v1_bases() -> &'static [Result<PathBuf, String>; 2] {
+    static BASES: OnceLock<[Result<PathBuf, String>; 2]> = OnceLock::new();
+    BASES.get_or_init(|| [prepare_v1_base("pids"), prepare_v1_base("memory")])
+}
+
+/// The mount point of the v1 hierarchy holding `controller`, and the hierarchy's path mounted
+/// there (`/` unless in a cgroup namespace or a bind mount), from `/proc/self/mountinfo`.
+fn v1_mount(mountinfo: &str, controller: &str) -> Option<(String, String)> {
+    mountinfo.lines().find_map(|line| {
+        // Optional fields end at " - "; then the filesystem type, the source, the options.
+        let (mount, fs) = line.split_once(" - ")?;
+        let mut fs = fs.split(' ');
+        if fs.next()? != "cgroup" {
+            return None;
+        }
+        let options = fs.nth(1)?;
+        if !options.split(',').any(|o| o == controller) {
+            return None;
+        }
+        let mut fields = mount.split(' ').skip(3);
+        let (root, point) = (fields.next()?, fields.next()?);
+        Some((
+            crate::host::unescape_mountinfo(root),
+            crate::host::unescape_mountinfo(point),
+        ))
+    })
+}
+
+/// Our cgroup in the v1 hierarchy holding `controller`, from `/proc/self/cgroup` (`8:pids:/a`,
+/// or `2:cpu,cpuacct:/a` for controllers mounted together).
+fn v1_path(cgroups: &str, controller: &str) -> Option<String> {
+    cgroups.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
+        (list.split(',').any(|c| c == controller) && path.starts_with('/')).then(|| path.into())
+    })
+}
+
+/// Our own directory in the v1 hierarchy holding `controller`.
+fn v1_own_dir(mountinfo: &str, cgroups: &str, controller: &str) -> Result<PathBuf, String> {
+    let (root, point) = v1_mount(mountinfo, controller)
+        .ok_or_else(|| format!("no cgroup v1 hierarchy with the {controller} controller"))?;
+    let path = v1_path(cgroups, controller)
+        .ok_or_else(|| format!("/proc/self/cgroup names no {controller} cgroup"))?;
+    let relative = if root == "/" {
+        Some(path.as_str())
+    } else {
+        path.strip_prefix(root.as_str())
+    };
+    let relative = relative
+        .filter(|r| r.is_empty() || r.starts_with('/'))
+        .ok_or_else(|| {
+            format!("own {controller} cgroup {path} lies outside its mount at {point}")
+        })?;
+    Ok(Path::new(&point).join(relative.trim_start_matches('/')))
+}
+
+/// Creates `toolsmith` beneath our own cgroup of the v1 hierarchy holding `controller` (beneath
+/// it, not at the hierarchy's root, so that limits set above toolsmith still apply), and
+/// removes the empty run cgroups of toolsmith processes that died without removing theirs.
+fn prepare_v1_base(controller: &str) -> Result<PathBuf, String> {
+    let read =
+        |file: &str| fs::read_to_string(file).map_err(|e| format!("cannot read {file}: {e}"));
+    let own = v1_own_dir(
+        &read("/proc/self/mountinfo")?,
+        &read("/proc/self/cgroup")?,
+        controller,
+    )?;
+    let base = own.join("toolsmith");
+    match fs::create_dir(&base) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot create {}: {e}", base.display())),
+    }
+    let limit = match controller {
+        "pids" => "pids.max",
+        _ => "memory.limit_in_bytes",
+    };
+    if !base.join(limit).exists() {
+        return Err(format!("{} has no {limit}", base.display()));
+    }
+    if let Ok(entries) = fs::read_dir(&base) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let owner = name.to_str().and_then(run_owner);
+            let dead = owner.is_some_and(|pid| {
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+                    == Err(nix::errno::Errno::ESRCH)
+            });
+            if dead {
+                // Fails harmlessly on a cgroup that still has members.
+                let _ = fs::remove_dir(entry.path());
+            }
+        }
+    }
+    Ok(base)
+}
+
+/// The pid of the toolsmith process a run cgroup's name (`run-<pid>-<n>`) belongs to.
+fn run_owner(name: &str) -> Option<i32> {
+    let (pid, n) = name.strip_prefix("run-")?.split_once('-')?;
+    n.parse::<u64>().ok()?;
+    pid.parse().ok().filter(|&p| p > 0)
+}
+
+/// A fresh run cgroup name: `run-<pid>-<n>`.
+fn run_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("run-{}-{n}", std::process::id())
+}
+
+/// The contents of `pids.max` for a run: the supervising helper joins the cgroup too.
+fn pids_max(limits: &Limits) -> String {
+    (u64::from(limits.pids) + 1).to_string()
+}
+
+/// `memory.oom_control`'s out-of-memory evidence: `oom_kill` (Linux 4.13+) plus `under_oom`;
+/// on an older kernel, `memory.failcnt` (the limit was reached).
+fn v1_ooms(oom_control: &str, failcnt: &str) -> u64 {
+    let has_kill = oom_control
+        .lines()
+        .any(|l| l.split_once(' ').is_some_and(|(k, _)| k == "oom_kill"));
+    if has_kill {
+        event(oom_control, "oom_kill") + event(oom_control, "under_oom")
+    } else {
+        failcnt.trim().parse().unwrap_or(0)
+    }
+}
+
+/// Whether the host has swap in use (`/proc/swaps` lists a device or file).
+fn has_swap() -> bool {
+    fs::read_to_string("/proc/swaps").is_ok_and(|s| s.lines().count() > 1)
+}
+
+/// Sends `SIGKILL` to every member of a cgroup (v1 has no `cgroup.kill`).
+fn kill_members(dir: &Path) {
+    let mut members = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    if members.trim().is_empty() {
+        members = fs::read_to_string(dir.join("tasks")).unwrap_or_default();
+    }
+    let pids: Vec<i32> = members
+        .lines()
+        .filter_map(|p| p.trim().parse::<i32>().ok())
+        .filter(|&p| p > 0)
+        .collect();
+    for pid in pids {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+/// Where a run's cgroup lives.
+#[derive(Debug)]
+enum Dirs {
+    /// The delegated cgroup v2's child.
+    V2(PathBuf),
+    /// A child in each usable v1 hierarchy.
+    V1 {
+        pids: Option<PathBuf>,
+        memory: Option<PathBuf>,
+    },
+}
+
 /// One run's cgroup: created with the limits, killed and removed when dropped.
 #[derive(Debug)]
 pub(crate) struct RunCgroup {
-    dir: PathBuf,
+    dirs: Dirs,
 }
 
 impl RunCgroup {
     /// Creates the run's cgroup under the delegated base, with its limits written.
     pub(crate) fn create(limits: &Limits, cpus: u32) -> Result<RunCgroup, String> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
         let base = base().as_ref().map_err(Clone::clone)?;
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = base.join(format!("run-{}-{n}", std::process::id()));
+        let dir = base.join(run_name());
         fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let run = RunCgroup { dir };
+        let run = RunCgroup {
+            dirs: Dirs::V2(dir.clone()),
+        };
         let memory = u64::from(limits.memory_mb) * MIB;
-        // The supervising helper joins the cgroup too.
-        let pids = u64::from(limits.pids) + 1;
         let mut files = vec![
             ("memory.max", memory.to_string()),
-            ("pids.max", pids.to_string()),
+            ("pids.max", pids_max(limits)),
         ];
-        if run.dir.join("memory.swap.max").exists() {
+        if dir.join("memory.swap.max").exists() {
             files.push(("memory.swap.max", "0".into()));
         }
-        if run.dir.join("cpu.max").exists() {
+        if dir.join("cpu.max").exists() {
             files.push(("cpu.max", cpu_max(cpus)));
         }
-        for (name, value) in files {
-            let path = run.dir.join(name);
-            fs::write(&path, &value)
-                .map_err(|e| format!("cannot write {value} to {}: {e}", path.display()))?;
-        }
+        write_files(&dir, &files)?;
         Ok(run)
     }
 
-    /// The file the helper writes itself into.
-    pub(crate) fn procs(&self) -> PathBuf {
-        self.dir.join("cgroup.procs")
+    /// The fallback for root without a delegated cgroup v2: a run cgroup in the v1 `pids`
+    /// hierarchy (`pids.max`) and one in the v1 `memory` hierarchy (`memory.limit_in_bytes`,
+    /// and `memory.memsw.limit_in_bytes` so that swap does not extend it). Either one may be
+    /// unusable (the warnings returned say why and what bounds that limit instead); an error
+    /// when both are.
+    pub(crate) fn create_v1(limits: &Limits) -> Result<(RunCgroup, Vec<String>), String> {
+        let [pids_base, memory_base] = v1_bases();
+        let name = run_name();
+        let mut run = RunCgroup {
+            dirs: Dirs::V1 {
+                pids: None,
+                memory: None,
+            },
+        };
+        let mut warnings = Vec::new();
+        let pids = pids_base.as_ref().map_err(Clone::clone).and_then(|base| {
+            let dir = base.join(&name);
+            make_run_dir(&dir, |_| Ok(vec![("pids.max", pids_max(limits))]))
+        });
+        let memory = memory_base.as_ref().map_err(Clone::clone).and_then(|base| {
+            let dir = base.join(&name);
+            let bytes = (u64::from(limits.memory_mb) * MIB).to_string();
+            make_run_dir(&dir, |dir| {
+                // memsw (memory plus swap) may never be below the memory limit: written second.
+                let mut files = vec![("memory.limit_in_bytes", bytes.clone())];
+                if dir.join("memory.memsw.limit_in_bytes").exists() {
+                    files.push(("memory.memsw.limit_in_bytes", bytes.clone()));
+                } else if has_swap() {
+                    warnings.push(
+                        "the cgroup v1 memory controller does not account swap (no \
+                         memory.memsw.limit_in_bytes; boot with swapaccount=1): a run may \
+                         swap beyond its memory limit"
+                            .to_string(),
+                    );
+                }
+                Ok(files)
+            })
+        });
+        if let Dirs::V1 {
+            pids: pids_dir,
+            memory: memory_dir,
+        } = &mut run.dirs
+        {
+            *pids_dir = pids.as_ref().ok().cloned();
+            *memory_dir = memory.as_ref().ok().cloned();
+        }
+        match (pids, memory) {
+            (Err(p), Err(m)) => return Err(format!("cgroup v1 pids: {p}; cgroup v1 memory: {m}")),
+            (Err(why), Ok(_)) => warnings.push(format!(
+                "the pids limit is not enforced: the kernel exempts uid 0 from RLIMIT_NPROC, \
+                 there is no delegated cgroup v2, and the cgroup v1 pids controller cannot be \
+                 used ({why})"
+            )),
+            (Ok(_), Err(why)) => warnings.push(format!(
+                "memory is bounded by RLIMIT_DATA: there is no delegated cgroup v2, and the \
+                 cgroup v1 memory controller cannot be used ({why})"
+            )),
+            (Ok(_), Ok(_)) => {}
+        }
+        Ok((run, warnings))
+    }
+
+    /// Which limits the cgroup carries.
+    pub(crate) fn bounds(&self) -> CgroupBounds {
+        match &self.dirs {
+            Dirs::V2(_) => CgroupBounds {
+                memory: true,
+                pids: true,
+            },
+            Dirs::V1 { pids, memory } => CgroupBounds {
+                memory: memory.is_some(),
+                pids: pids.is_some(),
+            },
+        }
+    }
+
+    /// What bounds the run's pids and memory: (pids, memory). A limit the cgroup does not
+    /// carry falls to its rlimit, except pids for root, which nothing bounds then.
+    pub(crate) fn bound_by(cgroup: Option<&RunCgroup>, root: bool) -> (Bound, Bound) {
+        let (version, carried) = match cgroup {
+            Some(RunCgroup {
+                dirs: Dirs::V2(_), ..
+            }) => (
+                Bound::CgroupV2,
+                CgroupBounds {
+                    memory: true,
+                    pids: true,
+                },
+            ),
+            Some(run) => (Bound::CgroupV1, run.bounds()),
+            None => (Bound::Rlimit, CgroupBounds::default()),
+        };
+        let pids = match (carried.pids, root) {
+            (true, _) => version,
+            (false, true) => Bound::Nothing,
+            (false, false) => Bound::Rlimit,
+        };
+        let memory = if carried.memory {
+            version
+        } else {
+            Bound::Rlimit
+        };
+        (pids, memory)
+    }
+
+    fn dirs(&self) -> Vec<&Path> {
+        match &self.dirs {
+            Dirs::V2(dir) => vec![dir.as_path()],
+            Dirs::V1 { pids, memory } => pids
+                .iter()
+                .chain(memory.iter())
+                .map(PathBuf::as_path)
+                .collect(),
+        }
+    }
+
+    /// The files the helper writes itself into, one per hierarchy.
+    pub(crate) fn procs(&self) -> Vec<PathBuf> {
+        self.dirs().iter().map(|d| d.join("cgroup.procs")).collect()
     }
 
     /// Kills every process in the cgroup (`cgroup.kill`, Linux 5.14+; else one by one).
     pub(crate) fn kill(&self) {
-        if fs::write(self.dir.join("cgroup.kill"), "1").is_ok() {
-            return;
-        }
-        let procs = fs::read_to_string(self.procs()).unwrap_or_default();
-        for pid in procs.lines().filter_map(|p| p.trim().parse::<i32>().ok()) {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+        match &self.dirs {
+            Dirs::V2(dir) => {
+                if fs::write(dir.join("cgroup.kill"), "1").is_err() {
+                    kill_members(dir);
+                }
+            }
+            Dirs::V1 { .. } => {
+                for dir in self.dirs() {
+                    kill_members(dir);
+                }
+            }
         }
     }
 
     /// What the cgroup counted.
     pub(crate) fn stats(&self) -> CgroupStats {
-        let read = |name: &str| fs::read_to_string(self.dir.join(name)).unwrap_or_default();
-        let peak_kb = read("memory.peak")
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .map(|b| b / 1024);
-        let memory = read("memory.events");
-        let pids = read("pids.events");
-        CgroupStats {
-            peak_kb,
-            ooms: event(&memory, "oom") + event(&memory, "oom_kill"),
-            pids_max: event(&pids, "max"),
+        let read = |dir: &Path, name: &str| fs::read_to_string(dir.join(name)).unwrap_or_default();
+        let kb = |text: String| text.trim().parse::<u64>().ok().map(|b| b / 1024);
+        match &self.dirs {
+            Dirs::V2(dir) => {
+                let memory = read(dir, "memory.events");
+                CgroupStats {
+                    bounds: self.bounds(),
+                    peak_kb: kb(read(dir, "memory.peak")),
+                    ooms: event(&memory, "oom") + event(&memory, "oom_kill"),
+                    pids_max: event(&read(dir, "pids.events"), "max"),
+                }
+            }
+            Dirs::V1 { pids, memory } => CgroupStats {
+                bounds: self.bounds(),
+                peak_kb: memory
+                    .as_deref()
+                    .and_then(|d| kb(read(d, "memory.max_usage_in_bytes"))),
+                ooms: memory.as_deref().map_or(0, |d| {
+                    v1_ooms(&read(d, "memory.oom_control"), &read(d, "memory.failcnt"))
+                }),
+                pids_max: pids
+                    .as_deref()
+                    .map_or(0, |d| event(&read(d, "pids.events"), "max")),
+            },
         }
     }
 
     fn remove(&self) {
-        self.kill();
         // The killed processes leave the cgroup asynchronously; a few short retries suffice.
-        for _ in 0..50 {
-            match fs::remove_dir(&self.dir) {
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                    std::thread::sleep(std::time::Duration::from_millis(2));
-                }
-                Ok(()) | Err(_) => return,
+        // Without cgroup.kill (v1), members are killed again each round: a process that forked
+        // while the list was read is caught by the next.
+        let v1 = matches!(self.dirs, Dirs::V1 { .. });
+        let rounds = if v1 { 100 } else { 50 };
+        let mut left = self.dirs();
+        for round in 0..rounds {
+            if round == 0 || v1 {
+                self.kill();
             }
+            left.retain(|dir| match fs::remove_dir(dir) {
+                Err(e) => e.raw_os_error() == Some(libc::EBUSY),
+                Ok(()) => false,
+            });
+            if left.is_empty() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
         }
-        tracing::warn!(cgroup = %self.dir.display(), "could not remove a run's cgroup");
+        for dir in left {
+            tracing::warn!(cgroup = %dir.display(), "could not remove a run's cgroup");
+        }
     }
 }
 
 impl Drop for RunCgroup {
     fn drop(&mut self) {
         self.remove();
+    }
+}
+
+/// Writes a cgroup's limit files, in order.
+fn write_files(dir: &Path, files: &[(&str, String)]) -> Result<(), String> {
+    for (name, value) in files {
+        let path = dir.join(name);
+        fs::write(&path, value)
+            .map_err(|e| format!("cannot write {value} to {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Creates a v1 run cgroup and writes the files `files` names for it; removes it again when a
+/// write fails.
+fn make_run_dir(
+    dir: &Path,
+    files: impl FnOnce(&Path) -> Result<Vec<(&'static str, String)>, String>,
+) -> Result<PathBuf, String> {
+    fs::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let written = files(dir).and_then(|files| write_files(dir, &files));
+    match written {
+        Ok(()) => Ok(dir.to_path_buf()),
+        Err(why) => {
+            let _ = fs::remove_dir(dir);
+            Err(why)
+        }
     }
 }
 
@@ -314,8 +664,9 @@ const NO_PROCESSES: [&str; 5] = [
     "pthread_create",
 ];
 
-/// Which limit ended the run, if any: the parent's own kills first, then the cgroup's counters,
-/// then the rlimit signals, then (under rlimits) what the program said as it failed.
+/// Which limit ended the run, if any: the parent's own kills first, then the counters of the
+/// limits a cgroup carried, then the rlimit signals, then (for the limits rlimits carried) what
+/// the program said as it failed.
 pub(crate) fn classify(e: &Evidence<'_>) -> Option<LimitHit> {
     if let Some(limit) = e.killed_for {
         return Some(limit);
@@ -323,11 +674,12 @@ pub(crate) fn classify(e: &Evidence<'_>) -> Option<LimitHit> {
     if e.exit == Exit::Code(0) {
         return None;
     }
+    let carried = e.cgroup.map(|stats| stats.bounds).unwrap_or_default();
     if let Some(stats) = e.cgroup {
-        if stats.ooms > 0 {
+        if carried.memory && stats.ooms > 0 {
             return Some(LimitHit::Memory);
         }
-        if stats.pids_max > 0 {
+        if carried.pids && stats.pids_max > 0 {
             return Some(LimitHit::Pids);
         }
     }
@@ -344,15 +696,16 @@ pub(crate) fn classify(e: &Evidence<'_>) -> Option<LimitHit> {
     }
     let tail = String::from_utf8_lossy(e.stderr_tail).to_lowercase();
     let said = |markers: &[&str]| markers.iter().any(|m| tail.contains(m));
-    if e.cgroup.is_none() {
+    // What rlimits bound is known only from the program's reaction.
+    if !carried.memory {
         let memory_kb = u64::from(e.limits.memory_mb) * 1024;
         let near_limit = e.peak_kb.is_some_and(|p| p * 10 >= memory_kb * 9);
         if near_limit || said(&OUT_OF_MEMORY) {
             return Some(LimitHit::Memory);
         }
-        if said(&NO_PROCESSES) {
-            return Some(LimitHit::Pids);
-        }
+    }
+    if !carried.pids && said(&NO_PROCESSES) {
+        return Some(LimitHit::Pids);
     }
     if said(&["file too large"]) {
         return Some(LimitHit::FileSize);
@@ -379,7 +732,7 @@ mod tests {
     #[test]
     fn rlimit_plans() {
         let limits = Limits::default();
-        let plan = rlimits(&limits, false);
+        let plan = rlimits(&limits, CgroupBounds::default());
         let get = |r| {
             plan.iter()
                 .find(|(x, _, _)| *x == r)
@@ -391,12 +744,35 @@ mod tests {
         assert_eq!(get(Resource::RLIMIT_FSIZE), Some((256 * MIB, 256 * MIB)));
         assert_eq!(get(Resource::RLIMIT_NOFILE), Some((256, 256)));
         assert_eq!(get(Resource::RLIMIT_CORE), Some((0, 0)));
-        let with_cgroup = rlimits(&limits, true);
+        let both = CgroupBounds {
+            memory: true,
+            pids: true,
+        };
+        let with_cgroup = rlimits(&limits, both);
         assert!(
             with_cgroup
                 .iter()
                 .all(|(r, _, _)| *r != Resource::RLIMIT_DATA && *r != Resource::RLIMIT_NPROC)
         );
+        // A v1 fallback with the pids hierarchy only: memory stays with RLIMIT_DATA.
+        let pids_only = rlimits(
+            &limits,
+            CgroupBounds {
+                memory: false,
+                pids: true,
+            },
+        );
+        assert!(
+            pids_only
+                .iter()
+                .any(|(r, _, _)| *r == Resource::RLIMIT_DATA)
+        );
+        assert!(
+            pids_only
+                .iter()
+                .all(|(r, _, _)| *r != Resource::RLIMIT_NPROC)
+        );
+        assert_eq!(pids_max(&limits), "129");
         assert_eq!(cpu_max(2), "200000 100000");
         assert_eq!(cpu_max(0), "100000 100000");
     }
@@ -448,8 +824,13 @@ mod tests {
         assert_eq!(classify(&bash), Some(LimitHit::Pids));
         let plain = evidence(Exit::Code(1), b"error: no such file\n", &limits);
         assert_eq!(classify(&plain), None);
+        let both = CgroupBounds {
+            memory: true,
+            pids: true,
+        };
         let cgroup = Evidence {
             cgroup: Some(CgroupStats {
+                bounds: both,
                 peak_kb: None,
                 ooms: 1,
                 pids_max: 0,
@@ -459,6 +840,7 @@ mod tests {
         assert_eq!(classify(&cgroup), Some(LimitHit::Memory));
         let cgroup_pids = Evidence {
             cgroup: Some(CgroupStats {
+                bounds: both,
                 peak_kb: None,
                 ooms: 0,
                 pids_max: 4,
@@ -467,13 +849,186 @@ mod tests {
         };
         assert_eq!(classify(&cgroup_pids), Some(LimitHit::Pids));
         let cgroup_no_guess = Evidence {
-            cgroup: Some(CgroupStats::default()),
+            cgroup: Some(CgroupStats {
+                bounds: both,
+                ..CgroupStats::default()
+            }),
             ..evidence(Exit::Code(1), b"MemoryError", &limits)
         };
         assert_eq!(
             classify(&cgroup_no_guess),
             None,
             "with a cgroup, its counters are the evidence"
+        );
+        // A v1 fallback with pids only: memory is still read from the program's reaction, and
+        // the memory counters (absent) are no evidence.
+        let pids_only = CgroupStats {
+            bounds: CgroupBounds {
+                memory: false,
+                pids: true,
+            },
+            ..CgroupStats::default()
+        };
+        let v1_python = Evidence {
+            cgroup: Some(pids_only),
+            ..evidence(Exit::Code(1), b"MemoryError", &limits)
+        };
+        assert_eq!(classify(&v1_python), Some(LimitHit::Memory));
+        let v1_bash = Evidence {
+            cgroup: Some(pids_only),
+            ..evidence(
+                Exit::Code(254),
+                b"bash: fork: retry: Resource temporarily",
+                &limits,
+            )
+        };
+        assert_eq!(classify(&v1_bash), None, "pids.events is the evidence");
+        let stray_oom = Evidence {
+            cgroup: Some(CgroupStats {
+                ooms: 3,
+                ..pids_only
+            }),
+            ..evidence(Exit::Code(1), b"", &limits)
+        };
+        assert_eq!(classify(&stray_oom), None);
+    }
+
+    /// The hybrid host this was written on: v1 controllers, an empty v2 `unified`.
+    const MOUNTINFO: &str = "\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+";
+
+    const CGROUPS: &str = "\
+9:name=systemd:/
+8:pids:/
+4:memory:/process_api/17ab
+2:cpu,cpuacct:/
+0::/
+";
+
+    #[test]
+    fn v1_hierarchies_and_own_cgroups() {
+        assert_eq!(
+            v1_mount(MOUNTINFO, "pids"),
+            Some(("/".into(), "/sys/fs/cgroup/pids".into()))
+        );
+        assert_eq!(
+            v1_mount(MOUNTINFO, "cpuacct"),
+            Some(("/".into(), "/sys/fs/cgroup/cpu,cpuacct".into()))
+        );
+        assert_eq!(v1_mount(MOUNTINFO, "freezer"), None);
+        assert_eq!(
+            v1_mount(MOUNTINFO, "cgroup2"),
+            None,
+            "v2 is not a v1 hierarchy"
+        );
+        assert_eq!(v1_path(CGROUPS, "memory"), Some("/process_api/17ab".into()));
+        assert_eq!(v1_path(CGROUPS, "cpuacct"), Some("/".into()));
+        assert_eq!(v1_path(CGROUPS, "blkio"), None);
+        assert_eq!(
+            v1_own_dir(MOUNTINFO, CGROUPS, "pids"),
+            Ok(PathBuf::from("/sys/fs/cgroup/pids"))
+        );
+        assert_eq!(
+            v1_own_dir(MOUNTINFO, CGROUPS, "memory"),
+            Ok(PathBuf::from("/sys/fs/cgroup/memory/process_api/17ab"))
+        );
+        let missing = v1_own_dir(MOUNTINFO, CGROUPS, "freezer").expect_err("not mounted");
+        assert!(missing.contains("freezer"), "{missing}");
+        // In a cgroup namespace or a bind mount, only a subtree is mounted.
+        let nested = "50 31 0:36 /lxc/c1 /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n";
+        assert_eq!(
+            v1_own_dir(nested, "8:pids:/lxc/c1/job\n", "pids"),
+            Ok(PathBuf::from("/sys/fs/cgroup/pids/job"))
+        );
+        let outside = v1_own_dir(nested, "8:pids:/lxc/c10\n", "pids").expect_err("outside");
+        assert!(outside.contains("outside"), "{outside}");
+        let spaced = "50 31 0:36 / /sys/fs/cg\\040v1/pids rw - cgroup cgroup rw,pids\n";
+        assert_eq!(
+            v1_own_dir(spaced, "8:pids:/\n", "pids"),
+            Ok(PathBuf::from("/sys/fs/cg v1/pids"))
+        );
+    }
+
+    #[test]
+    fn v1_counters_and_names() {
+        let oom_control = "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n";
+        assert_eq!(
+            v1_ooms(oom_control, "57\n"),
+            2,
+            "failcnt alone is reclaim, not OOM"
+        );
+        assert_eq!(
+            v1_ooms("oom_kill_disable 0\nunder_oom 1\noom_kill 0\n", "1"),
+            1
+        );
+        assert_eq!(
+            v1_ooms("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n", "9"),
+            0
+        );
+        assert_eq!(
+            v1_ooms("oom_kill_disable 0\nunder_oom 0\n", "9\n"),
+            9,
+            "before Linux 4.13, failcnt"
+        );
+        assert_eq!(v1_ooms("", ""), 0);
+        assert_eq!(run_owner("run-1234-0"), Some(1234));
+        assert_eq!(run_owner("run-1234-x"), None);
+        assert_eq!(run_owner("run-0-1"), None);
+        assert_eq!(run_owner("supervisor"), None);
+        let name = run_name();
+        assert_eq!(run_owner(&name), i32::try_from(std::process::id()).ok());
+        assert_ne!(run_name(), name, "names are unique within a process");
+    }
+
+    #[test]
+    fn what_bounds_pids_and_memory() {
+        use Bound::*;
+        assert_eq!(RunCgroup::bound_by(None, false), (Rlimit, Rlimit));
+        assert_eq!(RunCgroup::bound_by(None, true), (Nothing, Rlimit));
+        let v2 = RunCgroup {
+            dirs: Dirs::V2(PathBuf::from("/nonexistent/run")),
+        };
+        assert_eq!(RunCgroup::bound_by(Some(&v2), true), (CgroupV2, CgroupV2));
+        let pids_only = RunCgroup {
+            dirs: Dirs::V1 {
+                pids: Some(PathBuf::from("/nonexistent/pids/run")),
+                memory: None,
+            },
+        };
+        assert_eq!(
+            RunCgroup::bound_by(Some(&pids_only), true),
+            (CgroupV1, Rlimit)
+        );
+        assert_eq!(
+            pids_only.procs(),
+            [PathBuf::from("/nonexistent/pids/run/cgroup.procs")]
+        );
+        let memory_only = RunCgroup {
+            dirs: Dirs::V1 {
+                pids: None,
+                memory: Some(PathBuf::from("/nonexistent/memory/run")),
+            },
+        };
+        assert_eq!(
+            RunCgroup::bound_by(Some(&memory_only), true),
+            (Nothing, CgroupV1)
+        );
+        assert_eq!(
+            memory_only.stats(),
+            CgroupStats {
+                bounds: CgroupBounds {
+                    memory: true,
+                    pids: false
+                },
+                ..CgroupStats::default()
+            },
+            "unreadable counters count nothing"
         );
     }
 }

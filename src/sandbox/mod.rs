@@ -7,7 +7,9 @@
 //! `execve`. The exact order, and what each layer denies:
 //!
 //! 1. **cgroup** (when a cgroup v2 subtree is delegated): the helper joins the run's cgroup,
-//!    whose `memory.max`, `pids.max` and `cpu.max` bound the whole run.
+//!    whose `memory.max`, `pids.max` and `cpu.max` bound the whole run. Running as root
+//!    without one, it joins per-run cgroups of the v1 `pids` and `memory` hierarchies instead
+//!    where the host mounts them (the kernel never applies `RLIMIT_NPROC` to uid 0).
 //! 2. **namespaces**: `unshare(user | mount | pid | net | ipc | uts)`, the caller's own uid and
 //!    gid mapped (no other id exists inside). The net namespace has only a downed loopback: no
 //!    network at all. Host processes are invisible; signals cannot reach them.
@@ -226,6 +228,40 @@ pub enum Enforcement {
     None,
 }
 
+/// What bounded one of a run's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// The run's cgroup v2 (`pids.max`, `memory.max`).
+    CgroupV2,
+    /// The run's cgroups in the v1 hierarchies (`pids.max`, `memory.limit_in_bytes`): the
+    /// fallback for root where no cgroup v2 subtree is delegated.
+    CgroupV1,
+    /// An rlimit (`RLIMIT_NPROC`, `RLIMIT_DATA`).
+    Rlimit,
+    /// Nothing: the pids limit of a run as root with no cgroup (the kernel exempts uid 0 from
+    /// `RLIMIT_NPROC`); the report's warnings say why.
+    Nothing,
+}
+
+impl Bound {
+    /// The name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::CgroupV2 => "cgroup v2",
+            Bound::CgroupV1 => "cgroup v1",
+            Bound::Rlimit => "rlimits",
+            Bound::Nothing => "nothing",
+        }
+    }
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The layers that were in force for a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct AppliedLayers {
@@ -237,8 +273,13 @@ pub struct AppliedLayers {
     pub landlock_abi: Option<u32>,
     /// The seccomp filters.
     pub seccomp: bool,
-    /// A cgroup carried the memory, pids and CPU limits (else rlimits did).
+    /// A cgroup carried limits (v2: memory, pids and CPU; the v1 fallback: pids and memory
+    /// where their hierarchies are usable); `pids` and `memory` say which did what.
     pub cgroup: bool,
+    /// What bounded the number of processes and threads.
+    pub pids: Bound,
+    /// What bounded memory.
+    pub memory: Bound,
 }
 
 /// One captured output stream.

@@ -83,22 +83,32 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
         let why = "this kernel offers no Landlock (`toolsmith doctor` says why)";
         return Err(SandboxError::Refused(policy.refusal(Layer::Landlock, why)));
     }
+    let root = nix::unistd::geteuid().is_root();
     let cgroup =
         match limits::cgroup_available().and_then(|()| RunCgroup::create(&limits, policy.cpus)) {
             Ok(cgroup) => Some(cgroup),
             Err(why) if policy.requires(Layer::Cgroup) => {
                 return Err(SandboxError::Refused(policy.refusal(Layer::Cgroup, &why)));
             }
+            // Root is exempt from RLIMIT_NPROC: only a cgroup bounds its processes.
+            Err(_) if root => match RunCgroup::create_v1(&limits) {
+                Ok((cgroup, notes)) => {
+                    warnings.extend(notes);
+                    Some(cgroup)
+                }
+                Err(why) => {
+                    warnings.push(format!(
+                        "the pids limit is not enforced: the kernel exempts uid 0 from \
+                         RLIMIT_NPROC, there is no delegated cgroup v2, and the cgroup v1 \
+                         fallback is unavailable ({why}); run as another user, or under a \
+                         systemd unit with Delegate=yes"
+                    ));
+                    None
+                }
+            },
             Err(_) => None,
         };
-    if cgroup.is_none() && nix::unistd::geteuid().is_root() {
-        warnings.push(
-            "the pids limit is not enforced: the kernel exempts uid 0 from RLIMIT_NPROC and \
-             there is no delegated cgroup v2 (run as another user, or under a systemd unit \
-             with Delegate=yes)"
-                .into(),
-        );
-    }
+    let (pids_bound, memory_bound) = RunCgroup::bound_by(cgroup.as_ref(), root);
 
     let (passwd, group) = identity();
     let inputs = mounts::Inputs {
@@ -140,8 +150,8 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
         view,
         landlock: rules,
         limits,
-        cgroup_limits: cgroup.is_some(),
-        cgroup_procs: cgroup.as_ref().map(RunCgroup::procs),
+        cgroup_limits: cgroup.as_ref().map(RunCgroup::bounds).unwrap_or_default(),
+        cgroup_procs: cgroup.as_ref().map(RunCgroup::procs).unwrap_or_default(),
         required: Required {
             landlock: policy.requires(Layer::Landlock),
             seccomp: policy.requires(Layer::Seccomp),
@@ -266,6 +276,15 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
         cgroup: stats,
         limits: &limits,
     });
+    if let Some(stats) = stats {
+        // Only one limit ended the run; one that refused forks on the way is worth knowing.
+        if stats.bounds.pids && stats.pids_max > 0 && limit != Some(LimitHit::Pids) {
+            warnings.push(format!(
+                "the pids limit ({}) refused {} fork(s) or thread(s) during the run",
+                limits.pids, stats.pids_max
+            ));
+        }
+    }
     Ok(RunReport {
         exit,
         limit,
@@ -281,6 +300,8 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
             landlock_abi,
             seccomp,
             cgroup: stats.is_some(),
+            pids: pids_bound,
+            memory: memory_bound,
         },
         warnings,
     })

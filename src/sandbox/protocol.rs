@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::landlock::Rule;
+use super::limits::CgroupBounds;
 use super::mounts::MountPlan;
 use super::{Enforcement, Exit};
 use crate::registry::manifest::Limits;
@@ -174,10 +175,10 @@ pub(crate) struct HelperSpec {
     pub landlock: Vec<Rule>,
     /// The run's limits.
     pub limits: Limits,
-    /// True when a cgroup carries memory and pids: rlimits then leave them alone.
-    pub cgroup_limits: bool,
-    /// `cgroup.procs` of the run's cgroup, which the helper joins first.
-    pub cgroup_procs: Option<PathBuf>,
+    /// Which limits the run's cgroup carries: rlimits leave those alone.
+    pub cgroup_limits: CgroupBounds,
+    /// `cgroup.procs` of the run's cgroup (one per v1 hierarchy), which the helper joins first.
+    pub cgroup_procs: Vec<PathBuf>,
     /// What must not be missing.
     pub required: Required,
     /// Deny `socket` for every domain, `AF_UNIX` included (no mount view hides host sockets).

@@ -1,0 +1,2978 @@
+//! The escape battery of issue 5: real escape attempts made from inside `toolsmith sandbox`, each
+//! judged on the host side — canary files unchanged, listeners that accepted nothing, no
+//! surviving processes, a running `toolsmithd` still healthy, the outer guard never reached.
+//!
+//! Syscall-level attempts are made by a small C program (`tests/probe/probe.c`), compiled with
+//! `cc` at test time into the tool directory (mounted read-only at `/tool`); the shell-level ones
+//! by `/bin/sh`, `bash`, `python3` inside the sandbox. The probe prints `ALLOWED`/`DENIED` per
+//! attempt, with the errno's name.
+//!
+//! The battery runs twice when the test runs as root: as root, then as uid/gid 65534 (the
+//! `toolsmith` process switches ids in `pre_exec`, with the temporary files chowned to it), and
+//! once, as the caller, otherwise. Before the sandboxed cases, *controls* run the same probe
+//! unconfined with the same ids and check that it does reach the canaries and listeners: the
+//! battery's observations can fail.
+//!
+//! The dangerous cases (fork and thread bombs, 8 GiB, disk fill, output flood, CPU spin) run one
+//! at a time under an outer guard set up here: a cgroup (v1 `pids` and `memory` beneath the
+//! test's own, or a delegated v2) that each spawned `toolsmith` joins before `exec`, plus
+//! `RLIMIT_NPROC`/`RLIMIT_AS` when the sandbox runs unprivileged. A sandbox bug then fails the
+//! case ("outer guard hit") instead of taking the machine down. A root pass with no cgroup to
+//! guard it skips them, saying so.
+//!
+//! Every case prints `pass/case | tried | host observed | ok`; the test fails listing every case
+//! that did not hold. Run with `-- --nocapture` to see the table.
+
+mod common;
+
+use std::ffi::CString;
+use std::fs;
+use std::io::{self, Read};
+use std::net::{TcpListener, UdpSocket};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::net::{SocketAddr, UnixListener};
+use std::os::unix::process::CommandExt;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{Daemon, TestEnv};
+use serde_json::Value;
+
+/// The battery's `[sandbox.max]`: every run is clamped to these small limits.
+const PIDS: u64 = 64;
+const MEMORY_MB: u64 = 256;
+const OUTPUT_KB: u64 = 256;
+const FILE_MB: u64 = 32;
+const OPEN_FILES: u64 = 64;
+const CPU_S: u64 = 1;
+
+/// The outer guard: far above one run's limits, far below what hurts a shared machine.
+const GUARD_PIDS: u64 = 400;
+const GUARD_MEMORY: u64 = 1536 << 20;
+const GUARD_AS: u64 = 4 << 30;
+
+/// The unprivileged pass's ids.
+const NOBODY: (u32, u32) = (65534, 65534);
+
+/// Workers running cases in parallel (the dangerous ones run alone).
+const WORKERS: usize = 3;
+
+fn policy_toml() -> String {
+    format!(
+        "[sandbox]\nrequire = [\"namespaces\", \"landlock\", \"seccomp\", \"rlimits\"]\n\n\
+         [sandbox.max]\nwall_s = 10\ncpu_s = {CPU_S}\nmemory_mb = {MEMORY_MB}\npids = {PIDS}\n\
+         output_kb = {OUTPUT_KB}\nfile_size_mb = {FILE_MB}\nopen_files = {OPEN_FILES}\n"
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host helpers
+// ---------------------------------------------------------------------------------------------
+
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// What a file looks like: contents (small files), mode, owner, times.
+fn snapshot(path: &Path) -> String {
+    match fs::symlink_metadata(path) {
+        Err(e) => format!("missing ({e})"),
+        Ok(m) => {
+            let content = if m.is_file() && m.len() < 1 << 20 {
+                fs::read(path).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            format!(
+                "{:o} {}:{} {} m{}.{} c{}.{} {:?}",
+                m.mode(),
+                m.uid(),
+                m.gid(),
+                m.len(),
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ctime(),
+                m.ctime_nsec(),
+                String::from_utf8_lossy(&content)
+            )
+        }
+    }
+}
+
+/// Processes whose command line contains `marker`, on the host.
+fn processes_with(marker: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").expect("/proc").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == me || !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) {
+            found.push(format!("{name}: {}", cmdline.trim()));
+        }
+    }
+    found
+}
+
+/// Survivors carrying `marker`, allowing the kernel a moment to finish killing a namespace.
+fn survivors(marker: &str) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let found = processes_with(marker);
+        if found.is_empty() || Instant::now() >= deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+fn tracer_of(pid: i32) -> String {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("TracerPid:").map(|v| v.trim().to_string()))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// Recursively gives a tree to `ids` (symlinks themselves, not their targets).
+fn chown_tree(path: &Path, (uid, gid): (u32, u32)) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid)).expect("lchown");
+    let meta = fs::symlink_metadata(path).expect("metadata");
+    if meta.is_dir() {
+        for entry in fs::read_dir(path).expect("read_dir").flatten() {
+            chown_tree(&entry.path(), (uid, gid));
+        }
+    }
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+fn free_bytes(path: &Path) -> u64 {
+    nix::sys::statvfs::statvfs(path)
+        .map(|s| s.blocks_available() * s.fragment_size())
+        .unwrap_or(0)
+}
+
+fn hostname() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+fn processes_of(uid: u32) -> u64 {
+    let mut n = 0;
+    for entry in fs::read_dir("/proc").expect("/proc").flatten() {
+        let status = fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+        let owner = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|v| {
+                v.split_whitespace()
+                    .next()
+                    .and_then(|u| u.parse::<u32>().ok())
+            });
+        if owner == Some(uid) {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// A TCP listener on loopback that counts the connections it got.
+struct Tcp(TcpListener);
+
+impl Tcp {
+    fn new() -> Tcp {
+        let l = TcpListener::bind("127.0.0.1:0").expect("listen");
+        l.set_nonblocking(true).expect("non-blocking");
+        Tcp(l)
+    }
+
+    fn port(&self) -> String {
+        self.0.local_addr().expect("address").port().to_string()
+    }
+
+    fn accepted(&self) -> usize {
+        let mut n = 0;
+        while self.0.accept().is_ok() {
+            n += 1;
+        }
+        n
+    }
+}
+
+/// A UDP socket on loopback that counts the datagrams it got.
+struct Udp(UdpSocket);
+
+impl Udp {
+    fn new() -> Udp {
+        let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        s.set_nonblocking(true).expect("non-blocking");
+        Udp(s)
+    }
+
+    fn port(&self) -> String {
+        self.0.local_addr().expect("address").port().to_string()
+    }
+
+    fn received(&self) -> usize {
+        let mut buf = [0u8; 64];
+        let mut n = 0;
+        while self.0.recv(&mut buf).is_ok() {
+            n += 1;
+        }
+        n
+    }
+}
+
+/// A unix listener (a path anyone may connect to, or an abstract name).
+struct Unix(UnixListener);
+
+impl Unix {
+    fn path(path: &Path) -> Unix {
+        let _ = fs::remove_file(path);
+        let l = UnixListener::bind(path).expect("bind unix socket");
+        set_mode(path, 0o777);
+        l.set_nonblocking(true).expect("non-blocking");
+        Unix(l)
+    }
+
+    fn abstract_name(name: &str) -> Unix {
+        let addr = SocketAddr::from_abstract_name(name.as_bytes()).expect("abstract address");
+        let l = UnixListener::bind_addr(&addr).expect("bind abstract socket");
+        l.set_nonblocking(true).expect("non-blocking");
+        Unix(l)
+    }
+
+    fn accepted(&self) -> usize {
+        let mut n = 0;
+        while self.0.accept().is_ok() {
+            n += 1;
+        }
+        n
+    }
+}
+
+/// A pseudo-terminal: the slave is given as stdin; what is pushed into its input queue can be
+/// read back from it.
+struct Pty {
+    _master: OwnedFd,
+    slave: OwnedFd,
+}
+
+impl Pty {
+    fn open() -> Pty {
+        let (mut master, mut slave) = (-1, -1);
+        // SAFETY: openpty writes two descriptors into the integers given; name, termios and
+        // window size are optional and passed as null.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0, "openpty: {}", io::Error::last_os_error());
+        // SAFETY: both descriptors were just opened by openpty and are owned here alone.
+        unsafe {
+            Pty {
+                _master: OwnedFd::from_raw_fd(master),
+                slave: OwnedFd::from_raw_fd(slave),
+            }
+        }
+    }
+
+    fn stdin(&self) -> Stdio {
+        Stdio::from(self.slave.try_clone().expect("dup slave"))
+    }
+
+    /// What is waiting in the terminal's input queue (canonical mode: whole lines).
+    fn pending_input(&self) -> String {
+        let fd = self.slave.as_raw_fd();
+        // SAFETY: fcntl and read on a descriptor this struct owns; the buffer outlives the call.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+            let mut buf = [0u8; 256];
+            let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+            if n > 0 {
+                String::from_utf8_lossy(&buf[..n as usize]).into_owned()
+            } else {
+                String::new()
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The outer guard
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy)]
+enum Rlimit {
+    Nproc,
+    AddressSpace,
+}
+
+/// Bounds on everything a pass spawns, set up by the test itself.
+struct Guard {
+    /// `cgroup.procs` files the spawned process joins, as C strings (written before exec).
+    procs: Vec<CString>,
+    /// Rlimits set before exec.
+    rlimits: Vec<(Rlimit, u64)>,
+    /// The cgroup directories (v1 pids, v1 memory, or one v2), for counters and clean-up.
+    dirs: Vec<PathBuf>,
+    v2: bool,
+    /// What guards the dangerous cases; `None`: nothing can, so they are skipped.
+    description: Option<String>,
+    why_none: String,
+}
+
+/// Our own directory in the v1 hierarchy holding `controller` (mounted at its root).
+fn own_v1_dir(controller: &str) -> Option<PathBuf> {
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let point = mountinfo.lines().find_map(|line| {
+        let (mount, fs) = line.split_once(" - ")?;
+        let mut fs = fs.split(' ');
+        let v1 = fs.next()? == "cgroup" && fs.nth(1)?.split(',').any(|o| o == controller);
+        let mut fields = mount.split(' ').skip(3);
+        let (root, point) = (fields.next()?, fields.next()?);
+        (v1 && root == "/").then(|| point.to_string())
+    })?;
+    let cgroups = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = cgroups.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
+        list.split(',')
+            .any(|c| c == controller)
+            .then(|| path.to_string())
+    })?;
+    Some(Path::new(&point).join(path.trim_start_matches('/')))
+}
+
+/// Our own cgroup v2 directory, when the v2 hierarchy is mounted at its root.
+fn own_v2_dir() -> Option<PathBuf> {
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let point = mountinfo.lines().find_map(|line| {
+        let (mount, fs) = line.split_once(" - ")?;
+        let mut fields = mount.split(' ').skip(3);
+        let (root, point) = (fields.next()?, fields.next()?);
+        (fs.starts_with("cgroup2 ") && root == "/").then(|| point.to_string())
+    })?;
+    let cgroups = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = cgroups
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))?
+        .to_string();
+    Some(Path::new(&point).join(path.trim_start_matches('/')))
+}
+
+impl Guard {
+    fn new(label: &str, unprivileged_sandbox: bool) -> Guard {
+        let name = format!("toolsmith-battery-{}-{label}", std::process::id());
+        let mut guard = Guard {
+            procs: Vec::new(),
+            rlimits: Vec::new(),
+            dirs: Vec::new(),
+            v2: false,
+            description: None,
+            why_none: String::new(),
+        };
+        if is_root() {
+            match guard.cgroup_v1(&name).or_else(|v1| {
+                guard
+                    .cgroup_v2(&name)
+                    .map_err(|v2| format!("cgroup v1: {v1}; cgroup v2: {v2}"))
+            }) {
+                Ok(description) => guard.description = Some(description),
+                Err(why) => guard.why_none = why,
+            }
+        }
+        if unprivileged_sandbox || !is_root() {
+            // RLIMIT_NPROC counts every process of the user on the host.
+            let uid = if is_root() {
+                NOBODY.0
+            } else {
+                nix::unistd::getuid().as_raw()
+            };
+            let nproc = processes_of(uid) + GUARD_PIDS;
+            guard.rlimits = vec![(Rlimit::Nproc, nproc), (Rlimit::AddressSpace, GUARD_AS)];
+            let rl = format!(
+                "RLIMIT_NPROC {nproc} (the user's processes + {GUARD_PIDS}), RLIMIT_AS {} GiB",
+                GUARD_AS >> 30
+            );
+            guard.description = Some(match guard.description.take() {
+                Some(cgroup) => format!("{cgroup}; {rl}"),
+                None => rl,
+            });
+        }
+        guard
+    }
+
+    fn cgroup_v1(&mut self, name: &str) -> Result<String, String> {
+        let pids = own_v1_dir("pids").ok_or("no v1 pids hierarchy")?.join(name);
+        fs::create_dir(&pids).map_err(|e| format!("mkdir {}: {e}", pids.display()))?;
+        self.dirs.push(pids.clone());
+        fs::write(pids.join("pids.max"), GUARD_PIDS.to_string())
+            .map_err(|e| format!("pids.max: {e}"))?;
+        let mut description = format!("cgroup v1 {} (pids.max {GUARD_PIDS})", pids.display());
+        if let Some(own) = own_v1_dir("memory") {
+            let memory = own.join(name);
+            if fs::create_dir(&memory).is_ok() {
+                self.dirs.push(memory.clone());
+                fs::write(
+                    memory.join("memory.limit_in_bytes"),
+                    GUARD_MEMORY.to_string(),
+                )
+                .map_err(|e| format!("memory.limit_in_bytes: {e}"))?;
+                let _ = fs::write(
+                    memory.join("memory.memsw.limit_in_bytes"),
+                    GUARD_MEMORY.to_string(),
+                );
+                description.push_str(&format!(
+                    " and {} ({} MiB)",
+                    memory.display(),
+                    GUARD_MEMORY >> 20
+                ));
+            }
+        }
+        self.procs = self
+            .dirs
+            .iter()
+            .map(|d| CString::new(d.join("cgroup.procs").into_os_string().into_encoded_bytes()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
+        Ok(description)
+    }
+
+    fn cgroup_v2(&mut self, name: &str) -> Result<String, String> {
+        self.remove();
+        self.dirs.clear();
+        let dir = own_v2_dir().ok_or("no cgroup2 mount")?.join(name);
+        fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+        self.dirs.push(dir.clone());
+        self.v2 = true;
+        fs::write(dir.join("pids.max"), GUARD_PIDS.to_string())
+            .map_err(|e| format!("pids.max (pids not delegated?): {e}"))?;
+        fs::write(dir.join("memory.max"), GUARD_MEMORY.to_string())
+            .map_err(|e| format!("memory.max: {e}"))?;
+        let procs = dir
+            .join("cgroup.procs")
+            .into_os_string()
+            .into_encoded_bytes();
+        self.procs = vec![CString::new(procs).map_err(|e| e.to_string())?];
+        Ok(format!(
+            "cgroup v2 {} (pids.max {GUARD_PIDS})",
+            dir.display()
+        ))
+    }
+
+    /// The guard's own limits reached so far, as counters (a sandbox limit failed when they
+    /// grow during a case).
+    fn hits(&self) -> Vec<String> {
+        let read = |d: &Path, f: &str| fs::read_to_string(d.join(f)).unwrap_or_default();
+        let counter = |text: &str, key: &str| -> u64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        let mut hits = Vec::new();
+        for dir in &self.dirs {
+            let pids = counter(&read(dir, "pids.events"), "max ");
+            if pids > 0 {
+                hits.push(format!("guard pids.max hit {pids} times"));
+            }
+            let oom = if self.v2 {
+                counter(&read(dir, "memory.events"), "oom_kill ")
+                    + counter(&read(dir, "memory.events"), "max ")
+            } else {
+                counter(&read(dir, "memory.oom_control"), "oom_kill ")
+                    + read(dir, "memory.failcnt")
+                        .trim()
+                        .parse::<u64>()
+                        .unwrap_or(0)
+            };
+            if oom > 0 {
+                hits.push(format!("guard memory limit hit ({oom})"));
+            }
+        }
+        hits
+    }
+
+    fn peak_pids(&self) -> Option<u64> {
+        self.dirs
+            .iter()
+            .find_map(|d| fs::read_to_string(d.join("pids.peak")).ok())
+            .and_then(|s| s.trim().parse().ok())
+    }
+
+    fn remove(&self) {
+        for dir in self.dirs.iter().rev() {
+            for _ in 0..100 {
+                let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+                for pid in procs.lines().filter_map(|p| p.trim().parse::<i32>().ok()) {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+                // The sandbox's own run cgroups beneath (toolsmith/run-*), then ours.
+                remove_cgroup_tree(dir);
+                if !dir.exists() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+}
+
+fn remove_cgroup_tree(dir: &Path) {
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_cgroup_tree(&entry.path());
+            }
+        }
+    }
+    let _ = fs::remove_dir(dir);
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Passes and runs
+// ---------------------------------------------------------------------------------------------
+
+/// What all passes share.
+struct Shared {
+    dir: PathBuf,
+    toolsmith: PathBuf,
+    probe: PathBuf,
+    daemon_pid: i32,
+    daemon_socket: PathBuf,
+    daemon_secret: String,
+    test_pid: i32,
+    python: bool,
+}
+
+/// One pass of the battery: its ids, its files, its guard.
+struct Pass {
+    index: u32,
+    label: String,
+    /// The ids the toolsmith process switches to (`None`: stays the caller).
+    ids: Option<(u32, u32)>,
+    home: PathBuf,
+    tool: PathBuf,
+    ws_ro: PathBuf,
+    ws_rw: PathBuf,
+    runtime: PathBuf,
+    agent: PathBuf,
+    outside_secret: PathBuf,
+    stdin_canary: PathBuf,
+    policy: PathBuf,
+    host_tmp_name: PathBuf,
+    via_symlink: PathBuf,
+    key: String,
+    outside_text: String,
+    token: String,
+    aws: String,
+    victim: Mutex<Child>,
+    victim_pid: i32,
+    victim_secret: String,
+    guard: Guard,
+    /// Opened read-only; every toolsmith process inherits it as descriptor 7.
+    secret_file: fs::File,
+    suid: bool,
+}
+
+fn unique(what: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{what}-{}-{nanos:09}", std::process::id())
+}
+
+impl Pass {
+    fn new(shared: &Shared, index: u32, label: &str, ids: Option<(u32, u32)>) -> Pass {
+        let root = shared.dir.join(label);
+        let mk = |p: &Path| fs::create_dir_all(p).expect("mkdir");
+        let home = root.join("home");
+        let (tool, ws_ro, ws_rw) = (root.join("tool"), root.join("ws-ro"), root.join("ws-rw"));
+        let (runtime, outside) = (root.join("runtime"), root.join("outside"));
+        for dir in [
+            &home.join(".ssh"),
+            &home.join(".config/gh"),
+            &tool,
+            &ws_ro,
+            &ws_rw,
+        ]
+        .into_iter()
+        .chain([&runtime, &outside])
+        {
+            mk(dir);
+        }
+        let key = unique("SECRET-ssh-key");
+        let token = unique("SECRET-github-token");
+        let aws = unique("SECRET-aws");
+        let outside_text = unique("SECRET-outside-workspace");
+        fs::write(home.join(".ssh/id_rsa"), &key).expect("write key");
+        fs::write(home.join(".bashrc"), "# canary bashrc\n").expect("write");
+        fs::write(
+            home.join(".config/gh/hosts.yml"),
+            format!("oauth_token: {token}\n"),
+        )
+        .expect("write");
+        fs::write(home.join("control-target"), "control\n").expect("write");
+        let outside_secret = outside.join("secret.txt");
+        fs::write(&outside_secret, &outside_text).expect("write");
+        fs::copy(&shared.probe, tool.join("probe")).expect("copy probe");
+        fs::write(ws_ro.join("canary.txt"), "read-only workspace canary\n").expect("write");
+        fs::write(ws_rw.join("keep.txt"), "keep me\n").expect("write");
+        fs::hard_link(&outside_secret, ws_ro.join("hard-secret")).expect("hard link");
+        let host_tmp_name = PathBuf::from(format!("/tmp/{}", unique("toolsmith-battery-host")));
+        let via_symlink = PathBuf::from(format!("/tmp/{}", unique("toolsmith-battery-symlink")));
+        for ws in [&ws_ro, &ws_rw] {
+            std::os::unix::fs::symlink(home.join(".ssh/id_rsa"), ws.join("link-to-key"))
+                .expect("symlink");
+        }
+        std::os::unix::fs::symlink(&via_symlink, ws_rw.join("link-to-host-tmp")).expect("symlink");
+        let stdin_canary = root.join("stdin-canary");
+        fs::write(&stdin_canary, "stdin canary\n").expect("write");
+        let policy = root.join("policy.toml");
+        fs::write(&policy, policy_toml()).expect("write policy");
+        if let Some(ids) = ids {
+            chown_tree(&root, ids);
+        }
+        set_mode(&home, 0o700);
+        set_mode(&home.join(".ssh"), 0o700);
+        set_mode(&home.join(".ssh/id_rsa"), 0o600);
+        // A setuid-root copy of the probe: only root can make one.
+        let suid = is_root();
+        if suid {
+            let path = ws_ro.join("suid-probe");
+            fs::copy(&shared.probe, &path).expect("copy");
+            std::os::unix::fs::chown(&path, Some(0), Some(0)).expect("chown");
+            set_mode(&path, 0o4755);
+        }
+        let victim_secret = unique("SECRET-victim-environ");
+        let mut victim = Command::new("sleep");
+        victim
+            .arg("600")
+            .env_clear()
+            .env("VICTIM_SECRET", &victim_secret)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some((uid, gid)) = ids {
+            victim.uid(uid).gid(gid);
+        }
+        let victim = victim.spawn().expect("spawn the victim sleep");
+        let victim_pid = victim.id() as i32;
+        let secret_file = fs::File::open(&outside_secret).expect("open secret");
+        Pass {
+            index,
+            label: label.into(),
+            ids,
+            agent: root.join("agent.sock"),
+            home,
+            tool,
+            ws_ro,
+            ws_rw,
+            runtime,
+            outside_secret,
+            stdin_canary,
+            policy,
+            host_tmp_name,
+            via_symlink,
+            key,
+            outside_text,
+            token,
+            aws,
+            victim: Mutex::new(victim),
+            victim_pid,
+            victim_secret,
+            guard: Guard::new(label, ids.is_some()),
+            secret_file,
+            suid,
+        }
+    }
+
+    fn secrets<'a>(&'a self, shared: &'a Shared) -> [(&'static str, &'a str); 6] {
+        [
+            ("ssh key", &self.key),
+            ("secret outside the workspace", &self.outside_text),
+            ("GITHUB_TOKEN", &self.token),
+            ("AWS_SECRET_ACCESS_KEY", &self.aws),
+            ("victim's environment", &self.victim_secret),
+            ("daemon's environment", &shared.daemon_secret),
+        ]
+    }
+
+    /// The ids, outer guard and inherited descriptor 7 of every process spawned for this pass.
+    fn launch(&self, cmd: &mut Command, guarded: bool) {
+        let procs = if guarded {
+            self.guard.procs.clone()
+        } else {
+            Vec::new()
+        };
+        let rlimits = if guarded {
+            self.guard.rlimits.clone()
+        } else {
+            Vec::new()
+        };
+        let ids = self.ids;
+        let secret = self.secret_file.as_raw_fd();
+        // SAFETY: the closure runs between fork and exec and makes only async-signal-safe
+        // system calls on data prepared before the fork (no allocation): it joins the guard's
+        // cgroups, sets the guard's rlimits, leaves a secret open as fd 7 without close-on-exec
+        // (dup2 clears the flag), and drops to the pass's ids.
+        unsafe {
+            cmd.pre_exec(move || {
+                for path in &procs {
+                    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                    if fd < 0 || libc::write(fd, c"0".as_ptr().cast(), 1) != 1 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    libc::close(fd);
+                }
+                for &(which, value) in &rlimits {
+                    let limit = libc::rlimit {
+                        rlim_cur: value,
+                        rlim_max: value,
+                    };
+                    let resource = match which {
+                        Rlimit::Nproc => libc::RLIMIT_NPROC,
+                        Rlimit::AddressSpace => libc::RLIMIT_AS,
+                    };
+                    if libc::setrlimit(resource, &limit) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
+                if libc::dup2(secret, 7) != 7 {
+                    return Err(io::Error::last_os_error());
+                }
+                if let Some((uid, gid)) = ids
+                    && (libc::setgroups(0, std::ptr::null()) != 0
+                        || libc::setgid(gid) != 0
+                        || libc::setuid(uid) != 0)
+                {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+
+    fn env(&self, cmd: &mut Command) {
+        cmd.env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &self.home)
+            .env("LANG", "C.UTF-8")
+            .env("NO_COLOR", "1")
+            .env("GITHUB_TOKEN", &self.token)
+            .env("AWS_SECRET_ACCESS_KEY", &self.aws)
+            .env("AWS_ACCESS_KEY_ID", "AKIABATTERYTEST")
+            .env("SSH_AUTH_SOCK", &self.agent)
+            .env("XDG_RUNTIME_DIR", &self.runtime);
+    }
+
+    fn home_path(&self, rel: &str) -> String {
+        self.home.join(rel).display().to_string()
+    }
+}
+
+impl Drop for Pass {
+    fn drop(&mut self) {
+        if let Ok(mut victim) = self.victim.lock() {
+            let _ = victim.kill();
+            let _ = victim.wait();
+        }
+        let _ = fs::remove_file(&self.host_tmp_name);
+        let _ = fs::remove_file(&self.via_symlink);
+    }
+}
+
+/// The standard input of a run.
+#[derive(Default)]
+enum Input {
+    /// A host file opened read-only (the reopen-for-writing target).
+    #[default]
+    Canary,
+    /// A pseudo-terminal's slave.
+    Pty(Stdio),
+}
+
+/// How to run a case.
+struct Opts {
+    workspace: Option<(&'static str, PathBuf)>,
+    timeout: u32,
+    stdin: Input,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts {
+            workspace: None,
+            timeout: 5,
+            stdin: Input::Canary,
+        }
+    }
+}
+
+/// What a run produced, as the host saw it.
+struct Run {
+    /// The sandbox's JSON report (`None` for unconfined control runs, or when toolsmith failed).
+    report: Option<Value>,
+    sandboxed: bool,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    cli_stderr: String,
+    timed_out: bool,
+}
+
+impl Run {
+    fn lines(&self, prefix: &str) -> Vec<&str> {
+        self.stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix(prefix))
+            .collect()
+    }
+
+    fn allowed(&self) -> Vec<&str> {
+        self.lines("ALLOWED ")
+    }
+
+    fn denied(&self) -> Vec<&str> {
+        self.lines("DENIED ")
+    }
+
+    fn info(&self) -> Vec<&str> {
+        self.lines("INFO ")
+    }
+
+    fn limit(&self) -> String {
+        self.report
+            .as_ref()
+            .and_then(|r| r["limit"].as_str())
+            .unwrap_or("none")
+            .to_string()
+    }
+
+    fn field(&self, pointer: &str) -> Value {
+        self.report
+            .as_ref()
+            .and_then(|r| r.pointer(pointer).cloned())
+            .unwrap_or(Value::Null)
+    }
+
+    fn exit(&self) -> String {
+        match self.report.as_ref().map(|r| &r["exit"]) {
+            Some(Value::Object(m)) => m
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .next()
+                .unwrap_or_default(),
+            _ => format!("{:?}", self.code),
+        }
+    }
+
+    /// Why the run says nothing about the sandbox, if it does not.
+    fn failure(&self) -> Option<String> {
+        if self.timed_out {
+            return Some("toolsmith did not return: killed by the test's watchdog".into());
+        }
+        if self.sandboxed && self.report.is_none() {
+            let why: String = self.cli_stderr.trim().chars().take(300).collect();
+            return Some(format!("toolsmith failed (exit {:?}): {why}", self.code));
+        }
+        None
+    }
+
+    /// The errno names of the DENIED lines, counted: `ENOENT×3, EROFS`.
+    fn errnos(&self) -> String {
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        for line in self.denied() {
+            let name = line.rsplit(": ").next().unwrap_or(line).trim().to_string();
+            match counts.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, c)) => *c += 1,
+                None => counts.push((name, 1)),
+            }
+        }
+        counts
+            .iter()
+            .map(|(n, c)| {
+                if *c > 1 {
+                    format!("{n}×{c}")
+                } else {
+                    n.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// A case's outcome as the table shows it.
+struct Verdict {
+    observed: String,
+    ok: bool,
+}
+
+/// The context a case runs in.
+struct Ctx<'a> {
+    shared: &'a Shared,
+    pass: &'a Pass,
+    tag: u32,
+    /// The outer guard's counters before the case.
+    guard_before: Vec<String>,
+}
+
+impl Ctx<'_> {
+    /// A marker unique to this case and pass: a valid `sleep` duration.
+    fn sleep_marker(&self) -> String {
+        format!(
+            "7{:05}{}.{}",
+            std::process::id() % 100_000,
+            self.pass.index,
+            self.tag
+        )
+    }
+
+    /// `toolsmith --json sandbox … -- command…` as this pass.
+    fn sandbox(&self, opts: Opts, command: &[&str]) -> Run {
+        let p = self.pass;
+        let mut cmd = Command::new(&self.shared.toolsmith);
+        p.env(&mut cmd);
+        cmd.args(["--json", "sandbox", "--policy"])
+            .arg(&p.policy)
+            .arg("--tool-dir")
+            .arg(&p.tool)
+            .args(["--memory", &MEMORY_MB.to_string()])
+            .args(["--timeout", &opts.timeout.to_string()]);
+        if let Some((access, dir)) = &opts.workspace {
+            cmd.args(["--workspace", access]).arg(dir);
+        }
+        cmd.arg("--").args(command);
+        p.launch(&mut cmd, true);
+        let stdin = match opts.stdin {
+            Input::Canary => Stdio::from(fs::File::open(&p.stdin_canary).expect("open canary")),
+            Input::Pty(stdio) => stdio,
+        };
+        let (code, out, err, timed_out) = spawn_and_wait(cmd, stdin, opts.timeout + 20);
+        let report: Option<Value> = serde_json::from_slice(&out).ok();
+        let text = |stream: &str| {
+            report
+                .as_ref()
+                .and_then(|r| r[stream]["text"].as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        Run {
+            stdout: text("stdout"),
+            stderr: text("stderr"),
+            report,
+            sandboxed: true,
+            code,
+            cli_stderr: String::from_utf8_lossy(&err).into_owned(),
+            timed_out,
+        }
+    }
+
+    /// The probe, with default options.
+    fn probe(&self, args: &[&str]) -> Run {
+        let mut command = vec!["/tool/probe"];
+        command.extend_from_slice(args);
+        self.sandbox(Opts::default(), &command)
+    }
+
+    /// The probe unconfined (a control), with this pass's ids and guard.
+    fn unconfined(&self, args: &[&str], stdin: Stdio) -> Run {
+        let mut cmd = Command::new(self.pass.tool.join("probe"));
+        self.pass.env(&mut cmd);
+        cmd.args(args);
+        self.pass.launch(&mut cmd, true);
+        let (code, out, err, timed_out) = spawn_and_wait(cmd, stdin, 20);
+        Run {
+            report: None,
+            sandboxed: false,
+            code,
+            stdout: String::from_utf8_lossy(&out).into_owned(),
+            stderr: String::from_utf8_lossy(&err).into_owned(),
+            cli_stderr: String::new(),
+            timed_out,
+        }
+    }
+
+    fn leaks(&self, run: &Run) -> Vec<&'static str> {
+        self.pass
+            .secrets(self.shared)
+            .iter()
+            .filter(|(_, secret)| run.stdout.contains(secret) || run.stderr.contains(secret))
+            .map(|(name, _)| *name)
+            .collect()
+    }
+
+    /// Every attempt refused, nothing leaked, and every host check holding.
+    fn refused(&self, runs: &[&Run], host: Vec<(String, bool)>) -> Verdict {
+        let mut notes = Vec::new();
+        let mut ok = true;
+        for run in runs {
+            if let Some(failure) = run.failure() {
+                return Verdict {
+                    observed: failure,
+                    ok: false,
+                };
+            }
+            let allowed = run.allowed();
+            if allowed.is_empty() {
+                if run.denied().is_empty() {
+                    ok = false;
+                    notes.push(format!(
+                        "the probe reported nothing (stdout {:?}, stderr {:?})",
+                        run.stdout.chars().take(200).collect::<String>(),
+                        run.stderr.chars().take(200).collect::<String>()
+                    ));
+                } else {
+                    notes.push(format!("refused: {}", run.errnos()));
+                }
+            } else {
+                ok = false;
+                notes.push(format!("ALLOWED: {}", allowed.join(" | ")));
+            }
+            let leaks = self.leaks(run);
+            if !leaks.is_empty() {
+                ok = false;
+                notes.push(format!("LEAKED: {}", leaks.join(", ")));
+            }
+        }
+        for (what, holds) in host {
+            ok &= holds;
+            notes.push(if holds {
+                what
+            } else {
+                format!("NOT HELD: {what}")
+            });
+        }
+        Verdict {
+            observed: notes.join("; "),
+            ok,
+        }
+    }
+}
+
+/// Spawns, feeds nothing, collects stdout and stderr, and kills the process after `limit_s`.
+fn spawn_and_wait(
+    mut cmd: Command,
+    stdin: Stdio,
+    limit_s: u32,
+) -> (Option<i32>, Vec<u8>, Vec<u8>, bool) {
+    cmd.stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => return (None, Vec::new(), format!("spawn: {e}").into_bytes(), false),
+    };
+    let reader = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = pipe.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let out = reader(Box::new(child.stdout.take().expect("stdout")));
+    let err = reader(Box::new(child.stderr.take().expect("stderr")));
+    let deadline = Instant::now() + Duration::from_secs(u64::from(limit_s));
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() >= deadline => {
+                timed_out = true;
+                let _ = child.kill();
+                break child.wait().ok();
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(_) => break None,
+        }
+    };
+    let out = out.join().unwrap_or_default();
+    let err = err.join().unwrap_or_default();
+    (status.and_then(|s| s.code()), out, err, timed_out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cases
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Unconfined: shows the battery's observation would catch an escape.
+    Control,
+    /// A sandboxed attempt, run in parallel with others.
+    Normal,
+    /// A resource attack, run alone under the outer guard.
+    Dangerous,
+}
+
+struct Case {
+    name: &'static str,
+    tried: &'static str,
+    kind: Kind,
+    run: fn(&Ctx) -> Verdict,
+}
+
+fn cases() -> Vec<Case> {
+    use Kind::*;
+    let c = |name, tried, kind, run| Case {
+        name,
+        tried,
+        kind,
+        run,
+    };
+    vec![
+        // Controls: the probe, unconfined, reaches what the sandbox must keep it from.
+        c(
+            "control: read ~/.ssh/id_rsa",
+            "the unconfined probe reads the canary key",
+            Control,
+            control_read,
+        ),
+        c(
+            "control: TCP listener",
+            "the unconfined probe connects to the loopback listener",
+            Control,
+            control_tcp,
+        ),
+        c(
+            "control: UDP socket",
+            "the unconfined probe sends to the host UDP socket",
+            Control,
+            control_udp,
+        ),
+        c(
+            "control: abstract socket",
+            "the unconfined probe connects to the abstract listener",
+            Control,
+            control_abstract,
+        ),
+        c(
+            "control: $XDG_RUNTIME_DIR/bus",
+            "the unconfined probe connects to the bus listener",
+            Control,
+            control_bus,
+        ),
+        c(
+            "control: /proc/<victim>/environ",
+            "the unconfined probe reads the victim's environment",
+            Control,
+            control_environ,
+        ),
+        c(
+            "control: setuid binary",
+            "the unconfined setuid-root probe copy (or root) holds privilege",
+            Control,
+            control_setuid,
+        ),
+        c(
+            "control: TIOCSTI",
+            "the unconfined probe pushes a command into the pty's input",
+            Control,
+            control_tiocsti,
+        ),
+        // Files.
+        c(
+            "read home secrets",
+            "read ~/.ssh/id_rsa, ~/.config/gh/hosts.yml, ~/.bashrc, /root/.ssh/id_rsa, /etc/shadow; list ~, /root, /home",
+            Normal,
+            read_home,
+        ),
+        c(
+            "write host /tmp",
+            "create a file at a host /tmp path",
+            Normal,
+            write_host_tmp,
+        ),
+        c(
+            "write ~/.bashrc",
+            "append to ~/.bashrc, create ~/.ssh/authorized_keys and a file outside by host paths",
+            Normal,
+            write_home,
+        ),
+        c(
+            "symlink read",
+            "read a planted symlink to ~/.ssh/id_rsa (ro and rw workspace) and one made in /work",
+            Normal,
+            symlink_read,
+        ),
+        c(
+            "symlink write",
+            "write through planted symlinks to ~/.ssh/id_rsa and to a host /tmp path",
+            Normal,
+            symlink_write,
+        ),
+        c(
+            "hard link write",
+            "write through a hard link (ro workspace) to a secret outside it",
+            Normal,
+            hardlink_write,
+        ),
+        c(
+            "hard link make",
+            "link ~/.ssh/id_rsa, /tool/probe and /usr/bin/passwd into the rw workspace",
+            Normal,
+            hardlink_make,
+        ),
+        c(
+            "rename out",
+            "rename a workspace file to /tmp, /work, / and ~",
+            Normal,
+            rename_out,
+        ),
+        c(
+            "chmod/chown/utime",
+            "chmod, chown and utimensat a ro-workspace file, /tool/probe, /usr/bin/passwd",
+            Normal,
+            metadata,
+        ),
+        c(
+            "/proc of host processes",
+            "read /proc/1/root/~/.ssh/id_rsa, /proc/<test|daemon|victim>/environ, list their cwd and root",
+            Normal,
+            proc_host,
+        ),
+        c(
+            "host pids visible",
+            "list /proc and `ps -e` inside",
+            Normal,
+            host_pids,
+        ),
+        c(
+            "devices",
+            "read /dev/mem, /dev/kmem, /dev/port, /dev/kmsg, block devices, /dev/kvm, /dev/tty; mknod",
+            Normal,
+            devices,
+        ),
+        c(
+            "reopen inherited fd",
+            "reopen stdin (a host file opened read-only) and fd 7 for writing via /proc/self/fd",
+            Normal,
+            reopen_fd,
+        ),
+        c(
+            "overwrite via /proc/self/exe",
+            "open /proc/self/exe, /proc/1/exe and the toolsmith helper binary for writing",
+            Normal,
+            self_exe,
+        ),
+        c(
+            "cgroup escape",
+            "write to /sys/fs/cgroup/{pids,memory,unified}/cgroup.procs",
+            Normal,
+            cgroup_escape,
+        ),
+        c(
+            "sysctl and sysrq",
+            "write /proc/sys/kernel/pid_max (its own value) and /proc/sysrq-trigger",
+            Normal,
+            sysctl,
+        ),
+        // Namespaces and privileges.
+        c(
+            "mount",
+            "mount a tmpfs, remount / rw, umount /proc, fsopen; `mount -t tmpfs`",
+            Normal,
+            mount,
+        ),
+        c("pivot_root", "pivot_root(/tmp, /tmp)", Normal, pivot_root),
+        c("chroot", "chroot(/tmp)", Normal, chroot),
+        c(
+            "nested user namespaces",
+            "unshare/clone/clone3 with CLONE_NEWUSER, setns; `unshare -U`, `unshare -r`",
+            Normal,
+            userns,
+        ),
+        c(
+            "sethostname",
+            "sethostname(pwned), write /proc/sys/kernel/hostname",
+            Normal,
+            sethostname,
+        ),
+        c(
+            "setuid binary",
+            "exec a setuid-root binary from the workspace, read its ids",
+            Normal,
+            setuid,
+        ),
+        c(
+            "capabilities",
+            "read NoNewPrivs, Seccomp and the capability sets in /proc/self/status",
+            Normal,
+            capabilities,
+        ),
+        c("bpf", "bpf(BPF_MAP_CREATE, array)", Normal, bpf),
+        c(
+            "perf_event_open",
+            "perf_event_open(task clock, self)",
+            Normal,
+            perf,
+        ),
+        c(
+            "userfaultfd",
+            "userfaultfd(UFFD_USER_MODE_ONLY)",
+            Normal,
+            userfaultfd,
+        ),
+        c(
+            "keyctl",
+            "keyctl(GET_KEYRING_ID, session), add_key(user)",
+            Normal,
+            keyctl,
+        ),
+        c(
+            "TIOCSTI",
+            "TIOCSCTTY on the pty given as stdin, then TIOCSTI (also with high bits), TIOCLINUX; open /dev/ptmx",
+            Normal,
+            tiocsti,
+        ),
+        // Processes.
+        c(
+            "ptrace daemon",
+            "PTRACE_ATTACH/SEIZE, process_vm_readv/writev of toolsmithd and the victim",
+            Normal,
+            ptrace,
+        ),
+        c(
+            "kill host processes",
+            "kill(SIGKILL) the victim, toolsmithd and the test; kill(-1, SIGKILL)",
+            Normal,
+            kill_host,
+        ),
+        // Network.
+        c(
+            "TCP to loopback",
+            "connect to a host listener on 127.0.0.1 (and ::1)",
+            Normal,
+            tcp,
+        ),
+        c(
+            "bash /dev/tcp",
+            "bash: echo > /dev/tcp/127.0.0.1/<listener>",
+            Normal,
+            bash_dev_tcp,
+        ),
+        c(
+            "python connect",
+            "python3 socket.create_connection to the listener",
+            Normal,
+            python_connect,
+        ),
+        c(
+            "UDP send",
+            "sendto a host UDP socket on 127.0.0.1",
+            Normal,
+            udp,
+        ),
+        c(
+            "DNS",
+            "getaddrinfo(example.com), `getent hosts example.com`",
+            Normal,
+            dns,
+        ),
+        c(
+            "raw/packet/netlink/vsock",
+            "socket() for AF_INET raw, AF_INET6 raw, AF_PACKET, AF_NETLINK, AF_VSOCK, AF_ALG, TCP, UDP",
+            Normal,
+            sockets,
+        ),
+        c(
+            "io_uring",
+            "io_uring_setup (its SOCKET/CONNECT ops would bypass socket())",
+            Normal,
+            io_uring,
+        ),
+        c(
+            "abstract unix socket",
+            "connect to an abstract socket the host listens on",
+            Normal,
+            abstract_socket,
+        ),
+        c(
+            "daemon control socket",
+            "connect to toolsmithd's control socket by its host path",
+            Normal,
+            daemon_socket,
+        ),
+        c(
+            "$XDG_RUNTIME_DIR/bus",
+            "connect to a listener at the host's $XDG_RUNTIME_DIR/bus",
+            Normal,
+            bus,
+        ),
+        c(
+            "SSH_AUTH_SOCK",
+            "read SSH_AUTH_SOCK and connect to the host's agent socket",
+            Normal,
+            ssh_agent,
+        ),
+        // Environment and descriptors.
+        c(
+            "environment secrets",
+            "print the environment (GITHUB_TOKEN, AWS_* set in toolsmith's)",
+            Normal,
+            env_secrets,
+        ),
+        c(
+            "inherited fds",
+            "list /proc/self/fd (toolsmith inherited fd 7 without CLOEXEC)",
+            Normal,
+            fds_inherited,
+        ),
+        c(
+            "fd exhaustion",
+            "open /dev/null until it fails",
+            Normal,
+            fd_exhaustion,
+        ),
+        // Resources, one at a time under the outer guard.
+        c("fork bomb", "bash: f(){ f|f& }; f", Dangerous, fork_bomb),
+        c(
+            "thread bomb",
+            "pthread_create until it fails",
+            Dangerous,
+            thread_bomb,
+        ),
+        c(
+            "setsid/double-fork survivors",
+            "setsid sleep and a double-forked sleep, then pid 1 exits",
+            Dangerous,
+            survivors_exit,
+        ),
+        c(
+            "survivors of a wall kill",
+            "setsid sleep & (sleep &); sleep, killed by --timeout 1",
+            Dangerous,
+            survivors_wall,
+        ),
+        c(
+            "trap '' TERM busy loop",
+            "sh: trap '' TERM; while :; do :; done (--timeout 2)",
+            Dangerous,
+            trap_term,
+        ),
+        c(
+            "8 GiB allocation",
+            "malloc(8 GiB) and touch every page",
+            Dangerous,
+            alloc,
+        ),
+        c("CPU spin", "for (;;) with --timeout 5", Dangerous, cpu_spin),
+        c(
+            "disk fill: one file",
+            "write /work/fill until it fails",
+            Dangerous,
+            fill_file,
+        ),
+        c(
+            "disk fill: tmpfs",
+            "write 4 MiB files into /tmp until it fails",
+            Dangerous,
+            fill_tmpfs,
+        ),
+        c(
+            "output flood",
+            "64 KiB writes of 'x' to stdout, no newline, forever",
+            Dangerous,
+            flood,
+        ),
+    ]
+}
+
+// Controls --------------------------------------------------------------------------------------
+
+fn control_read(ctx: &Ctx) -> Verdict {
+    let run = ctx.unconfined(&["read", &ctx.pass.home_path(".ssh/id_rsa")], Stdio::null());
+    let ok = run.stdout.contains(&ctx.pass.key);
+    Verdict {
+        observed: format!("key read unconfined: {ok}"),
+        ok,
+    }
+}
+
+fn control_tcp(ctx: &Ctx) -> Verdict {
+    let l = Tcp::new();
+    let _ = ctx.unconfined(&["tcp", "127.0.0.1", &l.port()], Stdio::null());
+    let n = l.accepted();
+    Verdict {
+        observed: format!("listener accepted {n}"),
+        ok: n == 1,
+    }
+}
+
+fn control_udp(ctx: &Ctx) -> Verdict {
+    let s = Udp::new();
+    let _ = ctx.unconfined(&["udp", "127.0.0.1", &s.port()], Stdio::null());
+    std::thread::sleep(Duration::from_millis(20));
+    let n = s.received();
+    Verdict {
+        observed: format!("socket received {n}"),
+        ok: n == 1,
+    }
+}
+
+fn control_abstract(ctx: &Ctx) -> Verdict {
+    let name = unique("toolsmith-battery-control");
+    let l = Unix::abstract_name(&name);
+    let _ = ctx.unconfined(&["abstract", &name], Stdio::null());
+    let n = l.accepted();
+    Verdict {
+        observed: format!("listener accepted {n}"),
+        ok: n == 1,
+    }
+}
+
+fn control_bus(ctx: &Ctx) -> Verdict {
+    let path = ctx.pass.runtime.join("bus");
+    let l = Unix::path(&path);
+    let _ = ctx.unconfined(&["unix", &path.display().to_string()], Stdio::null());
+    let n = l.accepted();
+    Verdict {
+        observed: format!("listener accepted {n}"),
+        ok: n == 1,
+    }
+}
+
+fn control_environ(ctx: &Ctx) -> Verdict {
+    let path = format!("/proc/{}/environ", ctx.pass.victim_pid);
+    let run = ctx.unconfined(&["read", &path], Stdio::null());
+    let ok = run.stdout.contains(&ctx.pass.victim_secret);
+    Verdict {
+        observed: format!("victim's secret read unconfined: {ok}"),
+        ok,
+    }
+}
+
+fn control_setuid(ctx: &Ctx) -> Verdict {
+    let p = ctx.pass;
+    if p.ids.is_none() && is_root() {
+        let run = ctx.unconfined(&["ids"], Stdio::null());
+        let caps = run.info().into_iter().find(|l| l.starts_with("CapEff:"));
+        let ok = caps.is_some_and(|c| !c.ends_with("0000000000000000"));
+        return Verdict {
+            observed: format!("unconfined root: {}", caps.unwrap_or("no CapEff")),
+            ok,
+        };
+    }
+    if !p.suid {
+        return Verdict {
+            observed: "skipped: only root can make a setuid-root copy".into(),
+            ok: true,
+        };
+    }
+    let nosuid = nix::sys::statvfs::statvfs(&p.ws_ro)
+        .is_ok_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_NOSUID));
+    if nosuid {
+        return Verdict {
+            observed: "n/a: the host mounts the test's directory nosuid".into(),
+            ok: true,
+        };
+    }
+    let mut cmd = Command::new(p.ws_ro.join("suid-probe"));
+    cmd.arg("ids");
+    p.launch(&mut cmd, true);
+    let (_, out, _, _) = spawn_and_wait(cmd, Stdio::null(), 10);
+    let out = String::from_utf8_lossy(&out);
+    let ok = out.contains("ALLOWED execve(setuid binary)");
+    Verdict {
+        observed: format!(
+            "unconfined: {}",
+            out.lines()
+                .find(|l| l.contains("euid="))
+                .unwrap_or("no ids")
+        ),
+        ok,
+    }
+}
+
+fn control_tiocsti(ctx: &Ctx) -> Verdict {
+    if fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti").is_ok_and(|v| v.trim() == "0") {
+        return Verdict {
+            observed: "n/a: the kernel refuses TIOCSTI (dev.tty.legacy_tiocsti = 0)".into(),
+            ok: true,
+        };
+    }
+    let pty = Pty::open();
+    let mut cmd = Command::new(ctx.pass.tool.join("probe"));
+    cmd.arg("tiocsti");
+    ctx.pass.launch(&mut cmd, true);
+    // The probe must lead a session to take the pty as its controlling terminal.
+    // SAFETY: setsid in the child between fork and exec is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let _ = spawn_and_wait(cmd, pty.stdin(), 10);
+    let pending = pty.pending_input();
+    let ok = pending.contains("PWNED-BY-TIOCSTI");
+    Verdict {
+        observed: format!("pty input after the run: {:?}", pending.trim()),
+        ok,
+    }
+}
+
+// Files -----------------------------------------------------------------------------------------
+
+fn read_home(ctx: &Ctx) -> Verdict {
+    let p = ctx.pass;
+    let read = ctx.probe(&[
+        "read",
+        &p.home_path(".ssh/id_rsa"),
+        &p.home_path(".config/gh/hosts.yml"),
+        &p.home_path(".bashrc"),
+        "/root/.ssh/id_rsa",
+        "/root/.bash_history",
+        "/etc/shadow",
+    ]);
+    let list = ctx.probe(&["list", &p.home_path(""), "/root", "/home", "/run", "/sys"]);
+    ctx.refused(&[&read, &list], Vec::new())
+}
+
+fn write_host_tmp(ctx: &Ctx) -> Verdict {
+    let target = ctx.pass.host_tmp_name.display().to_string();
+    let run = ctx.probe(&["write", &target]);
+    if let Some(failure) = run.failure() {
+        return Verdict {
+            observed: failure,
+            ok: false,
+        };
+    }
+    // The sandbox has a private /tmp: writing there works by design.
+    let exists = ctx.pass.host_tmp_name.exists();
+    Verdict {
+        observed: format!(
+            "inside: {}; host {target}: {}",
+            run.stdout.lines().next().unwrap_or("nothing"),
+            if exists { "CREATED" } else { "absent" }
+        ),
+        ok: !exists && run.allowed().len() + run.denied().len() == 1,
+    }
+}
+
+fn write_home(ctx: &Ctx) -> Verdict {
+    let p = ctx.pass;
+    let bashrc = p.home.join(".bashrc");
+    let before = snapshot(&bashrc);
+    let outside = p.outside_secret.with_file_name("planted");
+    let run = ctx.probe(&[
+        "write",
+        &p.home_path(".bashrc"),
+        &p.home_path(".ssh/authorized_keys"),
+        &outside.display().to_string(),
+    ]);
+    let unchanged = snapshot(&bashrc) == before;
+    let keys = p.home.join(".ssh/authorized_keys").exists();
+    ctx.refused(
+        &[&run],
+        vec![
+            ("~/.bashrc unchanged".into(), unchanged),
+            ("~/.ssh/authorized_keys absent".into(), !keys),
+            ("nothing planted outside".into(), !outside.exists()),
+        ],
+    )
+}
+
+fn symlink_read(ctx: &Ctx) -> Verdict {
+    let p = ctx.pass;
+    let ro = ctx.sandbox(
+        Opts {
+            workspace: Some(("read", p.ws_ro.clone())),
+            ..Opts::default()
+        },
+        &["/tool/probe", "read", "/workspace/link-to-key"],
+    );
+    let made = format!(
+        "ln -s {} /work/k && exec /tool/probe read /work/k /workspace/link-to-key",
+        p.home_path(".ssh/id_rsa")
+    );
+    let rw = ctx.sandbox(
+        Opts {
+            workspace: Some(("write", p.ws_rw.clone())),
+            ..Opts::default()
+        },
+        &["sh", "-c", &made],
+    );
+    ctx.refused(&[&ro, &rw], vec![("key not in any output".into(), true)])
+}
+
+fn symlink_write(ctx: &Ctx) -> Verdict {
+    let p = ctx.pass;
+    let key = p.home.join(".ssh/id_rsa");
+    let before = snapshot(&key);
+    let rw = || Opts {
+        workspace: Some(("write", p.ws_rw.clone())),
+        ..Opts::default()
+    };
+    let run = ctx.sandbox(rw(), &["/tool/probe", "write", "/workspace/link-to-key"]);
+    // A symlink to a host /tmp path lands in the sandbox's private /tmp: the write works there
+    // by design, and the host must not see it.
+    let tmp = ctx.sandbox(
+        rw(),
+        &["/tool/probe", "write", "/workspace/link-to-host-tmp"],
+    );
+    let mut v = ctx.refused(
+        &[&run],
+        vec![
+            ("~/.ssh/id_rsa unchanged".into(), snapshot(&key) == before),
+            (
+                format!("host {} absent", p.via_symlink.display()),
+                !p.via_symlink.exists(),
+            ),
+        ],
+    );
+    let inside = tmp.stdout.lines().next().unwrap_or("nothing").to_string();
+    v.observed
+        .push_str(&format!("; via the /tmp symlink, inside: {inside}"));
+    v.ok &= tmp.failure().is_none() && ctx.leaks(&tmp).is_empty();
+    v
+}
+
+fn hardlink_write(ctx: &Ctx) -> Verdict {
+    let p = ctx.pass;
+    let before = snapshot(&p.outside_secret);
+    let run = ctx.sandbox(
+        Opts {
+            workspace: Some(("read", p.ws_ro.clone())),
+            ..Opts::default()
+        },
+        &["/tool/probe", "write", "/workspace/hard-secret"],
+    );
+    ctx.refused(
+        &[&run],
+        vec![(
+            "the linked secret unchanged".into(),
+            snapshot(&p.outside_secret) == before,
+        )],
+    )
+}
+
+fn hardlink_make(ctx: &Ctx) -> Verdict {
+    let p = ctx.pass;
+    let run = ctx.sandbox(
+        Opts {
+            workspace: Some(("write", p.ws_rw.clone())),
+            ..Opts::default()
+        },
+        &[
+            "/tool/probe",
+            "link",
+            &p.home_path(".ssh/id_rsa"),
+            "/workspace/stolen-key",
+            "/tool/probe",
+            "/workspace/probe-link",
+            "/usr/bin/passwd",
+            "/workspace/passwd-link",
+        ],
+    );
+    let made: Vec<&str> = ["stolen-key", "probe-link", "passwd-link"]
+        .into_iter()
+        .filter(|n| p.ws_rw.join(n).exists())
+        .collect();
+    ctx.refused(
+        &[&run],
+        vec![(
+            format!("no link in the workspace {made:?}"),
+            made.is_empty(),
+        )],
+    )
+}
+
+fn rename_out(ctx: &Ctx) -> Verdict {
+    let p = ctx.pass;
+    let keep = p.ws_rw.join("keep.txt");
+    let before = snapshot(&keep);
+    let home_keep = p.home_path("keep.txt");
+    let run = ctx.sandbox(
+        Opts {
+            workspace: Some(("write", p.ws_rw.clone())),
+            ..Opts::default()
+        },
+        &[
+            "/tool/probe",
+            "rename",
+            "/workspace/keep.txt",
+            "/tmp/keep.txt",
+            "/work/keep.txt",
+            "/keep.txt",
+            &home_keep,
+        ],
+    );
+    ctx.refused(
+        &[&run],
+        vec![
+            (
+                "workspace file still there".into(),
+                snapshot(&keep) == before,
+            ),
+            ("nothing in ~".into(), !Path::new(&home_keep).exists()),
+        ],
+    )
+}
+
+fn metadata(ctx: &Ctx) -> Verdict {
+    let p = ctx.pass;
+    let files = [
+        p.ws_ro.join("canary.txt"),
+        p.tool.join("probe"),
+        PathBuf::from("/usr/bin/passwd"),
+    ];
+    let before: Vec<String> = files.iter().map(|f| snapshot(f)).collect();
+    let run = ctx.sandbox(
+        Opts {
+            workspace: Some(("read", p.ws_ro.clone())),
+            ..Opts::default()
+        },
+        &[
+            "/tool/probe",
+            "metadata",
+            "/workspace/canary.txt",
+            "/tool/probe",
+            "/usr/bin/passwd",
+        ],
+    );
+    let after: Vec<String> = files.iter().map(|f| snapshot(f)).collect();
+    ctx.refused(
+        &[&run],
+        vec![(
+            "mode, owner, mtime and ctime of all three unchanged".into(),
+            before == after,
+        )],
+    )
+}
+
+fn proc_host(ctx: &Ctx) -> Verdict {
+    let s = ctx.shared;
+    let p = ctx.pass;
+    let key_via_root = format!("/proc/1/root{}", p.home_path(".ssh/id_rsa"));
+    let pids = [s.test_pid, s.daemon_pid, p.victim_pid];
+    let mut read = vec!["read".to_string(), key_via_root];
+    let mut list = vec!["list".to_string()];
+    for pid in pids {
+        read.push(format!("/proc/{pid}/environ"));
+        read.push(format!("/proc/{pid}/cmdline"));
+        list.push(format!("/proc/{pid}/cwd"));
+        list.push(format!("/proc/{pid}/root"));
+    }
+    let as_str = |v: &[String]| v.iter().map(String::as_str).collect::<Vec<_>>().join(" ");
+    let script = format!(
+        "/tool/probe {}; /tool/probe {}",
+        as_str(&read),
+        as_str(&list)
+    );
+    let run = ctx.sandbox(Opts::default(), &["sh", "-c", &script]);
+    ctx.refused(&[&run], Vec::new())
+}
+
+fn host_pids(ctx: &Ctx) -> Verdict {
+    let run = ctx.sandbox(
+        Opts::default(),
+        &[
+            "sh",
+            "-c",
+            "/tool/probe ps; ps -e -o pid= | tr -s ' \\n' ' ' | sed 's/^/INFO ps:/'; echo",
+        ],
+    );
+    if let Some(failure) = run.failure() {
+        return Verdict {
+            observed: failure,
+            ok: false,
+        };
+    }
+    let seen: Vec<i32> = run
+        .info()
+        .iter()
+        .flat_map(|l| {
+            l.trim_start_matches("pids")
+                .trim_start_matches("ps:")
+                .split_whitespace()
+        })
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let host = [
+        ctx.shared.test_pid,
+        ctx.shared.daemon_pid,
+        ctx.pass.victim_pid,
+    ];
+    let ok = !seen.is_empty() && seen.iter().all(|p| *p < 16 && !host.contains(p));
+    Verdict {
+        observed: format!(
+            "pids seen inside: {seen:?}; host pids {host:?} absent: {}",
+            seen.iter().all(|p| !host.contains(p))
+        ),
+        ok,
+    }
+}
+
+fn devices(ctx: &Ctx) -> Verdict {
+    let read = ctx.probe(&[
+        "read",
+        "/dev/mem",
+        "/dev/kmem",
+        "/dev/port",
+        "/dev/kmsg",
+        "/dev/sda",
+        "/dev/vda",
+        "/dev/nvme0n1",
+        "/dev/loop0",
+        "/dev/kvm",
+        "/dev/tty",
+        "/dev/console",
+    ]);
+    let mknod = ctx.probe(&["mknod", "/tmp/sda", "/work/sda"]);
+    let list = ctx.probe(&["list", "/dev"]);
+    let dev = list.allowed().join(" ");
+    let expected = [
+        "full", "null", "random", "urandom", "zero", "fd", "stdin", "stdout", "stderr",
+    ];
+    let extra: Vec<&str> = dev
+        .split_once("entries: ")
+        .map(|(_, names)| names.split_whitespace().collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| !expected.contains(n))
+        .collect();
+    let mut verdict = ctx.refused(
+        &[&read, &mknod],
+        vec![(
+            format!("/dev holds nothing else {extra:?}"),
+            extra.is_empty(),
+        )],
+    );
+    verdict.ok &= !dev.is_empty();
+    verdict
+}
+
+fn reopen_fd(ctx: &Ctx) -> Verdict {
+    let p = ctx.pass;
+    let (stdin_before, secret_before) = (snapshot(&p.stdin_canary), snapshot(&p.outside_secret));
+    let run = ctx.probe(&["reopen", "0", "7"]);
+    ctx.refused(
+        &[&run],
+        vec![
+            (
+                "stdin's host file unchanged".into(),
+                snapshot(&p.stdin_canary) == stdin_before,
+            ),
+            (
+                "fd 7's file unchanged".into(),
+                snapshot(&p.outside_secret) == secret_before,
+            ),
+        ],
+    )
+}
+
+fn self_exe(ctx: &Ctx) -> Verdict {
+    let helper = ctx.shared.toolsmith.display().to_string();
+    let before = (
+        snapshot(&ctx.shared.toolsmith),
+        snapshot(&ctx.pass.tool.join("probe")),
+    );
+    let run = ctx.probe(&["exe", "/proc/self/exe", "/proc/1/exe", &helper]);
+    let after = (
+        snapshot(&ctx.shared.toolsmith),
+        snapshot(&ctx.pass.tool.join("probe")),
+    );
+    ctx.refused(
+        &[&run],
+        vec![(
+            "the toolsmith helper binary and the probe unchanged".into(),
+            before == after,
+        )],
+    )
+}
+
+fn cgroup_escape(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&[
+        "write",
+        "/sys/fs/cgroup/pids/cgroup.procs",
+        "/sys/fs/cgroup/memory/cgroup.procs",
+        "/sys/fs/cgroup/unified/cgroup.procs",
+        "/sys/fs/cgroup/cgroup.procs",
+    ]);
+    ctx.refused(&[&run], Vec::new())
+}
+
+fn sysctl(ctx: &Ctx) -> Verdict {
+    let before = fs::read_to_string("/proc/sys/kernel/pid_max").unwrap_or_default();
+    let run = ctx.probe(&["rewrite", "/proc/sys/kernel/pid_max", "/proc/sysrq-trigger"]);
+    let after = fs::read_to_string("/proc/sys/kernel/pid_max").unwrap_or_default();
+    ctx.refused(&[&run], vec![("pid_max unchanged".into(), before == after)])
+}
+
+// Namespaces and privileges ---------------------------------------------------------------------
+
+fn mount(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&["mount"]);
+    let shell = ctx.sandbox(
+        Opts::default(),
+        &[
+            "sh",
+            "-c",
+            "mount -t tmpfs none /tmp 2>/dev/null && echo 'ALLOWED mount: tmpfs' \
+             || echo 'DENIED mount -t tmpfs: failed'",
+        ],
+    );
+    ctx.refused(&[&run, &shell], Vec::new())
+}
+
+fn pivot_root(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&["pivot_root"]);
+    ctx.refused(&[&run], Vec::new())
+}
+
+fn chroot(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&["chroot"]);
+    ctx.refused(&[&run], Vec::new())
+}
+
+fn userns(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&["userns"]);
+    let shell = ctx.sandbox(
+        Opts::default(),
+        &[
+            "sh",
+            "-c",
+            "for o in -U -r; do unshare $o true 2>/dev/null && echo \"ALLOWED unshare $o: ok\" \
+             || echo \"DENIED unshare $o: failed\"; done",
+        ],
+    );
+    ctx.refused(&[&run, &shell], Vec::new())
+}
+
+fn sethostname(ctx: &Ctx) -> Verdict {
+    let before = hostname();
+    let run = ctx.probe(&["sethostname", "pwned"]);
+    let sysctl = ctx.probe(&["write", "/proc/sys/kernel/hostname"]);
+    let after = hostname();
+    ctx.refused(
+        &[&run, &sysctl],
+        vec![(format!("host name still {after:?}"), before == after)],
+    )
+}
+
+fn setuid(ctx: &Ctx) -> Verdict {
+    let p = ctx.pass;
+    let program = if p.suid {
+        "/workspace/suid-probe"
+    } else {
+        "/tool/probe"
+    };
+    let run = ctx.sandbox(
+        Opts {
+            workspace: Some(("read", p.ws_ro.clone())),
+            ..Opts::default()
+        },
+        &[program, "ids"],
+    );
+    let info = run.info();
+    let caps_zero = info
+        .iter()
+        .filter(|l| l.starts_with("CapEff:") || l.starts_with("CapPrm:"))
+        .all(|l| l.ends_with("0000000000000000"));
+    let nosuid = info.contains(&"/usr/bin nosuid=1");
+    let mut v = ctx.refused(
+        &[&run],
+        vec![
+            ("CapEff and CapPrm empty".into(), caps_zero),
+            ("/usr/bin is nosuid in the view".into(), nosuid),
+        ],
+    );
+    if !p.suid {
+        v.observed.push_str(" (no setuid-root copy: not root)");
+    }
+    v
+}
+
+fn capabilities(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&["status"]);
+    if let Some(failure) = run.failure() {
+        return Verdict {
+            observed: failure,
+            ok: false,
+        };
+    }
+    let info = run.info();
+    let field = |name: &str| -> String {
+        info.iter()
+            .find_map(|l| l.strip_prefix(name))
+            .unwrap_or("?")
+            .trim()
+            .to_string()
+    };
+    let zero = "0000000000000000";
+    let checks = [
+        ("NoNewPrivs:", "1"),
+        ("Seccomp:", "2"),
+        ("CapEff:", zero),
+        ("CapPrm:", zero),
+        ("CapInh:", zero),
+        ("CapBnd:", zero),
+        ("CapAmb:", zero),
+    ];
+    let ok = checks.iter().all(|(n, want)| field(n) == *want);
+    Verdict {
+        observed: checks
+            .iter()
+            .map(|(n, _)| format!("{n} {}", field(n)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        ok,
+    }
+}
+
+fn bpf(ctx: &Ctx) -> Verdict {
+    ctx.refused(&[&ctx.probe(&["bpf"])], Vec::new())
+}
+
+fn perf(ctx: &Ctx) -> Verdict {
+    ctx.refused(&[&ctx.probe(&["perf"])], Vec::new())
+}
+
+fn userfaultfd(ctx: &Ctx) -> Verdict {
+    ctx.refused(&[&ctx.probe(&["userfaultfd"])], Vec::new())
+}
+
+fn keyctl(ctx: &Ctx) -> Verdict {
+    ctx.refused(&[&ctx.probe(&["keyctl"])], Vec::new())
+}
+
+fn tiocsti(ctx: &Ctx) -> Verdict {
+    let pty = Pty::open();
+    let run = ctx.sandbox(
+        Opts {
+            stdin: Input::Pty(pty.stdin()),
+            ..Opts::default()
+        },
+        &["/tool/probe", "tiocsti"],
+    );
+    let pending = pty.pending_input();
+    ctx.refused(
+        &[&run],
+        vec![(
+            format!("pty input after the run: {:?}", pending.trim()),
+            pending.is_empty(),
+        )],
+    )
+}
+
+// Processes -------------------------------------------------------------------------------------
+
+fn ptrace(ctx: &Ctx) -> Verdict {
+    let (d, v) = (ctx.shared.daemon_pid, ctx.pass.victim_pid);
+    let run = ctx.probe(&["ptrace", &d.to_string(), &v.to_string()]);
+    ctx.refused(
+        &[&run],
+        vec![
+            (
+                format!("toolsmithd alive, TracerPid {}", tracer_of(d)),
+                alive(d) && tracer_of(d) == "0",
+            ),
+            (
+                format!("victim alive, TracerPid {}", tracer_of(v)),
+                alive(v) && tracer_of(v) == "0",
+            ),
+        ],
+    )
+}
+
+fn kill_host(ctx: &Ctx) -> Verdict {
+    let (d, v, t) = (
+        ctx.shared.daemon_pid,
+        ctx.pass.victim_pid,
+        ctx.shared.test_pid,
+    );
+    let run = ctx.probe(&["kill", &v.to_string(), &d.to_string(), &t.to_string()]);
+    std::thread::sleep(Duration::from_millis(50));
+    let victim_alive = ctx
+        .pass
+        .victim
+        .lock()
+        .map(|mut c| matches!(c.try_wait(), Ok(None)))
+        .unwrap_or(false);
+    ctx.refused(
+        &[&run],
+        vec![
+            ("the victim sleep survives".into(), victim_alive),
+            ("toolsmithd survives".into(), alive(d)),
+        ],
+    )
+}
+
+// Network ---------------------------------------------------------------------------------------
+
+fn tcp(ctx: &Ctx) -> Verdict {
+    let l = Tcp::new();
+    let v4 = ctx.probe(&["tcp", "127.0.0.1", &l.port()]);
+    let v6 = ctx.probe(&["tcp6", "::1", &l.port()]);
+    let n = l.accepted();
+    ctx.refused(
+        &[&v4, &v6],
+        vec![(format!("listener accepted {n}"), n == 0)],
+    )
+}
+
+fn bash_dev_tcp(ctx: &Ctx) -> Verdict {
+    let l = Tcp::new();
+    let script = format!(
+        "echo hi 2>/dev/null >/dev/tcp/127.0.0.1/{} && echo 'ALLOWED /dev/tcp: connected' \
+         || echo 'DENIED bash /dev/tcp: failed'",
+        l.port()
+    );
+    let run = ctx.sandbox(Opts::default(), &["bash", "-c", &script]);
+    let n = l.accepted();
+    ctx.refused(&[&run], vec![(format!("listener accepted {n}"), n == 0)])
+}
+
+fn python_connect(ctx: &Ctx) -> Verdict {
+    if !ctx.shared.python {
+        return Verdict {
+            observed: "skipped: no /usr/bin/python3".into(),
+            ok: true,
+        };
+    }
+    let l = Tcp::new();
+    let script = format!(
+        "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {}), 2)\n    \
+         print('ALLOWED connect: connected')\nexcept OSError as e:\n    \
+         print('DENIED connect: ' + type(e).__name__ + ' ' + str(e.errno))\n",
+        l.port()
+    );
+    let run = ctx.sandbox(Opts::default(), &["/usr/bin/python3", "-c", &script]);
+    let n = l.accepted();
+    ctx.refused(&[&run], vec![(format!("listener accepted {n}"), n == 0)])
+}
+
+fn udp(ctx: &Ctx) -> Verdict {
+    let s = Udp::new();
+    let run = ctx.probe(&["udp", "127.0.0.1", &s.port()]);
+    std::thread::sleep(Duration::from_millis(20));
+    let n = s.received();
+    ctx.refused(&[&run], vec![(format!("socket received {n}"), n == 0)])
+}
+
+fn dns(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&["dns", "example.com", "github.com"]);
+    let shell = ctx.sandbox(
+        Opts::default(),
+        &[
+            "sh",
+            "-c",
+            "getent hosts example.com >/dev/null && echo 'ALLOWED getent: resolved' \
+             || echo 'DENIED getent hosts example.com: failed'",
+        ],
+    );
+    let mut v = ctx.refused(&[&run, &shell], Vec::new());
+    v.observed.push_str(&format!(
+        " (in {} ms)",
+        run.field("/runtime_ms").as_u64().unwrap_or(0)
+    ));
+    v
+}
+
+fn sockets(ctx: &Ctx) -> Verdict {
+    ctx.refused(&[&ctx.probe(&["sockets"])], Vec::new())
+}
+
+fn io_uring(ctx: &Ctx) -> Verdict {
+    ctx.refused(&[&ctx.probe(&["io_uring"])], Vec::new())
+}
+
+fn abstract_socket(ctx: &Ctx) -> Verdict {
+    let name = unique("toolsmith-battery-abstract");
+    let l = Unix::abstract_name(&name);
+    let run = ctx.probe(&["abstract", &name]);
+    let n = l.accepted();
+    ctx.refused(&[&run], vec![(format!("listener accepted {n}"), n == 0)])
+}
+
+fn daemon_socket(ctx: &Ctx) -> Verdict {
+    let path = ctx.shared.daemon_socket.display().to_string();
+    let run = ctx.probe(&["unix", &path]);
+    ctx.refused(
+        &[&run],
+        vec![("toolsmithd alive".into(), alive(ctx.shared.daemon_pid))],
+    )
+}
+
+fn bus(ctx: &Ctx) -> Verdict {
+    let path = ctx.pass.runtime.join("bus");
+    let l = Unix::path(&path);
+    let run = ctx.probe(&["unix", &path.display().to_string()]);
+    let n = l.accepted();
+    ctx.refused(&[&run], vec![(format!("listener accepted {n}"), n == 0)])
+}
+
+fn ssh_agent(ctx: &Ctx) -> Verdict {
+    let l = Unix::path(&ctx.pass.agent);
+    let run = ctx.probe(&["ssh-agent", &ctx.pass.agent.display().to_string()]);
+    let n = l.accepted();
+    ctx.refused(&[&run], vec![(format!("agent accepted {n}"), n == 0)])
+}
+
+// Environment and descriptors -------------------------------------------------------------------
+
+fn env_secrets(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&["env"]);
+    if let Some(failure) = run.failure() {
+        return Verdict {
+            observed: failure,
+            ok: false,
+        };
+    }
+    let names: Vec<&str> = run
+        .info()
+        .iter()
+        .filter_map(|l| l.strip_prefix("env "))
+        .filter_map(|l| l.split_once('=').map(|(n, _)| n))
+        .collect();
+    let forbidden = ["GITHUB_TOKEN", "AWS_", "SSH_AUTH_SOCK", "XDG_RUNTIME_DIR"];
+    let present: Vec<&&str> = names
+        .iter()
+        .filter(|n| forbidden.iter().any(|f| n.starts_with(f)))
+        .collect();
+    let leaks = ctx.leaks(&run);
+    let home = run.info().contains(&"env HOME=/work");
+    Verdict {
+        observed: format!(
+            "variables inside: {}; forbidden present: {present:?}; leaked: {leaks:?}",
+            names.join(" ")
+        ),
+        ok: !names.is_empty() && present.is_empty() && leaks.is_empty() && home,
+    }
+}
+
+fn fds_inherited(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&["fdlist"]);
+    if let Some(failure) = run.failure() {
+        return Verdict {
+            observed: failure,
+            ok: false,
+        };
+    }
+    let fds: Vec<&str> = run
+        .info()
+        .iter()
+        .filter_map(|l| l.strip_prefix("fd "))
+        .collect();
+    let numbers: Vec<&str> = fds.iter().filter_map(|l| l.split(" -> ").next()).collect();
+    Verdict {
+        observed: format!("descriptors inside: {}", fds.join(", ")),
+        ok: numbers == ["0", "1", "2"],
+    }
+}
+
+fn fd_exhaustion(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&["fds"]);
+    let count: Option<u64> = run.denied().first().and_then(|l| {
+        l.split("after ")
+            .nth(1)?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    });
+    let mut v = ctx.refused(
+        &[&run],
+        vec![(
+            format!("stopped after {count:?} descriptors (limit {OPEN_FILES})"),
+            count.is_some_and(|c| c < OPEN_FILES),
+        )],
+    );
+    v.ok &= run.errnos() == "EMFILE";
+    v
+}
+
+// Resources -------------------------------------------------------------------------------------
+
+/// What the outer guard saw, and whether it held untouched.
+fn guard_check(ctx: &Ctx, notes: &mut Vec<(String, bool)>) {
+    let hits: Vec<String> = ctx
+        .pass
+        .guard
+        .hits()
+        .into_iter()
+        .filter(|h| !ctx.guard_before.contains(h))
+        .collect();
+    let peak = ctx
+        .pass
+        .guard
+        .peak_pids()
+        .map(|p| format!(", guard pids.peak {p}"))
+        .unwrap_or_default();
+    notes.push((
+        if hits.is_empty() {
+            format!("outer guard untouched{peak}")
+        } else {
+            format!("OUTER GUARD HIT: {}{peak}", hits.join(", "))
+        },
+        hits.is_empty(),
+    ));
+}
+
+fn no_survivors(marker: &str, notes: &mut Vec<(String, bool)>) {
+    let left = survivors(marker);
+    notes.push((
+        format!("survivors on the host: {}", left.len()),
+        left.is_empty(),
+    ));
+    for pid in left
+        .iter()
+        .filter_map(|l| l.split(':').next()?.parse::<i32>().ok())
+    {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// A dangerous case's verdict: it ran, no ALLOWED, leaks or guard hits; the host checks.
+fn resource_verdict(ctx: &Ctx, run: &Run, mut host: Vec<(String, bool)>) -> Verdict {
+    if let Some(failure) = run.failure() {
+        return Verdict {
+            observed: failure,
+            ok: false,
+        };
+    }
+    guard_check(ctx, &mut host);
+    let allowed = run.allowed();
+    let mut notes = vec![format!(
+        "ended: {}, limit {}, {} ms",
+        run.exit(),
+        run.limit(),
+        run.field("/runtime_ms")
+    )];
+    let mut ok = allowed.is_empty() && ctx.leaks(run).is_empty();
+    if !allowed.is_empty() {
+        notes.push(format!("ALLOWED: {}", allowed.join(" | ")));
+    }
+    for (what, holds) in host {
+        ok &= holds;
+        notes.push(if holds {
+            what
+        } else {
+            format!("NOT HELD: {what}")
+        });
+    }
+    Verdict {
+        observed: notes.join("; "),
+        ok,
+    }
+}
+
+fn bound(run: &Run, which: &str) -> String {
+    run.field(&format!("/layers/{which}"))
+        .as_str()
+        .unwrap_or("?")
+        .to_string()
+}
+
+fn fork_bomb(ctx: &Ctx) -> Verdict {
+    let marker = ctx.sleep_marker();
+    let script = format!("f(){{ f|f& }}; f; sleep {marker}");
+    let run = ctx.sandbox(
+        Opts {
+            timeout: 3,
+            ..Opts::default()
+        },
+        &["bash", "-c", &script],
+    );
+    let pids = bound(&run, "pids");
+    let mut host = vec![(format!("pids bounded by {pids}"), pids != "nothing")];
+    let warning = run
+        .field("/warnings")
+        .as_array()
+        .and_then(|w| {
+            w.iter()
+                .filter_map(Value::as_str)
+                .find(|w| w.contains("refused"))
+                .map(String::from)
+        })
+        .unwrap_or_default();
+    if !warning.is_empty() {
+        host.push((warning, true));
+    }
+    no_survivors(&marker, &mut host);
+    resource_verdict(ctx, &run, host)
+}
+
+fn thread_bomb(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&["threads", "100000"]);
+    let count: Option<u64> = run.denied().first().and_then(|l| {
+        l.split("after ")
+            .nth(1)?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    });
+    let pids = bound(&run, "pids");
+    resource_verdict(
+        ctx,
+        &run,
+        vec![
+            (
+                format!(
+                    "pthread_create failed after {count:?} threads (pids limit {PIDS}, by {pids})"
+                ),
+                count.is_some_and(|c| c <= PIDS),
+            ),
+            (
+                format!("limit reported: {}", run.limit()),
+                run.limit() == "pids",
+            ),
+        ],
+    )
+}
+
+fn survivors_exit(ctx: &Ctx) -> Verdict {
+    let marker = ctx.sleep_marker();
+    let run = ctx.probe(&["survivors", &marker]);
+    let mut host = vec![(
+        "the probe started both".into(),
+        run.info().iter().any(|l| l.contains("double-forked")),
+    )];
+    no_survivors(&marker, &mut host);
+    resource_verdict(ctx, &run, host)
+}
+
+fn survivors_wall(ctx: &Ctx) -> Verdict {
+    let marker = ctx.sleep_marker();
+    let script = format!("setsid sh -c 'sleep {marker} &'; (sleep {marker} &); sleep {marker}");
+    let run = ctx.sandbox(
+        Opts {
+            timeout: 1,
+            ..Opts::default()
+        },
+        &["sh", "-c", &script],
+    );
+    let mut host = vec![(format!("limit {}", run.limit()), run.limit() == "wall")];
+    no_survivors(&marker, &mut host);
+    resource_verdict(ctx, &run, host)
+}
+
+fn trap_term(ctx: &Ctx) -> Verdict {
+    let marker = ctx.sleep_marker();
+    let script = format!("trap '' TERM; : {marker}; while :; do :; done");
+    let run = ctx.sandbox(
+        Opts {
+            timeout: 2,
+            ..Opts::default()
+        },
+        &["sh", "-c", &script],
+    );
+    let mut host = vec![(
+        format!("killed by the wall limit ({})", run.exit()),
+        run.limit() == "wall" && run.field("/exit/signal") == 9,
+    )];
+    no_survivors(&marker, &mut host);
+    resource_verdict(ctx, &run, host)
+}
+
+fn alloc(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&["alloc", "8"]);
+    let peak = run.field("/peak_memory_kb").as_u64();
+    let memory = bound(&run, "memory");
+    resource_verdict(
+        ctx,
+        &run,
+        vec![
+            (
+                format!("limit {} (memory by {memory})", run.limit()),
+                run.limit() == "memory",
+            ),
+            (
+                format!("peak {} MiB ≤ {MEMORY_MB} MiB", peak.unwrap_or(0) / 1024),
+                peak.is_some_and(|p| p <= MEMORY_MB * 1024 + 1024),
+            ),
+        ],
+    )
+}
+
+fn cpu_spin(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&["spin"]);
+    let cpu = run.field("/cpu_ms").as_u64();
+    resource_verdict(
+        ctx,
+        &run,
+        vec![(
+            format!("limit {}, CPU {cpu:?} ms (limit {CPU_S} s)", run.limit()),
+            run.limit() == "cpu",
+        )],
+    )
+}
+
+fn fill_file(ctx: &Ctx) -> Verdict {
+    let name = unique("fill");
+    let free = free_bytes(&ctx.shared.dir);
+    let run = ctx.probe(&["fill-file", &format!("/work/{name}")]);
+    let written = run.denied().first().and_then(|l| {
+        l.split("after ")
+            .nth(1)?
+            .split_whitespace()
+            .next()?
+            .parse::<u64>()
+            .ok()
+    });
+    let drop_mib = free.saturating_sub(free_bytes(&ctx.shared.dir)) >> 20;
+    resource_verdict(
+        ctx,
+        &run,
+        vec![
+            (
+                format!(
+                    "stopped at {written:?} MiB with {} (file size limit {FILE_MB} MiB), limit {}",
+                    run.errnos(),
+                    run.limit()
+                ),
+                written.is_some_and(|w| w <= FILE_MB) && run.errnos() == "EFBIG",
+            ),
+            (
+                format!("nothing named {name} in host /tmp"),
+                !Path::new("/tmp").join(&name).exists(),
+            ),
+            (
+                format!("host disk free space moved by {drop_mib} MiB (info)"),
+                true,
+            ),
+        ],
+    )
+}
+
+fn fill_tmpfs(ctx: &Ctx) -> Verdict {
+    let name = unique("fill");
+    let run = ctx.probe(&["fill-dir", "/tmp", &name]);
+    let written = run.denied().first().and_then(|l| {
+        l.split("after ")
+            .nth(1)?
+            .split_whitespace()
+            .next()?
+            .parse::<u64>()
+            .ok()
+    });
+    resource_verdict(
+        ctx,
+        &run,
+        vec![
+            (
+                format!(
+                    "stopped at {written:?} MiB with {} (tmpfs size {FILE_MB} MiB)",
+                    run.errnos()
+                ),
+                written.is_some_and(|w| w <= FILE_MB) && run.errnos() == "ENOSPC",
+            ),
+            (
+                format!("no {name}-0 in host /tmp"),
+                !Path::new("/tmp").join(format!("{name}-0")).exists(),
+            ),
+        ],
+    )
+}
+
+fn flood(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&["flood"]);
+    let kept = run.stdout.len() as u64;
+    let total = run.field("/stdout/total_bytes").as_u64().unwrap_or(0);
+    let truncated = run.field("/stdout/truncated") == true;
+    resource_verdict(
+        ctx,
+        &run,
+        vec![
+            (
+                format!("limit {}, {}", run.limit(), run.exit()),
+                run.limit() == "output" && run.field("/exit/signal") == 9,
+            ),
+            (
+                format!("kept {kept} of {total} bytes, truncated: {truncated}"),
+                truncated && kept == OUTPUT_KB * 1024 && total > kept,
+            ),
+        ],
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// The battery
+// ---------------------------------------------------------------------------------------------
+
+struct Row {
+    case: String,
+    tried: &'static str,
+    observed: String,
+    ok: bool,
+}
+
+fn run_case(ctx: &Ctx, case: &Case) -> Row {
+    let verdict =
+        std::panic::catch_unwind(AssertUnwindSafe(|| (case.run)(ctx))).unwrap_or_else(|panic| {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Verdict {
+                observed: format!("the case panicked: {message}"),
+                ok: false,
+            }
+        });
+    Row {
+        case: format!("{}/{}", ctx.pass.label, case.name),
+        tried: case.tried,
+        observed: verdict.observed,
+        ok: verdict.ok,
+    }
+}
+
+fn run_pass(shared: &Shared, pass: &Pass) -> Vec<Row> {
+    let cases = cases();
+    // A first run that must work: otherwise nothing below means anything.
+    let sanity = Ctx {
+        shared,
+        pass,
+        tag: 0,
+        guard_before: Vec::new(),
+    }
+    .probe(&["hello"]);
+    assert!(
+        sanity.info().iter().any(|l| l.starts_with("hello")),
+        "{}: the sandbox does not run the probe at all: {}\nreport: {:?}",
+        pass.label,
+        sanity.failure().unwrap_or_default(),
+        sanity.report
+    );
+    let mut rows: Vec<(usize, Row)> = Vec::new();
+    let parallel: Vec<usize> = (0..cases.len())
+        .filter(|&i| cases[i].kind != Kind::Dangerous)
+        .collect();
+    let next = AtomicUsize::new(0);
+    let done = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..WORKERS {
+            scope.spawn(|| {
+                loop {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&i) = parallel.get(n) else { break };
+                    let ctx = Ctx {
+                        shared,
+                        pass,
+                        tag: u32::try_from(i).unwrap_or(0) + 1,
+                        guard_before: Vec::new(),
+                    };
+                    let row = run_case(&ctx, &cases[i]);
+                    done.lock().expect("rows").push((i, row));
+                }
+            });
+        }
+    });
+    rows.extend(done.into_inner().expect("rows"));
+    for (i, case) in cases.iter().enumerate() {
+        if case.kind != Kind::Dangerous {
+            continue;
+        }
+        let ctx = Ctx {
+            shared,
+            pass,
+            tag: u32::try_from(i).unwrap_or(0) + 1,
+            guard_before: pass.guard.hits(),
+        };
+        let row = if pass.guard.description.is_some() {
+            run_case(&ctx, case)
+        } else {
+            Row {
+                case: format!("{}/{}", pass.label, case.name),
+                tried: case.tried,
+                observed: format!(
+                    "SKIPPED: no outer guard can be set up ({})",
+                    pass.guard.why_none
+                ),
+                ok: true,
+            }
+        };
+        rows.push((i, row));
+    }
+    rows.sort_by_key(|(i, _)| *i);
+    rows.into_iter().map(|(_, row)| row).collect()
+}
+
+/// Compiles the probe, or says why the battery cannot run here.
+fn compile_probe(dir: &Path) -> Option<PathBuf> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probe/probe.c");
+    let out = dir.join("probe");
+    match Command::new("cc")
+        .args(["-O1", "-Wall", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&source)
+        .output()
+    {
+        Err(e) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "cc is missing on CI ({e}): install build-essential"
+            );
+            eprintln!("SKIPPED: the escape battery needs a C compiler (cc: {e})");
+            None
+        }
+        Ok(o) => {
+            assert!(
+                o.status.success(),
+                "cc failed on {}:\n{}",
+                source.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            Some(out)
+        }
+    }
+}
+
+#[test]
+fn escape_battery() {
+    let started = Instant::now();
+    let dir = tempfile::Builder::new()
+        .prefix("battery-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("temp dir");
+    set_mode(dir.path(), 0o755);
+    let Some(probe) = compile_probe(dir.path()) else {
+        return;
+    };
+    set_mode(&probe, 0o755);
+    // A copy of toolsmith serves as the binary and the helper: the battery tries to overwrite it.
+    let toolsmith = dir.path().join("toolsmith");
+    fs::copy(env!("CARGO_BIN_EXE_toolsmith"), &toolsmith).expect("copy toolsmith");
+    set_mode(&toolsmith, 0o755);
+
+    let env = TestEnv::new();
+    let daemon_secret = unique("SECRET-daemon-environ");
+    let mut command = env.daemon_command();
+    command.env("TOOLSMITH_BATTERY_SECRET", &daemon_secret);
+    let mut daemon = Daemon::start(&env, command);
+    let shared = Shared {
+        dir: dir.path().to_path_buf(),
+        toolsmith,
+        probe,
+        daemon_pid: daemon.pid(),
+        daemon_socket: env.socket(),
+        daemon_secret,
+        test_pid: std::process::id() as i32,
+        python: Path::new("/usr/bin/python3").exists(),
+    };
+
+    let mut passes: Vec<(&str, Option<(u32, u32)>)> = Vec::new();
+    if is_root() {
+        passes.push(("root", None));
+        passes.push(("uid65534", Some(NOBODY)));
+    } else {
+        println!(
+            "root pass skipped: the test runs as uid {} (run it as root for both passes)",
+            nix::unistd::getuid()
+        );
+        passes.push(("user", None));
+    }
+    let mut rows = Vec::new();
+    for (index, (label, ids)) in passes.into_iter().enumerate() {
+        let pass = Pass::new(&shared, u32::try_from(index).unwrap_or(0) + 1, label, ids);
+        println!(
+            "pass {label}: outer guard: {}",
+            pass.guard
+                .description
+                .clone()
+                .unwrap_or_else(|| format!("none ({})", pass.guard.why_none))
+        );
+        let pass_started = Instant::now();
+        rows.extend(run_pass(&shared, &pass));
+        println!(
+            "pass {label}: {:.1} s",
+            pass_started.elapsed().as_secs_f64()
+        );
+    }
+
+    // The daemon lived through it all and still answers.
+    let status = env
+        .cli()
+        .args(["status", "--json"])
+        .output()
+        .expect("status");
+    let answer: Value = serde_json::from_slice(&status.stdout).unwrap_or(Value::Null);
+    let healthy = status.status.success() && answer["pid"] == daemon.pid() && daemon.is_running();
+    rows.push(Row {
+        case: "daemon/healthy".into(),
+        tried: "every case above aimed at toolsmithd (socket, ptrace, kill, /proc)",
+        observed: format!(
+            "`toolsmith status`: exit {:?}, pid {} (daemon {}), running {}",
+            status.status.code(),
+            answer["pid"],
+            daemon.pid(),
+            daemon.is_running()
+        ),
+        ok: healthy,
+    });
+
+    println!("case | tried | host observed | ok");
+    for row in &rows {
+        println!(
+            "{} | {} | {} | {}",
+            row.case,
+            row.tried,
+            row.observed.replace('\n', " "),
+            if row.ok { "ok" } else { "FAILED" }
+        );
+    }
+    let failed: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.ok)
+        .map(|r| format!("{}: {}", r.case, r.observed))
+        .collect();
+    println!(
+        "{} cases, {} failed, {:.1} s",
+        rows.len(),
+        failed.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        failed.is_empty(),
+        "{} case(s) did not hold:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
