@@ -172,6 +172,10 @@ pub struct Config {
     pub ingest: IngestSettings,
     /// How patterns are mined.
     pub mine: MineSettings,
+    /// How candidates are generated (`[generate]`).
+    pub generate: GenerateSettings,
+    /// The language model generation may use (`[llm]`).
+    pub llm: LlmConfig,
     /// `[[source]]` tables; empty means: the standard locations of known agents and shells.
     pub sources: Vec<SourceSetting>,
 }
@@ -208,6 +212,39 @@ pub struct MineSettings {
     pub schedule: Setting<String>,
     /// The daemon also mines once this many new actions have been stored since the last run.
     pub after_new_actions: Setting<u32>,
+}
+
+/// How candidates are generated (`[generate]`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GenerateSettings {
+    /// What writes the code: `template` (offline, the default) or `llm`.
+    pub backend: Setting<String>,
+    /// Mined patterns scoring at least this (0–100) become candidates after a mining pass.
+    pub min_score: Setting<u32>,
+    /// Attempts a model gets to pass validation (the template generator makes one).
+    pub max_attempts: Setting<u32>,
+    /// Most new candidates one generation pass makes from mined patterns.
+    pub max_per_run: Setting<u32>,
+}
+
+/// The language model (`[llm]`). The API key is never in the file: it comes from the
+/// environment variable `api_key_env` or from `$CREDENTIALS_DIRECTORY/llm-api-key`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LlmConfig {
+    /// The API spoken: `openai` (also Ollama, vLLM, llama.cpp server) or `anthropic`.
+    pub provider: Setting<String>,
+    /// The server's base URL (default: the provider's own).
+    pub base_url: Setting<String>,
+    /// The model's name; required with `generate.backend = "llm"`.
+    pub model: Setting<String>,
+    /// The environment variable holding the API key (default: the provider's usual one).
+    pub api_key_env: Setting<String>,
+    /// Time allowed for one request, seconds.
+    pub timeout_s: Setting<u32>,
+    /// Retries of a request that failed in a way worth retrying.
+    pub max_retries: Setting<u32>,
+    /// Tokens the model may spend a day (0: no limit).
+    pub daily_token_budget: Setting<u32>,
 }
 
 /// One `[[source]]` table: a file, directory or glob of one format.
@@ -315,6 +352,37 @@ impl Config {
                 &self.mine.schedule.origin,
             ),
             int("mine.after_new_actions", &self.mine.after_new_actions),
+            (
+                "generate.backend",
+                toml::Value::String(self.generate.backend.value.clone()),
+                &self.generate.backend.origin,
+            ),
+            int("generate.min_score", &self.generate.min_score),
+            int("generate.max_attempts", &self.generate.max_attempts),
+            int("generate.max_per_run", &self.generate.max_per_run),
+            (
+                "llm.provider",
+                toml::Value::String(self.llm.provider.value.clone()),
+                &self.llm.provider.origin,
+            ),
+            (
+                "llm.base_url",
+                toml::Value::String(self.llm.base_url.value.clone()),
+                &self.llm.base_url.origin,
+            ),
+            (
+                "llm.model",
+                toml::Value::String(self.llm.model.value.clone()),
+                &self.llm.model.origin,
+            ),
+            (
+                "llm.api_key_env",
+                toml::Value::String(self.llm.api_key_env.value.clone()),
+                &self.llm.api_key_env.origin,
+            ),
+            int("llm.timeout_s", &self.llm.timeout_s),
+            int("llm.max_retries", &self.llm.max_retries),
+            int("llm.daily_token_budget", &self.llm.daily_token_budget),
         ]
     }
 
@@ -473,6 +541,10 @@ struct RawConfig {
     ingest: RawIngest,
     #[serde(default)]
     mine: RawMine,
+    #[serde(default)]
+    generate: RawGenerate,
+    #[serde(default)]
+    llm: RawLlm,
     #[serde(default, rename = "source")]
     sources: Vec<Spanned<RawSource>>,
 }
@@ -498,6 +570,33 @@ struct RawMine {
     schedule: Option<Spanned<String>>,
     after_new_actions: Option<Spanned<u32>>,
 }
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGenerate {
+    backend: Option<Spanned<String>>,
+    min_score: Option<Spanned<u32>>,
+    max_attempts: Option<Spanned<u32>>,
+    max_per_run: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLlm {
+    provider: Option<Spanned<String>>,
+    base_url: Option<Spanned<String>>,
+    model: Option<Spanned<String>>,
+    api_key_env: Option<Spanned<String>>,
+    timeout_s: Option<Spanned<u32>>,
+    max_retries: Option<Spanned<u32>>,
+    daily_token_budget: Option<Spanned<u32>>,
+}
+
+/// The providers `llm.provider` names.
+pub const LLM_PROVIDERS: [&str; 2] = ["openai", "anthropic"];
+
+/// The generators `generate.backend` names.
+pub const GENERATE_BACKENDS: [&str; 2] = ["template", "llm"];
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -704,6 +803,134 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
             format!("{err}; write 5 crontab fields, e.g. \"*/15 * * * *\""),
         ));
     }
+    let g = &raw.generate;
+    let generate_ranges = [
+        (&g.min_score, "generate.min_score", 0, 100),
+        (&g.max_attempts, "generate.max_attempts", 1, 10),
+        (&g.max_per_run, "generate.max_per_run", 1, 1000),
+    ];
+    for (value, key, min, max) in generate_ranges {
+        if let Some(value) = value {
+            let v = *value.get_ref();
+            if !(min..=max).contains(&v) {
+                return Err(invalid(
+                    path,
+                    text,
+                    value,
+                    key,
+                    format!("{v} is out of range: use a value from {min} to {max}"),
+                ));
+            }
+        }
+    }
+    if let Some(backend) = &g.backend
+        && !GENERATE_BACKENDS.contains(&backend.get_ref().as_str())
+    {
+        return Err(invalid(
+            path,
+            text,
+            backend,
+            "generate.backend",
+            format!(
+                "unknown backend `{}`; use \"template\" (offline) or \"llm\"",
+                backend.get_ref()
+            ),
+        ));
+    }
+    let l = &raw.llm;
+    let llm_ranges = [
+        (&l.timeout_s, "llm.timeout_s", 1, 3600),
+        (&l.max_retries, "llm.max_retries", 0, 10),
+        (&l.daily_token_budget, "llm.daily_token_budget", 0, u32::MAX),
+    ];
+    for (value, key, min, max) in llm_ranges {
+        if let Some(value) = value {
+            let v = *value.get_ref();
+            if !(min..=max).contains(&v) {
+                return Err(invalid(
+                    path,
+                    text,
+                    value,
+                    key,
+                    format!("{v} is out of range: use a value from {min} to {max}"),
+                ));
+            }
+        }
+    }
+    if let Some(provider) = &l.provider
+        && !LLM_PROVIDERS.contains(&provider.get_ref().as_str())
+    {
+        return Err(invalid(
+            path,
+            text,
+            provider,
+            "llm.provider",
+            format!(
+                "unknown provider `{}`; use \"openai\" (also for Ollama, vLLM, llama.cpp \
+                 server) or \"anthropic\"",
+                provider.get_ref()
+            ),
+        ));
+    }
+    if let Some(url) = &l.base_url {
+        let u = url.get_ref();
+        if !(u.starts_with("http://") || u.starts_with("https://"))
+            || u.contains(char::is_whitespace)
+        {
+            return Err(invalid(
+                path,
+                text,
+                url,
+                "llm.base_url",
+                format!("`{u}` is not an http:// or https:// URL"),
+            ));
+        }
+    }
+    if let Some(model) = &l.model
+        && model.get_ref().trim().is_empty()
+    {
+        return Err(invalid(
+            path,
+            text,
+            model,
+            "llm.model",
+            "is empty: name the model, e.g. \"gpt-4.1\" or \"claude-sonnet-4-5\"".into(),
+        ));
+    }
+    if let Some(var) = &l.api_key_env {
+        let name = var.get_ref();
+        let mut bytes = name.bytes();
+        let ok = bytes
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !ok {
+            return Err(invalid(
+                path,
+                text,
+                var,
+                "llm.api_key_env",
+                format!(
+                    "`{name}` is not an environment variable name; name the variable that holds \
+                     the key (the key itself never goes in this file)"
+                ),
+            ));
+        }
+    }
+    if let Some(backend) = &g.backend
+        && backend.get_ref() == "llm"
+        && l.model.is_none()
+    {
+        return Err(invalid(
+            path,
+            text,
+            backend,
+            "generate.backend",
+            "\"llm\" needs a model: set llm.model (and llm.provider, llm.base_url for a \
+             server other than OpenAI's)"
+                .into(),
+        ));
+    }
     for source in &raw.sources {
         let source = source.get_ref();
         let format = source.format.get_ref();
@@ -807,6 +1034,50 @@ fn resolve(
         schedule: pick(&m.schedule, "*/15 * * * *".to_owned(), &from_file),
         after_new_actions: pick(&m.after_new_actions, 500, &from_file),
     };
+    let g = &raw.generate;
+    let generate = GenerateSettings {
+        backend: pick(&g.backend, "template".to_owned(), &from_file),
+        min_score: pick(&g.min_score, 40, &from_file),
+        max_attempts: pick(&g.max_attempts, 3, &from_file),
+        max_per_run: pick(&g.max_per_run, 10, &from_file),
+    };
+    let l = &raw.llm;
+    let provider = pick(&l.provider, "openai".to_owned(), &from_file);
+    let (default_url, default_key) = match provider.value.as_str() {
+        "anthropic" => ("https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+        _ => ("https://api.openai.com/v1", "OPENAI_API_KEY"),
+    };
+    let derived = |value: &str| Setting {
+        value: value.to_owned(),
+        origin: if l.provider.is_some() {
+            Origin::Derived {
+                from: "llm.provider",
+            }
+        } else {
+            Origin::Default
+        },
+    };
+    let llm = LlmConfig {
+        base_url: l.base_url.as_ref().map_or_else(
+            || derived(default_url),
+            |v| Setting {
+                value: v.get_ref().clone(),
+                origin: from_file(v.span()),
+            },
+        ),
+        api_key_env: l.api_key_env.as_ref().map_or_else(
+            || derived(default_key),
+            |v| Setting {
+                value: v.get_ref().clone(),
+                origin: from_file(v.span()),
+            },
+        ),
+        provider,
+        model: pick(&l.model, String::new(), &from_file),
+        timeout_s: pick(&l.timeout_s, 120, &from_file),
+        max_retries: pick(&l.max_retries, 4, &from_file),
+        daily_token_budget: pick(&l.daily_token_budget, 2_000_000, &from_file),
+    };
     let sources = raw
         .sources
         .iter()
@@ -829,6 +1100,8 @@ fn resolve(
         paths,
         ingest,
         mine,
+        generate,
+        llm,
         sources,
     })
 }
@@ -971,6 +1244,38 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # When the daemon mines (5 crontab fields, local time), and after how many new actions.
 # schedule = "*/15 * * * *"
 # after_new_actions = 500
+
+[generate]
+# What writes a candidate's code: "template" (offline: POSIX sh from the mined steps) or "llm"
+# (the model in [llm]; mined sequences and recoveries fall back to templates when it fails).
+# backend = "template"
+
+# After each mining pass, new patterns scoring at least this (0-100) become candidates, at most
+# max_per_run of them per pass.
+# min_score = 40
+# max_per_run = 10
+
+# Attempts a model gets to pass validation, each told what failed before.
+# max_attempts = 3
+
+[llm]
+# The API spoken: "openai" (OpenAI, Ollama, vLLM, llama.cpp server) or "anthropic".
+# provider = "openai"
+# Default: the provider's own, https://api.openai.com/v1 or https://api.anthropic.com.
+# base_url = "http://localhost:11434/v1"
+# model = "gpt-4.1"
+
+# The key is never written here: it is read from this environment variable, or from the file
+# llm-api-key in $CREDENTIALS_DIRECTORY (systemd's LoadCredential=). Default: OPENAI_API_KEY
+# or ANTHROPIC_API_KEY.
+# api_key_env = "OPENAI_API_KEY"
+
+# Seconds one request may take, and retries of timeouts, 429s and 5xx (with backoff).
+# timeout_s = 120
+# max_retries = 4
+
+# Tokens the model may spend a day (0: no limit).
+# daily_token_budget = 2000000
 
 # Log sources. Without any [[source]] table, the standard locations that exist are read:
 # ~/.claude/projects (claude-code), ~/.codex/sessions (codex), ~/.bash_history (bash),
@@ -1172,6 +1477,45 @@ mod tests {
                 .iter()
                 .all(|(_, _, origin)| !matches!(origin, Origin::File { .. }))
         );
+    }
+
+    #[test]
+    fn generate_and_llm_tables_are_read_and_checked() {
+        let config = load_text(
+            "[generate]\nbackend = \"llm\"\nmin_score = 55\n\n[llm]\nprovider = \"anthropic\"\n\
+             model = \"m\"\n",
+        )
+        .expect("valid");
+        assert_eq!(config.generate.backend.value, "llm");
+        assert_eq!(config.generate.min_score.value, 55);
+        assert_eq!(config.generate.max_attempts.value, 3);
+        assert_eq!(config.llm.base_url.value, "https://api.anthropic.com");
+        assert_eq!(
+            config.llm.base_url.origin,
+            Origin::Derived {
+                from: "llm.provider"
+            }
+        );
+        assert_eq!(config.llm.api_key_env.value, "ANTHROPIC_API_KEY");
+        let defaults = load_text("").expect("defaults");
+        assert_eq!(defaults.generate.backend.value, "template");
+        assert_eq!(defaults.llm.base_url.origin, Origin::Default);
+        for (text, expect) in [
+            ("[generate]\nbackend = \"magic\"\n", "generate.backend"),
+            ("[generate]\nbackend = \"llm\"\n", "llm.model"),
+            ("[generate]\nmax_attempts = 0\n", "from 1 to 10"),
+            ("[llm]\nbase_url = \"ftp://x\"\n", "llm.base_url"),
+            (
+                "[llm]\napi_key_env = \"sk-123 x\"\n",
+                "never goes in this file",
+            ),
+            ("[llm]\nprovider = \"gemini\"\n", "llm.provider"),
+            ("[llm]\napi_key = \"sk-123\"\n", "unknown field `api_key`"),
+        ] {
+            let err = load_text(text).expect_err(text).to_string();
+            assert!(err.contains(expect), "{text}: {err}");
+            assert!(err.contains("config.toml:"), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -62,6 +62,21 @@ fn config_show_prints_values_and_their_origins() {
     schedule = "*/15 * * * *"  # default
     after_new_actions = 500  # default
 
+    [generate]
+    backend = "template"  # default
+    min_score = 40  # default
+    max_attempts = 3  # default
+    max_per_run = 10  # default
+
+    [llm]
+    provider = "openai"  # default
+    base_url = "https://api.openai.com/v1"  # default
+    model = ""  # default
+    api_key_env = "OPENAI_API_KEY"  # default
+    timeout_s = 120  # default
+    max_retries = 4  # default
+    daily_token_budget = 2000000  # default
+
     # no [[source]]: the standard locations of Claude Code, Codex, bash, zsh and fish logs that exist are read
     "#);
 

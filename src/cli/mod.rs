@@ -5,6 +5,7 @@
 //! when stdout is a terminal.
 
 mod doctor;
+mod generate;
 mod ingest;
 mod install;
 pub mod mine;
@@ -98,6 +99,35 @@ pub enum Command {
         /// Show this pattern in full: steps, parameters, evidence.
         #[arg(value_name = "ID")]
         id: Option<String>,
+    },
+    /// Make candidate tools from the mined patterns now (the daemon does it after each mining
+    /// pass): generated in staging, validated in the sandbox.
+    Generate {
+        /// Only this pattern, whatever its score.
+        #[arg(long, value_name = "ID")]
+        pattern: Option<String>,
+    },
+    /// Ask for a tool: say what it should do. With example commands it is written offline
+    /// (examples of the same command with different values make those values parameters);
+    /// without, it needs the LLM backend.
+    New {
+        /// What the tool should do.
+        #[arg(value_name = "WHAT")]
+        text: String,
+        /// A command the tool should run (repeatable, in order).
+        #[arg(long = "example", value_name = "CMD")]
+        examples: Vec<String>,
+    },
+    /// List the candidate tools: id, tool, version, state and why.
+    Candidates,
+    /// Show a candidate: its spec, files and test results.
+    Show {
+        /// The candidate's id (`toolsmith candidates` lists them).
+        #[arg(value_name = "CANDIDATE")]
+        id: String,
+        /// Every attempt's results and the diff from one attempt to the next.
+        #[arg(long)]
+        attempts: bool,
     },
     /// Print pipeline events as they happen.
     Watch {
@@ -271,6 +301,12 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Patterns { kind, limit, id } => {
             mine::patterns(cli, kind.as_deref(), *limit, id.as_deref(), &mut out, style)
         }
+        Command::Generate { pattern } => {
+            generate::generate(cli, pattern.as_deref(), &mut out, style)
+        }
+        Command::New { text, examples } => generate::new(cli, text, examples, &mut out, style),
+        Command::Candidates => generate::list(cli, &mut out, style),
+        Command::Show { id, attempts } => generate::show(cli, id, *attempts, &mut out, style),
         Command::Install { enable, .. } => install::install(cli.json, *enable, &mut out),
         Command::Uninstall { .. } => install::uninstall(cli.json, &mut out),
         Command::Completions { shell } => {

@@ -214,6 +214,25 @@ fn no_params(method: &str, params: &Value) -> Result<(), RpcError> {
     }
 }
 
+/// What `generate.run` is asked: nothing (the pending work), `"pending"`,
+/// `{"pattern": ID}` or `{"request": {"text": …, "examples": […]}}`.
+fn generate_job(params: &Value) -> Result<crate::generate::pipeline::Job, RpcError> {
+    use crate::generate::pipeline::Job;
+    match params {
+        Value::Null => Ok(Job::Pending),
+        Value::Object(map) if map.is_empty() => Ok(Job::Pending),
+        other => serde_json::from_value::<Job>(other.clone()).map_err(|e| {
+            RpcError::invalid_params(
+                "generate.run",
+                format!(
+                    "{e}; give nothing, {{\"pattern\": ID}} or {{\"request\": {{\"text\": \
+                     WHAT, \"examples\": [CMD, …]}}}}"
+                ),
+            )
+        }),
+    }
+}
+
 impl Methods for DaemonApi {
     async fn call(&self, method: &str, params: Value) -> Result<Value, RpcError> {
         match method {
@@ -230,6 +249,7 @@ impl Methods for DaemonApi {
                 let (reply, answer) = tokio::sync::oneshot::channel();
                 let request = super::jobs::JobRequest {
                     job: super::jobs::MINE,
+                    generate: None,
                     reply,
                 };
                 self.jobs.send(request).await.map_err(|_| {
@@ -247,6 +267,29 @@ impl Methods for DaemonApi {
                     )),
                 }
             }
+            "generate.run" => {
+                let job = generate_job(&params)?;
+                let (reply, answer) = tokio::sync::oneshot::channel();
+                let request = super::jobs::JobRequest {
+                    job: super::jobs::GENERATE,
+                    generate: Some(job),
+                    reply,
+                };
+                self.jobs.send(request).await.map_err(|_| {
+                    RpcError::new(
+                        protocol::FAILED,
+                        "the daemon is stopping: no generation now",
+                    )
+                })?;
+                match answer.await {
+                    Ok(Ok(report)) => Ok(report),
+                    Ok(Err(err)) => Err(RpcError::new(protocol::FAILED, err)),
+                    Err(_) => Err(RpcError::new(
+                        protocol::FAILED,
+                        "the daemon stopped before generation finished",
+                    )),
+                }
+            }
             "daemon.shutdown" => {
                 no_params(method, &params)?;
                 // A full channel means a stop is already under way: the answer is the same.
@@ -257,7 +300,7 @@ impl Methods for DaemonApi {
                 protocol::METHOD_NOT_FOUND,
                 format!(
                     "unknown method `{method}`; available: status, config.reload, \
-                     daemon.shutdown, mine.run, events.subscribe"
+                     daemon.shutdown, mine.run, generate.run, events.subscribe"
                 ),
             )),
         }

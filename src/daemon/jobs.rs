@@ -1,5 +1,6 @@
 //! The daemon's scheduled jobs: mining, on its crontab schedule, after enough new actions, and
-//! on request (`mine.run`).
+//! on request (`mine.run`); and generation, after each successful mining run (for the new
+//! patterns above `generate.min_score`) and on request (`generate.run`).
 //!
 //! One task owns the [`Timetable`] and sleeps on a [`WallAlarm`] set to the next due job, on the
 //! event bus (to count new actions) and on requests: no polling. A job runs on a blocking thread
@@ -7,7 +8,14 @@
 //! through the store's writer. A job never overlaps itself: a demand while it runs makes it run
 //! once more afterwards, and every request waiting for it gets the result of a run that started
 //! after the request came.
+//!
+//! Generation runs beside mining, one run at a time, in request order; passes after mining
+//! that are already queued are not queued twice. At start, candidates a stopped daemon left
+//! `generating` or `validating` are put back to `proposed` and a pass resumes them. On shutdown
+//! a running pass stops at its next step (a model call is abandoned), leaving its candidate to
+//! be resumed by the next start.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -15,6 +23,8 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::config::Config;
 use crate::events::EventBus;
+use crate::generate::candidates::{self, State};
+use crate::generate::pipeline::{self, Job};
 use crate::mine::miner::{self, MineOptions};
 use crate::schedule::{Outcome, Schedule, Timetable, WallAlarm, local_time_zone};
 use crate::store::{self, Store};
@@ -22,13 +32,30 @@ use crate::store::{self, Store};
 /// The name of the mining job.
 pub const MINE: &str = "mine";
 
+/// The name of the generation job.
+pub const GENERATE: &str = "generate";
+
 /// A request to run a job now, answered when a run that started after it ends.
 pub(super) struct JobRequest {
     /// The job.
     pub job: &'static str,
+    /// For [`GENERATE`]: what to generate.
+    pub generate: Option<Job>,
     /// Where the run's summary, or why it failed, goes.
     pub reply: oneshot::Sender<Result<Value, String>>,
 }
+
+/// Where a run's summary, or why it failed, goes.
+type Reply = oneshot::Sender<Result<Value, String>>;
+
+/// Generation runs waiting, in order, with whoever waits for each.
+type GenerateQueue = VecDeque<(Job, Option<Reply>)>;
+
+/// The generation run under way, with whoever waits for it.
+type Running = (
+    tokio::task::JoinHandle<Result<Value, String>>,
+    Option<Reply>,
+);
 
 /// Runs the jobs until `shutdown`.
 pub(super) async fn run(
@@ -74,8 +101,44 @@ pub(super) async fn run(
     let mut waiting: Vec<oneshot::Sender<Result<Value, String>>> = Vec::new();
     let mut after_waiting: Vec<oneshot::Sender<Result<Value, String>>> = Vec::new();
     let mut running: Option<tokio::task::JoinHandle<Result<Value, String>>> = None;
+    let mut generate_queue: GenerateQueue = VecDeque::new();
+    let mut generating: Option<Running> = None;
+    // Work a stopped daemon left half-done is resumed, never left stuck.
+    let proposed = store
+        .call(|conn| {
+            let recover = || -> Result<usize, candidates::CandidateError> {
+                let resumed = candidates::recover_interrupted(conn)?;
+                if !resumed.is_empty() {
+                    tracing::info!(
+                        candidates = ?resumed,
+                        "interrupted candidates put back to proposed"
+                    );
+                }
+                Ok(candidates::in_state(conn, State::Proposed)?.len())
+            };
+            Ok(recover().map_err(|e| e.to_string()))
+        })
+        .await;
+    match proposed {
+        Ok(Ok(0)) => {}
+        Ok(Ok(_)) => generate_queue.push_back((Job::Pending, None)),
+        Ok(Err(e)) => tracing::error!("cannot resume interrupted candidates: {e}"),
+        Err(e) => tracing::error!("cannot resume interrupted candidates: {e}"),
+    }
 
     loop {
+        if generating.is_none()
+            && let Some((job, reply)) = generate_queue.pop_front()
+        {
+            let task = tokio::spawn(generate_once(
+                store.clone(),
+                events.clone(),
+                Arc::clone(&config),
+                job,
+                shutdown.clone(),
+            ));
+            generating = Some((task, reply));
+        }
         let next_wake = timetable.next_wake();
         let sleep = async {
             match (alarm.as_mut(), next_wake) {
@@ -89,16 +152,21 @@ pub(super) async fn run(
             _ = shutdown.wait_for(|stop| *stop) => break,
             () = sleep => !timetable.take_due(jiff::Timestamp::now()).is_empty(),
             Some(request) = requests.recv() => {
-                if request.job != MINE {
+                if request.job == GENERATE {
+                    let job = request.generate.unwrap_or(Job::Pending);
+                    generate_queue.push_back((job, Some(request.reply)));
+                    false
+                } else if request.job != MINE {
                     let _ = request.reply.send(Err(format!("no job `{}`", request.job)));
                     continue;
-                }
+                } else {
                 if running.is_some() {
                     after_waiting.push(request.reply);
                 } else {
                     waiting.push(request.reply);
                 }
                 timetable.demand(MINE, jiff::Timestamp::now())
+                }
             }
             event = bus.recv() => match event {
                 Ok(event) if event.kind == "ingest.actions" => {
@@ -130,6 +198,11 @@ pub(super) async fn run(
             } => {
                 running = None;
                 let result = joined.unwrap_or_else(|e| Err(format!("the mining task failed: {e}")));
+                if result.is_ok()
+                    && !generate_queue.iter().any(|(job, reply)| *job == Job::Pending && reply.is_none())
+                {
+                    generate_queue.push_back((Job::Pending, None));
+                }
                 let outcome = match &result {
                     Ok(summary) => Outcome {
                         ok: true,
@@ -143,7 +216,23 @@ pub(super) async fn run(
                 waiting.append(&mut after_waiting);
                 timetable.finish(MINE, jiff::Timestamp::now(), outcome)
             }
+            joined = async {
+                match generating.as_mut() {
+                    Some((handle, _)) => handle.await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let result = joined
+                    .unwrap_or_else(|e| Err(format!("the generation task failed: {e}")));
+                if let Some((_, Some(reply))) = generating.take() {
+                    let _ = reply.send(result);
+                } else if let Err(e) = result {
+                    tracing::error!("generation failed: {e}");
+                }
+                false
+            }
         };
+
         if start && running.is_none() {
             new_actions = 0;
             running = Some(tokio::spawn(mine_once(
@@ -157,6 +246,46 @@ pub(super) async fn run(
         // A run in progress finishes: its result is one transaction, never half-written.
         let _ = handle.await;
     }
+    if let Some((handle, reply)) = generating {
+        // It saw the shutdown too and stops at its next step.
+        let result = handle
+            .await
+            .unwrap_or_else(|e| Err(format!("the generation task failed: {e}")));
+        if let Some(reply) = reply {
+            let _ = reply.send(result);
+        }
+    }
+    for (_, reply) in generate_queue {
+        if let Some(reply) = reply {
+            let _ = reply.send(Err("the daemon is stopping: no generation now".into()));
+        }
+    }
+}
+
+/// One generation run with the configuration in force; its report as JSON.
+async fn generate_once(
+    store: Store,
+    events: EventBus,
+    config: Arc<Config>,
+    job: Job,
+    shutdown: watch::Receiver<bool>,
+) -> Result<Value, String> {
+    let generator = pipeline::configured(&config, store)
+        .map_err(|e| e.to_string())?
+        .with_events(events.clone())
+        .with_cancel(shutdown);
+    let report = generator.run(job).await.map_err(|e| e.to_string())?;
+    let summary = json!(report);
+    events.publish(
+        "generate.finished",
+        json!({"candidates": report.candidates.len(), "skipped": report.skipped.len()}),
+    );
+    tracing::info!(
+        candidates = report.candidates.len(),
+        skipped = report.skipped.len(),
+        "generation done"
+    );
+    Ok(summary)
 }
 
 /// One mining run: read through a read-only connection, store through the writer, announce.

@@ -294,6 +294,28 @@ pub fn record_attempt(
     Ok(())
 }
 
+/// Sets the version a candidate would become (decided when it is created).
+pub fn set_version(conn: &Connection, id: &str, version: &str) -> Result<(), CandidateError> {
+    let n = conn
+        .prepare_cached("UPDATE candidates SET version = ?2, updated_at = ?3 WHERE id = ?1")?
+        .execute(params![id, version, unix_now()])?;
+    if n == 0 {
+        return Err(CandidateError::Unknown(id.to_owned()));
+    }
+    Ok(())
+}
+
+/// The candidates in `state`, oldest first.
+pub fn in_state(conn: &Connection, state: State) -> Result<Vec<Candidate>, CandidateError> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM candidates WHERE state = ?1 ORDER BY rowid"
+    ))?;
+    let rows = stmt
+        .query_map([state.as_str()], row)?
+        .collect::<Result<_, _>>()?;
+    Ok(rows)
+}
+
 /// Puts interrupted work back in the queue: candidates left `generating` or `validating` by a
 /// daemon that stopped. Returns their ids.
 pub fn recover_interrupted(conn: &Connection) -> Result<Vec<String>, CandidateError> {

@@ -1,6 +1,8 @@
 //! Generation: from a ranked pattern or a request to a candidate tool's files.
 //!
 //! - [`candidates`]: candidates and their persisted state machine;
+//! - [`from_pattern`]: a `ToolSpec` from a mined pattern or a request;
+//! - [`pipeline`]: the generation loop, from an opportunity to a validated candidate;
 //! - [`llm`]: model clients (OpenAI-compatible and Anthropic), retries, cache and budget.
 //! - [`spec`]: `ToolSpec`, what a tool must do;
 //! - [`template`]: the offline generator (POSIX sh) and the tests derived from evidence;
@@ -10,7 +12,9 @@
 
 pub mod candidates;
 pub mod contract;
+pub mod from_pattern;
 pub mod llm;
+pub mod pipeline;
 pub mod prompt;
 pub mod spec;
 pub mod staging;

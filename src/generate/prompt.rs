@@ -109,9 +109,14 @@ fn params_text(spec: &ToolSpec) -> String {
         };
         let _ = writeln!(
             text,
-            "- {} ({}{}): {}{}",
+            "- {} ({}{}{}): {}{}",
             invoke::option_name(&p.name),
             kind,
+            if p.variadic {
+                ", repeatable: the option once per item"
+            } else {
+                ""
+            },
             if p.required { ", required" } else { "" },
             p.description,
             if p.examples.is_empty() {

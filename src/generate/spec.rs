@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::registry::manifest::{
@@ -13,7 +13,7 @@ use crate::registry::manifest::{
 };
 
 /// The kind of value a parameter holds (what a mined slot looked like).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ParamKind {
     /// A file or directory path.
@@ -83,7 +83,7 @@ impl ParamKind {
 }
 
 /// A parameter the caller gives.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ParamSpec {
     /// snake_case name.
     pub name: String,
@@ -95,10 +95,34 @@ pub struct ParamSpec {
     pub required: bool,
     /// Values seen, for examples.
     pub examples: Vec<String>,
+    /// Whether it stands for a run of arguments (`git add <path>...`): an array, passed by
+    /// repeating its option once per item.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub variadic: bool,
+}
+
+impl ParamSpec {
+    /// A value of this parameter as JSON, from its text as seen in a log: an integer parsed, a
+    /// boolean read, the items of a variadic one split at whitespace (how the miner joins a
+    /// run of arguments).
+    pub fn value_of(&self, text: &str) -> Value {
+        let scalar = |t: &str| match self.kind {
+            ParamKind::Integer => t
+                .parse::<i64>()
+                .map_or_else(|_| Value::String(t.to_owned()), Value::from),
+            ParamKind::Boolean => Value::Bool(t == "1" || t == "true"),
+            _ => Value::String(t.to_owned()),
+        };
+        if self.variadic {
+            Value::Array(text.split_whitespace().map(scalar).collect())
+        } else {
+            scalar(text)
+        }
+    }
 }
 
 /// One piece of a command word.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Piece {
     /// Text written as is.
     Literal(String),
@@ -109,7 +133,7 @@ pub enum Piece {
 }
 
 /// One command of a tool: its words, each made of pieces.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepSpec {
     /// The words.
     pub words: Vec<Vec<Piece>>,
@@ -165,14 +189,14 @@ pub fn shell_quote(word: &str) -> String {
 }
 
 /// The failure a recovery tool answers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TriggerSpec {
     /// The error template (variable parts as `<*>`).
     pub error_template: String,
 }
 
 /// One observed occurrence: the parameter values and the commands run, for derived tests.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Occurrence {
     /// Where it was seen.
     pub evidence: Evidence,
@@ -183,7 +207,7 @@ pub struct Occurrence {
 }
 
 /// What a tool must do.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     /// Its name.
     pub name: String,
@@ -229,21 +253,16 @@ impl ToolSpec {
         let mut properties = Map::new();
         let mut required = Vec::new();
         for p in &self.params {
-            let mut schema = p.kind.schema();
+            let mut schema = if p.variadic {
+                json!({"type": "array", "items": p.kind.schema(), "minItems": 1})
+            } else {
+                p.kind.schema()
+            };
             if let Some(obj) = schema.as_object_mut() {
                 obj.insert("description".into(), Value::String(p.description.clone()));
                 if !p.examples.is_empty() && p.kind != ParamKind::Boolean {
-                    let examples: Vec<Value> = p
-                        .examples
-                        .iter()
-                        .take(3)
-                        .map(|e| match p.kind {
-                            ParamKind::Integer => e
-                                .parse::<i64>()
-                                .map_or_else(|_| Value::String(e.clone()), Value::from),
-                            _ => Value::String(e.clone()),
-                        })
-                        .collect();
+                    let examples: Vec<Value> =
+                        p.examples.iter().take(3).map(|e| p.value_of(e)).collect();
                     obj.insert("examples".into(), Value::Array(examples));
                 }
             }
@@ -298,6 +317,50 @@ impl ToolSpec {
             validation: None,
             deprecated: None,
         }
+    }
+
+    /// What the dry run of a tool following this spec prints for `params` (each parameter's
+    /// value as seen in a log): one line per command, each word quoted as [`shell_quote`]
+    /// does; a recovery runs its failing command, the recovery steps and the command again. A
+    /// value an earlier step prints is unknown in a dry run and shows as `<name>`.
+    pub fn dry_run_lines(&self, params: &BTreeMap<String, String>) -> Vec<String> {
+        let render = |step: &StepSpec| -> String {
+            step.words
+                .iter()
+                .map(|word| {
+                    if let [Piece::Param(name)] = word.as_slice()
+                        && let Some(p) = self.params.iter().find(|p| &p.name == name && p.variadic)
+                    {
+                        let value = params.get(&p.name).map_or("", String::as_str);
+                        return value
+                            .split_whitespace()
+                            .map(shell_quote)
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                    }
+                    let text: String = word
+                        .iter()
+                        .map(|piece| match piece {
+                            Piece::Literal(t) => t.clone(),
+                            Piece::Param(n) => params.get(n).cloned().unwrap_or_default(),
+                            Piece::Internal(n) => format!("<{n}>"),
+                        })
+                        .collect();
+                    shell_quote(&text)
+                })
+                .filter(|w| !w.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let mut lines = Vec::new();
+        if let Some(trigger) = &self.trigger_step {
+            lines.push(render(trigger));
+        }
+        lines.extend(self.steps.iter().map(render));
+        if let Some(trigger) = &self.trigger_step {
+            lines.push(render(trigger));
+        }
+        lines
     }
 
     /// A sandbox profile fit for the steps: the workspace writable (the commands agents run

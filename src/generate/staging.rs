@@ -21,6 +21,12 @@ pub const DIAGNOSTICS_FILE: &str = "diagnostics.json";
 /// The directory of an attempt's tool files, inside the attempt directory.
 pub const TOOL_DIR: &str = "tool";
 
+/// The candidate's spec, beside its attempts: what a resumed candidate is generated from.
+pub const SPEC_FILE: &str = "spec.json";
+
+/// A model's raw reply, beside an attempt's files.
+pub const REPLY_FILE: &str = "reply.txt";
+
 /// A staging operation that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StagingError {
@@ -234,7 +240,42 @@ impl Staging {
     pub fn write_diagnostics(&self, n: u32, d: &Diagnostics) -> Result<(), StagingError> {
         let path = self.attempt_dir(n).join(DIAGNOSTICS_FILE);
         let text = serde_json::to_string_pretty(d).unwrap_or_default();
-        std::fs::write(&path, text).map_err(io(&path))
+        replace(&path, &text)
+    }
+
+    /// Writes the candidate's spec (replacing an earlier one: a resumed candidate keeps it).
+    pub fn write_spec(&self, spec: &super::spec::ToolSpec) -> Result<(), StagingError> {
+        std::fs::create_dir_all(&self.dir).map_err(io(&self.dir))?;
+        let text = serde_json::to_string_pretty(spec).unwrap_or_default();
+        replace(&self.dir.join(SPEC_FILE), &text)
+    }
+
+    /// The candidate's spec, if written and readable.
+    pub fn spec(&self) -> Option<super::spec::ToolSpec> {
+        let text = std::fs::read_to_string(self.dir.join(SPEC_FILE)).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// Keeps a model's raw reply beside attempt `n`'s files.
+    pub fn write_reply(&self, n: u32, reply: &str) -> Result<(), StagingError> {
+        let path = self.attempt_dir(n).join(REPLY_FILE);
+        replace(&path, reply)
+    }
+
+    /// Attempt `n`'s model reply, if it had one.
+    pub fn reply(&self, n: u32) -> Option<String> {
+        std::fs::read_to_string(self.attempt_dir(n).join(REPLY_FILE)).ok()
+    }
+
+    /// Replaces attempt `n`'s manifest: validation writes its result into `validation:`
+    /// (the files it covers, and their digest, do not change).
+    pub fn write_manifest(
+        &self,
+        n: u32,
+        manifest: &crate::registry::manifest::Manifest,
+    ) -> Result<(), StagingError> {
+        let path = self.tool_dir(n).join(crate::registry::manifest::FILE_NAME);
+        replace(&path, &manifest.to_yaml())
     }
 
     /// Attempt `n`'s diagnostics, if written.
@@ -275,6 +316,20 @@ impl Staging {
         }
         out
     }
+}
+
+/// Writes `text` to `path` through a new file renamed over it: a reader never sees half of it,
+/// and a symlink at `path` is replaced, never followed.
+fn replace(path: &Path, text: &str) -> Result<(), StagingError> {
+    let tmp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(io(&tmp))?;
+    file.write_all(text.as_bytes()).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))
 }
 
 fn collect(dir: &Path, prefix: &str, out: &mut BTreeMap<String, String>) {

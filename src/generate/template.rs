@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde_json::{Map, Value};
+use serde_json::Map;
 
 use super::spec::{ParamKind, Piece, StepSpec, ToolSpec, shell_quote};
 use crate::invoke;
@@ -41,13 +41,38 @@ pub struct TemplateError {
     pub why: String,
 }
 
+/// Text from a log or a request as one line of plain text: control characters (a newline could
+/// end a comment or the usage here-document and start code) become spaces.
+fn one_line(text: &str) -> String {
+    text.split(|c: char| c.is_control())
+        .filter(|part| !part.trim().is_empty())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether a word is a shell redirection operator (`>`, `2>>`, `<<EOF`, `>&2`, …).
+fn is_redirection(word: &str) -> bool {
+    let op = word.trim_start_matches(|c: char| c.is_ascii_digit());
+    matches!(op, ">" | ">>" | "<" | "&>" | "&>>" | ">|" | "<>")
+        || op.starts_with("<<")
+        || op.starts_with(">&")
+        || op.starts_with("<&")
+}
+
 /// The shell variable holding a parameter or internal value.
 fn var(name: &str) -> String {
     format!("p_{name}")
 }
 
-/// A word as sh code: literals single-quoted where needed, values double-quoted.
-fn word_code(word: &[Piece]) -> String {
+/// A word as sh code: literals single-quoted where needed, values double-quoted; the variadic
+/// parameter (a word of its own) is `"$@"`, where option parsing left its items.
+fn word_code(word: &[Piece], variadic: Option<&str>) -> String {
+    if let ([Piece::Param(name)], Some(v)) = (word, variadic)
+        && name == v
+    {
+        return "\"$@\"".to_owned();
+    }
     let mut out = String::new();
     for piece in word {
         match piece {
@@ -63,10 +88,10 @@ fn word_code(word: &[Piece]) -> String {
     out
 }
 
-fn step_code(step: &StepSpec) -> String {
+fn step_code(step: &StepSpec, variadic: Option<&str>) -> String {
     step.words
         .iter()
-        .map(|w| word_code(w))
+        .map(|w| word_code(w, variadic))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -99,7 +124,11 @@ fn usage(spec: &ToolSpec) -> String {
         let arg = if p.kind == ParamKind::Boolean {
             opt
         } else {
-            format!("{opt} {}", p.kind.placeholder())
+            format!(
+                "{opt} {}{}",
+                p.kind.placeholder(),
+                if p.variadic { "..." } else { "" }
+            )
         };
         if p.required {
             let _ = write!(synopsis, " {arg}");
@@ -107,7 +136,10 @@ fn usage(spec: &ToolSpec) -> String {
             let _ = write!(synopsis, " [{arg}]");
         }
     }
-    let mut text = format!("{synopsis}\n\n{}\n\nOptions:\n", spec.description);
+    let mut text = format!(
+        "{synopsis}\n\n{}\n\nOptions:\n",
+        one_line(&spec.description)
+    );
     for p in &spec.params {
         let opt = invoke::option_name(&p.name);
         let left = if p.kind == ParamKind::Boolean {
@@ -115,7 +147,10 @@ fn usage(spec: &ToolSpec) -> String {
         } else {
             format!("{opt} {}", p.kind.placeholder())
         };
-        let mut right = p.description.clone();
+        let mut right = one_line(&p.description);
+        if p.variadic {
+            right.push_str(" (repeatable)");
+        }
         if p.required {
             right.push_str(" (required)");
         }
@@ -126,7 +161,7 @@ fn usage(spec: &ToolSpec) -> String {
                 p.examples
                     .iter()
                     .take(3)
-                    .cloned()
+                    .map(|e| one_line(e))
                     .collect::<Vec<_>>()
                     .join(", ")
             );
@@ -160,9 +195,49 @@ pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
             return Err(fail("a parameter name is not snake_case"));
         }
     }
+    let variadics: Vec<&str> = spec
+        .params
+        .iter()
+        .filter(|p| p.variadic)
+        .map(|p| p.name.as_str())
+        .collect();
+    if variadics.len() > 1 {
+        return Err(fail(
+            "it takes at most one variadic parameter (its items live in \"$@\")",
+        ));
+    }
+    let variadic = variadics.first().copied();
+    // A redirection the miner kept as a word would reach the program as an argument.
+    let redirection = spec
+        .steps
+        .iter()
+        .chain(spec.trigger_step.as_ref())
+        .flat_map(|step| &step.words)
+        .find_map(|w| match w.as_slice() {
+            [Piece::Literal(t)] if is_redirection(t) => Some(t.clone()),
+            _ => None,
+        });
+    if let Some(op) = redirection {
+        return Err(fail(&format!(
+            "a step redirects (`{op}`), which template/sh@1 does not write; use the LLM backend"
+        )));
+    }
+    if let Some(v) = variadic {
+        let composite = spec
+            .steps
+            .iter()
+            .chain(spec.trigger_step.as_ref())
+            .flat_map(|step| &step.words)
+            .any(|w| w.len() > 1 && w.contains(&Piece::Param(v.to_owned())));
+        if composite {
+            return Err(fail(
+                "a variadic parameter must be a word of its own, not part of a word",
+            ));
+        }
+    }
     let mut s = String::new();
     let _ = writeln!(s, "#!/bin/sh");
-    let _ = writeln!(s, "# {}: {}", spec.name, spec.description);
+    let _ = writeln!(s, "# {}: {}", spec.name, one_line(&spec.description));
     let source = match (&spec.pattern, spec.support) {
         (Some(p), Some(n)) => format!(" from pattern {p}, seen in {n} sessions"),
         (Some(p), None) => format!(" from pattern {p}"),
@@ -170,11 +245,13 @@ pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
     };
     let _ = writeln!(s, "# Written by toolsmith ({GENERATOR}){source}.");
     s.push_str("set -eu\n\n");
-    let _ = writeln!(
-        s,
-        "ts_usage() {{\n  cat <<'TOOLSMITH_USAGE'\n{}TOOLSMITH_USAGE\n}}\n",
-        usage(spec)
-    );
+    let usage_text = usage(spec);
+    // The here-document must not end early, whatever the description says.
+    let mut end = String::from("TOOLSMITH_USAGE");
+    while usage_text.lines().any(|l| l == end) {
+        end.push('_');
+    }
+    let _ = writeln!(s, "ts_usage() {{\n  cat <<'{end}'\n{usage_text}{end}\n}}\n");
     let _ = writeln!(
         s,
         "ts_die() {{\n  printf '%s: %s\\n' {} \"$1\" >&2\n  printf 'Try --help.\\n' >&2\n  exit 2\n}}\n",
@@ -213,27 +290,39 @@ ts_run() {{
 
 "#
     ));
-    // Option parsing.
+    // Option parsing. The loop counts the original arguments, so that the items of a
+    // variadic parameter can be moved to the end of "$@" as they are read: after the loop,
+    // "$@" holds exactly those items, each still one word.
     for p in &spec.params {
-        let _ = writeln!(s, "{}=", var(&p.name));
+        if !p.variadic {
+            let _ = writeln!(s, "{}=", var(&p.name));
+        }
         let _ = writeln!(s, "ts_have_{}=0", p.name);
     }
-    s.push_str("while [ $# -gt 0 ]; do\n  case $1 in\n    --help | -h) ts_usage; exit 0 ;;\n");
+    s.push_str(
+        "ts_n=$#\nwhile [ \"$ts_n\" -gt 0 ]; do\n  ts_n=$((ts_n - 1))\n  case $1 in\n    --help | -h) ts_usage; exit 0 ;;\n",
+    );
     for p in &spec.params {
         let opt = invoke::option_name(&p.name);
         let v = var(&p.name);
+        let n = &p.name;
         if p.kind == ParamKind::Boolean {
-            let _ = writeln!(s, "    {opt}) {v}=1; ts_have_{}=1; shift ;;", p.name);
+            let _ = writeln!(s, "    {opt}) {v}=1; ts_have_{n}=1; shift ;;");
+        } else if p.variadic {
+            let _ = writeln!(
+                s,
+                "    {opt}) [ \"$ts_n\" -ge 1 ] || ts_die \"{opt} needs a value\"; ts_n=$((ts_n - 1)); set -- \"$@\" \"$2\"; ts_have_{n}=1; shift 2 ;;\n    {opt}=*) set -- \"$@\" \"${{1#{opt}=}}\"; ts_have_{n}=1; shift ;;"
+            );
         } else {
             let _ = writeln!(
                 s,
-                "    {opt}) [ $# -ge 2 ] || ts_die \"{opt} needs a value\"; {v}=$2; ts_have_{n}=1; shift 2 ;;\n    {opt}=*) {v}=${{1#{opt}=}}; ts_have_{n}=1; shift ;;",
-                n = p.name
+                "    {opt}) [ \"$ts_n\" -ge 1 ] || ts_die \"{opt} needs a value\"; ts_n=$((ts_n - 1)); {v}=$2; ts_have_{n}=1; shift 2 ;;\n    {opt}=*) {v}=${{1#{opt}=}}; ts_have_{n}=1; shift ;;"
             );
         }
     }
-    s.push_str("    --) shift; break ;;\n    *) ts_die \"unknown option: $1\" ;;\n  esac\ndone\n");
-    s.push_str("[ $# -eq 0 ] || ts_die \"unexpected argument: $1\"\n");
+    s.push_str(
+        "    --) [ \"$ts_n\" -eq 0 ] || ts_die \"unexpected argument: $2\"; shift ;;\n    *) ts_die \"unknown option: $1\" ;;\n  esac\ndone\n",
+    );
     for p in &spec.params {
         let opt = invoke::option_name(&p.name);
         let v = var(&p.name);
@@ -244,37 +333,45 @@ ts_run() {{
                 p.name
             );
         }
+        // Each value is checked; the items of a variadic parameter one by one.
+        let (subject, value) = if p.variadic {
+            ("$ts_v".to_owned(), "$ts_v".to_owned())
+        } else {
+            (format!("${v}"), format!("${v}"))
+        };
         let check = match p.kind {
             ParamKind::Integer => Some((
-                "'' | *[!0-9]*",
-                format!("{opt} must be a whole number, got '${v}'"),
+                "'' | *[!0-9]*".to_owned(),
+                format!("{opt} must be a whole number, got '{value}'"),
             )),
             ParamKind::Sha => Some((
-                "'' | *[!0-9a-fA-F]*",
-                format!("{opt} must be a commit id (hex), got '${v}'"),
+                "'' | *[!0-9a-fA-F]*".to_owned(),
+                format!("{opt} must be a commit id (hex), got '{value}'"),
             )),
-            ParamKind::Url => Some(("*://*", String::new())),
+            ParamKind::Url => Some((
+                "*://*) ;; *".to_owned(),
+                format!("{opt} must be a URL, got '{value}'"),
+            )),
             ParamKind::Path | ParamKind::Glob | ParamKind::String | ParamKind::Text => {
-                Some(("''", format!("{opt} must not be empty")))
+                Some(("''".to_owned(), format!("{opt} must not be empty")))
             }
             ParamKind::Number | ParamKind::Boolean => None,
         };
-        match (p.kind, check) {
-            (ParamKind::Url, _) => {
+        if let Some((pattern, message)) = check {
+            let test = format!("case {subject} in {pattern}) ts_die \"{message}\" ;; esac");
+            if p.variadic {
                 let _ = writeln!(
                     s,
-                    "if [ \"$ts_have_{n}\" = 1 ]; then case ${v} in *://*) ;; *) ts_die \"{opt} must be a URL, got '${v}'\" ;; esac; fi",
+                    "if [ \"$ts_have_{n}\" = 1 ]; then for ts_v do {test}; done; fi",
+                    n = p.name
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "if [ \"$ts_have_{n}\" = 1 ]; then {test}; fi",
                     n = p.name
                 );
             }
-            (_, Some((pattern, message))) => {
-                let _ = writeln!(
-                    s,
-                    "if [ \"$ts_have_{n}\" = 1 ]; then case ${v} in {pattern}) ts_die \"{message}\" ;; esac; fi",
-                    n = p.name
-                );
-            }
-            (_, None) => {}
         }
     }
     s.push('\n');
@@ -286,30 +383,43 @@ ts_run() {{
                     let _ = writeln!(
                         out,
                         "if [ \"${{TOOLSMITH_DRY_RUN:-}}\" = 1 ]; then\n  ts_run {code}\n  {v}='<{name}>'\nelse\n  {v}=$({code})\n  {v}=${{{v}%%\"$ts_nl\"*}}\nfi",
-                        code = step_code(step)
+                        code = step_code(step, variadic)
                     );
                 }
                 None => {
-                    let _ = writeln!(out, "ts_run {}", step_code(step));
+                    let _ = writeln!(out, "ts_run {}", step_code(step, variadic));
                 }
             }
         }
     };
-    s.push_str("ts_nl='\n'\n");
+    // A captured value keeps its first line only; the newline to cut at, when one is needed.
+    if spec
+        .steps
+        .iter()
+        .chain(spec.trigger_step.as_ref())
+        .any(|step| step.captures.is_some())
+    {
+        s.push_str("ts_nl='\n'\n");
+    }
     match (&spec.trigger_step, &spec.trigger) {
         (Some(trigger), Some(t)) => {
-            let _ = writeln!(s, "ts_trigger() {{\n  ts_run {}\n}}\n", step_code(trigger));
+            // Called with "$@" so that a variadic parameter's items reach the function.
+            let _ = writeln!(
+                s,
+                "ts_trigger() {{\n  ts_run {}\n}}\n",
+                step_code(trigger, variadic)
+            );
             let mut recovery = String::new();
             step_lines(&spec.steps, &mut recovery);
             let _ = writeln!(
                 s,
-                "if [ \"${{TOOLSMITH_DRY_RUN:-}}\" = 1 ]; then\n  ts_trigger\n{rec}  ts_trigger\n  exit 0\nfi\n",
+                "if [ \"${{TOOLSMITH_DRY_RUN:-}}\" = 1 ]; then\n  ts_trigger \"$@\"\n{rec}  ts_trigger \"$@\"\n  exit 0\nfi\n",
                 rec = indent(&recovery)
             );
             let _ = writeln!(
                 s,
-                "ts_status=0\nts_output=$(ts_trigger 2>&1) || ts_status=$?\n[ -z \"$ts_output\" ] || printf '%s\\n' \"$ts_output\"\n[ \"$ts_status\" -ne 0 ] || exit 0\n\n# The failure this tool knows: {template}\nif printf '%s\\n' \"$ts_output\" | grep -Eq -- {regex}; then\n  printf '%s\\n' {notice} >&2\n{rec}  ts_trigger\nelse\n  exit \"$ts_status\"\nfi",
-                template = t.error_template.replace('\n', " "),
+                "ts_status=0\nts_output=$(ts_trigger \"$@\" 2>&1) || ts_status=$?\n[ -z \"$ts_output\" ] || printf '%s\\n' \"$ts_output\"\n[ \"$ts_status\" -ne 0 ] || exit 0\n\n# The failure this tool knows: {template}\nif printf '%s\\n' \"$ts_output\" | grep -Eq -- {regex}; then\n  printf '%s\\n' {notice} >&2\n{rec}  ts_trigger \"$@\"\nelse\n  exit \"$ts_status\"\nfi",
+                template = one_line(&t.error_template),
                 regex = shell_quote(&template_regex(&t.error_template)),
                 notice = shell_quote(&format!(
                     "{}: recognised the failure ({}); recovering",
@@ -346,14 +456,7 @@ pub fn derived_cases(spec: &ToolSpec) -> Cases {
             let Some(value) = occ.params.get(&p.name) else {
                 continue;
             };
-            let v = match p.kind {
-                ParamKind::Integer => value
-                    .parse::<i64>()
-                    .map_or_else(|_| Value::String(value.clone()), Value::from),
-                ParamKind::Boolean => Value::Bool(value == "1" || value == "true"),
-                _ => Value::String(value.clone()),
-            };
-            params.insert(p.name.clone(), v);
+            params.insert(p.name.clone(), p.value_of(value));
         }
         let mut stdout = occ.commands.join("\n");
         stdout.push('\n');
@@ -424,20 +527,76 @@ pub fn derived_cases(spec: &ToolSpec) -> Cases {
     Cases { cases }
 }
 
-/// Every file of a template tool except its README (the registry writes that): the
-/// manifest, `run.sh` and `tests/cases.json`.
+/// The tool's `README.md`: what it does, how it is called, what it runs for the observed
+/// occurrences, its limits and where it came from.
+pub fn readme(spec: &ToolSpec) -> String {
+    let mut text = format!(
+        "# {}\n\n{}\n\n## Usage\n\n",
+        spec.name,
+        one_line(&spec.description)
+    );
+    for line in usage(spec).lines() {
+        let _ = writeln!(text, "    {line}");
+    }
+    let mut shown: Vec<&super::spec::Occurrence> = Vec::new();
+    for occ in &spec.occurrences {
+        if shown.len() < 3 && !shown.iter().any(|s| s.commands == occ.commands) {
+            shown.push(occ);
+        }
+    }
+    if !shown.is_empty() {
+        text.push_str("\n## Examples\n\nWhat it runs, as the dry run prints it, for occurrences seen in the logs:\n\n");
+        for occ in shown {
+            let options: Vec<String> = occ
+                .params
+                .iter()
+                .map(|(k, v)| format!("{} {}", invoke::option_name(k), shell_quote(v)))
+                .collect();
+            let _ = writeln!(
+                text,
+                "    $ {}",
+                one_line(&format!("TOOLSMITH_DRY_RUN=1 run.sh {}", options.join(" ")))
+            );
+            for command in &occ.commands {
+                for line in command.lines() {
+                    let _ = writeln!(text, "    {line}");
+                }
+            }
+            text.push('\n');
+        }
+    }
+    let l = &spec.sandbox.limits;
+    let _ = write!(
+        text,
+        "\n## Limits\n\nRuns in the sandbox without network, with {} access to the workspace; at most \
+         {} s, {} MiB of memory, {} processes.\n",
+        spec.sandbox.workspace, l.wall_s, l.memory_mb, l.pids
+    );
+    if !spec.requires.is_empty() {
+        let _ = writeln!(text, "It calls: {}.", spec.requires.join(", "));
+    }
+    let _ = write!(text, "\n## Provenance\n\nOrigin: {}", spec.origin.as_str());
+    if let Some(p) = &spec.pattern {
+        let _ = write!(text, ", pattern {p}");
+    }
+    if let Some(n) = spec.support {
+        let _ = write!(text, ", seen in {n} sessions");
+    }
+    let _ = writeln!(text, ". Written by toolsmith ({GENERATOR}).");
+    text
+}
+
+/// Every file of a template tool: the manifest, `run.sh`, `tests/cases.json` and `README.md`.
 pub fn generate(
     spec: &ToolSpec,
     version: semver::Version,
 ) -> Result<BTreeMap<String, String>, TemplateError> {
-    if !matches!(
-        spec.origin,
-        Origin::MinedSequence | Origin::ErrorRecovery | Origin::SlowOperation | Origin::Heal
-    ) {
+    // A request is a template tool only when its example commands gave it steps.
+    if spec.origin == Origin::Request && spec.steps.is_empty() && spec.trigger_step.is_none() {
         return Err(TemplateError {
             tool: spec.name.clone(),
-            why: "a request needs a language model (configure [llm]); templates only write \
-                  mined sequences, recoveries and slow operations"
+            why: "a request without example commands needs a language model (configure [llm] \
+                  and set generate.backend = \"llm\"), or give the commands with --example"
                 .into(),
         });
     }
@@ -452,6 +611,7 @@ pub fn generate(
         crate::registry::manifest::FILE_NAME.to_owned(),
         manifest.to_yaml(),
     );
+    files.insert("README.md".to_owned(), readme(spec));
     Ok(files)
 }
 
@@ -484,6 +644,7 @@ pub(crate) mod tests_support {
                     description: "the package".into(),
                     required: true,
                     examples: vec!["core".into(), "cli".into()],
+                    variadic: false,
                 },
                 ParamSpec {
                     name: "message".into(),
@@ -491,6 +652,7 @@ pub(crate) mod tests_support {
                     description: "commit message".into(),
                     required: false,
                     examples: vec![],
+                    variadic: false,
                 },
             ],
             steps: vec![
@@ -589,11 +751,14 @@ mod tests {
     }
 
     #[test]
-    fn a_request_needs_a_model() {
+    fn a_request_needs_a_model_unless_it_has_example_commands() {
         let mut spec = sequence_spec();
         spec.origin = Origin::Request;
+        assert!(generate(&spec, semver::Version::new(1, 0, 0)).is_ok());
+        spec.steps.clear();
         let err = generate(&spec, semver::Version::new(1, 0, 0)).expect_err("refused");
         assert!(err.to_string().contains("[llm]"), "{err}");
+        assert!(err.to_string().contains("--example"), "{err}");
     }
 
     #[test]

@@ -360,8 +360,21 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
             let mut index = 0;
             let words = template
                 .iter()
-                .map(|word| {
-                    word.iter()
+                .flat_map(|word| {
+                    // A constant run of arguments (`git add a.rs b.rs` every time) stays a run
+                    // of words, not one word holding them all.
+                    if let [Segment::Slot { variadic: true, .. }] = word.as_slice()
+                        && let Some(Role::Literal(_)) = roles.get(&(step, index))
+                    {
+                        let items = values[0][step][index].2.clone();
+                        index += 1;
+                        return items
+                            .into_iter()
+                            .map(|item| vec![Piece::Literal(item)])
+                            .collect::<Vec<_>>();
+                    }
+                    let one = word
+                        .iter()
                         .map(|seg| match seg {
                             Segment::Text(t) => Piece::Literal(t.clone()),
                             Segment::Slot { .. } => {
@@ -377,7 +390,8 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                                 piece
                             }
                         })
-                        .collect::<Vec<_>>()
+                        .collect::<Vec<_>>();
+                    vec![one]
                 })
                 .collect::<Vec<_>>();
             let template_text = render(&words, |p| match p {
@@ -411,8 +425,18 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                     let mut index = 0;
                     let words: Vec<Vec<Piece>> = templates[step]
                         .iter()
-                        .map(|word| {
-                            word.iter()
+                        .flat_map(|word| {
+                            // Each argument of a run is a word of its own, as it was run.
+                            if let [Segment::Slot { variadic: true, .. }] = word.as_slice() {
+                                let items = values[o][step][index].2.clone();
+                                index += 1;
+                                return items
+                                    .into_iter()
+                                    .map(|item| vec![Piece::Literal(item)])
+                                    .collect::<Vec<_>>();
+                            }
+                            let one = word
+                                .iter()
                                 .map(|seg| match seg {
                                     Segment::Text(t) => Piece::Literal(t.clone()),
                                     Segment::Slot { .. } => {
@@ -421,7 +445,8 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                                         Piece::Literal(v)
                                     }
                                 })
-                                .collect()
+                                .collect();
+                            vec![one]
                         })
                         .collect();
                     render(&words, |p| match p {
@@ -602,6 +627,48 @@ mod tests {
         );
         assert!(kinds.iter().any(|(_, k)| *k == "number"), "{kinds:?}");
         assert_eq!(a.evidence[0].commands[0], "git commit -m 'fix the parser'");
+    }
+
+    #[test]
+    fn a_run_of_arguments_stays_a_run_of_words() {
+        let occs = vec![
+            occurrence(
+                "s1",
+                &["git add src/a.rs src/b.rs", "cargo build -p core"],
+                &["", ""],
+                "/r",
+            ),
+            occurrence(
+                "s2",
+                &["git add src/a.rs src/b.rs", "cargo build -p cli"],
+                &["", ""],
+                "/r",
+            ),
+        ];
+        let a = align(&occs, 10).expect("aligned");
+        assert_eq!(
+            a.steps[0].words,
+            [
+                vec![Piece::Literal("git".into())],
+                vec![Piece::Literal("add".into())],
+                vec![Piece::Literal("src/a.rs".into())],
+                vec![Piece::Literal("src/b.rs".into())],
+            ]
+        );
+        assert_eq!(a.steps[0].template, "git add src/a.rs src/b.rs");
+        let occs = vec![
+            occurrence(
+                "s1",
+                &["git add src/a.rs src/b.rs", "git status"],
+                &["", ""],
+                "/r",
+            ),
+            occurrence("s2", &["git add README.md", "git status"], &["", ""], "/r"),
+        ];
+        let a = align(&occs, 10).expect("aligned");
+        assert!(a.params[0].variadic, "{:?}", a.params);
+        assert_eq!(a.evidence[0].commands[0], "git add src/a.rs src/b.rs");
+        assert_eq!(a.evidence[0].params["path"], "src/a.rs src/b.rs");
     }
 
     #[test]

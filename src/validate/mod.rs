@@ -1,7 +1,9 @@
 //! Validation: every check a candidate passes before it is proposed for review.
 //!
 //! - [`policy`]: policy gating of the code (capability domains and rules with ids);
-//! - [`cases`]: a tool's test cases and the comparison of runs with them.
+//! - [`cases`]: a tool's test cases and the comparison of runs with them;
+//! - [`run`]: the validation runner, every layer in order, tests in the sandbox.
 
 pub mod cases;
 pub mod policy;
+pub mod run;

@@ -1,0 +1,421 @@
+//! `toolsmith generate`, `toolsmith new`, `toolsmith candidates` and `toolsmith show`: making
+//! candidates now, and looking at them.
+//!
+//! `generate` and `new` ask the daemon when one runs on this state directory (it is the
+//! store's one writer); otherwise they run the generation loop in this process, on a small
+//! runtime of their own (the model clients are asynchronous). `candidates` and `show` only
+//! read: the store through a read-only connection, the staging area from disk.
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+
+use super::output::{self, Style};
+use super::{Cli, Failure, connect, load_config};
+use crate::daemon::lock::{self, LockError};
+use crate::exit::ExitCode;
+use crate::generate::candidates::{self, Candidate, CandidateError, State};
+use crate::generate::pipeline::{self, GenerateError, Job};
+use crate::generate::staging::Staging;
+use crate::store::{self, Store};
+
+impl From<GenerateError> for Failure {
+    fn from(err: GenerateError) -> Self {
+        match err {
+            GenerateError::Store(e) => e.into(),
+            other => Failure::new(ExitCode::Failure, other.to_string()),
+        }
+    }
+}
+
+impl From<CandidateError> for Failure {
+    fn from(err: CandidateError) -> Self {
+        match err {
+            CandidateError::Store(e) => e.into(),
+            other => Failure::new(ExitCode::Failure, other.to_string()),
+        }
+    }
+}
+
+/// Runs `job` in the daemon when it holds the state directory, else in this process.
+fn run_job(cli: &Cli, job: Job) -> Result<Value, Failure> {
+    let config = load_config(cli)?;
+    crate::daemon::listener::ensure_private_dir(&config.paths.state.value)
+        .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?;
+    match lock::acquire(&config.lock_path()) {
+        Ok(_lock) => {
+            let store = Store::open(&config.store_path())?;
+            let generator = pipeline::configured(&config, store)
+                .map_err(|e| Failure::new(ExitCode::InvalidConfig, e.to_string()))?;
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| {
+                    Failure::new(ExitCode::Failure, format!("cannot start a runtime: {e}"))
+                })?;
+            let report = runtime.block_on(async {
+                // With the lock held no daemon runs: whatever is mid-way was interrupted.
+                generator.recover().await?;
+                generator.run(job).await
+            })?;
+            Ok(json!(report))
+        }
+        Err(LockError::Held { .. }) => {
+            // Params are an object (or nothing, for the pending work), as JSON-RPC wants.
+            let params = match &job {
+                Job::Pending => Value::Null,
+                other => serde_json::to_value(other)
+                    .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?,
+            };
+            Ok(connect(cli)?.call("generate.run", params)?)
+        }
+        Err(other) => Err(Failure::new(ExitCode::Failure, other.to_string())),
+    }
+}
+
+/// Prints a run's report; fails when an explicitly asked-for candidate failed.
+fn print_report(
+    cli: &Cli,
+    report: &Value,
+    explicit: bool,
+    out: &mut impl Write,
+    style: Style,
+) -> Result<(), Failure> {
+    let made = report["candidates"].as_array().cloned().unwrap_or_default();
+    if cli.json {
+        output::json(out, report)?;
+    } else {
+        for c in &made {
+            let state = c["state"].as_str().unwrap_or("?");
+            writeln!(
+                out,
+                "{}  {} {}  {}",
+                c["id"].as_str().unwrap_or("?"),
+                c["tool"].as_str().unwrap_or("?"),
+                c["version"].as_str().unwrap_or(""),
+                paint(style, state)
+            )?;
+            if let Some(reason) = c["reason"].as_str() {
+                writeln!(out, "    {reason}")?;
+            }
+        }
+        for skipped in report["skipped"].as_array().into_iter().flatten() {
+            writeln!(out, "skipped: {}", skipped.as_str().unwrap_or_default())?;
+        }
+        if made.is_empty() {
+            writeln!(
+                out,
+                "no candidates made: no new pattern scores at least generate.min_score \
+                 (`toolsmith patterns` lists them; `toolsmith generate --pattern ID` takes one \
+                 whatever its score)"
+            )?;
+        } else {
+            writeln!(
+                out,
+                "see a candidate with `toolsmith show ID` (`--attempts` for every attempt)"
+            )?;
+        }
+    }
+    let failed = made.iter().find(|c| c["state"] == "failed");
+    match failed {
+        Some(c) if explicit => Err(Failure::new(
+            ExitCode::Failure,
+            format!(
+                "candidate {} failed: {}",
+                c["id"].as_str().unwrap_or("?"),
+                c["reason"].as_str().unwrap_or("no reason recorded")
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn paint(style: Style, state: &str) -> String {
+    match state {
+        "awaiting-review" | "approved" => style.good(state),
+        "failed" | "rejected" => style.bad(state),
+        _ => style.warn(state),
+    }
+}
+
+/// `toolsmith generate [--pattern ID]`.
+pub(super) fn generate(
+    cli: &Cli,
+    pattern: Option<&str>,
+    out: &mut impl Write,
+    style: Style,
+) -> Result<(), Failure> {
+    let job = match pattern {
+        Some(id) => Job::Pattern(id.to_owned()),
+        None => Job::Pending,
+    };
+    let report = run_job(cli, job)?;
+    print_report(cli, &report, pattern.is_some(), out, style)
+}
+
+/// `toolsmith new "WHAT" [--example CMD]...`.
+pub(super) fn new(
+    cli: &Cli,
+    text: &str,
+    examples: &[String],
+    out: &mut impl Write,
+    style: Style,
+) -> Result<(), Failure> {
+    let report = run_job(
+        cli,
+        Job::Request {
+            text: text.to_owned(),
+            examples: examples.to_vec(),
+        },
+    )?;
+    print_report(cli, &report, true, out, style)
+}
+
+fn read_store(cli: &Cli) -> Result<(rusqlite::Connection, std::path::PathBuf), Failure> {
+    let config = load_config(cli)?;
+    let path = config.store_path();
+    if !path.exists() {
+        return Err(Failure::new(
+            ExitCode::Failure,
+            format!(
+                "no state store at {} yet: run `toolsmith ingest PATH`, `toolsmith mine` and \
+                 `toolsmith generate`, or start toolsmithd",
+                path.display()
+            ),
+        ));
+    }
+    Ok((
+        store::open_read_only(&path)?,
+        config.paths.state.value.clone(),
+    ))
+}
+
+/// `toolsmith candidates`.
+pub(super) fn list(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
+    let (conn, _) = read_store(cli)?;
+    let all = candidates::list(&conn)?;
+    if cli.json {
+        return output::json(out, &json!(all));
+    }
+    if all.is_empty() {
+        writeln!(
+            out,
+            "no candidates yet: `toolsmith generate` makes them from mined patterns, \
+             `toolsmith new` from a request"
+        )?;
+        return Ok(());
+    }
+    let width = all.iter().map(|c| c.tool.len()).max().unwrap_or(4).max(4);
+    writeln!(
+        out,
+        "{:<14}  {:<width$}  {:<8}  {:<15}  reason",
+        "id", "tool", "version", "state"
+    )?;
+    for c in &all {
+        let reason: String = c
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .chars()
+            .take(100)
+            .collect();
+        let state = format!("{:<15}", c.state.as_str());
+        writeln!(
+            out,
+            "{:<14}  {:<width$}  {:<8}  {}  {}",
+            c.id,
+            c.tool,
+            c.version.as_deref().unwrap_or("-"),
+            paint(style, &state),
+            reason
+        )?;
+    }
+    Ok(())
+}
+
+/// `toolsmith show <candidate> [--attempts]`.
+pub(super) fn show(
+    cli: &Cli,
+    id: &str,
+    attempts: bool,
+    out: &mut impl Write,
+    style: Style,
+) -> Result<(), Failure> {
+    let (conn, state_dir) = read_store(cli)?;
+    let c = candidates::get(&conn, id)?;
+    let staging = Staging::new(&state_dir, &c.id);
+    let numbers = staging.attempts();
+    if cli.json {
+        let attempt_json: Vec<Value> = numbers
+            .iter()
+            .map(|&n| {
+                json!({
+                    "attempt": n,
+                    "diagnostics": staging.diagnostics(n),
+                    "files": staging.files(n),
+                    "reply": staging.reply(n),
+                })
+            })
+            .collect();
+        let diffs: Vec<Value> = if attempts {
+            numbers
+                .windows(2)
+                .map(|w| json!({"from": w[0], "to": w[1], "diff": staging.diff(w[0], w[1])}))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        return output::json(
+            out,
+            &json!({
+                "candidate": c,
+                "spec": staging.spec(),
+                "attempts": attempt_json,
+                "diffs": diffs,
+            }),
+        );
+    }
+    header(&c, out, style)?;
+    if let Some(spec) = staging.spec() {
+        writeln!(out, "{}", spec.description)?;
+        if !spec.params.is_empty() {
+            writeln!(out, "parameters:")?;
+            for p in &spec.params {
+                writeln!(
+                    out,
+                    "  {:<16} {:<7}{}  {}",
+                    crate::invoke::option_name(&p.name),
+                    format!("{:?}", p.kind).to_lowercase(),
+                    if p.variadic { " (repeatable)" } else { "" },
+                    p.description
+                )?;
+            }
+        }
+        if let (Some(trigger), Some(t)) = (&spec.trigger_step, &spec.trigger) {
+            writeln!(out, "when   {}", trigger.display())?;
+            writeln!(out, "fails  {}", t.error_template)?;
+        }
+        if !spec.steps.is_empty() {
+            writeln!(out, "steps:")?;
+            for (i, s) in spec.steps.iter().enumerate() {
+                writeln!(out, "  {}. {}", i + 1, s.display())?;
+            }
+        }
+    }
+    let Some(&last) = numbers.last() else {
+        writeln!(out, "no attempt staged yet")?;
+        return Ok(());
+    };
+    if attempts {
+        for &n in &numbers {
+            attempt_summary(&staging, n, out, style)?;
+        }
+        for w in numbers.windows(2) {
+            let diff = staging.diff(w[0], w[1]);
+            writeln!(out, "\n── diff attempt-{} → attempt-{} ──", w[0], w[1])?;
+            if diff.is_empty() {
+                writeln!(out, "(the files are the same)")?;
+            } else {
+                out.write_all(diff.as_bytes())?;
+            }
+        }
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nattempt {last} of {} in {}",
+        numbers.len(),
+        staging.attempt_dir(last).display()
+    )?;
+    let files = staging.files(last);
+    if files.is_empty()
+        && let Some(reply) = staging.reply(last)
+    {
+        // A reply that broke the output contract left no files: what the model said instead.
+        writeln!(out, "\n── the model's reply ──")?;
+        for line in reply.lines().take(60) {
+            writeln!(out, "{line}")?;
+        }
+    }
+    for (name, content) in files {
+        writeln!(out, "\n── {name} ──")?;
+        let lines: Vec<&str> = content.lines().collect();
+        for line in lines.iter().take(200) {
+            writeln!(out, "{line}")?;
+        }
+        if lines.len() > 200 {
+            writeln!(out, "… {} more lines", lines.len() - 200)?;
+        }
+    }
+    attempt_summary(&staging, last, out, style)
+}
+
+fn header(c: &Candidate, out: &mut impl Write, style: Style) -> Result<(), Failure> {
+    writeln!(
+        out,
+        "{}  {} {}  [{}]",
+        c.id,
+        c.tool,
+        c.version.as_deref().unwrap_or(""),
+        paint(style, c.state.as_str())
+    )?;
+    if let Some(reason) = &c.reason {
+        writeln!(out, "  {reason}")?;
+    }
+    let from = match (&c.pattern, &c.request) {
+        (Some(p), _) => format!(" from pattern {p}"),
+        (None, Some(r)) => format!(": \u{201c}{r}\u{201d}"),
+        _ => String::new(),
+    };
+    writeln!(
+        out,
+        "origin: {}{from}; generator: {}; attempts: {}",
+        c.origin,
+        c.generator.as_deref().unwrap_or("-"),
+        c.attempts
+    )?;
+    if c.state == State::Failed {
+        writeln!(
+            out,
+            "{}",
+            style.warn("failed: `toolsmith show ID --attempts` says what each attempt did")
+        )?;
+    }
+    Ok(())
+}
+
+fn attempt_summary(
+    staging: &Staging,
+    n: u32,
+    out: &mut impl Write,
+    style: Style,
+) -> Result<(), Failure> {
+    let Some(d) = staging.diagnostics(n) else {
+        writeln!(out, "\nattempt {n}: no diagnostics (interrupted)")?;
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "\nattempt {n} ({}): {}",
+        d.generator,
+        if d.passed {
+            style.good("passed")
+        } else {
+            style.bad("failed")
+        }
+    )?;
+    for c in &d.checks {
+        let mark = if c.passed {
+            style.good("ok  ")
+        } else {
+            style.bad("FAIL")
+        };
+        writeln!(out, "  {mark} [{}] {}", c.layer, c.name)?;
+        for detail in &c.details {
+            for line in detail.lines().take(12) {
+                writeln!(out, "         {line}")?;
+            }
+        }
+    }
+    Ok(())
+}

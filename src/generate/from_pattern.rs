@@ -1,0 +1,820 @@
+//! From an opportunity to a [`ToolSpec`]: a mined [`Pattern`] (`ToolSpec::from_pattern`) or a
+//! person's request with example commands (`ToolSpec::from_request`).
+//!
+//! What is decided here, in small steps, each from what the miner already found:
+//! - the **name**, kebab-case from the steps' program and sub-command words (`cargo build`,
+//!   `cargo test` → `cargo-build-test`), or from the request's words, made unique against the
+//!   names already taken;
+//! - a one-line **description** (no `<` or `>`: agents read it as markup);
+//! - the **parameters**, typed with [`ParamKind::from_mined`], all required (every occurrence
+//!   had a value);
+//! - the **steps** and, for a recovery, the failing command and its error's template;
+//! - the **occurrences** the derived tests replay, rendered the way the dry run prints them;
+//! - the **sandbox profile**: limits from the median duration, the workspace read-only when
+//!   every step only looks, writable otherwise;
+//! - the host programs it **requires**.
+
+use serde_json::json;
+
+use super::spec::{
+    Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec, shell_quote,
+};
+use crate::ingest::action::{Action, Source};
+use crate::mine::params::{AlignInput, align};
+use crate::mine::pattern::{self, Pattern, PatternKind};
+use crate::mine::token::tokens_of;
+use crate::registry::manifest::{
+    Evidence, Language, Origin, OutputKind, WorkspaceAccess, valid_name,
+};
+
+/// Most example commands a request may give.
+pub const MAX_EXAMPLES: usize = 20;
+
+/// Longest request text accepted, in characters.
+pub const MAX_REQUEST_CHARS: usize = 2000;
+
+/// Why no spec could be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// The pattern cannot become a tool.
+    #[error("pattern {id} cannot become a tool: {why}")]
+    Pattern {
+        /// The pattern.
+        id: String,
+        /// Why, and what to do.
+        why: String,
+    },
+    /// The request cannot become a tool.
+    #[error("the request cannot become a tool: {why}")]
+    Request {
+        /// Why, and what to do.
+        why: String,
+    },
+}
+
+/// Programs (with the sub-commands, where it matters) that only read: a tool made of these
+/// alone gets the workspace read-only.
+const READ_ONLY: &[&[&str]] = &[
+    &["git", "status"],
+    &["git", "log"],
+    &["git", "diff"],
+    &["git", "show"],
+    &["git", "blame"],
+    &["git", "rev-parse"],
+    &["git", "ls-files"],
+    &["git", "grep"],
+    &["git", "describe"],
+    &["git", "shortlog"],
+    &["rg"],
+    &["grep"],
+    &["find"],
+    &["ls"],
+    &["cat"],
+    &["wc"],
+    &["head"],
+    &["tail"],
+    &["jq"],
+    &["tree"],
+    &["du"],
+    &["stat"],
+    &["file"],
+    &["diff"],
+    &["sort"],
+    &["uniq"],
+    &["cut"],
+];
+
+/// Words that say nothing about what a request's tool does.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "the", "of", "to", "for", "and", "or", "in", "on", "at", "by", "with", "that",
+    "which", "it", "its", "this", "these", "those", "my", "our", "me", "us", "all", "every",
+    "each", "some", "any", "then", "when", "from", "into", "is", "are", "be", "should", "would",
+    "could", "can", "please", "tool", "script", "i", "we", "want", "need", "make", "write",
+];
+
+/// A name made of `words`: lowercase letters, digits and single hyphens, at most 64 characters
+/// (cut at a hyphen), starting with a letter. `None` when nothing usable is left.
+pub fn kebab(words: &[String]) -> Option<String> {
+    let joined = words.join("-").to_ascii_lowercase();
+    let mut name = String::new();
+    for c in joined.chars() {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            name.push(c);
+        } else if !name.is_empty() && !name.ends_with('-') {
+            name.push('-');
+        }
+    }
+    let mut name = name.trim_matches('-').to_owned();
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert_str(0, "run-");
+    }
+    while name.len() > 64 {
+        match name.rfind('-') {
+            Some(at) => name.truncate(at),
+            None => name.truncate(64),
+        }
+    }
+    valid_name(&name).then_some(name)
+}
+
+/// `base`, or `base-2`, `base-3`, … : the first that `taken` does not claim.
+pub fn unique_name(base: &str, taken: &dyn Fn(&str) -> bool) -> String {
+    if !taken(base) {
+        return base.to_owned();
+    }
+    let with_suffix = |suffix: String| {
+        let mut cut = 64usize.saturating_sub(suffix.len()).min(base.len());
+        while !base.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!("{}{suffix}", base[..cut].trim_end_matches('-'))
+    };
+    (2u32..10_000)
+        .map(|n| with_suffix(format!("-{n}")))
+        .find(|name| !taken(name))
+        .unwrap_or_else(|| {
+            // Ten thousand namesakes: a suffix from the clock rather than a longer search.
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            with_suffix(format!("-{:x}", nanos & 0xffff_ffff))
+        })
+}
+
+/// The words that say what a step does: its program and sub-commands, up to the first flag or
+/// value (`python -m MODULE` keeps the module).
+fn step_words(step: &StepSpec) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut iter = step.words.iter().peekable();
+    while let Some(word) = iter.next() {
+        let [Piece::Literal(text)] = word.as_slice() else {
+            break;
+        };
+        let text = if words.is_empty() {
+            text.rsplit('/').next().unwrap_or(text)
+        } else {
+            text.as_str()
+        };
+        if text == "-m" && words.len() == 1 {
+            if let Some([Piece::Literal(module)]) = iter.peek().map(|w| w.as_slice()) {
+                words.push(module.clone());
+                iter.next();
+            }
+            break;
+        }
+        let plain = text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            && !text.starts_with('-');
+        if !plain || words.len() == 3 {
+            break;
+        }
+        words.push(text.to_owned());
+    }
+    words
+}
+
+/// A name from the steps: each step's words, a program repeated from the step before dropped.
+fn name_from_steps(steps: &[&StepSpec], suffix: Option<&str>) -> Option<String> {
+    let mut words: Vec<String> = Vec::new();
+    let mut previous_program: Option<String> = None;
+    for step in steps {
+        let mut these = step_words(step);
+        let program = these.first().cloned();
+        if program.is_some() && program == previous_program {
+            these.remove(0);
+        }
+        previous_program = program;
+        for w in these {
+            if words.last() != Some(&w) && words.len() < 6 {
+                words.push(w);
+            }
+        }
+    }
+    words.extend(suffix.map(str::to_owned));
+    kebab(&words)
+}
+
+/// A name from a request's words, stop words left out.
+fn name_from_request(text: &str) -> Option<String> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
+        .take(4)
+        .collect();
+    kebab(&words)
+}
+
+/// Text fit for a manifest's description: one line, angle brackets as `‹ ›`, at most `max`
+/// characters.
+fn plain(text: &str, max: usize) -> String {
+    let one: String = text
+        .split(|c: char| c.is_control() || c.is_whitespace())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('<', "‹")
+        .replace('>', "›");
+    if one.chars().count() > max {
+        let cut: String = one.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    } else {
+        one
+    }
+}
+
+/// A step as a person reads it in a description: parameters in capitals.
+fn step_text(step: &StepSpec) -> String {
+    step.words
+        .iter()
+        .map(|word| {
+            word.iter()
+                .map(|p| match p {
+                    Piece::Literal(t) => shell_quote(t),
+                    Piece::Param(n) | Piece::Internal(n) => n.to_ascii_uppercase(),
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn convert_piece(piece: &pattern::Piece) -> Piece {
+    match piece {
+        pattern::Piece::Literal(t) => Piece::Literal(t.clone()),
+        pattern::Piece::Param(n) => Piece::Param(n.clone()),
+        pattern::Piece::Internal(n) => Piece::Internal(n.clone()),
+    }
+}
+
+fn convert_step(step: &pattern::Step) -> StepSpec {
+    StepSpec {
+        words: step
+            .words
+            .iter()
+            .map(|w| w.iter().map(convert_piece).collect())
+            .collect(),
+        captures: step.captures.clone(),
+    }
+}
+
+/// Whether a step only reads, by [`READ_ONLY`].
+fn reads_only(step: &StepSpec) -> bool {
+    let words: Vec<&str> = step
+        .words
+        .iter()
+        .map_while(|w| match w.as_slice() {
+            [Piece::Literal(t)] => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    let writes_a_file = step.words.iter().any(
+        |w| matches!(w.as_slice(), [Piece::Literal(t)] if t.contains('>') && !t.starts_with('-')),
+    );
+    !writes_a_file
+        && READ_ONLY.iter().any(|entry| {
+            entry.len() <= words.len()
+                && entry
+                    .iter()
+                    .zip(&words)
+                    .all(|(want, got)| got.rsplit('/').next() == Some(want))
+        })
+}
+
+/// What both builders share: the mined parts of a spec.
+struct Parts<'a> {
+    origin: Origin,
+    steps: Vec<StepSpec>,
+    trigger_step: Option<StepSpec>,
+    params: &'a [pattern::Param],
+    evidence: &'a [pattern::Evidence],
+    median_ms: Option<u64>,
+}
+
+/// The parameters, with at most one variadic one, and only where it is a word of its own (the
+/// template keeps its items in `"$@"`); any other is one value.
+fn params_of(parts: &Parts<'_>) -> Vec<ParamSpec> {
+    let mut variadic_taken = false;
+    parts
+        .params
+        .iter()
+        .map(|p| {
+            let alone = parts
+                .steps
+                .iter()
+                .chain(parts.trigger_step.as_ref())
+                .flat_map(|s| &s.words)
+                .all(|w| w.len() == 1 || !w.contains(&Piece::Param(p.name.clone())));
+            let variadic = p.variadic && alone && !variadic_taken;
+            variadic_taken |= variadic;
+            let description = match p.named_from.strip_prefix("flag ") {
+                Some(flag) => format!("the value given to {flag}"),
+                None => plain(&p.named_from, 200),
+            };
+            ParamSpec {
+                name: p.name.clone(),
+                kind: ParamKind::from_mined(&p.kind),
+                description,
+                required: true,
+                examples: p.examples.iter().take(5).cloned().collect(),
+                variadic,
+            }
+        })
+        .collect()
+}
+
+/// The spec from the parts; `name` and `description` are the caller's.
+fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
+    let params = params_of(&parts);
+    let mut requires: Vec<String> = Vec::new();
+    for step in parts.trigger_step.iter().chain(&parts.steps) {
+        if let Some(program) = step.program()
+            && !program.is_empty()
+            && program.len() <= 64
+            && program
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
+            && !requires.iter().any(|r| r == program)
+        {
+            requires.push(program.to_owned());
+        }
+    }
+    let mut sandbox = ToolSpec::default_profile(parts.median_ms);
+    if parts
+        .steps
+        .iter()
+        .chain(parts.trigger_step.as_ref())
+        .all(reads_only)
+    {
+        sandbox.workspace = WorkspaceAccess::Read;
+    }
+    let mut spec = ToolSpec {
+        name,
+        description,
+        origin: parts.origin,
+        pattern: None,
+        support: None,
+        params,
+        steps: parts.steps,
+        trigger_step: parts.trigger_step,
+        trigger: None,
+        output: OutputKind::Text,
+        output_schema: None,
+        language: Language::Sh,
+        sandbox,
+        requires,
+        occurrences: Vec::new(),
+        request: None,
+        examples: Vec::new(),
+        median_ms: parts.median_ms,
+    };
+    // The commands are rendered again rather than taken from the log: a dry run quotes each
+    // word as a whole and cannot know what an earlier step would have printed.
+    spec.occurrences = parts
+        .evidence
+        .iter()
+        .filter(|e| spec.params.iter().all(|p| e.params.contains_key(&p.name)))
+        .map(|e| Occurrence {
+            evidence: Evidence {
+                session: e.session.clone(),
+                first_seq: e.first_seq,
+                last_seq: e.last_seq,
+            },
+            params: e.params.clone(),
+            commands: spec.dry_run_lines(&e.params),
+        })
+        .collect();
+    spec
+}
+
+impl ToolSpec {
+    /// The spec of a tool doing what `pattern` shows, named so that `taken` does not claim the
+    /// name (a new version of an existing tool passes that tool's name in with a `taken` that
+    /// lets it through).
+    pub fn from_pattern(
+        pattern: &Pattern,
+        taken: &dyn Fn(&str) -> bool,
+    ) -> Result<ToolSpec, SpecError> {
+        let fail = |why: &str| SpecError::Pattern {
+            id: pattern.id.clone(),
+            why: why.to_owned(),
+        };
+        if pattern.steps.is_empty() && pattern.trigger.is_none() {
+            return Err(fail("it has no steps"));
+        }
+        for p in &pattern.params {
+            let ok = !p.name.is_empty()
+                && p.name.len() <= 64
+                && p.name.as_bytes()[0].is_ascii_lowercase()
+                && p.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+            if !ok {
+                return Err(fail(&format!(
+                    "its parameter `{}` is not a snake_case name; mine again with this build",
+                    p.name.escape_debug()
+                )));
+            }
+        }
+        let steps: Vec<StepSpec> = pattern.steps.iter().map(convert_step).collect();
+        let trigger_step = pattern.trigger.as_ref().map(|t| convert_step(&t.step));
+        let (origin, suffix) = match pattern.kind {
+            PatternKind::Sequence => (Origin::MinedSequence, None),
+            PatternKind::Recovery => (Origin::ErrorRecovery, Some("recover")),
+            PatternKind::Slow => (Origin::SlowOperation, None),
+        };
+        if origin == Origin::ErrorRecovery && trigger_step.is_none() {
+            return Err(fail("a recovery without its failing command"));
+        }
+        let named: Vec<&StepSpec> = trigger_step.iter().chain(&steps).collect();
+        let base = name_from_steps(&named, suffix).unwrap_or_else(|| {
+            format!(
+                "tool-{}",
+                pattern.id.trim_start_matches("p-").to_ascii_lowercase()
+            )
+        });
+        let name = unique_name(&base, taken);
+        let described: Vec<String> = steps
+            .iter()
+            .map(|s| format!("`{}`", step_text(s)))
+            .collect();
+        let description = match (&trigger_step, &pattern.trigger) {
+            (Some(trigger), Some(t)) => format!(
+                "Runs `{}`; when it fails with \u{201c}{}\u{201d}, recovers with {} and runs it \
+                 again (seen in {} sessions).",
+                step_text(trigger),
+                t.error_template.replace("<*>", "…"),
+                described.join(", then "),
+                pattern.support
+            ),
+            _ if pattern.kind == PatternKind::Slow => format!(
+                "Runs {}, which took {} each time (seen in {} sessions).",
+                described.join(", then "),
+                pattern
+                    .median_ms
+                    .map_or_else(|| "long".to_owned(), |ms| format!("about {} s", ms / 1000)),
+                pattern.support
+            ),
+            _ => format!(
+                "Runs {} (a sequence seen in {} sessions).",
+                described.join(", then "),
+                pattern.support
+            ),
+        };
+        let mut spec = build(
+            Parts {
+                origin,
+                steps,
+                trigger_step,
+                params: &pattern.params,
+                evidence: &pattern.evidence,
+                median_ms: pattern.median_ms,
+            },
+            name,
+            plain(&description, 1000),
+        );
+        spec.pattern = Some(pattern.id.clone());
+        spec.support = Some(pattern.support);
+        spec.trigger = pattern.trigger.as_ref().map(|t| TriggerSpec {
+            error_template: t.error_template.clone(),
+        });
+        Ok(spec)
+    }
+
+    /// The spec of a tool a person asked for. With example commands, the steps come from them:
+    /// examples of the same shape are occurrences of one command sequence (what varies between
+    /// them becomes a parameter); examples of different shapes are its steps, in order. Without
+    /// examples the spec has no steps, and only a language model can write it.
+    pub fn from_request(
+        request: &str,
+        examples: &[String],
+        taken: &dyn Fn(&str) -> bool,
+    ) -> Result<ToolSpec, SpecError> {
+        let fail = |why: String| SpecError::Request { why };
+        let text = plain(request, MAX_REQUEST_CHARS);
+        if text.trim().is_empty() {
+            return Err(fail("say what the tool should do".into()));
+        }
+        if examples.len() > MAX_EXAMPLES {
+            return Err(fail(format!(
+                "{} examples given; at most {MAX_EXAMPLES}",
+                examples.len()
+            )));
+        }
+        let mut per_example = Vec::new();
+        for (i, example) in examples.iter().enumerate() {
+            let action = Action {
+                session: "request".into(),
+                seq: i as u64 + 1,
+                ts: None,
+                source: Source::Native,
+                cwd: None,
+                tool: "Bash".into(),
+                input: json!({ "command": example }),
+                call_id: None,
+                parent_session: None,
+                result: None,
+            };
+            let tokens = tokens_of(&action);
+            if tokens.is_empty() {
+                return Err(fail(format!(
+                    "the example `{}` only looks around (or is empty); give the commands the \
+                     tool should run",
+                    plain(example, 80)
+                )));
+            }
+            per_example.push(tokens);
+        }
+        let base = name_from_request(&text).unwrap_or_else(|| "requested-tool".to_owned());
+        let name = unique_name(&base, taken);
+        let description = plain(&text, 1000);
+        let mut spec = if per_example.is_empty() {
+            let mut spec = build(
+                Parts {
+                    origin: Origin::Request,
+                    steps: Vec::new(),
+                    trigger_step: None,
+                    params: &[],
+                    evidence: &[],
+                    median_ms: None,
+                },
+                name,
+                description,
+            );
+            spec.sandbox.workspace = WorkspaceAccess::Write;
+            spec
+        } else {
+            let keys = |tokens: &[crate::mine::token::Token]| -> Vec<String> {
+                tokens.iter().map(|t| t.key.clone()).collect()
+            };
+            let same_shape = per_example.len() > 1
+                && per_example.iter().all(|t| keys(t) == keys(&per_example[0]));
+            let inputs: Vec<AlignInput> = if same_shape {
+                per_example
+                    .iter()
+                    .enumerate()
+                    .map(|(i, tokens)| AlignInput {
+                        session: "example".into(),
+                        seqs: (i as u64 + 1, i as u64 + 1),
+                        outputs: vec![None; tokens.len()],
+                        tokens: tokens.clone(),
+                        ok: true,
+                    })
+                    .collect()
+            } else {
+                let tokens: Vec<_> = per_example.into_iter().flatten().collect();
+                vec![AlignInput {
+                    session: "example".into(),
+                    seqs: (1, examples.len() as u64),
+                    outputs: vec![None; tokens.len()],
+                    tokens,
+                    ok: true,
+                }]
+            };
+            let aligned = align(&inputs, MAX_EXAMPLES).ok_or_else(|| {
+                fail("the examples could not be read as commands; check their quoting".into())
+            })?;
+            let steps: Vec<StepSpec> = aligned.steps.iter().map(convert_step).collect();
+            build(
+                Parts {
+                    origin: Origin::Request,
+                    steps,
+                    trigger_step: None,
+                    params: &aligned.params,
+                    evidence: &aligned.evidence,
+                    median_ms: None,
+                },
+                name,
+                description,
+            )
+        };
+        spec.request = Some(text);
+        spec.examples = examples.to_vec();
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mine::pattern::{Evidence as MinedEvidence, Param, Step, Trigger};
+    use crate::mine::score::Score;
+
+    fn lit(s: &str) -> Vec<pattern::Piece> {
+        vec![pattern::Piece::Literal(s.into())]
+    }
+
+    fn param(s: &str) -> Vec<pattern::Piece> {
+        vec![pattern::Piece::Param(s.into())]
+    }
+
+    fn step(words: Vec<Vec<pattern::Piece>>) -> Step {
+        Step {
+            template: String::new(),
+            words,
+            key: String::new(),
+            captures: None,
+        }
+    }
+
+    fn evidence(session: &str, params: &[(&str, &str)]) -> MinedEvidence {
+        MinedEvidence {
+            session: session.into(),
+            first_seq: 1,
+            last_seq: 2,
+            params: params
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            commands: Vec::new(),
+        }
+    }
+
+    fn sequence() -> Pattern {
+        Pattern {
+            id: "p-0a1b2c3d".into(),
+            kind: PatternKind::Sequence,
+            support: 5,
+            occurrences: 5,
+            score: 60.0,
+            score_parts: Score {
+                score: 60.0,
+                frequency: 0.5,
+                impact: 0.5,
+                complexity: 0.5,
+                confidence: 0.5,
+            },
+            templates: Vec::new(),
+            steps: vec![
+                step(vec![
+                    lit("cargo"),
+                    lit("build"),
+                    lit("-p"),
+                    param("package"),
+                ]),
+                step(vec![lit("cargo"), lit("test"), lit("-p"), param("package")]),
+                step(vec![lit("git"), lit("add"), param("path")]),
+            ],
+            params: vec![
+                Param {
+                    name: "package".into(),
+                    kind: "string".into(),
+                    named_from: "flag -p".into(),
+                    examples: vec!["core".into(), "cli".into()],
+                    variadic: false,
+                },
+                Param {
+                    name: "path".into(),
+                    kind: "path".into(),
+                    named_from: "position 1 of `git add <path>...`".into(),
+                    examples: vec!["a.rs b.rs".into()],
+                    variadic: true,
+                },
+            ],
+            internals: Vec::new(),
+            workspace_varies: true,
+            trigger: None,
+            median_ms: Some(400_000),
+            evidence: vec![
+                evidence(
+                    "s1",
+                    &[("package", "core"), ("path", "src/a.rs src/b c.rs")],
+                ),
+                evidence("s2", &[("package", "cli"), ("path", "x.rs")]),
+            ],
+        }
+    }
+
+    #[test]
+    fn a_sequence_becomes_a_spec() {
+        let spec = ToolSpec::from_pattern(&sequence(), &|_| false).expect("spec");
+        assert_eq!(spec.name, "cargo-build-test-git-add");
+        assert_eq!(spec.origin, Origin::MinedSequence);
+        assert_eq!(spec.pattern.as_deref(), Some("p-0a1b2c3d"));
+        assert!(!spec.description.contains('<'), "{}", spec.description);
+        assert!(
+            spec.description
+                .contains("`cargo build -p PACKAGE`, then `cargo test -p PACKAGE`"),
+            "{}",
+            spec.description
+        );
+        assert_eq!(spec.params[0].kind, ParamKind::String);
+        assert_eq!(spec.params[0].description, "the value given to -p");
+        assert!(spec.params[1].variadic && spec.params[1].required);
+        assert_eq!(spec.requires, ["cargo", "git"]);
+        assert_eq!(spec.sandbox.workspace, WorkspaceAccess::Write);
+        assert_eq!(spec.sandbox.limits.wall_s, 1200);
+        assert_eq!(
+            spec.occurrences[0].commands,
+            [
+                "cargo build -p core",
+                "cargo test -p core",
+                "git add src/a.rs src/b c.rs"
+            ]
+        );
+        let schema = spec.params_schema();
+        assert_eq!(schema["properties"]["path"]["type"], "array");
+        assert_eq!(schema["required"], json!(["package", "path"]));
+        // Taken names get a suffix.
+        let again = ToolSpec::from_pattern(&sequence(), &|n| n == "cargo-build-test-git-add")
+            .expect("spec");
+        assert_eq!(again.name, "cargo-build-test-git-add-2");
+    }
+
+    #[test]
+    fn a_recovery_runs_its_command_around_the_fix_and_reads_only_when_it_can() {
+        let mut p = sequence();
+        p.kind = PatternKind::Recovery;
+        p.steps = vec![step(vec![lit("git"), lit("status")])];
+        p.params.clear();
+        p.trigger = Some(Trigger {
+            step: step(vec![lit("python"), lit("-m"), lit("pytest"), lit("tests/")]),
+            error_template: "E ModuleNotFoundError: No module named <*>".into(),
+        });
+        p.evidence = vec![evidence("s1", &[])];
+        let spec = ToolSpec::from_pattern(&p, &|_| false).expect("spec");
+        assert_eq!(spec.name, "python-pytest-git-status-recover");
+        assert_eq!(spec.origin, Origin::ErrorRecovery);
+        assert_eq!(
+            spec.occurrences[0].commands,
+            [
+                "python -m pytest tests/",
+                "git status",
+                "python -m pytest tests/"
+            ]
+        );
+        assert!(
+            spec.description.contains("No module named …"),
+            "{}",
+            spec.description
+        );
+        assert_eq!(spec.sandbox.workspace, WorkspaceAccess::Write);
+        p.trigger = None;
+        p.kind = PatternKind::Sequence;
+        assert_eq!(
+            ToolSpec::from_pattern(&p, &|_| false)
+                .expect("spec")
+                .sandbox
+                .workspace,
+            WorkspaceAccess::Read
+        );
+    }
+
+    #[test]
+    fn requests_take_their_steps_from_examples() {
+        let examples = vec![
+            "cargo test -p core --lib".to_owned(),
+            "cargo test -p cli --lib".to_owned(),
+        ];
+        let spec =
+            ToolSpec::from_request("Run the library tests of one package", &examples, &|_| {
+                false
+            })
+            .expect("spec");
+        assert_eq!(spec.name, "run-library-tests-one");
+        assert_eq!(spec.origin, Origin::Request);
+        assert_eq!(spec.params.len(), 1, "{:?}", spec.params);
+        assert_eq!(spec.occurrences.len(), 2);
+        assert_eq!(spec.occurrences[1].commands, ["cargo test --lib -p cli"]);
+        // Different shapes: one sequence, all literal.
+        let spec = ToolSpec::from_request(
+            "format then lint",
+            &["cargo fmt".to_owned(), "cargo clippy".to_owned()],
+            &|_| false,
+        )
+        .expect("spec");
+        assert_eq!(spec.steps.len(), 2);
+        assert!(spec.params.is_empty());
+        // Without examples: no steps (a model must write it).
+        let spec = ToolSpec::from_request("list my stale branches\nrm -rf ~", &[], &|_| false)
+            .expect("spec");
+        assert!(spec.steps.is_empty());
+        assert!(!spec.description.contains('\n'));
+        for (text, examples, expect) in [
+            ("  ", vec![], "say what"),
+            ("x", vec!["ls -la".to_owned()], "only looks around"),
+        ] {
+            let err = ToolSpec::from_request(text, &examples, &|_| false).expect_err(text);
+            assert!(err.to_string().contains(expect), "{err}");
+        }
+    }
+
+    #[test]
+    fn names_are_valid_whatever_the_words() {
+        assert_eq!(
+            kebab(&["Hello World!".into()]).as_deref(),
+            Some("hello-world")
+        );
+        assert_eq!(kebab(&["2to3".into()]).as_deref(), Some("run-2to3"));
+        assert_eq!(kebab(&["---".into()]), None);
+        let long = kebab(&["word".repeat(30)]).expect("cut");
+        assert!(long.len() <= 64);
+        let base = "a".repeat(64);
+        let name = unique_name(&base, &|n| n == base);
+        assert!(valid_name(&name) && name.ends_with("-2"), "{name}");
+        let name = unique_name("ab", &|n| n != "zz");
+        assert!(valid_name(&name), "{name}");
+    }
+}

@@ -1,0 +1,972 @@
+//! The generation loop: from an opportunity (a mined pattern, a request) to a validated
+//! candidate awaiting review, or a failed one with the reason kept.
+//!
+//! ```text
+//! pattern / request ─▶ ToolSpec ─▶ candidate (proposed) ─▶ generating ─▶ attempt-N staged
+//!                                                             ▲              │
+//!                                     repair prompt (LLM) ────┘         validating
+//!                                                                            │
+//!                                                     awaiting-review ◀──────┴──▶ failed
+//! ```
+//!
+//! - **Templates** write one attempt: the generator is deterministic, so trying again would
+//!   write the same files.
+//! - **A model** gets what failed back and tries again, up to `max_attempts`. When it cannot be
+//!   used at all (unreachable, rate limited beyond patience, refusing, over budget), a spec with
+//!   steps (every mined pattern, a request with examples) is written from templates instead,
+//!   and the candidate's reason says so; a request without steps fails with the model's error.
+//! - Every attempt's files, the model's raw reply and the diagnostics stay in staging.
+//! - A candidate that does what an existing tool (a registered one, or another candidate) does —
+//!   the same pattern, or the same request — becomes that tool's next version, not a second
+//!   tool.
+//! - A stage that is interrupted (the daemon stops, the process dies) leaves the candidate
+//!   `generating` or `validating`; [`Generator::recover`] puts it back to `proposed`, and the
+//!   next pass resumes it from its saved spec.
+//!
+//! Store writes go through [`Store::call`] (the one writer); sandbox runs happen on blocking
+//! threads; model output is untrusted and never panics anything here.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::json;
+use tokio::sync::watch;
+
+use super::candidates::{self, Candidate, CandidateError, NewCandidate, State};
+use super::contract;
+use super::from_pattern::SpecError;
+use super::llm::gateway::Gateway;
+use super::llm::{LlmClient, LlmSettings, Provider, find_api_key};
+use super::prompt::{self, SimilarTool};
+use super::spec::ToolSpec;
+use super::staging::{CheckReport, Diagnostics, Staging, StagingError};
+use super::template;
+use crate::config::{Config, GenerateSettings, LlmConfig};
+use crate::events::EventBus;
+use crate::mine::pattern::{self, PatternStatus};
+use crate::registry::manifest::{self, Manifest, Origin};
+use crate::store::{Store, StoreError};
+use crate::validate::run::{Outcome, Validator, ValidatorError};
+
+/// The credential file read from `$CREDENTIALS_DIRECTORY` for the model's API key.
+pub const CREDENTIAL_NAME: &str = "llm-api-key";
+
+/// What writes a candidate's code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// The offline template generator.
+    Template,
+    /// A language model.
+    Llm,
+}
+
+/// How generation runs (the `[generate]` table).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// What writes the code.
+    pub backend: Backend,
+    /// Mined patterns scoring at least this become candidates in a pass.
+    pub min_score: f64,
+    /// Attempts a model gets.
+    pub max_attempts: u32,
+    /// Most new candidates made from patterns in one pass.
+    pub max_per_run: usize,
+}
+
+impl Settings {
+    /// The settings of the `[generate]` table.
+    pub fn from_config(config: &GenerateSettings) -> Settings {
+        Settings {
+            backend: if config.backend.value == "llm" {
+                Backend::Llm
+            } else {
+                Backend::Template
+            },
+            min_score: f64::from(config.min_score.value),
+            max_attempts: config.max_attempts.value.max(1),
+            max_per_run: config.max_per_run.value.max(1) as usize,
+        }
+    }
+}
+
+/// A model client for the `[llm]` table, with the key from `$CREDENTIALS_DIRECTORY` or the
+/// configured environment variable (read through `env`).
+pub fn llm_client(
+    config: &LlmConfig,
+    credentials_dir: Option<&Path>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<LlmClient, String> {
+    let provider = match config.provider.value.as_str() {
+        "anthropic" => Provider::Anthropic,
+        _ => Provider::OpenAi,
+    };
+    if config.model.value.trim().is_empty() {
+        return Err("no model is configured: set llm.model".into());
+    }
+    let mut settings = LlmSettings::new(provider, config.model.value.clone());
+    settings.base_url = config.base_url.value.clone();
+    settings.api_key = find_api_key(
+        &config.api_key_env.value,
+        CREDENTIAL_NAME,
+        credentials_dir,
+        env,
+    );
+    settings.timeout = std::time::Duration::from_secs(config.timeout_s.value.into());
+    settings.max_retries = config.max_retries.value;
+    LlmClient::new(settings).map_err(|e| e.to_string())
+}
+
+/// A generator as `config` describes it: its backend and model, the built-in policy, scratch
+/// workspaces under `<state>/scratch`, candidates compared with the registry's tools. A model
+/// that cannot be set up is not an error here: the generator says why when it falls back.
+pub fn configured(config: &Config, store: Store) -> Result<Generator, ValidatorError> {
+    let state = config.paths.state.value.clone();
+    let validator = Validator::with_default_policy(state.join("scratch"))?;
+    let settings = Settings::from_config(&config.generate);
+    let llm_wanted = settings.backend == Backend::Llm;
+    let mut generator = Generator::new(store.clone(), state, settings, validator)
+        .with_registry(config.paths.registry.value.clone());
+    if llm_wanted {
+        let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from);
+        match llm_client(&config.llm, credentials.as_deref(), |name| {
+            std::env::var(name).ok()
+        }) {
+            Ok(client) => {
+                let gateway = Gateway::new(
+                    Arc::new(client),
+                    store,
+                    u64::from(config.llm.daily_token_budget.value),
+                );
+                generator = generator.with_llm(gateway);
+            }
+            Err(problem) => generator = generator.with_llm_problem(problem),
+        }
+    }
+    Ok(generator)
+}
+
+/// What a generation run is asked to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Job {
+    /// Resume candidates waiting in `proposed`, then make candidates of the new patterns that
+    /// score above the threshold.
+    Pending,
+    /// Make a candidate of this pattern, whatever its score.
+    Pattern(String),
+    /// Make a candidate of a person's request.
+    Request {
+        /// What the tool should do.
+        text: String,
+        /// Example commands.
+        examples: Vec<String>,
+    },
+}
+
+/// Why a run could not go on. A candidate that fails is not an error: it ends `failed` with
+/// its reason.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A candidate could not change state.
+    #[error(transparent)]
+    Candidate(#[from] CandidateError),
+    /// No spec could be built.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// No such pattern.
+    #[error("no pattern `{0}`: `toolsmith patterns` lists them")]
+    UnknownPattern(String),
+    /// A request only a model can write, and none is configured.
+    #[error(
+        "`toolsmith new` without --example needs the LLM backend: set generate.backend = \
+         \"llm\" and llm.model in the configuration{0}, or give the commands the tool should run \
+         with --example (templates then write it offline)"
+    )]
+    NeedsModel(String),
+    /// The staging area could not be written.
+    #[error(transparent)]
+    Staging(#[from] StagingError),
+    /// The run was stopped (the daemon is shutting down); interrupted candidates resume later.
+    #[error("generation was interrupted; the candidate resumes when generation runs again")]
+    Cancelled,
+}
+
+/// How one candidate ended up.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CandidateReport {
+    /// The candidate.
+    pub id: String,
+    /// The tool it would be.
+    pub tool: String,
+    /// The version it would become.
+    pub version: Option<String>,
+    /// Where it stands.
+    pub state: State,
+    /// Why.
+    pub reason: Option<String>,
+    /// Attempts made.
+    pub attempts: u32,
+    /// What wrote the last attempt.
+    pub generator: Option<String>,
+}
+
+impl From<&Candidate> for CandidateReport {
+    fn from(c: &Candidate) -> Self {
+        CandidateReport {
+            id: c.id.clone(),
+            tool: c.tool.clone(),
+            version: c.version.clone(),
+            state: c.state,
+            reason: c.reason.clone(),
+            attempts: c.attempts,
+            generator: c.generator.clone(),
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Report {
+    /// The candidates worked on, in order.
+    pub candidates: Vec<CandidateReport>,
+    /// What was left alone, and why.
+    pub skipped: Vec<String>,
+}
+
+/// A tool known already: registered, or a candidate (a failed or rejected one still holds its
+/// name, so that listings never show two tools of one name, but no version).
+#[derive(Debug, Clone)]
+struct Known {
+    name: String,
+    /// The version it has or would become; `None` for a candidate given up.
+    version: Option<semver::Version>,
+    pattern: Option<String>,
+    request: Option<String>,
+    description: String,
+}
+
+/// The generation loop. Cheap to share behind an `Arc`; one run at a time.
+pub struct Generator {
+    store: Store,
+    state_dir: PathBuf,
+    registry_dir: Option<PathBuf>,
+    settings: Settings,
+    llm: Option<Gateway>,
+    llm_problem: Option<String>,
+    validator: Arc<Validator>,
+    events: Option<EventBus>,
+    cancel: Option<watch::Receiver<bool>>,
+}
+
+impl std::fmt::Debug for Generator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generator")
+            .field("state_dir", &self.state_dir)
+            .field("settings", &self.settings)
+            .field("llm", &self.llm.as_ref().map(Gateway::model))
+            .finish()
+    }
+}
+
+/// Normalises a request's text for comparison.
+fn same_text(a: &str, b: &str) -> bool {
+    let norm = |s: &str| {
+        s.split_whitespace()
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    norm(a) == norm(b)
+}
+
+impl Generator {
+    /// A generator writing candidates under `state_dir/staging` and recording them in `store`.
+    pub fn new(store: Store, state_dir: PathBuf, settings: Settings, validator: Validator) -> Self {
+        Generator {
+            store,
+            state_dir,
+            registry_dir: None,
+            settings,
+            llm: None,
+            llm_problem: None,
+            validator: Arc::new(validator),
+            events: None,
+            cancel: None,
+        }
+    }
+
+    /// Uses `gateway` when the backend is `llm`.
+    pub fn with_llm(mut self, gateway: Gateway) -> Self {
+        self.llm = Some(gateway);
+        self
+    }
+
+    /// Records why the configured model cannot be used (mentioned when falling back).
+    pub fn with_llm_problem(mut self, problem: String) -> Self {
+        self.llm_problem = Some(problem);
+        self
+    }
+
+    /// Compares candidates with the tools registered under `dir` (`tools/<name>/tool.yaml`).
+    pub fn with_registry(mut self, dir: PathBuf) -> Self {
+        self.registry_dir = Some(dir);
+        self
+    }
+
+    /// Publishes `candidate.*` events on `events`.
+    pub fn with_events(mut self, events: EventBus) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    /// Stops between stages (and during a model call) once `cancel` turns true.
+    pub fn with_cancel(mut self, cancel: watch::Receiver<bool>) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|c| *c.borrow())
+    }
+
+    fn publish(&self, kind: &str, c: &Candidate, extra: serde_json::Value) {
+        if let Some(events) = &self.events {
+            let mut data = json!({
+                "id": c.id, "tool": c.tool, "version": c.version, "state": c.state,
+                "reason": c.reason, "attempts": c.attempts,
+            });
+            if let (Some(map), serde_json::Value::Object(more)) = (data.as_object_mut(), extra) {
+                map.extend(more);
+            }
+            events.publish(kind, data);
+        }
+    }
+
+    /// Runs `f` on the store's writer.
+    async fn db<R, F>(&self, f: F) -> Result<R, GenerateError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut rusqlite::Connection) -> Result<R, CandidateError> + Send + 'static,
+    {
+        Ok(self.store.call(move |conn| Ok(f(conn))).await??)
+    }
+
+    async fn transition(
+        &self,
+        id: &str,
+        to: State,
+        reason: Option<String>,
+    ) -> Result<Candidate, GenerateError> {
+        let id = id.to_owned();
+        let c = self
+            .db(move |conn| candidates::transition(conn, &id, to, reason.as_deref()))
+            .await?;
+        self.publish(&format!("candidate.{}", to.as_str()), &c, json!({}));
+        Ok(c)
+    }
+
+    /// Puts candidates left `generating` or `validating` by a process that stopped back to
+    /// `proposed`, to be resumed by the next run. Returns their ids.
+    pub async fn recover(&self) -> Result<Vec<String>, GenerateError> {
+        let ids = self
+            .db(|conn| candidates::recover_interrupted(conn))
+            .await?;
+        for id in &ids {
+            tracing::info!(candidate = %id, "interrupted candidate put back to proposed");
+        }
+        Ok(ids)
+    }
+
+    /// Does `job`.
+    pub async fn run(&self, job: Job) -> Result<Report, GenerateError> {
+        let mut report = Report::default();
+        match job {
+            Job::Pending => {
+                let waiting = self
+                    .db(|conn| candidates::in_state(conn, State::Proposed))
+                    .await?;
+                for c in waiting {
+                    if self.cancelled() {
+                        return Err(GenerateError::Cancelled);
+                    }
+                    let done = self.resume(c).await?;
+                    report.candidates.push(CandidateReport::from(&done));
+                }
+                let min = self.settings.min_score;
+                let patterns = self
+                    .db(|conn| Ok(pattern::list_patterns(conn, None, 10_000)?))
+                    .await?;
+                let mut made = 0;
+                for stored in patterns {
+                    if made >= self.settings.max_per_run {
+                        break;
+                    }
+                    // Listed best first: the rest score lower still.
+                    if stored.pattern.score < min {
+                        break;
+                    }
+                    if stored.status != PatternStatus::New {
+                        continue;
+                    }
+                    if self.cancelled() {
+                        return Err(GenerateError::Cancelled);
+                    }
+                    match self.make_from_pattern(&stored.pattern).await {
+                        Ok(Some(c)) => {
+                            made += 1;
+                            report.candidates.push(CandidateReport::from(&c));
+                        }
+                        Ok(None) => {}
+                        Err(GenerateError::Spec(e)) => {
+                            // A pattern no tool can be made of is not proposed again.
+                            let id = stored.pattern.id.clone();
+                            let reason = e.to_string();
+                            report.skipped.push(reason.clone());
+                            self.db(move |conn| {
+                                Ok(pattern::set_status(
+                                    conn,
+                                    &id,
+                                    PatternStatus::Rejected,
+                                    Some(&reason),
+                                )?)
+                            })
+                            .await?;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            Job::Pattern(id) => {
+                let lookup = id.clone();
+                let stored = self
+                    .db(move |conn| Ok(pattern::get_pattern(conn, &lookup)?))
+                    .await?
+                    .ok_or(GenerateError::UnknownPattern(id.clone()))?;
+                let pid = id.clone();
+                if let Some(open) = self
+                    .db(move |conn| candidates::open_for_pattern(conn, &pid))
+                    .await?
+                {
+                    report.skipped.push(format!(
+                        "pattern {id} already has candidate {} ({}, {})",
+                        open.id, open.tool, open.state
+                    ));
+                    return Ok(report);
+                }
+                if let Some(c) = self.make_from_pattern(&stored.pattern).await? {
+                    report.candidates.push(CandidateReport::from(&c));
+                }
+            }
+            Job::Request { text, examples } => {
+                let c = self.make_from_request(&text, &examples).await?;
+                report.candidates.push(CandidateReport::from(&c));
+            }
+        }
+        Ok(report)
+    }
+
+    /// The tools known already: registered ones and every candidate (one given up keeps its
+    /// name taken, but has no version to follow).
+    async fn known(&self) -> Result<Vec<Known>, GenerateError> {
+        let listed = self.db(|conn| candidates::list(conn)).await?;
+        let mut known: Vec<Known> = listed
+            .into_iter()
+            .map(|c| {
+                let given_up = matches!(c.state, State::Failed | State::Rejected);
+                let description = Staging::new(&self.state_dir, &c.id)
+                    .spec()
+                    .map(|s| s.description)
+                    .unwrap_or_default();
+                Known {
+                    version: c
+                        .version
+                        .as_deref()
+                        .filter(|_| !given_up)
+                        .and_then(|v| semver::Version::parse(v).ok()),
+                    name: c.tool,
+                    pattern: c.pattern,
+                    request: c.request,
+                    description,
+                }
+            })
+            .collect();
+        if let Some(dir) = &self.registry_dir
+            && let Ok(entries) = std::fs::read_dir(dir.join("tools"))
+        {
+            for entry in entries.flatten() {
+                match Manifest::load(&entry.path()) {
+                    Ok(m) => known.push(Known {
+                        name: m.name,
+                        version: Some(m.version),
+                        pattern: m.provenance.pattern,
+                        request: None,
+                        description: m.description,
+                    }),
+                    Err(e) => tracing::warn!("registry tool not read: {e}"),
+                }
+            }
+        }
+        Ok(known)
+    }
+
+    /// The name and version for a spec: an existing tool doing the same (same pattern or same
+    /// request) gets its next version; otherwise a name no other tool has, version 1.0.0.
+    fn name_and_version(
+        spec_name: &str,
+        same: impl Fn(&Known) -> bool,
+        known: &[Known],
+    ) -> (String, semver::Version) {
+        if let Some(existing) = known.iter().find(|k| same(k)) {
+            let latest = known
+                .iter()
+                .filter(|k| k.name == existing.name)
+                .filter_map(|k| k.version.clone())
+                .max();
+            let version = match latest {
+                Some(v) => semver::Version::new(v.major, v.minor + 1, 0),
+                None => semver::Version::new(1, 0, 0),
+            };
+            return (existing.name.clone(), version);
+        }
+        let name =
+            super::from_pattern::unique_name(spec_name, &|n| known.iter().any(|k| k.name == n));
+        (name, semver::Version::new(1, 0, 0))
+    }
+
+    /// Makes and generates a candidate of `p`; `None` when one is already under way.
+    async fn make_from_pattern(
+        &self,
+        p: &pattern::Pattern,
+    ) -> Result<Option<Candidate>, GenerateError> {
+        let pid = p.id.clone();
+        if let Some(open) = self
+            .db(move |conn| candidates::open_for_pattern(conn, &pid))
+            .await?
+        {
+            tracing::debug!(pattern = %p.id, candidate = %open.id, "already a candidate");
+            return Ok(None);
+        }
+        let known = self.known().await?;
+        let mut spec = ToolSpec::from_pattern(p, &|n| known.iter().any(|k| k.name == n))?;
+        let (name, version) = Self::name_and_version(
+            &spec.name,
+            |k| k.pattern.as_deref() == Some(p.id.as_str()),
+            &known,
+        );
+        spec.name = name;
+        let new = NewCandidate {
+            tool: spec.name.clone(),
+            origin: spec.origin.as_str().to_owned(),
+            pattern: Some(p.id.clone()),
+            request: None,
+        };
+        let c = self.create(new, &spec, &version).await?;
+        let pid = p.id.clone();
+        let cid = c.id.clone();
+        self.db(move |conn| {
+            Ok(pattern::set_status(
+                conn,
+                &pid,
+                PatternStatus::Proposed,
+                Some(&format!("candidate {cid}")),
+            )?)
+        })
+        .await?;
+        Ok(Some(self.process(c, spec, version, &known).await?))
+    }
+
+    async fn make_from_request(
+        &self,
+        text: &str,
+        examples: &[String],
+    ) -> Result<Candidate, GenerateError> {
+        let known = self.known().await?;
+        let mut spec =
+            ToolSpec::from_request(text, examples, &|n| known.iter().any(|k| k.name == n))?;
+        let has_steps = !spec.steps.is_empty() || spec.trigger_step.is_some();
+        if !has_steps && (self.settings.backend != Backend::Llm || self.llm.is_none()) {
+            let why = match (&self.settings.backend, &self.llm_problem) {
+                (Backend::Llm, Some(problem)) => format!(" (the model is not usable: {problem})"),
+                _ => String::new(),
+            };
+            return Err(GenerateError::NeedsModel(why));
+        }
+        let (name, version) = Self::name_and_version(
+            &spec.name,
+            |k| k.request.as_deref().is_some_and(|r| same_text(r, text)),
+            &known,
+        );
+        spec.name = name;
+        let new = NewCandidate {
+            tool: spec.name.clone(),
+            origin: Origin::Request.as_str().to_owned(),
+            pattern: None,
+            request: spec.request.clone(),
+        };
+        let c = self.create(new, &spec, &version).await?;
+        self.process(c, spec, version, &known).await
+    }
+
+    async fn create(
+        &self,
+        new: NewCandidate,
+        spec: &ToolSpec,
+        version: &semver::Version,
+    ) -> Result<Candidate, GenerateError> {
+        let v = version.to_string();
+        let c = self
+            .db(move |conn| {
+                let c = candidates::create(conn, &new)?;
+                candidates::set_version(conn, &c.id, &v)?;
+                candidates::get(conn, &c.id)
+            })
+            .await?;
+        if let Err(e) = Staging::new(&self.state_dir, &c.id).write_spec(spec) {
+            let id = c.id.clone();
+            let reason = format!("its spec could not be saved: {e}");
+            self.db(move |conn| candidates::transition(conn, &id, State::Failed, Some(&reason)))
+                .await?;
+            return Err(e.into());
+        }
+        self.publish("candidate.proposed", &c, json!({"origin": c.origin}));
+        Ok(c)
+    }
+
+    /// Generates a candidate found waiting in `proposed` (new, or put back after an
+    /// interruption) from its saved spec, or from its pattern when the spec was lost.
+    async fn resume(&self, c: Candidate) -> Result<Candidate, GenerateError> {
+        let mut spec = Staging::new(&self.state_dir, &c.id).spec();
+        if spec.is_none()
+            && let Some(pid) = c.pattern.clone()
+        {
+            let stored = self
+                .db(move |conn| Ok(pattern::get_pattern(conn, &pid)?))
+                .await?;
+            spec = stored.and_then(|s| ToolSpec::from_pattern(&s.pattern, &|_| false).ok());
+        }
+        let Some(mut spec) = spec else {
+            return self
+                .transition(
+                    &c.id,
+                    State::Failed,
+                    Some(
+                        "its spec was lost (no spec.json in staging and no pattern to rebuild \
+                          it from); make it again with `toolsmith generate` or `toolsmith new`"
+                            .into(),
+                    ),
+                )
+                .await;
+        };
+        spec.name = c.tool.clone();
+        let version = c
+            .version
+            .as_deref()
+            .and_then(|v| semver::Version::parse(v).ok())
+            .unwrap_or_else(|| semver::Version::new(1, 0, 0));
+        let known = self.known().await?;
+        self.process(c, spec, version, &known).await
+    }
+
+    /// Generates and validates a proposed candidate until it awaits review or fails.
+    async fn process(
+        &self,
+        c: Candidate,
+        spec: ToolSpec,
+        version: semver::Version,
+        known: &[Known],
+    ) -> Result<Candidate, GenerateError> {
+        let staging = Staging::new(&self.state_dir, &c.id);
+        let c = self
+            .transition(&c.id, State::Generating, c.reason.clone())
+            .await?;
+        let result = match (self.settings.backend, &self.llm) {
+            (Backend::Llm, Some(gateway)) => {
+                self.with_model(&c, &spec, &version, &staging, gateway, known)
+                    .await
+            }
+            (Backend::Llm, None) => {
+                let note = format!(
+                    "the model is not usable ({}); written from templates instead",
+                    self.llm_problem
+                        .as_deref()
+                        .unwrap_or("no [llm] client configured")
+                );
+                self.with_template(&c, &spec, &version, &staging, Some(note))
+                    .await
+            }
+            (Backend::Template, _) => {
+                self.with_template(&c, &spec, &version, &staging, None)
+                    .await
+            }
+        };
+        match result {
+            Ok(done) => Ok(done),
+            Err(GenerateError::Cancelled) => Err(GenerateError::Cancelled),
+            Err(e) => {
+                // Whatever broke, the candidate does not stay half-way: it fails with the reason.
+                tracing::warn!(candidate = %c.id, "generation failed: {e}");
+                let id = c.id.clone();
+                let current = self.db(move |conn| candidates::get(conn, &id)).await?;
+                if current.state.is_final() || current.state == State::AwaitingReview {
+                    return Ok(current);
+                }
+                self.transition(&c.id, State::Failed, Some(e.to_string()))
+                    .await
+            }
+        }
+    }
+
+    async fn fail(&self, id: &str, reason: String) -> Result<Candidate, GenerateError> {
+        self.transition(id, State::Failed, Some(reason)).await
+    }
+
+    /// One attempt written by the template generator.
+    async fn with_template(
+        &self,
+        c: &Candidate,
+        spec: &ToolSpec,
+        version: &semver::Version,
+        staging: &Staging,
+        note: Option<String>,
+    ) -> Result<Candidate, GenerateError> {
+        let files = match template::generate(spec, version.clone()) {
+            Ok(files) => files,
+            Err(e) => {
+                let reason = match note {
+                    Some(note) => format!("{note}, but {e}"),
+                    None => e.to_string(),
+                };
+                return self.fail(&c.id, reason).await;
+            }
+        };
+        let (outcome, attempt) = self
+            .attempt(c, staging, files, template::GENERATOR, version)
+            .await?;
+        if outcome.passed() {
+            self.accept(c, staging, attempt, &outcome, note).await
+        } else {
+            // The generator is deterministic: another attempt would write the same files.
+            let reason = format!(
+                "{}; see `toolsmith show {} --attempts`",
+                outcome.summary(),
+                c.id
+            );
+            self.fail(&c.id, reason).await
+        }
+    }
+
+    /// Stages `files` as the next attempt, validates it, records it. Leaves the candidate
+    /// `validating`.
+    async fn attempt(
+        &self,
+        c: &Candidate,
+        staging: &Staging,
+        files: BTreeMap<String, String>,
+        generator: &str,
+        version: &semver::Version,
+    ) -> Result<(Outcome, u32), GenerateError> {
+        if self.cancelled() {
+            return Err(GenerateError::Cancelled);
+        }
+        let n = staging.new_attempt(&files)?;
+        self.transition(
+            &c.id,
+            State::Validating,
+            Some(format!("validating attempt {n}")),
+        )
+        .await?;
+        let validator = Arc::clone(&self.validator);
+        let tool_dir = staging.tool_dir(n);
+        let checked = files.clone();
+        let cancel = self.cancel.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let stop = || cancel.as_ref().is_some_and(|c| *c.borrow());
+            validator.validate_until(&tool_dir, &checked, &stop)
+        })
+        .await
+        .unwrap_or_else(|e| Outcome {
+            checks: vec![CheckReport {
+                layer: "validate".into(),
+                name: "runner".into(),
+                passed: false,
+                details: vec![format!("the validation task failed: {e}")],
+            }],
+            manifest: None,
+            validation: None,
+            tests: manifest::TestCounts {
+                passed: 0,
+                failed: 0,
+            },
+        });
+        if self.cancelled() {
+            // Left `validating`: the next start puts it back to `proposed` and validates again.
+            return Err(GenerateError::Cancelled);
+        }
+        staging.write_diagnostics(n, &outcome.diagnostics(generator))?;
+        let (id, g, v) = (c.id.clone(), generator.to_owned(), version.to_string());
+        self.db(move |conn| candidates::record_attempt(conn, &id, n, &g, &v))
+            .await?;
+        if let Some(events) = &self.events {
+            events.publish(
+                "candidate.attempt",
+                json!({"id": c.id, "tool": c.tool, "attempt": n, "generator": generator,
+                       "passed": outcome.passed(), "summary": outcome.summary()}),
+            );
+        }
+        Ok((outcome, n))
+    }
+
+    /// Writes the validation into the attempt's manifest and puts the candidate up for review.
+    async fn accept(
+        &self,
+        c: &Candidate,
+        staging: &Staging,
+        attempt: u32,
+        outcome: &Outcome,
+        note: Option<String>,
+    ) -> Result<Candidate, GenerateError> {
+        if let Some(mut manifest) = outcome.manifest.clone() {
+            manifest.validation = outcome.validation.clone();
+            staging.write_manifest(attempt, &manifest)?;
+        }
+        let mut reason = outcome.summary();
+        if let Some(note) = note {
+            reason = format!("{reason}; {note}");
+        }
+        self.transition(&c.id, State::AwaitingReview, Some(reason))
+            .await
+    }
+
+    /// The model's attempts, each told what failed before.
+    async fn with_model(
+        &self,
+        c: &Candidate,
+        spec: &ToolSpec,
+        version: &semver::Version,
+        staging: &Staging,
+        gateway: &Gateway,
+        known: &[Known],
+    ) -> Result<Candidate, GenerateError> {
+        let similar: Vec<SimilarTool> = known
+            .iter()
+            .filter(|k| k.name != spec.name && !k.description.is_empty())
+            .filter(|k| {
+                let first = |n: &str| n.split('-').next().unwrap_or_default().to_owned();
+                first(&k.name) == first(&spec.name)
+            })
+            .take(5)
+            .map(|k| SimilarTool {
+                name: k.name.clone(),
+                description: k.description.clone(),
+            })
+            .collect();
+        let rules: Vec<(String, String)> = self
+            .validator
+            .code_policy
+            .rules()
+            .iter()
+            .map(|r| (r.id.clone(), r.reason.clone()))
+            .collect();
+        let mut messages = prompt::initial(spec, &similar, &rules, None);
+        let names = prompt::reply_files(spec.language);
+        let generator = format!("llm:{}", gateway.model());
+        let budget = self.settings.max_attempts.saturating_sub(c.attempts).max(1);
+        let mut last = String::new();
+        for round in 1..=budget {
+            if self.cancelled() {
+                return Err(GenerateError::Cancelled);
+            }
+            let reply = match &self.cancel {
+                Some(cancel) => {
+                    let mut cancel = cancel.clone();
+                    tokio::select! {
+                        r = gateway.complete(&c.id, &messages) => r,
+                        _ = cancel.wait_for(|stop| *stop) => return Err(GenerateError::Cancelled),
+                    }
+                }
+                None => gateway.complete(&c.id, &messages).await,
+            };
+            let completion = match reply {
+                Ok(completion) => completion,
+                Err(e) => {
+                    let has_steps = !spec.steps.is_empty() || spec.trigger_step.is_some();
+                    if has_steps {
+                        let note = format!(
+                            "the model could not be used ({e}); written from templates instead"
+                        );
+                        return self
+                            .with_template(c, spec, version, staging, Some(note))
+                            .await;
+                    }
+                    return self
+                        .fail(&c.id, format!("the model could not be used: {e}"))
+                        .await;
+                }
+            };
+            let failures = match contract::parse(&completion.text, &names) {
+                Err(e) => {
+                    // Nothing to validate: the attempt keeps the reply and the diagnosis.
+                    let n = staging.new_attempt(&BTreeMap::new())?;
+                    staging.write_reply(n, &completion.text)?;
+                    let diagnostics = Diagnostics {
+                        generator: generator.clone(),
+                        passed: false,
+                        checks: vec![CheckReport {
+                            layer: "contract".into(),
+                            name: "output contract".into(),
+                            passed: false,
+                            details: vec![e.problem.clone()],
+                        }],
+                        finished: jiff::Timestamp::now().to_string(),
+                    };
+                    staging.write_diagnostics(n, &diagnostics)?;
+                    let (id, g, v) = (c.id.clone(), generator.clone(), version.to_string());
+                    self.db(move |conn| candidates::record_attempt(conn, &id, n, &g, &v))
+                        .await?;
+                    last = format!("attempt {n}: {e}");
+                    diagnostics.failures()
+                }
+                Ok(mut files) => {
+                    // The manifest is the spec's, never the model's: a reply cannot widen the
+                    // sandbox profile or rename the tool.
+                    files.insert(
+                        manifest::FILE_NAME.to_owned(),
+                        spec.manifest(version.clone(), &generator).to_yaml(),
+                    );
+                    let (outcome, n) = self.attempt(c, staging, files, &generator, version).await?;
+                    staging.write_reply(n, &completion.text)?;
+                    if outcome.passed() {
+                        return self.accept(c, staging, n, &outcome, None).await;
+                    }
+                    last = format!("attempt {n}: {}", outcome.summary());
+                    outcome.diagnostics(&generator).failures()
+                }
+            };
+            if round < budget {
+                let id = c.id.clone();
+                let state = self.db(move |conn| candidates::get(conn, &id)).await?.state;
+                let reason = format!("repairing after {last}");
+                if state == State::Validating {
+                    self.transition(&c.id, State::Generating, Some(reason))
+                        .await?;
+                }
+                messages = prompt::repair(&messages, &completion.text, &failures);
+            }
+        }
+        self.fail(
+            &c.id,
+            format!(
+                "gave up after {budget} attempt(s); last, {last}; see `toolsmith show {} \
+                 --attempts`",
+                c.id
+            ),
+        )
+        .await
+    }
+}

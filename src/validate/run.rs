@@ -1,0 +1,778 @@
+//! The validation runner: every check a candidate's files go through, in order, each with a
+//! verdict a person (and, in the repair loop, a model) can read.
+//!
+//! 1. **manifest**: `tool.yaml` parses and passes its checks; the entry point is among the
+//!    files; `tests/cases.json` is readable.
+//! 2. **static**: `sh -n` on shell code, `shellcheck` when installed, `py_compile` on Python
+//!    code, `ruff` when installed. These only read the code, yet they run in the sandbox too:
+//!    generated code and the tools that parse it never meet outside it.
+//! 3. **policy**: the code policy's capability domains and rules ([`super::policy`]).
+//! 4. **tests**: each case of `tests/cases.json`, run in the sandbox with the tool's profile,
+//!    the tool's files read-only at `/tool` and an empty scratch workspace.
+//! 5. **schema**: for a JSON tool, the output of every real run that succeeded is JSON and
+//!    matches the manifest's output schema.
+//!
+//! Code that failed the static checks or the policy does not run. When everything passes,
+//! the result is the manifest's `validation:` (the checks passed, the test counts, the total
+//! runtime, the peak memory and the files' digest).
+//!
+//! [`Validator::validate`] blocks (each sandbox run does): call it from a thread that lives
+//! until it returns, e.g. `tokio::task::spawn_blocking`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::generate::staging::{CheckReport, Diagnostics};
+use crate::registry::digest::digest;
+use crate::registry::manifest::{self, Language, Limits, Manifest, OutputKind, TestCounts};
+use crate::sandbox::{self, Exit, Profile, SandboxPolicy, SandboxSpec, WorkspaceAccess};
+use crate::validate::cases::{self, CASES_FILE, Cases, Observed};
+use crate::validate::policy::{CodePolicy, Severity};
+
+/// The built-in policy file's text: the `[validate]` rules and the `[sandbox]` table.
+pub const DEFAULT_POLICY: &str = include_str!("../../policies/default.toml");
+
+/// The longest a test case may run, seconds, whatever the profile allows: derived tests are
+/// dry runs and `--help`, which take milliseconds.
+pub const MAX_CASE_WALL_S: u32 = 60;
+
+/// Stdin of a test case handed to the tool, at most (it travels in an environment variable).
+pub const MAX_STDIN_BYTES: usize = 64 * 1024;
+
+/// How long a static check may run, seconds.
+const STATIC_WALL_S: u32 = 30;
+
+/// Directories of the sandbox's `PATH` that the host shares with it, where checkers are looked
+/// for.
+const CHECKER_DIRS: [&str; 4] = ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin"];
+
+/// The variable a case's stdin travels in, to the wrapper that feeds it to the tool.
+const STDIN_VAR: &str = "TOOLSMITH_TEST_STDIN";
+
+/// What validation found.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Every check's verdict, in order.
+    pub checks: Vec<CheckReport>,
+    /// The manifest, when it could be read.
+    pub manifest: Option<Manifest>,
+    /// The `validation:` of the manifest, when every check passed.
+    pub validation: Option<manifest::Validation>,
+    /// Test counts.
+    pub tests: TestCounts,
+}
+
+impl Outcome {
+    /// Whether every check passed.
+    pub fn passed(&self) -> bool {
+        self.validation.is_some()
+    }
+
+    /// One line: what passed, or the first failures.
+    pub fn summary(&self) -> String {
+        if self.passed() {
+            return format!(
+                "passed {} checks and {} tests",
+                self.checks.iter().filter(|c| c.layer != "tests").count(),
+                self.tests.passed
+            );
+        }
+        let failed: Vec<String> = self
+            .checks
+            .iter()
+            .filter(|c| !c.passed)
+            .map(|c| {
+                let first = c.details.first().map(|d| {
+                    let line = d.lines().next().unwrap_or_default();
+                    let short: String = line.chars().take(160).collect();
+                    format!(": {short}")
+                });
+                format!("[{}] {}{}", c.layer, c.name, first.unwrap_or_default())
+            })
+            .collect();
+        let shown: Vec<&String> = failed.iter().take(3).collect();
+        let more = failed.len().saturating_sub(3);
+        let mut text = format!(
+            "failed {}",
+            shown
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        if more > 0 {
+            text.push_str(&format!(" (and {more} more)"));
+        }
+        text
+    }
+
+    /// The verdicts as staged diagnostics.
+    pub fn diagnostics(&self, generator: &str) -> Diagnostics {
+        Diagnostics {
+            generator: generator.to_owned(),
+            passed: self.passed(),
+            checks: self.checks.clone(),
+            finished: jiff::Timestamp::now().to_string(),
+        }
+    }
+}
+
+/// Runs the checks.
+#[derive(Debug, Clone)]
+pub struct Validator {
+    /// The code policy.
+    pub code_policy: CodePolicy,
+    /// The sandbox policy every run is under.
+    pub sandbox_policy: SandboxPolicy,
+    /// The binary that serves as the sandbox helper (`None`: this process's own executable).
+    pub helper: Option<PathBuf>,
+    /// Where scratch workspaces are made (one per test case, removed after it).
+    pub scratch: PathBuf,
+}
+
+/// A validator that cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ValidatorError {
+    /// The code policy is unusable.
+    #[error(transparent)]
+    Code(#[from] crate::validate::policy::PolicyError),
+    /// The sandbox policy is unusable.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxPolicyError),
+}
+
+fn check(layer: &str, name: &str, passed: bool, details: Vec<String>) -> CheckReport {
+    CheckReport {
+        layer: layer.to_owned(),
+        name: name.to_owned(),
+        passed,
+        details,
+    }
+}
+
+/// Whether `program` is installed where the sandbox can run it.
+fn installed(program: &str) -> bool {
+    CHECKER_DIRS
+        .iter()
+        .any(|dir| Path::new(dir).join(program).is_file())
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A fresh, empty directory under `root`.
+fn scratch_dir(root: &Path) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(root)?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    for n in 0u32.. {
+        let dir = root.join(format!("ws-{}-{nanos:x}-{n}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("no free scratch directory name"))
+}
+
+impl Validator {
+    /// A validator under the policy file's text (`file` names it in errors), making scratch
+    /// workspaces under `scratch`.
+    pub fn new(policy_text: &str, file: &str, scratch: PathBuf) -> Result<Self, ValidatorError> {
+        Ok(Validator {
+            code_policy: CodePolicy::from_toml(policy_text, file)?,
+            sandbox_policy: SandboxPolicy::from_toml(policy_text, file)?,
+            helper: None,
+            scratch,
+        })
+    }
+
+    /// A validator under the built-in policy.
+    pub fn with_default_policy(scratch: PathBuf) -> Result<Self, ValidatorError> {
+        Validator::new(
+            DEFAULT_POLICY,
+            crate::sandbox::policy::DEFAULT_FILE,
+            scratch,
+        )
+    }
+
+    fn spec(&self, command: Vec<String>, tool_dir: &Path, profile: Profile) -> SandboxSpec {
+        let mut spec = SandboxSpec::new(command);
+        spec.profile = profile;
+        spec.tool_dir = Some(tool_dir.to_owned());
+        spec.policy = self.sandbox_policy.clone();
+        spec.helper = self.helper.clone();
+        spec
+    }
+
+    /// Validates the tool whose `files` are written in `tool_dir`.
+    pub fn validate(&self, tool_dir: &Path, files: &BTreeMap<String, String>) -> Outcome {
+        self.validate_until(tool_dir, files, &|| false)
+    }
+
+    /// Like [`Validator::validate`], stopping between test cases once `stop` says so (the
+    /// daemon is shutting down); the outcome then fails with an `interrupted` check.
+    pub fn validate_until(
+        &self,
+        tool_dir: &Path,
+        files: &BTreeMap<String, String>,
+        stop: &dyn Fn() -> bool,
+    ) -> Outcome {
+        let mut outcome = Outcome {
+            checks: Vec::new(),
+            manifest: None,
+            validation: None,
+            tests: TestCounts {
+                passed: 0,
+                failed: 0,
+            },
+        };
+        let Some((manifest, cases)) = self.manifest_layer(files, &mut outcome.checks) else {
+            return outcome;
+        };
+        outcome.manifest = Some(manifest.clone());
+        let static_ok = self.static_layer(&manifest, tool_dir, files, &mut outcome.checks);
+        let policy_ok = self.policy_layer(&manifest, files, &mut outcome.checks);
+        if !(static_ok && policy_ok) {
+            outcome.checks.push(check(
+                "tests",
+                "not run",
+                false,
+                vec![format!(
+                    "the tests do not run while the {} checks fail",
+                    match (static_ok, policy_ok) {
+                        (false, false) => "static and policy",
+                        (false, true) => "static",
+                        _ => "policy",
+                    }
+                )],
+            ));
+            return outcome;
+        }
+        let runs = self.test_layer(&manifest, &cases, tool_dir, stop, &mut outcome);
+        let schema_ok = self.schema_layer(&manifest, &runs, &mut outcome.checks);
+        if outcome.checks.iter().all(|c| c.passed) && schema_ok {
+            let mut names: Vec<String> = Vec::new();
+            for c in outcome.checks.iter().filter(|c| c.layer != "tests") {
+                // Static checks are named by checker and file; the other layers by layer.
+                let name = if c.layer != "static" {
+                    c.layer.clone()
+                } else {
+                    c.name.clone()
+                };
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+            names.push("tests".into());
+            outcome.validation = Some(manifest::Validation {
+                checks: names,
+                tests: outcome.tests,
+                runtime_ms: runs.iter().map(|r| r.runtime_ms).sum(),
+                peak_memory_kb: runs.iter().filter_map(|r| r.peak_memory_kb).max(),
+                digest: digest(files),
+            });
+        }
+        outcome
+    }
+
+    /// The manifest and the cases, or `None` after reporting why not.
+    fn manifest_layer(
+        &self,
+        files: &BTreeMap<String, String>,
+        checks: &mut Vec<CheckReport>,
+    ) -> Option<(Manifest, Cases)> {
+        let Some(text) = files.get(manifest::FILE_NAME) else {
+            checks.push(check(
+                "manifest",
+                manifest::FILE_NAME,
+                false,
+                vec!["the tool has no tool.yaml".into()],
+            ));
+            return None;
+        };
+        let manifest = match Manifest::parse(text, manifest::FILE_NAME) {
+            Ok(m) => m,
+            Err(e) => {
+                checks.push(check(
+                    "manifest",
+                    manifest::FILE_NAME,
+                    false,
+                    vec![e.to_string()],
+                ));
+                return None;
+            }
+        };
+        let mut problems = Vec::new();
+        let entry = &manifest.runtime.entrypoint;
+        if !files.contains_key(entry) {
+            problems.push(format!(
+                "the entry point `{entry}` named by runtime.entrypoint is not among the files \
+                 ({})",
+                files.keys().cloned().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let expected_ext = match manifest.runtime.language {
+            Language::Sh => ".sh",
+            Language::Python => ".py",
+        };
+        if !entry.ends_with(expected_ext) {
+            problems.push(format!(
+                "the entry point `{entry}` does not end in {expected_ext}, as a {:?} tool's does",
+                manifest.runtime.language
+            ));
+        }
+        checks.push(check(
+            "manifest",
+            manifest::FILE_NAME,
+            problems.is_empty(),
+            problems,
+        ));
+        let cases = match files.get(CASES_FILE) {
+            None => Err(format!("there is no {CASES_FILE}: a tool needs tests")),
+            Some(text) => Cases::parse(text, CASES_FILE).map_err(|e| e.to_string()),
+        };
+        match cases {
+            Ok(cases) => {
+                checks.push(check("manifest", CASES_FILE, true, Vec::new()));
+                if checks.iter().all(|c| c.passed) {
+                    Some((manifest, cases))
+                } else {
+                    None
+                }
+            }
+            Err(problem) => {
+                checks.push(check("manifest", CASES_FILE, false, vec![problem]));
+                None
+            }
+        }
+    }
+
+    /// Runs a checker over one file in the sandbox: `(exit code, stdout and stderr)`.
+    fn run_checker(
+        &self,
+        command: Vec<String>,
+        tool_dir: &Path,
+    ) -> Result<(Option<i32>, String), String> {
+        let profile = Profile {
+            workspace: WorkspaceAccess::None,
+            limits: Limits {
+                wall_s: STATIC_WALL_S,
+                cpu_s: STATIC_WALL_S,
+                ..Limits::default()
+            },
+        };
+        let spec = self.spec(command, tool_dir, profile);
+        let report = sandbox::run(&spec).map_err(|e| e.to_string())?;
+        let mut output = text(&report.stdout.bytes);
+        output.push_str(&text(&report.stderr.bytes));
+        let code = match report.exit {
+            Exit::Code(c) if report.limit.is_none() => Some(c),
+            _ => None,
+        };
+        Ok((code, output.trim().to_owned()))
+    }
+
+    fn static_layer(
+        &self,
+        manifest: &Manifest,
+        tool_dir: &Path,
+        files: &BTreeMap<String, String>,
+        checks: &mut Vec<CheckReport>,
+    ) -> bool {
+        let mut ok = true;
+        let mut push = |c: CheckReport, checks: &mut Vec<CheckReport>| {
+            ok &= c.passed;
+            checks.push(c);
+        };
+        let code_files = files.keys().filter(|name| {
+            name.ends_with(".sh") || name.ends_with(".py") || **name == manifest.runtime.entrypoint
+        });
+        for name in code_files {
+            let path = format!("{}/{name}", sandbox::TOOL_DIR);
+            let is_python = name.ends_with(".py")
+                || (*name == manifest.runtime.entrypoint
+                    && manifest.runtime.language == Language::Python);
+            let mut checkers: Vec<(&str, Vec<String>)> = Vec::new();
+            if is_python {
+                checkers.push((
+                    "py_compile",
+                    vec![
+                        "python3".into(),
+                        "-c".into(),
+                        // Compiles to a file in the sandbox's /tmp: /tool is read-only.
+                        "import py_compile, sys; py_compile.compile(sys.argv[1], \
+                         cfile='/tmp/check.pyc', doraise=True)"
+                            .into(),
+                        path.clone(),
+                    ],
+                ));
+                if installed("ruff") {
+                    checkers.push((
+                        "ruff",
+                        vec![
+                            "ruff".into(),
+                            "check".into(),
+                            "--no-cache".into(),
+                            "--quiet".into(),
+                            path.clone(),
+                        ],
+                    ));
+                }
+            } else {
+                checkers.push(("sh -n", vec!["sh".into(), "-n".into(), path.clone()]));
+                if installed("shellcheck") {
+                    checkers.push((
+                        "shellcheck",
+                        vec![
+                            "shellcheck".into(),
+                            "--shell=sh".into(),
+                            "--format=gcc".into(),
+                            "--severity=warning".into(),
+                            path.clone(),
+                        ],
+                    ));
+                }
+            }
+            for (checker, command) in checkers {
+                let label = format!("{checker} {name}");
+                match self.run_checker(command, tool_dir) {
+                    Err(e) => push(
+                        check(
+                            "static",
+                            &label,
+                            false,
+                            vec![format!("could not run in the sandbox: {e}")],
+                        ),
+                        checks,
+                    ),
+                    Ok((Some(0), _)) => push(check("static", &label, true, Vec::new()), checks),
+                    Ok((code, output)) => {
+                        // shellcheck's warnings are reported; only its errors fail the check.
+                        let passed = checker == "shellcheck"
+                            && code == Some(1)
+                            && !output.lines().any(|l| l.contains(": error:"));
+                        let mut details: Vec<String> = output
+                            .lines()
+                            .take(20)
+                            .map(|l| l.replace(&format!("{}/", sandbox::TOOL_DIR), ""))
+                            .collect();
+                        if details.is_empty() {
+                            details.push(match code {
+                                Some(c) => format!("exited {c} without saying why"),
+                                None => "was killed (a limit or a signal)".into(),
+                            });
+                        }
+                        push(check("static", &label, passed, details), checks);
+                    }
+                }
+            }
+        }
+        ok
+    }
+
+    fn policy_layer(
+        &self,
+        manifest: &Manifest,
+        files: &BTreeMap<String, String>,
+        checks: &mut Vec<CheckReport>,
+    ) -> bool {
+        let mut findings = Vec::new();
+        let mut requires_checked = false;
+        for (name, code) in files {
+            let language = if name.ends_with(".py") {
+                Language::Python
+            } else if name.ends_with(".sh") {
+                Language::Sh
+            } else if *name == manifest.runtime.entrypoint {
+                manifest.runtime.language
+            } else {
+                continue;
+            };
+            // The declared programs are checked once, with the entry point.
+            let requires: &[String] = if requires_checked {
+                &[]
+            } else {
+                requires_checked = true;
+                &manifest.runtime.requires
+            };
+            findings.extend(self.code_policy.check(language, name, code, requires));
+        }
+        let denied: Vec<_> = findings
+            .iter()
+            .filter(|f| f.severity == Severity::Deny)
+            .collect();
+        // The rule is the check's name; the details say where and why.
+        let detail = |f: &crate::validate::policy::Finding| {
+            let place = if f.line == 0 {
+                format!("{} (runtime.requires)", f.file)
+            } else {
+                format!("{}:{}", f.file, f.line)
+            };
+            format!("{place}: `{}`: {}", f.excerpt, f.reason)
+        };
+        let warned: Vec<String> = findings
+            .iter()
+            .filter(|f| f.severity == Severity::Warn)
+            .map(|f| format!("[{}] {}", f.rule, detail(f)))
+            .collect();
+        if denied.is_empty() {
+            checks.push(check("policy", "policy", true, warned));
+            return true;
+        }
+        let mut by_rule: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for f in &denied {
+            by_rule.entry(f.rule.as_str()).or_default().push(detail(f));
+        }
+        for (rule, details) in by_rule {
+            checks.push(check("policy", rule, false, details));
+        }
+        if !warned.is_empty() {
+            checks.push(check("policy", "warnings", true, warned));
+        }
+        false
+    }
+
+    fn test_layer(
+        &self,
+        manifest: &Manifest,
+        cases: &Cases,
+        tool_dir: &Path,
+        stop: &dyn Fn() -> bool,
+        outcome: &mut Outcome,
+    ) -> Vec<CaseRun> {
+        let mut runs = Vec::new();
+        let mut profile = match Profile::try_from(&manifest.sandbox) {
+            Ok(p) => p,
+            Err(e) => {
+                outcome.checks.push(check(
+                    "tests",
+                    "sandbox profile",
+                    false,
+                    vec![e.to_string()],
+                ));
+                return runs;
+            }
+        };
+        profile.limits.wall_s = profile.limits.wall_s.min(MAX_CASE_WALL_S);
+        let entry = format!("{}/{}", sandbox::TOOL_DIR, manifest.runtime.entrypoint);
+        for case in &cases.cases {
+            if stop() {
+                outcome.checks.push(check(
+                    "tests",
+                    "interrupted",
+                    false,
+                    vec!["validation was stopped before every case ran".into()],
+                ));
+                break;
+            }
+            let invocation = case.invocation();
+            let mut command = vec![
+                manifest.runtime.language.interpreter().to_owned(),
+                entry.clone(),
+            ];
+            command.extend(invocation.args);
+            let mut env = invocation.env;
+            if !invocation.stdin.is_empty() {
+                if invocation.stdin.len() > MAX_STDIN_BYTES {
+                    outcome.tests.failed += 1;
+                    outcome.checks.push(check(
+                        "tests",
+                        &case.name,
+                        false,
+                        vec![format!(
+                            "its stdin is {} bytes; a test case's stdin is at most \
+                             {MAX_STDIN_BYTES}",
+                            invocation.stdin.len()
+                        )],
+                    ));
+                    continue;
+                }
+                // The sandbox's stdin is /dev/null: a small wrapper of ours feeds the case's.
+                let mut wrapped = vec![
+                    "/bin/sh".to_owned(),
+                    "-c".to_owned(),
+                    format!("printf '%s' \"${STDIN_VAR}\" | {{ unset {STDIN_VAR}; exec \"$@\"; }}"),
+                    "sh".to_owned(),
+                ];
+                wrapped.extend(command);
+                command = wrapped;
+                env.push((
+                    STDIN_VAR.to_owned(),
+                    String::from_utf8_lossy(&invocation.stdin).into_owned(),
+                ));
+            }
+            let workspace = match scratch_dir(&self.scratch) {
+                Ok(dir) => dir,
+                Err(e) => {
+                    outcome.checks.push(check(
+                        "tests",
+                        &case.name,
+                        false,
+                        vec![format!(
+                            "cannot make a scratch workspace under {}: {e}",
+                            self.scratch.display()
+                        )],
+                    ));
+                    outcome.tests.failed += 1;
+                    continue;
+                }
+            };
+            let mut spec = self.spec(command, tool_dir, profile);
+            spec.env = env;
+            spec.workspace = Some(workspace.clone());
+            let result = sandbox::run(&spec);
+            // A tool may leave read-only directories behind; make them removable first.
+            let _ = make_writable(&workspace);
+            let _ = std::fs::remove_dir_all(&workspace);
+            let report = match result {
+                Ok(r) => r,
+                Err(e) => {
+                    outcome.tests.failed += 1;
+                    outcome.checks.push(check(
+                        "tests",
+                        &case.name,
+                        false,
+                        vec![format!("the sandbox could not run it: {e}")],
+                    ));
+                    // A refusal or a set-up failure is the same for every case.
+                    break;
+                }
+            };
+            let (exit_code, mut ended_by) = match report.exit {
+                Exit::Code(c) => (Some(c), None),
+                Exit::Signal(s) => (None, Some(format!("signal {s}"))),
+            };
+            if let Some(limit) = report.limit {
+                ended_by = Some(format!(
+                    "the {} limit{}",
+                    limit.as_str(),
+                    if limit == sandbox::LimitHit::Wall {
+                        format!(" ({} s)", profile.limits.wall_s)
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            let observed = Observed {
+                exit_code,
+                ended_by,
+                stdout: text(&report.stdout.bytes),
+                stderr: text(&report.stderr.bytes),
+            };
+            let result = cases::check(case, manifest, &observed);
+            if result.passed {
+                outcome.tests.passed += 1;
+            } else {
+                outcome.tests.failed += 1;
+            }
+            outcome
+                .checks
+                .push(check("tests", &result.name, result.passed, result.problems));
+            runs.push(CaseRun {
+                name: case.name.clone(),
+                dry_run: case.dry_run,
+                help: invocation_is_help(case),
+                exit_code,
+                stdout: observed.stdout,
+                runtime_ms: report.runtime_ms,
+                peak_memory_kb: report.peak_memory_kb,
+            });
+        }
+        runs
+    }
+
+    fn schema_layer(
+        &self,
+        manifest: &Manifest,
+        runs: &[CaseRun],
+        checks: &mut Vec<CheckReport>,
+    ) -> bool {
+        if manifest.interface.output != OutputKind::Json {
+            return true;
+        }
+        let validator = match &manifest.interface.output_schema {
+            None => None,
+            Some(schema) => match jsonschema::validator_for(schema) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    checks.push(check(
+                        "schema",
+                        "output schema",
+                        false,
+                        vec![format!("the manifest's output schema is invalid: {e}")],
+                    ));
+                    return false;
+                }
+            },
+        };
+        let mut problems = Vec::new();
+        let mut checked = 0;
+        for run in runs
+            .iter()
+            .filter(|r| !r.dry_run && !r.help && r.exit_code == Some(0))
+        {
+            checked += 1;
+            match serde_json::from_str::<serde_json::Value>(&run.stdout) {
+                Err(e) => problems.push(format!("`{}`: stdout is not JSON: {e}", run.name)),
+                Ok(doc) => {
+                    if let Some(v) = &validator {
+                        problems.extend(v.iter_errors(&doc).take(3).map(|e| {
+                            format!(
+                                "`{}`: stdout does not match the output schema: {e}",
+                                run.name
+                            )
+                        }));
+                    }
+                }
+            }
+        }
+        let passed = problems.is_empty();
+        let mut details = problems;
+        if checked == 0 {
+            details.push(
+                "no test case runs the tool for real and succeeds, so no output was checked".into(),
+            );
+        }
+        checks.push(check("schema", "output", passed, details));
+        passed
+    }
+}
+
+/// What one test run left for the schema layer and the measurements.
+#[derive(Debug, Clone)]
+struct CaseRun {
+    name: String,
+    dry_run: bool,
+    help: bool,
+    exit_code: Option<i32>,
+    stdout: String,
+    runtime_ms: u64,
+    peak_memory_kb: Option<u64>,
+}
+
+fn invocation_is_help(case: &cases::Case) -> bool {
+    case.args
+        .as_ref()
+        .is_some_and(|a| a.iter().any(|x| x == "--help" || x == "-h"))
+}
+
+/// Gives the owner write permission on every directory under `dir`, so it can be removed.
+fn make_writable(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::symlink_metadata(dir)?;
+    if meta.is_dir() {
+        let mut perms = meta.permissions();
+        perms.set_mode(perms.mode() | 0o700);
+        std::fs::set_permissions(dir, perms)?;
+        for entry in std::fs::read_dir(dir)?.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                make_writable(&entry.path())?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,960 @@
+//! Generation end to end, through the real binaries: a mined pattern becomes a candidate whose
+//! derived tests pass in the sandbox; requests with examples are written offline, without
+//! examples they need a model; a model behind a local server speaking the OpenAI and Anthropic
+//! wire formats answers well, with a syntax error then a fix, with code that tries the network,
+//! with nonsense, with 429s, 500s and not at all — every case ends in a clear candidate state
+//! and the daemon keeps running; a restart resumes interrupted candidates.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::llm_server::{LlmServer, Reply};
+use common::{Daemon, PATIENCE, TestEnv};
+use serde_json::{Value, json};
+
+/// One action as a native log line.
+fn call(session: &str, seq: u64, command: &str, ms: u64) -> String {
+    json!({"v": 1, "session": session, "seq": seq, "cwd": format!("/work/{session}"),
+           "tool": "Bash", "input": {"command": command}, "ok": true, "exit_code": 0,
+           "output": "", "duration_ms": ms})
+    .to_string()
+}
+
+/// Four sessions building then testing one package (the package varies), with a
+/// `git status` in between once; what comes before varies, so the pair is a habit of its own.
+fn habit_log(dir: &Path) -> PathBuf {
+    let mut lines = Vec::new();
+    for (i, package) in ["core", "cli", "core", "web"].iter().enumerate() {
+        let s = format!("s{i}");
+        let mut seq = 0;
+        let mut push = |command: &str| {
+            seq += 1;
+            lines.push(call(&s, seq, command, 2_000));
+        };
+        push(if i % 2 == 0 {
+            "git log --oneline -n 5"
+        } else {
+            "git fetch origin"
+        });
+        push(&format!("cargo build -p {package}"));
+        if i == 1 {
+            push("git status");
+        }
+        push(&format!("cargo test -p {package} --lib"));
+    }
+    let path = dir.join("agent.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write log");
+    path
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The candidate in a run's report whose pattern (or tool) is `id`.
+fn candidates(env: &TestEnv) -> Vec<Value> {
+    let out = env.cli().args(["--json", "candidates"]).assert().success();
+    json_of(out.get_output())
+        .as_array()
+        .cloned()
+        .expect("a JSON array")
+}
+
+fn show(env: &TestEnv, id: &str) -> Value {
+    let out = env
+        .cli()
+        .args(["--json", "show", id, "--attempts"])
+        .assert()
+        .success();
+    json_of(out.get_output())
+}
+
+fn mine(env: &TestEnv) -> Vec<Value> {
+    let log = habit_log(env.path());
+    env.cli()
+        .args(["ingest", "--format", "native"])
+        .arg(&log)
+        .assert()
+        .success();
+    env.cli().arg("mine").assert().success();
+    let out = env
+        .cli()
+        .args(["--json", "patterns", "--limit", "100"])
+        .assert()
+        .success();
+    json_of(out.get_output())
+        .as_array()
+        .cloned()
+        .expect("patterns")
+}
+
+fn build_test_pattern(patterns: &[Value]) -> Value {
+    patterns
+        .iter()
+        .find(|p| {
+            p["steps"][0] == "cargo build -p <package>"
+                && p["steps"].as_array().map(Vec::len) == Some(2)
+        })
+        .cloned()
+        .unwrap_or_else(|| panic!("no build → test pattern in {patterns:#?}"))
+}
+
+#[test]
+fn a_mined_pattern_becomes_a_candidate_whose_derived_tests_pass_in_the_sandbox() {
+    let env = TestEnv::new();
+    let patterns = mine(&env);
+    let pattern = build_test_pattern(&patterns);
+    let pattern_id = pattern["id"].as_str().expect("id").to_owned();
+
+    let out = env
+        .cli()
+        .args(["--json", "generate", "--pattern", &pattern_id])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    let made = &report["candidates"][0];
+    assert_eq!(made["state"], "awaiting-review", "{report:#}");
+    assert_eq!(made["tool"], "cargo-build-test", "{report:#}");
+    assert_eq!(made["version"], "1.0.0");
+    assert_eq!(made["generator"], "template/sh@1");
+    let id = made["id"].as_str().expect("id").to_owned();
+
+    // What was staged: the files, the diagnostics of every layer, the validation written back.
+    let shown = show(&env, &id);
+    let attempt = &shown["attempts"][0];
+    assert_eq!(attempt["attempt"], 1);
+    let diagnostics = &attempt["diagnostics"];
+    assert_eq!(diagnostics["passed"], true, "{diagnostics:#}");
+    let layers: Vec<&str> = diagnostics["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter_map(|c| c["layer"].as_str())
+        .collect();
+    let first = |layer: &str| layers.iter().position(|l| *l == layer);
+    assert!(
+        first("manifest") < first("static")
+            && first("static") < first("policy")
+            && first("policy") < first("tests"),
+        "layers out of order: {layers:?}"
+    );
+    assert!(
+        diagnostics["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .any(|c| c["name"] == "sh -n run.sh" && c["passed"] == true),
+        "{diagnostics:#}"
+    );
+    // One dry-run case per occurrence (four sessions), --help, a missing --package, an
+    // unknown option: all passed in the sandbox.
+    let tests: Vec<&Value> = diagnostics["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["layer"] == "tests")
+        .collect();
+    assert_eq!(tests.len(), 7, "{diagnostics:#}");
+    assert!(tests.iter().all(|t| t["passed"] == true));
+    let files = &attempt["files"];
+    let cases = files["tests/cases.json"].as_str().expect("cases");
+    assert!(cases.contains("cargo build -p web"), "{cases}");
+    let manifest = files["tool.yaml"].as_str().expect("manifest");
+    assert!(manifest.contains("validation:"), "{manifest}");
+    assert!(manifest.contains("digest: sha256:"), "{manifest}");
+    assert!(manifest.contains("passed: 7"), "{manifest}");
+    assert!(manifest.contains("pattern: p-"), "{manifest}");
+    assert!(
+        files["README.md"]
+            .as_str()
+            .is_some_and(|r| r.contains("## Usage"))
+    );
+    assert_eq!(shown["spec"]["params"][0]["name"], "package");
+
+    // The pattern is now proposed: another pass does not make it again, nor does --pattern.
+    let out = env
+        .cli()
+        .args(["--json", "patterns", &pattern_id])
+        .assert()
+        .success();
+    assert_eq!(json_of(out.get_output())["status"], "proposed");
+    let out = env
+        .cli()
+        .args(["--json", "generate", "--pattern", &pattern_id])
+        .assert()
+        .success();
+    let again = json_of(out.get_output());
+    assert_eq!(again["candidates"], json!([]), "{again:#}");
+    assert!(
+        again["skipped"][0]
+            .as_str()
+            .is_some_and(|s| s.contains(&id)),
+        "{again:#}"
+    );
+
+    // The listing and the human views.
+    let listed = candidates(&env);
+    assert!(
+        listed
+            .iter()
+            .any(|c| c["id"] == id.as_str() && c["state"] == "awaiting-review")
+    );
+    let out = env.cli().arg("candidates").assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains(&id) && text.contains("awaiting-review"),
+        "{text}"
+    );
+    let out = env.cli().args(["show", &id]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains("── run.sh ──") && text.contains("set -eu"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[tests] --help lists every parameter"),
+        "{text}"
+    );
+    env.cli().args(["show", "c-000000000000"]).assert().code(1);
+
+    // A pass over everything pending makes the other patterns above the threshold.
+    let out = env
+        .cli()
+        .args(["--json", "generate"])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    let pass = json_of(out.get_output());
+    for c in pass["candidates"].as_array().expect("candidates") {
+        assert!(
+            c["state"] == "awaiting-review" || c["state"] == "failed",
+            "{c:#}"
+        );
+        assert_ne!(c["tool"], "cargo-build-test", "one tool per name: {pass:#}");
+    }
+}
+
+#[test]
+fn requests_are_written_offline_from_examples_and_say_when_they_need_a_model() {
+    let env = TestEnv::new();
+    let out = env
+        .cli()
+        .args([
+            "--json",
+            "new",
+            "Run the library tests of one package",
+            "--example",
+            "cargo test -p core --lib",
+            "--example",
+            "cargo test -p cli --lib",
+        ])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    let made = &report["candidates"][0];
+    assert_eq!(made["state"], "awaiting-review", "{report:#}");
+    let name = made["tool"].as_str().expect("tool").to_owned();
+    let shown = show(&env, made["id"].as_str().expect("id"));
+    assert_eq!(shown["spec"]["origin"], "request");
+    assert_eq!(shown["spec"]["params"][0]["name"], "package", "{shown:#}");
+
+    // The same request again: a new version of the same tool, not a second tool.
+    let out = env
+        .cli()
+        .args([
+            "--json",
+            "new",
+            "run the library tests of one  package",
+            "--example",
+            "cargo test -p core --lib",
+            "--example",
+            "cargo test -p web --lib",
+        ])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let again = json_of(out.get_output());
+    assert_eq!(again["candidates"][0]["tool"], name.as_str(), "{again:#}");
+    assert_eq!(again["candidates"][0]["version"], "1.1.0", "{again:#}");
+
+    // Without examples, a model is needed, and the message says how to get one.
+    let out = env
+        .cli()
+        .args(["new", "list my stale branches"])
+        .assert()
+        .code(1);
+    let err = stderr_of(out.get_output());
+    assert!(
+        err.contains("generate.backend") && err.contains("--example"),
+        "{err}"
+    );
+    assert_eq!(candidates(&env).len(), 2, "no candidate was made");
+}
+
+/// A tool a model could write for "print a greeting": the calling convention, a dry run, tests.
+fn greeting_reply(script: &str) -> String {
+    let cases = json!({"cases": [
+        {"name": "prints hello", "args": [], "expect": {"exit_code": 0, "stdout": "hello\n"}},
+        {"name": "--help", "args": ["--help"], "expect": {"exit_code": 0, "stdout_contains": ["Usage"]}},
+        {"name": "an unknown option fails", "args": ["--nope"], "expect": {"exit_code": 2}}
+    ]});
+    format!(
+        "````file run.sh\n{script}````\n\n````file tests/cases.json\n{cases}\n````\n\n\
+         ````file README.md\n# greeting\n\nPrints a greeting.\n````\n"
+    )
+}
+
+const GOOD_SCRIPT: &str = r#"#!/bin/sh
+set -eu
+case "${1:-}" in
+  --help | -h) printf 'Usage: run.sh\nPrints a greeting.\n'; exit 0 ;;
+  '') ;;
+  *) printf 'unknown option: %s\n' "$1" >&2; exit 2 ;;
+esac
+if [ "${TOOLSMITH_DRY_RUN:-}" = 1 ]; then
+  printf '%s\n' "printf hello"
+  exit 0
+fi
+printf 'hello\n'
+"#;
+
+/// The same with an `if` that never ends.
+const BROKEN_SCRIPT: &str = r#"#!/bin/sh
+set -eu
+if [ "${1:-}" = --help ]; then
+  printf 'Usage: run.sh\n'
+printf 'hello\n'
+"#;
+
+fn network_script(port: u16) -> String {
+    format!("#!/bin/sh\nset -eu\ncurl -fsS --max-time 5 http://127.0.0.1:{port}/greeting\n")
+}
+
+fn llm_config(env: &TestEnv, server: &LlmServer, provider: &str, extra: &str) -> PathBuf {
+    let base = match provider {
+        "anthropic" => server.url.clone(),
+        _ => format!("{}/v1", server.url),
+    };
+    env.write_config(&format!(
+        "[generate]\nbackend = \"llm\"\nmax_attempts = 3\nmax_per_run = 2\nmin_score = 20\n\n\
+         [llm]\nprovider = \"{provider}\"\nbase_url = \"{base}\"\nmodel = \"test-model\"\n\
+         api_key_env = \"TOOLSMITH_TEST_KEY\"\ntimeout_s = 2\nmax_retries = 1\n{extra}"
+    ))
+}
+
+/// `toolsmith --config C --json new TEXT`: the report (also when the candidate failed).
+fn request(env: &TestEnv, config: &Path, text: &str) -> Value {
+    let out = env
+        .cli()
+        .env("TOOLSMITH_TEST_KEY", "sk-test")
+        .arg("--config")
+        .arg(config)
+        .args(["--json", "new", text])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .expect("toolsmith new runs");
+    if out.stdout.is_empty() {
+        panic!("no report: {}", stderr_of(&out));
+    }
+    let report = json_of(&out);
+    let failed = report["candidates"][0]["state"] == "failed";
+    assert_eq!(
+        out.status.code(),
+        Some(if failed { 1 } else { 0 }),
+        "{report:#}\n{}",
+        stderr_of(&out)
+    );
+    report["candidates"][0].clone()
+}
+
+#[test]
+fn one_shot_with_the_anthropic_wire_format() {
+    let env = TestEnv::new();
+    let server = LlmServer::start(vec![Reply::anthropic(&greeting_reply(GOOD_SCRIPT))]);
+    let config = llm_config(&env, &server, "anthropic", "");
+    let made = request(&env, &config, "print a greeting");
+    assert_eq!(made["state"], "awaiting-review", "{made:#}");
+    assert_eq!(made["generator"], "llm:test-model");
+    let seen = server.received();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/v1/messages");
+    assert_eq!(seen[0].header("x-api-key"), Some("sk-test"));
+    let prompt = seen[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(prompt.contains("print a greeting"), "{prompt}");
+    assert!(prompt.contains("````file run.sh"), "{prompt}");
+    let shown = show(&env, made["id"].as_str().expect("id"));
+    let files = &shown["attempts"][0]["files"];
+    assert_eq!(files["run.sh"], GOOD_SCRIPT);
+    // The manifest is the spec's, written by toolsmith, never by the model.
+    assert!(
+        files["tool.yaml"]
+            .as_str()
+            .is_some_and(|m| m.contains("generator: llm:test-model") && m.contains("validation:")),
+        "{files:#}"
+    );
+    assert!(shown["attempts"][0]["reply"].as_str().is_some());
+}
+
+#[test]
+fn model_replies_good_and_bad_all_end_in_a_clear_state_and_the_daemon_stays_up() {
+    let env = TestEnv::new();
+    let server = LlmServer::start(vec![Reply::error(500, "not yet")]);
+    let logs = env.path().join("logs");
+    std::fs::create_dir_all(&logs).expect("mkdir");
+    let config = llm_config(
+        &env,
+        &server,
+        "openai",
+        &format!(
+            "\n[ingest]\ndebounce_ms = 10\n\n[mine]\nafter_new_actions = 5\n\n\
+             [[source]]\nformat = \"native\"\npath = \"{}\"\n",
+            logs.display()
+        ),
+    );
+    let mut cmd = env.daemon_command();
+    cmd.arg("--config")
+        .arg(&config)
+        .env("TOOLSMITH_TEST_KEY", "sk-test");
+    let mut daemon = Daemon::start(&env, cmd);
+    let mut events = daemon.connect();
+    let subscribed = events.call(
+        1,
+        "events.subscribe",
+        json!({"kinds": ["candidate.", "generate.", "mine."]}),
+    );
+    assert!(subscribed.get("error").is_none(), "{subscribed}");
+
+    // Mining runs on new actions, generation after it; the model answers 500, so the mined
+    // sequence is written from templates instead, and says so.
+    std::fs::copy(habit_log(env.path()), logs.join("agent.jsonl")).expect("copy log");
+    let mut kinds = Vec::new();
+    loop {
+        let message = events.read_or(|| daemon.log());
+        let kind = message["params"]["kind"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        // A first mining run may see only part of the log, and make nothing.
+        if kind == "generate.finished" && message["params"]["data"]["candidates"].as_u64() > Some(0)
+        {
+            break;
+        }
+        kinds.push(kind);
+    }
+    for wanted in [
+        "mine.finished",
+        "candidate.proposed",
+        "candidate.generating",
+        "candidate.validating",
+        "candidate.attempt",
+        "candidate.awaiting-review",
+    ] {
+        assert!(
+            kinds.iter().any(|k| k == wanted),
+            "no {wanted} in {kinds:?}"
+        );
+    }
+    let mined: Vec<Value> = candidates(&env);
+    assert!(!mined.is_empty());
+    for c in &mined {
+        assert_eq!(c["state"], "awaiting-review", "{c:#}");
+        assert_eq!(c["generator"], "template/sh@1", "{c:#}");
+        assert!(
+            c["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("written from templates instead")),
+            "{c:#}"
+        );
+    }
+
+    // A good reply.
+    server.script(vec![Reply::openai(&greeting_reply(GOOD_SCRIPT))]);
+    let made = request(&env, &config, "print a greeting");
+    assert_eq!(made["state"], "awaiting-review", "{made:#}");
+    assert_eq!(made["attempts"], 1);
+
+    // A syntax error, then the fix: two attempts kept, the second prompt carries the failure.
+    let before = server.received().len();
+    server.script(vec![
+        Reply::openai(&greeting_reply(BROKEN_SCRIPT)),
+        Reply::openai(&greeting_reply(GOOD_SCRIPT)),
+    ]);
+    let made = request(&env, &config, "print a friendly greeting");
+    assert_eq!(made["state"], "awaiting-review", "{made:#}");
+    assert_eq!(made["attempts"], 2, "{made:#}");
+    let seen = server.received();
+    let repair = &seen[before + 1].body["messages"];
+    assert_eq!(repair.as_array().map(Vec::len), Some(4), "{repair:#}");
+    assert!(
+        repair[3]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("sh -n run.sh")),
+        "{repair:#}"
+    );
+    let shown = show(&env, made["id"].as_str().expect("id"));
+    assert_eq!(shown["attempts"].as_array().map(Vec::len), Some(2));
+    assert_eq!(shown["attempts"][0]["diagnostics"]["passed"], false);
+    let diff = shown["diffs"][0]["diff"].as_str().unwrap_or_default();
+    assert!(diff.contains("+case"), "{diff}");
+    let out = env
+        .cli()
+        .args(["show", made["id"].as_str().expect("id"), "--attempts"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains("diff attempt-1 → attempt-2") && text.contains("FAIL [static] sh -n run.sh"),
+        "{text}"
+    );
+
+    // Code that tries the network: policy stops it, every attempt, with the rule's id.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    server.script(vec![Reply::openai(&greeting_reply(&network_script(port)))]);
+    let made = request(&env, &config, "fetch the greeting from the server");
+    assert_eq!(made["state"], "failed", "{made:#}");
+    assert_eq!(made["attempts"], 3, "{made:#}");
+    let reason = made["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("domain.network") && reason.contains("gave up after 3"),
+        "{reason}"
+    );
+    // Were policy bypassed, the sandbox would stop it: the staged code, run there, reaches
+    // nothing.
+    let shown = show(&env, made["id"].as_str().expect("id"));
+    let tool_dir = env
+        .state()
+        .join("staging")
+        .join(made["id"].as_str().expect("id"))
+        .join("attempt-1/tool");
+    assert!(tool_dir.join("run.sh").is_file(), "{shown:#}");
+    let mut spec =
+        toolsmith::sandbox::SandboxSpec::new(vec!["/bin/sh".into(), "/tool/run.sh".into()]);
+    spec.tool_dir = Some(tool_dir);
+    spec.helper = Some(env!("CARGO_BIN_EXE_toolsmith").into());
+    let report = toolsmith::sandbox::run(&spec).expect("the sandbox runs it");
+    assert_ne!(
+        report.exit,
+        toolsmith::sandbox::Exit::Code(0),
+        "{report:#?}"
+    );
+    listener.set_nonblocking(true).expect("nonblocking");
+    assert!(
+        listener.accept().is_err(),
+        "the sandboxed code reached the host's loopback"
+    );
+
+    // Replies that are not file blocks: diagnosed, repaired, given up with the reason.
+    server.script(vec![Reply::openai(
+        "Sure! Here is a script that prints a greeting:\n\necho hello\n",
+    )]);
+    let made = request(&env, &config, "say hello politely");
+    assert_eq!(made["state"], "failed", "{made:#}");
+    assert!(
+        made["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("output contract")),
+        "{made:#}"
+    );
+    // A 200 that is not a completion at all.
+    server.script(vec![Reply::ok("<html>gateway</html>".into())]);
+    let made = request(&env, &config, "say hello loudly");
+    assert_eq!(made["state"], "failed", "{made:#}");
+    assert!(
+        made["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("unusable")),
+        "{made:#}"
+    );
+
+    // 429 with Retry-After, then an answer: the retry waits and succeeds.
+    server.script(vec![
+        Reply::error(429, "slow down").header("retry-after", "1"),
+        Reply::openai(&greeting_reply(GOOD_SCRIPT)),
+    ]);
+    let started = Instant::now();
+    let made = request(&env, &config, "print a greeting after waiting");
+    assert_eq!(made["state"], "awaiting-review", "{made:#}");
+    assert!(started.elapsed() >= Duration::from_secs(1));
+
+    // 500s until the retries run out.
+    server.script(vec![Reply::error(500, "internal trouble")]);
+    let made = request(&env, &config, "print a greeting despite errors");
+    assert_eq!(made["state"], "failed", "{made:#}");
+    let reason = made["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("500") && reason.contains("internal trouble"),
+        "{reason}"
+    );
+
+    // A server that never answers: the timeout ends it.
+    server.script(vec![
+        Reply::openai(&greeting_reply(GOOD_SCRIPT)).after(Duration::from_secs(30)),
+    ]);
+    let made = request(&env, &config, "print a greeting eventually");
+    assert_eq!(made["state"], "failed", "{made:#}");
+    assert!(
+        made["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("did not answer within 2 s")),
+        "{made:#}"
+    );
+
+    // `toolsmith generate` asks the daemon, which holds the store: nothing new is pending.
+    let out = env
+        .cli()
+        .env("TOOLSMITH_TEST_KEY", "sk-test")
+        .arg("--config")
+        .arg(&config)
+        .args(["--json", "generate"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    assert_eq!(json_of(out.get_output())["candidates"], json!([]));
+
+    // Through all of it the daemon kept serving.
+    assert!(daemon.is_running(), "{}", daemon.log());
+    let status = daemon.connect().call(9, "status", Value::Null);
+    assert!(status.get("result").is_some(), "{status}");
+    assert!(!daemon.log().contains("panicked"), "{}", daemon.log());
+    // Bad parameters are an error, not a crash.
+    let bad = daemon
+        .connect()
+        .call(10, "generate.run", json!({"pattern": 5}));
+    assert!(bad.get("error").is_some(), "{bad}");
+    let final_states: Vec<Value> = candidates(&env)
+        .iter()
+        .map(|c| c["state"].clone())
+        .collect();
+    assert!(
+        final_states
+            .iter()
+            .all(|s| s == "awaiting-review" || s == "failed"),
+        "{final_states:?}"
+    );
+}
+
+#[test]
+fn a_restart_resumes_interrupted_candidates_or_fails_them_never_leaves_them_stuck() {
+    use toolsmith::generate::candidates::{self, NewCandidate, State};
+    let env = TestEnv::new();
+    let patterns = mine(&env);
+    let pattern_id = build_test_pattern(&patterns)["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    // A daemon died with one candidate mid-validation and one mid-generation (a request whose
+    // spec was never saved).
+    let store = toolsmith::store::Store::open(&env.state().join("state.db")).expect("store");
+    let pid = pattern_id.clone();
+    let ids = store
+        .call_blocking(move |conn| {
+            let make = || -> Result<(String, String), candidates::CandidateError> {
+                let mined = candidates::create(
+                    conn,
+                    &NewCandidate {
+                        tool: "cargo-build-test".into(),
+                        origin: "mined-sequence".into(),
+                        pattern: Some(pid),
+                        request: None,
+                    },
+                )?;
+                candidates::transition(conn, &mined.id, State::Generating, None)?;
+                candidates::transition(conn, &mined.id, State::Validating, None)?;
+                let asked = candidates::create(
+                    conn,
+                    &NewCandidate {
+                        tool: "stale-branches".into(),
+                        origin: "request".into(),
+                        pattern: None,
+                        request: Some("list stale branches".into()),
+                    },
+                )?;
+                candidates::transition(conn, &asked.id, State::Generating, None)?;
+                Ok((mined.id, asked.id))
+            };
+            Ok(make().map_err(|e| e.to_string()))
+        })
+        .expect("store")
+        .expect("candidates");
+    drop(store);
+
+    let daemon = Daemon::start(&env, env.daemon_command());
+    let deadline = Instant::now() + PATIENCE * 3;
+    let states = loop {
+        let all = candidates(&env);
+        let state = |id: &str| {
+            all.iter()
+                .find(|c| c["id"] == id)
+                .map(|c| c["state"].as_str().unwrap_or_default().to_owned())
+                .unwrap_or_default()
+        };
+        let states = (state(&ids.0), state(&ids.1));
+        if (states.0 == "awaiting-review" || states.0 == "failed") && states.1 == "failed" {
+            break (states, all);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still {states:?}; log:\n{}",
+            daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let ((mined, asked), all) = states;
+    assert_eq!(mined, "awaiting-review", "{all:#?}\n{}", daemon.log());
+    assert_eq!(asked, "failed");
+    let reason = all
+        .iter()
+        .find(|c| c["id"] == ids.1.as_str())
+        .and_then(|c| c["reason"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(reason.contains("spec was lost"), "{reason}");
+}
+
+/// A JSON tool's files: it counts the lines of its stdin; `broken` prints the wrong shape.
+fn json_tool(broken: bool) -> std::collections::BTreeMap<String, String> {
+    let manifest = r#"apiVersion: toolsmith/v1
+name: count-lines
+version: 1.0.0
+description: Count the lines of the input, as JSON.
+interface:
+  params: { type: object, properties: {} }
+  output: json
+  output_schema: { type: object, required: [lines], properties: { lines: { type: integer } } }
+runtime: { language: sh, entrypoint: run.sh, requires: [wc] }
+sandbox: { workspace: read }
+provenance: { origin: request, generator: human, created: 2026-11-22T10:00:00Z }
+"#;
+    let field = if broken { "count" } else { "lines" };
+    let script = format!(
+        "#!/bin/sh\nset -eu\nif [ \"${{1:-}}\" = --help ]; then printf 'Usage: run.sh\\n'; exit 0; fi\n\
+         n=$(wc -l | tr -d ' ')\nprintf '{{\"{field}\": %s}}\\n' \"$n\"\n"
+    );
+    let cases = json!({"cases": [
+        {"name": "counts stdin", "stdin": "a\nb\nc\n", "args": [],
+         "expect": {"exit_code": 0, "stdout_matches_schema": true}},
+        {"name": "--help", "args": ["--help"], "expect": {"exit_code": 0}}
+    ]});
+    [
+        ("tool.yaml", manifest.to_owned()),
+        ("run.sh", script),
+        ("tests/cases.json", cases.to_string()),
+    ]
+    .into_iter()
+    .map(|(n, c)| (n.to_owned(), c))
+    .collect()
+}
+
+#[test]
+fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
+    use toolsmith::validate::run::Validator;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut validator =
+        Validator::with_default_policy(dir.path().join("scratch")).expect("default policy");
+    validator.helper = Some(env!("CARGO_BIN_EXE_toolsmith").into());
+    for broken in [false, true] {
+        let files = json_tool(broken);
+        let tool = dir.path().join(format!("tool-{broken}"));
+        std::fs::create_dir_all(tool.join("tests")).expect("mkdir");
+        for (name, content) in &files {
+            std::fs::write(tool.join(name), content).expect("write");
+        }
+        let outcome = validator.validate(&tool, &files);
+        let schema = outcome
+            .checks
+            .iter()
+            .find(|c| c.layer == "schema")
+            .unwrap_or_else(|| panic!("no schema check: {:#?}", outcome.checks));
+        if broken {
+            assert!(!outcome.passed());
+            assert!(!schema.passed, "{schema:#?}");
+            assert!(
+                schema.details[0].contains("does not match the output schema"),
+                "{schema:#?}"
+            );
+            assert!(
+                outcome.summary().contains("[schema] output"),
+                "{}",
+                outcome.summary()
+            );
+        } else {
+            assert!(outcome.passed(), "{:#?}", outcome.checks);
+            let v = outcome.validation.expect("validation");
+            assert_eq!((v.tests.passed, v.tests.failed), (2, 0));
+            assert!(v.digest.starts_with("sha256:"));
+            assert!(v.runtime_ms > 0);
+            assert!(v.peak_memory_kb.is_some());
+            // shellcheck joins the checks where it is installed.
+            let shellcheck = ["/usr/local/bin", "/usr/bin", "/bin"]
+                .iter()
+                .any(|d| Path::new(d).join("shellcheck").is_file());
+            assert_eq!(
+                v.checks.iter().any(|c| c == "shellcheck run.sh"),
+                shellcheck,
+                "{:?}",
+                v.checks
+            );
+            let others: Vec<&String> = v
+                .checks
+                .iter()
+                .filter(|c| !c.starts_with("shellcheck"))
+                .collect();
+            assert_eq!(
+                others,
+                ["manifest", "sh -n run.sh", "policy", "schema", "tests"]
+            );
+        }
+    }
+    // Nothing was left in the scratch area.
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("scratch"))
+        .expect("scratch")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// A spec with what the simplest tools lack: a variadic parameter, a value passed from one
+/// step to the next, a number, and (for `recovery`) a failing command to recover from.
+fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
+    use std::collections::BTreeMap;
+    use toolsmith::generate::spec::{
+        Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec,
+    };
+    use toolsmith::registry::manifest::{Evidence, Language, Origin, OutputKind};
+    let lit = |s: &str| vec![Piece::Literal(s.into())];
+    let param = |s: &str| vec![Piece::Param(s.into())];
+    let p = |name: &str, kind, variadic| ParamSpec {
+        name: name.into(),
+        kind,
+        description: format!("the {name}"),
+        required: true,
+        examples: Vec::new(),
+        variadic,
+    };
+    let mut spec = ToolSpec {
+        name: "variant-tool".into(),
+        description: "Stages files, commits, shows the commit.".into(),
+        origin: Origin::MinedSequence,
+        pattern: Some("p-00000001".into()),
+        support: Some(3),
+        params: vec![
+            p("path", ParamKind::Path, true),
+            p("count", ParamKind::Integer, false),
+        ],
+        steps: vec![
+            StepSpec {
+                words: vec![lit("git"), lit("add"), lit("--"), param("path")],
+                captures: None,
+            },
+            StepSpec {
+                words: vec![lit("git"), lit("rev-parse"), lit("HEAD")],
+                captures: Some("out_2".into()),
+            },
+            StepSpec {
+                words: vec![
+                    lit("git"),
+                    lit("log"),
+                    vec![Piece::Literal("-n".into()), Piece::Param("count".into())],
+                    vec![Piece::Internal("out_2".into())],
+                ],
+                captures: None,
+            },
+        ],
+        trigger_step: None,
+        trigger: None,
+        output: OutputKind::Text,
+        output_schema: None,
+        language: Language::Sh,
+        sandbox: ToolSpec::default_profile(None),
+        requires: vec!["git".into()],
+        occurrences: Vec::new(),
+        request: None,
+        examples: Vec::new(),
+        median_ms: None,
+    };
+    if recovery {
+        spec.origin = Origin::ErrorRecovery;
+        spec.trigger_step = Some(StepSpec {
+            words: vec![lit("make"), lit("check"), param("path")],
+            captures: None,
+        });
+        spec.trigger = Some(TriggerSpec {
+            error_template: "error: <*> is out of date (run 'make deps')".into(),
+        });
+    }
+    for (session, path, count) in [
+        ("s1", "src/a.rs src/it's b.rs", "3"),
+        ("s2", "README.md", "10"),
+    ] {
+        let params: BTreeMap<String, String> = [
+            ("path".to_owned(), path.to_owned()),
+            ("count".to_owned(), count.to_owned()),
+        ]
+        .into_iter()
+        .collect();
+        let commands = spec.dry_run_lines(&params);
+        spec.occurrences.push(Occurrence {
+            evidence: Evidence {
+                session: session.into(),
+                first_seq: 1,
+                last_seq: 3,
+            },
+            params,
+            commands,
+        });
+    }
+    spec
+}
+
+#[test]
+fn template_variants_pass_their_own_tests_in_the_sandbox() {
+    use toolsmith::validate::run::Validator;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut validator =
+        Validator::with_default_policy(dir.path().join("scratch")).expect("default policy");
+    validator.helper = Some(env!("CARGO_BIN_EXE_toolsmith").into());
+    for recovery in [false, true] {
+        let spec = variant_spec(recovery);
+        let files = toolsmith::generate::template::generate(&spec, semver::Version::new(1, 0, 0))
+            .expect("template");
+        let tool = dir.path().join(format!("tool-{recovery}"));
+        std::fs::create_dir_all(tool.join("tests")).expect("mkdir");
+        for (name, content) in &files {
+            std::fs::write(tool.join(name), content).expect("write");
+        }
+        let outcome = validator.validate(&tool, &files);
+        assert!(
+            outcome.passed(),
+            "recovery {recovery}: {:#?}\n{}",
+            outcome.checks,
+            files["run.sh"]
+        );
+        // Every static check passed without a word to say (shellcheck too, when installed).
+        for c in outcome.checks.iter().filter(|c| c.layer == "static") {
+            assert!(c.details.is_empty(), "{c:#?}\n{}", files["run.sh"]);
+        }
+        let cases = &files["tests/cases.json"];
+        assert!(
+            cases.contains(r#"git add -- src/a.rs 'src/it'\\''s' b.rs"#),
+            "{cases}"
+        );
+        assert!(cases.contains("git log -n3 '<out_2>'"), "{cases}");
+    }
+}
