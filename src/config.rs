@@ -225,6 +225,9 @@ pub struct GenerateSettings {
     pub max_attempts: Setting<u32>,
     /// Most new candidates one generation pass makes from mined patterns.
     pub max_per_run: Setting<u32>,
+    /// The policy file validation and the sandbox follow (`None`: the built-in
+    /// `policies/default.toml`).
+    pub policy: Setting<Option<PathBuf>>,
 }
 
 /// The language model (`[llm]`). The API key is never in the file: it comes from the
@@ -360,6 +363,17 @@ impl Config {
             int("generate.min_score", &self.generate.min_score),
             int("generate.max_attempts", &self.generate.max_attempts),
             int("generate.max_per_run", &self.generate.max_per_run),
+            (
+                "generate.policy",
+                toml::Value::String(
+                    self.generate
+                        .policy
+                        .value
+                        .as_deref()
+                        .map_or_else(String::new, |p| p.display().to_string()),
+                ),
+                &self.generate.policy.origin,
+            ),
             (
                 "llm.provider",
                 toml::Value::String(self.llm.provider.value.clone()),
@@ -578,6 +592,7 @@ struct RawGenerate {
     min_score: Option<Spanned<u32>>,
     max_attempts: Option<Spanned<u32>>,
     max_per_run: Option<Spanned<u32>>,
+    policy: Option<Spanned<PathBuf>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -837,6 +852,9 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
             ),
         ));
     }
+    if let Some(policy) = &g.policy {
+        check_policy(path, text, policy)?;
+    }
     let l = &raw.llm;
     let llm_ranges = [
         (&l.timeout_s, "llm.timeout_s", 1, 3600),
@@ -981,6 +999,37 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
     Ok(())
 }
 
+/// `generate.policy`: an absolute path to a policy file that exists and whose `[validate]` and
+/// `[sandbox]` tables are usable.
+fn check_policy(path: &Path, text: &str, policy: &Spanned<PathBuf>) -> Result<(), ConfigError> {
+    let file = policy.get_ref();
+    let fail = |message: String| invalid(path, text, policy, "generate.policy", message);
+    if !file.is_absolute() {
+        return Err(fail(format!(
+            "`{}` is a relative path: write the absolute path of a policy file",
+            file.display()
+        )));
+    }
+    let policy_text = std::fs::read_to_string(file).map_err(|e| {
+        fail(format!(
+            "cannot read the policy file `{}`: {e}; write the path of an existing policy file \
+             (policies/default.toml in the source shows the format), or remove the key to use \
+             the built-in policy",
+            file.display()
+        ))
+    })?;
+    let name = file.display().to_string();
+    let usable = crate::validate::policy::CodePolicy::from_toml(&policy_text, &name)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+        .and_then(|()| {
+            crate::sandbox::SandboxPolicy::from_toml(&policy_text, &name)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+    usable.map_err(|e| fail(format!("the policy file is not usable: {e}")))
+}
+
 fn resolve(
     request: &ConfigRequest,
     env: &dyn Env,
@@ -1040,6 +1089,13 @@ fn resolve(
         min_score: pick(&g.min_score, 40, &from_file),
         max_attempts: pick(&g.max_attempts, 3, &from_file),
         max_per_run: pick(&g.max_per_run, 10, &from_file),
+        policy: match &g.policy {
+            Some(v) => Setting {
+                value: Some(v.get_ref().clone()),
+                origin: from_file(v.span()),
+            },
+            None => Setting::default(None),
+        },
     };
     let l = &raw.llm;
     let provider = pick(&l.provider, "openai".to_owned(), &from_file);
@@ -1257,6 +1313,11 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 
 # Attempts a model gets to pass validation, each told what failed before.
 # max_attempts = 3
+
+# The policy file validation and the sandbox follow: capability domains, forbidden commands and
+# imports ([validate]), required sandbox layers and maximum limits ([sandbox]). It must exist and
+# parse. Default: the built-in policies/default.toml.
+# policy = "/etc/toolsmith/policy.toml"
 
 [llm]
 # The API spoken: "openai" (OpenAI, Ollama, vLLM, llama.cpp server) or "anthropic".
@@ -1515,6 +1576,51 @@ mod tests {
             let err = load_text(text).expect_err(text).to_string();
             assert!(err.contains(expect), "{text}: {err}");
             assert!(err.contains("config.toml:"), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn generate_policy_names_a_policy_file_that_exists_and_parses() {
+        let defaults = load_text("").expect("defaults");
+        assert_eq!(defaults.generate.policy.value, None);
+        assert!(
+            defaults
+                .entries()
+                .iter()
+                .any(|(k, v, o)| *k == "generate.policy"
+                    && v.as_str() == Some("")
+                    && **o == Origin::Default)
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let good = dir.path().join("policy.toml");
+        std::fs::write(&good, crate::validate::run::DEFAULT_POLICY).expect("write");
+        let config = load_text(&format!(
+            "[generate]\nmin_score = 50\npolicy = \"{}\"\n",
+            good.display()
+        ))
+        .expect("valid");
+        assert_eq!(
+            config.generate.policy.value.as_deref(),
+            Some(good.as_path())
+        );
+        assert!(matches!(
+            config.generate.policy.origin,
+            Origin::File { line: 3, .. }
+        ));
+        let broken = dir.path().join("broken.toml");
+        std::fs::write(&broken, "[sandbox]\nrequire = [\"magic\"]\n").expect("write");
+        let missing = dir.path().join("missing.toml");
+        for (file, expect) in [
+            (missing.display().to_string(), "cannot read the policy file"),
+            (broken.display().to_string(), "not usable"),
+            ("relative.toml".to_owned(), "relative path"),
+        ] {
+            let err = load_text(&format!("[generate]\n\npolicy = \"{file}\"\n"))
+                .expect_err(&file)
+                .to_string();
+            assert!(err.contains(expect), "{file}: {err}");
+            assert!(err.contains("config.toml:3:"), "{file}: {err}");
+            assert!(err.contains("generate.policy"), "{file}: {err}");
         }
     }
 

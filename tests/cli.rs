@@ -67,6 +67,7 @@ fn config_show_prints_values_and_their_origins() {
     min_score = 40  # default
     max_attempts = 3  # default
     max_per_run = 10  # default
+    policy = ""  # default
 
     [llm]
     provider = "openai"  # default

@@ -23,7 +23,8 @@ fn call(session: &str, seq: u64, command: &str, ms: u64) -> String {
     .to_string()
 }
 
-/// Four sessions building then testing one package (the package varies), with a
+/// Four sessions building then testing one package (the package varies; `make`, which the
+/// sandbox's PATH has, as `runtime.requires` is checked there), with a
 /// `git status` in between once; what comes before varies, so the pair is a habit of its own.
 fn habit_log(dir: &Path) -> PathBuf {
     let mut lines = Vec::new();
@@ -39,11 +40,11 @@ fn habit_log(dir: &Path) -> PathBuf {
         } else {
             "git fetch origin"
         });
-        push(&format!("cargo build -p {package}"));
+        push(&format!("make build -C {package}"));
         if i == 1 {
             push("git status");
         }
-        push(&format!("cargo test -p {package} --lib"));
+        push(&format!("make test -C {package}"));
     }
     let path = dir.join("agent.jsonl");
     std::fs::write(&path, lines.join("\n") + "\n").expect("write log");
@@ -105,8 +106,7 @@ fn build_test_pattern(patterns: &[Value]) -> Value {
     patterns
         .iter()
         .find(|p| {
-            p["steps"][0] == "cargo build -p <package>"
-                && p["steps"].as_array().map(Vec::len) == Some(2)
+            p["steps"][0] == "make build -C <dir>" && p["steps"].as_array().map(Vec::len) == Some(2)
         })
         .cloned()
         .unwrap_or_else(|| panic!("no build → test pattern in {patterns:#?}"))
@@ -128,7 +128,7 @@ fn a_mined_pattern_becomes_a_candidate_whose_derived_tests_pass_in_the_sandbox()
     let report = json_of(out.get_output());
     let made = &report["candidates"][0];
     assert_eq!(made["state"], "awaiting-review", "{report:#}");
-    assert_eq!(made["tool"], "cargo-build-test", "{report:#}");
+    assert_eq!(made["tool"], "make-build-test", "{report:#}");
     assert_eq!(made["version"], "1.0.0");
     assert_eq!(made["generator"], "template/sh@1");
     let id = made["id"].as_str().expect("id").to_owned();
@@ -149,7 +149,8 @@ fn a_mined_pattern_becomes_a_candidate_whose_derived_tests_pass_in_the_sandbox()
     assert!(
         first("manifest") < first("static")
             && first("static") < first("policy")
-            && first("policy") < first("tests"),
+            && first("policy") < first("requires")
+            && first("requires") < first("tests"),
         "layers out of order: {layers:?}"
     );
     assert!(
@@ -160,7 +161,7 @@ fn a_mined_pattern_becomes_a_candidate_whose_derived_tests_pass_in_the_sandbox()
             .any(|c| c["name"] == "sh -n run.sh" && c["passed"] == true),
         "{diagnostics:#}"
     );
-    // One dry-run case per occurrence (four sessions), --help, a missing --package, an
+    // One dry-run case per occurrence (four sessions), --help, a missing --dir, an
     // unknown option: all passed in the sandbox.
     let tests: Vec<&Value> = diagnostics["checks"]
         .as_array()
@@ -172,7 +173,7 @@ fn a_mined_pattern_becomes_a_candidate_whose_derived_tests_pass_in_the_sandbox()
     assert!(tests.iter().all(|t| t["passed"] == true));
     let files = &attempt["files"];
     let cases = files["tests/cases.json"].as_str().expect("cases");
-    assert!(cases.contains("cargo build -p web"), "{cases}");
+    assert!(cases.contains("make build -C web"), "{cases}");
     let manifest = files["tool.yaml"].as_str().expect("manifest");
     assert!(manifest.contains("validation:"), "{manifest}");
     assert!(manifest.contains("digest: sha256:"), "{manifest}");
@@ -183,7 +184,7 @@ fn a_mined_pattern_becomes_a_candidate_whose_derived_tests_pass_in_the_sandbox()
             .as_str()
             .is_some_and(|r| r.contains("## Usage"))
     );
-    assert_eq!(shown["spec"]["params"][0]["name"], "package");
+    assert_eq!(shown["spec"]["params"][0]["name"], "dir");
 
     // The pattern is now proposed: another pass does not make it again, nor does --pattern.
     let out = env
@@ -231,6 +232,29 @@ fn a_mined_pattern_becomes_a_candidate_whose_derived_tests_pass_in_the_sandbox()
     );
     env.cli().args(["show", "c-000000000000"]).assert().code(1);
 
+    // A request whose commands are the pattern's (the same canonical keys, other values) does
+    // what that candidate does: a new version of it, not a second tool.
+    let out = env
+        .cli()
+        .args([
+            "--json",
+            "new",
+            "Build one directory, then run its tests",
+            "--example",
+            "make build -C api",
+            "--example",
+            "make test -C api",
+        ])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let same = json_of(out.get_output());
+    assert_eq!(same["candidates"][0]["tool"], "make-build-test", "{same:#}");
+    assert_eq!(same["candidates"][0]["version"], "1.1.0", "{same:#}");
+    let spec = &show(&env, same["candidates"][0]["id"].as_str().expect("id"))["spec"];
+    assert_eq!(spec["keys"], shown["spec"]["keys"], "{spec:#}");
+    assert_eq!(spec["keys"].as_array().map(Vec::len), Some(2), "{spec:#}");
+
     // A pass over everything pending makes the other patterns above the threshold.
     let out = env
         .cli()
@@ -244,7 +268,7 @@ fn a_mined_pattern_becomes_a_candidate_whose_derived_tests_pass_in_the_sandbox()
             c["state"] == "awaiting-review" || c["state"] == "failed",
             "{c:#}"
         );
-        assert_ne!(c["tool"], "cargo-build-test", "one tool per name: {pass:#}");
+        assert_ne!(c["tool"], "make-build-test", "one tool per name: {pass:#}");
     }
 }
 
@@ -258,9 +282,9 @@ fn requests_are_written_offline_from_examples_and_say_when_they_need_a_model() {
             "new",
             "Run the library tests of one package",
             "--example",
-            "cargo test -p core --lib",
+            "make test -C core",
             "--example",
-            "cargo test -p cli --lib",
+            "make test -C cli",
         ])
         .timeout(Duration::from_secs(60))
         .assert()
@@ -271,7 +295,7 @@ fn requests_are_written_offline_from_examples_and_say_when_they_need_a_model() {
     let name = made["tool"].as_str().expect("tool").to_owned();
     let shown = show(&env, made["id"].as_str().expect("id"));
     assert_eq!(shown["spec"]["origin"], "request");
-    assert_eq!(shown["spec"]["params"][0]["name"], "package", "{shown:#}");
+    assert_eq!(shown["spec"]["params"][0]["name"], "dir", "{shown:#}");
 
     // The same request again: a new version of the same tool, not a second tool.
     let out = env
@@ -281,9 +305,9 @@ fn requests_are_written_offline_from_examples_and_say_when_they_need_a_model() {
             "new",
             "run the library tests of one  package",
             "--example",
-            "cargo test -p core --lib",
+            "make test -C core",
             "--example",
-            "cargo test -p web --lib",
+            "make test -C web",
         ])
         .timeout(Duration::from_secs(60))
         .assert()
@@ -304,6 +328,74 @@ fn requests_are_written_offline_from_examples_and_say_when_they_need_a_model() {
         "{err}"
     );
     assert_eq!(candidates(&env).len(), 2, "no candidate was made");
+}
+
+#[test]
+fn the_policy_file_of_generate_policy_rules_validation_and_the_sandbox() {
+    let env = TestEnv::new();
+    let default = toolsmith::validate::run::DEFAULT_POLICY;
+    let at = default.find("[[validate.rule]]").expect("a rule");
+    let text = format!(
+        "{}[[validate.rule]]\nid = \"local.no-make\"\nlanguage = \"sh\"\n\
+         pattern = '\\bmake\\b'\nreason = \"make is not used on this host\"\n\n{}",
+        &default[..at],
+        default[at..].replace("wall_s = 600", "wall_s = 30")
+    );
+    let policy = env.path().join("policy.toml");
+    std::fs::write(&policy, &text).expect("write policy");
+    let config = env.write_config(&format!("[generate]\npolicy = \"{}\"\n", policy.display()));
+
+    // Both halves come from the file.
+    let validator =
+        toolsmith::validate::run::Validator::from_file(&policy, env.path().join("scratch"))
+            .expect("policy");
+    assert_eq!(validator.sandbox_policy.file, policy.display().to_string());
+    assert_eq!(validator.sandbox_policy.max.wall_s, 30);
+    assert!(
+        validator
+            .code_policy
+            .rules()
+            .iter()
+            .any(|r| r.id == "local.no-make")
+    );
+
+    // Generation follows it: the rule rejects what the built-in policy lets through.
+    let out = env
+        .cli()
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "--json",
+            "new",
+            "Run the tests in one directory",
+            "--example",
+            "make test -C core",
+            "--example",
+            "make test -C cli",
+        ])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(1);
+    let err = stderr_of(out.get_output());
+    assert!(err.contains("[policy] local.no-make"), "{err}");
+    let listed = candidates(&env);
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    assert_eq!(listed[0]["state"], "failed", "{listed:#?}");
+
+    // A policy file that is not there is refused with the config's line.
+    let missing = env.write_config("[generate]\npolicy = \"/nonexistent/policy.toml\"\n");
+    let out = env
+        .cli()
+        .arg("--config")
+        .arg(&missing)
+        .args(["config", "show"])
+        .assert()
+        .failure();
+    let err = stderr_of(out.get_output());
+    assert!(
+        err.contains("config.toml:2:") && err.contains("generate.policy"),
+        "{err}"
+    );
 }
 
 /// A tool a model could write for "print a greeting": the calling convention, a dry run, tests.
@@ -670,7 +762,7 @@ fn a_restart_resumes_interrupted_candidates_or_fails_them_never_leaves_them_stuc
                 let mined = candidates::create(
                     conn,
                     &NewCandidate {
-                        tool: "cargo-build-test".into(),
+                        tool: "make-build-test".into(),
                         origin: "mined-sequence".into(),
                         pattern: Some(pid),
                         request: None,
@@ -819,10 +911,63 @@ fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
                 .collect();
             assert_eq!(
                 others,
-                ["manifest", "sh -n run.sh", "policy", "schema", "tests"]
+                [
+                    "manifest",
+                    "sh -n run.sh",
+                    "policy",
+                    "requires",
+                    "schema",
+                    "tests"
+                ]
             );
         }
     }
+    // A program the sandbox cannot find fails the tool before its tests, named, with what
+    // to do; it is looked up inside the sandbox, so a program only the host has (in a home
+    // directory) fails too.
+    let mut files = json_tool(false);
+    let manifest = files["tool.yaml"].replace(
+        "requires: [wc]",
+        "requires: [wc, toolsmith-no-such-program]",
+    );
+    files.insert("tool.yaml".into(), manifest);
+    let tool = dir.path().join("tool-requires");
+    std::fs::create_dir_all(tool.join("tests")).expect("mkdir");
+    for (name, content) in &files {
+        std::fs::write(tool.join(name), content).expect("write");
+    }
+    let outcome = validator.validate(&tool, &files);
+    assert!(!outcome.passed());
+    let requires = outcome
+        .checks
+        .iter()
+        .find(|c| c.layer == "requires")
+        .unwrap_or_else(|| panic!("no requires check: {:#?}", outcome.checks));
+    assert!(!requires.passed, "{requires:#?}");
+    assert_eq!(requires.details.len(), 1, "wc is found: {requires:#?}");
+    let detail = &requires.details[0];
+    assert!(
+        detail.contains("`toolsmith-no-such-program`")
+            && detail.contains("/usr/bin")
+            && detail.contains("install it")
+            && detail.contains("view does not include it"),
+        "{detail}"
+    );
+    assert!(
+        outcome
+            .checks
+            .iter()
+            .any(|c| c.layer == "tests" && c.name == "not run" && !c.passed),
+        "{:#?}",
+        outcome.checks
+    );
+    assert_eq!(outcome.tests.passed + outcome.tests.failed, 0);
+    assert!(
+        outcome.summary().contains("[requires] runtime.requires"),
+        "{}",
+        outcome.summary()
+    );
+
     // Nothing was left in the scratch area.
     let left: Vec<_> = std::fs::read_dir(dir.path().join("scratch"))
         .expect("scratch")
@@ -888,6 +1033,7 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
         request: None,
         examples: Vec::new(),
         median_ms: None,
+        keys: Vec::new(),
     };
     if recovery {
         spec.origin = Origin::ErrorRecovery;
@@ -956,5 +1102,119 @@ fn template_variants_pass_their_own_tests_in_the_sandbox() {
             "{cases}"
         );
         assert!(cases.contains("git log -n3 '<out_2>'"), "{cases}");
+    }
+}
+
+#[test]
+fn pure_text_transformations_become_python_tools_that_pass_in_the_sandbox() {
+    use toolsmith::generate::spec::ToolSpec;
+    use toolsmith::registry::manifest::Language;
+    use toolsmith::validate::cases::{Case, Cases, Expect};
+    use toolsmith::validate::run::Validator;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut validator =
+        Validator::with_default_policy(dir.path().join("scratch")).expect("default policy");
+    validator.helper = Some(env!("CARGO_BIN_EXE_toolsmith").into());
+    let count = ToolSpec::from_request(
+        "Count the error lines of a log",
+        &[
+            "grep -c error app.log".to_owned(),
+            "grep -c error web.log".to_owned(),
+        ],
+        &|_| false,
+    )
+    .expect("spec");
+    let unique = ToolSpec::from_request(
+        "Sort lines and drop repeats",
+        &["sort -u".to_owned(), "tr -d x".to_owned()],
+        &|_| false,
+    )
+    .expect("spec");
+    // Not a pure transformation: stays POSIX sh.
+    let mixed = ToolSpec::from_request(
+        "Count then commit",
+        &[
+            "grep -c error app.log".to_owned(),
+            "git commit -a".to_owned(),
+        ],
+        &|_| false,
+    )
+    .expect("spec");
+    assert_eq!(mixed.language, Language::Sh);
+    for (spec, real) in [(count, false), (unique, true)] {
+        assert_eq!(spec.language, Language::Python, "{spec:#?}");
+        assert!(spec.requires.iter().any(|r| r == "python3"));
+        let mut files =
+            toolsmith::generate::template::generate(&spec, semver::Version::new(1, 0, 0))
+                .expect("template");
+        assert!(files.contains_key("run.py") && !files.contains_key("run.sh"));
+        assert!(
+            files["tool.yaml"].contains("template/py@1"),
+            "{}",
+            files["tool.yaml"]
+        );
+        if real {
+            // A real run in the sandbox: stdin through both filters, in order.
+            let mut cases = Cases::parse(&files["tests/cases.json"], "cases").expect("cases");
+            cases.cases.push(Case {
+                name: "sorts and drops x".into(),
+                params: None,
+                args: Some(Vec::new()),
+                dry_run: false,
+                stdin: Some("b\na\nb\n".into()),
+                expect: Expect {
+                    exit_code: Some(0),
+                    stdout: Some("a\nb\n".into()),
+                    ..Expect::default()
+                },
+            });
+            files.insert("tests/cases.json".into(), cases.to_json());
+        } else {
+            // A value the dry run must quote as the shell template does.
+            let mut cases = Cases::parse(&files["tests/cases.json"], "cases").expect("cases");
+            let name = spec.params[0].name.clone();
+            let mut params = serde_json::Map::new();
+            params.insert(name, json!("it's a.log"));
+            cases.cases.push(Case {
+                name: "quotes a value".into(),
+                params: Some(params),
+                args: None,
+                dry_run: true,
+                stdin: None,
+                expect: Expect {
+                    exit_code: Some(0),
+                    stdout: Some("grep -c error 'it'\\''s a.log'\n".into()),
+                    ..Expect::default()
+                },
+            });
+            files.insert("tests/cases.json".into(), cases.to_json());
+        }
+        let tool = dir.path().join(&spec.name);
+        std::fs::create_dir_all(tool.join("tests")).expect("mkdir");
+        for (name, content) in &files {
+            std::fs::write(tool.join(name), content).expect("write");
+        }
+        let outcome = validator.validate(&tool, &files);
+        assert!(
+            outcome.passed(),
+            "{}: {:#?}\n{}",
+            spec.name,
+            outcome.checks,
+            files["run.py"]
+        );
+        let v = outcome.validation.expect("validation");
+        assert!(
+            v.checks.iter().any(|c| c == "py_compile run.py"),
+            "{:?}",
+            v.checks
+        );
+        assert!(v.checks.iter().any(|c| c == "requires"), "{:?}", v.checks);
+        // The dry run of each occurrence, --help, an unknown option (and a missing --path).
+        assert!(
+            v.tests.passed >= 4 && v.tests.failed == 0,
+            "{:?}\n{}",
+            v.tests,
+            files["tests/cases.json"]
+        );
     }
 }

@@ -12,7 +12,9 @@
 //! - the **occurrences** the derived tests replay, rendered the way the dry run prints them;
 //! - the **sandbox profile**: limits from the median duration, the workspace read-only when
 //!   every step only looks, writable otherwise;
-//! - the host programs it **requires**.
+//! - the host programs it **requires**;
+//! - the **language**: Python when every step is a pure text filter
+//!   ([`super::template_py::fits`]), POSIX sh otherwise.
 
 use serde_json::json;
 
@@ -283,6 +285,17 @@ fn reads_only(step: &StepSpec) -> bool {
         })
 }
 
+/// The steps' canonical keys, in order; none when a step has none (a key missing would make
+/// different tools look alike).
+fn canonical_keys<'a>(steps: impl Iterator<Item = &'a pattern::Step>) -> Vec<String> {
+    let keys: Vec<String> = steps.map(|s| s.key.clone()).collect();
+    if keys.iter().any(String::is_empty) {
+        Vec::new()
+    } else {
+        keys
+    }
+}
+
 /// What both builders share: the mined parts of a spec.
 struct Parts<'a> {
     origin: Origin,
@@ -341,6 +354,13 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
             requires.push(program.to_owned());
         }
     }
+    // A pure text transformation is written in Python, which needs its interpreter.
+    let language = if super::template_py::fits(&parts.steps, parts.trigger_step.as_ref()) {
+        requires.push("python3".to_owned());
+        Language::Python
+    } else {
+        Language::Sh
+    };
     let mut sandbox = ToolSpec::default_profile(parts.median_ms);
     if parts
         .steps
@@ -362,13 +382,14 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
         trigger: None,
         output: OutputKind::Text,
         output_schema: None,
-        language: Language::Sh,
+        language,
         sandbox,
         requires,
         occurrences: Vec::new(),
         request: None,
         examples: Vec::new(),
         median_ms: parts.median_ms,
+        keys: Vec::new(),
     };
     // The commands are rendered again rather than taken from the log: a dry run quotes each
     // word as a whole and cannot know what an earlier step would have printed.
@@ -477,6 +498,18 @@ impl ToolSpec {
         );
         spec.pattern = Some(pattern.id.clone());
         spec.support = Some(pattern.support);
+        spec.keys = canonical_keys(
+            pattern
+                .trigger
+                .iter()
+                .map(|t| &t.step)
+                .chain(&pattern.steps),
+        );
+        if pattern.trigger.is_some()
+            && let Some(first) = spec.keys.first_mut()
+        {
+            first.insert_str(0, "on-failure:");
+        }
         spec.trigger = pattern.trigger.as_ref().map(|t| TriggerSpec {
             error_template: t.error_template.clone(),
         });
@@ -577,7 +610,8 @@ impl ToolSpec {
                 fail("the examples could not be read as commands; check their quoting".into())
             })?;
             let steps: Vec<StepSpec> = aligned.steps.iter().map(convert_step).collect();
-            build(
+            let keys = canonical_keys(aligned.steps.iter());
+            let mut spec = build(
                 Parts {
                     origin: Origin::Request,
                     steps,
@@ -588,7 +622,9 @@ impl ToolSpec {
                 },
                 name,
                 description,
-            )
+            );
+            spec.keys = keys;
+            spec
         };
         spec.request = Some(text);
         spec.examples = examples.to_vec();
@@ -799,6 +835,62 @@ mod tests {
             let err = ToolSpec::from_request(text, &examples, &|_| false).expect_err(text);
             assert!(err.to_string().contains(expect), "{err}");
         }
+    }
+
+    #[test]
+    fn specs_carry_the_canonical_keys_of_their_commands() {
+        let mut p = sequence();
+        // A step without a key: no keys at all, rather than a partial match.
+        assert!(
+            ToolSpec::from_pattern(&p, &|_| false)
+                .expect("spec")
+                .keys
+                .is_empty()
+        );
+        for (i, s) in p.steps.iter_mut().enumerate() {
+            s.key = format!("key-{i}");
+        }
+        let spec = ToolSpec::from_pattern(&p, &|_| false).expect("spec");
+        assert_eq!(spec.keys, ["key-0", "key-1", "key-2"]);
+        assert!(spec.same_keys(&spec.keys.clone()));
+        assert!(!spec.same_keys(&["key-0".to_owned()]));
+        // A request's examples give the keys the tokenizer gives the same commands; the values
+        // do not matter.
+        let one = ToolSpec::from_request(
+            "build and test",
+            &["make build -C core".into(), "make test -C core".into()],
+            &|_| false,
+        )
+        .expect("spec");
+        let other = ToolSpec::from_request(
+            "something else",
+            &["make build -C web".into(), "make test -C web".into()],
+            &|_| false,
+        )
+        .expect("spec");
+        assert_eq!(one.keys.len(), 2, "{:?}", one.keys);
+        assert!(
+            one.same_keys(&other.keys),
+            "{:?} {:?}",
+            one.keys,
+            other.keys
+        );
+        let without = ToolSpec::from_request("list stale branches", &[], &|_| false).expect("spec");
+        assert!(without.keys.is_empty() && !without.same_keys(&[]));
+        // A recovery is not the sequence of its commands.
+        p.kind = PatternKind::Recovery;
+        p.trigger = Some(Trigger {
+            step: Step {
+                key: "key-t".into(),
+                ..step(vec![lit("make"), lit("check")])
+            },
+            error_template: "E <*>".into(),
+        });
+        let recovery = ToolSpec::from_pattern(&p, &|_| false).expect("spec");
+        assert_eq!(
+            recovery.keys,
+            ["on-failure:key-t", "key-0", "key-1", "key-2"]
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! - [`llm`]: model clients (OpenAI-compatible and Anthropic), retries, cache and budget.
 //! - [`spec`]: `ToolSpec`, what a tool must do;
 //! - [`template`]: the offline generator (POSIX sh) and the tests derived from evidence;
+//! - [`template_py`]: the offline Python generator, for pure text transformations;
 //! - [`prompt`]: prompts per origin and the repair turn;
 //! - [`staging`]: each attempt's files and diagnostics, kept;
 //! - [`contract`]: the file-block format a model must answer in, read strictly.
@@ -19,3 +20,4 @@ pub mod prompt;
 pub mod spec;
 pub mod staging;
 pub mod template;
+pub mod template_py;

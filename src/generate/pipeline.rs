@@ -17,7 +17,8 @@
 //!   and the candidate's reason says so; a request without steps fails with the model's error.
 //! - Every attempt's files, the model's raw reply and the diagnostics stay in staging.
 //! - A candidate that does what an existing tool (a registered one, or another candidate) does —
-//!   the same pattern, or the same request — becomes that tool's next version, not a second
+//!   the same pattern, the same request, or commands with the same canonical keys as an
+//!   approved or awaiting-review candidate's — becomes that tool's next version, not a second
 //!   tool.
 //! - A stage that is interrupted (the daemon stops, the process dies) leaves the candidate
 //!   `generating` or `validating`; [`Generator::recover`] puts it back to `proposed`, and the
@@ -119,12 +120,16 @@ pub fn llm_client(
     LlmClient::new(settings).map_err(|e| e.to_string())
 }
 
-/// A generator as `config` describes it: its backend and model, the built-in policy, scratch
+/// A generator as `config` describes it: its backend and model, the policy of
+/// `generate.policy` (else the built-in one) for validation and the sandbox, scratch
 /// workspaces under `<state>/scratch`, candidates compared with the registry's tools. A model
 /// that cannot be set up is not an error here: the generator says why when it falls back.
 pub fn configured(config: &Config, store: Store) -> Result<Generator, ValidatorError> {
     let state = config.paths.state.value.clone();
-    let validator = Validator::with_default_policy(state.join("scratch"))?;
+    let validator = match &config.generate.policy.value {
+        Some(policy) => Validator::from_file(policy, state.join("scratch"))?,
+        None => Validator::with_default_policy(state.join("scratch"))?,
+    };
     let settings = Settings::from_config(&config.generate);
     let llm_wanted = settings.backend == Backend::Llm;
     let mut generator = Generator::new(store.clone(), state, settings, validator)
@@ -249,6 +254,9 @@ struct Known {
     pattern: Option<String>,
     request: Option<String>,
     description: String,
+    /// The canonical keys of its commands, for an approved or awaiting-review candidate (what
+    /// it does is known to work).
+    keys: Vec<String>,
 }
 
 /// The generation loop. Cheap to share behind an `Arc`; one run at a time.
@@ -479,10 +487,14 @@ impl Generator {
             .into_iter()
             .map(|c| {
                 let given_up = matches!(c.state, State::Failed | State::Rejected);
-                let description = Staging::new(&self.state_dir, &c.id)
-                    .spec()
-                    .map(|s| s.description)
+                let spec = Staging::new(&self.state_dir, &c.id).spec();
+                let works = matches!(c.state, State::Approved | State::AwaitingReview);
+                let keys = spec
+                    .as_ref()
+                    .filter(|_| works)
+                    .map(|s| s.keys.clone())
                     .unwrap_or_default();
+                let description = spec.map(|s| s.description).unwrap_or_default();
                 Known {
                     version: c
                         .version
@@ -493,6 +505,7 @@ impl Generator {
                     pattern: c.pattern,
                     request: c.request,
                     description,
+                    keys,
                 }
             })
             .collect();
@@ -507,6 +520,7 @@ impl Generator {
                         pattern: m.provenance.pattern,
                         request: None,
                         description: m.description,
+                        keys: Vec::new(),
                     }),
                     Err(e) => tracing::warn!("registry tool not read: {e}"),
                 }
@@ -515,8 +529,9 @@ impl Generator {
         Ok(known)
     }
 
-    /// The name and version for a spec: an existing tool doing the same (same pattern or same
-    /// request) gets its next version; otherwise a name no other tool has, version 1.0.0.
+    /// The name and version for a spec: an existing tool doing the same (same pattern, same
+    /// request, or the same canonical keys as a working candidate) gets its next version;
+    /// otherwise a name no other tool has, version 1.0.0.
     fn name_and_version(
         spec_name: &str,
         same: impl Fn(&Known) -> bool,
@@ -556,7 +571,7 @@ impl Generator {
         let mut spec = ToolSpec::from_pattern(p, &|n| known.iter().any(|k| k.name == n))?;
         let (name, version) = Self::name_and_version(
             &spec.name,
-            |k| k.pattern.as_deref() == Some(p.id.as_str()),
+            |k| k.pattern.as_deref() == Some(p.id.as_str()) || spec.same_keys(&k.keys),
             &known,
         );
         spec.name = name;
@@ -599,7 +614,7 @@ impl Generator {
         }
         let (name, version) = Self::name_and_version(
             &spec.name,
-            |k| k.request.as_deref().is_some_and(|r| same_text(r, text)),
+            |k| k.request.as_deref().is_some_and(|r| same_text(r, text)) || spec.same_keys(&k.keys),
             &known,
         );
         spec.name = name;
@@ -746,7 +761,7 @@ impl Generator {
             }
         };
         let (outcome, attempt) = self
-            .attempt(c, staging, files, template::GENERATOR, version)
+            .attempt(c, staging, files, template::generator_of(spec), version)
             .await?;
         if outcome.passed() {
             self.accept(c, staging, attempt, &outcome, note).await

@@ -245,9 +245,19 @@ pub struct ToolSpec {
     pub examples: Vec<String>,
     /// Median duration of one occurrence, when known.
     pub median_ms: Option<u64>,
+    /// The canonical keys of its commands (values abstracted), in order: a recovery's failing
+    /// command first (marked `on-failure:`, as a recovery is not the sequence of its
+    /// commands), then the steps. Two specs with the same keys do the same thing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
 }
 
 impl ToolSpec {
+    /// Whether this spec does what `other` does: both have canonical keys, and the same.
+    pub fn same_keys(&self, other: &[String]) -> bool {
+        !self.keys.is_empty() && self.keys == other
+    }
+
     /// The JSON Schema of the parameters.
     pub fn params_schema(&self) -> Value {
         let mut properties = Map::new();

@@ -25,6 +25,23 @@ use crate::validate::cases::{Case, Cases, Expect};
 /// The generator's name, recorded in provenance.
 pub const GENERATOR: &str = "template/sh@1";
 
+/// The generator writing `spec`'s tool: [`GENERATOR`] for POSIX sh, `template/py@1`
+/// ([`super::template_py`]) for a Python data transformation.
+pub fn generator_of(spec: &ToolSpec) -> &'static str {
+    match spec.language {
+        Language::Sh => GENERATOR,
+        Language::Python => super::template_py::GENERATOR,
+    }
+}
+
+/// The entry point of `spec`'s tool.
+fn entry_of(spec: &ToolSpec) -> &'static str {
+    match spec.language {
+        Language::Sh => "run.sh",
+        Language::Python => "run.py",
+    }
+}
+
 /// Occurrences turned into dry-run tests, at most.
 pub const MAX_OCCURRENCE_CASES: usize = 12;
 
@@ -118,7 +135,7 @@ pub fn template_regex(template: &str) -> String {
 }
 
 fn usage(spec: &ToolSpec) -> String {
-    let mut synopsis = String::from("Usage: run.sh");
+    let mut synopsis = format!("Usage: {}", entry_of(spec));
     for p in &spec.params {
         let opt = invoke::option_name(&p.name);
         let arg = if p.kind == ParamKind::Boolean {
@@ -555,7 +572,11 @@ pub fn readme(spec: &ToolSpec) -> String {
             let _ = writeln!(
                 text,
                 "    $ {}",
-                one_line(&format!("TOOLSMITH_DRY_RUN=1 run.sh {}", options.join(" ")))
+                one_line(&format!(
+                    "TOOLSMITH_DRY_RUN=1 {} {}",
+                    entry_of(spec),
+                    options.join(" ")
+                ))
             );
             for command in &occ.commands {
                 for line in command.lines() {
@@ -582,11 +603,12 @@ pub fn readme(spec: &ToolSpec) -> String {
     if let Some(n) = spec.support {
         let _ = write!(text, ", seen in {n} sessions");
     }
-    let _ = writeln!(text, ". Written by toolsmith ({GENERATOR}).");
+    let _ = writeln!(text, ". Written by toolsmith ({}).", generator_of(spec));
     text
 }
 
-/// Every file of a template tool: the manifest, `run.sh`, `tests/cases.json` and `README.md`.
+/// Every file of a template tool: the manifest, `run.sh` (`run.py` for a Python text
+/// transformation, by [`super::template_py`]), `tests/cases.json` and `README.md`.
 pub fn generate(
     spec: &ToolSpec,
     version: semver::Version,
@@ -600,9 +622,13 @@ pub fn generate(
                 .into(),
         });
     }
-    let manifest = spec.manifest(version, GENERATOR);
+    let manifest = spec.manifest(version, generator_of(spec));
     let mut files = BTreeMap::new();
-    files.insert("run.sh".to_owned(), run_sh(spec)?);
+    let code = match spec.language {
+        Language::Sh => run_sh(spec)?,
+        Language::Python => super::template_py::run_py(spec, &usage(spec))?,
+    };
+    files.insert(entry_of(spec).to_owned(), code);
     files.insert(
         crate::validate::cases::CASES_FILE.to_owned(),
         derived_cases(spec).to_json(),
@@ -704,6 +730,7 @@ pub(crate) mod tests_support {
             request: None,
             examples: vec![],
             median_ms: None,
+            keys: vec![],
         }
     }
 }

@@ -7,12 +7,15 @@
 //!    code, `ruff` when installed. These only read the code, yet they run in the sandbox too:
 //!    generated code and the tools that parse it never meet outside it.
 //! 3. **policy**: the code policy's capability domains and rules ([`super::policy`]).
-//! 4. **tests**: each case of `tests/cases.json`, run in the sandbox with the tool's profile,
+//! 4. **requires**: every program of `runtime.requires` is found on the sandbox's `PATH`,
+//!    looked up with `command -v` inside the sandbox (never on the host).
+//! 5. **tests**: each case of `tests/cases.json`, run in the sandbox with the tool's profile,
 //!    the tool's files read-only at `/tool` and an empty scratch workspace.
-//! 5. **schema**: for a JSON tool, the output of every real run that succeeded is JSON and
+//! 6. **schema**: for a JSON tool, the output of every real run that succeeded is JSON and
 //!    matches the manifest's output schema.
 //!
-//! Code that failed the static checks or the policy does not run. When everything passes,
+//! Code that failed the static checks or the policy, or that needs a program the sandbox
+//! lacks, does not run. When everything passes,
 //! the result is the manifest's `validation:` (the checks passed, the test counts, the total
 //! runtime, the peak memory and the files' digest).
 //!
@@ -45,6 +48,11 @@ const STATIC_WALL_S: u32 = 30;
 /// Directories of the sandbox's `PATH` that the host shares with it, where checkers are looked
 /// for.
 const CHECKER_DIRS: [&str; 4] = ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin"];
+
+/// The script that looks the required programs up in the sandbox: it prints the sandbox's
+/// `PATH`, then each program `command -v` does not find, one a line.
+const REQUIRES_SCRIPT: &str = "printf 'PATH=%s\\n' \"$PATH\"; for p do command -v \"$p\" >/dev/null 2>&1 || \
+     printf '%s\\n' \"$p\"; done";
 
 /// The variable a case's stdin travels in, to the wrapper that feeds it to the tool.
 const STDIN_VAR: &str = "TOOLSMITH_TEST_STDIN";
@@ -139,6 +147,17 @@ pub enum ValidatorError {
     /// The sandbox policy is unusable.
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::SandboxPolicyError),
+    /// The policy file could not be read.
+    #[error(
+        "cannot read the policy file {file}: {source}; fix generate.policy in the configuration, \
+         or remove it to use the built-in policy"
+    )]
+    Read {
+        /// The policy file.
+        file: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
 }
 
 fn check(layer: &str, name: &str, passed: bool, details: Vec<String>) -> CheckReport {
@@ -188,6 +207,17 @@ impl Validator {
             helper: None,
             scratch,
         })
+    }
+
+    /// A validator under the policy file at `path` (both its `[validate]` and its `[sandbox]`
+    /// tables), making scratch workspaces under `scratch`.
+    pub fn from_file(path: &Path, scratch: PathBuf) -> Result<Self, ValidatorError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ValidatorError::Read {
+            file: file.clone(),
+            source,
+        })?;
+        Validator::new(&text, &file, scratch)
     }
 
     /// A validator under the built-in policy.
@@ -249,6 +279,15 @@ impl Validator {
                         _ => "policy",
                     }
                 )],
+            ));
+            return outcome;
+        }
+        if !self.requires_layer(&manifest, tool_dir, &mut outcome.checks) {
+            outcome.checks.push(check(
+                "tests",
+                "not run",
+                false,
+                vec!["the tests do not run while a required program is missing".into()],
             ));
             return outcome;
         }
@@ -472,6 +511,80 @@ impl Validator {
             }
         }
         ok
+    }
+
+    /// Looks every program of `runtime.requires` up on the sandbox's `PATH`, inside the
+    /// sandbox: a tool calling a program its runs cannot find fails here, before its tests,
+    /// with the program named.
+    fn requires_layer(
+        &self,
+        manifest: &Manifest,
+        tool_dir: &Path,
+        checks: &mut Vec<CheckReport>,
+    ) -> bool {
+        let requires = &manifest.runtime.requires;
+        if requires.is_empty() {
+            checks.push(check("requires", "runtime.requires", true, Vec::new()));
+            return true;
+        }
+        let mut command = vec![
+            "/bin/sh".to_owned(),
+            "-c".to_owned(),
+            REQUIRES_SCRIPT.to_owned(),
+            "sh".to_owned(),
+        ];
+        command.extend(requires.iter().cloned());
+        let (code, output) = match self.run_checker(command, tool_dir) {
+            Ok(result) => result,
+            Err(e) => {
+                checks.push(check(
+                    "requires",
+                    "runtime.requires",
+                    false,
+                    vec![format!(
+                        "could not look the required programs up in the sandbox: {e}"
+                    )],
+                ));
+                return false;
+            }
+        };
+        let mut path = String::new();
+        let mut missing: Vec<&str> = Vec::new();
+        for line in output.lines() {
+            match line.strip_prefix("PATH=") {
+                Some(p) if path.is_empty() => path = p.to_owned(),
+                _ => missing.extend(requires.iter().map(String::as_str).find(|r| *r == line)),
+            }
+        }
+        if code != Some(0) || path.is_empty() {
+            checks.push(check(
+                "requires",
+                "runtime.requires",
+                false,
+                vec![format!(
+                    "the lookup of the required programs in the sandbox did not finish \
+                     ({}): {}",
+                    code.map_or_else(|| "killed".to_owned(), |c| format!("exit {c}")),
+                    output.lines().take(5).collect::<Vec<_>>().join("; ")
+                )],
+            ));
+            return false;
+        }
+        let details: Vec<String> = missing
+            .iter()
+            .map(|program| {
+                format!(
+                    "`{program}` (runtime.requires) is not found on the sandbox's PATH \
+                     ({path}): install it in one of those directories, or, if it is installed \
+                     elsewhere (a home directory, /opt), the policy's view does not include it \
+                     (the sandbox sees /usr, /bin, /sbin and /lib* only); else drop it from the \
+                     tool"
+                )
+            })
+            .collect();
+        let passed = details.is_empty();
+        checks.push(check("requires", "runtime.requires", passed, details));
+        passed
     }
 
     fn policy_layer(
