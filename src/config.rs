@@ -723,75 +723,45 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
             ),
         ));
     }
-    let ranges = [
-        (&d.max_connections, "daemon.max_connections", 1, 4096),
-        (&d.max_request_kib, "daemon.max_request_kib", 1, 65536),
-        (&d.shutdown_grace_s, "daemon.shutdown_grace_s", 0, 3600),
-    ];
-    for (value, key, min, max) in ranges {
-        if let Some(value) = value {
-            let v = *value.get_ref();
-            if !(min..=max).contains(&v) {
-                return Err(invalid(
-                    path,
-                    text,
-                    value,
-                    key,
-                    format!("{v} is out of range: use a value from {min} to {max}"),
-                ));
-            }
-        }
-    }
+    check_ranges(
+        path,
+        text,
+        &[
+            (&d.max_connections, "daemon.max_connections", 1, 4096),
+            (&d.max_request_kib, "daemon.max_request_kib", 1, 65536),
+            (&d.shutdown_grace_s, "daemon.shutdown_grace_s", 0, 3600),
+        ],
+    )?;
     let i = &raw.ingest;
-    let ingest_ranges = [
-        (&i.max_record_kib, "ingest.max_record_kib", 1, 1 << 20),
-        (&i.output_cap_kib, "ingest.output_cap_kib", 1, 1 << 16),
-        (&i.debounce_ms, "ingest.debounce_ms", 0, 60_000),
-    ];
-    for (value, key, min, max) in ingest_ranges {
-        if let Some(value) = value {
-            let v = *value.get_ref();
-            if !(min..=max).contains(&v) {
-                return Err(invalid(
-                    path,
-                    text,
-                    value,
-                    key,
-                    format!("{v} is out of range: use a value from {min} to {max}"),
-                ));
-            }
-        }
-    }
+    check_ranges(
+        path,
+        text,
+        &[
+            (&i.max_record_kib, "ingest.max_record_kib", 1, 1 << 20),
+            (&i.output_cap_kib, "ingest.output_cap_kib", 1, 1 << 16),
+            (&i.debounce_ms, "ingest.debounce_ms", 0, 60_000),
+        ],
+    )?;
     let m = &raw.mine;
-    let mine_ranges = [
-        (&m.min_support, "mine.min_support", 2, 1_000_000),
-        (&m.min_support_percent, "mine.min_support_percent", 0, 100),
-        (&m.max_gap, "mine.max_gap", 0, 16),
-        (&m.min_length, "mine.min_length", 1, 32),
-        (&m.max_length, "mine.max_length", 1, 32),
-        (&m.fold_percent, "mine.fold_percent", 50, 100),
-        (&m.slow_ms, "mine.slow_ms", 100, 86_400_000),
-        (
-            &m.after_new_actions,
-            "mine.after_new_actions",
-            1,
-            100_000_000,
-        ),
-    ];
-    for (value, key, min, max) in mine_ranges {
-        if let Some(value) = value {
-            let v = *value.get_ref();
-            if !(min..=max).contains(&v) {
-                return Err(invalid(
-                    path,
-                    text,
-                    value,
-                    key,
-                    format!("{v} is out of range: use a value from {min} to {max}"),
-                ));
-            }
-        }
-    }
+    check_ranges(
+        path,
+        text,
+        &[
+            (&m.min_support, "mine.min_support", 2, 1_000_000),
+            (&m.min_support_percent, "mine.min_support_percent", 0, 100),
+            (&m.max_gap, "mine.max_gap", 0, 16),
+            (&m.min_length, "mine.min_length", 1, 32),
+            (&m.max_length, "mine.max_length", 1, 32),
+            (&m.fold_percent, "mine.fold_percent", 50, 100),
+            (&m.slow_ms, "mine.slow_ms", 100, 86_400_000),
+            (
+                &m.after_new_actions,
+                "mine.after_new_actions",
+                1,
+                100_000_000,
+            ),
+        ],
+    )?;
     if let (Some(min), Some(max)) = (&m.min_length, &m.max_length)
         && min.get_ref() > max.get_ref()
     {
@@ -819,25 +789,15 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
         ));
     }
     let g = &raw.generate;
-    let generate_ranges = [
-        (&g.min_score, "generate.min_score", 0, 100),
-        (&g.max_attempts, "generate.max_attempts", 1, 10),
-        (&g.max_per_run, "generate.max_per_run", 1, 1000),
-    ];
-    for (value, key, min, max) in generate_ranges {
-        if let Some(value) = value {
-            let v = *value.get_ref();
-            if !(min..=max).contains(&v) {
-                return Err(invalid(
-                    path,
-                    text,
-                    value,
-                    key,
-                    format!("{v} is out of range: use a value from {min} to {max}"),
-                ));
-            }
-        }
-    }
+    check_ranges(
+        path,
+        text,
+        &[
+            (&g.min_score, "generate.min_score", 0, 100),
+            (&g.max_attempts, "generate.max_attempts", 1, 10),
+            (&g.max_per_run, "generate.max_per_run", 1, 1000),
+        ],
+    )?;
     if let Some(backend) = &g.backend
         && !GENERATE_BACKENDS.contains(&backend.get_ref().as_str())
     {
@@ -856,25 +816,15 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
         check_policy(path, text, policy)?;
     }
     let l = &raw.llm;
-    let llm_ranges = [
-        (&l.timeout_s, "llm.timeout_s", 1, 3600),
-        (&l.max_retries, "llm.max_retries", 0, 10),
-        (&l.daily_token_budget, "llm.daily_token_budget", 0, u32::MAX),
-    ];
-    for (value, key, min, max) in llm_ranges {
-        if let Some(value) = value {
-            let v = *value.get_ref();
-            if !(min..=max).contains(&v) {
-                return Err(invalid(
-                    path,
-                    text,
-                    value,
-                    key,
-                    format!("{v} is out of range: use a value from {min} to {max}"),
-                ));
-            }
-        }
-    }
+    check_ranges(
+        path,
+        text,
+        &[
+            (&l.timeout_s, "llm.timeout_s", 1, 3600),
+            (&l.max_retries, "llm.max_retries", 0, 10),
+            (&l.daily_token_budget, "llm.daily_token_budget", 0, u32::MAX),
+        ],
+    )?;
     if let Some(provider) = &l.provider
         && !LLM_PROVIDERS.contains(&provider.get_ref().as_str())
     {
@@ -1001,6 +951,30 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
 
 /// `generate.policy`: an absolute path to a policy file that exists and whose `[validate]` and
 /// `[sandbox]` tables are usable.
+/// Each `(value, key, min, max)`: a value written in the file must lie in `min..=max`; the first
+/// that does not is the error.
+fn check_ranges(
+    path: &Path,
+    text: &str,
+    ranges: &[(&Option<Spanned<u32>>, &str, u32, u32)],
+) -> Result<(), ConfigError> {
+    for &(value, key, min, max) in ranges {
+        if let Some(value) = value {
+            let v = *value.get_ref();
+            if !(min..=max).contains(&v) {
+                return Err(invalid(
+                    path,
+                    text,
+                    value,
+                    key,
+                    format!("{v} is out of range: use a value from {min} to {max}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn check_policy(path: &Path, text: &str, policy: &Spanned<PathBuf>) -> Result<(), ConfigError> {
     let file = policy.get_ref();
     let fail = |message: String| invalid(path, text, policy, "generate.policy", message);

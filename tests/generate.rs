@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::llm_server::{LlmServer, Reply};
-use common::{Daemon, PATIENCE, TestEnv};
+use common::{Daemon, PATIENCE, TestEnv, json_of};
 use serde_json::{Value, json};
 
 /// One action as a native log line.
@@ -49,16 +49,6 @@ fn habit_log(dir: &Path) -> PathBuf {
     let path = dir.join("agent.jsonl");
     std::fs::write(&path, lines.join("\n") + "\n").expect("write log");
     path
-}
-
-fn json_of(out: &std::process::Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 fn stderr_of(out: &std::process::Output) -> String {

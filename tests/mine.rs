@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Daemon, TestEnv};
+use common::{Daemon, TestEnv, json_of};
 use serde_json::{Value, json};
 
 /// One action as a native log line.
@@ -80,16 +80,6 @@ fn habits_log(dir: &Path) -> PathBuf {
     let path = dir.join("agent.jsonl");
     std::fs::write(&path, lines.join("\n") + "\n").expect("write log");
     path
-}
-
-fn json_of(out: &std::process::Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 fn patterns(env: &TestEnv, state: &Path) -> Vec<Value> {

@@ -202,15 +202,8 @@ pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
     if spec.steps.is_empty() && spec.trigger_step.is_none() {
         return Err(fail("the spec has no steps"));
     }
-    for p in &spec.params {
-        let ok = !p.name.is_empty()
-            && p.name.as_bytes()[0].is_ascii_lowercase()
-            && p.name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-        if !ok {
-            return Err(fail("a parameter name is not snake_case"));
-        }
+    if spec.params.iter().any(|p| !is_snake_case(&p.name)) {
+        return Err(fail("a parameter name is not snake_case"));
     }
     let variadics: Vec<&str> = spec
         .params
@@ -733,6 +726,15 @@ pub(crate) mod tests_support {
             keys: vec![],
         }
     }
+}
+
+/// Whether a parameter name is snake_case ASCII starting with a letter: names become option names
+/// and variables in generated code, so nothing else may reach it.
+pub(crate) fn is_snake_case(name: &str) -> bool {
+    name.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
 #[cfg(test)]

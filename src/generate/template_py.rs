@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use super::spec::{ParamKind, Piece, StepSpec, ToolSpec};
-use super::template::TemplateError;
+use super::template::{TemplateError, is_snake_case};
 use crate::invoke;
 use crate::registry::manifest::Language;
 
@@ -113,15 +113,8 @@ pub fn run_py(spec: &ToolSpec, usage: &str) -> Result<String, TemplateError> {
     if spec.params.iter().filter(|p| p.variadic).count() > 1 {
         return Err(fail("it takes at most one variadic parameter"));
     }
-    for p in &spec.params {
-        let ok = !p.name.is_empty()
-            && p.name.as_bytes()[0].is_ascii_lowercase()
-            && p.name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-        if !ok {
-            return Err(fail("a parameter name is not snake_case"));
-        }
+    if spec.params.iter().any(|p| !is_snake_case(&p.name)) {
+        return Err(fail("a parameter name is not snake_case"));
     }
     let params = Value::Array(
         spec.params

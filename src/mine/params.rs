@@ -357,43 +357,21 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
         .iter()
         .enumerate()
         .map(|(step, template)| {
-            let mut index = 0;
-            let words = template
-                .iter()
-                .flat_map(|word| {
+            let words = fill_words(template, |index, lone_run| {
+                match roles.get(&(step, index)) {
                     // A constant run of arguments (`git add a.rs b.rs` every time) stays a run
                     // of words, not one word holding them all.
-                    if let [Segment::Slot { variadic: true, .. }] = word.as_slice()
-                        && let Some(Role::Literal(_)) = roles.get(&(step, index))
-                    {
-                        let items = values[0][step][index].2.clone();
-                        index += 1;
-                        return items
-                            .into_iter()
-                            .map(|item| vec![Piece::Literal(item)])
-                            .collect::<Vec<_>>();
+                    Some(Role::Literal(_)) if lone_run => {
+                        Filled::Spread(values[0][step][index].2.clone())
                     }
-                    let one = word
-                        .iter()
-                        .map(|seg| match seg {
-                            Segment::Text(t) => Piece::Literal(t.clone()),
-                            Segment::Slot { .. } => {
-                                let piece = match roles.get(&(step, index)) {
-                                    Some(Role::Literal(v)) => Piece::Literal(v.clone()),
-                                    Some(Role::Param(p)) => Piece::Param(params[*p].name.clone()),
-                                    Some(Role::Internal(i)) => {
-                                        Piece::Internal(internals[*i].name.clone())
-                                    }
-                                    None => Piece::Literal(String::new()),
-                                };
-                                index += 1;
-                                piece
-                            }
-                        })
-                        .collect::<Vec<_>>();
-                    vec![one]
-                })
-                .collect::<Vec<_>>();
+                    Some(Role::Literal(v)) => Filled::Piece(Piece::Literal(v.clone())),
+                    Some(Role::Param(p)) => Filled::Piece(Piece::Param(params[*p].name.clone())),
+                    Some(Role::Internal(i)) => {
+                        Filled::Piece(Piece::Internal(internals[*i].name.clone()))
+                    }
+                    None => Filled::Piece(Piece::Literal(String::new())),
+                }
+            });
             let template_text = render(&words, |p| match p {
                 Piece::Literal(t) => shell_quote(t),
                 Piece::Param(n) | Piece::Internal(n) => format!("<{n}>"),
@@ -422,33 +400,15 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                 .iter()
                 .enumerate()
                 .map(|(step, _)| {
-                    let mut index = 0;
-                    let words: Vec<Vec<Piece>> = templates[step]
-                        .iter()
-                        .flat_map(|word| {
-                            // Each argument of a run is a word of its own, as it was run.
-                            if let [Segment::Slot { variadic: true, .. }] = word.as_slice() {
-                                let items = values[o][step][index].2.clone();
-                                index += 1;
-                                return items
-                                    .into_iter()
-                                    .map(|item| vec![Piece::Literal(item)])
-                                    .collect::<Vec<_>>();
-                            }
-                            let one = word
-                                .iter()
-                                .map(|seg| match seg {
-                                    Segment::Text(t) => Piece::Literal(t.clone()),
-                                    Segment::Slot { .. } => {
-                                        let v = values[o][step][index].2.join(" ");
-                                        index += 1;
-                                        Piece::Literal(v)
-                                    }
-                                })
-                                .collect();
-                            vec![one]
-                        })
-                        .collect();
+                    let words = fill_words(&templates[step], |index, lone_run| {
+                        let run = &values[o][step][index].2;
+                        // Each argument of a run is a word of its own, as it was run.
+                        if lone_run {
+                            Filled::Spread(run.clone())
+                        } else {
+                            Filled::Piece(Piece::Literal(run.join(" ")))
+                        }
+                    });
                     render(&words, |p| match p {
                         Piece::Literal(t) => shell_quote(t),
                         Piece::Param(n) | Piece::Internal(n) => n.clone(),
@@ -483,6 +443,48 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
         success_rate: fitting.iter().filter(|o| o.ok).count() as f64 / n as f64,
         workspace_varies,
     })
+}
+
+/// What fills one placeholder of a template.
+enum Filled {
+    /// A run of arguments, one word each (only for a placeholder that is a word of its own).
+    Spread(Vec<String>),
+    /// One piece of the word.
+    Piece(Piece),
+}
+
+/// The words of one step's template, each placeholder filled by `fill(index, lone_run)`, where
+/// `index` counts the step's placeholders and `lone_run` says the placeholder is a variadic one
+/// standing alone in its word (so its run may be spread over several words).
+fn fill_words(
+    template: &[Vec<Segment>],
+    mut fill: impl FnMut(usize, bool) -> Filled,
+) -> Vec<Vec<Piece>> {
+    let mut index = 0;
+    let mut words = Vec::new();
+    for word in template {
+        let lone_run = matches!(word.as_slice(), [Segment::Slot { variadic: true, .. }]);
+        let mut pieces = Vec::new();
+        for seg in word {
+            match seg {
+                Segment::Text(t) => pieces.push(Piece::Literal(t.clone())),
+                Segment::Slot { .. } => {
+                    match fill(index, lone_run) {
+                        Filled::Spread(items) if lone_run => {
+                            words.extend(items.into_iter().map(|item| vec![Piece::Literal(item)]));
+                        }
+                        Filled::Spread(items) => pieces.push(Piece::Literal(items.join(" "))),
+                        Filled::Piece(piece) => pieces.push(piece),
+                    }
+                    index += 1;
+                }
+            }
+        }
+        if !lone_run || !pieces.is_empty() {
+            words.push(pieces);
+        }
+    }
+    words
 }
 
 /// Renders words of pieces as a command line: pieces of a word concatenated (a word of several

@@ -11,6 +11,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// A command's standard output as JSON; a failure shows both streams.
+pub fn json_of(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
 /// How long a test waits for something that normally takes milliseconds, before failing.
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
