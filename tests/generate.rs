@@ -997,10 +997,12 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
             StepSpec {
                 words: vec![lit("git"), lit("add"), lit("--"), param("path")],
                 captures: None,
+                piped: false,
             },
             StepSpec {
                 words: vec![lit("git"), lit("rev-parse"), lit("HEAD")],
                 captures: Some("out_2".into()),
+                piped: false,
             },
             StepSpec {
                 words: vec![
@@ -1010,6 +1012,7 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
                     vec![Piece::Internal("out_2".into())],
                 ],
                 captures: None,
+                piped: false,
             },
         ],
         trigger_step: None,
@@ -1030,6 +1033,7 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
         spec.trigger_step = Some(StepSpec {
             words: vec![lit("make"), lit("check"), param("path")],
             captures: None,
+            piped: false,
         });
         spec.trigger = Some(TriggerSpec {
             error_template: "error: <*> is out of date (run 'make deps')".into(),
@@ -1054,6 +1058,7 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
             },
             params,
             commands,
+            replay: None,
         });
     }
     spec
@@ -1206,5 +1211,218 @@ fn pure_text_transformations_become_python_tools_that_pass_in_the_sandbox() {
             v.tests,
             files["tests/cases.json"]
         );
+    }
+}
+
+/// One action with its recorded output, as a native log line.
+fn call_with_output(session: &str, seq: u64, command: &str, output: &str) -> String {
+    json!({"v": 1, "session": session, "seq": seq, "cwd": format!("/work/{session}"),
+           "tool": "Bash", "input": {"command": command}, "ok": true, "exit_code": 0,
+           "output": output, "duration_ms": 40})
+    .to_string()
+}
+
+#[test]
+fn a_text_transformation_the_log_holds_whole_is_replayed_as_a_test() {
+    let env = TestEnv::new();
+    // Four sessions count repeated lines of data written out in the command line; the log
+    // keeps what `sort | uniq -c` printed (without the last newline, as agents' logs do).
+    let runs = [
+        (
+            "printf 'b\\na\\nb\\n' | sort | uniq -c",
+            "      1 a\n      2 b",
+        ),
+        (
+            "printf '%s\\n' x y x x | sort | uniq -c",
+            "      3 x\n      1 y",
+        ),
+        (
+            "sort <<'EOF' | uniq -c\nkiwi\napple\nkiwi\nEOF",
+            "      1 apple\n      2 kiwi",
+        ),
+        ("echo one | sort | uniq -c", "      1 one"),
+    ];
+    // What comes before differs every time: the counting is the habit.
+    let before = ["git fetch", "make all", "npm test", "python3 x.py"];
+    let mut lines = Vec::new();
+    for (i, (command, output)) in runs.iter().enumerate() {
+        let s = format!("t{i}");
+        lines.push(call(&s, 1, before[i], 100));
+        lines.push(call_with_output(&s, 2, command, output));
+    }
+    let log = env.path().join("counts.jsonl");
+    std::fs::write(&log, lines.join("\n") + "\n").expect("write log");
+    env.cli()
+        .args(["ingest", "--format", "native"])
+        .arg(&log)
+        .assert()
+        .success();
+    env.cli().arg("mine").assert().success();
+    let out = env
+        .cli()
+        .args(["--json", "patterns", "--limit", "100"])
+        .assert()
+        .success();
+    let patterns = json_of(out.get_output());
+    let pattern = patterns
+        .as_array()
+        .expect("patterns")
+        .iter()
+        .find(|p| p["steps"] == json!(["sort", "| uniq -c"]))
+        .cloned()
+        .unwrap_or_else(|| panic!("no sort | uniq -c pattern in {patterns:#}"));
+    assert_eq!(pattern["step_detail"][1]["piped"], true, "{pattern:#}");
+    let replays: Vec<&Value> = pattern["evidence"]
+        .as_array()
+        .expect("evidence")
+        .iter()
+        .filter_map(|e| e.get("replay"))
+        .collect();
+    assert_eq!(replays.len(), 4, "{pattern:#}");
+    assert!(replays.contains(&&json!({"stdin": "kiwi\napple\nkiwi\n",
+                                     "stdout": "      1 apple\n      2 kiwi"})));
+
+    let out = env
+        .cli()
+        .args(["--json", "generate", "--pattern"])
+        .arg(pattern["id"].as_str().expect("id"))
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    let made = &report["candidates"][0];
+    assert_eq!(made["state"], "awaiting-review", "{report:#}");
+    assert_eq!(made["generator"], "template/py@1", "{report:#}");
+    let shown = show(&env, made["id"].as_str().expect("id"));
+    let diagnostics = &shown["attempts"][0]["diagnostics"];
+    let replayed: Vec<&Value> = diagnostics["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| {
+            c["layer"] == "tests" && c["name"].as_str().is_some_and(|n| n.starts_with("replay:"))
+        })
+        .collect();
+    assert_eq!(replayed.len(), 4, "{diagnostics:#}");
+    // ruff checked the code when it is installed; `.ci/run` installs it.
+    if std::env::var("CI").as_deref() == Ok("true") || Path::new("/usr/local/bin/ruff").exists() {
+        assert!(
+            diagnostics["checks"]
+                .as_array()
+                .expect("checks")
+                .iter()
+                .any(|c| c["name"] == "ruff run.py" && c["passed"] == true),
+            "{diagnostics:#}"
+        );
+    }
+    assert!(
+        replayed.iter().all(|c| c["passed"] == true),
+        "{diagnostics:#}"
+    );
+    let files = &shown["attempts"][0]["files"];
+    let run = files["run.py"].as_str().expect("run.py");
+    assert!(run.contains("PIPED = [0,1]"), "{run}");
+
+    // A recorded output the tool does not reproduce fails that case, with both texts shown.
+    use toolsmith::validate::cases::Cases;
+    use toolsmith::validate::run::Validator;
+    let mut file_map: std::collections::BTreeMap<String, String> = files
+        .as_object()
+        .expect("files")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+        .collect();
+    let mut cases = Cases::parse(&file_map["tests/cases.json"], "cases").expect("cases");
+    let case = cases
+        .cases
+        .iter_mut()
+        .find(|c| c.name.starts_with("replay:"))
+        .expect("a replay case");
+    case.expect.stdout = Some("      9 nothing like it".into());
+    file_map.insert("tests/cases.json".into(), cases.to_json());
+    let tool = env.path().join("edited");
+    std::fs::create_dir_all(tool.join("tests")).expect("mkdir");
+    for (name, content) in &file_map {
+        std::fs::write(tool.join(name), content).expect("write");
+    }
+    let mut validator =
+        Validator::with_default_policy(env.path().join("scratch")).expect("default policy");
+    validator.helper = Some(env!("CARGO_BIN_EXE_toolsmith").into());
+    let outcome = validator.validate(&tool, &file_map);
+    assert!(!outcome.passed());
+    let failed: Vec<_> = outcome.checks.iter().filter(|c| !c.passed).collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    let detail = failed[0].details.join("\n");
+    assert!(
+        detail.contains("9 nothing like it") && detail.contains("--- got"),
+        "{detail}"
+    );
+}
+
+#[test]
+fn pipelines_run_as_pipelines_in_both_templates() {
+    use toolsmith::generate::spec::ToolSpec;
+    use toolsmith::registry::manifest::Language;
+    use toolsmith::validate::cases::{Case, Cases, Expect};
+    use toolsmith::validate::run::Validator;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut validator =
+        Validator::with_default_policy(dir.path().join("scratch")).expect("default policy");
+    validator.helper = Some(env!("CARGO_BIN_EXE_toolsmith").into());
+    let python = ToolSpec::from_request(
+        "Count repeated lines",
+        &["sort | uniq -c".to_owned()],
+        &|_| false,
+    )
+    .expect("spec");
+    assert_eq!(python.language, Language::Python);
+    assert!(
+        python.steps[1].piped && !python.steps[0].piped,
+        "{python:#?}"
+    );
+    let mut shell = python.clone();
+    shell.language = Language::Sh;
+    shell.name = "count-repeated-lines-sh".into();
+    for spec in [python, shell] {
+        let mut files =
+            toolsmith::generate::template::generate(&spec, semver::Version::new(1, 0, 0))
+                .expect("template");
+        let mut cases = Cases::parse(&files["tests/cases.json"], "cases").expect("cases");
+        // Both commands run, the second reading the first; the dry run lists both.
+        cases.cases.push(Case {
+            name: "counts through the pipe".into(),
+            params: None,
+            args: Some(Vec::new()),
+            dry_run: false,
+            stdin: Some("b\na\nb\n".into()),
+            expect: Expect {
+                exit_code: Some(0),
+                stdout: Some("      1 a\n      2 b\n".into()),
+                ..Expect::default()
+            },
+        });
+        cases.cases.push(Case {
+            name: "the dry run prints each command".into(),
+            params: None,
+            args: Some(Vec::new()),
+            dry_run: true,
+            stdin: None,
+            expect: Expect {
+                exit_code: Some(0),
+                stdout: Some("sort\nuniq -c\n".into()),
+                ..Expect::default()
+            },
+        });
+        files.insert("tests/cases.json".into(), cases.to_json());
+        let tool = dir.path().join(&spec.name);
+        std::fs::create_dir_all(tool.join("tests")).expect("mkdir");
+        for (name, content) in &files {
+            std::fs::write(tool.join(name), content).expect("write");
+        }
+        let outcome = validator.validate(&tool, &files);
+        assert!(outcome.passed(), "{}: {:#?}", spec.name, outcome.checks);
+        for c in outcome.checks.iter().filter(|c| c.layer == "static") {
+            assert!(c.details.is_empty(), "{c:#?}");
+        }
     }
 }

@@ -22,7 +22,7 @@ use super::spec::{
     Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec, shell_quote,
 };
 use crate::ingest::action::{Action, Source};
-use crate::mine::params::{AlignInput, align};
+use crate::mine::params::{AlignInput, align, piped_flags};
 use crate::mine::pattern::{self, Pattern, PatternKind};
 use crate::mine::token::tokens_of;
 use crate::registry::manifest::{
@@ -259,6 +259,7 @@ fn convert_step(step: &pattern::Step) -> StepSpec {
             .map(|w| w.iter().map(convert_piece).collect())
             .collect(),
         captures: step.captures.clone(),
+        piped: step.piped,
     }
 }
 
@@ -405,6 +406,7 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
             },
             params: e.params.clone(),
             commands: spec.dry_run_lines(&e.params),
+            replay: e.replay.clone(),
         })
         .collect();
     spec
@@ -592,7 +594,9 @@ impl ToolSpec {
                         session: "example".into(),
                         seqs: (i as u64 + 1, i as u64 + 1),
                         outputs: vec![None; tokens.len()],
+                        piped: piped_flags(tokens),
                         tokens: tokens.clone(),
+                        replay: None,
                         ok: true,
                     })
                     .collect()
@@ -602,7 +606,9 @@ impl ToolSpec {
                     session: "example".into(),
                     seqs: (1, examples.len() as u64),
                     outputs: vec![None; tokens.len()],
+                    piped: piped_flags(&tokens),
                     tokens,
+                    replay: None,
                     ok: true,
                 }]
             };
@@ -652,6 +658,7 @@ mod tests {
             words,
             key: String::new(),
             captures: None,
+            piped: false,
         }
     }
 
@@ -665,6 +672,7 @@ mod tests {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
             commands: Vec::new(),
+            replay: None,
         }
     }
 

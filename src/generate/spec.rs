@@ -139,6 +139,9 @@ pub struct StepSpec {
     pub words: Vec<Vec<Piece>>,
     /// For a step whose output a later step uses: the variable it is kept in.
     pub captures: Option<String>,
+    /// Whether it reads the previous step's output through a pipe.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub piped: bool,
 }
 
 impl StepSpec {
@@ -204,6 +207,9 @@ pub struct Occurrence {
     pub params: BTreeMap<String, String>,
     /// The commands as they were run (one per step, canonically quoted).
     pub commands: Vec<String>,
+    /// For a text transformation the log holds whole: its input and recorded output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::mine::pattern::Replay>,
 }
 
 /// What a tool must do.

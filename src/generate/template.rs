@@ -15,9 +15,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde_json::Map;
+use serde_json::{Map, Value};
 
-use super::spec::{ParamKind, Piece, StepSpec, ToolSpec, shell_quote};
+use super::spec::{Occurrence, ParamKind, Piece, StepSpec, ToolSpec, shell_quote};
 use crate::invoke;
 use crate::registry::manifest::{Language, Origin};
 use crate::validate::cases::{Case, Cases, Expect};
@@ -385,8 +385,43 @@ ts_run() {{
         }
     }
     s.push('\n');
+    // A run of piped steps is one pipeline; its status is its last command's, as in the
+    // shell the commands were seen in.
+    let captured_in_pipeline = spec
+        .steps
+        .windows(2)
+        .any(|pair| pair[1].piped && (pair[0].captures.is_some() || pair[1].captures.is_some()));
+    if captured_in_pipeline {
+        return Err(fail(
+            "a step of a pipeline keeps its output for a later step, which template/sh@1 \
+             does not write; use the LLM backend",
+        ));
+    }
     let step_lines = |steps: &[StepSpec], out: &mut String| {
-        for step in steps {
+        let mut i = 0;
+        while i < steps.len() {
+            let end = (i + 1..steps.len())
+                .find(|&j| !steps[j].piped)
+                .unwrap_or(steps.len());
+            if end - i > 1 {
+                let group = &steps[i..end];
+                let dry: Vec<String> = group
+                    .iter()
+                    .map(|step| format!("  ts_run {}", step_code(step, variadic)))
+                    .collect();
+                let real: Vec<String> =
+                    group.iter().map(|step| step_code(step, variadic)).collect();
+                let _ = writeln!(
+                    out,
+                    "if [ \"${{TOOLSMITH_DRY_RUN:-}}\" = 1 ]; then\n{}\nelse\n  {}\nfi",
+                    dry.join("\n"),
+                    real.join(" | ")
+                );
+                i = end;
+                continue;
+            }
+            let step = &steps[i];
+            i += 1;
             match &step.captures {
                 Some(name) => {
                     let v = var(name);
@@ -452,7 +487,20 @@ fn indent(text: &str) -> String {
     text.lines().map(|l| format!("  {l}\n")).collect()
 }
 
-/// The derived tests.
+/// An occurrence's parameter values, as a case passes them.
+fn occurrence_params(spec: &ToolSpec, occ: &Occurrence) -> Map<String, Value> {
+    let mut params = Map::new();
+    for p in &spec.params {
+        if let Some(value) = occ.params.get(&p.name) {
+            params.insert(p.name.clone(), p.value_of(value));
+        }
+    }
+    params
+}
+
+/// The derived tests: per occurrence, the dry run prints what was run, and, for a text
+/// transformation the log holds whole, the recorded input gives the recorded output; `--help`
+/// lists every parameter; a missing required parameter and an unknown option fail cleanly.
 pub fn derived_cases(spec: &ToolSpec) -> Cases {
     let mut cases = Vec::new();
     for (i, occ) in spec
@@ -461,13 +509,7 @@ pub fn derived_cases(spec: &ToolSpec) -> Cases {
         .take(MAX_OCCURRENCE_CASES)
         .enumerate()
     {
-        let mut params = Map::new();
-        for p in &spec.params {
-            let Some(value) = occ.params.get(&p.name) else {
-                continue;
-            };
-            params.insert(p.name.clone(), p.value_of(value));
-        }
+        let params = occurrence_params(spec, occ);
         let mut stdout = occ.commands.join("\n");
         stdout.push('\n');
         cases.push(Case {
@@ -488,6 +530,30 @@ pub fn derived_cases(spec: &ToolSpec) -> Cases {
                 ..Expect::default()
             },
         });
+    }
+    // Where the log holds a text transformation whole, the tool must do it again: the same
+    // input gives the output the log recorded. Only text filters are run for this.
+    if super::template_py::fits(&spec.steps, spec.trigger_step.as_ref()) {
+        for occ in spec.occurrences.iter().take(MAX_OCCURRENCE_CASES) {
+            let Some(replay) = &occ.replay else {
+                continue;
+            };
+            cases.push(Case {
+                name: format!(
+                    "replay: session {}, action {} — its input gives the output the log recorded",
+                    occ.evidence.session, occ.evidence.first_seq
+                ),
+                params: Some(occurrence_params(spec, occ)),
+                args: None,
+                dry_run: false,
+                stdin: Some(replay.stdin.clone()),
+                expect: Expect {
+                    exit_code: Some(0),
+                    stdout: Some(replay.stdout.clone()),
+                    ..Expect::default()
+                },
+            });
+        }
     }
     cases.push(Case {
         name: "--help lists every parameter".into(),
@@ -678,6 +744,7 @@ pub(crate) mod tests_support {
                 StepSpec {
                     words: vec![lit("cargo"), lit("fmt"), lit("-p"), param("package")],
                     captures: None,
+                    piped: false,
                 },
                 StepSpec {
                     words: vec![
@@ -689,10 +756,12 @@ pub(crate) mod tests_support {
                         ],
                     ],
                     captures: None,
+                    piped: false,
                 },
                 StepSpec {
                     words: vec![lit("git"), lit("commit"), lit("-m"), param("message")],
                     captures: None,
+                    piped: false,
                 },
             ],
             trigger_step: None,
@@ -719,6 +788,7 @@ pub(crate) mod tests_support {
                     "cargo clippy --package=core".into(),
                     r"git commit -m 'fix: it'\''s done'".into(),
                 ],
+                replay: None,
             }],
             request: None,
             examples: vec![],
@@ -801,6 +871,7 @@ mod tests {
         spec.trigger_step = Some(StepSpec {
             words: vec![lit("cargo"), lit("build")],
             captures: None,
+            piped: false,
         });
         spec.trigger = Some(TriggerSpec {
             error_template: "error: could not find `Cargo.toml` in <*>".into(),

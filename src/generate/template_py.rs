@@ -6,7 +6,7 @@
 //! does: `--name VALUE` options (an array repeats its option), `--help`, exit code 2 with a
 //! message on a missing, bad or unknown parameter, and `TOOLSMITH_DRY_RUN=1` printing each
 //! command, quoted as [`super::spec::shell_quote`] quotes, instead of running it. Commands run
-//! with argument lists (`subprocess.run`, never a shell), so no value is re-read as code. The
+//! with argument lists (`subprocess`, never a shell; piped steps joined by real pipes), so no value is re-read as code. The
 //! spec is embedded as data (JSON literals, which are Python literals too), never spliced
 //! into code. Its tests are the ones [`super::template::derived_cases`] derives.
 
@@ -22,11 +22,7 @@ use crate::registry::manifest::Language;
 /// The generator's name, recorded in provenance.
 pub const GENERATOR: &str = "template/py@1";
 
-/// Programs that only transform text: they read stdin or the files they are given and write
-/// stdout.
-pub const TEXT_FILTERS: [&str; 11] = [
-    "jq", "sed", "awk", "grep", "sort", "uniq", "cut", "tr", "head", "tail", "wc",
-];
+pub use crate::mine::token::TEXT_FILTERS;
 
 /// Whether `step` is a pure text filter: a [`TEXT_FILTERS`] program, no value from an earlier
 /// step, no redirection, at most one file (a parameter or a path-like literal), and none of
@@ -141,6 +137,12 @@ pub fn run_py(spec: &ToolSpec, usage: &str) -> Result<String, TemplateError> {
             .collect(),
     );
     let steps = Value::Array(spec.steps.iter().map(step_data).collect());
+    let piped = Value::Array(
+        spec.steps
+            .iter()
+            .map(|step| Value::from(i32::from(step.piped)))
+            .collect(),
+    );
     let description: String = spec
         .description
         .split(|c: char| c.is_control())
@@ -180,12 +182,17 @@ pub fn run_py(spec: &ToolSpec, usage: &str) -> Result<String, TemplateError> {
         "# Each step's words; each word's pieces: [\"l\", text] or [\"p\", parameter].\nSTEPS = {}",
         literal(&steps)
     );
+    let _ = writeln!(
+        s,
+        "# 1 where a step reads the previous step's output through a pipe.\nPIPED = {}",
+        literal(&piped)
+    );
     s.push_str(PY_BODY);
     Ok(s)
 }
 
-/// The code shared by every `template/py@1` tool; it reads only `NAME`, `USAGE`, `PARAMS` and
-/// `STEPS`.
+/// The code shared by every `template/py@1` tool; it reads only `NAME`, `USAGE`, `PARAMS`,
+/// `STEPS` and `PIPED`.
 const PY_BODY: &str = r#"SAFE = set(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,~-"
 )
@@ -282,22 +289,55 @@ def render(step, values):
     return argv
 
 
+def status(code):
+    return code if code >= 0 else 128 - code
+
+
+def run_pipeline(argvs):
+    """Runs commands joined by pipes; the status is the last one's, as in the shell."""
+    sys.stdout.flush()
+    procs = []
+    upstream = None
+    for i, argv in enumerate(argvs):
+        last = i == len(argvs) - 1
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=upstream, stdout=None if last else subprocess.PIPE
+            )
+        except OSError as e:
+            sys.stderr.write(NAME + ": cannot run " + argv[0] + ": " + str(e) + "\n")
+            if upstream is not None:
+                upstream.close()
+            for started in procs:
+                started.wait()
+            return 127
+        if upstream is not None:
+            upstream.close()
+        upstream = proc.stdout
+        procs.append(proc)
+    for proc in procs:
+        proc.wait()
+    return status(procs[-1].returncode)
+
+
 def main():
     values = parse(sys.argv[1:])
     dry_run = os.environ.get("TOOLSMITH_DRY_RUN") == "1"
-    for step in STEPS:
+    pipelines = []
+    for step, piped in zip(STEPS, PIPED):
         argv = render(step, values)
+        if piped and pipelines:
+            pipelines[-1].append(argv)
+        else:
+            pipelines.append([argv])
+    for argvs in pipelines:
         if dry_run:
-            sys.stdout.write(" ".join(quote(a) for a in argv) + "\n")
+            for argv in argvs:
+                sys.stdout.write(" ".join(quote(a) for a in argv) + "\n")
             continue
-        sys.stdout.flush()
-        try:
-            done = subprocess.run(argv, check=False)
-        except OSError as e:
-            sys.stderr.write(NAME + ": cannot run " + argv[0] + ": " + str(e) + "\n")
-            return 127
-        if done.returncode != 0:
-            return done.returncode if done.returncode > 0 else 128 - done.returncode
+        code = run_pipeline(argvs)
+        if code != 0:
+            return code
     return 0
 
 
@@ -318,6 +358,7 @@ mod tests {
         StepSpec {
             words,
             captures: None,
+            piped: false,
         }
     }
 
@@ -344,6 +385,7 @@ mod tests {
             StepSpec {
                 words: vec![lit("wc"), lit("-l")],
                 captures: Some("out_1".into()),
+                piped: false,
             },
         ];
         for s in &bad {

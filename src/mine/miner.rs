@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::params::{AlignInput, Aligned, align};
-use super::pattern::{Pattern, PatternKind, Trigger, pattern_id, replace_patterns};
+use super::pattern::{Pattern, PatternKind, Replay, Trigger, pattern_id, replace_patterns};
 use super::recovery::{AsAttempt, Attempt, error_line, find_recoveries, group_recoveries};
 use super::score::{SECONDS_PER_CALL, ScoreInput, score};
 use super::sequences::{self, SequenceMiner, SequenceMinerConfig, SequenceMinerError};
@@ -593,8 +593,9 @@ fn align_occurrences(
     let mut durations = Vec::new();
     for occ in occs.iter().take(options.max_occurrences) {
         let s = occ.session;
-        let mut tokens = Vec::new();
+        let mut tokens: Vec<Token> = Vec::new();
         let mut outputs = Vec::new();
+        let mut piped = Vec::new();
         let mut ok = true;
         let mut rows_seen = BTreeSet::new();
         let mut fits = true;
@@ -607,7 +608,16 @@ fn align_occurrences(
             let within = pos - row.first_token as usize;
             match refetch.action(&s.id, row.seq)? {
                 Some((action_tokens, output)) if within < action_tokens.len() => {
-                    tokens.push(action_tokens[within].clone());
+                    let token = &action_tokens[within];
+                    let same_action =
+                        i > 0 && s.token_row[occ.positions[i - 1]] == s.token_row[pos];
+                    piped.push(
+                        same_action
+                            && tokens
+                                .last()
+                                .is_some_and(|prev| token.pipe_from == Some(prev.step)),
+                    );
+                    tokens.push(token.clone());
                     outputs.push(output.clone());
                 }
                 _ => fits = false,
@@ -624,15 +634,42 @@ fn align_occurrences(
         let first = s.rows[s.token_row[occ.positions[0]] as usize].seq;
         let last =
             s.rows[s.token_row[*occ.positions.last().unwrap_or(&occ.positions[0])] as usize].seq;
+        let replay = whole_pipeline_replay(s, occ, &tokens, &piped, &outputs);
         inputs.push(AlignInput {
             session: s.id.clone(),
             seqs: (first, last),
             tokens,
             outputs,
+            piped,
+            replay,
             ok,
         });
     }
     Ok(align(&inputs, options.max_evidence).map(|a| (a, durations)))
+}
+
+/// The input and output of an occurrence that is one whole action, a pipeline fed data
+/// written out in its line, that succeeded with its output recorded in full.
+fn whole_pipeline_replay(
+    session: &Session,
+    occ: &Occ<'_>,
+    tokens: &[Token],
+    piped: &[bool],
+    outputs: &[Option<String>],
+) -> Option<Replay> {
+    let first_row = *session.token_row.get(*occ.positions.first()?)?;
+    let row = session.rows.get(first_row as usize)?;
+    let whole = occ.positions.len() == usize::from(row.tokens)
+        && occ
+            .positions
+            .iter()
+            .all(|&p| session.token_row.get(p) == Some(&first_row));
+    let stdin = tokens.first()?.stdin.clone()?;
+    let stdout = outputs.first()?.clone()?;
+    // A cut or redacted output is not what the pipeline printed.
+    let complete = !stdout.contains(" bytes omitted …]") && !stdout.contains("[REDACTED:");
+    (whole && row.ok == Some(true) && piped.iter().skip(1).all(|&p| p) && complete)
+        .then_some(Replay { stdin, stdout })
 }
 
 fn median(values: &mut [u64]) -> Option<u64> {

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::pattern::{Evidence, Internal, Param, Piece, Step};
+use super::pattern::{Evidence, Internal, Param, Piece, Replay, Step};
 use super::token::{SlotKind, SlotValue, Token};
 use crate::generate::spec::shell_quote;
 
@@ -26,8 +26,21 @@ pub struct AlignInput {
     pub tokens: Vec<Token>,
     /// Per step, the output of the action it belongs to, when known.
     pub outputs: Vec<Option<String>>,
+    /// Per step, whether it read the previous step's output through a pipe.
+    pub piped: Vec<bool>,
+    /// When the occurrence was one whole pipeline of text filters fed data written out in the
+    /// line: that data and the action's output.
+    pub replay: Option<Replay>,
     /// Whether every action of the occurrence succeeded.
     pub ok: bool,
+}
+
+/// Per token of one command line (or of several lines, one after another), whether it reads
+/// the previous token's output through a pipe.
+pub fn piped_flags(tokens: &[Token]) -> Vec<bool> {
+    (0..tokens.len())
+        .map(|i| i > 0 && tokens[i].pipe_from == Some(tokens[i - 1].step))
+        .collect()
 }
 
 /// A template word cut into literal text and placeholders.
@@ -381,9 +394,15 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                 words,
                 key: first.tokens[step].key.clone(),
                 captures: captures.get(&step).cloned(),
+                // Piped only when every occurrence piped it: the tool runs one way.
+                piped: step > 0
+                    && fitting
+                        .iter()
+                        .all(|occ| occ.piped.get(step).copied().unwrap_or(false)),
             }
         })
         .collect();
+    let one_pipeline = steps.iter().skip(1).all(|s| s.piped);
 
     let evidence = fitting
         .iter()
@@ -421,6 +440,7 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                 last_seq: occ.seqs.1,
                 params: params_here,
                 commands,
+                replay: occ.replay.clone().filter(|_| one_pipeline),
             }
         })
         .collect();
@@ -529,8 +549,10 @@ mod tests {
         AlignInput {
             session: session.into(),
             seqs: (0, commands.len() as u64 - 1),
-            tokens,
             outputs: outputs.iter().map(|o| Some((*o).to_owned())).collect(),
+            piped: piped_flags(&tokens),
+            tokens,
+            replay: None,
             ok: true,
         }
     }

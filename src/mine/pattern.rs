@@ -70,6 +70,9 @@ pub struct Step {
     /// When a later step uses a value this step printed: the variable it is kept in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub captures: Option<String>,
+    /// Whether it reads the previous step's output through a pipe (`jq .x | sort`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub piped: bool,
 }
 
 /// A parameter a tool made from the pattern would take.
@@ -115,6 +118,20 @@ pub struct Evidence {
     /// The commands as they were run, one per step.
     #[serde(default)]
     pub commands: Vec<String>,
+    /// When the occurrence was one pipeline of text filters fed data written out in the
+    /// command line: that data and what the pipeline printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Replay>,
+}
+
+/// A text transformation the log shows whole: its input, written out in the command line
+/// (`printf 'b\na\n' | sort`), and the output recorded for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replay {
+    /// What the first step read.
+    pub stdin: String,
+    /// What the last step printed, as the log recorded it.
+    pub stdout: String,
 }
 
 /// For a recovery: the action that fails and the error it fails with.
@@ -141,8 +158,9 @@ pub struct Pattern {
     pub score: f64,
     /// The score's parts.
     pub score_parts: Score,
-    /// Each step as a readable template (`cargo test -p <package>`); for a recovery the failing
-    /// command first, with its error.
+    /// Each step as a readable template (`cargo test -p <package>`, `| sort -u` when it reads
+    /// the previous step through a pipe); for a recovery the failing command first, with its
+    /// error.
     #[serde(rename = "steps")]
     pub templates: Vec<String>,
     /// The steps in full (for a recovery: the recovery steps; the failing action is in
@@ -167,7 +185,8 @@ pub struct Pattern {
 }
 
 impl Pattern {
-    /// The steps as readable templates, the failing command first for a recovery.
+    /// The steps as readable templates, the failing command first for a recovery; a step that
+    /// reads the previous one through a pipe starts with `| `.
     pub fn steps_text(&self) -> Vec<String> {
         let mut steps = Vec::new();
         if let Some(trigger) = &self.trigger {
@@ -176,7 +195,13 @@ impl Pattern {
                 trigger.step.template, trigger.error_template
             ));
         }
-        steps.extend(self.steps.iter().map(|s| s.template.clone()));
+        steps.extend(self.steps.iter().map(|s| {
+            if s.piped {
+                format!("| {}", s.template)
+            } else {
+                s.template.clone()
+            }
+        }));
         steps
     }
 }

@@ -9,7 +9,7 @@
 //! What is understood: single quotes, double quotes (with the backslash escapes they allow),
 //! `$'…'`, backslash escapes and line continuations, `&&`, `||`, `;`, `&`, `|`, `|&`, newlines,
 //! redirections (`<`, `>`, `>>`, `>|`, `<>`, `<&`, `>&`, `&>`, `&>>`, `<<<`, here-documents
-//! `<<EOF` / `<<-EOF` whose bodies are skipped, each with an optional fd such as `2>`), leading
+//! `<<EOF` / `<<-EOF` whose bodies are kept apart from the words, each with an optional fd such as `2>`), leading
 //! `NAME=value` assignments (and `NAME=(…)` arrays), comments, subshells `( … )`, brace groups,
 //! `if`/`while`/`until`/`for`/`select`/`case` (their keywords are dropped, the commands inside
 //! them kept), function definitions (the body's commands are kept), `[[ … ]]` and `(( … ))`.
@@ -240,6 +240,10 @@ pub struct Redirection {
     pub op: RedirOp,
     /// The file, fd (`1` in `2>&1`), here-document delimiter or here-string.
     pub target: Word,
+    /// A here-document's body, each line ending in a newline (tabs stripped for `<<-`); `None`
+    /// for other redirections, and for a body that could not be told apart (one inside a
+    /// command substitution).
+    pub body: Option<String>,
 }
 
 /// One simple command: assignments, words and redirections, as the shell would run it.
@@ -298,7 +302,20 @@ pub fn parse(line: &str) -> Result<Vec<SimpleCommand>, ShellError> {
 /// Parses a command line in the given dialect into its simple commands.
 pub fn parse_dialect(line: &str, dialect: Dialect) -> Result<Vec<SimpleCommand>, ShellError> {
     let mut lexer = Lexer::new(line, dialect);
-    Parser::new(&mut lexer, None).run()
+    let mut commands = Parser::new(&mut lexer, None).run()?;
+    // The bodies were read in the order their here-documents were met; a count that differs
+    // means one was inside a substitution, and then no body is given rather than a wrong one.
+    let heredocs = commands
+        .iter_mut()
+        .flat_map(|c| c.redirections.iter_mut())
+        .filter(|r| matches!(r.op, RedirOp::HereDoc { .. }));
+    let heredocs: Vec<&mut Redirection> = heredocs.collect();
+    if heredocs.len() == lexer.bodies.len() {
+        for (r, body) in heredocs.into_iter().zip(lexer.bodies.drain(..)) {
+            r.body = Some(body);
+        }
+    }
+    Ok(commands)
 }
 
 /// Joins `dir` onto `base` the way `cd` would and normalizes `.` and `..` lexically: an absolute
@@ -402,6 +419,8 @@ struct Lexer<'a> {
     pos: usize,
     dialect: Dialect,
     heredocs: Vec<PendingHeredoc>,
+    /// The here-document bodies read so far, in order.
+    bodies: Vec<String>,
     /// Current nesting of command substitutions and subshells.
     depth: usize,
     /// Characters look-ahead scans may still examine: keeps pathological input linear.
@@ -415,6 +434,7 @@ impl<'a> Lexer<'a> {
             pos: 0,
             dialect,
             heredocs: Vec::new(),
+            bodies: Vec::new(),
             depth: 0,
             budget: src.len().saturating_mul(8).saturating_add(4096),
         }
@@ -596,13 +616,20 @@ impl<'a> Lexer<'a> {
                 strip_tabs,
             });
         }
-        Ok(Tok::Redir(Redirection { fd, op, target }))
+        Ok(Tok::Redir(Redirection {
+            fd,
+            op,
+            target,
+            body: None,
+        }))
     }
 
-    /// After a newline: skips the bodies of the here-documents started on the line that ended.
+    /// After a newline: reads the bodies of the here-documents started on the line that ended,
+    /// keeping them for their redirections, and steps over them.
     /// A body missing its delimiter runs to the end of the input, as bash reads it.
     fn skip_heredoc_bodies(&mut self) {
         for heredoc in std::mem::take(&mut self.heredocs) {
+            let mut body = String::new();
             while self.pos < self.src.len() {
                 let rest = self.slice(self.pos, self.src.len());
                 let len = rest.find('\n').unwrap_or(rest.len());
@@ -617,7 +644,10 @@ impl<'a> Lexer<'a> {
                 if line == heredoc.delimiter {
                     break;
                 }
+                body.push_str(line);
+                body.push('\n');
             }
+            self.bodies.push(body);
         }
     }
 
@@ -1689,7 +1719,7 @@ mod tests {
     }
 
     #[test]
-    fn here_documents_are_skipped() {
+    fn here_documents_are_kept_apart_from_the_words() {
         let line = "cat > types/state.ts << 'EOF'\nimport { x } from './y';\n(unbalanced \"quote\nEOF\nnpx tsc --noEmit";
         let cmds = parse(line).unwrap();
         assert_eq!(words(&cmds[0]), ["cat"]);
@@ -1699,11 +1729,22 @@ mod tests {
             RedirOp::HereDoc { strip_tabs: false }
         );
         assert_eq!(cmds[0].redirections[1].target.text, "EOF");
+        assert_eq!(
+            cmds[0].redirections[1].body.as_deref(),
+            Some("import { x } from './y';\n(unbalanced \"quote\n")
+        );
+        assert_eq!(cmds[0].redirections[0].body, None);
         assert_eq!(words(&cmds[1]), ["npx", "tsc", "--noEmit"]);
 
         // `<<-` strips tabs before the delimiter; two here-documents on one line.
         let cmds = parse("a <<-X <<Y\n\tbody\n\tX\nbody 2\nY\nb").unwrap();
         assert_eq!(argvs_of(&cmds), [vec!["a"], vec!["b"]]);
+        let bodies: Vec<_> = cmds[0]
+            .redirections
+            .iter()
+            .map(|r| r.body.as_deref())
+            .collect();
+        assert_eq!(bodies, [Some("body\n"), Some("body 2\n")]);
 
         // A here-document inside a command substitution inside double quotes.
         let line = "git commit -m \"$(cat <<'EOF'\nFix (it's broken\n\nEOF\n)\" && git push";
@@ -1711,11 +1752,16 @@ mod tests {
         assert_eq!(cmds.len(), 2);
         assert_eq!(words(&cmds[0])[..3], ["git", "commit", "-m"]);
         assert!(cmds[0].words[3].text.starts_with("$(cat <<'EOF'"));
+        assert!(cmds[0].redirections.is_empty());
         assert_eq!(words(&cmds[1]), ["git", "push"]);
 
         // A body without its delimiter runs to the end.
         let cmds = parse("cat <<EOF\nno end here").unwrap();
         assert_eq!(cmds.len(), 1);
+        assert_eq!(
+            cmds[0].redirections[0].body.as_deref(),
+            Some("no end here\n")
+        );
     }
 
     fn argvs_of(cmds: &[SimpleCommand]) -> Vec<Vec<&str>> {

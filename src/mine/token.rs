@@ -161,7 +161,24 @@ pub struct Token {
     pub cwd: Option<String>,
     /// Index of the simple command within the action's command line (0 for tool calls).
     pub step: usize,
+    /// The `step` of the command whose output this one reads through a pipe, when that
+    /// command has a token of its own.
+    pub pipe_from: Option<usize>,
+    /// Text the line gave this command as its whole input, written out in the line: a
+    /// here-document or here-string, or a leading `echo`/`printf`/`cat <<EOF` feeding it
+    /// through a pipe. Kept for [`TEXT_FILTERS`] only, so that what they made of it can be
+    /// replayed as a test.
+    pub stdin: Option<String>,
 }
+
+/// Programs that only transform text: they read stdin or the files they are given and write
+/// stdout.
+pub const TEXT_FILTERS: [&str; 11] = [
+    "jq", "sed", "awk", "grep", "sort", "uniq", "cut", "tr", "head", "tail", "wc",
+];
+
+/// Most bytes of inline input kept with a token.
+pub const MAX_INLINE_INPUT: usize = 64 * 1024;
 
 /// Which actions and commands are dropped as noise. See the module documentation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -322,13 +339,42 @@ impl Tokenizer {
                 }
             }
         };
-        let mut tokens = Vec::new();
+        let mut tokens: Vec<Token> = Vec::new();
         let mut reads_pipe = false;
+        // The step of the last command of the current pipeline that has a token.
+        let mut pipe_source: Option<usize> = None;
+        // Text written out in the line that the next command reads through the pipe.
+        let mut inline: Option<String> = None;
         for (step, cmd) in commands.iter().enumerate() {
             let from_pipe = reads_pipe;
             reads_pipe = cmd.connector == Some(shell::Connector::Pipe);
-            if let Some(token) = self.command_token(cmd, line, step, from_pipe, cwd) {
-                tokens.push(token);
+            if !from_pipe {
+                pipe_source = None;
+                inline = None;
+            }
+            // `echo '{"a":1}' | jq .a`: the data is the filter's input, not a step of its own.
+            if !from_pipe
+                && reads_pipe
+                && commands
+                    .get(step + 1)
+                    .is_some_and(is_text_filter_program)
+                && let Some(data) = inline_producer(cmd)
+            {
+                inline = Some(data);
+                continue;
+            }
+            match self.command_token(cmd, line, step, from_pipe, cwd) {
+                Some(mut token) => {
+                    if from_pipe {
+                        token.pipe_from = pipe_source;
+                        if let Some(data) = inline.take() {
+                            token.stdin = Some(data);
+                        }
+                    }
+                    pipe_source = Some(step);
+                    tokens.push(token);
+                }
+                None => inline = None,
             }
         }
         tokens
@@ -365,8 +411,14 @@ impl Tokenizer {
         command_args(cli(program), args, &mut draft, 0);
 
         let mut writes_file = false;
+        let mut stdin = None;
+        let filter = TEXT_FILTERS.contains(&program);
         for r in &cmd.redirections {
             let target = r.target.text.as_str();
+            if filter && let Some(data) = inline_redirection(r) {
+                stdin = Some(data);
+                continue;
+            }
             match r.op {
                 RedirOp::DupIn | RedirOp::DupOut
                     if target == "-" || target.bytes().all(|b| b.is_ascii_digit()) => {}
@@ -398,7 +450,9 @@ impl Tokenizer {
         {
             return None;
         }
-        Some(draft.finish(TokenKind::Shell, cwd, step))
+        let mut token = draft.finish(TokenKind::Shell, cwd, step);
+        token.stdin = stdin;
+        Some(token)
     }
 
     /// The token of a line the parser rejected: its first word and the whole line.
@@ -435,8 +489,113 @@ impl Tokenizer {
             }],
             cwd: cwd.map(str::to_owned),
             step: 0,
+            pipe_from: None,
+            stdin: None,
         })
     }
+}
+
+/// Whether a command runs one of the [`TEXT_FILTERS`].
+fn is_text_filter_program(cmd: &SimpleCommand) -> bool {
+    cmd.words
+        .first()
+        .is_some_and(|w| TEXT_FILTERS.contains(&basename(&w.text)))
+}
+
+/// The text a command prints when it only writes out data given in the line: `echo` or
+/// `echo -n` with plain words, `printf` with a format free of conversions (or `'%s\n'` and
+/// plain words), `cat` with a here-document or here-string. `None` for anything else, and
+/// for more than [`MAX_INLINE_INPUT`] bytes.
+fn inline_producer(cmd: &SimpleCommand) -> Option<String> {
+    let (program, args) = cmd.words.split_first()?;
+    if !cmd.assignments.is_empty()
+        || program.expanded
+        || args
+            .iter()
+            .any(|w| w.expanded || !w.substitutions.is_empty())
+    {
+        return None;
+    }
+    let data = match program.text.as_str() {
+        "echo" if cmd.redirections.is_empty() => {
+            let (newline, words) = match args.first() {
+                Some(w) if w.text == "-n" && !w.quoted => (false, &args[1..]),
+                _ => (true, args),
+            };
+            // `-e` and friends interpret escapes: not plain data.
+            if words.first().is_some_and(|w| w.text.starts_with('-')) {
+                return None;
+            }
+            let mut text = words
+                .iter()
+                .map(|w| w.text.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            if newline {
+                text.push('\n');
+            }
+            text
+        }
+        "printf" if cmd.redirections.is_empty() => {
+            let (format, values) = args.split_first()?;
+            if format.text == "%s\\n" && !values.is_empty() {
+                values.iter().map(|w| format!("{}\n", w.text)).collect()
+            } else if values.is_empty() && !format.text.contains('%') {
+                printf_escapes(&format.text)?
+            } else {
+                return None;
+            }
+        }
+        "cat" if args.is_empty() => match cmd.redirections.as_slice() {
+            [r] => inline_redirection(r)?,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    (data.len() <= MAX_INLINE_INPUT).then_some(data)
+}
+
+/// The text a here-document or here-string gives its command, when it is written out: a
+/// here-document whose body expands nothing (its delimiter quoted, or no `$` or backquote in
+/// it), a here-string of one plain word.
+fn inline_redirection(r: &shell::Redirection) -> Option<String> {
+    let data = match r.op {
+        RedirOp::HereDoc { .. } => {
+            let body = r.body.as_ref()?;
+            if !r.target.quoted && (body.contains('$') || body.contains('`')) {
+                return None;
+            }
+            body.clone()
+        }
+        RedirOp::HereString if !r.target.expanded && r.target.substitutions.is_empty() => {
+            format!("{}\n", r.target.text)
+        }
+        _ => return None,
+    };
+    (data.len() <= MAX_INLINE_INPUT).then_some(data)
+}
+
+/// A `printf` format without conversions, its escapes applied; `None` when it holds an
+/// escape this does not know.
+fn printf_escapes(format: &str) -> Option<String> {
+    let mut out = String::with_capacity(format.len());
+    let mut chars = format.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next()? {
+            'n' => out.push('\n'),
+            't' => out.push('\t'),
+            'r' => out.push('\r'),
+            '\\' => out.push('\\'),
+            '"' => out.push('"'),
+            '\'' => out.push('\''),
+            _ => return None,
+        }
+    }
+    Some(out)
 }
 
 /// The command line of a shell action, if the action is one.
@@ -982,6 +1141,8 @@ impl Draft {
             slots,
             cwd,
             step,
+            pipe_from: None,
+            stdin: None,
         }
     }
 }
@@ -2441,6 +2602,75 @@ mod tests {
 
     fn keys(command: &str) -> Vec<String> {
         bash(command).into_iter().map(|t| t.key).collect()
+    }
+
+    #[test]
+    fn data_written_in_the_line_is_a_text_filters_input() {
+        let one = |command: &str| {
+            let tokens = bash(command);
+            assert_eq!(tokens.len(), 1, "{command}: {tokens:#?}");
+            (tokens[0].key.clone(), tokens[0].stdin.clone())
+        };
+        let cases: &[(&str, &str, &str)] = &[
+            ("echo '{\"a\": 1}' | jq .a", "jq <string>", "{\"a\": 1}\n"),
+            ("echo -n a b | tr a-z A-Z", "tr <string>...", "a b"),
+            ("printf 'b\\na\\n' | sort", "sort", "b\na\n"),
+            ("printf '%s\\n' b a b | sort -u", "sort -u", "b\na\nb\n"),
+            (
+                "jq -r .name <<< '{\"name\":\"x\"}'",
+                "jq -r <string>",
+                "{\"name\":\"x\"}\n",
+            ),
+            (
+                "jq .a <<'EOF'\n{\"a\": \"$HOME\"}\nEOF",
+                "jq <string>",
+                "{\"a\": \"$HOME\"}\n",
+            ),
+            ("cat <<EOF | wc -l\none\ntwo\nEOF", "wc -l", "one\ntwo\n"),
+        ];
+        for (command, key, stdin) in cases {
+            assert_eq!(
+                one(command),
+                ((*key).to_owned(), Some((*stdin).to_owned())),
+                "{command}"
+            );
+        }
+        // Not written out: expansions, an unquoted here-document that expands, escapes `echo
+        // -e` would interpret, a program that is not a text filter.
+        for command in [
+            "echo \"$X\" | jq .a",
+            "jq .a <<EOF\n{\"a\": \"$HOME\"}\nEOF",
+            "echo -e 'a\\tb' | sort",
+            "printf '%d\\n' 3 | sort",
+        ] {
+            assert!(bash(command).iter().all(|t| t.stdin.is_none()), "{command}");
+        }
+        let tokens = bash("echo y | apt-get install x");
+        assert_eq!(tokens.len(), 2);
+        assert!(tokens.iter().all(|t| t.stdin.is_none()));
+        assert_eq!(tokens[1].pipe_from, Some(0));
+
+        // The whole pipeline reads the data; later filters read the one before.
+        let tokens = bash("echo '[3,1]' | jq '.[]' | sort -n | uniq -c");
+        let shape: Vec<_> = tokens
+            .iter()
+            .map(|t| (t.key.as_str(), t.pipe_from, t.stdin.as_deref()))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                ("jq <string>", None, Some("[3,1]\n")),
+                ("sort -n", Some(1), None),
+                ("uniq -c", Some(2), None)
+            ]
+        );
+        // A trimming filter dropped in between: the next one reads the last kept command.
+        let tokens = bash("cargo test 2>&1 | tail -5 | grep FAIL; git status");
+        let shape: Vec<_> = tokens
+            .iter()
+            .map(|t| (t.program.as_str(), t.pipe_from))
+            .collect();
+        assert_eq!(shape, [("cargo", None), ("grep", Some(0)), ("git", None)]);
     }
 
     #[test]

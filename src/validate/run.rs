@@ -457,6 +457,9 @@ impl Validator {
                             "check".into(),
                             "--no-cache".into(),
                             "--quiet".into(),
+                            // Tools run through their interpreter: file modes are not the
+                            // code's concern (the registry sets them).
+                            "--extend-ignore=EXE".into(),
                             path.clone(),
                         ],
                     ));
