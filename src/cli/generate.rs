@@ -241,10 +241,33 @@ pub(super) fn show(
     out: &mut impl Write,
     style: Style,
 ) -> Result<(), Failure> {
-    let (conn, state_dir) = read_store(cli)?;
-    let c = candidates::get(&conn, id)?;
+    let store = read_store(cli);
+    let found = store
+        .as_ref()
+        .ok()
+        .and_then(|(conn, _)| candidates::get(conn, id).ok());
+    let Some(c) = found else {
+        // Not a candidate: perhaps an approved tool.
+        if super::registry::show_tool(cli, id, out)? {
+            return Ok(());
+        }
+        store?;
+        return Err(Failure::new(
+            ExitCode::Failure,
+            format!(
+                "no candidate or tool `{id}`: `toolsmith candidates` and `toolsmith tools` list \
+                 them"
+            ),
+        ));
+    };
+    let (_, state_dir) = store?;
     let staging = Staging::new(&state_dir, &c.id);
     let numbers = staging.attempts();
+    let proposal = if c.state == candidates::State::AwaitingReview {
+        super::registry::proposal_of(cli, &c.id)
+    } else {
+        None
+    };
     if cli.json {
         let attempt_json: Vec<Value> = numbers
             .iter()
@@ -272,6 +295,7 @@ pub(super) fn show(
                 "spec": staging.spec(),
                 "attempts": attempt_json,
                 "diffs": diffs,
+                "proposal": proposal,
             }),
         );
     }
@@ -320,6 +344,21 @@ pub(super) fn show(
             }
         }
         return Ok(());
+    }
+    if let Some(p) = &proposal {
+        writeln!(
+            out,
+            "\nproposed on {} ({}); the change to main:",
+            p["review"]["branch"].as_str().unwrap_or_default(),
+            p["review"]["subject"].as_str().unwrap_or_default()
+        )?;
+        out.write_all(p["diff"].as_str().unwrap_or_default().as_bytes())?;
+        writeln!(
+            out,
+            "\n`toolsmith approve {id}` or `toolsmith reject {id} --reason …`",
+            id = c.id
+        )?;
+        return attempt_summary(&staging, last, out, style);
     }
     writeln!(
         out,

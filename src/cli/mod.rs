@@ -10,6 +10,7 @@ mod ingest;
 mod install;
 pub mod mine;
 mod output;
+mod registry;
 mod sandbox;
 
 use std::io::Write;
@@ -120,14 +121,74 @@ pub enum Command {
     },
     /// List the candidate tools: id, tool, version, state and why.
     Candidates,
-    /// Show a candidate: its spec, files and test results.
+    /// Show a candidate (its spec, files, test results and, awaiting review, its diff against
+    /// main) or an approved tool (its manifest and README).
     Show {
-        /// The candidate's id (`toolsmith candidates` lists them).
+        /// The candidate's id (`toolsmith candidates` lists them) or a tool's name.
         #[arg(value_name = "CANDIDATE")]
         id: String,
         /// Every attempt's results and the diff from one attempt to the next.
         #[arg(long)]
         attempts: bool,
+    },
+    /// List the proposals awaiting review (branches `review/<name>/<version>` of the registry).
+    Review,
+    /// Approve a proposal: its commit lands on the registry's main with Approved-by, tagged
+    /// `<name>/v<version>`.
+    Approve {
+        /// The candidate (or the branch, or the tool when it has one proposal).
+        #[arg(value_name = "CANDIDATE")]
+        id: String,
+        /// A note kept in the commit message.
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
+    },
+    /// Reject a proposal: its branch goes (the commit is kept under refs/toolsmith/rejected/)
+    /// and its habit is not proposed again.
+    Reject {
+        /// The candidate (or the branch, or the tool when it has one proposal).
+        #[arg(value_name = "CANDIDATE")]
+        id: String,
+        /// Why: kept with the candidate and its pattern.
+        #[arg(long, required = true, value_name = "TEXT")]
+        reason: String,
+    },
+    /// List the approved tools on the registry's main.
+    Tools,
+    /// Run an approved tool in the sandbox, with its manifest's profile; exits with its status.
+    Run {
+        /// The tool.
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// A parameter (repeatable; an array parameter takes one value per use).
+        #[arg(long = "param", value_name = "NAME=VALUE")]
+        params: Vec<String>,
+        /// Parameters as one JSON object (`--json` is the switch for machine output).
+        #[arg(long, value_name = "JSON")]
+        input: Option<String>,
+        /// The directory the tool works on, when its profile grants one (default: here).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
+    /// Check every tag and every tool on main against its manifest and digest.
+    Verify,
+    /// Revert the commit that brought a tool's current version (a new commit on main).
+    Rollback {
+        /// The tool.
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// Deprecate a tool: a new version whose manifest says so and names its replacement.
+    Deprecate {
+        /// The tool.
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// The tool to use instead.
+        #[arg(long, value_name = "TOOL")]
+        replaced_by: Option<String>,
+        /// Why.
+        #[arg(long, required = true, value_name = "TEXT")]
+        reason: String,
     },
     /// Print pipeline events as they happen.
     Watch {
@@ -230,6 +291,12 @@ pub fn main() -> std::process::ExitCode {
     // `toolsmith sandbox` exits with the command's own status.
     let status = match &cli.command {
         Command::Sandbox(args) => sandbox::run(&cli, args),
+        Command::Run {
+            name,
+            params,
+            input,
+            workspace,
+        } => registry::run(&cli, name, params, input.as_deref(), workspace.clone()),
         _ => run(&cli).map(|()| ExitCode::Success as u8),
     };
     match status {
@@ -315,6 +382,23 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         }
         Command::Man { out: dir } => man(dir.as_deref(), &mut out),
         Command::Sandbox(args) => sandbox::run(cli, args).map(drop),
+        Command::Run {
+            name,
+            params,
+            input,
+            workspace,
+        } => registry::run(cli, name, params, input.as_deref(), workspace.clone()).map(drop),
+        Command::Review => registry::list_reviews(cli, &mut out, style),
+        Command::Approve { id, note } => registry::approve(cli, id, note.as_deref(), &mut out),
+        Command::Reject { id, reason } => registry::reject(cli, id, reason, &mut out),
+        Command::Tools => registry::tools(cli, &mut out, style),
+        Command::Verify => registry::verify(cli, &mut out, style),
+        Command::Rollback { name } => registry::rollback(cli, name, &mut out),
+        Command::Deprecate {
+            name,
+            replaced_by,
+            reason,
+        } => registry::deprecate(cli, name, replaced_by.as_deref(), reason, &mut out),
     }
 }
 

@@ -10,6 +10,7 @@ mod api;
 mod jobs;
 pub mod listener;
 pub mod lock;
+mod registry_watch;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -198,6 +199,13 @@ async fn serve(
         shutdown_rx_for_tail,
     ));
 
+    let registry_task = tokio::spawn(registry_watch::run(
+        store.clone(),
+        events.clone(),
+        api.config_changes(),
+        shutdown_rx_for_jobs.clone(),
+    ));
+
     let jobs_task = tokio::spawn(jobs::run(
         store.clone(),
         events.clone(),
@@ -275,6 +283,7 @@ async fn serve(
     // The tailer stops between batches: what it stored is consistent with its checkpoints.
     let _ = tail_task.await;
     let _ = jobs_task.await;
+    let _ = registry_task.await;
     socket.cleanup();
     store
         .call(move |conn| store::record_stop(conn, run_id))

@@ -48,6 +48,7 @@ use crate::config::{Config, GenerateSettings, LlmConfig};
 use crate::events::EventBus;
 use crate::mine::pattern::{self, PatternStatus};
 use crate::registry::manifest::{self, Manifest, Origin};
+use crate::registry::repo::{Proposal, Registry, RegistryError};
 use crate::store::{Store, StoreError};
 use crate::validate::run::{Outcome, Validator, ValidatorError};
 
@@ -854,6 +855,56 @@ impl Generator {
         if let Some(note) = note {
             reason = format!("{reason}; {note}");
         }
+        if let Some(dir) = self.registry_dir.clone() {
+            let spec = staging.spec();
+            let proposal = Proposal {
+                candidate: c.id.clone(),
+                files: staging.files(attempt),
+                why: spec.as_ref().map(why_made).unwrap_or_default(),
+                trailers: spec
+                    .as_ref()
+                    .map(|s| {
+                        let generator = outcome
+                            .manifest
+                            .as_ref()
+                            .map(|m| m.provenance.generator.as_str());
+                        proposal_trailers(s, outcome, generator)
+                    })
+                    .unwrap_or_default(),
+            };
+            let proposed = tokio::task::spawn_blocking(move || {
+                Registry::open_or_init(&dir).and_then(|r| r.propose(&proposal))
+            })
+            .await
+            .map_err(|e| RegistryError::Conflict(format!("the proposal did not finish: {e}")));
+            match proposed.and_then(|r| r) {
+                Ok(review) => {
+                    // The registry decides the version (from the interface diff).
+                    if let Some(mut manifest) = outcome.manifest.clone()
+                        && let Ok(v) = semver::Version::parse(&review.version)
+                    {
+                        manifest.validation = outcome.validation.clone();
+                        manifest.version = v;
+                        staging.write_manifest(attempt, &manifest)?;
+                    }
+                    let (id, v) = (c.id.clone(), review.version.clone());
+                    self.db(move |conn| candidates::set_version(conn, &id, &v))
+                        .await?;
+                    reason = format!("{reason}; proposed on {}", review.branch);
+                    if let Some(events) = &self.events {
+                        events.publish(
+                            "candidate.proposed",
+                            json!({"id": c.id, "tool": review.name, "version": review.version,
+                                   "branch": review.branch, "commit": review.commit}),
+                        );
+                    }
+                }
+                Err(e) => {
+                    let why = format!("validated, but the registry refused the proposal: {e}");
+                    return self.transition(&c.id, State::Failed, Some(why)).await;
+                }
+            }
+        }
         self.transition(&c.id, State::AwaitingReview, Some(reason))
             .await
     }
@@ -984,4 +1035,72 @@ impl Generator {
         )
         .await
     }
+}
+
+/// Why a tool was made, for its proposal's commit body.
+fn why_made(spec: &ToolSpec) -> String {
+    let steps: Vec<String> = spec
+        .trigger_step
+        .iter()
+        .chain(&spec.steps)
+        .map(|s| format!("`{}`", s.display()))
+        .collect();
+    let seen = match (&spec.pattern, spec.support) {
+        (Some(p), Some(n)) => format!("Mined as pattern {p}, seen in {n} sessions"),
+        (Some(p), None) => format!("Mined as pattern {p}"),
+        _ => String::new(),
+    };
+    let mut text = match (spec.origin, &spec.trigger) {
+        (Origin::ErrorRecovery, Some(t)) => format!(
+            "{seen}: when {} fails with `{}`, the agent recovered by running {}, then ran it \
+             again.",
+            steps.first().cloned().unwrap_or_default(),
+            t.error_template,
+            steps.iter().skip(1).cloned().collect::<Vec<_>>().join(", ")
+        ),
+        (Origin::Request, _) => format!(
+            "Requested: \"{}\"{}.",
+            spec.request.as_deref().unwrap_or(&spec.description),
+            if spec.examples.is_empty() {
+                String::new()
+            } else {
+                format!(", with examples {}", steps.join(", "))
+            }
+        ),
+        _ => format!("{seen}: the agent ran, by hand, {}.", steps.join(", then ")),
+    };
+    if let Some(ms) = spec.median_ms {
+        text.push_str(&format!(
+            " Each time took {:.1} s and {} calls; the tool does it in one.",
+            ms as f64 / 1000.0,
+            steps.len()
+        ));
+    }
+    text
+}
+
+/// The trailers of a proposal's commit.
+fn proposal_trailers(
+    spec: &ToolSpec,
+    outcome: &Outcome,
+    generator: Option<&str>,
+) -> Vec<(String, String)> {
+    let mut t = vec![("Origin".to_owned(), spec.origin.as_str().to_owned())];
+    if let Some(p) = &spec.pattern {
+        t.push(("Pattern".into(), p.clone()));
+    }
+    if let Some(n) = spec.support {
+        t.push(("Support".into(), format!("{n} sessions")));
+    }
+    t.push((
+        "Tests".into(),
+        format!(
+            "{} passed, {} failed in the sandbox",
+            outcome.tests.passed, outcome.tests.failed
+        ),
+    ));
+    if let Some(g) = generator {
+        t.push(("Generator".into(), g.to_owned()));
+    }
+    t
 }

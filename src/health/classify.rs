@@ -92,21 +92,7 @@ impl fmt::Display for ErrorClass {
 }
 
 /// The limit a run hit, as the sandbox reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LimitHit {
-    /// Wall-clock time.
-    Wall,
-    /// CPU time.
-    Cpu,
-    /// Memory.
-    Memory,
-    /// Processes.
-    Pids,
-    /// Captured output.
-    Output,
-    /// File size.
-    FileSize,
-}
+pub use crate::sandbox::LimitHit;
 
 /// Text patterns, checked in order: the first that matches the error output names the class.
 /// Lower-cased text is searched; each entry is (class, any of these substrings).

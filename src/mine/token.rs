@@ -355,9 +355,7 @@ impl Tokenizer {
             // `echo '{"a":1}' | jq .a`: the data is the filter's input, not a step of its own.
             if !from_pipe
                 && reads_pipe
-                && commands
-                    .get(step + 1)
-                    .is_some_and(is_text_filter_program)
+                && commands.get(step + 1).is_some_and(is_text_filter_program)
                 && let Some(data) = inline_producer(cmd)
             {
                 inline = Some(data);

@@ -7,9 +7,13 @@ use sha2::{Digest, Sha256};
 
 use super::manifest::FILE_NAME;
 
-/// `sha256:<hex>` of a tool's files other than its manifest (which holds the digest), in name
-/// order, each as its name, its length and its bytes, so that no two different sets of files
-/// hash alike by moving bytes from one file to the next.
+/// The tool's documentation, outside the digest.
+pub const README: &str = "README.md";
+
+/// `sha256:<hex>` of a tool's files other than its manifest (which holds the digest) and its
+/// `README.md` (documentation, rewritten by a deprecation without touching what was validated),
+/// in name order, each as its name, its length and its bytes, so that no two different sets of
+/// files hash alike by moving bytes from one file to the next.
 ///
 /// ```
 /// use std::collections::BTreeMap;
@@ -23,7 +27,10 @@ use super::manifest::FILE_NAME;
 /// ```
 pub fn digest(files: &BTreeMap<String, String>) -> String {
     let mut hash = Sha256::new();
-    for (name, content) in files.iter().filter(|(n, _)| n.as_str() != FILE_NAME) {
+    for (name, content) in files
+        .iter()
+        .filter(|(n, _)| n.as_str() != FILE_NAME && n.as_str() != README)
+    {
         hash.update(name.as_bytes());
         hash.update([0u8]);
         hash.update((content.len() as u64).to_le_bytes());

@@ -2,7 +2,18 @@
 //! described by.
 //!
 //! - [`manifest`]: `tools/<name>/tool.yaml`, read as untrusted input;
-//! - [`digest`]: the digest of a tool version's files.
+//! - [`digest`]: the digest of a tool version's files;
+//! - [`repo`]: the git repository — proposals, approval, rejection, rollback, deprecation,
+//!   verification, and what a crash or plain git left behind;
+//! - [`review`]: approval and rejection recorded in git and in the store;
+//! - [`run`]: an approved tool run in the sandbox and recorded;
+//! - [`versions`]: semantic versions from the interface diff;
+//! - [`index`]: `TOOLS.md`, rewritten with every change.
 
 pub mod digest;
+pub mod index;
 pub mod manifest;
+pub mod repo;
+pub mod review;
+pub mod run;
+pub mod versions;

@@ -200,11 +200,27 @@ impl<R> Pending<R> {
 /// store whose schema differs from this build's: its tables would not be what the queries expect.
 pub fn open_read_only(path: &Path) -> Result<Connection, StoreError> {
     use rusqlite::OpenFlags;
-    let conn = Connection::open_with_flags(
+    open_checked(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(|source| StoreError::Open {
+}
+
+/// Opens an existing store to record a few changes beside a running daemon (a review decision,
+/// a tool run): WAL lets both write, each waiting its turn. No migration and no integrity check
+/// (the daemon or [`Store::open`] does those); a store of another schema is refused.
+pub fn open_for_update(path: &Path) -> Result<Connection, StoreError> {
+    use rusqlite::OpenFlags;
+    let conn = open_checked(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")?;
+    Ok(conn)
+}
+
+fn open_checked(path: &Path, flags: rusqlite::OpenFlags) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(path, flags).map_err(|source| StoreError::Open {
         path: path.to_owned(),
         source,
     })?;

@@ -1,0 +1,418 @@
+//! The registry commands: `review`, `approve`, `reject`, `tools`, `run`, `verify`, `rollback`,
+//! `deprecate`. They work on the git registry directly (git's own locks keep them safe beside
+//! the daemon) and record decisions in the store when there is one.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde_json::{Map, Value, json};
+
+use super::output::{self, Style};
+use super::{Cli, Failure, load_config};
+use crate::config::Config;
+use crate::exit::ExitCode;
+use crate::health::executions::{self, Caller};
+use crate::invoke;
+use crate::registry::repo::{Registry, RegistryError};
+use crate::registry::review::{self, ReviewError};
+use crate::registry::run::{RunError, RunRequest, run_tool};
+use crate::sandbox::SandboxPolicy;
+use crate::store;
+
+impl From<RegistryError> for Failure {
+    fn from(err: RegistryError) -> Self {
+        Failure::new(ExitCode::Failure, err.to_string())
+    }
+}
+
+impl From<ReviewError> for Failure {
+    fn from(err: ReviewError) -> Self {
+        Failure::new(ExitCode::Failure, err.to_string())
+    }
+}
+
+/// Opens (creating on first use) the configured registry, finishes what a crash interrupted,
+/// recognises proposals merged with plain git, and records those in the store.
+pub(super) fn open(cli: &Cli) -> Result<(Config, Registry), Failure> {
+    let config = load_config(cli)?;
+    let registry = Registry::open_or_init(&config.paths.registry.value)?;
+    let reconciled = registry.reconcile()?;
+    if !reconciled.landed.is_empty()
+        && let Some(conn) = store_for_update(&config)
+    {
+        review::record_landed(&conn, &reconciled.landed)?;
+    }
+    Ok((config, registry))
+}
+
+/// A writable connection to the store, when there is one.
+fn store_for_update(config: &Config) -> Option<rusqlite::Connection> {
+    let path = config.store_path();
+    if !path.exists() {
+        return None;
+    }
+    match store::open_for_update(&path) {
+        Ok(conn) => Some(conn),
+        Err(e) => {
+            tracing::warn!("the decision is in the registry, not in the store: {e}");
+            None
+        }
+    }
+}
+
+/// `toolsmith review`.
+pub(super) fn list_reviews(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
+    let (_, registry) = open(cli)?;
+    let reviews = registry.reviews()?;
+    if cli.json {
+        return output::json(out, &json!(reviews));
+    }
+    if reviews.is_empty() {
+        writeln!(
+            out,
+            "nothing awaits review: candidates are proposed when they pass validation \
+             (`toolsmith candidates`)"
+        )?;
+        return Ok(());
+    }
+    for r in &reviews {
+        let behind = if r.behind_main {
+            style.warn(" (main moved since: approval re-applies it)")
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "{}  {}  {}{behind}\n    {}",
+            r.candidate.as_deref().unwrap_or("-"),
+            r.branch,
+            r.bump.as_deref().unwrap_or("new"),
+            r.subject
+        )?;
+    }
+    writeln!(
+        out,
+        "\n`toolsmith show CANDIDATE` shows one; `toolsmith approve CANDIDATE` or \
+         `toolsmith reject CANDIDATE --reason …` decides."
+    )?;
+    Ok(())
+}
+
+/// `toolsmith approve`.
+pub(super) fn approve(
+    cli: &Cli,
+    key: &str,
+    note: Option<&str>,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let (config, registry) = open(cli)?;
+    let conn = store_for_update(&config);
+    let approver = registry.approver();
+    let landed = review::approve(&registry, conn.as_ref(), key, &approver, note)?;
+    if cli.json {
+        return output::json(out, &json!(landed));
+    }
+    writeln!(
+        out,
+        "approved {} {} as {} (commit {}, approved by {})",
+        landed.name,
+        landed.version,
+        landed.tag,
+        &landed.commit[..12.min(landed.commit.len())],
+        landed.approved_by
+    )?;
+    writeln!(out, "run it: toolsmith run {}", landed.name)?;
+    Ok(())
+}
+
+/// `toolsmith reject`.
+pub(super) fn reject(
+    cli: &Cli,
+    key: &str,
+    reason: &str,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    if reason.trim().is_empty() {
+        return Err(Failure::new(
+            ExitCode::Usage,
+            "--reason must say why: it is kept, and the habit is not proposed again",
+        ));
+    }
+    let (config, registry) = open(cli)?;
+    let conn = store_for_update(&config);
+    let review = review::reject(&registry, conn.as_ref(), key, reason)?;
+    if cli.json {
+        return output::json(out, &json!({"rejected": review, "reason": reason}));
+    }
+    writeln!(
+        out,
+        "rejected {} ({}); kept as {}{}",
+        review.branch,
+        review.candidate.as_deref().unwrap_or("-"),
+        crate::registry::repo::REJECTED_PREFIX,
+        review
+            .candidate
+            .clone()
+            .unwrap_or_else(|| review.branch.replace('/', "-"))
+    )?;
+    Ok(())
+}
+
+/// `toolsmith tools`.
+pub(super) fn tools(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
+    let (_, registry) = open(cli)?;
+    let tools = registry.tools()?;
+    if cli.json {
+        let list: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "version": t.version,
+                    "description": t.description,
+                    "deprecated": t.deprecated,
+                    "problem": t.problem,
+                    "params": t.manifest.as_ref().map(|m| m.interface.params.clone()),
+                    "output": t.manifest.as_ref().map(|m| m.interface.output),
+                })
+            })
+            .collect();
+        return output::json(out, &Value::Array(list));
+    }
+    if tools.is_empty() {
+        writeln!(
+            out,
+            "no approved tools yet: `toolsmith review` lists the proposals awaiting review"
+        )?;
+        return Ok(());
+    }
+    let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4);
+    for t in &tools {
+        match &t.problem {
+            Some(p) => writeln!(
+                out,
+                "{:<width$}  {}",
+                t.name,
+                style.bad(&format!("invalid: {p}"))
+            )?,
+            None => writeln!(
+                out,
+                "{:<width$}  {:<8}  {}{}",
+                t.name,
+                t.version.as_deref().unwrap_or("-"),
+                t.description,
+                if t.deprecated { " (deprecated)" } else { "" }
+            )?,
+        }
+    }
+    Ok(())
+}
+
+/// `toolsmith run NAME [--param K=V]... [--input JSON] [--workspace DIR]`; returns the tool's
+/// exit status.
+pub(super) fn run(
+    cli: &Cli,
+    name: &str,
+    pairs: &[String],
+    input: Option<&str>,
+    workspace: Option<PathBuf>,
+) -> Result<u8, Failure> {
+    let (config, registry) = open(cli)?;
+    let entry = registry.tool(name)?;
+    let mut params: Map<String, Value> = match input {
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => {
+                return Err(Failure::new(
+                    ExitCode::Usage,
+                    "--input takes a JSON object of parameters, e.g. '{\"package\": \"core\"}'",
+                ));
+            }
+            Err(e) => {
+                return Err(Failure::new(
+                    ExitCode::Usage,
+                    format!("--input is not JSON: {e}"),
+                ));
+            }
+        },
+        None => Map::new(),
+    };
+    if let Some(manifest) = &entry.manifest {
+        let pairs = invoke::params_from_pairs(manifest, pairs)
+            .map_err(|e| Failure::new(ExitCode::Usage, format!("{name}: {e}")))?;
+        params.extend(pairs);
+    }
+    let policy = match &config.generate.policy.value {
+        Some(path) => SandboxPolicy::load(path)
+            .map_err(|e| Failure::new(ExitCode::InvalidConfig, e.to_string()))?,
+        None => SandboxPolicy::default(),
+    };
+    let request = RunRequest {
+        name: name.to_owned(),
+        params,
+        workspace,
+        caller: Caller::Cli,
+    };
+    let done = match run_tool(&registry, &request, &policy, None) {
+        Ok(done) => done,
+        Err(RunError::Params { name, source }) => {
+            return Err(Failure::new(ExitCode::Usage, format!("{name}: {source}")));
+        }
+        Err(e) => return Err(Failure::new(ExitCode::Failure, e.to_string())),
+    };
+    if let Some(conn) = store_for_update(&config)
+        && let Err(e) = executions::record(&conn, &done.execution)
+    {
+        tracing::warn!("the run of {name} was not recorded: {e}");
+    }
+    let report = &done.report;
+    let mut stdout = std::io::stdout().lock();
+    if cli.json {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let parsed: Option<Value> = serde_json::from_slice(&report.stdout.bytes).ok();
+        output::json(
+            &mut stdout,
+            &json!({
+                "tool": done.manifest.name,
+                "version": done.manifest.version.to_string(),
+                "ok": done.execution.ok,
+                "exit_code": done.execution.exit_code,
+                "limit": done.execution.limit_hit,
+                "error_class": done.execution.error_class.map(|c| c.as_str()),
+                "duration_ms": done.execution.duration_ms,
+                "stdout": text(&report.stdout.bytes),
+                "stderr": text(&report.stderr.bytes),
+                "output": parsed,
+            }),
+        )?;
+    } else {
+        stdout.write_all(&report.stdout.bytes)?;
+        stdout.flush()?;
+        let mut stderr = std::io::stderr().lock();
+        stderr.write_all(&report.stderr.bytes)?;
+        if let Some(limit) = report.limit {
+            writeln!(
+                stderr,
+                "toolsmith run: {name} stopped: {} limit hit",
+                limit.as_str()
+            )?;
+        }
+    }
+    Ok(report.exit.status())
+}
+
+/// `toolsmith verify`.
+pub(super) fn verify(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
+    let (_, registry) = open(cli)?;
+    let report = registry.verify()?;
+    if cli.json {
+        output::json(out, &json!(report))?;
+    } else {
+        for p in &report.problems {
+            writeln!(out, "{}", style.bad(p))?;
+        }
+        writeln!(
+            out,
+            "checked {} tags and {} tools on main: {}",
+            report.tags,
+            report.tools,
+            if report.problems.is_empty() {
+                style.good("all valid")
+            } else {
+                style.bad(&format!("{} problems", report.problems.len()))
+            }
+        )?;
+    }
+    if report.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::new(
+            ExitCode::Failure,
+            format!(
+                "verify found {} problems; roll back or re-propose the tools named",
+                report.problems.len()
+            ),
+        ))
+    }
+}
+
+/// `toolsmith rollback`.
+pub(super) fn rollback(cli: &Cli, name: &str, out: &mut impl Write) -> Result<(), Failure> {
+    let (_, registry) = open(cli)?;
+    let (from, to, commit) = registry.rollback(name)?;
+    if cli.json {
+        return output::json(
+            out,
+            &json!({"tool": name, "from": from, "to": to, "commit": commit}),
+        );
+    }
+    match to {
+        Some(v) => writeln!(
+            out,
+            "rolled {name} back from {from} to {v} (commit {commit})"
+        )?,
+        None => writeln!(
+            out,
+            "rolled {name} {from} back: it had no earlier version and is gone from main \
+             (commit {commit})"
+        )?,
+    }
+    Ok(())
+}
+
+/// `toolsmith deprecate`.
+pub(super) fn deprecate(
+    cli: &Cli,
+    name: &str,
+    replaced_by: Option<&str>,
+    reason: &str,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let (_, registry) = open(cli)?;
+    let landed = registry.deprecate(name, replaced_by, reason)?;
+    if cli.json {
+        return output::json(out, &json!(landed));
+    }
+    writeln!(
+        out,
+        "deprecated {name} in {} ({})",
+        landed.version, landed.tag
+    )?;
+    Ok(())
+}
+
+/// What `show` prints for a name that is a tool rather than a candidate.
+pub(super) fn show_tool(cli: &Cli, name: &str, out: &mut impl Write) -> Result<bool, Failure> {
+    let (_, registry) = open(cli)?;
+    let Ok(entry) = registry.tool(name) else {
+        return Ok(false);
+    };
+    let readme = registry.tool_readme(name)?;
+    if cli.json {
+        output::json(
+            out,
+            &json!({"tool": entry, "manifest": entry.manifest, "readme": readme}),
+        )?;
+        return Ok(true);
+    }
+    match &entry.manifest {
+        Some(m) => out.write_all(m.to_yaml().as_bytes())?,
+        None => writeln!(
+            out,
+            "{name}: invalid: {}",
+            entry.problem.as_deref().unwrap_or_default()
+        )?,
+    }
+    if let Some(text) = readme {
+        writeln!(out, "\n{text}")?;
+    }
+    Ok(true)
+}
+
+/// The proposal of a candidate awaiting review, with its diff against `main`.
+pub(super) fn proposal_of(cli: &Cli, candidate: &str) -> Option<Value> {
+    let (_, registry) = open(cli).ok()?;
+    let review = registry.review(candidate).ok()?;
+    let diff = registry.review_diff(&review).ok()?;
+    Some(json!({"review": review, "diff": diff}))
+}

@@ -1,0 +1,146 @@
+//! Watches the registry repository, so that changes made with plain git (a `git merge` of a
+//! review branch, a `git revert`, an edit committed by hand) are picked up: proposals found on
+//! `main` are tagged and their candidates marked approved, and every tool that changed on
+//! `main` is checked again — an invalid one is reported (and `toolsmith run` refuses it).
+//!
+//! inotify on the git directory's refs, no polling: an idle registry costs nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher};
+use serde_json::json;
+use tokio::sync::{mpsc, watch};
+
+use crate::config::Config;
+use crate::events::EventBus;
+use crate::registry::repo::Registry;
+use crate::registry::review;
+use crate::store::Store;
+
+/// How long to wait for a burst of ref updates (a merge writes several) to settle.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// What the last look at the registry saw: `main`'s commit and each tool's tree.
+#[derive(Debug, Default)]
+struct Seen {
+    main: String,
+    trees: BTreeMap<String, String>,
+}
+
+pub(super) async fn run(
+    store: Store,
+    events: EventBus,
+    configs: watch::Receiver<Arc<Config>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let dir = configs.borrow().paths.registry.value.clone();
+    let mut seen = Seen::default();
+    if let Err(e) = look(&dir, &store, &events, &mut seen).await {
+        tracing::error!(
+            "registry {}: {e}; proposals wait until it is usable",
+            dir.display()
+        );
+    }
+    let (tx, mut rx) = mpsc::channel::<()>(1);
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if event.is_ok() {
+            let _ = tx.try_send(());
+        }
+    });
+    let mut watcher = match watcher {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::error!(
+                "cannot watch the registry: {e}; changes made with git are seen by the next toolsmith command"
+            );
+            return;
+        }
+    };
+    let git_dir = dir.join(".git");
+    for (path, mode) in [
+        (git_dir.clone(), RecursiveMode::NonRecursive),
+        (git_dir.join("refs"), RecursiveMode::Recursive),
+    ] {
+        if let Err(e) = watcher.watch(&path, mode) {
+            tracing::warn!("cannot watch {}: {e}", path.display());
+        }
+    }
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            Some(()) = rx.recv() => {
+                tokio::time::sleep(SETTLE).await;
+                while rx.try_recv().is_ok() {}
+                if let Err(e) = look(&dir, &store, &events, &mut seen).await {
+                    tracing::warn!("registry {}: {e}", dir.display());
+                }
+            }
+        }
+    }
+}
+
+/// Reconciles the registry, records what landed, and checks the tools that changed.
+async fn look(dir: &Path, store: &Store, events: &EventBus, seen: &mut Seen) -> Result<(), String> {
+    let dir: PathBuf = dir.to_owned();
+    let previous = std::mem::take(seen);
+    let (reconciled, main, trees, problems, previous) = tokio::task::spawn_blocking(move || {
+        let registry = Registry::open_or_init(&dir).map_err(|e| e.to_string())?;
+        let reconciled = registry.reconcile().map_err(|e| e.to_string())?;
+        let main = registry.main_id().map_err(|e| e.to_string())?;
+        let tools = registry.tools().map_err(|e| e.to_string())?;
+        let mut trees = BTreeMap::new();
+        let mut problems = Vec::new();
+        for t in tools {
+            if previous.trees.get(&t.name) != Some(&t.tree) {
+                if let Some(p) = t.problem.clone() {
+                    problems.push((t.name.clone(), p));
+                } else if let Err(e) = registry.runnable(&t.name) {
+                    problems.push((t.name.clone(), e.to_string()));
+                }
+            }
+            trees.insert(t.name, t.tree);
+        }
+        Ok::<_, String>((reconciled, main, trees, problems, previous))
+    })
+    .await
+    .map_err(|e| e.to_string())??;
+    if !reconciled.landed.is_empty() {
+        let landed = reconciled.landed.clone();
+        store
+            .call(move |conn| review::record_landed(conn, &landed))
+            .await
+            .map_err(|e| e.to_string())?;
+        for l in &reconciled.landed {
+            events.publish("tool.approved", json!(l));
+        }
+    }
+    if let Some(note) = &reconciled.journal {
+        tracing::warn!("registry: {note}");
+    }
+    for (tool, problem) in &problems {
+        tracing::warn!("registry: tool {tool} is invalid on main: {problem}");
+        events.publish("tool.invalid", json!({"tool": tool, "problem": problem}));
+    }
+    if !previous.main.is_empty() && previous.main != main {
+        let removed: Vec<&String> = previous
+            .trees
+            .keys()
+            .filter(|k| !trees.contains_key(*k))
+            .collect();
+        let changed: Vec<&String> = trees
+            .iter()
+            .filter(|(k, v)| previous.trees.get(*k) != Some(v))
+            .map(|(k, _)| k)
+            .collect();
+        events.publish(
+            "registry.changed",
+            json!({"main": main, "changed": changed, "removed": removed,
+                   "invalid": problems.iter().map(|(t, _)| t).collect::<Vec<_>>()}),
+        );
+    }
+    *seen = Seen { main, trees };
+    Ok(())
+}

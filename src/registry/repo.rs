@@ -1,0 +1,1756 @@
+//! The registry repository: approved tools on `main`, proposals on `review/<name>/<version>`,
+//! rejected proposals under `refs/toolsmith/rejected/`, one annotated tag `<name>/v<version>`
+//! per approved version, never moved.
+//!
+//! Every change to `main` goes through [`Registry::land`]: the commit is written first
+//! (unreferenced), the work tree's paths of the change are checked clean, a journal records
+//! the move, the paths are checked out, and only then does `main` move, compare-and-swap on its
+//! old value. [`Registry::reconcile`], run whenever the registry is opened, finishes or undoes
+//! what a crash interrupted and recognises what was done with plain git (a review branch merged
+//! into `main`): a killed approval leaves no half-registered tool and no branch that
+//! `toolsmith review` cannot explain.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use git2::{
+    BranchType, Commit, ErrorCode, ObjectType, Oid, Repository, RepositoryInitOptions, Signature,
+    Tree, build::CheckoutBuilder,
+};
+use serde::Serialize;
+
+use super::index::{self, Row};
+use super::manifest::{self, Manifest};
+use super::versions::{self, Bump};
+
+/// The format of registry this build reads and writes (`registry.toml`'s `format`).
+pub const FORMAT: i64 = 1;
+
+const MAIN: &str = "refs/heads/main";
+const REVIEW_PREFIX: &str = "refs/heads/review/";
+/// Where rejected proposals are kept, one ref per candidate.
+pub const REJECTED_PREFIX: &str = "refs/toolsmith/rejected/";
+/// The journal of a move of `main` under way, inside the git directory.
+const JOURNAL: &str = "toolsmith-landing.json";
+/// The lock toolsmith processes take turns on, inside the git directory.
+const LOCK: &str = "toolsmith.lock";
+/// How old a git lock file must be, with no toolsmith at work, to be taken as left by a crash.
+const STALE_LOCK: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The files a new registry starts with: `registry-template/`.
+const TEMPLATE: [(&str, &str); 4] = [
+    (
+        "README.md",
+        include_str!("../../registry-template/README.md"),
+    ),
+    (
+        "registry.toml",
+        include_str!("../../registry-template/registry.toml"),
+    ),
+    (
+        ".gitattributes",
+        include_str!("../../registry-template/.gitattributes"),
+    ),
+    ("tools/.gitkeep", ""),
+];
+
+/// What went wrong with the registry.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// A git operation failed.
+    #[error("registry {}: {what}: {}", path.display(), source.message())]
+    Git {
+        /// The repository.
+        path: PathBuf,
+        /// What was being done.
+        what: String,
+        /// git's error.
+        source: git2::Error,
+    },
+    /// The directory holds something else.
+    #[error("{} is not a toolsmith registry: {why}", path.display())]
+    NotARegistry {
+        /// The directory.
+        path: PathBuf,
+        /// Why not.
+        why: String,
+    },
+    /// Written by a newer toolsmith.
+    #[error(
+        "registry {} is in format {found}; this toolsmith reads format {FORMAT}: upgrade toolsmith",
+        path.display()
+    )]
+    NewerFormat {
+        /// The repository.
+        path: PathBuf,
+        /// Its format.
+        found: i64,
+    },
+    /// No proposal matches.
+    #[error("nothing awaits review as `{0}`; `toolsmith review` lists what does")]
+    NoSuchReview(String),
+    /// Several proposals match.
+    #[error("`{0}` matches several proposals ({1}); name the candidate")]
+    Ambiguous(String, String),
+    /// No such tool on `main`.
+    #[error("no tool `{0}` on main; `toolsmith tools` lists them")]
+    NoSuchTool(String),
+    /// The version's tag exists.
+    #[error(
+        "tag {0} exists already: a version is tagged once and never moved; propose a new version"
+    )]
+    TagExists(String),
+    /// The change cannot be applied to `main` as it is now.
+    #[error("{0}")]
+    Conflict(String),
+    /// Uncommitted changes where the change would write.
+    #[error(
+        "the registry's work tree has uncommitted changes in {paths}: commit or discard them \
+         (`git -C {} status`), then retry",
+        root.display()
+    )]
+    Dirty {
+        /// The work tree.
+        root: PathBuf,
+        /// The paths.
+        paths: String,
+    },
+    /// A tool's files are not usable.
+    #[error("tool `{name}`: {problem}")]
+    Invalid {
+        /// The tool.
+        name: String,
+        /// What is wrong and what to do.
+        problem: String,
+    },
+    /// A file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// A proposal to make: a validated candidate's files and why it was made.
+#[derive(Debug, Clone)]
+pub struct Proposal {
+    /// The candidate's id.
+    pub candidate: String,
+    /// The tool's files, by path inside its directory (`tool.yaml`, `run.sh`, `tests/…`).
+    pub files: BTreeMap<String, String>,
+    /// Why it was made, for the commit body.
+    pub why: String,
+    /// Trailers (`Origin`, `Pattern`, `Support`, `Tests`, `Generator`), in order.
+    pub trailers: Vec<(String, String)>,
+}
+
+/// A proposal awaiting review.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Review {
+    /// `review/<name>/<version>`.
+    pub branch: String,
+    /// The tool.
+    pub name: String,
+    /// The version proposed.
+    pub version: String,
+    /// The candidate, from the `Candidate:` trailer.
+    pub candidate: Option<String>,
+    /// The proposal's commit.
+    pub commit: String,
+    /// Its subject line.
+    pub subject: String,
+    /// Whether `main` moved since it was proposed (approval re-applies it).
+    pub behind_main: bool,
+    /// How the version moved from what is on `main`.
+    pub bump: Option<String>,
+}
+
+/// What an approval (or a merge recognised) did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Landed {
+    /// The tool.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// The candidate.
+    pub candidate: Option<String>,
+    /// The commit on `main`.
+    pub commit: String,
+    /// The tag made.
+    pub tag: String,
+    /// Who approved.
+    pub approved_by: String,
+    /// `toolsmith` or `git` (merged by hand).
+    pub via: String,
+}
+
+/// A tool on `main`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolEntry {
+    /// Its directory's name.
+    pub name: String,
+    /// Its version, when the manifest reads.
+    pub version: Option<String>,
+    /// What it does.
+    pub description: String,
+    /// Whether it is deprecated.
+    pub deprecated: bool,
+    /// Why it cannot be run, when its manifest or files are invalid.
+    pub problem: Option<String>,
+    /// Its tree's id: changes whenever any of its files does.
+    pub tree: String,
+    /// The manifest, when it reads.
+    #[serde(skip)]
+    pub manifest: Option<Manifest>,
+}
+
+/// The version a proposal gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NextVersion {
+    /// The version.
+    pub version: semver::Version,
+    /// How it moved from the highest version seen, and why; `None` for a new tool.
+    pub bump: Option<(Bump, Vec<String>)>,
+}
+
+/// What `verify` found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct VerifyReport {
+    /// Tags checked.
+    pub tags: usize,
+    /// Tools on `main` checked.
+    pub tools: usize,
+    /// Each problem: what, where, what to do.
+    pub problems: Vec<String>,
+}
+
+/// What reconciling found and did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Reconciled {
+    /// Proposals found on `main` (merged with git, or an approval interrupted): tagged, their
+    /// branches removed.
+    pub landed: Vec<Landed>,
+    /// Whether an interrupted move of `main` was finished or undone.
+    pub journal: Option<String>,
+}
+
+/// The journal of a move of `main`.
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct Journal {
+    old: String,
+    new: String,
+    paths: Vec<String>,
+}
+
+/// An open registry.
+pub struct Registry {
+    repo: Repository,
+    root: PathBuf,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("root", &self.root)
+            .finish()
+    }
+}
+
+/// The identity toolsmith commits as.
+fn toolsmith_signature() -> Result<Signature<'static>, git2::Error> {
+    Signature::now("toolsmith", "toolsmith@localhost")
+}
+
+/// The trailers of a commit message: `Key: value` lines of its last paragraph.
+pub fn trailers(message: &str) -> Vec<(String, String)> {
+    let last = message.trim_end().rsplit("\n\n").next().unwrap_or("");
+    last.lines()
+        .filter_map(|line| {
+            let (key, value) = line.split_once(": ")?;
+            let is_key =
+                !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+            is_key.then(|| (key.to_owned(), value.trim().to_owned()))
+        })
+        .collect()
+}
+
+fn trailer<'a>(trailers: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    trailers
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+/// A commit message: subject, body paragraphs, trailers.
+fn message(subject: &str, body: &[String], trailers: &[(String, String)]) -> String {
+    let mut text = format!("{subject}\n");
+    for paragraph in body.iter().filter(|p| !p.trim().is_empty()) {
+        text.push('\n');
+        text.push_str(paragraph.trim_end());
+        text.push('\n');
+    }
+    if !trailers.is_empty() {
+        text.push('\n');
+        for (k, v) in trailers {
+            let v = v.replace('\n', " ");
+            text.push_str(&format!("{k}: {v}\n"));
+        }
+    }
+    text
+}
+
+fn tag_name(name: &str, version: &str) -> String {
+    format!("{name}/v{version}")
+}
+
+fn tool_path(name: &str) -> String {
+    format!("tools/{name}")
+}
+
+impl Registry {
+    /// Opens the registry at `dir`, creating it from the template when the directory does not
+    /// exist or is empty. An existing repository is checked, never overwritten.
+    pub fn open_or_init(dir: &Path) -> Result<Registry, RegistryError> {
+        let empty = match std::fs::read_dir(dir) {
+            Ok(mut entries) => entries.next().is_none(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+            Err(source) => {
+                return Err(RegistryError::Io {
+                    path: dir.to_owned(),
+                    source,
+                });
+            }
+        };
+        if empty {
+            Self::init(dir)
+        } else {
+            Self::open(dir)
+        }
+    }
+
+    /// Opens an existing registry and checks its format; finishes what a crash interrupted.
+    pub fn open(dir: &Path) -> Result<Registry, RegistryError> {
+        let repo = Repository::open(dir).map_err(|e| RegistryError::NotARegistry {
+            path: dir.to_owned(),
+            why: format!(
+                "not a git repository ({}); point paths.registry at a registry or an empty \
+                 directory",
+                e.message()
+            ),
+        })?;
+        let registry = Registry {
+            repo,
+            root: dir.to_owned(),
+        };
+        registry.check_format()?;
+        Ok(registry)
+    }
+
+    fn init(dir: &Path) -> Result<Registry, RegistryError> {
+        std::fs::create_dir_all(dir).map_err(|source| RegistryError::Io {
+            path: dir.to_owned(),
+            source,
+        })?;
+        let git = |what: &str, e: git2::Error| RegistryError::Git {
+            path: dir.to_owned(),
+            what: what.to_owned(),
+            source: e,
+        };
+        let repo = Repository::init_opts(
+            dir,
+            RepositoryInitOptions::new()
+                .initial_head("main")
+                .mkdir(true),
+        )
+        .map_err(|e| git("cannot create the repository", e))?;
+        let registry = Registry {
+            repo,
+            root: dir.to_owned(),
+        };
+        let mut files: BTreeMap<String, Vec<u8>> = TEMPLATE
+            .iter()
+            .map(|(p, c)| ((*p).to_owned(), c.as_bytes().to_vec()))
+            .collect();
+        files.insert(
+            index::FILE_NAME.to_owned(),
+            index::update("", "", None).into_bytes(),
+        );
+        let tree = registry.write_tree(&files, None)?;
+        {
+            let tree = registry.git("read the first tree", registry.repo.find_tree(tree))?;
+            let sig = registry.git("make a signature", toolsmith_signature())?;
+            let msg = message(
+                "registry: start from the toolsmith template",
+                &["The layout, the review workflow and how to roll back are in README.md.".into()],
+                &[],
+            );
+            registry.git(
+                "write the first commit",
+                registry
+                    .repo
+                    .commit(Some("HEAD"), &sig, &sig, &msg, &tree, &[]),
+            )?;
+        }
+        let mut checkout = CheckoutBuilder::new();
+        checkout.force();
+        registry.git(
+            "check out the first commit",
+            registry.repo.checkout_head(Some(&mut checkout)),
+        )?;
+        Ok(registry)
+    }
+
+    /// The work tree's root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn git<T>(&self, what: &str, result: Result<T, git2::Error>) -> Result<T, RegistryError> {
+        result.map_err(|source| RegistryError::Git {
+            path: self.root.clone(),
+            what: what.to_owned(),
+            source,
+        })
+    }
+
+    fn check_format(&self) -> Result<(), RegistryError> {
+        let not = |why: &str| RegistryError::NotARegistry {
+            path: self.root.clone(),
+            why: why.to_owned(),
+        };
+        let main = self.main_commit().map_err(|_| {
+            not("it has no `main` branch; point paths.registry at a registry or an empty directory")
+        })?;
+        let tree = self.git("read main", main.tree())?;
+        let text = self
+            .blob_text(&tree, "registry.toml")?
+            .ok_or_else(|| not("`main` has no registry.toml"))?;
+        let doc: toml::Table = text
+            .parse()
+            .map_err(|e| not(&format!("registry.toml does not parse: {e}")))?;
+        let format = doc
+            .get("format")
+            .and_then(toml::Value::as_integer)
+            .ok_or_else(|| not("registry.toml has no integer `format`"))?;
+        if format > FORMAT {
+            return Err(RegistryError::NewerFormat {
+                path: self.root.clone(),
+                found: format,
+            });
+        }
+        Ok(())
+    }
+
+    fn main_commit(&self) -> Result<Commit<'_>, RegistryError> {
+        let reference = self.git("find main", self.repo.find_reference(MAIN))?;
+        self.git("read main", reference.peel_to_commit())
+    }
+
+    /// The id of `main`'s commit.
+    pub fn main_id(&self) -> Result<String, RegistryError> {
+        Ok(self.main_commit()?.id().to_string())
+    }
+
+    fn blob_text(&self, tree: &Tree<'_>, path: &str) -> Result<Option<String>, RegistryError> {
+        let entry = match tree.get_path(Path::new(path)) {
+            Ok(e) => e,
+            Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
+            Err(e) => return Err(self.git(&format!("read {path}"), Err(e))?),
+        };
+        let object = self.git(&format!("read {path}"), entry.to_object(&self.repo))?;
+        let Some(blob) = object.as_blob() else {
+            return Ok(None);
+        };
+        Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
+    }
+
+    fn subtree_id(&self, tree: &Tree<'_>, path: &str) -> Option<Oid> {
+        tree.get_path(Path::new(path))
+            .ok()
+            .filter(|e| e.kind() == Some(ObjectType::Tree))
+            .map(|e| e.id())
+    }
+
+    /// The files of a tool's tree, by path inside it; every file must be UTF-8 text.
+    fn tool_files(&self, name: &str, tree: Oid) -> Result<BTreeMap<String, String>, RegistryError> {
+        let tree = self.git("read a tool's tree", self.repo.find_tree(tree))?;
+        let mut files = BTreeMap::new();
+        let mut problem = None;
+        self.git(
+            "walk a tool's tree",
+            tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+                if entry.kind() != Some(ObjectType::Blob) {
+                    return git2::TreeWalkResult::Ok;
+                }
+                let path = format!("{dir}{}", entry.name().unwrap_or_default());
+                match entry
+                    .to_object(&self.repo)
+                    .ok()
+                    .and_then(|o| o.as_blob().map(|b| b.content().to_vec()))
+                    .map(String::from_utf8)
+                {
+                    Some(Ok(text)) => {
+                        files.insert(path, text);
+                    }
+                    _ => problem = Some(format!("{path} is not UTF-8 text")),
+                }
+                git2::TreeWalkResult::Ok
+            }),
+        )?;
+        if let Some(problem) = problem {
+            return Err(RegistryError::Invalid {
+                name: name.to_owned(),
+                problem,
+            });
+        }
+        Ok(files)
+    }
+
+    /// Writes nested trees for `files` (paths with `/`); `exec` names the file made executable.
+    fn write_tree(
+        &self,
+        files: &BTreeMap<String, Vec<u8>>,
+        exec: Option<&str>,
+    ) -> Result<Oid, RegistryError> {
+        let mut here: BTreeMap<&str, (Oid, i32)> = BTreeMap::new();
+        let mut dirs: BTreeMap<&str, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
+        for (path, content) in files {
+            match path.split_once('/') {
+                Some((dir, rest)) => {
+                    dirs.entry(dir)
+                        .or_default()
+                        .insert(rest.to_owned(), content.clone());
+                }
+                None => {
+                    let oid = self.git("write a file", self.repo.blob(content))?;
+                    let mode = if Some(path.as_str()) == exec {
+                        0o100755
+                    } else {
+                        0o100644
+                    };
+                    here.insert(path, (oid, mode));
+                }
+            }
+        }
+        for (dir, inner) in &dirs {
+            let oid = self.write_tree(inner, None)?;
+            here.insert(dir, (oid, 0o040000));
+        }
+        let mut builder = self.git("build a tree", self.repo.treebuilder(None))?;
+        for (name, (oid, mode)) in here {
+            self.git("build a tree", builder.insert(name, oid, mode))?;
+        }
+        self.git("write a tree", builder.write())
+    }
+
+    /// `base` with `tools/<name>` set to `tool` (or removed) and its index row updated.
+    fn with_tool(
+        &self,
+        base: &Tree<'_>,
+        name: &str,
+        tool: Option<Oid>,
+        row: Option<&Row>,
+    ) -> Result<Oid, RegistryError> {
+        let tools = self.subtree_id(base, "tools");
+        let tools_tree = match tools {
+            Some(id) => Some(self.git("read tools/", self.repo.find_tree(id))?),
+            None => None,
+        };
+        let mut builder = self.git("build tools/", self.repo.treebuilder(tools_tree.as_ref()))?;
+        match tool {
+            Some(oid) => {
+                self.git("build tools/", builder.insert(name, oid, 0o040000))?;
+            }
+            None => {
+                if builder.get(name).ok().flatten().is_some() {
+                    self.git("build tools/", builder.remove(name))?;
+                }
+            }
+        }
+        let tools_id = self.git("write tools/", builder.write())?;
+        let current_index = self.blob_text(base, index::FILE_NAME)?.unwrap_or_default();
+        let index_text = index::update(&current_index, name, row);
+        let index_id = self.git("write TOOLS.md", self.repo.blob(index_text.as_bytes()))?;
+        let mut root = self.git("build the root tree", self.repo.treebuilder(Some(base)))?;
+        self.git(
+            "build the root tree",
+            root.insert("tools", tools_id, 0o040000),
+        )?;
+        self.git(
+            "build the root tree",
+            root.insert(index::FILE_NAME, index_id, 0o100644),
+        )?;
+        self.git("write the root tree", root.write())
+    }
+
+    fn row_of(manifest: &Manifest) -> Row {
+        Row {
+            name: manifest.name.clone(),
+            version: manifest.version.to_string(),
+            description: manifest.description.clone(),
+            deprecated: manifest.deprecated.is_some(),
+        }
+    }
+
+    /// The manifest of `name` in `tree`, if it is there and reads.
+    fn manifest_in(&self, tree: &Tree<'_>, name: &str) -> Option<Manifest> {
+        let text = self
+            .blob_text(tree, &format!("tools/{name}/{}", manifest::FILE_NAME))
+            .ok()
+            .flatten()?;
+        Manifest::parse(&text, manifest::FILE_NAME).ok()
+    }
+
+    /// Every version of `name` tagged so far.
+    fn tagged_versions(&self, name: &str) -> Result<Vec<semver::Version>, RegistryError> {
+        let pattern = format!("{name}/v*");
+        let tags = self.git("list tags", self.repo.tag_names(Some(&pattern)))?;
+        Ok(tags
+            .iter()
+            .flatten()
+            .flatten()
+            .filter_map(|t| t.strip_prefix(&format!("{name}/v")))
+            .filter_map(|v| semver::Version::parse(v).ok())
+            .collect())
+    }
+
+    /// The version a new proposal of `name` with this interface gets, and the bump with its
+    /// reasons when an earlier version exists: the interface diff against `main` moves the
+    /// highest version seen (on `main`, tagged, or awaiting review), so no two proposals and no
+    /// tag share a version.
+    pub fn next_version(
+        &self,
+        name: &str,
+        interface: &manifest::Interface,
+    ) -> Result<NextVersion, RegistryError> {
+        let main = self.main_commit()?;
+        let tree = self.git("read main", main.tree())?;
+        let current = self.manifest_in(&tree, name);
+        let mut seen: Vec<semver::Version> = self.tagged_versions(name)?;
+        seen.extend(current.as_ref().map(|m| m.version.clone()));
+        for review in self.reviews()? {
+            if review.name == name
+                && let Ok(v) = semver::Version::parse(&review.version)
+            {
+                seen.push(v);
+            }
+        }
+        let Some(highest) = seen.into_iter().max() else {
+            return Ok(NextVersion {
+                version: semver::Version::new(1, 0, 0),
+                bump: None,
+            });
+        };
+        let (bump, reasons) = match &current {
+            Some(m) => versions::bump(&m.interface, interface),
+            None => (Bump::Minor, vec!["no version of it is on main".to_owned()]),
+        };
+        Ok(NextVersion {
+            version: bump.apply(&highest),
+            bump: Some((bump, reasons)),
+        })
+    }
+
+    /// Proposes a validated candidate: one commit on `review/<name>/<version>` on top of
+    /// `main`. The version comes from [`Registry::next_version`] and is written into the
+    /// manifest. Proposing the same candidate again returns its existing proposal.
+    pub fn propose(&self, proposal: &Proposal) -> Result<Review, RegistryError> {
+        let _turn = self.exclusive()?;
+        if let Some(existing) = self
+            .reviews()?
+            .into_iter()
+            .find(|r| r.candidate.as_deref() == Some(proposal.candidate.as_str()))
+        {
+            return Ok(existing);
+        }
+        let text =
+            proposal
+                .files
+                .get(manifest::FILE_NAME)
+                .ok_or_else(|| RegistryError::Invalid {
+                    name: proposal.candidate.clone(),
+                    problem: "the candidate has no tool.yaml".into(),
+                })?;
+        let mut manifest =
+            Manifest::parse(text, manifest::FILE_NAME).map_err(|e| RegistryError::Invalid {
+                name: proposal.candidate.clone(),
+                problem: e.to_string(),
+            })?;
+        let name = manifest.name.clone();
+        for path in proposal.files.keys() {
+            let safe = !path.is_empty()
+                && path.split('/').all(|part| {
+                    !part.is_empty() && part != "." && part != ".." && !part.starts_with(".git")
+                });
+            if !safe {
+                return Err(RegistryError::Invalid {
+                    name,
+                    problem: format!("file name `{path}` is not allowed in a tool's directory"),
+                });
+            }
+        }
+        let NextVersion { version, bump } = self.next_version(&name, &manifest.interface)?;
+        manifest.version = version.clone();
+        let mut files: BTreeMap<String, Vec<u8>> = proposal
+            .files
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+            .collect();
+        files.insert(
+            manifest::FILE_NAME.to_owned(),
+            manifest.to_yaml().into_bytes(),
+        );
+        let tool_tree = self.write_tree(&files, Some(&manifest.runtime.entrypoint))?;
+        let main = self.main_commit()?;
+        let base = self.git("read main", main.tree())?;
+        let on_main = self.subtree_id(&base, &tool_path(&name)).is_some();
+        let tree = self.with_tool(
+            &base,
+            &name,
+            Some(tool_tree),
+            Some(&Self::row_of(&manifest)),
+        )?;
+        let tree = self.git("read the new tree", self.repo.find_tree(tree))?;
+        let verb = if on_main { "update" } else { "add" };
+        let subject = format!("tool({name}): {verb} {version}");
+        let mut body = vec![manifest.description.clone(), proposal.why.clone()];
+        if let Some((bump, reasons)) = &bump {
+            body.push(format!(
+                "Version: {} ({}).",
+                serde_json::to_value(bump)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                if reasons.is_empty() {
+                    "the interface is unchanged".to_owned()
+                } else {
+                    reasons.join("; ")
+                }
+            ));
+        }
+        let mut trailers = proposal.trailers.clone();
+        trailers.push(("Candidate".into(), proposal.candidate.clone()));
+        let msg = message(&subject, &body, &trailers);
+        let sig = self.git("make a signature", toolsmith_signature())?;
+        let commit = self.git(
+            "write the proposal",
+            self.repo.commit(None, &sig, &sig, &msg, &tree, &[&main]),
+        )?;
+        let branch = format!("review/{name}/{version}");
+        self.git(
+            &format!("create {branch}"),
+            self.repo.reference(
+                &format!("refs/heads/{branch}"),
+                commit,
+                false,
+                &format!("toolsmith: propose {}", proposal.candidate),
+            ),
+        )?;
+        Ok(Review {
+            branch,
+            name,
+            version: version.to_string(),
+            candidate: Some(proposal.candidate.clone()),
+            commit: commit.to_string(),
+            subject,
+            behind_main: false,
+            bump: bump.map(|(b, _)| format!("{b:?}").to_lowercase()),
+        })
+    }
+
+    /// The proposals awaiting review, oldest first.
+    pub fn reviews(&self) -> Result<Vec<Review>, RegistryError> {
+        let main = self.main_commit()?.id();
+        let mut out = Vec::new();
+        let branches = self.git("list branches", self.repo.branches(Some(BranchType::Local)))?;
+        for branch in branches.flatten() {
+            let (branch, _) = branch;
+            let Ok(full) = branch.get().name() else {
+                continue;
+            };
+            let Some(rest) = full.strip_prefix(REVIEW_PREFIX) else {
+                continue;
+            };
+            let Some((name, version)) = rest.rsplit_once('/') else {
+                continue;
+            };
+            let Ok(commit) = branch.get().peel_to_commit() else {
+                continue;
+            };
+            let msg = commit.message().unwrap_or_default().to_owned();
+            let t = trailers(&msg);
+            let bump = msg
+                .lines()
+                .find_map(|l| l.strip_prefix("Version: "))
+                .and_then(|l| l.split_whitespace().next())
+                .map(str::to_owned);
+            out.push((
+                commit.time().seconds(),
+                Review {
+                    branch: format!("review/{rest}"),
+                    name: name.to_owned(),
+                    version: version.to_owned(),
+                    candidate: trailer(&t, "Candidate").map(str::to_owned),
+                    commit: commit.id().to_string(),
+                    subject: commit
+                        .summary()
+                        .ok()
+                        .flatten()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    behind_main: commit.parent_id(0).ok() != Some(main),
+                    bump,
+                },
+            ));
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.branch.cmp(&b.1.branch)));
+        Ok(out.into_iter().map(|(_, r)| r).collect())
+    }
+
+    /// The proposal `key` names: a candidate id, a branch, or a tool with one proposal.
+    pub fn review(&self, key: &str) -> Result<Review, RegistryError> {
+        let reviews = self.reviews()?;
+        let matches: Vec<&Review> = reviews
+            .iter()
+            .filter(|r| {
+                r.candidate.as_deref() == Some(key)
+                    || r.branch == key
+                    || r.branch == format!("review/{key}")
+                    || r.name == key
+            })
+            .collect();
+        match matches.as_slice() {
+            [] => Err(RegistryError::NoSuchReview(key.to_owned())),
+            [one] => Ok((*one).clone()),
+            many => Err(RegistryError::Ambiguous(
+                key.to_owned(),
+                many.iter()
+                    .map(|r| r.branch.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )),
+        }
+    }
+
+    /// The diff a proposal makes against `main`, as a unified patch.
+    pub fn review_diff(&self, review: &Review) -> Result<String, RegistryError> {
+        let oid = self.git("read the proposal", Oid::from_str(&review.commit))?;
+        let commit = self.git("read the proposal", self.repo.find_commit(oid))?;
+        let main = self.main_commit()?;
+        let old = self.git("read main", main.tree())?;
+        let new = self.git("read the proposal", commit.tree())?;
+        let mut opts = git2::DiffOptions::new();
+        opts.pathspec(tool_path(&review.name));
+        let diff = self.git(
+            "diff the proposal",
+            self.repo
+                .diff_tree_to_tree(Some(&old), Some(&new), Some(&mut opts)),
+        )?;
+        let mut text = String::new();
+        self.git(
+            "print the diff",
+            diff.print(git2::DiffFormat::Patch, |_, _, line| {
+                let prefix = match line.origin() {
+                    '+' | '-' | ' ' => line.origin().to_string(),
+                    _ => String::new(),
+                };
+                text.push_str(&prefix);
+                text.push_str(&String::from_utf8_lossy(line.content()));
+                true
+            }),
+        )?;
+        Ok(text)
+    }
+
+    /// The name git would sign with here: the repository's `user.name <user.email>`, else the
+    /// login name.
+    pub fn approver(&self) -> String {
+        let config = self.repo.config().ok();
+        let get = |key: &str| config.as_ref().and_then(|c| c.get_string(key).ok());
+        match (get("user.name"), get("user.email")) {
+            (Some(n), Some(e)) => format!("{n} <{e}>"),
+            (Some(n), None) => n,
+            _ => std::env::var("USER")
+                .or_else(|_| std::env::var("LOGNAME"))
+                .unwrap_or_else(|_| "unknown".into()),
+        }
+    }
+
+    fn tagger(&self, approver: &str) -> Result<Signature<'static>, RegistryError> {
+        let (name, email) = match approver.split_once(" <") {
+            Some((n, e)) => (n.to_owned(), e.trim_end_matches('>').to_owned()),
+            None => (approver.to_owned(), format!("{approver}@localhost")),
+        };
+        self.git("make a signature", Signature::now(&name, &email))
+    }
+
+    /// Approves a proposal: its commit lands on `main` with `Approved-by:` (on top of `main`
+    /// as it is now: re-applied when `main` moved, refused when `main` changed the same tool
+    /// since), the annotated tag `<name>/v<version>` is made, and the branch goes.
+    pub fn approve(
+        &self,
+        key: &str,
+        approver: &str,
+        note: Option<&str>,
+    ) -> Result<Landed, RegistryError> {
+        let _turn = self.exclusive()?;
+        let review = self.review(key)?;
+        let tag = tag_name(&review.name, &review.version);
+        if self.repo.refname_to_id(&format!("refs/tags/{tag}")).is_ok() {
+            return Err(RegistryError::TagExists(tag));
+        }
+        let oid = self.git("read the proposal", Oid::from_str(&review.commit))?;
+        let proposed = self.git("read the proposal", self.repo.find_commit(oid))?;
+        let proposed_tree = self.git("read the proposal", proposed.tree())?;
+        let base = self.git("read the proposal's base", proposed.parent(0))?;
+        let base_tree = self.git("read the proposal's base", base.tree())?;
+        let main = self.main_commit()?;
+        let main_tree = self.git("read main", main.tree())?;
+        let path = tool_path(&review.name);
+        let tree = if base.id() == main.id() {
+            proposed_tree.id()
+        } else {
+            if self.subtree_id(&main_tree, &path) != self.subtree_id(&base_tree, &path) {
+                return Err(RegistryError::Conflict(format!(
+                    "main changed {path} since {} was proposed: approve or reject what is on \
+                     main first, or reject this proposal and let toolsmith propose it again",
+                    review.branch
+                )));
+            }
+            let tool = self.subtree_id(&proposed_tree, &path);
+            let manifest = self.manifest_in(&proposed_tree, &review.name);
+            self.with_tool(
+                &main_tree,
+                &review.name,
+                tool,
+                manifest.as_ref().map(Self::row_of).as_ref(),
+            )?
+        };
+        let tree = self.git("read the tree", self.repo.find_tree(tree))?;
+        let original = proposed.message().unwrap_or_default();
+        let mut t = trailers(original);
+        t.push(("Approved-by".into(), approver.to_owned()));
+        let subject = proposed
+            .summary()
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+            .to_owned();
+        let mut body: Vec<String> = original
+            .trim_end()
+            .split("\n\n")
+            .skip(1)
+            .map(str::to_owned)
+            .collect();
+        if !trailers(original).is_empty() {
+            body.pop();
+        }
+        if let Some(note) = note.filter(|n| !n.trim().is_empty()) {
+            body.push(format!("Review note: {}", note.trim()));
+        }
+        let msg = message(&subject, &body, &t);
+        let author = proposed.author().to_owned();
+        let committer = self.tagger(approver)?;
+        let commit = self.git(
+            "write the approved commit",
+            self.repo
+                .commit(None, &author, &committer, &msg, &tree, &[&main]),
+        )?;
+        self.land(
+            main.id(),
+            commit,
+            &[path, index::FILE_NAME.to_owned()],
+            &format!("toolsmith: approve {}", review.branch),
+        )?;
+        let landed = self.finish_landing(&review, commit, approver, "toolsmith")?;
+        Ok(landed)
+    }
+
+    /// Tags a proposal found on `main` and removes its branch.
+    fn finish_landing(
+        &self,
+        review: &Review,
+        commit: Oid,
+        approver: &str,
+        via: &str,
+    ) -> Result<Landed, RegistryError> {
+        let tag = tag_name(&review.name, &review.version);
+        if self
+            .repo
+            .refname_to_id(&format!("refs/tags/{tag}"))
+            .is_err()
+        {
+            let object = self.git("read the commit", self.repo.find_object(commit, None))?;
+            let tagger = self.tagger(approver)?;
+            let msg = format!(
+                "{} {}\n\nApproved-by: {approver}\n",
+                review.name, review.version
+            );
+            match self.repo.tag(&tag, &object, &tagger, &msg, false) {
+                Ok(_) => {}
+                Err(e) if e.code() == ErrorCode::Exists => {}
+                Err(e) => return Err(self.git(&format!("create tag {tag}"), Err(e))?),
+            }
+        }
+        if let Ok(mut reference) = self
+            .repo
+            .find_reference(&format!("refs/heads/{}", review.branch))
+        {
+            self.git(&format!("delete {}", review.branch), reference.delete())?;
+        }
+        Ok(Landed {
+            name: review.name.clone(),
+            version: review.version.clone(),
+            candidate: review.candidate.clone(),
+            commit: commit.to_string(),
+            tag,
+            approved_by: approver.to_owned(),
+            via: via.to_owned(),
+        })
+    }
+
+    /// Rejects a proposal: the branch goes, its commit stays reachable as
+    /// `refs/toolsmith/rejected/<candidate>`.
+    pub fn reject(&self, key: &str, reason: &str) -> Result<Review, RegistryError> {
+        let _turn = self.exclusive()?;
+        let review = self.review(key)?;
+        let oid = self.git("read the proposal", Oid::from_str(&review.commit))?;
+        let keep = review
+            .candidate
+            .clone()
+            .unwrap_or_else(|| review.branch.replace('/', "-"));
+        let keep = format!("{REJECTED_PREFIX}{keep}");
+        self.git(
+            &format!("keep {keep}"),
+            self.repo.reference(
+                &keep,
+                oid,
+                true,
+                &format!("toolsmith: rejected: {}", reason.replace('\n', " ")),
+            ),
+        )?;
+        let mut branch = self.git(
+            "find the branch",
+            self.repo
+                .find_reference(&format!("refs/heads/{}", review.branch)),
+        )?;
+        self.git(&format!("delete {}", review.branch), branch.delete())?;
+        Ok(review)
+    }
+
+    /// Moves `main` from `old` to `new`, bringing the work tree's `paths` along. Refused when
+    /// those paths hold uncommitted changes; journaled so that a crash is finished or undone
+    /// by [`Registry::reconcile`].
+    fn land(&self, old: Oid, new: Oid, paths: &[String], log: &str) -> Result<(), RegistryError> {
+        let checked_out = self.main_is_checked_out();
+        if checked_out {
+            self.check_clean(paths)?;
+            let journal = Journal {
+                old: old.to_string(),
+                new: new.to_string(),
+                paths: paths.to_vec(),
+            };
+            let file = self.repo.path().join(JOURNAL);
+            let text = serde_json::to_string(&journal).unwrap_or_default();
+            std::fs::write(&file, text).map_err(|source| RegistryError::Io {
+                path: file.clone(),
+                source,
+            })?;
+            self.checkout_paths(new, paths)?;
+        }
+        let moved = self.repo.reference_matching(MAIN, new, true, old, log);
+        if let Err(e) = moved {
+            if checked_out {
+                // Put the work tree back as it was: main did not move.
+                self.checkout_paths(old, paths)?;
+                let _ = std::fs::remove_file(self.repo.path().join(JOURNAL));
+            }
+            return self.git("move main (it moved meanwhile; retry)", Err(e));
+        }
+        if checked_out {
+            let _ = std::fs::remove_file(self.repo.path().join(JOURNAL));
+        }
+        Ok(())
+    }
+
+    /// Holds the registry for one change: toolsmith processes (the CLI and the daemon) take
+    /// turns; the kernel releases the lock when a holder dies, however it dies.
+    fn exclusive(&self) -> Result<nix::fcntl::Flock<std::fs::File>, RegistryError> {
+        let path = self.repo.path().join(LOCK);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|source| RegistryError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, errno)| {
+            RegistryError::Io {
+                path,
+                source: std::io::Error::from(errno),
+            }
+        })
+    }
+
+    /// Removes git lock files a killed toolsmith left behind. Held under [`Self::exclusive`],
+    /// so no other toolsmith writes; a lock younger than [`STALE_LOCK`] may be a git command
+    /// of the user's at work, and is given that long to go away first.
+    fn clear_stale_locks(&self) {
+        let git_dir = self.repo.path().to_owned();
+        let mut locks = Vec::new();
+        for name in ["HEAD.lock", "packed-refs.lock", "index.lock"] {
+            let p = git_dir.join(name);
+            if p.exists() {
+                locks.push(p);
+            }
+        }
+        let mut stack = vec![git_dir.join("refs")];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                match entry.file_type() {
+                    Ok(t) if t.is_dir() => stack.push(path),
+                    Ok(_) if path.extension().is_some_and(|e| e == "lock") => locks.push(path),
+                    _ => {}
+                }
+            }
+        }
+        for lock in locks {
+            let age = std::fs::metadata(&lock)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .unwrap_or(STALE_LOCK);
+            if age < STALE_LOCK {
+                std::thread::sleep(STALE_LOCK - age);
+            }
+            if lock.exists() {
+                tracing::warn!("removing {}, left by an interrupted change", lock.display());
+                let _ = std::fs::remove_file(&lock);
+            }
+        }
+    }
+
+    fn main_is_checked_out(&self) -> bool {
+        !self.repo.is_bare()
+            && self
+                .repo
+                .find_reference("HEAD")
+                .ok()
+                .and_then(|h| h.symbolic_target().ok().flatten().map(|t| t == MAIN))
+                .unwrap_or(false)
+    }
+
+    fn check_clean(&self, paths: &[String]) -> Result<(), RegistryError> {
+        let mut opts = git2::StatusOptions::new();
+        opts.include_untracked(true).recurse_untracked_dirs(true);
+        for p in paths {
+            opts.pathspec(p);
+        }
+        let statuses = self.git(
+            "read the work tree's status",
+            self.repo.statuses(Some(&mut opts)),
+        )?;
+        let dirty: Vec<String> = statuses
+            .iter()
+            .filter(|s| !s.status().is_ignored() && s.status() != git2::Status::CURRENT)
+            .filter_map(|s| s.path().ok().map(str::to_owned))
+            .collect();
+        if dirty.is_empty() {
+            Ok(())
+        } else {
+            Err(RegistryError::Dirty {
+                root: self.root.clone(),
+                paths: dirty.join(", "),
+            })
+        }
+    }
+
+    fn checkout_paths(&self, commit: Oid, paths: &[String]) -> Result<(), RegistryError> {
+        let object = self.git("read the commit", self.repo.find_object(commit, None))?;
+        let mut checkout = CheckoutBuilder::new();
+        // Files under these paths that the target lacks go too: only toolsmith wrote there
+        // (`check_clean` refused to start otherwise).
+        checkout.force().remove_untracked(true);
+        for p in paths {
+            checkout.path(p);
+        }
+        self.git(
+            "update the work tree",
+            self.repo.checkout_tree(&object, Some(&mut checkout)),
+        )
+    }
+
+    /// Finishes or undoes an interrupted move of `main`, and recognises proposals that are on
+    /// `main` already (merged with git, or an approval interrupted after `main` moved): each is
+    /// tagged and its branch removed.
+    pub fn reconcile(&self) -> Result<Reconciled, RegistryError> {
+        let _turn = self.exclusive()?;
+        self.clear_stale_locks();
+        let mut out = Reconciled::default();
+        let file = self.repo.path().join(JOURNAL);
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            if let Ok(journal) = serde_json::from_str::<Journal>(&text) {
+                let main = self.main_commit()?.id().to_string();
+                let target = if main == journal.new {
+                    out.journal = Some(format!("finished moving main to {}", journal.new));
+                    &journal.new
+                } else {
+                    out.journal = Some(format!(
+                        "undid an interrupted move of main to {} (main is {main})",
+                        journal.new
+                    ));
+                    &main
+                };
+                let oid = self.git("read the journal", Oid::from_str(target))?;
+                if self.main_is_checked_out() {
+                    self.checkout_paths(oid, &journal.paths)?;
+                }
+            }
+            let _ = std::fs::remove_file(&file);
+        }
+        let main = self.main_commit()?;
+        let main_tree = self.git("read main", main.tree())?;
+        for review in self.reviews()? {
+            let oid = self.git("read a proposal", Oid::from_str(&review.commit))?;
+            let merged = oid == main.id()
+                || self
+                    .repo
+                    .graph_descendant_of(main.id(), oid)
+                    .unwrap_or(false);
+            if merged {
+                let commit = self.git("read a proposal", self.repo.find_commit(oid))?;
+                let by = self.merger(&main, oid);
+                let _ = commit;
+                out.landed
+                    .push(self.finish_landing(&review, oid, &by, "git")?);
+                continue;
+            }
+            // An approval interrupted after main moved: the same tool tree and version.
+            let proposed = self.git("read a proposal", self.repo.find_commit(oid))?;
+            let proposed_tree = self.git("read a proposal", proposed.tree())?;
+            let path = tool_path(&review.name);
+            let same_tree = self.subtree_id(&proposed_tree, &path).is_some()
+                && self.subtree_id(&proposed_tree, &path) == self.subtree_id(&main_tree, &path);
+            if same_tree && let Some((commit, approver)) = self.landing_commit(&main, &review) {
+                out.landed
+                    .push(self.finish_landing(&review, commit, &approver, "toolsmith")?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Who merged `oid` into `main`: from `main`'s reflog (a fast-forward makes no commit of
+    /// its own), else the committer of the first commit on `main` that contains it.
+    fn merger(&self, main: &Commit<'_>, oid: Oid) -> String {
+        if let Ok(reflog) = self.repo.reflog(MAIN) {
+            for entry in reflog.iter() {
+                let new = entry.id_new();
+                let contains =
+                    new == oid || self.repo.graph_descendant_of(new, oid).unwrap_or(false);
+                let old_contains = entry.id_old() == oid
+                    || self
+                        .repo
+                        .graph_descendant_of(entry.id_old(), oid)
+                        .unwrap_or(false);
+                if contains && !old_contains {
+                    let c = entry.committer();
+                    if let (Ok(n), Ok(e)) = (c.name(), c.email()) {
+                        return format!("{n} <{e}>");
+                    }
+                }
+            }
+        }
+        let mut current = main.clone();
+        loop {
+            let Ok(parent) = current.parent(0) else {
+                break;
+            };
+            let contains = parent.id() == oid
+                || self
+                    .repo
+                    .graph_descendant_of(parent.id(), oid)
+                    .unwrap_or(false);
+            if !contains {
+                break;
+            }
+            current = parent;
+        }
+        let c = current.committer();
+        match (c.name(), c.email()) {
+            (Ok(n), Ok(e)) => format!("{n} <{e}>"),
+            _ => self.approver(),
+        }
+    }
+
+    /// The commit on `main` whose message carries this proposal's `Candidate:`, with its
+    /// `Approved-by:`.
+    fn landing_commit(&self, main: &Commit<'_>, review: &Review) -> Option<(Oid, String)> {
+        let candidate = review.candidate.as_deref()?;
+        let mut walk = self.repo.revwalk().ok()?;
+        walk.push(main.id()).ok()?;
+        walk.simplify_first_parent().ok()?;
+        for oid in walk.take(200).flatten() {
+            let commit = self.repo.find_commit(oid).ok()?;
+            let t = trailers(commit.message().unwrap_or_default());
+            if trailer(&t, "Candidate") == Some(candidate) {
+                let by = trailer(&t, "Approved-by").unwrap_or("unknown").to_owned();
+                return Some((oid, by));
+            }
+        }
+        None
+    }
+
+    /// The tools on `main`, by name; a tool whose manifest does not read is listed with its
+    /// problem.
+    pub fn tools(&self) -> Result<Vec<ToolEntry>, RegistryError> {
+        let main = self.main_commit()?;
+        let tree = self.git("read main", main.tree())?;
+        let Some(tools) = self.subtree_id(&tree, "tools") else {
+            return Ok(Vec::new());
+        };
+        let tools = self.git("read tools/", self.repo.find_tree(tools))?;
+        let mut out = Vec::with_capacity(tools.len());
+        for entry in tools.iter() {
+            if entry.kind() != Some(ObjectType::Tree) {
+                continue;
+            }
+            let Ok(name) = entry.name() else {
+                continue;
+            };
+            out.push(self.entry(name, entry.id()));
+        }
+        Ok(out)
+    }
+
+    fn entry(&self, name: &str, tree: Oid) -> ToolEntry {
+        let read = || -> Result<Manifest, String> {
+            let t = self
+                .repo
+                .find_tree(tree)
+                .map_err(|e| e.message().to_owned())?;
+            let entry = t
+                .get_name(manifest::FILE_NAME)
+                .ok_or_else(|| "it has no tool.yaml".to_owned())?;
+            let blob = self
+                .repo
+                .find_blob(entry.id())
+                .map_err(|e| e.message().to_owned())?;
+            let text = std::str::from_utf8(blob.content())
+                .map_err(|_| "tool.yaml is not UTF-8".to_owned())?;
+            let file = format!("tools/{name}/{}", manifest::FILE_NAME);
+            let m = Manifest::parse(text, &file).map_err(|e| e.to_string())?;
+            m.check(&file).map_err(|e| e.to_string())?;
+            if m.name != name {
+                return Err(format!(
+                    "its manifest names it `{}`; a tool's directory and name must match",
+                    m.name
+                ));
+            }
+            Ok(m)
+        };
+        match read() {
+            Ok(m) => ToolEntry {
+                name: name.to_owned(),
+                version: Some(m.version.to_string()),
+                description: m.description.clone(),
+                deprecated: m.deprecated.is_some(),
+                problem: None,
+                tree: tree.to_string(),
+                manifest: Some(m),
+            },
+            Err(problem) => ToolEntry {
+                name: name.to_owned(),
+                version: None,
+                description: String::new(),
+                deprecated: false,
+                problem: Some(problem),
+                tree: tree.to_string(),
+                manifest: None,
+            },
+        }
+    }
+
+    /// One tool on `main`.
+    pub fn tool(&self, name: &str) -> Result<ToolEntry, RegistryError> {
+        let main = self.main_commit()?;
+        let tree = self.git("read main", main.tree())?;
+        let id = self
+            .subtree_id(&tree, &tool_path(name))
+            .ok_or_else(|| RegistryError::NoSuchTool(name.to_owned()))?;
+        Ok(self.entry(name, id))
+    }
+
+    /// The `README.md` of a tool on `main`.
+    pub fn tool_readme(&self, name: &str) -> Result<Option<String>, RegistryError> {
+        let main = self.main_commit()?;
+        let tree = self.git("read main", main.tree())?;
+        self.blob_text(&tree, &format!("tools/{name}/README.md"))
+    }
+
+    /// A tool ready to run: its manifest read and checked, its files on `main` matching the
+    /// digest it was validated with, and its directory on disk holding exactly those files.
+    pub fn runnable(&self, name: &str) -> Result<(Manifest, PathBuf), RegistryError> {
+        if !manifest::valid_name(name) {
+            return Err(RegistryError::NoSuchTool(name.to_owned()));
+        }
+        let entry = self.tool(name)?;
+        let invalid = |problem: String| RegistryError::Invalid {
+            name: name.to_owned(),
+            problem,
+        };
+        let manifest = match (entry.manifest, entry.problem) {
+            (Some(m), _) => m,
+            (None, problem) => {
+                return Err(invalid(format!(
+                    "{}; it is not run until main holds a valid version (`toolsmith verify`)",
+                    problem.unwrap_or_default()
+                )));
+            }
+        };
+        let tree_id = self.git("read the tool", Oid::from_str(&entry.tree))?;
+        let files = self.tool_files(name, tree_id)?;
+        if let Some(v) = &manifest.validation {
+            let d = super::digest::digest(&files);
+            if d != v.digest {
+                return Err(invalid(format!(
+                    "its files on main do not match the digest it was validated with ({}): \
+                     they were changed after review; roll back or propose a new version",
+                    v.digest
+                )));
+            }
+        } else {
+            return Err(invalid(
+                "its manifest has no validation record: it was never validated".into(),
+            ));
+        }
+        if self.repo.is_bare() {
+            return Err(invalid(
+                "the registry has no work tree to run tools from".into(),
+            ));
+        }
+        let dir = self.root.join(tool_path(name));
+        let differs = self.disk_differs(tree_id, &dir)?;
+        if let Some(what) = differs {
+            return Err(invalid(format!(
+                "its files on disk differ from main ({what}): refusing to run them; \
+                 `git -C {} status` shows the change, `git checkout -- {}` restores main's",
+                self.root.display(),
+                tool_path(name)
+            )));
+        }
+        Ok((manifest, dir))
+    }
+
+    /// What differs between a tree and a directory on disk, if anything.
+    fn disk_differs(&self, tree: Oid, dir: &Path) -> Result<Option<String>, RegistryError> {
+        let tree = self.git("read the tool", self.repo.find_tree(tree))?;
+        let mut expected: BTreeMap<PathBuf, Oid> = BTreeMap::new();
+        self.git(
+            "walk the tool",
+            tree.walk(git2::TreeWalkMode::PreOrder, |parent, entry| {
+                if entry.kind() == Some(ObjectType::Blob) {
+                    expected.insert(
+                        dir.join(format!("{parent}{}", entry.name().unwrap_or_default())),
+                        entry.id(),
+                    );
+                }
+                git2::TreeWalkResult::Ok
+            }),
+        )?;
+        let mut on_disk = Vec::new();
+        let mut stack = vec![dir.to_owned()];
+        while let Some(d) = stack.pop() {
+            let entries = match std::fs::read_dir(&d) {
+                Ok(e) => e,
+                Err(_) => return Ok(Some(format!("{} is missing", d.display()))),
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                match entry.file_type() {
+                    Ok(t) if t.is_dir() => stack.push(path),
+                    Ok(t) if t.is_file() => on_disk.push(path),
+                    _ => return Ok(Some(format!("{} is not a plain file", path.display()))),
+                }
+            }
+        }
+        for path in &on_disk {
+            let Some(want) = expected.get(path) else {
+                return Ok(Some(format!("{} is not on main", path.display())));
+            };
+            let got = self.git("hash a file", Oid::hash_file(ObjectType::Blob, path))?;
+            if got != *want {
+                return Ok(Some(format!("{} was changed", path.display())));
+            }
+        }
+        if let Some(missing) = expected.keys().find(|p| !on_disk.contains(p)) {
+            return Ok(Some(format!("{} is missing", missing.display())));
+        }
+        Ok(None)
+    }
+
+    /// The commit on `main` that brought the tool's current files: the newest first-parent
+    /// commit whose parent had other files (or none) there.
+    fn introducing_commit(&self, name: &str) -> Result<Option<Commit<'_>>, RegistryError> {
+        let path = tool_path(name);
+        let main = self.main_commit()?;
+        let current = self.subtree_id(&self.git("read main", main.tree())?, &path);
+        if current.is_none() {
+            return Ok(None);
+        }
+        let mut commit = main;
+        loop {
+            let parent = match commit.parent(0) {
+                Ok(p) => p,
+                Err(_) => return Ok(Some(commit)),
+            };
+            let there = self.subtree_id(&self.git("read history", parent.tree())?, &path);
+            if there != current {
+                return Ok(Some(commit));
+            }
+            commit = parent;
+        }
+    }
+
+    /// Rolls a tool back: a new commit on `main` reverting the one that brought its current
+    /// version — the commit its version's tag names, else the newest commit that changed its
+    /// files — so the tool returns to what it was before (or goes, when it was new).
+    pub fn rollback(&self, name: &str) -> Result<(String, Option<String>, String), RegistryError> {
+        let _turn = self.exclusive()?;
+        let path = tool_path(name);
+        let main = self.main_commit()?;
+        let main_tree = self.git("read main", main.tree())?;
+        let current_manifest = self.manifest_in(&main_tree, name);
+        let current = current_manifest
+            .as_ref()
+            .map(|m| m.version.to_string())
+            .unwrap_or_else(|| "?".into());
+        let tagged = current_manifest.as_ref().and_then(|m| {
+            let tag = format!("refs/tags/{}", tag_name(name, &m.version.to_string()));
+            let commit = self
+                .repo
+                .revparse_single(&tag)
+                .ok()?
+                .peel_to_commit()
+                .ok()?;
+            // Only when main still holds what the tag does.
+            let same =
+                self.subtree_id(&commit.tree().ok()?, &path) == self.subtree_id(&main_tree, &path);
+            same.then_some(commit)
+        });
+        let commit = match tagged {
+            Some(c) => c,
+            None => match self.introducing_commit(name)? {
+                Some(c) => c,
+                None => return Err(RegistryError::NoSuchTool(name.to_owned())),
+            },
+        };
+        let parent = self.git("read the version before", commit.parent(0))?;
+        let parent_tree = self.git("read the version before", parent.tree())?;
+        let before = self.subtree_id(&parent_tree, &path);
+        let before_manifest = self.manifest_in(&parent_tree, name);
+        let tree = self.with_tool(
+            &main_tree,
+            name,
+            before,
+            before_manifest.as_ref().map(Self::row_of).as_ref(),
+        )?;
+        let tree = self.git("read the tree", self.repo.find_tree(tree))?;
+        let to = before_manifest.as_ref().map(|m| m.version.to_string());
+        let what = match &to {
+            Some(v) => format!("back to {v}"),
+            None => "removed: it had no earlier version".to_owned(),
+        };
+        let msg = message(
+            &format!("tool({name}): revert {current}"),
+            &[
+                format!("This reverts commit {}.", commit.id()),
+                format!("{name} {current} rolled back; {what}."),
+            ],
+            &[("Rolled-back-by".into(), self.approver())],
+        );
+        let sig = self.tagger(&self.approver())?;
+        let new = self.git(
+            "write the revert",
+            self.repo.commit(None, &sig, &sig, &msg, &tree, &[&main]),
+        )?;
+        self.land(
+            main.id(),
+            new,
+            &[path, index::FILE_NAME.to_owned()],
+            &format!("toolsmith: rollback {name}"),
+        )?;
+        Ok((current, to, new.to_string()))
+    }
+
+    /// Deprecates a tool: a new patch version on `main` whose manifest says so (and what
+    /// replaces it), tagged like any version.
+    pub fn deprecate(
+        &self,
+        name: &str,
+        replaced_by: Option<&str>,
+        reason: &str,
+    ) -> Result<Landed, RegistryError> {
+        let _turn = self.exclusive()?;
+        let entry = self.tool(name)?;
+        let Some(mut manifest) = entry.manifest else {
+            return Err(RegistryError::Invalid {
+                name: name.to_owned(),
+                problem: entry.problem.unwrap_or_default(),
+            });
+        };
+        if let Some(other) = replaced_by {
+            self.tool(other)?;
+        }
+        let mut versions = self.tagged_versions(name)?;
+        versions.push(manifest.version.clone());
+        let highest = versions
+            .into_iter()
+            .max()
+            .unwrap_or(manifest.version.clone());
+        let version = Bump::Patch.apply(&highest);
+        let tag = tag_name(name, &version.to_string());
+        if self.repo.refname_to_id(&format!("refs/tags/{tag}")).is_ok() {
+            return Err(RegistryError::TagExists(tag));
+        }
+        manifest.version = version.clone();
+        manifest.deprecated = Some(manifest::Deprecation {
+            since: version.clone(),
+            replaced_by: replaced_by.map(str::to_owned),
+            reason: reason.to_owned(),
+        });
+        let tree_id = self.git("read the tool", Oid::from_str(&entry.tree))?;
+        let mut files: BTreeMap<String, Vec<u8>> = self
+            .tool_files(name, tree_id)?
+            .into_iter()
+            .map(|(k, v)| (k, v.into_bytes()))
+            .collect();
+        files.insert(manifest::FILE_NAME.into(), manifest.to_yaml().into_bytes());
+        let readme = files
+            .get("README.md")
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default();
+        let notice = match replaced_by {
+            Some(other) => {
+                format!("> **Deprecated** since {version}: {reason} Use `{other}` instead.\n\n")
+            }
+            None => format!("> **Deprecated** since {version}: {reason}\n\n"),
+        };
+        files.insert("README.md".into(), format!("{notice}{readme}").into_bytes());
+        let tool = self.write_tree(&files, Some(&manifest.runtime.entrypoint))?;
+        let main = self.main_commit()?;
+        let main_tree = self.git("read main", main.tree())?;
+        let tree = self.with_tool(&main_tree, name, Some(tool), Some(&Self::row_of(&manifest)))?;
+        let tree = self.git("read the tree", self.repo.find_tree(tree))?;
+        let approver = self.approver();
+        let mut t = vec![("Deprecated-by".to_owned(), approver.clone())];
+        if let Some(other) = replaced_by {
+            t.push(("Replaced-by".into(), other.to_owned()));
+        }
+        let msg = message(
+            &format!("tool({name}): deprecate {version}"),
+            &[reason.to_owned()],
+            &t,
+        );
+        let sig = self.tagger(&approver)?;
+        let new = self.git(
+            "write the deprecation",
+            self.repo.commit(None, &sig, &sig, &msg, &tree, &[&main]),
+        )?;
+        self.land(
+            main.id(),
+            new,
+            &[tool_path(name), index::FILE_NAME.to_owned()],
+            &format!("toolsmith: deprecate {name}"),
+        )?;
+        let review = Review {
+            branch: String::new(),
+            name: name.to_owned(),
+            version: version.to_string(),
+            candidate: None,
+            commit: new.to_string(),
+            subject: String::new(),
+            behind_main: false,
+            bump: None,
+        };
+        self.finish_landing(&review, new, &approver, "toolsmith")
+    }
+
+    /// Checks every tag's tree against its manifest (name, version, digest) and every tool on
+    /// `main`.
+    pub fn verify(&self) -> Result<VerifyReport, RegistryError> {
+        let mut report = VerifyReport::default();
+        let tags = self.git("list tags", self.repo.tag_names(Some("*/v*")))?;
+        for tag in tags.iter().flatten().flatten() {
+            report.tags += 1;
+            let Some((name, version)) = tag.rsplit_once("/v") else {
+                continue;
+            };
+            let problem = (|| -> Result<Option<String>, RegistryError> {
+                let object = self.git(
+                    &format!("read tag {tag}"),
+                    self.repo.revparse_single(&format!("refs/tags/{tag}")),
+                )?;
+                let commit = self.git(&format!("read tag {tag}"), object.peel_to_commit())?;
+                let tree = self.git(&format!("read tag {tag}"), commit.tree())?;
+                let Some(id) = self.subtree_id(&tree, &tool_path(name)) else {
+                    return Ok(Some(format!("tag {tag}: its commit has no tools/{name}")));
+                };
+                Ok(self.check_version(name, Some(version), id).err())
+            })();
+            match problem {
+                Ok(Some(p)) => report.problems.push(format!("tag {tag}: {p}")),
+                Ok(None) => {}
+                Err(e) => report.problems.push(format!("tag {tag}: {e}")),
+            }
+        }
+        for entry in self.tools()? {
+            report.tools += 1;
+            let tree = self.git("read a tool", Oid::from_str(&entry.tree))?;
+            if let Err(p) = self.check_version(&entry.name, None, tree) {
+                report
+                    .problems
+                    .push(format!("main: tools/{}: {p}", entry.name));
+            }
+        }
+        Ok(report)
+    }
+
+    /// Whether a tool tree holds a valid version: its manifest reads and passes its checks,
+    /// names the tool (and `version`, when given) and its files match its digest.
+    fn check_version(&self, name: &str, version: Option<&str>, tree: Oid) -> Result<(), String> {
+        let files = self.tool_files(name, tree).map_err(|e| e.to_string())?;
+        let text = files
+            .get(manifest::FILE_NAME)
+            .ok_or_else(|| "no tool.yaml".to_owned())?;
+        let m = Manifest::parse(text, manifest::FILE_NAME).map_err(|e| e.to_string())?;
+        m.check(manifest::FILE_NAME).map_err(|e| e.to_string())?;
+        if m.name != name {
+            return Err(format!("the manifest names `{}`", m.name));
+        }
+        if let Some(v) = version
+            && m.version.to_string() != v
+        {
+            return Err(format!("the manifest says version {}", m.version));
+        }
+        let Some(validation) = &m.validation else {
+            return Err("the manifest has no validation record".into());
+        };
+        let d = super::digest::digest(&files);
+        if d != validation.digest {
+            return Err(format!(
+                "the files do not match the validated digest ({} recorded, {d} found): changed \
+                 after validation",
+                validation.digest
+            ));
+        }
+        Ok(())
+    }
+}

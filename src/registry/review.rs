@@ -1,0 +1,88 @@
+//! Review decisions, recorded on both sides: the git registry (the source of truth for what is
+//! approved) and the store (candidate states, and patterns that are not to be proposed again).
+
+use rusqlite::Connection;
+
+use super::repo::{Landed, Registry, RegistryError, Review};
+use crate::generate::candidates::{self, State};
+use crate::mine::pattern::{self, PatternStatus};
+use crate::store::StoreError;
+
+/// A review decision that could not be made or recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    /// The registry refused.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The store could not record it (the registry has it: the daemon records it on its next
+    /// look at the registry).
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    /// The candidate could not change state.
+    #[error("{0}")]
+    Candidate(#[from] candidates::CandidateError),
+}
+
+impl From<rusqlite::Error> for ReviewError {
+    fn from(e: rusqlite::Error) -> Self {
+        ReviewError::Store(e.into())
+    }
+}
+
+/// Marks the candidates of proposals found on `main` as approved. Candidates the store does not
+/// know (proposals that came from another clone) are skipped.
+pub fn record_landed(conn: &Connection, landed: &[Landed]) -> Result<(), StoreError> {
+    for l in landed {
+        let Some(id) = &l.candidate else {
+            continue;
+        };
+        match candidates::get(conn, id) {
+            Ok(c) if c.state == State::AwaitingReview => {
+                let why = format!("approved by {} as {} ({})", l.approved_by, l.tag, l.via);
+                if let Err(e) = candidates::transition(conn, id, State::Approved, Some(&why)) {
+                    tracing::warn!("candidate {id} not marked approved: {e}");
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Approves a proposal in the registry, then records it.
+pub fn approve(
+    registry: &Registry,
+    conn: Option<&Connection>,
+    key: &str,
+    approver: &str,
+    note: Option<&str>,
+) -> Result<Landed, ReviewError> {
+    let landed = registry.approve(key, approver, note)?;
+    if let Some(conn) = conn {
+        record_landed(conn, std::slice::from_ref(&landed))?;
+    }
+    Ok(landed)
+}
+
+/// Rejects a proposal in the registry, then records the reason on its candidate and its
+/// pattern, which is not proposed again.
+pub fn reject(
+    registry: &Registry,
+    conn: Option<&Connection>,
+    key: &str,
+    reason: &str,
+) -> Result<Review, ReviewError> {
+    let review = registry.reject(key, reason)?;
+    if let (Some(conn), Some(id)) = (conn, &review.candidate)
+        && let Ok(c) = candidates::get(conn, id)
+    {
+        let why = format!("rejected at review: {reason}");
+        if c.state == State::AwaitingReview {
+            candidates::transition(conn, id, State::Rejected, Some(&why))?;
+        }
+        if let Some(p) = &c.pattern {
+            pattern::set_status(conn, p, PatternStatus::Rejected, Some(&why))?;
+        }
+    }
+    Ok(review)
+}

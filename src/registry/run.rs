@@ -1,0 +1,138 @@
+//! Running an approved tool: the version on `main`, checked against its digest and its files on
+//! disk, its parameters checked against its schema, run in the sandbox with its manifest's
+//! profile, and recorded as an execution for the health stage.
+
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+
+use super::manifest::{Manifest, WorkspaceAccess};
+use super::repo::{Registry, RegistryError};
+use crate::health::classify::classify;
+use crate::health::executions::{Caller, Execution};
+use crate::invoke::{self, ParamError};
+use crate::sandbox::{self, Exit, Profile, RunReport, SandboxError, SandboxPolicy, SandboxSpec};
+
+/// A run to make.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// The tool.
+    pub name: String,
+    /// Its parameters.
+    pub params: Map<String, Value>,
+    /// The directory the tool works on, when its profile grants a workspace (default: the
+    /// current directory).
+    pub workspace: Option<PathBuf>,
+    /// Who asks.
+    pub caller: Caller,
+}
+
+/// A run that happened.
+#[derive(Debug)]
+pub struct ToolRun {
+    /// The manifest of the version run.
+    pub manifest: Manifest,
+    /// What the sandbox reported.
+    pub report: RunReport,
+    /// The execution as recorded for the health stage.
+    pub execution: Execution,
+}
+
+/// Why a tool did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The registry refused (no such tool, invalid, tampered).
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The parameters do not fit the schema.
+    #[error("{name}: {source}")]
+    Params {
+        /// The tool.
+        name: String,
+        /// What is wrong.
+        source: ParamError,
+    },
+    /// The sandbox could not run it.
+    #[error("{name}: {source}")]
+    Sandbox {
+        /// The tool.
+        name: String,
+        /// Why.
+        source: SandboxError,
+    },
+}
+
+/// Runs the approved version of a tool in the sandbox.
+pub fn run_tool(
+    registry: &Registry,
+    request: &RunRequest,
+    policy: &SandboxPolicy,
+    helper: Option<PathBuf>,
+) -> Result<ToolRun, RunError> {
+    let (manifest, dir) = registry.runnable(&request.name)?;
+    let params_error = |source| RunError::Params {
+        name: request.name.clone(),
+        source,
+    };
+    invoke::validate(&manifest, &request.params).map_err(params_error)?;
+    let args = invoke::argv(&manifest, &request.params).map_err(params_error)?;
+    let mut command = vec![
+        manifest.runtime.language.interpreter().to_owned(),
+        format!("{}/{}", sandbox::TOOL_DIR, manifest.runtime.entrypoint),
+    ];
+    command.extend(args);
+    let mut spec = SandboxSpec::new(command);
+    spec.profile = Profile::try_from(&manifest.sandbox).map_err(|source| RunError::Sandbox {
+        name: request.name.clone(),
+        source,
+    })?;
+    spec.tool_dir = Some(dir);
+    spec.policy = policy.clone();
+    spec.helper = helper;
+    if manifest.sandbox.workspace != WorkspaceAccess::None {
+        spec.workspace = match &request.workspace {
+            Some(w) => Some(w.clone()),
+            None => std::env::current_dir().ok(),
+        };
+    }
+    let started_ms = jiff::Timestamp::now().as_millisecond();
+    let report = sandbox::run(&spec).map_err(|source| RunError::Sandbox {
+        name: request.name.clone(),
+        source,
+    })?;
+    let ok = matches!(report.exit, Exit::Code(0)) && report.limit.is_none();
+    let stderr = String::from_utf8_lossy(&report.stderr.bytes).into_owned();
+    let (exit_code, signal) = match report.exit {
+        Exit::Code(c) => (Some(c), None),
+        Exit::Signal(s) => (None, Some(s)),
+    };
+    let execution = Execution {
+        tool: manifest.name.clone(),
+        version: manifest.version.to_string(),
+        caller: request.caller,
+        started_ms,
+        duration_ms: report.runtime_ms,
+        ok,
+        exit_code,
+        signal,
+        limit_hit: report.limit.map(|l| l.as_str().to_owned()),
+        error_class: (!ok).then(|| classify(report.limit, signal, &stderr)),
+        error_excerpt: (!ok).then(|| tail(&stderr, 2000)),
+        peak_memory_kb: report.peak_memory_kb,
+    };
+    Ok(ToolRun {
+        manifest,
+        report,
+        execution,
+    })
+}
+
+/// The last `max` bytes of `text`, on a character boundary.
+fn tail(text: &str, max: usize) -> String {
+    let text = text.trim_end();
+    let mut start = text.len().saturating_sub(max);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_owned()
+}

@@ -1,0 +1,650 @@
+//! The registry in git, end to end through the CLI: proposals as commits on review branches,
+//! approval (by toolsmith and by `git merge`), rejection, tags never moved, rollback (by
+//! toolsmith and by `git revert`), tampering refused, `verify`, and approvals killed half-way.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{TestEnv, json_of};
+use serde_json::Value;
+
+fn registry_dir(env: &TestEnv) -> PathBuf {
+    env.path().join("data/toolsmith/registry")
+}
+
+/// `git -C <registry> ARGS…` as a person with a name would run it; its stdout.
+fn git(env: &TestEnv, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(registry_dir(env))
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "Ada Reviewer")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada Reviewer")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .env("HOME", env.path().join("home"))
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Asks for a tool running `make TARGET -C <dir>`; returns (candidate, tool, version).
+fn request(env: &TestEnv, what: &str, target: &str) -> (String, String, String) {
+    let out = env
+        .cli()
+        .args(["--json", "new", what, "--example"])
+        .arg(format!("make {target} -C core"))
+        .arg("--example")
+        .arg(format!("make {target} -C cli"))
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    let made = &report["candidates"][0];
+    assert_eq!(made["state"], "awaiting-review", "{report:#}");
+    let s = |v: &Value| v.as_str().expect("string").to_owned();
+    (s(&made["id"]), s(&made["tool"]), s(&made["version"]))
+}
+
+fn reviews(env: &TestEnv) -> Vec<Value> {
+    let out = env.cli().args(["--json", "review"]).assert().success();
+    json_of(out.get_output())
+        .as_array()
+        .cloned()
+        .expect("array")
+}
+
+fn tools(env: &TestEnv) -> Vec<Value> {
+    let out = env.cli().args(["--json", "tools"]).assert().success();
+    json_of(out.get_output())
+        .as_array()
+        .cloned()
+        .expect("array")
+}
+
+fn candidate_state(env: &TestEnv, id: &str) -> (String, String) {
+    let out = env.cli().args(["--json", "candidates"]).assert().success();
+    let all = json_of(out.get_output());
+    let c = all
+        .as_array()
+        .expect("array")
+        .iter()
+        .find(|c| c["id"] == id)
+        .cloned()
+        .expect("candidate listed");
+    (
+        c["state"].as_str().unwrap_or_default().to_owned(),
+        c["reason"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+/// A workspace whose packages have a Makefile with `build` and `test` targets.
+fn workspace(env: &TestEnv) -> PathBuf {
+    let ws = env.path().join("ws");
+    for package in ["core", "cli"] {
+        std::fs::create_dir_all(ws.join(package)).expect("mkdir");
+        std::fs::write(
+            ws.join(package).join("Makefile"),
+            "build:\n\t@echo built $(notdir $(CURDIR))\ntest:\n\t@echo tested $(notdir $(CURDIR))\n",
+        )
+        .expect("write Makefile");
+    }
+    ws
+}
+
+#[test]
+fn propose_approve_tag_run_and_the_run_is_recorded() {
+    let env = TestEnv::new();
+    let (id, name, version) = request(&env, "Build one package", "build");
+    assert_eq!(version, "1.0.0");
+
+    // The proposal: one commit on review/<name>/<version> on top of main.
+    let listed = reviews(&env);
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    let branch = format!("review/{name}/1.0.0");
+    assert_eq!(listed[0]["branch"], branch.as_str());
+    assert_eq!(listed[0]["candidate"], id.as_str());
+    let message = git(&env, &["log", "-1", "--format=%B", &branch]);
+    assert!(
+        message.starts_with(&format!("tool({name}): add 1.0.0\n")),
+        "{message}"
+    );
+    for trailer in [
+        "Origin: request",
+        "Tests: ",
+        "Generator: template/sh@1",
+        "Candidate: ",
+    ] {
+        assert!(message.contains(trailer), "{trailer} missing:\n{message}");
+    }
+    assert!(
+        message.contains("Requested: \"Build one package\""),
+        "{message}"
+    );
+    let parent = git(&env, &["rev-parse", &format!("{branch}^")]);
+    assert_eq!(parent, git(&env, &["rev-parse", "main"]));
+    let files = git(&env, &["ls-tree", "-r", "--name-only", &branch]);
+    for f in [
+        "tools/build-one-package/tool.yaml",
+        "tools/build-one-package/run.sh",
+        "tools/build-one-package/tests/cases.json",
+        "tools/build-one-package/README.md",
+        "TOOLS.md",
+        "registry.toml",
+        ".gitattributes",
+        "README.md",
+    ] {
+        assert!(files.lines().any(|l| l == f), "{f} not in {files}");
+    }
+    let mode = git(
+        &env,
+        &["ls-tree", &branch, "tools/build-one-package/run.sh"],
+    );
+    assert!(mode.starts_with("100755"), "{mode}");
+
+    // `show` of a candidate awaiting review: its diff against main.
+    let out = env.cli().args(["show", &id]).assert().success();
+    let shown = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(shown.contains(&format!("proposed on {branch}")), "{shown}");
+    assert!(
+        shown.contains("+++ b/tools/build-one-package/run.sh"),
+        "{shown}"
+    );
+
+    // Nothing on main yet: running it is refused with a clear message.
+    let out = env.cli().args(["run", &name]).assert().code(1);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("no tool"));
+
+    env.cli()
+        .args(["approve", &id, "--note", "looks right"])
+        .assert()
+        .success();
+    assert!(reviews(&env).is_empty());
+    assert!(
+        git(&env, &["branch", "--list", "review/*"])
+            .trim()
+            .is_empty()
+    );
+    let message = git(&env, &["log", "-1", "--format=%B", "main"]);
+    assert!(message.contains("Approved-by: "), "{message}");
+    assert!(message.contains("Review note: looks right"), "{message}");
+    let tag = format!("{name}/v1.0.0");
+    assert_eq!(
+        git(&env, &["cat-file", "-t", &tag]).trim(),
+        "tag",
+        "annotated"
+    );
+    assert_eq!(
+        git(&env, &["rev-parse", &format!("{tag}^{{commit}}")]),
+        git(&env, &["rev-parse", "main"])
+    );
+    assert_eq!(candidate_state(&env, &id).0, "approved");
+    let index = std::fs::read_to_string(registry_dir(&env).join("TOOLS.md")).expect("TOOLS.md");
+    assert!(
+        index.contains(&format!("[{name}](tools/{name}/README.md) | 1.0.0 |")),
+        "{index}"
+    );
+
+    // Listed and run, without restarting anything; the run is recorded.
+    let listed = tools(&env);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["name"], name.as_str());
+    assert_eq!(listed[0]["version"], "1.0.0");
+    assert!(
+        listed[0]["params"]["properties"]["dir"].is_object(),
+        "{listed:#?}"
+    );
+    let ws = workspace(&env);
+    let out = env
+        .cli()
+        .args(["run", &name, "--param", "dir=core", "--workspace"])
+        .arg(&ws)
+        .assert()
+        .success();
+    let printed = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(printed.lines().any(|l| l == "built core"), "{printed}");
+    let out = env
+        .cli()
+        .args([
+            "--json",
+            "run",
+            &name,
+            "--input",
+            r#"{"dir": "nowhere"}"#,
+            "--workspace",
+        ])
+        .arg(&ws)
+        .assert()
+        .code(2);
+    let report = json_of(out.get_output());
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["version"], "1.0.0");
+    let out = env
+        .cli()
+        .args(["run", &name, "--param", "nope=1"])
+        .assert()
+        .code(2);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("nope"));
+    let conn = rusqlite::Connection::open(env.state().join("state.db")).expect("store");
+    let runs: Vec<(String, String, i64)> = conn
+        .prepare("SELECT tool, version, ok FROM executions ORDER BY id")
+        .expect("query")
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert_eq!(
+        runs,
+        [
+            (name.clone(), "1.0.0".to_owned(), 1),
+            (name.clone(), "1.0.0".to_owned(), 0)
+        ]
+    );
+
+    // The same request again proposes a new version; the interface is unchanged: a patch.
+    let (id2, name2, version2) = request(&env, "build one  package", "build");
+    assert_eq!(
+        (name2.as_str(), version2.as_str()),
+        (name.as_str(), "1.0.1")
+    );
+    assert_eq!(reviews(&env)[0]["bump"], "patch");
+    // A tag for that version made by hand: approving is refused, nothing moves.
+    let main_before = git(&env, &["rev-parse", "main"]);
+    git(
+        &env,
+        &[
+            "tag",
+            "-a",
+            "-m",
+            "squatting",
+            &format!("{name}/v1.0.1"),
+            "main",
+        ],
+    );
+    let out = env.cli().args(["approve", &id2]).assert().code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("exists already") && err.contains("never moved"),
+        "{err}"
+    );
+    assert_eq!(git(&env, &["rev-parse", "main"]), main_before);
+    assert_eq!(reviews(&env).len(), 1, "the proposal is still there");
+}
+
+#[test]
+fn reject_keeps_the_commit_and_the_habit_is_not_proposed_again() {
+    let env = TestEnv::new();
+    let (id, name, _) = request(&env, "Test one package", "test");
+    let commit = git(&env, &["rev-parse", &format!("review/{name}/1.0.0")]);
+    let out = env
+        .cli()
+        .args(["reject", &id, "--reason", "   "])
+        .assert()
+        .code(2);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("--reason"));
+    env.cli()
+        .args(["reject", &id, "--reason", "we have a make target for this"])
+        .assert()
+        .success();
+    assert!(reviews(&env).is_empty());
+    assert_eq!(
+        git(
+            &env,
+            &["rev-parse", &format!("refs/toolsmith/rejected/{id}")]
+        ),
+        commit
+    );
+    let (state, reason) = candidate_state(&env, &id);
+    assert_eq!(state, "rejected");
+    assert!(
+        reason.contains("we have a make target for this"),
+        "{reason}"
+    );
+    assert!(tools(&env).is_empty());
+    // Unknown proposals are clear errors.
+    let out = env.cli().args(["approve", &id]).assert().code(1);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("toolsmith review"));
+}
+
+#[test]
+fn a_git_merge_by_hand_is_an_approval_and_a_git_revert_a_rollback() {
+    let env = TestEnv::new();
+    let (id, name, _) = request(&env, "Build one package", "build");
+    git(
+        &env,
+        &["merge", "--ff-only", &format!("review/{name}/1.0.0")],
+    );
+    // The next command sees it: tagged, branch gone, candidate approved, tool listed.
+    assert!(reviews(&env).is_empty());
+    let tag = format!("{name}/v1.0.0");
+    assert_eq!(git(&env, &["cat-file", "-t", &tag]).trim(), "tag");
+    let (state, reason) = candidate_state(&env, &id);
+    assert_eq!(state, "approved");
+    assert!(
+        reason.contains("Ada Reviewer") && reason.contains("(git)"),
+        "{reason}"
+    );
+    assert_eq!(tools(&env).len(), 1);
+
+    // A second version, approved with toolsmith, then reverted by hand with git.
+    let (id2, _, v2) = request(&env, "build one package", "build");
+    assert_eq!(v2, "1.0.1");
+    env.cli().args(["approve", &id2]).assert().success();
+    assert_eq!(tools(&env)[0]["version"], "1.0.1");
+    git(&env, &["revert", "--no-edit", "main"]);
+    assert_eq!(tools(&env)[0]["version"], "1.0.0");
+    env.cli().arg("verify").assert().success();
+
+    // toolsmith rollback reverts the commit that brought the current version: 1.0.0 was the
+    // first, so the tool goes.
+    env.cli().args(["rollback", &name]).assert().success();
+    assert!(tools(&env).is_empty());
+    let subject = git(&env, &["log", "-1", "--format=%s", "main"]);
+    assert_eq!(subject.trim(), format!("tool({name}): revert 1.0.0"));
+    assert!(!registry_dir(&env).join("tools").join(&name).exists());
+    let out = env.cli().args(["rollback", &name]).assert().code(1);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("no tool"));
+    // Tags stay: history is never rewritten.
+    assert_eq!(git(&env, &["tag", "--list"]).lines().count(), 2);
+    env.cli().arg("verify").assert().success();
+}
+
+#[test]
+fn tampered_tools_are_refused_and_verify_finds_bad_tags_and_manifests() {
+    let env = TestEnv::new();
+    let (id, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &id]).assert().success();
+    let ws = workspace(&env);
+    let run = |env: &TestEnv| {
+        env.cli()
+            .args(["run", &name, "--param", "dir=core", "--workspace"])
+            .arg(&ws)
+            .assert()
+    };
+    run(&env).success();
+    let script = registry_dir(&env).join(format!("tools/{name}/run.sh"));
+    let original = std::fs::read_to_string(&script).expect("read");
+    std::fs::write(&script, format!("{original}\necho pwned\n")).expect("tamper");
+    let out = run(&env).code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("differ from main") && err.contains("run.sh"),
+        "{err}"
+    );
+    // An extra file is a difference too.
+    std::fs::write(&script, &original).expect("restore");
+    std::fs::write(script.with_file_name("extra.sh"), "x").expect("extra");
+    run(&env).code(1);
+    std::fs::remove_file(script.with_file_name("extra.sh")).expect("rm");
+    run(&env).success();
+
+    // A change committed by hand that skips validation: main's manifest digest no longer
+    // matches; run refuses and verify reports it.
+    std::fs::write(&script, format!("{original}\necho changed\n")).expect("edit");
+    git(&env, &["commit", "-am", "tweak by hand"]);
+    let out = run(&env).code(1);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("digest"));
+    let out = env.cli().args(["--json", "verify"]).assert().code(1);
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).expect("verify JSON");
+    let problems = report["problems"].to_string();
+    assert!(
+        problems.contains(&format!("main: tools/{name}")),
+        "{problems}"
+    );
+    git(&env, &["revert", "--no-edit", "HEAD"]);
+    env.cli().arg("verify").assert().success();
+
+    // A tag pointing at a tree whose files do not match its manifest.
+    git(&env, &["checkout", "-q", "-b", "scratch"]);
+    std::fs::write(&script, "echo forged\n").expect("forge");
+    git(&env, &["commit", "-qam", "forged"]);
+    git(
+        &env,
+        &["tag", "-a", "-m", "forged", &format!("{name}/v9.9.9")],
+    );
+    git(&env, &["checkout", "-q", "main"]);
+    let out = env.cli().args(["--json", "verify"]).assert().code(1);
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).expect("verify JSON");
+    let problems = report["problems"].to_string();
+    assert!(
+        problems.contains(&format!("tag {name}/v9.9.9")) && problems.contains("9.9.9"),
+        "{problems}"
+    );
+
+    // A manifest broken by hand on main: listed as invalid, never run.
+    let manifest = registry_dir(&env).join(format!("tools/{name}/tool.yaml"));
+    std::fs::write(&manifest, "name: [unclosed\n").expect("break");
+    git(&env, &["commit", "-qam", "break the manifest"]);
+    let listed = tools(&env);
+    assert!(listed[0]["problem"].as_str().is_some(), "{listed:#?}");
+    let out = run(&env).code(1);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("not run until"));
+}
+
+#[test]
+fn deprecation_is_a_tagged_version_that_names_its_replacement() {
+    let env = TestEnv::new();
+    let (a, name_a, _) = request(&env, "Build one package", "build");
+    let (b, name_b, _) = request(&env, "Test one package", "test");
+    env.cli().args(["approve", &a]).assert().success();
+    env.cli().args(["approve", &b]).assert().success();
+    let out = env
+        .cli()
+        .args([
+            "deprecate",
+            &name_a,
+            "--replaced-by",
+            "no-such-tool",
+            "--reason",
+            "x",
+        ])
+        .assert()
+        .code(1);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("no-such-tool"));
+    env.cli()
+        .args([
+            "deprecate",
+            &name_a,
+            "--replaced-by",
+            &name_b,
+            "--reason",
+            "merged into tests",
+        ])
+        .assert()
+        .success();
+    let listed = tools(&env);
+    let a_entry = listed
+        .iter()
+        .find(|t| t["name"] == name_a.as_str())
+        .expect("a");
+    assert_eq!(a_entry["deprecated"], true);
+    assert_eq!(a_entry["version"], "1.0.1");
+    assert_eq!(
+        git(&env, &["cat-file", "-t", &format!("{name_a}/v1.0.1")]).trim(),
+        "tag"
+    );
+    let manifest =
+        std::fs::read_to_string(registry_dir(&env).join(format!("tools/{name_a}/tool.yaml")))
+            .expect("manifest");
+    assert!(
+        manifest.contains(&format!("replaced_by: {name_b}")),
+        "{manifest}"
+    );
+    env.cli().arg("verify").assert().success();
+}
+
+/// Runs `toolsmith approve` and kills it with SIGKILL after `delay`.
+fn approve_killed(env: &TestEnv, id: &str, delay: Duration) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
+    env.apply(&mut cmd);
+    cmd.arg("--state").arg(env.state()).args(["approve", id]);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().expect("spawn approve");
+    std::thread::sleep(delay);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn approvals_killed_half_way_leave_a_consistent_registry() {
+    let env = TestEnv::new();
+    let mut ids = Vec::new();
+    for (what, target) in [
+        ("Build one package", "build"),
+        ("Test one package", "test"),
+        ("Clean one package", "clean"),
+        ("Install one package", "install"),
+        ("Check one package", "check"),
+        ("Lint one package", "lint"),
+    ] {
+        ids.push(request(&env, what, target).0);
+    }
+    // How long one approval takes here, then each of the others killed at a different moment
+    // of that span, from before it starts to after it ends.
+    let started = std::time::Instant::now();
+    env.cli().args(["approve", &ids[0]]).assert().success();
+    let span = started.elapsed();
+    let rest = &ids[1..];
+    for (i, id) in rest.iter().enumerate() {
+        approve_killed(&env, id, span.mul_f64((i as f64 + 0.5) / rest.len() as f64));
+    }
+    // Whatever was interrupted: every proposal is either still awaiting review or fully
+    // approved (on main, tagged, branch gone, candidate approved); verify passes.
+    let pending: Vec<String> = reviews(&env)
+        .iter()
+        .filter_map(|r| r["candidate"].as_str().map(str::to_owned))
+        .collect();
+    let on_main = tools(&env);
+    assert_eq!(
+        pending.len() + on_main.len(),
+        ids.len(),
+        "{pending:?} {on_main:#?}"
+    );
+    for t in &on_main {
+        let tag = format!(
+            "{}/v{}",
+            t["name"].as_str().expect("name"),
+            t["version"].as_str().expect("v")
+        );
+        assert_eq!(git(&env, &["cat-file", "-t", &tag]).trim(), "tag", "{tag}");
+    }
+    let branches = git(&env, &["branch", "--list", "review/*"]);
+    assert_eq!(branches.lines().count(), pending.len(), "{branches}");
+    for id in &ids {
+        let (state, _) = candidate_state(&env, id);
+        let expected = if pending.contains(id) {
+            "awaiting-review"
+        } else {
+            "approved"
+        };
+        assert_eq!(state, expected, "{id}");
+    }
+    assert!(
+        !registry_dir(&env)
+            .join(".git/toolsmith-landing.json")
+            .exists()
+    );
+    let status = git(&env, &["status", "--porcelain"]);
+    assert!(
+        status.trim().is_empty(),
+        "work tree differs from main:\n{status}"
+    );
+    env.cli().arg("verify").assert().success();
+    // The rest approve cleanly.
+    for id in &pending {
+        env.cli().args(["approve", id]).assert().success();
+    }
+    assert_eq!(tools(&env).len(), ids.len());
+    env.cli().arg("verify").assert().success();
+}
+
+#[test]
+fn the_daemon_picks_up_changes_made_with_plain_git() {
+    use common::Daemon;
+    let env = TestEnv::new();
+    let mut daemon = Daemon::start(&env, env.daemon_command());
+    let mut sub = daemon.connect();
+    let ack = sub.call(
+        1,
+        "events.subscribe",
+        serde_json::json!({"kinds": ["tool.", "registry.", "candidate.proposed"]}),
+    );
+    assert_eq!(ack["result"]["subscribed"], true, "{ack}");
+    // With the daemon up, the request runs in it; the proposal is announced.
+    let (id, name, _) = request(&env, "Build one package", "build");
+    let event = sub.read();
+    assert_eq!(event["params"]["kind"], "candidate.proposed", "{event}");
+    assert_eq!(event["params"]["data"]["id"], id.as_str());
+
+    // Merged by hand: the daemon tags it and marks the candidate approved, unasked.
+    git(
+        &env,
+        &["merge", "--ff-only", &format!("review/{name}/1.0.0")],
+    );
+    let mut kinds = Vec::new();
+    while !kinds.contains(&"tool.approved".to_owned()) {
+        let event = sub.read();
+        kinds.push(
+            event["params"]["kind"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+        if event["params"]["kind"] == "tool.approved" {
+            assert_eq!(event["params"]["data"]["via"], "git", "{event}");
+            assert_eq!(
+                event["params"]["data"]["tag"],
+                format!("{name}/v1.0.0").as_str()
+            );
+        }
+    }
+    assert_eq!(
+        git(&env, &["cat-file", "-t", &format!("{name}/v1.0.0")]).trim(),
+        "tag"
+    );
+    assert_eq!(candidate_state(&env, &id).0, "approved");
+
+    // A manifest broken in a commit by hand: reported, not run.
+    let manifest = registry_dir(&env).join(format!("tools/{name}/tool.yaml"));
+    std::fs::write(&manifest, "apiVersion: nope\n").expect("break");
+    git(&env, &["commit", "-qam", "break it"]);
+    let event = loop {
+        let event = sub.read();
+        if event["params"]["kind"] == "tool.invalid" {
+            break event;
+        }
+    };
+    assert_eq!(event["params"]["data"]["tool"], name.as_str(), "{event}");
+    // Reverted by hand: main changes again, and the tool is valid again.
+    git(&env, &["revert", "--no-edit", "HEAD"]);
+    let main = git(&env, &["rev-parse", "main"]).trim().to_owned();
+    let event = loop {
+        let event = sub.read();
+        if event["params"]["kind"] == "registry.changed"
+            && event["params"]["data"]["main"] == main.as_str()
+        {
+            break event;
+        }
+    };
+    assert_eq!(
+        event["params"]["data"]["invalid"],
+        serde_json::json!([]),
+        "{event}"
+    );
+    assert_eq!(
+        event["params"]["data"]["changed"][0],
+        name.as_str(),
+        "{event}"
+    );
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit(), Some(0));
+}
