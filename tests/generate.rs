@@ -212,8 +212,9 @@ fn a_mined_pattern_becomes_a_candidate_whose_derived_tests_pass_in_the_sandbox()
     );
     let out = env.cli().args(["show", &id]).assert().success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    // Awaiting review: the proposal's diff against the registry's main.
     assert!(
-        text.contains("── run.sh ──") && text.contains("set -eu"),
+        text.contains("+++ b/tools/make-build-test/run.sh") && text.contains("+set -eu"),
         "{text}"
     );
     assert!(

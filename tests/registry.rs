@@ -648,3 +648,201 @@ fn the_daemon_picks_up_changes_made_with_plain_git() {
     daemon.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(daemon.wait_exit(), Some(0));
 }
+
+/// `git init --bare` of a shared remote.
+fn bare_remote(dir: &std::path::Path) -> PathBuf {
+    let remote = dir.join("shared.git");
+    let out = Command::new("git")
+        .args(["init", "--bare", "-q", "-b", "main"])
+        .arg(&remote)
+        .output()
+        .expect("git init");
+    assert!(out.status.success());
+    remote
+}
+
+fn sync(env: &TestEnv, remote: Option<&std::path::Path>) -> Value {
+    let mut cmd = env.cli();
+    cmd.args(["--json", "sync"]);
+    if let Some(r) = remote {
+        cmd.arg("--remote").arg(r);
+    }
+    json_of(cmd.assert().success().get_output())
+}
+
+fn tool_names(env: &TestEnv) -> Vec<String> {
+    tools(env)
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn two_clones_share_through_a_remote_and_a_conflict_loses_nothing() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let remote = bare_remote(shared.path());
+    let alice = TestEnv::new();
+    let bob = TestEnv::new();
+
+    // Alice approves a tool and shares it; Bob receives it.
+    let (a1, build, _) = request(&alice, "Build one package", "build");
+    alice.cli().args(["approve", &a1]).assert().success();
+    assert_eq!(sync(&alice, Some(&remote))["main"], "pushed");
+    // Bob's registry was just created: every registry starts from the same first commit, so
+    // his simply catches up.
+    bob.cli().arg("tools").assert().success();
+    assert_eq!(sync(&bob, Some(&remote))["main"], "fast-forward");
+    assert_eq!(tool_names(&bob), [build.clone()]);
+    assert_eq!(sync(&bob, None)["main"], "up to date");
+    bob.cli()
+        .args(["run", &build, "--param", "dir=core", "--workspace"])
+        .arg(workspace(&bob))
+        .assert()
+        .success();
+
+    // Both approve different tools meanwhile: the second to sync merges.
+    let (b1, test, _) = request(&bob, "Test one package", "test");
+    bob.cli().args(["approve", &b1]).assert().success();
+    let (a2, clean, _) = request(&alice, "Clean one package", "clean");
+    alice.cli().args(["approve", &a2]).assert().success();
+    assert_eq!(sync(&alice, None)["main"], "pushed");
+    let report = sync(&bob, None);
+    assert_eq!(report["main"], "merged", "{report:#}");
+    assert_eq!(report["received"], serde_json::json!([clean.clone()]));
+    let mut all = vec![build.clone(), clean.clone(), test.clone()];
+    all.sort();
+    assert_eq!(tool_names(&bob), all);
+    let index = std::fs::read_to_string(registry_dir(&bob).join("TOOLS.md")).expect("index");
+    for name in &all {
+        assert!(
+            index.contains(&format!("[{name}](tools/{name}/README.md)")),
+            "{index}"
+        );
+    }
+    bob.cli().arg("verify").assert().success();
+    assert_eq!(sync(&alice, None)["main"], "fast-forward");
+    assert_eq!(tool_names(&alice), all);
+    assert_eq!(
+        git(&alice, &["tag", "--list"]).lines().count(),
+        3,
+        "tags travel"
+    );
+
+    // A proposal made by Alice is reviewed by Bob; the approval travels back.
+    let (a3, install, _) = request(&alice, "Install one package", "install");
+    sync(&alice, None);
+    let report = sync(&bob, None);
+    assert_eq!(
+        report["new_reviews"],
+        serde_json::json!([format!("review/{install}/1.0.0")]),
+        "{report:#}"
+    );
+    bob.cli().args(["approve", &install]).assert().success();
+    sync(&bob, None);
+    sync(&alice, None);
+    assert!(
+        reviews(&alice).is_empty(),
+        "the approved proposal's branch is gone here too"
+    );
+    assert_eq!(candidate_state(&alice, &a3).0, "approved");
+    assert!(
+        git(
+            &alice,
+            &["ls-remote", "--heads", remote.to_str().expect("utf-8")]
+        )
+        .lines()
+        .all(|l| !l.contains("review/"))
+    );
+
+    // Both change the same tool: the sync stops, naming it, and nothing is lost.
+    alice
+        .cli()
+        .args([
+            "deprecate",
+            &build,
+            "--reason",
+            "alice: replaced by make all",
+        ])
+        .assert()
+        .success();
+    bob.cli()
+        .args(["deprecate", &build, "--reason", "bob: no longer used"])
+        .assert()
+        .success();
+    sync(&alice, None);
+    let bob_main = git(&bob, &["rev-parse", "main"]);
+    let out = bob.cli().arg("sync").assert().code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains(&format!("tool {build}")) && err.contains("nothing was merged"),
+        "{err}"
+    );
+    assert_eq!(
+        git(&bob, &["rev-parse", "main"]),
+        bob_main,
+        "Bob's main is as it was"
+    );
+    let theirs = git(
+        &bob,
+        &["log", "-1", "--format=%B", "refs/remotes/origin/main"],
+    );
+    assert!(theirs.contains("alice: replaced by make all"), "{theirs}");
+    bob.cli().arg("verify").assert().success();
+}
+
+#[test]
+fn registries_made_apart_merge_and_an_unrelated_repository_is_refused() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let remote = bare_remote(shared.path());
+    let alice = TestEnv::new();
+    let bob = TestEnv::new();
+    let (a1, build, _) = request(&alice, "Build one package", "build");
+    alice.cli().args(["approve", &a1]).assert().success();
+    sync(&alice, Some(&remote));
+    let (b1, test, _) = request(&bob, "Test one package", "test");
+    bob.cli().args(["approve", &b1]).assert().success();
+    assert_eq!(sync(&bob, Some(&remote))["main"], "merged");
+    assert_eq!(tool_names(&bob), [build, test]);
+
+    // A git repository that is not a registry of this format shares no history.
+    let other = shared.path().join("other");
+    for args in [
+        vec!["init", "-q", "-b", "main"],
+        vec!["commit", "-q", "--allow-empty", "-m", "unrelated"],
+    ] {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(if args[0] == "init" {
+                shared.path()
+            } else {
+                &other
+            })
+            .args(&args)
+            .args(if args[0] == "init" {
+                vec![other.to_str().expect("utf-8")]
+            } else {
+                vec![]
+            })
+            .env("GIT_AUTHOR_NAME", "x")
+            .env("GIT_AUTHOR_EMAIL", "x@example.com")
+            .env("GIT_COMMITTER_NAME", "x")
+            .env("GIT_COMMITTER_EMAIL", "x@example.com")
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let main = git(&bob, &["rev-parse", "main"]);
+    let out = bob
+        .cli()
+        .args(["sync", "--remote"])
+        .arg(&other)
+        .assert()
+        .code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("no history"), "{err}");
+    assert_eq!(git(&bob, &["rev-parse", "main"]), main);
+}

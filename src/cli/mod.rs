@@ -190,6 +190,13 @@ pub enum Command {
         #[arg(long, required = true, value_name = "TEXT")]
         reason: String,
     },
+    /// Share the registry: pull and push main, the tags and the review branches with its git
+    /// remote (`origin`).
+    Sync {
+        /// Set the remote first (a URL or a path; stored as the registry's `origin`).
+        #[arg(long, value_name = "URL")]
+        remote: Option<String>,
+    },
     /// Print pipeline events as they happen.
     Watch {
         /// Only events whose kind starts with this prefix (repeatable).
@@ -392,6 +399,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Approve { id, note } => registry::approve(cli, id, note.as_deref(), &mut out),
         Command::Reject { id, reason } => registry::reject(cli, id, reason, &mut out),
         Command::Tools => registry::tools(cli, &mut out, style),
+        Command::Sync { remote } => registry::sync(cli, remote.as_deref(), &mut out),
         Command::Verify => registry::verify(cli, &mut out, style),
         Command::Rollback { name } => registry::rollback(cli, name, &mut out),
         Command::Deprecate {

@@ -416,3 +416,34 @@ pub(super) fn proposal_of(cli: &Cli, candidate: &str) -> Option<Value> {
     let diff = registry.review_diff(&review).ok()?;
     Some(json!({"review": review, "diff": diff}))
 }
+
+/// `toolsmith sync [--remote URL]`.
+pub(super) fn sync(cli: &Cli, remote: Option<&str>, out: &mut impl Write) -> Result<(), Failure> {
+    let (config, registry) = open(cli)?;
+    if let Some(url) = remote {
+        registry.remote_url(Some(url))?;
+    }
+    let report = registry.sync()?;
+    // What came from the remote may hold proposals already approved there.
+    let reconciled = registry.reconcile()?;
+    if !reconciled.landed.is_empty()
+        && let Some(conn) = store_for_update(&config)
+    {
+        review::record_landed(&conn, &reconciled.landed)?;
+    }
+    if cli.json {
+        return output::json(out, &json!(report));
+    }
+    writeln!(out, "synced with {}: main {}", report.remote, report.main)?;
+    if !report.received.is_empty() {
+        writeln!(out, "tools from the remote: {}", report.received.join(", "))?;
+    }
+    if !report.new_reviews.is_empty() {
+        writeln!(
+            out,
+            "proposals from the remote, awaiting review: {}",
+            report.new_reviews.join(", ")
+        )?;
+    }
+    Ok(())
+}

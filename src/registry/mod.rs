@@ -7,6 +7,7 @@
 //!   verification, and what a crash or plain git left behind;
 //! - [`review`]: approval and rejection recorded in git and in the store;
 //! - [`run`]: an approved tool run in the sandbox and recorded;
+//! - [`sync`]: sharing through a git remote;
 //! - [`versions`]: semantic versions from the interface diff;
 //! - [`index`]: `TOOLS.md`, rewritten with every change.
 
@@ -16,4 +17,5 @@ pub mod manifest;
 pub mod repo;
 pub mod review;
 pub mod run;
+pub mod sync;
 pub mod versions;

@@ -25,6 +25,8 @@ use super::versions::{self, Bump};
 
 /// The format of registry this build reads and writes (`registry.toml`'s `format`).
 pub const FORMAT: i64 = 1;
+/// When format 1 was defined (2026-11-01T00:00:00Z): the time of every registry's first commit.
+const FORMAT_EPOCH: i64 = 1_793_491_200;
 
 const MAIN: &str = "refs/heads/main";
 const REVIEW_PREFIX: &str = "refs/heads/review/";
@@ -246,7 +248,7 @@ struct Journal {
 
 /// An open registry.
 pub struct Registry {
-    repo: Repository,
+    pub(super) repo: Repository,
     root: PathBuf,
 }
 
@@ -380,7 +382,16 @@ impl Registry {
         let tree = registry.write_tree(&files, None)?;
         {
             let tree = registry.git("read the first tree", registry.repo.find_tree(tree))?;
-            let sig = registry.git("make a signature", toolsmith_signature())?;
+            // The same first commit in every registry of this format: registries made apart
+            // share a root, so `toolsmith sync` can merge them.
+            let sig = registry.git(
+                "make a signature",
+                Signature::new(
+                    "toolsmith",
+                    "toolsmith@localhost",
+                    &git2::Time::new(FORMAT_EPOCH, 0),
+                ),
+            )?;
             let msg = message(
                 "registry: start from the toolsmith template",
                 &["The layout, the review workflow and how to roll back are in README.md.".into()],
@@ -407,7 +418,11 @@ impl Registry {
         &self.root
     }
 
-    fn git<T>(&self, what: &str, result: Result<T, git2::Error>) -> Result<T, RegistryError> {
+    pub(super) fn git<T>(
+        &self,
+        what: &str,
+        result: Result<T, git2::Error>,
+    ) -> Result<T, RegistryError> {
         result.map_err(|source| RegistryError::Git {
             path: self.root.clone(),
             what: what.to_owned(),
@@ -443,7 +458,7 @@ impl Registry {
         Ok(())
     }
 
-    fn main_commit(&self) -> Result<Commit<'_>, RegistryError> {
+    pub(super) fn main_commit(&self) -> Result<Commit<'_>, RegistryError> {
         let reference = self.git("find main", self.repo.find_reference(MAIN))?;
         self.git("read main", reference.peel_to_commit())
     }
@@ -453,7 +468,11 @@ impl Registry {
         Ok(self.main_commit()?.id().to_string())
     }
 
-    fn blob_text(&self, tree: &Tree<'_>, path: &str) -> Result<Option<String>, RegistryError> {
+    pub(super) fn blob_text(
+        &self,
+        tree: &Tree<'_>,
+        path: &str,
+    ) -> Result<Option<String>, RegistryError> {
         let entry = match tree.get_path(Path::new(path)) {
             Ok(e) => e,
             Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
@@ -466,7 +485,7 @@ impl Registry {
         Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
     }
 
-    fn subtree_id(&self, tree: &Tree<'_>, path: &str) -> Option<Oid> {
+    pub(super) fn subtree_id(&self, tree: &Tree<'_>, path: &str) -> Option<Oid> {
         tree.get_path(Path::new(path))
             .ok()
             .filter(|e| e.kind() == Some(ObjectType::Tree))
@@ -546,7 +565,7 @@ impl Registry {
     }
 
     /// `base` with `tools/<name>` set to `tool` (or removed) and its index row updated.
-    fn with_tool(
+    pub(super) fn with_tool(
         &self,
         base: &Tree<'_>,
         name: &str,
@@ -585,7 +604,7 @@ impl Registry {
         self.git("write the root tree", root.write())
     }
 
-    fn row_of(manifest: &Manifest) -> Row {
+    pub(super) fn row_of(manifest: &Manifest) -> Row {
         Row {
             name: manifest.name.clone(),
             version: manifest.version.to_string(),
@@ -595,7 +614,7 @@ impl Registry {
     }
 
     /// The manifest of `name` in `tree`, if it is there and reads.
-    fn manifest_in(&self, tree: &Tree<'_>, name: &str) -> Option<Manifest> {
+    pub(super) fn manifest_in(&self, tree: &Tree<'_>, name: &str) -> Option<Manifest> {
         let text = self
             .blob_text(tree, &format!("tools/{name}/{}", manifest::FILE_NAME))
             .ok()
@@ -878,7 +897,7 @@ impl Registry {
         }
     }
 
-    fn tagger(&self, approver: &str) -> Result<Signature<'static>, RegistryError> {
+    pub(super) fn tagger(&self, approver: &str) -> Result<Signature<'static>, RegistryError> {
         let (name, email) = match approver.split_once(" <") {
             Some((n, e)) => (n.to_owned(), e.trim_end_matches('>').to_owned()),
             None => (approver.to_owned(), format!("{approver}@localhost")),
@@ -1043,7 +1062,13 @@ impl Registry {
     /// Moves `main` from `old` to `new`, bringing the work tree's `paths` along. Refused when
     /// those paths hold uncommitted changes; journaled so that a crash is finished or undone
     /// by [`Registry::reconcile`].
-    fn land(&self, old: Oid, new: Oid, paths: &[String], log: &str) -> Result<(), RegistryError> {
+    pub(super) fn land(
+        &self,
+        old: Oid,
+        new: Oid,
+        paths: &[String],
+        log: &str,
+    ) -> Result<(), RegistryError> {
         let checked_out = self.main_is_checked_out();
         if checked_out {
             self.check_clean(paths)?;
@@ -1077,7 +1102,7 @@ impl Registry {
 
     /// Holds the registry for one change: toolsmith processes (the CLI and the daemon) take
     /// turns; the kernel releases the lock when a holder dies, however it dies.
-    fn exclusive(&self) -> Result<nix::fcntl::Flock<std::fs::File>, RegistryError> {
+    pub(super) fn exclusive(&self) -> Result<nix::fcntl::Flock<std::fs::File>, RegistryError> {
         let path = self.repo.path().join(LOCK);
         let file = std::fs::OpenOptions::new()
             .create(true)

@@ -1,0 +1,373 @@
+//! Sharing a registry through a git remote: `toolsmith sync` fetches `main`, the tags and the
+//! review branches of the remote `origin`, brings `main` up to date (fast-forward, or a merge
+//! commit when both sides added tools), and pushes `main`, the tags, the review branches and the
+//! rejected proposals back.
+//!
+//! A merge is made only when the two sides changed different tools: `TOOLS.md` is rebuilt row
+//! by row, anything else changed on both sides stops the sync with the tools named, and nothing
+//! is lost — local `main` stays as it was, the remote's is kept in `refs/remotes/origin/main`.
+
+use std::collections::BTreeSet;
+
+use git2::{Cred, CredentialType, FetchOptions, Oid, PushOptions, RemoteCallbacks, Tree};
+use serde::Serialize;
+
+use super::index;
+use super::repo::{REJECTED_PREFIX, Registry, RegistryError};
+
+/// The remote toolsmith syncs with.
+pub const REMOTE: &str = "origin";
+
+const REMOTE_MAIN: &str = "refs/remotes/origin/main";
+
+/// What a sync did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SyncReport {
+    /// The remote's URL.
+    pub remote: String,
+    /// How `main` was brought up to date: `up to date`, `fast-forward`, `merged`, `pushed`.
+    pub main: String,
+    /// Tools that came from the remote (added or changed).
+    pub received: Vec<String>,
+    /// Review branches fetched from the remote that were not here.
+    pub new_reviews: Vec<String>,
+    /// Refs pushed.
+    pub pushed: Vec<String>,
+    /// Review branches deleted on the remote (approved or rejected here).
+    pub deleted: Vec<String>,
+}
+
+/// Credentials for https (git's credential helpers) and ssh (the agent, then the default key).
+fn callbacks<'a>(config: Option<git2::Config>) -> RemoteCallbacks<'a> {
+    let mut callbacks = RemoteCallbacks::new();
+    let mut tries = 0;
+    callbacks.credentials(move |url, username, allowed| {
+        tries += 1;
+        if tries > 3 {
+            return Err(git2::Error::from_str(
+                "authentication failed; check the remote's credentials (ssh-agent, or a git \
+                 credential helper for https)",
+            ));
+        }
+        if allowed.contains(CredentialType::SSH_KEY) {
+            return Cred::ssh_key_from_agent(username.unwrap_or("git"));
+        }
+        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT)
+            && let Some(config) = &config
+        {
+            return Cred::credential_helper(config, url, username);
+        }
+        Cred::default()
+    });
+    callbacks
+}
+
+impl Registry {
+    /// Sets the remote (`origin`) to `url`, or returns the one set.
+    pub fn remote_url(&self, set: Option<&str>) -> Result<Option<String>, RegistryError> {
+        if let Some(url) = set {
+            match self.repo.find_remote(REMOTE) {
+                Ok(_) => self.git("set the remote", self.repo.remote_set_url(REMOTE, url))?,
+                Err(_) => {
+                    self.git("add the remote", self.repo.remote(REMOTE, url))?;
+                }
+            }
+            return Ok(Some(url.to_owned()));
+        }
+        Ok(self
+            .repo
+            .find_remote(REMOTE)
+            .ok()
+            .and_then(|r| r.url().ok().map(str::to_owned)))
+    }
+
+    /// Pulls and pushes `main`, the tags, the review branches and the rejected proposals.
+    pub fn sync(&self) -> Result<SyncReport, RegistryError> {
+        let Some(url) = self.remote_url(None)? else {
+            return Err(RegistryError::Conflict(
+                "no remote to sync with: `toolsmith sync --remote URL` sets one (or `git -C \
+                 <registry> remote add origin URL`)"
+                    .into(),
+            ));
+        };
+        let _turn = self.exclusive()?;
+        let mut report = SyncReport {
+            remote: url.clone(),
+            ..SyncReport::default()
+        };
+        let mut remote = self.git("open the remote", self.repo.find_remote(REMOTE))?;
+        let mut fetch = FetchOptions::new();
+        fetch.remote_callbacks(callbacks(self.repo.config().ok()));
+        let before: BTreeSet<String> = self.review_branch_names();
+        self.git(
+            &format!("fetch from {url}"),
+            remote.fetch(
+                &[
+                    "+refs/heads/main:refs/remotes/origin/main",
+                    "+refs/heads/review/*:refs/remotes/origin/review/*",
+                    "refs/tags/*:refs/tags/*",
+                    "+refs/toolsmith/rejected/*:refs/toolsmith/rejected/*",
+                ],
+                Some(&mut fetch),
+                Some("toolsmith: sync"),
+            ),
+        )?;
+        // main.
+        let ours = self.main_commit()?.id();
+        let theirs = self.repo.refname_to_id(REMOTE_MAIN).ok();
+        report.main = match theirs {
+            None => "pushed".into(),
+            Some(theirs) if theirs == ours => "up to date".into(),
+            Some(theirs) if self.repo.graph_descendant_of(ours, theirs).unwrap_or(false) => {
+                "pushed".into()
+            }
+            Some(theirs) => {
+                let base = self.git(
+                    "find the common history",
+                    self.repo.merge_base(ours, theirs),
+                );
+                match base {
+                    Ok(base) if base == ours => {
+                        report.received = self.changed_tools(ours, theirs)?;
+                        let paths = self.changed_paths(ours, theirs)?;
+                        self.land(ours, theirs, &paths, "toolsmith: sync (fast-forward)")?;
+                        "fast-forward".into()
+                    }
+                    Ok(base) => {
+                        report.received = self.changed_tools(base, theirs)?;
+                        let merged = self.merge(base, ours, theirs, &url)?;
+                        let paths = self.changed_paths(ours, merged)?;
+                        self.land(ours, merged, &paths, "toolsmith: sync (merge)")?;
+                        "merged".into()
+                    }
+                    Err(_) => {
+                        return Err(RegistryError::Conflict(format!(
+                            "{url}'s main shares no history with this registry's: it is \
+                             not a toolsmith registry of this format; point the remote elsewhere"
+                        )));
+                    }
+                }
+            }
+        };
+        // Review branches: the remote's that are new here become local; proposals already on
+        // main or rejected here are removed there.
+        let landed_or_rejected = |name: &str, version: &str, commit: Oid| -> bool {
+            let tag = format!("refs/tags/{name}/v{version}");
+            self.repo.refname_to_id(&tag).is_ok() || self.is_rejected(commit)
+        };
+        let mut deletions = Vec::new();
+        for (branch, commit) in self.refs_under("refs/remotes/origin/review/") {
+            let rest = branch.trim_start_matches("refs/remotes/origin/review/");
+            let local = format!("refs/heads/review/{rest}");
+            let Some((name, version)) = rest.rsplit_once('/') else {
+                continue;
+            };
+            if landed_or_rejected(name, version, commit) {
+                deletions.push(format!(":refs/heads/review/{rest}"));
+                report.deleted.push(format!("review/{rest}"));
+                continue;
+            }
+            if self.repo.refname_to_id(&local).is_err() && !before.contains(&local) {
+                self.git(
+                    &format!("create {local}"),
+                    self.repo.reference(
+                        &local,
+                        commit,
+                        false,
+                        "toolsmith: sync (a teammate's proposal)",
+                    ),
+                )?;
+                report.new_reviews.push(format!("review/{rest}"));
+            }
+        }
+        // Push.
+        let mut refspecs: Vec<String> = vec!["refs/heads/main:refs/heads/main".into()];
+        for (name, _) in self.refs_under("refs/tags/") {
+            refspecs.push(format!("{name}:{name}"));
+        }
+        for (name, _) in self.refs_under("refs/heads/review/") {
+            refspecs.push(format!("+{name}:{name}"));
+        }
+        for (name, _) in self.refs_under(REJECTED_PREFIX) {
+            refspecs.push(format!("+{name}:{name}"));
+        }
+        refspecs.extend(deletions);
+        let mut push = PushOptions::new();
+        let mut cb = callbacks(self.repo.config().ok());
+        let rejected: std::rc::Rc<std::cell::RefCell<Vec<String>>> = Default::default();
+        let seen = rejected.clone();
+        cb.push_update_reference(move |name, status| {
+            if let Some(why) = status {
+                seen.borrow_mut().push(format!("{name}: {why}"));
+            }
+            Ok(())
+        });
+        push.remote_callbacks(cb);
+        self.git(
+            &format!("push to {url}"),
+            remote.push(&refspecs, Some(&mut push)),
+        )?;
+        let refused = rejected.borrow().clone();
+        if !refused.is_empty() {
+            return Err(RegistryError::Conflict(format!(
+                "{url} refused {}; run `toolsmith sync` again (someone pushed meanwhile)",
+                refused.join(", ")
+            )));
+        }
+        report.pushed = refspecs;
+        Ok(report)
+    }
+
+    fn review_branch_names(&self) -> BTreeSet<String> {
+        self.refs_under("refs/heads/review/")
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect()
+    }
+
+    fn refs_under(&self, prefix: &str) -> Vec<(String, Oid)> {
+        let Ok(refs) = self.repo.references_glob(&format!("{prefix}*")) else {
+            return Vec::new();
+        };
+        refs.flatten()
+            .filter_map(|r| {
+                let name = r.name().ok()?.to_owned();
+                let id = r.peel_to_commit().ok()?.id();
+                Some((name, id))
+            })
+            .collect()
+    }
+
+    fn is_rejected(&self, commit: Oid) -> bool {
+        self.refs_under(REJECTED_PREFIX)
+            .iter()
+            .any(|(_, id)| *id == commit)
+    }
+
+    fn trees(&self, a: Oid, b: Oid) -> Result<(Tree<'_>, Tree<'_>), RegistryError> {
+        let ta = self.git(
+            "read history",
+            self.repo.find_commit(a).and_then(|c| c.tree()),
+        )?;
+        let tb = self.git(
+            "read history",
+            self.repo.find_commit(b).and_then(|c| c.tree()),
+        )?;
+        Ok((ta, tb))
+    }
+
+    /// The tools whose directories differ between two commits.
+    fn changed_tools(&self, a: Oid, b: Oid) -> Result<Vec<String>, RegistryError> {
+        Ok(self
+            .changed_paths(a, b)?
+            .into_iter()
+            .filter_map(|p| p.strip_prefix("tools/").map(str::to_owned))
+            .collect())
+    }
+
+    /// The paths that differ between two commits: `tools/<name>` for a tool, else the file.
+    fn changed_paths(&self, a: Oid, b: Oid) -> Result<Vec<String>, RegistryError> {
+        let (ta, tb) = self.trees(a, b)?;
+        let diff = self.git(
+            "compare trees",
+            self.repo.diff_tree_to_tree(Some(&ta), Some(&tb), None),
+        )?;
+        let mut paths = BTreeSet::new();
+        for delta in diff.deltas() {
+            for file in [delta.old_file(), delta.new_file()] {
+                let Some(path) = file.path().and_then(|p| p.to_str()) else {
+                    continue;
+                };
+                let key = match path.strip_prefix("tools/") {
+                    Some(rest) => format!("tools/{}", rest.split('/').next().unwrap_or(rest)),
+                    None => path.to_owned(),
+                };
+                paths.insert(key);
+            }
+        }
+        Ok(paths.into_iter().collect())
+    }
+
+    /// A merge commit of `ours` and `theirs`, when they changed different tools.
+    fn merge(&self, base: Oid, ours: Oid, theirs: Oid, url: &str) -> Result<Oid, RegistryError> {
+        let (base_tree, ours_tree) = self.trees(base, ours)?;
+        let (_, theirs_tree) = self.trees(base, theirs)?;
+        let mut merged = self.git(
+            "merge",
+            self.repo
+                .merge_trees(&base_tree, &ours_tree, &theirs_tree, None),
+        )?;
+        let mut conflicts = BTreeSet::new();
+        if merged.has_conflicts() {
+            let list = self.git("read the conflicts", merged.conflicts())?;
+            for c in list.flatten() {
+                let entry = c.our.as_ref().or(c.their.as_ref()).or(c.ancestor.as_ref());
+                if let Some(e) = entry {
+                    conflicts.insert(String::from_utf8_lossy(&e.path).into_owned());
+                }
+            }
+        }
+        let real: Vec<&String> = conflicts
+            .iter()
+            .filter(|p| p.as_str() != index::FILE_NAME)
+            .collect();
+        if !real.is_empty() {
+            let tools: BTreeSet<String> = real
+                .iter()
+                .map(|p| match p.strip_prefix("tools/") {
+                    Some(rest) => format!("tool {}", rest.split('/').next().unwrap_or(rest)),
+                    None => (*p).clone(),
+                })
+                .collect();
+            return Err(RegistryError::Conflict(format!(
+                "this registry and {url} both changed {}: nothing was merged; local main is as \
+                 it was and the remote's is in refs/remotes/origin/main — keep one side (e.g. \
+                 `toolsmith rollback` here, or `git -C <registry> merge origin/main` and resolve \
+                 by hand), then sync again",
+                tools.into_iter().collect::<Vec<_>>().join(", ")
+            )));
+        }
+        if conflicts.contains(index::FILE_NAME) {
+            self.git(
+                "resolve TOOLS.md",
+                merged.conflict_remove(std::path::Path::new(index::FILE_NAME)),
+            )?;
+        }
+        let tree = self.git("write the merge", merged.write_tree_to(&self.repo))?;
+        let tree = self.git("read the merge", self.repo.find_tree(tree))?;
+        // TOOLS.md: ours, with a row for every tool the remote changed.
+        let mut text = self
+            .blob_text(&ours_tree, index::FILE_NAME)?
+            .unwrap_or_default();
+        for name in self.changed_tools(base, theirs)? {
+            let row = self.manifest_in(&tree, &name).map(|m| Self::row_of(&m));
+            text = index::update(&text, &name, row.as_ref());
+        }
+        let blob = self.git("write TOOLS.md", self.repo.blob(text.as_bytes()))?;
+        let mut root = self.git("build the merge", self.repo.treebuilder(Some(&tree)))?;
+        self.git(
+            "build the merge",
+            root.insert(index::FILE_NAME, blob, 0o100644),
+        )?;
+        let tree = self.git("write the merge", root.write())?;
+        let tree = self.git("read the merge", self.repo.find_tree(tree))?;
+        let ours_commit = self.git("read main", self.repo.find_commit(ours))?;
+        let theirs_commit = self.git("read the remote", self.repo.find_commit(theirs))?;
+        let sig = self.tagger(&self.approver())?;
+        let msg = format!(
+            "registry: merge {url}\n\nTools from the remote: {}.\n",
+            self.changed_tools(base, theirs)?.join(", ")
+        );
+        self.git(
+            "write the merge",
+            self.repo.commit(
+                None,
+                &sig,
+                &sig,
+                &msg,
+                &tree,
+                &[&ours_commit, &theirs_commit],
+            ),
+        )
+    }
+}
