@@ -692,7 +692,7 @@ fn two_clones_share_through_a_remote_and_a_conflict_loses_nothing() {
     // his simply catches up.
     bob.cli().arg("tools").assert().success();
     assert_eq!(sync(&bob, Some(&remote))["main"], "fast-forward");
-    assert_eq!(tool_names(&bob), [build.clone()]);
+    assert_eq!(tool_names(&bob), std::slice::from_ref(&build));
     assert_eq!(sync(&bob, None)["main"], "up to date");
     bob.cli()
         .args(["run", &build, "--param", "dir=core", "--workspace"])
