@@ -846,3 +846,46 @@ fn registries_made_apart_merge_and_an_unrelated_repository_is_refused() {
     assert!(err.contains("no history"), "{err}");
     assert_eq!(git(&bob, &["rev-parse", "main"]), main);
 }
+
+#[test]
+fn auto_approval_only_by_an_explicit_policy_rule() {
+    let env = TestEnv::new();
+    let default = include_str!("../policies/default.toml");
+    let policy = env.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "{default}\n[[review.auto_approve]]\nid = \"requested-tools\"\norigins = [\"request\"]\n\
+             max_bump = \"patch\"\nnew_tools = true\nmax_workspace = \"write\"\n"
+        ),
+    )
+    .expect("policy");
+    let config = env.write_config(&format!("[generate]\npolicy = \"{}\"\n", policy.display()));
+    let out = env
+        .cli()
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "--json",
+            "new",
+            "Build one package",
+            "--example",
+            "make build -C core",
+            "--example",
+            "make build -C cli",
+        ])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    assert_eq!(report["candidates"][0]["state"], "approved", "{report:#}");
+    let message = git(&env, &["log", "-1", "--format=%B", "main"]);
+    assert!(
+        message.contains("Approved-by: toolsmith policy rule requested-tools"),
+        "{message}"
+    );
+    assert_eq!(tools(&env).len(), 1);
+    // Without the rule (the default policy), the next one waits for a person.
+    let (_, _, _) = request(&env, "Test one package", "test");
+    assert_eq!(reviews(&env).len(), 1);
+}

@@ -47,8 +47,9 @@ use super::template;
 use crate::config::{Config, GenerateSettings, LlmConfig};
 use crate::events::EventBus;
 use crate::mine::pattern::{self, PatternStatus};
+use crate::registry::auto::AutoApproval;
 use crate::registry::manifest::{self, Manifest, Origin};
-use crate::registry::repo::{Proposal, Registry, RegistryError};
+use crate::registry::repo::{Landed, Proposal, Registry, RegistryError, Review};
 use crate::store::{Store, StoreError};
 use crate::validate::run::{Outcome, Validator, ValidatorError};
 
@@ -131,10 +132,25 @@ pub fn configured(config: &Config, store: Store) -> Result<Generator, ValidatorE
         Some(policy) => Validator::from_file(policy, state.join("scratch"))?,
         None => Validator::with_default_policy(state.join("scratch"))?,
     };
+    let auto = match &config.generate.policy.value {
+        Some(policy) => {
+            let text = std::fs::read_to_string(policy).map_err(|source| ValidatorError::Read {
+                file: policy.display().to_string(),
+                source,
+            })?;
+            AutoApproval::from_toml(&text, &policy.display().to_string())
+        }
+        None => AutoApproval::from_toml(
+            crate::validate::run::DEFAULT_POLICY,
+            crate::sandbox::policy::DEFAULT_FILE,
+        ),
+    }
+    .map_err(ValidatorError::Review)?;
     let settings = Settings::from_config(&config.generate);
     let llm_wanted = settings.backend == Backend::Llm;
     let mut generator = Generator::new(store.clone(), state, settings, validator)
         .with_registry(config.paths.registry.value.clone());
+    generator.auto_approval = auto;
     if llm_wanted {
         let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from);
         match llm_client(&config.llm, credentials.as_deref(), |name| {
@@ -271,6 +287,8 @@ pub struct Generator {
     validator: Arc<Validator>,
     events: Option<EventBus>,
     cancel: Option<watch::Receiver<bool>>,
+    /// The policy's auto-approval rules (none by default).
+    pub auto_approval: AutoApproval,
 }
 
 impl std::fmt::Debug for Generator {
@@ -307,6 +325,7 @@ impl Generator {
             validator: Arc::new(validator),
             events: None,
             cancel: None,
+            auto_approval: AutoApproval::default(),
         }
     }
 
@@ -872,13 +891,18 @@ impl Generator {
                     })
                     .unwrap_or_default(),
             };
+            let auto = self.auto_approval.clone();
+            let manifest = outcome.manifest.clone();
             let proposed = tokio::task::spawn_blocking(move || {
-                Registry::open_or_init(&dir).and_then(|r| r.propose(&proposal))
+                let registry = Registry::open_or_init(&dir)?;
+                let review = registry.propose(&proposal)?;
+                let landed = auto_approve(&registry, &auto, &review, manifest.as_ref())?;
+                Ok::<(Review, Option<Landed>), RegistryError>((review, landed))
             })
             .await
             .map_err(|e| RegistryError::Conflict(format!("the proposal did not finish: {e}")));
             match proposed.and_then(|r| r) {
-                Ok(review) => {
+                Ok((review, landed)) => {
                     // The registry decides the version (from the interface diff).
                     if let Some(mut manifest) = outcome.manifest.clone()
                         && let Ok(v) = semver::Version::parse(&review.version)
@@ -897,6 +921,15 @@ impl Generator {
                             json!({"id": c.id, "tool": review.name, "version": review.version,
                                    "branch": review.branch, "commit": review.commit}),
                         );
+                    }
+                    if let Some(landed) = landed {
+                        self.transition(&c.id, State::AwaitingReview, Some(reason))
+                            .await?;
+                        if let Some(events) = &self.events {
+                            events.publish("tool.approved", json!(landed));
+                        }
+                        let why = format!("approved by {} as {}", landed.approved_by, landed.tag);
+                        return self.transition(&c.id, State::Approved, Some(why)).await;
                     }
                 }
                 Err(e) => {
@@ -1103,4 +1136,28 @@ fn proposal_trailers(
         t.push(("Generator".into(), g.to_owned()));
     }
     t
+}
+
+/// Approves a fresh proposal when a policy rule says so.
+fn auto_approve(
+    registry: &Registry,
+    auto: &AutoApproval,
+    review: &Review,
+    manifest: Option<&Manifest>,
+) -> Result<Option<Landed>, RegistryError> {
+    let Some(manifest) = manifest else {
+        return Ok(None);
+    };
+    let bump = match review.bump.as_deref() {
+        None => None,
+        Some("patch") => Some(crate::registry::versions::Bump::Patch),
+        Some("minor") => Some(crate::registry::versions::Bump::Minor),
+        Some(_) => Some(crate::registry::versions::Bump::Major),
+    };
+    let Some(rule) = auto.approving_rule(manifest, bump) else {
+        return Ok(None);
+    };
+    let approver = format!("toolsmith policy rule {}", rule.id);
+    let key = review.candidate.as_deref().unwrap_or(&review.branch);
+    registry.approve(key, &approver, None).map(Some)
 }

@@ -78,6 +78,20 @@ pub fn update(text: &str, name: &str, row: Option<&Row>) -> String {
     out
 }
 
+/// A whole index of `rows` (for a registry written at once; changes go through [`update`]).
+pub fn render(rows: &[Row]) -> String {
+    let mut lines: Vec<(&str, String)> =
+        rows.iter().map(|r| (r.name.as_str(), r.render())).collect();
+    lines.sort_by(|a, b| a.0.cmp(b.0));
+    lines.dedup_by(|a, b| a.0 == b.0);
+    let mut out = String::with_capacity(HEADER.len() + lines.len() * 80);
+    out.push_str(HEADER);
+    for (_, line) in lines {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
 /// The names the index lists.
 pub fn names(text: &str) -> Vec<String> {
     text.lines()
@@ -112,7 +126,15 @@ mod tests {
         let three = update(&two, "b-tool", Some(&newer));
         assert_eq!(names(&three), ["a-tool", "b-tool"]);
         assert!(three.contains("| 1.1.0 |") && three.contains("*(deprecated)*"));
-        assert!(!three.contains("| 1.0.0 | Does \\| things well. |\n| [b"));
+        assert!(!three.contains("[b-tool](tools/b-tool/README.md) | 1.0.0"));
+        assert_eq!(
+            render(&[row("b-tool", "1.1.0"), row("a-tool", "1.0.0")]),
+            update(
+                &update("", "b-tool", Some(&row("b-tool", "1.1.0"))),
+                "a-tool",
+                Some(&row("a-tool", "1.0.0"))
+            )
+        );
         let four = update(&three, "a-tool", None);
         assert_eq!(names(&four), ["b-tool"]);
         // Hand edits outside the rows are dropped; a garbled file still yields a valid index.

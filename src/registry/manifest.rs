@@ -690,10 +690,18 @@ impl Manifest {
 }
 
 #[cfg(test)]
+pub(crate) mod tests_support {
+    /// The design's example manifest, for tests elsewhere.
+    pub(crate) fn manifest() -> super::Manifest {
+        super::Manifest::parse(super::tests::GOOD, "tool.yaml").expect("the example parses")
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
-    const GOOD: &str = r#"apiVersion: toolsmith/v1
+    pub(super) const GOOD: &str = r#"apiVersion: toolsmith/v1
 name: cargo-failing-tests
 version: 1.0.0
 description: Run the tests of one package and print only the failures.

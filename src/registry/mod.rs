@@ -1,6 +1,7 @@
 //! The registry: approved tools in a git repository, and the manifest format they are
 //! described by.
 //!
+//! - [`auto`]: auto-approval, only by explicit policy rules;
 //! - [`manifest`]: `tools/<name>/tool.yaml`, read as untrusted input;
 //! - [`digest`]: the digest of a tool version's files;
 //! - [`repo`]: the git repository — proposals, approval, rejection, rollback, deprecation,
@@ -11,6 +12,7 @@
 //! - [`versions`]: semantic versions from the interface diff;
 //! - [`index`]: `TOOLS.md`, rewritten with every change.
 
+pub mod auto;
 pub mod digest;
 pub mod index;
 pub mod manifest;

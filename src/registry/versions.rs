@@ -11,7 +11,9 @@ use serde_json::Value;
 use super::manifest::Interface;
 
 /// How far a version moves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Bump {
     /// The interface is unchanged.

@@ -158,6 +158,9 @@ pub enum ValidatorError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The `[review]` table (auto-approval rules) is unusable.
+    #[error("invalid auto-approval rules: {0}")]
+    Review(String),
 }
 
 fn check(layer: &str, name: &str, passed: bool, details: Vec<String>) -> CheckReport {
