@@ -97,10 +97,7 @@ impl AutoApproval {
             let workspace_ok =
                 access_rank(manifest.sandbox.workspace) <= access_rank(rule.max_workspace);
             let generator_ok = rule.generators.is_empty()
-                || rule
-                    .generators
-                    .iter()
-                    .any(|g| *g == manifest.provenance.generator);
+                || rule.generators.contains(&manifest.provenance.generator);
             origin_ok && bump_ok && workspace_ok && generator_ok
         })
     }
