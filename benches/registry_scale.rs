@@ -94,7 +94,11 @@ fn main() {
         .unwrap_or(15);
     let toolsmith = env!("CARGO_BIN_EXE_toolsmith");
     let tmp = tempfile::tempdir().expect("tempdir");
-    let data = tmp.path().join("data");
+    // TOOLSMITH_BENCH_KEEP=DIR: build there and leave it (with one proposal, `c-profile`,
+    // awaiting review) for profiling by hand.
+    let keep = std::env::var_os("TOOLSMITH_BENCH_KEEP").map(PathBuf::from);
+    let tmp_path = keep.clone().unwrap_or_else(|| tmp.path().to_owned());
+    let data = tmp_path.join("data");
     let dir: PathBuf = data.join("toolsmith/registry");
     let registry = Registry::open_or_init(&dir).expect("registry");
 
@@ -176,10 +180,10 @@ fn main() {
     let cli = |args: &[&str]| {
         let mut cmd = Command::new(toolsmith);
         cmd.env("XDG_DATA_HOME", &data)
-            .env("XDG_CONFIG_HOME", tmp.path().join("config"))
-            .env("HOME", tmp.path().join("home"))
+            .env("XDG_CONFIG_HOME", tmp_path.join("config"))
+            .env("HOME", tmp_path.join("home"))
             .arg("--state")
-            .arg(tmp.path().join("state"))
+            .arg(tmp_path.join("state"))
             .args(args);
         cmd
     };
@@ -259,6 +263,18 @@ fn main() {
         (objects_after - objects_before) as f64 / versions as f64 / 1024.0,
         (objects_after - objects_before) as f64 / 1048576.0
     );
+    if keep.is_some() {
+        registry
+            .propose(&Proposal {
+                candidate: "c-profile".into(),
+                files: tool_files(&base, &manifest, "profiled-tool"),
+                why: "profiling".into(),
+                trailers: Vec::new(),
+            })
+            .expect("propose");
+        println!("kept in {}", tmp_path.display());
+        return;
+    }
     let gc = Command::new("git")
         .arg("-C")
         .arg(&dir)

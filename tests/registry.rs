@@ -889,3 +889,48 @@ fn auto_approval_only_by_an_explicit_policy_rule() {
     let (_, _, _) = request(&env, "Test one package", "test");
     assert_eq!(reviews(&env).len(), 1);
 }
+
+#[test]
+fn uncommitted_edits_in_a_tool_block_changes_to_it_and_lose_nothing() {
+    let env = TestEnv::new();
+    let (a, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &a]).assert().success();
+    let (b, _, v) = request(&env, "build one package", "build");
+    assert_eq!(v, "1.0.1");
+    let script = registry_dir(&env).join(format!("tools/{name}/run.sh"));
+    let mine = format!(
+        "{}\n# my local note\n",
+        std::fs::read_to_string(&script).expect("read")
+    );
+    std::fs::write(&script, &mine).expect("edit");
+    let main = git(&env, &["rev-parse", "main"]);
+    let out = env.cli().args(["approve", &b]).assert().code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("uncommitted changes") && err.contains(&format!("tools/{name}/run.sh")),
+        "{err}"
+    );
+    assert_eq!(git(&env, &["rev-parse", "main"]), main);
+    assert_eq!(
+        std::fs::read_to_string(&script).expect("read"),
+        mine,
+        "the edit is kept"
+    );
+    git(&env, &["checkout", "--", &format!("tools/{name}/run.sh")]);
+    env.cli().args(["approve", &b]).assert().success();
+    assert!(git(&env, &["status", "--porcelain"]).trim().is_empty());
+}
+
+#[test]
+fn a_registry_held_open_sees_what_another_process_changed() {
+    use toolsmith::registry::repo::Registry;
+    let env = TestEnv::new();
+    let (a, _, _) = request(&env, "Build one package", "build");
+    let (b, _, _) = request(&env, "Test one package", "test");
+    let held = Registry::open(&registry_dir(&env)).expect("open");
+    env.cli().args(["approve", &a]).assert().success();
+    held.approve(&b, "Ada Reviewer <ada@example.com>", None)
+        .expect("approve after another process moved main");
+    assert!(git(&env, &["status", "--porcelain"]).trim().is_empty());
+    assert_eq!(tools(&env).len(), 2);
+}

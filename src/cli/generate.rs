@@ -322,8 +322,33 @@ pub(super) fn show(
         if !spec.steps.is_empty() {
             writeln!(out, "steps:")?;
             for (i, s) in spec.steps.iter().enumerate() {
-                writeln!(out, "  {}. {}", i + 1, s.display())?;
+                let pipe = if s.piped { "| " } else { "" };
+                writeln!(out, "  {}. {pipe}{}", i + 1, s.display())?;
             }
+        }
+        if !spec.occurrences.is_empty() {
+            let seen: Vec<String> = spec
+                .occurrences
+                .iter()
+                .take(8)
+                .map(|o| {
+                    format!(
+                        "{} (actions {}-{})",
+                        o.evidence.session, o.evidence.first_seq, o.evidence.last_seq
+                    )
+                })
+                .collect();
+            let more = spec.occurrences.len().saturating_sub(seen.len());
+            writeln!(
+                out,
+                "evidence: {}{}",
+                seen.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            )?;
         }
     }
     let Some(&last) = numbers.last() else {

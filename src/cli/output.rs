@@ -43,7 +43,7 @@ impl Style {
 }
 
 /// Pretty JSON on its own lines.
-pub fn json(out: &mut impl Write, value: &serde_json::Value) -> Result<(), Failure> {
+pub fn json<T: serde::Serialize + ?Sized>(out: &mut impl Write, value: &T) -> Result<(), Failure> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| Failure::new(crate::exit::ExitCode::Failure, e.to_string()))?;
     writeln!(out, "{text}")?;

@@ -163,21 +163,30 @@ pub(super) fn tools(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(),
     let (_, registry) = open(cli)?;
     let tools = registry.tools()?;
     if cli.json {
-        let list: Vec<Value> = tools
+        /// One tool as `tools --json` lists it.
+        #[derive(serde::Serialize)]
+        struct Listed<'a> {
+            name: &'a str,
+            version: Option<&'a str>,
+            description: &'a str,
+            deprecated: bool,
+            problem: Option<&'a str>,
+            params: Option<&'a serde_json::value::RawValue>,
+            output: Option<crate::registry::manifest::OutputKind>,
+        }
+        let list: Vec<Listed<'_>> = tools
             .iter()
-            .map(|t| {
-                json!({
-                    "name": t.name,
-                    "version": t.version,
-                    "description": t.description,
-                    "deprecated": t.deprecated,
-                    "problem": t.problem,
-                    "params": t.manifest.as_ref().map(|m| m.interface.params.clone()),
-                    "output": t.manifest.as_ref().map(|m| m.interface.output),
-                })
+            .map(|t| Listed {
+                name: &t.name,
+                version: t.version.as_deref(),
+                description: &t.description,
+                deprecated: t.deprecated,
+                problem: t.problem.as_deref(),
+                params: t.params.as_deref(),
+                output: t.output,
             })
             .collect();
-        return output::json(out, &Value::Array(list));
+        return output::json(out, &list);
     }
     if tools.is_empty() {
         writeln!(

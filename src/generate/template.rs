@@ -611,6 +611,19 @@ pub fn readme(spec: &ToolSpec) -> String {
         spec.name,
         one_line(&spec.description)
     );
+    let example: Vec<String> = spec
+        .params
+        .iter()
+        .filter(|p| p.required)
+        .map(|p| format!("--param {}=…", p.name))
+        .collect();
+    let _ = writeln!(
+        text,
+        "Through toolsmith, in the sandbox: `toolsmith run {}{}{}`\n\nThe script itself:\n",
+        spec.name,
+        if example.is_empty() { "" } else { " " },
+        example.join(" ")
+    );
     for line in usage(spec).lines() {
         let _ = writeln!(text, "    {line}");
     }

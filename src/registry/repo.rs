@@ -17,6 +17,17 @@ use git2::{
     BranchType, Commit, ErrorCode, ObjectType, Oid, Repository, RepositoryInitOptions, Signature,
     Tree, build::CheckoutBuilder,
 };
+
+/// Removes the empty directories under `dir` (not `dir` itself).
+fn remove_empty_dirs(dir: &Path) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_empty_dirs(&p);
+            let _ = std::fs::remove_dir(&p);
+        }
+    }
+}
 use serde::Serialize;
 
 use super::index::{self, Row};
@@ -34,6 +45,8 @@ const REVIEW_PREFIX: &str = "refs/heads/review/";
 pub const REJECTED_PREFIX: &str = "refs/toolsmith/rejected/";
 /// The journal of a move of `main` under way, inside the git directory.
 const JOURNAL: &str = "toolsmith-landing.json";
+/// The cache of `tools()`, inside the git directory: entries by tool name and tree id.
+const LISTING_CACHE: &str = "toolsmith-tools.json";
 /// The lock toolsmith processes take turns on, inside the git directory.
 const LOCK: &str = "toolsmith.lock";
 /// How old a git lock file must be, with no toolsmith at work, to be taken as left by a crash.
@@ -189,7 +202,7 @@ pub struct Landed {
 }
 
 /// A tool on `main`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ToolEntry {
     /// Its directory's name.
     pub name: String,
@@ -203,7 +216,12 @@ pub struct ToolEntry {
     pub problem: Option<String>,
     /// Its tree's id: changes whenever any of its files does.
     pub tree: String,
-    /// The manifest, when it reads.
+    /// Its parameters' JSON Schema, when the manifest reads (kept as text: listings pass it
+    /// through without building it).
+    pub params: Option<Box<serde_json::value::RawValue>>,
+    /// What it prints, when the manifest reads.
+    pub output: Option<manifest::OutputKind>,
+    /// The whole manifest: read by [`Registry::tool`], not kept in listings.
     #[serde(skip)]
     pub manifest: Option<Manifest>,
 }
@@ -1071,7 +1089,7 @@ impl Registry {
     ) -> Result<(), RegistryError> {
         let checked_out = self.main_is_checked_out();
         if checked_out {
-            self.check_clean(paths)?;
+            self.check_clean(old, paths)?;
             let journal = Journal {
                 old: old.to_string(),
                 new: new.to_string(),
@@ -1173,21 +1191,102 @@ impl Registry {
                 .unwrap_or(false)
     }
 
-    fn check_clean(&self, paths: &[String]) -> Result<(), RegistryError> {
-        let mut opts = git2::StatusOptions::new();
-        opts.include_untracked(true).recurse_untracked_dirs(true);
-        for p in paths {
-            opts.pathspec(p);
+    /// The files under `path` (a tool's directory or a root file) in a commit's tree, by path
+    /// from the root, with their ids and modes.
+    fn files_under(
+        &self,
+        commit: Oid,
+        path: &str,
+    ) -> Result<BTreeMap<String, (Oid, i32)>, RegistryError> {
+        let commit = self.git("read a commit", self.repo.find_commit(commit))?;
+        let tree = self.git("read a commit", commit.tree())?;
+        let mut out = BTreeMap::new();
+        let Ok(entry) = tree.get_path(Path::new(path)) else {
+            return Ok(out);
+        };
+        match entry.kind() {
+            Some(ObjectType::Blob) => {
+                out.insert(path.to_owned(), (entry.id(), entry.filemode()));
+            }
+            Some(ObjectType::Tree) => {
+                let sub = self.git("read a tree", self.repo.find_tree(entry.id()))?;
+                self.git(
+                    "walk a tree",
+                    sub.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
+                        if e.kind() == Some(ObjectType::Blob) {
+                            out.insert(
+                                format!("{path}/{dir}{}", e.name().unwrap_or_default()),
+                                (e.id(), e.filemode()),
+                            );
+                        }
+                        git2::TreeWalkResult::Ok
+                    }),
+                )?;
+            }
+            _ => {}
         }
-        let statuses = self.git(
-            "read the work tree's status",
-            self.repo.statuses(Some(&mut opts)),
-        )?;
-        let dirty: Vec<String> = statuses
-            .iter()
-            .filter(|s| !s.status().is_ignored() && s.status() != git2::Status::CURRENT)
-            .filter_map(|s| s.path().ok().map(str::to_owned))
-            .collect();
+        Ok(out)
+    }
+
+    /// The files on disk under `path` (a directory or a file), by path from the root.
+    fn disk_files_under(&self, path: &str) -> Vec<String> {
+        let full = self.root.join(path);
+        if full.is_file() {
+            return vec![path.to_owned()];
+        }
+        let mut out = Vec::new();
+        let mut stack = vec![full];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let p = entry.path();
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(p);
+                } else if let Ok(rel) = p.strip_prefix(&self.root) {
+                    out.push(rel.to_string_lossy().into_owned());
+                }
+            }
+        }
+        out
+    }
+
+    /// Refuses when the work tree or the index differ from `base` under `paths`. Looks only at
+    /// those paths: a registry of ten thousand tools is not scanned for one change.
+    fn check_clean(&self, base: Oid, paths: &[String]) -> Result<(), RegistryError> {
+        let mut index = self.git("read the index", self.repo.index())?;
+        // Another process (git, another toolsmith) may have written it since it was loaded.
+        self.git("read the index", index.read(false))?;
+        let mut dirty = Vec::new();
+        for p in paths {
+            let expected = self.files_under(base, p)?;
+            for f in self.disk_files_under(p) {
+                let differs = match expected.get(&f) {
+                    None => true,
+                    Some((want, _)) => {
+                        Oid::hash_file(ObjectType::Blob, self.root.join(&f)).ok() != Some(*want)
+                    }
+                };
+                if differs {
+                    dirty.push(f);
+                }
+            }
+            for f in expected.keys() {
+                if !self.root.join(f).is_file() {
+                    dirty.push(f.clone());
+                }
+            }
+            let prefix = format!("{p}/");
+            for entry in index.iter() {
+                let path = String::from_utf8_lossy(&entry.path).into_owned();
+                if path != *p && !path.starts_with(&prefix) {
+                    continue;
+                }
+                if expected.get(&path).map(|(id, _)| *id) != Some(entry.id) {
+                    dirty.push(path);
+                }
+            }
+        }
+        dirty.sort();
+        dirty.dedup();
         if dirty.is_empty() {
             Ok(())
         } else {
@@ -1198,19 +1297,62 @@ impl Registry {
         }
     }
 
+    /// Makes the work tree and the index hold `commit`'s files under `paths`, and nothing else
+    /// there.
     fn checkout_paths(&self, commit: Oid, paths: &[String]) -> Result<(), RegistryError> {
-        let object = self.git("read the commit", self.repo.find_object(commit, None))?;
-        let mut checkout = CheckoutBuilder::new();
-        // Files under these paths that the target lacks go too: only toolsmith wrote there
-        // (`check_clean` refused to start otherwise).
-        checkout.force().remove_untracked(true);
+        let mut index = self.git("read the index", self.repo.index())?;
+        self.git("read the index", index.read(false))?;
+        let io = |path: PathBuf| move |source| RegistryError::Io { path, source };
         for p in paths {
-            checkout.path(p);
+            let wanted = self.files_under(commit, p)?;
+            for f in self.disk_files_under(p) {
+                if !wanted.contains_key(&f) {
+                    let full = self.root.join(&f);
+                    std::fs::remove_file(&full).map_err(io(full))?;
+                }
+            }
+            let prefix = format!("{p}/");
+            let stale: Vec<String> = index
+                .iter()
+                .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+                .filter(|path| {
+                    (path == p || path.starts_with(&prefix)) && !wanted.contains_key(path)
+                })
+                .collect();
+            for path in stale {
+                self.git("update the index", index.remove_path(Path::new(&path)))?;
+            }
+            for (f, (id, mode)) in &wanted {
+                let full = self.root.join(f);
+                if let Some(dir) = full.parent() {
+                    std::fs::create_dir_all(dir).map_err(io(dir.to_owned()))?;
+                }
+                let blob = self.git("read a file", self.repo.find_blob(*id))?;
+                let tmp = full.with_file_name(format!(
+                    ".{}.toolsmith-tmp",
+                    full.file_name()
+                        .map(|n| n.to_string_lossy())
+                        .unwrap_or_default()
+                ));
+                std::fs::write(&tmp, blob.content()).map_err(io(tmp.clone()))?;
+                let perm = if *mode == 0o100755 { 0o755 } else { 0o644 };
+                std::fs::set_permissions(
+                    &tmp,
+                    <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(perm),
+                )
+                .map_err(io(tmp.clone()))?;
+                std::fs::rename(&tmp, &full).map_err(io(full.clone()))?;
+                self.git("update the index", index.add_path(Path::new(f)))?;
+            }
+            // Directories left empty go too.
+            let top = self.root.join(p);
+            if wanted.is_empty() && top.is_dir() {
+                std::fs::remove_dir_all(&top).map_err(io(top.clone()))?;
+            } else if top.is_dir() {
+                remove_empty_dirs(&top);
+            }
         }
-        self.git(
-            "update the work tree",
-            self.repo.checkout_tree(&object, Some(&mut checkout)),
-        )
+        self.git("write the index", index.write())
     }
 
     /// Finishes or undoes an interrupted move of `main`, and recognises proposals that are on
@@ -1342,7 +1484,15 @@ impl Registry {
             return Ok(Vec::new());
         };
         let tools = self.git("read tools/", self.repo.find_tree(tools))?;
+        // A tool's entry depends only on its name and its tree: entries are cached by both, so
+        // listing ten thousand tools parses only the manifests that changed.
+        let cache_path = self.repo.path().join(LISTING_CACHE);
+        let mut cache: BTreeMap<String, ToolEntry> = std::fs::read(&cache_path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
         let mut out = Vec::with_capacity(tools.len());
+        let mut misses = 0;
         for entry in tools.iter() {
             if entry.kind() != Some(ObjectType::Tree) {
                 continue;
@@ -1350,7 +1500,29 @@ impl Registry {
             let Ok(name) = entry.name() else {
                 continue;
             };
-            out.push(self.entry(name, entry.id()));
+            let key = format!("{name} {}", entry.id());
+            match cache.remove(&key) {
+                Some(hit) => out.push(hit),
+                None => {
+                    misses += 1;
+                    let mut fresh = self.entry(name, entry.id());
+                    fresh.manifest = None;
+                    out.push(fresh);
+                }
+            }
+        }
+        // Whatever is left in the cache is for trees no longer on main.
+        if misses > 0 || !cache.is_empty() {
+            cache = out
+                .iter()
+                .map(|e| (format!("{} {}", e.name, e.tree), e.clone()))
+                .collect();
+            if let Ok(bytes) = serde_json::to_vec(&cache) {
+                let tmp = cache_path.with_extension("tmp");
+                if std::fs::write(&tmp, bytes).is_ok() {
+                    let _ = std::fs::rename(&tmp, &cache_path);
+                }
+            }
         }
         Ok(out)
     }
@@ -1389,6 +1561,8 @@ impl Registry {
                 deprecated: m.deprecated.is_some(),
                 problem: None,
                 tree: tree.to_string(),
+                params: serde_json::value::to_raw_value(&m.interface.params).ok(),
+                output: Some(m.interface.output),
                 manifest: Some(m),
             },
             Err(problem) => ToolEntry {
@@ -1398,6 +1572,8 @@ impl Registry {
                 deprecated: false,
                 problem: Some(problem),
                 tree: tree.to_string(),
+                params: None,
+                output: None,
                 manifest: None,
             },
         }
