@@ -645,6 +645,19 @@ fn the_daemon_picks_up_changes_made_with_plain_git() {
         name.as_str(),
         "{event}"
     );
+
+    // `toolsmith approve` with the daemon up: the daemon approves and says so.
+    let (id2, name2, _) = request(&env, "Test one package", "test");
+    env.cli().args(["approve", &id2]).assert().success();
+    let event = loop {
+        let event = sub.read();
+        if event["params"]["kind"] == "tool.approved" {
+            break event;
+        }
+    };
+    assert_eq!(event["params"]["data"]["name"], name2.as_str(), "{event}");
+    assert_eq!(event["params"]["data"]["via"], "toolsmith", "{event}");
+    assert_eq!(candidate_state(&env, &id2).0, "approved");
     daemon.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(daemon.wait_exit(), Some(0));
 }

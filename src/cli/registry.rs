@@ -105,10 +105,27 @@ pub(super) fn approve(
     note: Option<&str>,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
-    let (config, registry) = open(cli)?;
-    let conn = store_for_update(&config);
-    let approver = registry.approver();
-    let landed = review::approve(&registry, conn.as_ref(), key, &approver, note)?;
+    // With the daemon running, it approves: it has the registry open already, and records
+    // the decision in its store.
+    let landed = match super::socket_path(cli)
+        .and_then(|path| crate::control::Client::connect(&path).map_err(Failure::from))
+    {
+        Ok(mut client) => {
+            let reply = client.call("registry.approve", json!({"candidate": key, "note": note}))?;
+            serde_json::from_value(reply).map_err(|e| {
+                Failure::new(
+                    ExitCode::Failure,
+                    format!("the daemon's answer to registry.approve is not understood: {e}"),
+                )
+            })?
+        }
+        Err(_) => {
+            let (config, registry) = open(cli)?;
+            let conn = store_for_update(&config);
+            let approver = registry.approver();
+            review::approve(&registry, conn.as_ref(), key, &approver, note)?
+        }
+    };
     if cli.json {
         return output::json(out, &json!(landed));
     }

@@ -14,6 +14,8 @@ use crate::control::protocol;
 use crate::control::server::{Limits, Methods, Stats};
 use crate::events::EventBus;
 use crate::logging::Logging;
+use crate::registry::repo::Registry;
+use crate::registry::review;
 use crate::store::{self, DaemonRun, Store};
 
 /// What the API is built from.
@@ -290,6 +292,38 @@ impl Methods for DaemonApi {
                     )),
                 }
             }
+            "registry.approve" => {
+                let key = params
+                    .get("candidate")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| {
+                        RpcError::new(
+                            protocol::INVALID_PARAMS,
+                            "registry.approve takes {\"candidate\": \"c-…\", \"note\": \"…\"}",
+                        )
+                    })?
+                    .to_owned();
+                let note = params
+                    .get("note")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let dir = self.config().paths.registry.value.clone();
+                let landed = tokio::task::spawn_blocking(move || {
+                    let registry = Registry::open_or_init(&dir)?;
+                    let approver = registry.approver();
+                    registry.approve(&key, &approver, note.as_deref())
+                })
+                .await
+                .map_err(|e| RpcError::new(protocol::FAILED, e.to_string()))?
+                .map_err(|e| RpcError::new(protocol::FAILED, e.to_string()))?;
+                let recorded = landed.clone();
+                self.store
+                    .call(move |conn| review::record_landed(conn, &[recorded]))
+                    .await
+                    .map_err(|e| RpcError::new(protocol::FAILED, e.to_string()))?;
+                self.events.publish("tool.approved", json!(landed));
+                Ok(json!(landed))
+            }
             "daemon.shutdown" => {
                 no_params(method, &params)?;
                 // A full channel means a stop is already under way: the answer is the same.
@@ -300,7 +334,8 @@ impl Methods for DaemonApi {
                 protocol::METHOD_NOT_FOUND,
                 format!(
                     "unknown method `{method}`; available: status, config.reload, \
-                     daemon.shutdown, mine.run, generate.run, events.subscribe"
+                     daemon.shutdown, mine.run, generate.run, registry.approve, \
+                     events.subscribe"
                 ),
             )),
         }

@@ -93,11 +93,14 @@ async fn look(dir: &Path, store: &Store, events: &EventBus, seen: &mut Seen) -> 
         let tools = registry.tools().map_err(|e| e.to_string())?;
         let mut trees = BTreeMap::new();
         let mut problems = Vec::new();
+        // The first look reports manifests that do not read; later ones check every tool that
+        // changed in full (digest, files on disk), as `toolsmith run` would.
+        let first = previous.main.is_empty();
         for t in tools {
             if previous.trees.get(&t.name) != Some(&t.tree) {
                 if let Some(p) = t.problem.clone() {
                     problems.push((t.name.clone(), p));
-                } else if let Err(e) = registry.runnable(&t.name) {
+                } else if !first && let Err(e) = registry.runnable(&t.name) {
                     problems.push((t.name.clone(), e.to_string()));
                 }
             }

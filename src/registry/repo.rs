@@ -46,7 +46,7 @@ pub const REJECTED_PREFIX: &str = "refs/toolsmith/rejected/";
 /// The journal of a move of `main` under way, inside the git directory.
 const JOURNAL: &str = "toolsmith-landing.json";
 /// The cache of `tools()`, inside the git directory: entries by tool name and tree id.
-const LISTING_CACHE: &str = "toolsmith-tools.json";
+const LISTING_CACHE: &str = "toolsmith-tools.cache";
 /// The lock toolsmith processes take turns on, inside the git directory.
 const LOCK: &str = "toolsmith.lock";
 /// How old a git lock file must be, with no toolsmith at work, to be taken as left by a crash.
@@ -183,7 +183,7 @@ pub struct Review {
 }
 
 /// What an approval (or a merge recognised) did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Landed {
     /// The tool.
     pub name: String,
@@ -1484,15 +1484,18 @@ impl Registry {
             return Ok(Vec::new());
         };
         let tools = self.git("read tools/", self.repo.find_tree(tools))?;
-        // A tool's entry depends only on its name and its tree: entries are cached by both, so
-        // listing ten thousand tools parses only the manifests that changed.
+        // A tool's entry depends only on its name and its tree: entries are cached by both, one
+        // line each (`<name> <tree>\t<entry JSON>`), new ones appended, so listing ten thousand
+        // tools parses only the manifests that changed and writes only their lines.
         let cache_path = self.repo.path().join(LISTING_CACHE);
-        let mut cache: BTreeMap<String, ToolEntry> = std::fs::read(&cache_path)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default();
+        let text = std::fs::read_to_string(&cache_path).unwrap_or_default();
+        let mut cache: std::collections::HashMap<&str, &str> = text
+            .lines()
+            .filter_map(|line| line.split_once('\t'))
+            .collect();
+        let lines = text.lines().count();
         let mut out = Vec::with_capacity(tools.len());
-        let mut misses = 0;
+        let mut fresh_lines = String::new();
         for entry in tools.iter() {
             if entry.kind() != Some(ObjectType::Tree) {
                 continue;
@@ -1501,27 +1504,42 @@ impl Registry {
                 continue;
             };
             let key = format!("{name} {}", entry.id());
-            match cache.remove(&key) {
+            let hit = cache
+                .remove(key.as_str())
+                .and_then(|json| serde_json::from_str::<ToolEntry>(json).ok());
+            match hit {
                 Some(hit) => out.push(hit),
                 None => {
-                    misses += 1;
                     let mut fresh = self.entry(name, entry.id());
                     fresh.manifest = None;
+                    if let Ok(json) = serde_json::to_string(&fresh) {
+                        fresh_lines.push_str(&format!("{key}\t{json}\n"));
+                    }
                     out.push(fresh);
                 }
             }
         }
-        // Whatever is left in the cache is for trees no longer on main.
-        if misses > 0 || !cache.is_empty() {
-            cache = out
-                .iter()
-                .map(|e| (format!("{} {}", e.name, e.tree), e.clone()))
-                .collect();
-            if let Ok(bytes) = serde_json::to_vec(&cache) {
-                let tmp = cache_path.with_extension("tmp");
-                if std::fs::write(&tmp, bytes).is_ok() {
-                    let _ = std::fs::rename(&tmp, &cache_path);
+        // Lines for trees no longer on main pile up as tools change: rewritten when they
+        // outnumber the live ones.
+        if lines > 2 * out.len() + 64 {
+            let mut all = String::new();
+            for e in &out {
+                if let Ok(json) = serde_json::to_string(e) {
+                    all.push_str(&format!("{} {}\t{json}\n", e.name, e.tree));
                 }
+            }
+            let tmp = cache_path.with_extension("tmp");
+            if std::fs::write(&tmp, all).is_ok() {
+                let _ = std::fs::rename(&tmp, &cache_path);
+            }
+        } else if !fresh_lines.is_empty() {
+            use std::io::Write as _;
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&cache_path)
+            {
+                let _ = f.write_all(fresh_lines.as_bytes());
             }
         }
         Ok(out)
