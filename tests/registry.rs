@@ -801,6 +801,29 @@ fn two_clones_share_through_a_remote_and_a_conflict_loses_nothing() {
     );
     assert!(theirs.contains("alice: replaced by make all"), "{theirs}");
     bob.cli().arg("verify").assert().success();
+
+    // Bob keeps Alice's side: he rolls his change back and syncs. Both made a tag for 1.0.1;
+    // tags are never moved, so each keeps its own and the sync says so, every time.
+    bob.cli().args(["rollback", &build]).assert().success();
+    for _ in 0..2 {
+        let report = sync(&bob, None);
+        assert_eq!(
+            report["tag_conflicts"],
+            serde_json::json!([format!("{build}/v1.0.1")]),
+            "{report:#}"
+        );
+    }
+    let listed = tools(&bob);
+    let entry = listed
+        .iter()
+        .find(|t| t["name"] == build.as_str())
+        .expect("build");
+    assert_eq!(
+        entry["deprecated"], true,
+        "Alice's deprecation is on Bob's main"
+    );
+    bob.cli().arg("verify").assert().success();
+    assert_eq!(sync(&alice, None)["main"], "fast-forward");
 }
 
 #[test]

@@ -451,11 +451,10 @@ pub(super) fn sync(cli: &Cli, remote: Option<&str>, out: &mut impl Write) -> Res
     }
     let report = registry.sync()?;
     // What came from the remote may hold proposals already approved there.
-    let reconciled = registry.reconcile()?;
-    if !reconciled.landed.is_empty()
+    if !report.landed.is_empty()
         && let Some(conn) = store_for_update(&config)
     {
-        review::record_landed(&conn, &reconciled.landed)?;
+        review::record_landed(&conn, &report.landed)?;
     }
     if cli.json {
         return output::json(out, &json!(report));
@@ -463,6 +462,14 @@ pub(super) fn sync(cli: &Cli, remote: Option<&str>, out: &mut impl Write) -> Res
     writeln!(out, "synced with {}: main {}", report.remote, report.main)?;
     if !report.received.is_empty() {
         writeln!(out, "tools from the remote: {}", report.received.join(", "))?;
+    }
+    if !report.tag_conflicts.is_empty() {
+        writeln!(
+            out,
+            "tags that differ here and on the remote (each side keeps its own; the remote's are \
+             under refs/remotes/origin/tags/): {}",
+            report.tag_conflicts.join(", ")
+        )?;
     }
     if !report.new_reviews.is_empty() {
         writeln!(

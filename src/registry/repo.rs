@@ -1360,6 +1360,11 @@ impl Registry {
     /// tagged and its branch removed.
     pub fn reconcile(&self) -> Result<Reconciled, RegistryError> {
         let _turn = self.exclusive()?;
+        self.reconcile_locked()
+    }
+
+    /// [`Registry::reconcile`], for a caller that holds [`Registry::exclusive`].
+    pub(super) fn reconcile_locked(&self) -> Result<Reconciled, RegistryError> {
         self.clear_stale_locks();
         let mut out = Reconciled::default();
         let file = self.repo.path().join(JOURNAL);

@@ -35,6 +35,10 @@ pub struct SyncReport {
     pub pushed: Vec<String>,
     /// Review branches deleted on the remote (approved or rejected here).
     pub deleted: Vec<String>,
+    /// Tags that name different commits here and on the remote: each side keeps its own.
+    pub tag_conflicts: Vec<String>,
+    /// Proposals found approved on the merged `main` (their candidates are approved here too).
+    pub landed: Vec<super::repo::Landed>,
 }
 
 /// Credentials for https (git's credential helpers) and ssh (the agent, then the default key).
@@ -98,6 +102,8 @@ impl Registry {
         let mut remote = self.git("open the remote", self.repo.find_remote(REMOTE))?;
         let mut fetch = FetchOptions::new();
         fetch.remote_callbacks(callbacks(self.repo.config().ok()));
+        // Tags come through the refspec below, beside ours: never straight over them.
+        fetch.download_tags(git2::AutotagOption::None);
         let before: BTreeSet<String> = self.review_branch_names();
         self.git(
             &format!("fetch from {url}"),
@@ -105,7 +111,7 @@ impl Registry {
                 &[
                     "+refs/heads/main:refs/remotes/origin/main",
                     "+refs/heads/review/*:refs/remotes/origin/review/*",
-                    "refs/tags/*:refs/tags/*",
+                    "+refs/tags/*:refs/remotes/origin/tags/*",
                     "+refs/toolsmith/rejected/*:refs/toolsmith/rejected/*",
                 ],
                 Some(&mut fetch),
@@ -149,6 +155,28 @@ impl Registry {
                 }
             }
         };
+        // Tags: the remote's that are new here are made here; one that names another commit
+        // on each side is kept as it is on both, and reported (tags are never moved).
+        let mut theirs_tags = BTreeSet::new();
+        for (remote_ref, _) in self.refs_under("refs/remotes/origin/tags/") {
+            let tag = remote_ref.trim_start_matches("refs/remotes/origin/tags/");
+            let local = format!("refs/tags/{tag}");
+            let theirs = self.repo.refname_to_id(&remote_ref).ok();
+            theirs_tags.insert(local.clone());
+            match (self.repo.refname_to_id(&local).ok(), theirs) {
+                (None, Some(id)) => {
+                    self.git(
+                        &format!("create {local}"),
+                        self.repo
+                            .reference(&local, id, false, "toolsmith: sync (a remote tag)"),
+                    )?;
+                }
+                (Some(ours), Some(theirs)) if ours != theirs => {
+                    report.tag_conflicts.push(tag.to_owned());
+                }
+                _ => {}
+            }
+        }
         // Review branches: the remote's that are new here become local; proposals already on
         // main or rejected here are removed there.
         let landed_or_rejected = |name: &str, version: &str, commit: Oid| -> bool {
@@ -180,10 +208,27 @@ impl Registry {
                 report.new_reviews.push(format!("review/{rest}"));
             }
         }
+        // Proposals that arrived on main (approved on the other side) are tagged and their
+        // branches go here before anything is pushed back.
+        report.landed = self.reconcile_locked()?.landed;
+        for l in &report.landed {
+            let branch = format!("refs/remotes/origin/review/{}/{}", l.name, l.version);
+            if self.repo.refname_to_id(&branch).is_ok() {
+                let spec = format!(":refs/heads/review/{}/{}", l.name, l.version);
+                if !deletions.contains(&spec) {
+                    deletions.push(spec);
+                    report
+                        .deleted
+                        .push(format!("review/{}/{}", l.name, l.version));
+                }
+            }
+        }
         // Push.
         let mut refspecs: Vec<String> = vec!["refs/heads/main:refs/heads/main".into()];
         for (name, _) in self.refs_under("refs/tags/") {
-            refspecs.push(format!("{name}:{name}"));
+            if !theirs_tags.contains(&name) {
+                refspecs.push(format!("{name}:{name}"));
+            }
         }
         for (name, _) in self.refs_under("refs/heads/review/") {
             refspecs.push(format!("+{name}:{name}"));
