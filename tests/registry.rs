@@ -970,3 +970,69 @@ fn a_registry_held_open_sees_what_another_process_changed() {
     assert!(git(&env, &["status", "--porcelain"]).trim().is_empty());
     assert_eq!(tools(&env).len(), 2);
 }
+
+#[test]
+fn approved_tools_export_as_agent_skills_and_re_exporting_tidies_up() {
+    let env = TestEnv::new();
+    let (a, build, _) = request(&env, "Build one package", "build");
+    let (b, test, _) = request(&env, "Test one package", "test");
+    env.cli().args(["approve", &a]).assert().success();
+    env.cli().args(["approve", &b]).assert().success();
+    let skills = env.path().join("skills");
+    // A skill of the user's own, which toolsmith must never touch.
+    std::fs::create_dir_all(skills.join("my-skill")).expect("mkdir");
+    std::fs::write(
+        skills.join("my-skill/SKILL.md"),
+        "---\nname: my-skill\ndescription: mine\n---\n",
+    )
+    .expect("write");
+    let out = env
+        .cli()
+        .args(["--json", "export", "skills", "--to"])
+        .arg(&skills)
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    assert_eq!(
+        report["written"],
+        serde_json::json!([build.clone(), test.clone()])
+    );
+    for name in [&build, &test] {
+        let text = std::fs::read_to_string(skills.join(name).join("SKILL.md")).expect("skill");
+        let front = text.split("\n---").next().expect("frontmatter");
+        assert!(
+            front.lines().any(|l| l == format!("name: {name}")),
+            "{text}"
+        );
+        let description = front
+            .lines()
+            .find_map(|l| l.strip_prefix("description: "))
+            .expect("description");
+        let description: String = serde_json::from_str(description).expect("quoted");
+        assert!(!description.is_empty() && description.chars().count() <= 1024);
+        assert!(!description.contains('<') && !description.contains('>'));
+        assert!(
+            name.len() <= 64
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        );
+        assert!(text.contains(&format!("toolsmith run {name}")), "{text}");
+    }
+    // Deprecated tools are not offered: re-exporting removes the skill, the user's stays.
+    env.cli()
+        .args(["deprecate", &build, "--reason", "use make all"])
+        .assert()
+        .success();
+    let out = env
+        .cli()
+        .args(["--json", "export", "skills", "--to"])
+        .arg(&skills)
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    assert_eq!(report["removed"], serde_json::json!([build.clone()]));
+    assert_eq!(report["unchanged"], serde_json::json!([test.clone()]));
+    assert!(!skills.join(&build).exists());
+    assert!(skills.join("my-skill/SKILL.md").exists());
+}

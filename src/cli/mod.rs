@@ -190,6 +190,9 @@ pub enum Command {
         #[arg(long, required = true, value_name = "TEXT")]
         reason: String,
     },
+    /// Write the approved tools out for agents that read files.
+    #[command(subcommand)]
+    Export(ExportCommand),
     /// Share the registry: pull and push main, the tags and the review branches with its git
     /// remote (`origin`).
     Sync {
@@ -231,6 +234,19 @@ pub enum Command {
         /// Write toolsmith.1, toolsmith-<command>.1 and toolsmithd.8 into DIR.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+    },
+}
+
+/// `toolsmith export …`.
+#[derive(Debug, Subcommand)]
+pub enum ExportCommand {
+    /// Each active tool as an Agent Skill (`DIR/<name>/SKILL.md`), for `~/.claude/skills`,
+    /// `.agents/skills` and the like; re-running updates them and removes those whose tool is
+    /// gone, and never touches a skill toolsmith did not write.
+    Skills {
+        /// The skills directory.
+        #[arg(long, value_name = "DIR")]
+        to: PathBuf,
     },
 }
 
@@ -400,6 +416,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Reject { id, reason } => registry::reject(cli, id, reason, &mut out),
         Command::Tools => registry::tools(cli, &mut out, style),
         Command::Sync { remote } => registry::sync(cli, remote.as_deref(), &mut out),
+        Command::Export(ExportCommand::Skills { to }) => registry::export_skills(cli, to, &mut out),
         Command::Verify => registry::verify(cli, &mut out, style),
         Command::Rollback { name } => registry::rollback(cli, name, &mut out),
         Command::Deprecate {

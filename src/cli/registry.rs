@@ -480,3 +480,43 @@ pub(super) fn sync(cli: &Cli, remote: Option<&str>, out: &mut impl Write) -> Res
     }
     Ok(())
 }
+
+/// `toolsmith export skills --to DIR`.
+pub(super) fn export_skills(
+    cli: &Cli,
+    dir: &std::path::Path,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let (_, registry) = open(cli)?;
+    let mut active = Vec::new();
+    for entry in registry.tools()? {
+        if entry.deprecated || entry.problem.is_some() {
+            continue;
+        }
+        if let Some(m) = registry.tool(&entry.name)?.manifest {
+            active.push(m);
+        }
+    }
+    let report = crate::mcp::skills::export(dir, &active)
+        .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?;
+    if cli.json {
+        return output::json(out, &report);
+    }
+    writeln!(
+        out,
+        "{} skills in {}: {} written, {} unchanged, {} removed",
+        active.len(),
+        dir.display(),
+        report.written.len(),
+        report.unchanged.len(),
+        report.removed.len()
+    )?;
+    if !report.skipped.is_empty() {
+        writeln!(
+            out,
+            "left alone (not written by toolsmith): {}",
+            report.skipped.join(", ")
+        )?;
+    }
+    Ok(())
+}
