@@ -248,6 +248,28 @@ fn propose_approve_tag_run_and_the_run_is_recorded() {
             (name.clone(), "1.0.0".to_owned(), 0)
         ]
     );
+    // Each run is also logged as a native action, which ingest reads like any agent's log.
+    let log = env.state().join("runs/toolsmith-runs.jsonl");
+    let text = std::fs::read_to_string(&log).expect("runs log");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines[0]["v"], 1);
+    let command = format!("toolsmith run {name} --param dir=core");
+    assert_eq!(lines[0]["input"]["command"], command.as_str());
+    assert_eq!(lines[0]["ok"], true);
+    assert_eq!(lines[1]["ok"], false);
+    assert_eq!(lines[0]["source"], "toolsmith-cli");
+    env.cli()
+        .args(["ingest", "--format", "native"])
+        .arg(&log)
+        .assert()
+        .success();
+    let out = env.cli().args(["--json", "actions"]).assert().success();
+    let actions = json_of(out.get_output()).to_string();
+    assert!(actions.contains(&command), "{actions}");
 
     // The same request again proposes a new version; the interface is unchanged: a patch.
     let (id2, name2, version2) = request(&env, "build one  package", "build");

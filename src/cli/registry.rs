@@ -291,6 +291,23 @@ pub(super) fn run(
     {
         tracing::warn!("the run of {name} was not recorded: {e}");
     }
+    let workspace_dir = (done.manifest.sandbox.workspace
+        != crate::registry::manifest::WorkspaceAccess::None)
+        .then(|| {
+            request
+                .workspace
+                .clone()
+                .or_else(|| std::env::current_dir().ok())
+        })
+        .flatten();
+    if let Err(e) = crate::registry::run::log_run(
+        &config.paths.state.value,
+        &request,
+        &done,
+        workspace_dir.as_deref(),
+    ) {
+        tracing::warn!("the run of {name} was not logged: {e}");
+    }
     let report = &done.report;
     let mut stdout = std::io::stdout().lock();
     if cli.json {

@@ -136,3 +136,81 @@ fn tail(text: &str, max: usize) -> String {
     }
     text[start..].to_owned()
 }
+
+/// Where runs are logged as native JSONL actions, under the state directory; ingest reads it
+/// like any agent's log, so the miner sees the tools in use among the commands still typed.
+pub const RUNS_DIR: &str = "runs";
+
+/// The file runs are appended to, in [`RUNS_DIR`].
+pub const RUNS_FILE: &str = "toolsmith-runs.jsonl";
+
+/// Bytes of a run's output kept in its logged action.
+const LOGGED_OUTPUT: usize = 4096;
+
+/// The command line that runs `name` with `params`, as a person would type it.
+pub fn command_line(name: &str, params: &Map<String, Value>) -> String {
+    let mut words = vec!["toolsmith".to_owned(), "run".to_owned(), name.to_owned()];
+    for (key, value) in params {
+        let values: Vec<&Value> = match value {
+            Value::Array(items) => items.iter().collect(),
+            other => vec![other],
+        };
+        for v in values {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            words.push("--param".into());
+            words.push(crate::generate::spec::shell_quote(&format!("{key}={text}")));
+        }
+    }
+    words.join(" ")
+}
+
+/// Appends a run to `<state>/runs/toolsmith-runs.jsonl` as a native action (`"v": 1`): a shell
+/// action whose command is the `toolsmith run` line, with the outcome and a redacted excerpt of
+/// the output. The session is `$TOOLSMITH_SESSION` when the caller sets it, else one per day.
+pub fn log_run(
+    state_dir: &std::path::Path,
+    request: &RunRequest,
+    run: &ToolRun,
+    workspace: Option<&std::path::Path>,
+) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let dir = state_dir.join(RUNS_DIR);
+    std::fs::create_dir_all(&dir)?;
+    let started = jiff::Timestamp::from_millisecond(run.execution.started_ms)
+        .unwrap_or_else(|_| jiff::Timestamp::now());
+    let session = std::env::var("TOOLSMITH_SESSION")
+        .ok()
+        .filter(|s| !s.is_empty() && s.len() <= 200)
+        .unwrap_or_else(|| format!("toolsmith-runs-{}", started.strftime("%Y-%m-%d")));
+    let mut output = String::from_utf8_lossy(&run.report.stdout.bytes).into_owned();
+    output.push_str(&String::from_utf8_lossy(&run.report.stderr.bytes));
+    let output =
+        crate::ingest::reader::cap_excerpt(&crate::ingest::redact::redact(&output), LOGGED_OUTPUT);
+    // Unique within the session across processes: the start in ms, then the pid.
+    let seq = (run.execution.started_ms.max(0) as u64)
+        .saturating_mul(1000)
+        .saturating_add(u64::from(std::process::id() % 1000));
+    let line = serde_json::json!({
+        "v": 1,
+        "session": session,
+        "seq": seq,
+        "ts": started.to_string(),
+        "source": format!("toolsmith-{}", request.caller.as_str()),
+        "cwd": workspace.map(|w| w.display().to_string()),
+        "tool": "shell",
+        "input": {"command": command_line(&request.name, &request.params)},
+        "ok": run.execution.ok,
+        "exit_code": run.execution.exit_code,
+        "output": output,
+        "duration_ms": run.execution.duration_ms,
+    });
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(RUNS_FILE))?;
+    // One write per line: appends from several processes do not interleave.
+    file.write_all(format!("{line}\n").as_bytes())
+}
