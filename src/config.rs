@@ -1314,7 +1314,8 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 
 # Log sources. Without any [[source]] table, the standard locations that exist are read:
 # ~/.claude/projects (claude-code), ~/.codex/sessions (codex), ~/.bash_history (bash),
-# ~/.zsh_history (zsh), ~/.local/share/fish/fish_history (fish).
+# ~/.zsh_history (zsh), ~/.local/share/fish/fish_history (fish). toolsmith's own log of tool runs
+# (<state>/runs, native) is always read.
 # Formats: claude-code, codex, native, swe-agent, openhands, openhands-resolver, aider, zsh,
 # fish, bash. `path` is a file, a directory (read recursively) or a glob.
 #

@@ -303,6 +303,20 @@ fn the_daemon_follows_growth_rotation_truncation_and_new_directories() {
             std::thread::sleep(Duration::from_millis(3));
         }
     }
+    // The growth is all read before the rotation below: a file renamed out of its source
+    // before the daemon ever opened it cannot be followed (as with `tail -F`), and on a loaded
+    // machine sixty appends can all land before the daemon's first look.
+    let grown_state = env.path().join("expected-growth");
+    std::fs::copy(&live, env.path().join("grown-copy.jsonl")).expect("copy");
+    oneshot(
+        &env,
+        &grown_state,
+        &["--format", "native"],
+        &[&env.path().join("grown-copy.jsonl")],
+    );
+    let grown = stored(&env, &grown_state);
+    assert_eq!(grown.len(), 60);
+    wait_until_equal(&env, &env.state(), &grown, &daemon);
     // Rotation: the file is renamed out of the source and a new one starts.
     let rotated = env.path().join("live.jsonl.1");
     std::fs::rename(&live, &rotated).expect("rotate");

@@ -598,7 +598,7 @@ fn the_daemon_picks_up_changes_made_with_plain_git() {
     let ack = sub.call(
         1,
         "events.subscribe",
-        serde_json::json!({"kinds": ["tool.", "registry.", "candidate.proposed"]}),
+        serde_json::json!({"kinds": ["tool.", "registry.", "candidate.proposed", "ingest.actions"]}),
     );
     assert_eq!(ack["result"]["subscribed"], true, "{ack}");
     // With the daemon up, the request runs in it; the proposal is announced.
@@ -680,6 +680,25 @@ fn the_daemon_picks_up_changes_made_with_plain_git() {
     assert_eq!(event["params"]["data"]["name"], name2.as_str(), "{event}");
     assert_eq!(event["params"]["data"]["via"], "toolsmith", "{event}");
     assert_eq!(candidate_state(&env, &id2).0, "approved");
+
+    // A run is logged where the daemon reads: it becomes an action like any agent's.
+    env.cli()
+        .args(["run", &name2, "--param", "dir=cli", "--workspace"])
+        .arg(workspace(&env))
+        .assert()
+        .success();
+    loop {
+        let event = sub.read();
+        if event["params"]["kind"] == "ingest.actions" {
+            break;
+        }
+    }
+    let out = env.cli().args(["--json", "actions"]).assert().success();
+    let actions = json_of(out.get_output()).to_string();
+    assert!(
+        actions.contains(&format!("toolsmith run {name2} --param dir=cli")),
+        "{actions}"
+    );
     daemon.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(daemon.wait_exit(), Some(0));
 }

@@ -137,6 +137,23 @@ pub fn resolve_sources(config: &Config) -> (Vec<SourceSpec>, Vec<SourceProblem>)
     } else {
         config.sources.clone()
     };
+    // toolsmith's own log of tool runs is always read: it is how the miner sees tools in use.
+    let runs = config
+        .paths
+        .state
+        .value
+        .join(crate::registry::run::RUNS_DIR);
+    let settings =
+        settings.into_iter().chain(
+            std::fs::create_dir_all(&runs)
+                .is_ok()
+                .then(|| SourceSetting {
+                    name: "toolsmith-runs".to_owned(),
+                    format: "native".to_owned(),
+                    path: runs.display().to_string(),
+                    origin: crate::config::Origin::Default,
+                }),
+        );
     let mut specs = Vec::new();
     let mut problems = Vec::new();
     for setting in settings {
