@@ -334,6 +334,14 @@ fn reject_keeps_the_commit_and_the_habit_is_not_proposed_again() {
     // Unknown proposals are clear errors.
     let out = env.cli().args(["approve", &id]).assert().code(1);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("toolsmith review"));
+
+    // Rejecting with git, as the registry's README says: the branch deleted by hand.
+    let (id2, name2, _) = request(&env, "Build one package", "build");
+    git(&env, &["branch", "-D", &format!("review/{name2}/1.0.0")]);
+    assert!(reviews(&env).is_empty());
+    let (state, reason) = candidate_state(&env, &id2);
+    assert_eq!(state, "rejected");
+    assert!(reason.contains("deleted with git"), "{reason}");
 }
 
 #[test]

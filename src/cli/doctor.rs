@@ -50,6 +50,14 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
             detail: e.message,
         },
     };
+    // The registry is looked at, never created, by doctor.
+    let registry_check = match &config {
+        Ok(c) => registry_layer(&c.paths.registry.value),
+        Err(_) => Layer {
+            available: false,
+            detail: "unknown: the configuration does not load".into(),
+        },
+    };
     if cli.json {
         return super::output::json(
             out,
@@ -61,6 +69,7 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
                 "sandbox": sandbox,
                 "config": config_check,
                 "daemon": daemon_check,
+                "registry": registry_check,
             }),
         );
     }
@@ -86,7 +95,11 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
         ),
         (
             "toolsmith",
-            vec![("config", &config_check), ("daemon", &daemon_check)],
+            vec![
+                ("config", &config_check),
+                ("daemon", &daemon_check),
+                ("registry", &registry_check),
+            ],
         ),
     ];
     writeln!(
@@ -123,4 +136,41 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
     };
     writeln!(out, "sandbox: {summary}")?;
     Ok(())
+}
+
+/// Whether the registry is there and usable: its path, tools, proposals and remote.
+fn registry_layer(dir: &std::path::Path) -> Layer {
+    use crate::registry::repo::Registry;
+    let is_empty = std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none());
+    if is_empty {
+        return Layer {
+            available: true,
+            detail: format!(
+                "{} does not exist yet: the first proposal or `toolsmith tools` creates it",
+                dir.display()
+            ),
+        };
+    }
+    match Registry::open(dir) {
+        Ok(r) => {
+            let tools = r.tools().map(|t| t.len()).unwrap_or(0);
+            let reviews = r.reviews().map(|v| v.len()).unwrap_or(0);
+            let remote = r
+                .remote_url(None)
+                .ok()
+                .flatten()
+                .map_or_else(|| "no remote".to_owned(), |u| format!("remote {u}"));
+            Layer {
+                available: true,
+                detail: format!(
+                    "{}: {tools} tools, {reviews} awaiting review, {remote}",
+                    dir.display()
+                ),
+            }
+        }
+        Err(e) => Layer {
+            available: false,
+            detail: e.to_string(),
+        },
+    }
 }

@@ -37,10 +37,9 @@ pub(super) fn open(cli: &Cli) -> Result<(Config, Registry), Failure> {
     let config = load_config(cli)?;
     let registry = Registry::open_or_init(&config.paths.registry.value)?;
     let reconciled = registry.reconcile()?;
-    if !reconciled.landed.is_empty()
-        && let Some(conn) = store_for_update(&config)
-    {
+    if let Some(conn) = store_for_update(&config) {
         review::record_landed(&conn, &reconciled.landed)?;
+        review::catch_up(&registry, &conn)?;
     }
     Ok((config, registry))
 }

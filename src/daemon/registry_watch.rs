@@ -85,6 +85,7 @@ pub(super) async fn run(
 /// Reconciles the registry, records what landed, and checks the tools that changed.
 async fn look(dir: &Path, store: &Store, events: &EventBus, seen: &mut Seen) -> Result<(), String> {
     let dir: PathBuf = dir.to_owned();
+    let dir_for_catch_up = dir.clone();
     let previous = std::mem::take(seen);
     let (reconciled, main, trees, problems, previous) = tokio::task::spawn_blocking(move || {
         let registry = Registry::open_or_init(&dir).map_err(|e| e.to_string())?;
@@ -110,10 +111,21 @@ async fn look(dir: &Path, store: &Store, events: &EventBus, seen: &mut Seen) -> 
     })
     .await
     .map_err(|e| e.to_string())??;
-    if !reconciled.landed.is_empty() {
+    {
         let landed = reconciled.landed.clone();
+        let dir = dir_for_catch_up.clone();
         store
-            .call(move |conn| review::record_landed(conn, &landed))
+            .call(move |conn| {
+                review::record_landed(conn, &landed)?;
+                // Decisions git has and the store missed (a killed approval, a branch deleted
+                // by hand) are recorded too.
+                if let Ok(registry) = Registry::open(&dir)
+                    && let Err(e) = review::catch_up(&registry, conn)
+                {
+                    tracing::warn!("registry decisions not caught up: {e}");
+                }
+                Ok(())
+            })
             .await
             .map_err(|e| e.to_string())?;
         for l in &reconciled.landed {

@@ -1465,11 +1465,38 @@ impl Registry {
     /// The commit on `main` whose message carries this proposal's `Candidate:`, with its
     /// `Approved-by:`.
     fn landing_commit(&self, main: &Commit<'_>, review: &Review) -> Option<(Oid, String)> {
-        let candidate = review.candidate.as_deref()?;
+        self.landing_of(main, review.candidate.as_deref()?)
+    }
+
+    /// Where a candidate landed on `main`: the commit carrying its `Candidate:` trailer (the
+    /// newest 10,000 commits are looked at), with its `Approved-by:`.
+    pub fn landed_candidate(&self, candidate: &str) -> Option<(String, String)> {
+        let main = self.main_commit().ok()?;
+        self.landing_of(&main, candidate)
+            .map(|(oid, by)| (oid.to_string(), by))
+    }
+
+    /// Why a candidate was rejected, when it was: the reason kept with its rejected ref.
+    pub fn rejection_of(&self, candidate: &str) -> Option<String> {
+        let name = format!("{REJECTED_PREFIX}{candidate}");
+        self.repo.refname_to_id(&name).ok()?;
+        let reason = self.repo.reflog(&name).ok().and_then(|log| {
+            log.iter().find_map(|e| {
+                e.message()
+                    .ok()
+                    .flatten()
+                    .and_then(|m| m.strip_prefix("toolsmith: rejected: "))
+                    .map(str::to_owned)
+            })
+        });
+        Some(reason.unwrap_or_else(|| "rejected".to_owned()))
+    }
+
+    fn landing_of(&self, main: &Commit<'_>, candidate: &str) -> Option<(Oid, String)> {
         let mut walk = self.repo.revwalk().ok()?;
         walk.push(main.id()).ok()?;
         walk.simplify_first_parent().ok()?;
-        for oid in walk.take(200).flatten() {
+        for oid in walk.take(10_000).flatten() {
             let commit = self.repo.find_commit(oid).ok()?;
             let t = trailers(commit.message().unwrap_or_default());
             if trailer(&t, "Candidate") == Some(candidate) {

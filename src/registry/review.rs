@@ -86,3 +86,49 @@ pub fn reject(
     }
     Ok(review)
 }
+
+/// Brings the store up to what the registry says of the candidates awaiting review whose
+/// proposal branch is gone: approved (a commit on main carries their `Candidate:`), rejected
+/// (a rejected ref), or rejected by hand (the branch deleted with git). An approval killed after
+/// git had it, before the store did, is recorded here. Returns how many changed.
+pub fn catch_up(registry: &Registry, conn: &Connection) -> Result<usize, ReviewError> {
+    let waiting = candidates::in_state(conn, State::AwaitingReview)?;
+    if waiting.is_empty() {
+        return Ok(0);
+    }
+    let open: Vec<String> = registry
+        .reviews()?
+        .into_iter()
+        .filter_map(|r| r.candidate)
+        .collect();
+    let mut changed = 0;
+    for c in waiting {
+        if open.contains(&c.id) {
+            continue;
+        }
+        let (to, why) = if let Some((commit, by)) = registry.landed_candidate(&c.id) {
+            (
+                State::Approved,
+                format!(
+                    "approved by {by} (commit {})",
+                    &commit[..12.min(commit.len())]
+                ),
+            )
+        } else if let Some(reason) = registry.rejection_of(&c.id) {
+            (State::Rejected, format!("rejected at review: {reason}"))
+        } else {
+            (
+                State::Rejected,
+                "its review branch was deleted with git: rejected by hand".to_owned(),
+            )
+        };
+        candidates::transition(conn, &c.id, to, Some(&why))?;
+        if to == State::Rejected
+            && let Some(p) = &c.pattern
+        {
+            pattern::set_status(conn, p, PatternStatus::Rejected, Some(&why))?;
+        }
+        changed += 1;
+    }
+    Ok(changed)
+}
