@@ -1398,9 +1398,7 @@ impl Registry {
                     .graph_descendant_of(main.id(), oid)
                     .unwrap_or(false);
             if merged {
-                let commit = self.git("read a proposal", self.repo.find_commit(oid))?;
                 let by = self.merger(&main, oid);
-                let _ = commit;
                 out.landed
                     .push(self.finish_landing(&review, oid, &by, "git")?);
                 continue;
