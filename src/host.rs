@@ -474,13 +474,29 @@ pub fn sandbox_namespaces() -> Layer {
 
 /// Our own cgroup v2 directory (under the cgroup2 mount), for the sandbox's run cgroups.
 pub(crate) fn own_cgroup_dir() -> Result<std::path::PathBuf, String> {
+    own_cgroup().map(|own| own.dir)
+}
+
+/// Where we sit in the cgroup v2 hierarchy.
+struct OwnCgroup {
+    /// The cgroup2 mount point.
+    point: String,
+    /// Our cgroup's path, as `/proc/self/cgroup` names it.
+    path: String,
+    /// Our cgroup's directory under the mount.
+    dir: std::path::PathBuf,
+}
+
+fn own_cgroup() -> Result<OwnCgroup, String> {
     let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let (root, point) = mounts
-        .lines()
-        .find_map(cgroup2_mount)
-        .ok_or("no cgroup2 filesystem mounted")?;
+    let (root, point) = mounts.lines().find_map(cgroup2_mount).ok_or(
+        "no cgroup2 filesystem mounted: boot with systemd.unified_cgroup_hierarchy=1".to_string(),
+    )?;
     let cgroups = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let path = cgroup_v2_path(&cgroups).ok_or("/proc/self/cgroup has no 0:: line")?;
+    let path = cgroup_v2_path(&cgroups).ok_or(format!(
+        "cgroup2 at {point}, but /proc/self/cgroup has no 0:: line"
+    ))?;
+    // In a cgroup namespace the mount may show a subtree only, and our path is inside it.
     let relative = if root == "/" {
         Some(path.as_str())
     } else {
@@ -491,7 +507,8 @@ pub(crate) fn own_cgroup_dir() -> Result<std::path::PathBuf, String> {
         .ok_or(format!(
             "own cgroup {path} lies outside the cgroup2 mount at {point}"
         ))?;
-    Ok(Path::new(&point).join(relative.trim_start_matches('/')))
+    let dir = Path::new(&point).join(relative.trim_start_matches('/'));
+    Ok(OwnCgroup { point, path, dir })
 }
 
 fn probe_landlock() -> (Layer, Option<u32>) {
@@ -633,26 +650,7 @@ fn cgroup_v2_path(text: &str) -> Option<String> {
 }
 
 fn probe_cgroup() -> Result<(Layer, Vec<String>), String> {
-    let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let (root, point) = mounts.lines().find_map(cgroup2_mount).ok_or(
-        "no cgroup2 filesystem mounted: boot with systemd.unified_cgroup_hierarchy=1".to_string(),
-    )?;
-    let cgroups = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let path = cgroup_v2_path(&cgroups).ok_or(format!(
-        "cgroup2 at {point}, but /proc/self/cgroup has no 0:: line"
-    ))?;
-    // In a cgroup namespace the mount may show a subtree only, and our path is inside it.
-    let relative = if root == "/" {
-        Some(path.as_str())
-    } else {
-        path.strip_prefix(&root)
-    };
-    let relative = relative
-        .filter(|r| r.is_empty() || r.starts_with('/'))
-        .ok_or(format!(
-            "own cgroup {path} lies outside the cgroup2 mount at {point}"
-        ))?;
-    let dir = Path::new(&point).join(relative.trim_start_matches('/'));
+    let OwnCgroup { point, path, dir } = own_cgroup()?;
     let controllers = fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
     let writable = access(&dir, AccessFlags::W_OK).is_ok();
     Ok(cgroup_layer(&point, &path, &controllers, writable))

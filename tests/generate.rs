@@ -51,6 +51,27 @@ fn habit_log(dir: &Path) -> PathBuf {
     path
 }
 
+/// A validator under the built-in policy, running the sandbox through the `toolsmith` binary.
+fn sandbox_validator(scratch: &Path) -> toolsmith::validate::run::Validator {
+    let mut validator = toolsmith::validate::run::Validator::with_default_policy(scratch.into())
+        .expect("default policy");
+    validator.helper = Some(env!("CARGO_BIN_EXE_toolsmith").into());
+    validator
+}
+
+/// Writes a tool's files into `tool` and validates them.
+fn validate_in(
+    validator: &toolsmith::validate::run::Validator,
+    tool: &Path,
+    files: &std::collections::BTreeMap<String, String>,
+) -> toolsmith::validate::run::Outcome {
+    std::fs::create_dir_all(tool.join("tests")).expect("mkdir");
+    for (name, content) in files {
+        std::fs::write(tool.join(name), content).expect("write");
+    }
+    validator.validate(tool, files)
+}
+
 fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -848,19 +869,12 @@ provenance: { origin: request, generator: human, created: 2026-11-22T10:00:00Z }
 
 #[test]
 fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
-    use toolsmith::validate::run::Validator;
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut validator =
-        Validator::with_default_policy(dir.path().join("scratch")).expect("default policy");
-    validator.helper = Some(env!("CARGO_BIN_EXE_toolsmith").into());
+    let validator = sandbox_validator(&dir.path().join("scratch"));
     for broken in [false, true] {
         let files = json_tool(broken);
         let tool = dir.path().join(format!("tool-{broken}"));
-        std::fs::create_dir_all(tool.join("tests")).expect("mkdir");
-        for (name, content) in &files {
-            std::fs::write(tool.join(name), content).expect("write");
-        }
-        let outcome = validator.validate(&tool, &files);
+        let outcome = validate_in(&validator, &tool, &files);
         let schema = outcome
             .checks
             .iter()
@@ -923,11 +937,7 @@ fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
     );
     files.insert("tool.yaml".into(), manifest);
     let tool = dir.path().join("tool-requires");
-    std::fs::create_dir_all(tool.join("tests")).expect("mkdir");
-    for (name, content) in &files {
-        std::fs::write(tool.join(name), content).expect("write");
-    }
-    let outcome = validator.validate(&tool, &files);
+    let outcome = validate_in(&validator, &tool, &files);
     assert!(!outcome.passed());
     let requires = outcome
         .checks
@@ -1067,21 +1077,14 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
 
 #[test]
 fn template_variants_pass_their_own_tests_in_the_sandbox() {
-    use toolsmith::validate::run::Validator;
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut validator =
-        Validator::with_default_policy(dir.path().join("scratch")).expect("default policy");
-    validator.helper = Some(env!("CARGO_BIN_EXE_toolsmith").into());
+    let validator = sandbox_validator(&dir.path().join("scratch"));
     for recovery in [false, true] {
         let spec = variant_spec(recovery);
         let files = toolsmith::generate::template::generate(&spec, semver::Version::new(1, 0, 0))
             .expect("template");
         let tool = dir.path().join(format!("tool-{recovery}"));
-        std::fs::create_dir_all(tool.join("tests")).expect("mkdir");
-        for (name, content) in &files {
-            std::fs::write(tool.join(name), content).expect("write");
-        }
-        let outcome = validator.validate(&tool, &files);
+        let outcome = validate_in(&validator, &tool, &files);
         assert!(
             outcome.passed(),
             "recovery {recovery}: {:#?}\n{}",
@@ -1106,11 +1109,8 @@ fn pure_text_transformations_become_python_tools_that_pass_in_the_sandbox() {
     use toolsmith::generate::spec::ToolSpec;
     use toolsmith::registry::manifest::Language;
     use toolsmith::validate::cases::{Case, Cases, Expect};
-    use toolsmith::validate::run::Validator;
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut validator =
-        Validator::with_default_policy(dir.path().join("scratch")).expect("default policy");
-    validator.helper = Some(env!("CARGO_BIN_EXE_toolsmith").into());
+    let validator = sandbox_validator(&dir.path().join("scratch"));
     let count = ToolSpec::from_request(
         "Count the error lines of a log",
         &[
@@ -1186,11 +1186,7 @@ fn pure_text_transformations_become_python_tools_that_pass_in_the_sandbox() {
             files.insert("tests/cases.json".into(), cases.to_json());
         }
         let tool = dir.path().join(&spec.name);
-        std::fs::create_dir_all(tool.join("tests")).expect("mkdir");
-        for (name, content) in &files {
-            std::fs::write(tool.join(name), content).expect("write");
-        }
-        let outcome = validator.validate(&tool, &files);
+        let outcome = validate_in(&validator, &tool, &files);
         assert!(
             outcome.passed(),
             "{}: {:#?}\n{}",
@@ -1326,7 +1322,6 @@ fn a_text_transformation_the_log_holds_whole_is_replayed_as_a_test() {
 
     // A recorded output the tool does not reproduce fails that case, with both texts shown.
     use toolsmith::validate::cases::Cases;
-    use toolsmith::validate::run::Validator;
     let mut file_map: std::collections::BTreeMap<String, String> = files
         .as_object()
         .expect("files")
@@ -1342,14 +1337,8 @@ fn a_text_transformation_the_log_holds_whole_is_replayed_as_a_test() {
     case.expect.stdout = Some("      9 nothing like it".into());
     file_map.insert("tests/cases.json".into(), cases.to_json());
     let tool = env.path().join("edited");
-    std::fs::create_dir_all(tool.join("tests")).expect("mkdir");
-    for (name, content) in &file_map {
-        std::fs::write(tool.join(name), content).expect("write");
-    }
-    let mut validator =
-        Validator::with_default_policy(env.path().join("scratch")).expect("default policy");
-    validator.helper = Some(env!("CARGO_BIN_EXE_toolsmith").into());
-    let outcome = validator.validate(&tool, &file_map);
+    let validator = sandbox_validator(&env.path().join("scratch"));
+    let outcome = validate_in(&validator, &tool, &file_map);
     assert!(!outcome.passed());
     let failed: Vec<_> = outcome.checks.iter().filter(|c| !c.passed).collect();
     assert_eq!(failed.len(), 1, "{failed:#?}");
@@ -1365,11 +1354,8 @@ fn pipelines_run_as_pipelines_in_both_templates() {
     use toolsmith::generate::spec::ToolSpec;
     use toolsmith::registry::manifest::Language;
     use toolsmith::validate::cases::{Case, Cases, Expect};
-    use toolsmith::validate::run::Validator;
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut validator =
-        Validator::with_default_policy(dir.path().join("scratch")).expect("default policy");
-    validator.helper = Some(env!("CARGO_BIN_EXE_toolsmith").into());
+    let validator = sandbox_validator(&dir.path().join("scratch"));
     let python = ToolSpec::from_request(
         "Count repeated lines",
         &["sort | uniq -c".to_owned()],
@@ -1416,11 +1402,7 @@ fn pipelines_run_as_pipelines_in_both_templates() {
         });
         files.insert("tests/cases.json".into(), cases.to_json());
         let tool = dir.path().join(&spec.name);
-        std::fs::create_dir_all(tool.join("tests")).expect("mkdir");
-        for (name, content) in &files {
-            std::fs::write(tool.join(name), content).expect("write");
-        }
-        let outcome = validator.validate(&tool, &files);
+        let outcome = validate_in(&validator, &tool, &files);
         assert!(outcome.passed(), "{}: {:#?}", spec.name, outcome.checks);
         for c in outcome.checks.iter().filter(|c| c.layer == "static") {
             assert!(c.details.is_empty(), "{c:#?}");

@@ -31,17 +31,29 @@ impl From<ReviewError> for Failure {
     }
 }
 
+/// The registry a command works on, with the configuration and the store (when there is one).
+pub(super) struct Opened {
+    config: Config,
+    registry: Registry,
+    store: Option<rusqlite::Connection>,
+}
+
 /// Opens (creating on first use) the configured registry, finishes what a crash interrupted,
-/// recognises proposals merged with plain git, and records those in the store.
-pub(super) fn open(cli: &Cli) -> Result<(Config, Registry), Failure> {
+/// recognises proposals merged with plain git, and brings the store up to what git says.
+pub(super) fn open(cli: &Cli) -> Result<Opened, Failure> {
     let config = load_config(cli)?;
     let registry = Registry::open_or_init(&config.paths.registry.value)?;
     let reconciled = registry.reconcile()?;
-    if let Some(conn) = store_for_update(&config) {
-        review::record_landed(&conn, &reconciled.landed)?;
-        review::catch_up(&registry, &conn)?;
+    let store = store_for_update(&config);
+    if let Some(conn) = &store {
+        review::record_landed(conn, &reconciled.landed)?;
+        review::catch_up(&registry, conn)?;
     }
-    Ok((config, registry))
+    Ok(Opened {
+        config,
+        registry,
+        store,
+    })
 }
 
 /// A writable connection to the store, when there is one.
@@ -61,7 +73,7 @@ fn store_for_update(config: &Config) -> Option<rusqlite::Connection> {
 
 /// `toolsmith review`.
 pub(super) fn list_reviews(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
-    let (_, registry) = open(cli)?;
+    let Opened { registry, .. } = open(cli)?;
     let reviews = registry.reviews()?;
     if cli.json {
         return output::json(out, &json!(reviews));
@@ -85,7 +97,7 @@ pub(super) fn list_reviews(cli: &Cli, out: &mut impl Write, style: Style) -> Res
             "{}  {}  {}{behind}\n    {}",
             r.candidate.as_deref().unwrap_or("-"),
             r.branch,
-            r.bump.as_deref().unwrap_or("new"),
+            r.bump.map_or("new", |b| b.as_str()),
             r.subject
         )?;
     }
@@ -119,10 +131,11 @@ pub(super) fn approve(
             })?
         }
         Err(_) => {
-            let (config, registry) = open(cli)?;
-            let conn = store_for_update(&config);
+            let Opened {
+                registry, store, ..
+            } = open(cli)?;
             let approver = registry.approver();
-            review::approve(&registry, conn.as_ref(), key, &approver, note)?
+            review::approve(&registry, store.as_ref(), key, &approver, note)?
         }
     };
     if cli.json {
@@ -154,9 +167,10 @@ pub(super) fn reject(
             "--reason must say why: it is kept, and the habit is not proposed again",
         ));
     }
-    let (config, registry) = open(cli)?;
-    let conn = store_for_update(&config);
-    let review = review::reject(&registry, conn.as_ref(), key, reason)?;
+    let Opened {
+        registry, store, ..
+    } = open(cli)?;
+    let review = review::reject(&registry, store.as_ref(), key, reason)?;
     if cli.json {
         return output::json(out, &json!({"rejected": review, "reason": reason}));
     }
@@ -176,7 +190,7 @@ pub(super) fn reject(
 
 /// `toolsmith tools`.
 pub(super) fn tools(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
-    let (_, registry) = open(cli)?;
+    let Opened { registry, .. } = open(cli)?;
     let tools = registry.tools()?;
     if cli.json {
         /// One tool as `tools --json` lists it.
@@ -242,7 +256,11 @@ pub(super) fn run(
     input: Option<&str>,
     workspace: Option<PathBuf>,
 ) -> Result<u8, Failure> {
-    let (config, registry) = open(cli)?;
+    let Opened {
+        config,
+        registry,
+        store,
+    } = open(cli)?;
     let entry = registry.tool(name)?;
     let mut params: Map<String, Value> = match input {
         Some(text) => match serde_json::from_str::<Value>(text) {
@@ -285,8 +303,8 @@ pub(super) fn run(
         }
         Err(e) => return Err(Failure::new(ExitCode::Failure, e.to_string())),
     };
-    if let Some(conn) = store_for_update(&config)
-        && let Err(e) = executions::record(&conn, &done.execution)
+    if let Some(conn) = &store
+        && let Err(e) = executions::record(conn, &done.execution)
     {
         tracing::warn!("the run of {name} was not recorded: {e}");
     }
@@ -345,7 +363,7 @@ pub(super) fn run(
 
 /// `toolsmith verify`.
 pub(super) fn verify(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
-    let (_, registry) = open(cli)?;
+    let Opened { registry, .. } = open(cli)?;
     let report = registry.verify()?;
     if cli.json {
         output::json(out, &json!(report))?;
@@ -380,7 +398,7 @@ pub(super) fn verify(cli: &Cli, out: &mut impl Write, style: Style) -> Result<()
 
 /// `toolsmith rollback`.
 pub(super) fn rollback(cli: &Cli, name: &str, out: &mut impl Write) -> Result<(), Failure> {
-    let (_, registry) = open(cli)?;
+    let Opened { registry, .. } = open(cli)?;
     let (from, to, commit) = registry.rollback(name)?;
     if cli.json {
         return output::json(
@@ -410,7 +428,7 @@ pub(super) fn deprecate(
     reason: &str,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
-    let (_, registry) = open(cli)?;
+    let Opened { registry, .. } = open(cli)?;
     let landed = registry.deprecate(name, replaced_by, reason)?;
     if cli.json {
         return output::json(out, &json!(landed));
@@ -425,7 +443,7 @@ pub(super) fn deprecate(
 
 /// What `show` prints for a name that is a tool rather than a candidate.
 pub(super) fn show_tool(cli: &Cli, name: &str, out: &mut impl Write) -> Result<bool, Failure> {
-    let (_, registry) = open(cli)?;
+    let Opened { registry, .. } = open(cli)?;
     let Ok(entry) = registry.tool(name) else {
         return Ok(false);
     };
@@ -453,7 +471,7 @@ pub(super) fn show_tool(cli: &Cli, name: &str, out: &mut impl Write) -> Result<b
 
 /// The proposal of a candidate awaiting review, with its diff against `main`.
 pub(super) fn proposal_of(cli: &Cli, candidate: &str) -> Option<Value> {
-    let (_, registry) = open(cli).ok()?;
+    let Opened { registry, .. } = open(cli).ok()?;
     let review = registry.review(candidate).ok()?;
     let diff = registry.review_diff(&review).ok()?;
     Some(json!({"review": review, "diff": diff}))
@@ -461,16 +479,16 @@ pub(super) fn proposal_of(cli: &Cli, candidate: &str) -> Option<Value> {
 
 /// `toolsmith sync [--remote URL]`.
 pub(super) fn sync(cli: &Cli, remote: Option<&str>, out: &mut impl Write) -> Result<(), Failure> {
-    let (config, registry) = open(cli)?;
+    let Opened {
+        registry, store, ..
+    } = open(cli)?;
     if let Some(url) = remote {
         registry.remote_url(Some(url))?;
     }
     let report = registry.sync()?;
     // What came from the remote may hold proposals already approved there.
-    if !report.landed.is_empty()
-        && let Some(conn) = store_for_update(&config)
-    {
-        review::record_landed(&conn, &report.landed)?;
+    if let Some(conn) = &store {
+        review::record_landed(conn, &report.landed)?;
     }
     if cli.json {
         return output::json(out, &json!(report));
@@ -503,7 +521,7 @@ pub(super) fn export_skills(
     dir: &std::path::Path,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
-    let (_, registry) = open(cli)?;
+    let Opened { registry, .. } = open(cli)?;
     let mut active = Vec::new();
     for entry in registry.tools()? {
         if entry.deprecated || entry.problem.is_some() {

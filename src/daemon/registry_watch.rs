@@ -82,55 +82,54 @@ pub(super) async fn run(
     }
 }
 
-/// Reconciles the registry, records what landed, and checks the tools that changed.
+/// Reconciles the registry, records what landed (and decisions git has that the store missed:
+/// a killed approval, a branch deleted by hand), and checks the tools that changed. Git is read
+/// off the runtime; the store's writer only records.
 async fn look(dir: &Path, store: &Store, events: &EventBus, seen: &mut Seen) -> Result<(), String> {
     let dir: PathBuf = dir.to_owned();
-    let dir_for_catch_up = dir.clone();
     let previous = std::mem::take(seen);
-    let (reconciled, main, trees, problems, previous) = tokio::task::spawn_blocking(move || {
-        let registry = Registry::open_or_init(&dir).map_err(|e| e.to_string())?;
-        let reconciled = registry.reconcile().map_err(|e| e.to_string())?;
-        let main = registry.main_id().map_err(|e| e.to_string())?;
-        let tools = registry.tools().map_err(|e| e.to_string())?;
-        let mut trees = BTreeMap::new();
-        let mut problems = Vec::new();
-        // The first look reports manifests that do not read; later ones check every tool that
-        // changed in full (digest, files on disk), as `toolsmith run` would.
-        let first = previous.main.is_empty();
-        for t in tools {
-            if previous.trees.get(&t.name) != Some(&t.tree) {
-                if let Some(p) = t.problem.clone() {
-                    problems.push((t.name.clone(), p));
-                } else if !first && let Err(e) = registry.runnable(&t.name) {
-                    problems.push((t.name.clone(), e.to_string()));
+    let waiting = store
+        .call(|conn| Ok(review::waiting(conn).map_err(|e| e.to_string())))
+        .await
+        .map_err(|e| e.to_string())??;
+    let (reconciled, decisions, main, trees, problems, previous) =
+        tokio::task::spawn_blocking(move || {
+            let registry = Registry::open_or_init(&dir).map_err(|e| e.to_string())?;
+            let reconciled = registry.reconcile().map_err(|e| e.to_string())?;
+            let decisions = review::decisions(&registry, &waiting).map_err(|e| e.to_string())?;
+            let main = registry.main_id().map_err(|e| e.to_string())?;
+            let tools = registry.tools().map_err(|e| e.to_string())?;
+            let mut trees = BTreeMap::new();
+            let mut problems = Vec::new();
+            // The first look reports manifests that do not read; later ones check every tool
+            // that changed in full (digest, files on disk), as `toolsmith run` would.
+            let first = previous.main.is_empty();
+            for t in tools {
+                if previous.trees.get(&t.name) != Some(&t.tree) {
+                    if let Some(p) = t.problem.clone() {
+                        problems.push((t.name.clone(), p));
+                    } else if !first && let Err(e) = registry.runnable(&t.name) {
+                        problems.push((t.name.clone(), e.to_string()));
+                    }
                 }
+                trees.insert(t.name, t.tree);
             }
-            trees.insert(t.name, t.tree);
-        }
-        Ok::<_, String>((reconciled, main, trees, problems, previous))
-    })
-    .await
-    .map_err(|e| e.to_string())??;
-    {
+            Ok::<_, String>((reconciled, decisions, main, trees, problems, previous))
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+    if !reconciled.landed.is_empty() || !decisions.is_empty() {
         let landed = reconciled.landed.clone();
-        let dir = dir_for_catch_up.clone();
         store
             .call(move |conn| {
                 review::record_landed(conn, &landed)?;
-                // Decisions git has and the store missed (a killed approval, a branch deleted
-                // by hand) are recorded too.
-                if let Ok(registry) = Registry::open(&dir)
-                    && let Err(e) = review::catch_up(&registry, conn)
-                {
-                    tracing::warn!("registry decisions not caught up: {e}");
-                }
-                Ok(())
+                Ok(review::apply(conn, &decisions).map_err(|e| e.to_string()))
             })
             .await
-            .map_err(|e| e.to_string())?;
-        for l in &reconciled.landed {
-            events.publish("tool.approved", json!(l));
-        }
+            .map_err(|e| e.to_string())??;
+    }
+    for l in &reconciled.landed {
+        events.publish("tool.approved", json!(l));
     }
     if let Some(note) = &reconciled.journal {
         tracing::warn!("registry: {note}");

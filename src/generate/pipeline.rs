@@ -1148,13 +1148,7 @@ fn auto_approve(
     let Some(manifest) = manifest else {
         return Ok(None);
     };
-    let bump = match review.bump.as_deref() {
-        None => None,
-        Some("patch") => Some(crate::registry::versions::Bump::Patch),
-        Some("minor") => Some(crate::registry::versions::Bump::Minor),
-        Some(_) => Some(crate::registry::versions::Bump::Major),
-    };
-    let Some(rule) = auto.approving_rule(manifest, bump) else {
+    let Some(rule) = auto.approving_rule(manifest, review.bump) else {
         return Ok(None);
     };
     let approver = format!("toolsmith policy rule {}", rule.id);

@@ -60,29 +60,25 @@ fn row_name(line: &str) -> Option<&str> {
 /// `row`, or removed when `row` is `None`. Rows stay sorted by name; lines that are not rows are
 /// dropped, since the file is generated.
 pub fn update(text: &str, name: &str, row: Option<&Row>) -> String {
-    let mut rows: Vec<(String, String)> = text
+    let mut lines: Vec<(String, String)> = text
         .lines()
         .filter_map(|line| row_name(line).map(|n| (n.to_owned(), line.to_owned())))
         .filter(|(n, _)| n != name)
         .collect();
     if let Some(row) = row {
-        rows.push((row.name.clone(), row.render()));
+        lines.push((row.name.clone(), row.render()));
     }
-    rows.sort_by(|a, b| a.0.cmp(&b.0));
-    rows.dedup_by(|a, b| a.0 == b.0);
-    let mut out = String::with_capacity(HEADER.len() + rows.len() * 80);
-    out.push_str(HEADER);
-    for (_, line) in rows {
-        let _ = writeln!(out, "{line}");
-    }
-    out
+    write_rows(lines)
 }
 
 /// A whole index of `rows` (for a registry written at once; changes go through [`update`]).
 pub fn render(rows: &[Row]) -> String {
-    let mut lines: Vec<(&str, String)> =
-        rows.iter().map(|r| (r.name.as_str(), r.render())).collect();
-    lines.sort_by(|a, b| a.0.cmp(b.0));
+    write_rows(rows.iter().map(|r| (r.name.clone(), r.render())).collect())
+}
+
+/// The file: the header, then the rows sorted by name, one per tool.
+fn write_rows(mut lines: Vec<(String, String)>) -> String {
+    lines.sort_by(|a, b| a.0.cmp(&b.0));
     lines.dedup_by(|a, b| a.0 == b.0);
     let mut out = String::with_capacity(HEADER.len() + lines.len() * 80);
     out.push_str(HEADER);

@@ -178,8 +178,8 @@ pub struct Review {
     pub subject: String,
     /// Whether `main` moved since it was proposed (approval re-applies it).
     pub behind_main: bool,
-    /// How the version moved from what is on `main`.
-    pub bump: Option<String>,
+    /// How the version moved from what is on `main`; `None` for a tool's first version.
+    pub bump: Option<Bump>,
 }
 
 /// What an approval (or a merge recognised) did.
@@ -756,10 +756,7 @@ impl Registry {
         if let Some((bump, reasons)) = &bump {
             body.push(format!(
                 "Version: {} ({}).",
-                serde_json::to_value(bump)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                bump.as_str(),
                 if reasons.is_empty() {
                     "the interface is unchanged".to_owned()
                 } else {
@@ -793,7 +790,7 @@ impl Registry {
             commit: commit.to_string(),
             subject,
             behind_main: false,
-            bump: bump.map(|(b, _)| format!("{b:?}").to_lowercase()),
+            bump: bump.map(|(b, _)| b),
         })
     }
 
@@ -822,7 +819,7 @@ impl Registry {
                 .lines()
                 .find_map(|l| l.strip_prefix("Version: "))
                 .and_then(|l| l.split_whitespace().next())
-                .map(str::to_owned);
+                .and_then(Bump::from_name);
             out.push((
                 commit.time().seconds(),
                 Review {
@@ -1013,24 +1010,7 @@ impl Registry {
         approver: &str,
         via: &str,
     ) -> Result<Landed, RegistryError> {
-        let tag = tag_name(&review.name, &review.version);
-        if self
-            .repo
-            .refname_to_id(&format!("refs/tags/{tag}"))
-            .is_err()
-        {
-            let object = self.git("read the commit", self.repo.find_object(commit, None))?;
-            let tagger = self.tagger(approver)?;
-            let msg = format!(
-                "{} {}\n\nApproved-by: {approver}\n",
-                review.name, review.version
-            );
-            match self.repo.tag(&tag, &object, &tagger, &msg, false) {
-                Ok(_) => {}
-                Err(e) if e.code() == ErrorCode::Exists => {}
-                Err(e) => return Err(self.git(&format!("create tag {tag}"), Err(e))?),
-            }
-        }
+        let tag = self.tag_version(&review.name, &review.version, commit, approver)?;
         if let Ok(mut reference) = self
             .repo
             .find_reference(&format!("refs/heads/{}", review.branch))
@@ -1046,6 +1026,32 @@ impl Registry {
             approved_by: approver.to_owned(),
             via: via.to_owned(),
         })
+    }
+
+    /// Makes the annotated tag `<name>/v<version>` on `commit` unless it exists; its name.
+    fn tag_version(
+        &self,
+        name: &str,
+        version: &str,
+        commit: Oid,
+        approver: &str,
+    ) -> Result<String, RegistryError> {
+        let tag = tag_name(name, version);
+        if self
+            .repo
+            .refname_to_id(&format!("refs/tags/{tag}"))
+            .is_err()
+        {
+            let object = self.git("read the commit", self.repo.find_object(commit, None))?;
+            let tagger = self.tagger(approver)?;
+            let msg = format!("{name} {version}\n\nApproved-by: {approver}\n");
+            match self.repo.tag(&tag, &object, &tagger, &msg, false) {
+                Ok(_) => {}
+                Err(e) if e.code() == ErrorCode::Exists => {}
+                Err(e) => return Err(self.git(&format!("create tag {tag}"), Err(e))?),
+            }
+        }
+        Ok(tag)
     }
 
     /// Rejects a proposal: the branch goes, its commit stays reachable as
@@ -1229,21 +1235,55 @@ impl Registry {
     }
 
     /// The files on disk under `path` (a directory or a file), by path from the root.
-    fn disk_files_under(&self, path: &str) -> Vec<String> {
+    fn disk_files_under(&self, path: &str) -> Vec<(String, bool)> {
         let full = self.root.join(path);
-        if full.is_file() {
-            return vec![path.to_owned()];
+        if let Ok(meta) = std::fs::symlink_metadata(&full)
+            && !meta.is_dir()
+        {
+            return vec![(path.to_owned(), meta.is_file())];
         }
         let mut out = Vec::new();
         let mut stack = vec![full];
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
                 let p = entry.path();
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                let kind = entry.file_type();
+                if kind.as_ref().is_ok_and(|t| t.is_dir()) {
                     stack.push(p);
                 } else if let Ok(rel) = p.strip_prefix(&self.root) {
-                    out.push(rel.to_string_lossy().into_owned());
+                    let plain = kind.is_ok_and(|t| t.is_file());
+                    out.push((rel.to_string_lossy().into_owned(), plain));
                 }
+            }
+        }
+        out
+    }
+
+    /// How the work tree differs from `expected` (see [`Self::files_under`]) under `path`: each
+    /// differing file, by path from the root, with what is wrong with it.
+    fn disk_differences(
+        &self,
+        expected: &BTreeMap<String, (Oid, i32)>,
+        path: &str,
+    ) -> Vec<(String, &'static str)> {
+        let on_disk = self.disk_files_under(path);
+        let mut out = Vec::new();
+        for (f, plain) in &on_disk {
+            let what = match expected.get(f) {
+                _ if !plain => "is not a plain file",
+                None => "is not on main",
+                Some((want, _)) => {
+                    if Oid::hash_file(ObjectType::Blob, self.root.join(f)).ok() == Some(*want) {
+                        continue;
+                    }
+                    "was changed"
+                }
+            };
+            out.push((f.clone(), what));
+        }
+        for f in expected.keys() {
+            if !on_disk.iter().any(|(d, _)| d == f) {
+                out.push((f.clone(), "is missing"));
             }
         }
         out
@@ -1258,22 +1298,11 @@ impl Registry {
         let mut dirty = Vec::new();
         for p in paths {
             let expected = self.files_under(base, p)?;
-            for f in self.disk_files_under(p) {
-                let differs = match expected.get(&f) {
-                    None => true,
-                    Some((want, _)) => {
-                        Oid::hash_file(ObjectType::Blob, self.root.join(&f)).ok() != Some(*want)
-                    }
-                };
-                if differs {
-                    dirty.push(f);
-                }
-            }
-            for f in expected.keys() {
-                if !self.root.join(f).is_file() {
-                    dirty.push(f.clone());
-                }
-            }
+            dirty.extend(
+                self.disk_differences(&expected, p)
+                    .into_iter()
+                    .map(|(f, _)| f),
+            );
             let prefix = format!("{p}/");
             for entry in index.iter() {
                 let path = String::from_utf8_lossy(&entry.path).into_owned();
@@ -1305,7 +1334,7 @@ impl Registry {
         let io = |path: PathBuf| move |source| RegistryError::Io { path, source };
         for p in paths {
             let wanted = self.files_under(commit, p)?;
-            for f in self.disk_files_under(p) {
+            for (f, _) in self.disk_files_under(p) {
                 if !wanted.contains_key(&f) {
                     let full = self.root.join(&f);
                     std::fs::remove_file(&full).map_err(io(full))?;
@@ -1655,94 +1684,29 @@ impl Registry {
             name: name.to_owned(),
             problem,
         };
-        let manifest = match (entry.manifest, entry.problem) {
-            (Some(m), _) => m,
-            (None, problem) => {
-                return Err(invalid(format!(
-                    "{}; it is not run until main holds a valid version (`toolsmith verify`)",
-                    problem.unwrap_or_default()
-                )));
-            }
-        };
         let tree_id = self.git("read the tool", Oid::from_str(&entry.tree))?;
-        let files = self.tool_files(name, tree_id)?;
-        if let Some(v) = &manifest.validation {
-            let d = super::digest::digest(&files);
-            if d != v.digest {
-                return Err(invalid(format!(
-                    "its files on main do not match the digest it was validated with ({}): \
-                     they were changed after review; roll back or propose a new version",
-                    v.digest
-                )));
-            }
-        } else {
-            return Err(invalid(
-                "its manifest has no validation record: it was never validated".into(),
-            ));
-        }
+        let manifest = self.validated(name, tree_id).map_err(|problem| {
+            invalid(format!(
+                "{problem}; it is not run until main holds a valid version (`toolsmith verify`)"
+            ))
+        })?;
         if self.repo.is_bare() {
             return Err(invalid(
                 "the registry has no work tree to run tools from".into(),
             ));
         }
-        let dir = self.root.join(tool_path(name));
-        let differs = self.disk_differs(tree_id, &dir)?;
-        if let Some(what) = differs {
+        let path = tool_path(name);
+        let main = self.main_commit()?.id();
+        let differs = self.disk_differences(&self.files_under(main, &path)?, &path);
+        if let Some((file, what)) = differs.first() {
             return Err(invalid(format!(
-                "its files on disk differ from main ({what}): refusing to run them; \
+                "its files on disk differ from main ({file} {what}): refusing to run them; \
                  `git -C {} status` shows the change, `git checkout -- {}` restores main's",
                 self.root.display(),
                 tool_path(name)
             )));
         }
-        Ok((manifest, dir))
-    }
-
-    /// What differs between a tree and a directory on disk, if anything.
-    fn disk_differs(&self, tree: Oid, dir: &Path) -> Result<Option<String>, RegistryError> {
-        let tree = self.git("read the tool", self.repo.find_tree(tree))?;
-        let mut expected: BTreeMap<PathBuf, Oid> = BTreeMap::new();
-        self.git(
-            "walk the tool",
-            tree.walk(git2::TreeWalkMode::PreOrder, |parent, entry| {
-                if entry.kind() == Some(ObjectType::Blob) {
-                    expected.insert(
-                        dir.join(format!("{parent}{}", entry.name().unwrap_or_default())),
-                        entry.id(),
-                    );
-                }
-                git2::TreeWalkResult::Ok
-            }),
-        )?;
-        let mut on_disk = Vec::new();
-        let mut stack = vec![dir.to_owned()];
-        while let Some(d) = stack.pop() {
-            let entries = match std::fs::read_dir(&d) {
-                Ok(e) => e,
-                Err(_) => return Ok(Some(format!("{} is missing", d.display()))),
-            };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                match entry.file_type() {
-                    Ok(t) if t.is_dir() => stack.push(path),
-                    Ok(t) if t.is_file() => on_disk.push(path),
-                    _ => return Ok(Some(format!("{} is not a plain file", path.display()))),
-                }
-            }
-        }
-        for path in &on_disk {
-            let Some(want) = expected.get(path) else {
-                return Ok(Some(format!("{} is not on main", path.display())));
-            };
-            let got = self.git("hash a file", Oid::hash_file(ObjectType::Blob, path))?;
-            if got != *want {
-                return Ok(Some(format!("{} was changed", path.display())));
-            }
-        }
-        if let Some(missing) = expected.keys().find(|p| !on_disk.contains(p)) {
-            return Ok(Some(format!("{} is missing", missing.display())));
-        }
-        Ok(None)
+        Ok((manifest, self.root.join(path)))
     }
 
     /// The commit on `main` that brought the tool's current files: the newest first-parent
@@ -1919,17 +1883,17 @@ impl Registry {
             &[tool_path(name), index::FILE_NAME.to_owned()],
             &format!("toolsmith: deprecate {name}"),
         )?;
-        let review = Review {
-            branch: String::new(),
+        let version = version.to_string();
+        let tag = self.tag_version(name, &version, new, &approver)?;
+        Ok(Landed {
             name: name.to_owned(),
-            version: version.to_string(),
+            version,
             candidate: None,
             commit: new.to_string(),
-            subject: String::new(),
-            behind_main: false,
-            bump: None,
-        };
-        self.finish_landing(&review, new, &approver, "toolsmith")
+            tag,
+            approved_by: approver,
+            via: "toolsmith".to_owned(),
+        })
     }
 
     /// Checks every tag's tree against its manifest (name, version, digest) and every tool on
@@ -1975,31 +1939,34 @@ impl Registry {
     /// Whether a tool tree holds a valid version: its manifest reads and passes its checks,
     /// names the tool (and `version`, when given) and its files match its digest.
     fn check_version(&self, name: &str, version: Option<&str>, tree: Oid) -> Result<(), String> {
-        let files = self.tool_files(name, tree).map_err(|e| e.to_string())?;
-        let text = files
-            .get(manifest::FILE_NAME)
-            .ok_or_else(|| "no tool.yaml".to_owned())?;
-        let m = Manifest::parse(text, manifest::FILE_NAME).map_err(|e| e.to_string())?;
-        m.check(manifest::FILE_NAME).map_err(|e| e.to_string())?;
-        if m.name != name {
-            return Err(format!("the manifest names `{}`", m.name));
+        let m = self.validated(name, tree)?;
+        match version {
+            Some(v) if m.version.to_string() != v => {
+                Err(format!("the manifest says version {}", m.version))
+            }
+            _ => Ok(()),
         }
-        if let Some(v) = version
-            && m.version.to_string() != v
-        {
-            return Err(format!("the manifest says version {}", m.version));
-        }
-        let Some(validation) = &m.validation else {
-            return Err("the manifest has no validation record".into());
+    }
+
+    /// The manifest of a tool tree, read and checked as [`Registry::tool`] does, when the files
+    /// match the digest it was validated with.
+    fn validated(&self, name: &str, tree: Oid) -> Result<Manifest, String> {
+        let entry = self.entry(name, tree);
+        let Some(m) = entry.manifest else {
+            return Err(entry.problem.unwrap_or_default());
         };
-        let d = super::digest::digest(&files);
-        if d != validation.digest {
+        let Some(validation) = &m.validation else {
+            return Err("its manifest has no validation record: it was never validated".into());
+        };
+        let files = self.tool_files(name, tree).map_err(|e| e.to_string())?;
+        let found = super::digest::digest(&files);
+        if found != validation.digest {
             return Err(format!(
-                "the files do not match the validated digest ({} recorded, {d} found): changed \
-                 after validation",
+                "its files do not match the digest it was validated with ({} recorded, {found} \
+                 found): they were changed after validation; roll back or propose a new version",
                 validation.digest
             ));
         }
-        Ok(())
+        Ok(m)
     }
 }

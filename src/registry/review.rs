@@ -87,48 +87,86 @@ pub fn reject(
     Ok(review)
 }
 
-/// Brings the store up to what the registry says of the candidates awaiting review whose
-/// proposal branch is gone: approved (a commit on main carries their `Candidate:`), rejected
-/// (a rejected ref), or rejected by hand (the branch deleted with git). An approval killed after
-/// git had it, before the store did, is recorded here. Returns how many changed.
-pub fn catch_up(registry: &Registry, conn: &Connection) -> Result<usize, ReviewError> {
-    let waiting = candidates::in_state(conn, State::AwaitingReview)?;
+/// A decision git has about a candidate that the store may not have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The candidate.
+    pub candidate: String,
+    /// Approved or rejected.
+    pub state: State,
+    /// What happened, for the candidate's reason.
+    pub why: String,
+}
+
+/// What the registry says of `waiting` candidates (awaiting review in the store) whose proposal
+/// branch is gone: approved (a commit on main carries their `Candidate:`), rejected (a rejected
+/// ref), or rejected by hand (the branch deleted with git). Reads git only.
+pub fn decisions(registry: &Registry, waiting: &[String]) -> Result<Vec<Decision>, RegistryError> {
     if waiting.is_empty() {
-        return Ok(0);
+        return Ok(Vec::new());
     }
     let open: Vec<String> = registry
         .reviews()?
         .into_iter()
         .filter_map(|r| r.candidate)
         .collect();
-    let mut changed = 0;
-    for c in waiting {
-        if open.contains(&c.id) {
+    Ok(waiting
+        .iter()
+        .filter(|id| !open.contains(id))
+        .map(|id| {
+            let (state, why) = if let Some((commit, by)) = registry.landed_candidate(id) {
+                (
+                    State::Approved,
+                    format!(
+                        "approved by {by} (commit {})",
+                        &commit[..12.min(commit.len())]
+                    ),
+                )
+            } else if let Some(reason) = registry.rejection_of(id) {
+                (State::Rejected, format!("rejected at review: {reason}"))
+            } else {
+                (
+                    State::Rejected,
+                    "its review branch was deleted with git: rejected by hand".to_owned(),
+                )
+            };
+            Decision {
+                candidate: id.clone(),
+                state,
+                why,
+            }
+        })
+        .collect())
+}
+
+/// The ids of the candidates awaiting review, for [`decisions`].
+pub fn waiting(conn: &Connection) -> Result<Vec<String>, ReviewError> {
+    Ok(candidates::in_state(conn, State::AwaitingReview)?
+        .into_iter()
+        .map(|c| c.id)
+        .collect())
+}
+
+/// Records [`decisions`] in the store (a rejected candidate's pattern is not proposed again).
+/// An approval killed after git had it, before the store did, is recorded here.
+pub fn apply(conn: &Connection, decisions: &[Decision]) -> Result<(), ReviewError> {
+    for d in decisions {
+        let c = candidates::get(conn, &d.candidate)?;
+        if c.state != State::AwaitingReview {
             continue;
         }
-        let (to, why) = if let Some((commit, by)) = registry.landed_candidate(&c.id) {
-            (
-                State::Approved,
-                format!(
-                    "approved by {by} (commit {})",
-                    &commit[..12.min(commit.len())]
-                ),
-            )
-        } else if let Some(reason) = registry.rejection_of(&c.id) {
-            (State::Rejected, format!("rejected at review: {reason}"))
-        } else {
-            (
-                State::Rejected,
-                "its review branch was deleted with git: rejected by hand".to_owned(),
-            )
-        };
-        candidates::transition(conn, &c.id, to, Some(&why))?;
-        if to == State::Rejected
+        candidates::transition(conn, &d.candidate, d.state, Some(&d.why))?;
+        if d.state == State::Rejected
             && let Some(p) = &c.pattern
         {
-            pattern::set_status(conn, p, PatternStatus::Rejected, Some(&why))?;
+            pattern::set_status(conn, p, PatternStatus::Rejected, Some(&d.why))?;
         }
-        changed += 1;
     }
-    Ok(changed)
+    Ok(())
+}
+
+/// [`decisions`] then [`apply`], for a caller holding both the registry and the store.
+pub fn catch_up(registry: &Registry, conn: &Connection) -> Result<(), ReviewError> {
+    let found = decisions(registry, &waiting(conn)?)?;
+    apply(conn, &found)
 }

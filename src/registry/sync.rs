@@ -141,7 +141,7 @@ impl Registry {
                     }
                     Ok(base) => {
                         report.received = self.changed_tools(base, theirs)?;
-                        let merged = self.merge(base, ours, theirs, &url)?;
+                        let merged = self.merge(base, ours, theirs, &url, &report.received)?;
                         let paths = self.changed_paths(ours, merged)?;
                         self.land(ours, merged, &paths, "toolsmith: sync (merge)")?;
                         "merged".into()
@@ -333,8 +333,16 @@ impl Registry {
         Ok(paths.into_iter().collect())
     }
 
-    /// A merge commit of `ours` and `theirs`, when they changed different tools.
-    fn merge(&self, base: Oid, ours: Oid, theirs: Oid, url: &str) -> Result<Oid, RegistryError> {
+    /// A merge commit of `ours` and `theirs`, when they changed different tools (`received`:
+    /// the tools `theirs` changed since `base`).
+    fn merge(
+        &self,
+        base: Oid,
+        ours: Oid,
+        theirs: Oid,
+        url: &str,
+        received: &[String],
+    ) -> Result<Oid, RegistryError> {
         let (base_tree, ours_tree) = self.trees(base, ours)?;
         let (_, theirs_tree) = self.trees(base, theirs)?;
         let mut merged = self.git(
@@ -384,9 +392,9 @@ impl Registry {
         let mut text = self
             .blob_text(&ours_tree, index::FILE_NAME)?
             .unwrap_or_default();
-        for name in self.changed_tools(base, theirs)? {
-            let row = self.manifest_in(&tree, &name).map(|m| Self::row_of(&m));
-            text = index::update(&text, &name, row.as_ref());
+        for name in received {
+            let row = self.manifest_in(&tree, name).map(|m| Self::row_of(&m));
+            text = index::update(&text, name, row.as_ref());
         }
         let blob = self.git("write TOOLS.md", self.repo.blob(text.as_bytes()))?;
         let mut root = self.git("build the merge", self.repo.treebuilder(Some(&tree)))?;
@@ -401,7 +409,7 @@ impl Registry {
         let sig = self.tagger(&self.approver())?;
         let msg = format!(
             "registry: merge {url}\n\nTools from the remote: {}.\n",
-            self.changed_tools(base, theirs)?.join(", ")
+            received.join(", ")
         );
         self.git(
             "write the merge",

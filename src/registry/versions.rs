@@ -25,6 +25,22 @@ pub enum Bump {
 }
 
 impl Bump {
+    /// The name written in commit messages and shown: `patch`, `minor`, `major`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bump::Patch => "patch",
+            Bump::Minor => "minor",
+            Bump::Major => "major",
+        }
+    }
+
+    /// Parses [`Bump::as_str`]'s names.
+    pub fn from_name(name: &str) -> Option<Bump> {
+        [Bump::Patch, Bump::Minor, Bump::Major]
+            .into_iter()
+            .find(|b| b.as_str() == name)
+    }
+
     /// `version` moved by this bump.
     pub fn apply(self, version: &semver::Version) -> semver::Version {
         match self {
@@ -178,5 +194,8 @@ mod tests {
         assert_eq!(Bump::Patch.apply(&v).to_string(), "1.2.4");
         assert_eq!(Bump::Minor.apply(&v).to_string(), "1.3.0");
         assert_eq!(Bump::Major.apply(&v).to_string(), "2.0.0");
+        for b in [Bump::Patch, Bump::Minor, Bump::Major] {
+            assert_eq!(Bump::from_name(b.as_str()), Some(b));
+        }
     }
 }
