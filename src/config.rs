@@ -176,6 +176,8 @@ pub struct Config {
     pub generate: GenerateSettings,
     /// The language model generation may use (`[llm]`).
     pub llm: LlmConfig,
+    /// The MCP server.
+    pub mcp: McpSettings,
     /// `[[source]]` tables; empty means: the standard locations of known agents and shells.
     pub sources: Vec<SourceSetting>,
 }
@@ -212,6 +214,15 @@ pub struct MineSettings {
     pub schedule: Setting<String>,
     /// The daemon also mines once this many new actions have been stored since the last run.
     pub after_new_actions: Setting<u32>,
+}
+
+/// The MCP server (`[mcp]`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct McpSettings {
+    /// Characters the descriptions of the listed tools may take together: agents drop tools
+    /// past their context budget, so the most used and most recent come first and the rest
+    /// are found with `toolsmith_search`.
+    pub description_budget: Setting<u32>,
 }
 
 /// How candidates are generated (`[generate]`).
@@ -397,6 +408,7 @@ impl Config {
             int("llm.timeout_s", &self.llm.timeout_s),
             int("llm.max_retries", &self.llm.max_retries),
             int("llm.daily_token_budget", &self.llm.daily_token_budget),
+            int("mcp.description_budget", &self.mcp.description_budget),
         ]
     }
 
@@ -559,6 +571,8 @@ struct RawConfig {
     generate: RawGenerate,
     #[serde(default)]
     llm: RawLlm,
+    #[serde(default)]
+    mcp: RawMcp,
     #[serde(default, rename = "source")]
     sources: Vec<Spanned<RawSource>>,
 }
@@ -605,6 +619,12 @@ struct RawLlm {
     timeout_s: Option<Spanned<u32>>,
     max_retries: Option<Spanned<u32>>,
     daily_token_budget: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMcp {
+    description_budget: Option<Spanned<u32>>,
 }
 
 /// The providers `llm.provider` names.
@@ -797,6 +817,16 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
             (&g.max_attempts, "generate.max_attempts", 1, 10),
             (&g.max_per_run, "generate.max_per_run", 1, 1000),
         ],
+    )?;
+    check_ranges(
+        path,
+        text,
+        &[(
+            &raw.mcp.description_budget,
+            "mcp.description_budget",
+            0,
+            10_000_000,
+        )],
     )?;
     if let Some(backend) = &g.backend
         && !GENERATE_BACKENDS.contains(&backend.get_ref().as_str())
@@ -1108,6 +1138,9 @@ fn resolve(
         max_retries: pick(&l.max_retries, 4, &from_file),
         daily_token_budget: pick(&l.daily_token_budget, 2_000_000, &from_file),
     };
+    let mcp = McpSettings {
+        description_budget: pick(&raw.mcp.description_budget, 8000, &from_file),
+    };
     let sources = raw
         .sources
         .iter()
@@ -1132,6 +1165,7 @@ fn resolve(
         mine,
         generate,
         llm,
+        mcp,
         sources,
     })
 }
@@ -1311,6 +1345,12 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 
 # Tokens the model may spend a day (0: no limit).
 # daily_token_budget = 2000000
+
+[mcp]
+# `toolsmith mcp` lists the most used and most recently approved tools first, with as many
+# whole descriptions as fit in this many characters; the others are found and run through its
+# two fixed tools, toolsmith_search and toolsmith_run.
+# description_budget = 8000
 
 # Log sources. Without any [[source]] table, the standard locations that exist are read:
 # ~/.claude/projects (claude-code), ~/.codex/sessions (codex), ~/.bash_history (bash),

@@ -8,6 +8,7 @@ mod doctor;
 mod generate;
 mod ingest;
 mod install;
+mod mcp;
 pub mod mine;
 mod output;
 mod registry;
@@ -190,6 +191,14 @@ pub enum Command {
         #[arg(long, required = true, value_name = "TEXT")]
         reason: String,
     },
+    /// Serve the approved tools to agents over the Model Context Protocol on stdin/stdout
+    /// (`claude mcp add toolsmith -- toolsmith mcp`).
+    Mcp {
+        /// The directory tools work on, when their profile grants one (default: the directory
+        /// the client starts the server in, normally the agent's project).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
     /// Write the approved tools out for agents that read files.
     #[command(subcommand)]
     Export(ExportCommand),
@@ -320,6 +329,10 @@ pub fn main() -> std::process::ExitCode {
             input,
             workspace,
         } => registry::run(&cli, name, params, input.as_deref(), workspace.clone()),
+        // The MCP protocol owns stdout: `run` would hold its lock.
+        Command::Mcp { workspace } => {
+            mcp::serve(&cli, workspace.clone()).map(|()| ExitCode::Success as u8)
+        }
         _ => run(&cli).map(|()| ExitCode::Success as u8),
     };
     match status {
@@ -411,6 +424,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
             input,
             workspace,
         } => registry::run(cli, name, params, input.as_deref(), workspace.clone()).map(drop),
+        Command::Mcp { workspace } => mcp::serve(cli, workspace.clone()),
         Command::Review => registry::list_reviews(cli, &mut out, style),
         Command::Approve { id, note } => registry::approve(cli, id, note.as_deref(), &mut out),
         Command::Reject { id, reason } => registry::reject(cli, id, reason, &mut out),

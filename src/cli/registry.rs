@@ -11,11 +11,11 @@ use super::output::{self, Style};
 use super::{Cli, Failure, load_config};
 use crate::config::Config;
 use crate::exit::ExitCode;
-use crate::health::executions::{self, Caller};
+use crate::health::executions::Caller;
 use crate::invoke;
 use crate::registry::repo::{Registry, RegistryError};
 use crate::registry::review::{self, ReviewError};
-use crate::registry::run::{RunError, RunRequest, run_tool};
+use crate::registry::run::{RunError, RunRecorder, RunRequest, run_recorded};
 use crate::sandbox::SandboxPolicy;
 use crate::store;
 
@@ -296,35 +296,17 @@ pub(super) fn run(
         workspace,
         caller: Caller::Cli,
     };
-    let done = match run_tool(&registry, &request, &policy, None) {
+    let recorder = RunRecorder {
+        state_dir: &config.paths.state.value,
+        store: store.as_ref(),
+    };
+    let done = match run_recorded(&registry, &request, &policy, None, recorder) {
         Ok(done) => done,
         Err(RunError::Params { name, source }) => {
             return Err(Failure::new(ExitCode::Usage, format!("{name}: {source}")));
         }
         Err(e) => return Err(Failure::new(ExitCode::Failure, e.to_string())),
     };
-    if let Some(conn) = &store
-        && let Err(e) = executions::record(conn, &done.execution)
-    {
-        tracing::warn!("the run of {name} was not recorded: {e}");
-    }
-    let workspace_dir = (done.manifest.sandbox.workspace
-        != crate::registry::manifest::WorkspaceAccess::None)
-        .then(|| {
-            request
-                .workspace
-                .clone()
-                .or_else(|| std::env::current_dir().ok())
-        })
-        .flatten();
-    if let Err(e) = crate::registry::run::log_run(
-        &config.paths.state.value,
-        &request,
-        &done,
-        workspace_dir.as_deref(),
-    ) {
-        tracing::warn!("the run of {name} was not logged: {e}");
-    }
     let report = &done.report;
     let mut stdout = std::io::stdout().lock();
     if cli.json {

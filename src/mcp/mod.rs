@@ -1,5 +1,9 @@
 //! Agents use the tools: the MCP server and the Agent Skills export.
 //!
+//! - [`server`]: `toolsmith mcp`, the registry's tools over the Model Context Protocol.
+//! - [`catalog`]: which tools are offered, in which order, within the context budget.
 //! - [`skills`]: each active tool as an Agent Skill (`<name>/SKILL.md`).
 
+pub mod catalog;
+pub mod server;
 pub mod skills;

@@ -1673,6 +1673,31 @@ impl Registry {
         self.blob_text(&tree, &format!("tools/{name}/README.md"))
     }
 
+    /// When each approved version was tagged: `(name, version)` → Unix milliseconds of its
+    /// annotated tag (one pass over the tags; lightweight or unreadable tags are left out).
+    pub fn approval_times(&self) -> BTreeMap<(String, String), i64> {
+        let mut times = BTreeMap::new();
+        let Ok(refs) = self.repo.references_glob("refs/tags/*/v*") else {
+            return times;
+        };
+        for reference in refs.flatten() {
+            let Ok(short) = reference.shorthand() else {
+                continue;
+            };
+            let Some((name, version)) = short.split_once("/v") else {
+                continue;
+            };
+            if let Some(tagger) = reference
+                .peel(ObjectType::Tag)
+                .ok()
+                .and_then(|o| o.into_tag().ok())
+                .and_then(|t| t.tagger().map(|s| s.when().seconds()))
+            {
+                times.insert((name.to_owned(), version.to_owned()), tagger * 1000);
+            }
+        }
+        times
+    }
     /// A tool ready to run: its manifest read and checked, its files on `main` matching the
     /// digest it was validated with, and its directory on disk holding exactly those files.
     pub fn runnable(&self, name: &str) -> Result<(Manifest, PathBuf), RegistryError> {

@@ -2,14 +2,14 @@
 //! disk, its parameters checked against its schema, run in the sandbox with its manifest's
 //! profile, and recorded as an execution for the health stage.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use super::manifest::{Manifest, WorkspaceAccess};
 use super::repo::{Registry, RegistryError};
 use crate::health::classify::classify;
-use crate::health::executions::{Caller, Execution};
+use crate::health::executions::{self, Caller, Execution};
 use crate::invoke::{self, ParamError};
 use crate::sandbox::{self, Exit, Profile, RunReport, SandboxError, SandboxPolicy, SandboxSpec};
 
@@ -36,6 +36,8 @@ pub struct ToolRun {
     pub report: RunReport,
     /// The execution as recorded for the health stage.
     pub execution: Execution,
+    /// The workspace the tool was given, when its profile grants one.
+    pub workspace: Option<PathBuf>,
 }
 
 /// Why a tool did not run.
@@ -95,6 +97,7 @@ pub fn run_tool(
             None => std::env::current_dir().ok(),
         };
     }
+    let workspace = spec.workspace.clone();
     let started_ms = jiff::Timestamp::now().as_millisecond();
     let report = sandbox::run(&spec).map_err(|source| RunError::Sandbox {
         name: request.name.clone(),
@@ -124,7 +127,51 @@ pub fn run_tool(
         manifest,
         report,
         execution,
+        workspace,
     })
+}
+
+/// Where runs are recorded: the store's executions, for the health stage (when there is a
+/// store), and the runs log under the state directory, for the miner.
+#[derive(Debug, Clone, Copy)]
+pub struct RunRecorder<'a> {
+    /// The state directory, whose [`RUNS_DIR`] holds the runs log.
+    pub state_dir: &'a Path,
+    /// A writable connection to the store.
+    pub store: Option<&'a rusqlite::Connection>,
+}
+
+impl RunRecorder<'_> {
+    /// Records a run in both places. Recording never fails a run that happened: a failure is
+    /// logged, and the run's result stands.
+    pub fn record(&self, request: &RunRequest, run: &ToolRun) {
+        if let Some(conn) = self.store
+            && let Err(e) = executions::record(conn, &run.execution)
+        {
+            tracing::warn!("the run of {} was not recorded: {e}", request.name);
+        }
+        if let Err(e) = log_run(self.state_dir, request, run) {
+            tracing::warn!(
+                "the run of {} was not logged in {}: {e}",
+                request.name,
+                self.state_dir.join(RUNS_DIR).display()
+            );
+        }
+    }
+}
+
+/// Runs a tool as [`run_tool`] does, and records the run with `recorder`: every way a tool is
+/// run (the CLI, the MCP server, the daemon) goes through here, so every run is seen.
+pub fn run_recorded(
+    registry: &Registry,
+    request: &RunRequest,
+    policy: &SandboxPolicy,
+    helper: Option<PathBuf>,
+    recorder: RunRecorder<'_>,
+) -> Result<ToolRun, RunError> {
+    let run = run_tool(registry, request, policy, helper)?;
+    recorder.record(request, &run);
+    Ok(run)
 }
 
 /// The last `max` bytes of `text`, on a character boundary.
@@ -170,12 +217,7 @@ pub fn command_line(name: &str, params: &Map<String, Value>) -> String {
 /// Appends a run to `<state>/runs/toolsmith-runs.jsonl` as a native action (`"v": 1`): a shell
 /// action whose command is the `toolsmith run` line, with the outcome and a redacted excerpt of
 /// the output. The session is `$TOOLSMITH_SESSION` when the caller sets it, else one per day.
-pub fn log_run(
-    state_dir: &std::path::Path,
-    request: &RunRequest,
-    run: &ToolRun,
-    workspace: Option<&std::path::Path>,
-) -> std::io::Result<()> {
+pub fn log_run(state_dir: &Path, request: &RunRequest, run: &ToolRun) -> std::io::Result<()> {
     use std::io::Write as _;
     let dir = state_dir.join(RUNS_DIR);
     std::fs::create_dir_all(&dir)?;
@@ -199,7 +241,7 @@ pub fn log_run(
         "seq": seq,
         "ts": started.to_string(),
         "source": format!("toolsmith-{}", request.caller.as_str()),
-        "cwd": workspace.map(|w| w.display().to_string()),
+        "cwd": run.workspace.as_ref().map(|w| w.display().to_string()),
         "tool": "shell",
         "input": {"command": command_line(&request.name, &request.params)},
         "ok": run.execution.ok,

@@ -1,0 +1,654 @@
+//! `toolsmith mcp`: the registry's tools over the Model Context Protocol, on stdio, with the
+//! official Rust SDK (`rmcp`).
+//!
+//! - `tools/list`: the active tools (approved, not deprecated, valid), ranked by
+//!   [`catalog::rank`] and cut to the description budget by [`catalog::fit`], then the two fixed
+//!   tools [`SEARCH_TOOL`] and [`RUN_TOOL`], which reach every tool however many there are and
+//!   whether or not the client re-lists after a change.
+//! - `tools/call`: runs the tool's version on `main` in the sandbox exactly as `toolsmith run`
+//!   does ([`run::run_tool`]), with the server's working directory (the agent's project) as
+//!   the workspace when the profile grants one, and records the run ([`run::RunRecorder`]).
+//!   Whatever goes wrong with a run — arguments that do not fit the schema, a tool that fails,
+//!   times out or was tampered with — is an `isError` result the agent can read; only a name
+//!   that is no tool at all is a protocol error, as the specification asks.
+//! - The registry's refs are watched with inotify; when the set of active tools changes
+//!   (approval, rollback, deprecation, a `git revert` by hand), `notifications/tools/list_changed`
+//!   goes to the client, on the session (protocol versions with `initialize`) and on every
+//!   `subscriptions/listen` subscription that asked for it (2026-07-28).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool, ToolAnnotations,
+};
+use rmcp::service::{RequestContext, SubscriptionContext, SubscriptionSink};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use super::catalog::{self, Usage};
+use crate::health::executions::Caller;
+use crate::registry::manifest::{Manifest, OutputKind, WorkspaceAccess};
+use crate::registry::repo::{Registry, RegistryError, ToolEntry};
+use crate::registry::run::{self, RunError, RunRecorder, RunRequest, ToolRun};
+use crate::sandbox::{Exit, SandboxPolicy};
+use crate::store;
+
+/// The fixed tool that finds registered tools by words.
+pub const SEARCH_TOOL: &str = "toolsmith_search";
+
+/// The fixed tool that runs a registered tool by name.
+pub const RUN_TOOL: &str = "toolsmith_run";
+
+/// Results `toolsmith_search` gives when the call does not say.
+const SEARCH_DEFAULT_LIMIT: usize = 10;
+
+/// Most results one search gives.
+const SEARCH_MAX_LIMIT: usize = 50;
+
+/// How long to let a burst of ref updates (a merge writes several) settle.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// What the server needs: where things are and how to run tools.
+#[derive(Debug, Clone)]
+pub struct ServerSettings {
+    /// The registry repository.
+    pub registry: PathBuf,
+    /// The state directory (the runs log is written under it).
+    pub state_dir: PathBuf,
+    /// The store, when it exists: runs are recorded in it and usage read from it.
+    pub store: PathBuf,
+    /// The sandbox policy runs follow.
+    pub policy: SandboxPolicy,
+    /// Characters the listed tools' descriptions may take together.
+    pub description_budget: usize,
+    /// The workspace tools that ask for one get (default: the server's working directory).
+    pub workspace: Option<PathBuf>,
+}
+
+/// Why the server stopped before serving.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The registry could not be opened.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The MCP session could not start (the client went away, or spoke something else).
+    #[error("the MCP session did not start: {0}")]
+    Session(String),
+}
+
+/// The MCP server: cheap to clone, every clone the same server.
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: ServerSettings,
+    /// A writable connection to the store, opened on first use when the store exists.
+    store: Mutex<Option<rusqlite::Connection>>,
+    /// Open `subscriptions/listen` subscriptions to tool list changes.
+    subscriptions: Mutex<Vec<SubscriptionSink>>,
+}
+
+/// The active tools, best first, with the registry they were read from.
+struct Catalog {
+    registry: Registry,
+    ranked: Vec<ToolEntry>,
+}
+
+impl McpServer {
+    /// A server for `settings`; the registry is created on first use, as by any toolsmith
+    /// command.
+    pub fn new(settings: ServerSettings) -> McpServer {
+        McpServer {
+            inner: Arc::new(Inner {
+                settings,
+                store: Mutex::new(None),
+                subscriptions: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Runs blocking work (git, SQLite, the sandbox) off the protocol's task.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Inner) -> T + Send + 'static,
+    ) -> Result<T, McpError> {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || work(&inner))
+            .await
+            .map_err(|e| McpError::internal_error(format!("toolsmith mcp: {e}"), None))
+    }
+}
+
+impl Inner {
+    /// Runs `work` with the store's connection, opening it the first time; `None` when there is
+    /// no store (no daemon ever ran) or it cannot be opened (said once in the log).
+    fn with_store<T>(&self, work: impl FnOnce(Option<&rusqlite::Connection>) -> T) -> T {
+        let mut slot = match self.store.lock() {
+            Ok(slot) => slot,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if slot.is_none() && self.settings.store.exists() {
+            match store::open_for_update(&self.settings.store) {
+                Ok(conn) => *slot = Some(conn),
+                Err(e) => tracing::warn!("runs are not recorded in the store: {e}"),
+            }
+        }
+        work(slot.as_ref())
+    }
+
+    /// Opens the registry, finishing what a crash interrupted, as every toolsmith command does.
+    fn registry(&self) -> Result<Registry, RegistryError> {
+        let registry = Registry::open_or_init(&self.settings.registry)?;
+        registry.reconcile()?;
+        Ok(registry)
+    }
+
+    fn catalog(&self) -> Result<Catalog, RegistryError> {
+        let registry = self.registry()?;
+        let tools = registry.tools()?;
+        let approved = registry.approval_times();
+        let now_ms = jiff::Timestamp::now().as_millisecond();
+        let usage = self.with_store(|conn| {
+            conn.map(|c| Usage::load(c, now_ms))
+                .transpose()
+                .unwrap_or_else(|e| {
+                    tracing::warn!("tool usage could not be read from the store: {e}");
+                    None
+                })
+                .unwrap_or_default()
+        });
+        let ranked = catalog::rank(&tools, &usage, &approved, now_ms)
+            .into_iter()
+            .cloned()
+            .collect();
+        Ok(Catalog { registry, ranked })
+    }
+
+    /// `tools/list`: the ranked tools that fit the budget, then the fixed tools.
+    fn list(&self) -> Result<Vec<Tool>, RegistryError> {
+        let catalog = self.catalog()?;
+        let ranked: Vec<&ToolEntry> = catalog.ranked.iter().collect();
+        let listing = catalog::fit(&ranked, self.settings.description_budget);
+        let mut tools = Vec::with_capacity(listing.listed.len() + 2);
+        for entry in &listing.listed {
+            match catalog.registry.tool(&entry.name).map(|e| e.manifest) {
+                Ok(Some(manifest)) => tools.push(mcp_tool(&manifest)),
+                Ok(None) => {}
+                Err(e) => tracing::warn!("{} is not listed: {e}", entry.name),
+            }
+        }
+        tools.push(search_tool(ranked.len(), listing.hidden));
+        tools.push(run_tool_definition());
+        Ok(tools)
+    }
+
+    /// `toolsmith_search`.
+    fn search(&self, args: &JsonObject) -> CallToolResult {
+        let query = match args.get("query") {
+            None | Some(Value::Null) => "",
+            Some(Value::String(q)) => q.as_str(),
+            Some(_) => return tool_error("toolsmith_search: `query` must be a string of words"),
+        };
+        let limit = match args.get("limit") {
+            None | Some(Value::Null) => SEARCH_DEFAULT_LIMIT,
+            Some(v) => match v.as_u64() {
+                Some(n @ 1..) => (n as usize).min(SEARCH_MAX_LIMIT),
+                _ => {
+                    return tool_error(&format!(
+                        "toolsmith_search: `limit` must be a whole number from 1 to {SEARCH_MAX_LIMIT}"
+                    ));
+                }
+            },
+        };
+        if let Some(key) = args.keys().find(|k| *k != "query" && *k != "limit") {
+            return tool_error(&format!(
+                "toolsmith_search: unknown argument `{key}`; it takes `query` and `limit`"
+            ));
+        }
+        let catalog = match self.catalog() {
+            Ok(c) => c,
+            Err(e) => return tool_error(&format!("the registry cannot be read: {e}")),
+        };
+        let ranked: Vec<&ToolEntry> = catalog.ranked.iter().collect();
+        let found: Vec<Value> = catalog::search(&ranked, query, limit)
+            .into_iter()
+            .filter_map(|entry| catalog.registry.tool(&entry.name).ok()?.manifest)
+            .map(|m| {
+                json!({
+                    "name": m.name,
+                    "version": m.version.to_string(),
+                    "description": m.description,
+                    "input_schema": m.interface.params,
+                    "output": m.interface.output,
+                    "workspace": m.sandbox.workspace.to_string(),
+                })
+            })
+            .collect();
+        CallToolResult::structured(json!({
+            "tools": found,
+            "registered": ranked.len(),
+            "how_to_run": format!(
+                "call {RUN_TOOL} with {{\"name\": <name>, \"arguments\": {{...}}}}, the arguments \
+                 following the tool's input_schema"
+            ),
+        }))
+    }
+
+    /// Runs a registered tool. `Err` only when `direct` (called by its own name) and the name is
+    /// no registered tool: that is the protocol's "unknown tool".
+    fn run(
+        &self,
+        name: &str,
+        params: Map<String, Value>,
+        direct: bool,
+    ) -> Result<CallToolResult, McpError> {
+        let registry = match self.registry() {
+            Ok(r) => r,
+            Err(e) => return Ok(tool_error(&format!("the registry cannot be read: {e}"))),
+        };
+        match registry.tool(name) {
+            Ok(entry) if entry.deprecated => {
+                let why = entry
+                    .manifest
+                    .as_ref()
+                    .and_then(|m| m.deprecated.as_ref())
+                    .map(|d| {
+                        let mut text = d.reason.clone();
+                        if let Some(by) = &d.replaced_by {
+                            text.push_str(&format!("; use {by} instead"));
+                        }
+                        text
+                    })
+                    .unwrap_or_default();
+                return Ok(tool_error(&format!("{name} is deprecated: {why}")));
+            }
+            Ok(_) => {}
+            Err(RegistryError::NoSuchTool(_)) => {
+                let message = format!(
+                    "no tool named {name} in the registry (never approved, or rolled back); \
+                     {SEARCH_TOOL} finds the registered tools"
+                );
+                return if direct {
+                    Err(McpError::invalid_params(message, None))
+                } else {
+                    Ok(tool_error(&message))
+                };
+            }
+            Err(e) => return Ok(tool_error(&e.to_string())),
+        }
+        let request = RunRequest {
+            name: name.to_owned(),
+            params,
+            workspace: self.settings.workspace.clone(),
+            caller: Caller::Mcp,
+        };
+        let outcome = run::run_tool(&registry, &request, &self.settings.policy, None);
+        Ok(match outcome {
+            Ok(done) => {
+                self.with_store(|conn| {
+                    RunRecorder {
+                        state_dir: &self.settings.state_dir,
+                        store: conn,
+                    }
+                    .record(&request, &done)
+                });
+                run_result(&done)
+            }
+            Err(RunError::Params { name, source }) => {
+                let schema = registry
+                    .tool(&name)
+                    .ok()
+                    .and_then(|e| e.manifest)
+                    .map(|m| m.interface.params.to_string())
+                    .unwrap_or_default();
+                tool_error(&format!("{source}. The input schema of {name}: {schema}"))
+            }
+            Err(e) => tool_error(&e.to_string()),
+        })
+    }
+
+    /// What the active tools are: changes when one is approved, updated, rolled back,
+    /// deprecated, broken or removed.
+    fn fingerprint(&self) -> Result<Vec<(String, String)>, RegistryError> {
+        let registry = Registry::open_or_init(&self.settings.registry)?;
+        Ok(registry
+            .tools()?
+            .into_iter()
+            .filter(catalog::is_active)
+            .map(|t| (t.name, t.tree))
+            .collect())
+    }
+}
+
+/// A tool-level error: the agent reads `message`.
+fn tool_error(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// A registered tool as MCP describes it.
+fn mcp_tool(m: &Manifest) -> Tool {
+    let input = match &m.interface.params {
+        Value::Object(schema) => schema.clone(),
+        _ => JsonObject::new(),
+    };
+    let mut tool = Tool::new(m.name.clone(), m.description.clone(), input)
+        .with_title(format!("{} {}", m.name, m.version))
+        .with_annotations(
+            ToolAnnotations::new()
+                .read_only(m.sandbox.workspace != WorkspaceAccess::Write)
+                .destructive(false)
+                .open_world(false),
+        );
+    // Structured content is given for a JSON object; a schema is promised only for one.
+    if m.interface.output == OutputKind::Json
+        && let Some(Value::Object(schema)) = &m.interface.output_schema
+        && schema.get("type").and_then(Value::as_str) == Some("object")
+    {
+        tool = tool.with_raw_output_schema(Arc::new(schema.clone()));
+    }
+    tool
+}
+
+fn search_tool(registered: usize, hidden: usize) -> Tool {
+    let mut description = format!(
+        "Finds the tools registered in toolsmith (tools made from this codebase's own repeated \
+         work, reviewed and sandboxed) by words in their names and descriptions, with each \
+         one's input schema; run one with {RUN_TOOL}. Registered tools: {registered}"
+    );
+    if hidden > 0 {
+        description.push_str(&format!(
+            ", {hidden} of them not listed here (the list is cut to fit the context budget)"
+        ));
+    }
+    description.push('.');
+    Tool::new(
+        SEARCH_TOOL,
+        description,
+        object_schema(json!({
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "Words to look for, e.g. \"test coverage\"; empty lists the most used tools"
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": SEARCH_MAX_LIMIT,
+                    "default": SEARCH_DEFAULT_LIMIT,
+                    "description": "Most tools to return"
+                }
+            },
+            "additionalProperties": false
+        })),
+    )
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .open_world(false),
+    )
+}
+
+fn run_tool_definition() -> Tool {
+    Tool::new(
+        RUN_TOOL,
+        format!(
+            "Runs a toolsmith tool by name in its sandbox, with arguments following the input \
+             schema {SEARCH_TOOL} gives; the same as calling the tool itself, for tools not \
+             listed here or approved since the list was read."
+        ),
+        object_schema(json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The tool's name"},
+                "arguments": {
+                    "type": "object",
+                    "description": "The tool's arguments",
+                    "additionalProperties": true
+                }
+            },
+            "required": ["name"],
+            "additionalProperties": false
+        })),
+    )
+    .with_annotations(ToolAnnotations::new().open_world(false))
+}
+
+fn object_schema(schema: Value) -> JsonObject {
+    match schema {
+        Value::Object(o) => o,
+        _ => JsonObject::new(),
+    }
+}
+
+/// A finished run as a tool result: the output, structured when the tool prints a JSON object;
+/// a failed run an error result that says how it failed and shows what it printed.
+fn run_result(done: &ToolRun) -> CallToolResult {
+    let stdout = String::from_utf8_lossy(&done.report.stdout.bytes);
+    let stderr = String::from_utf8_lossy(&done.report.stderr.bytes);
+    let e = &done.execution;
+    if e.ok {
+        if done.manifest.interface.output == OutputKind::Json
+            && let Ok(value @ Value::Object(_)) = serde_json::from_str::<Value>(&stdout)
+        {
+            return CallToolResult::structured(value);
+        }
+        let mut content = vec![ContentBlock::text(if stdout.is_empty() {
+            "(no output)".to_owned()
+        } else {
+            stdout.into_owned()
+        })];
+        if !stderr.trim().is_empty() {
+            content.push(ContentBlock::text(format!("stderr:\n{stderr}")));
+        }
+        return CallToolResult::success(content);
+    }
+    let how = match (done.report.limit, done.report.exit) {
+        (Some(limit), _) => format!("was stopped: its {} limit was hit", limit.as_str()),
+        (None, Exit::Code(code)) => format!("failed with exit status {code}"),
+        (None, Exit::Signal(signal)) => format!("was killed by signal {signal}"),
+    };
+    let mut text = format!("{} {} {how} after {} ms", e.tool, e.version, e.duration_ms);
+    if let Some(class) = e.error_class {
+        text.push_str(&format!(" (error class: {})", class.as_str()));
+    }
+    text.push('.');
+    if !stderr.trim().is_empty() {
+        text.push_str(&format!("\n\nstderr:\n{}", stderr.trim_end()));
+    }
+    if !stdout.trim().is_empty() {
+        text.push_str(&format!("\n\nstdout:\n{}", stdout.trim_end()));
+    }
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("toolsmith", env!("CARGO_PKG_VERSION")).with_title("toolsmith"),
+        )
+        .with_instructions(format!(
+            "Tools made from the commands repeated in this codebase, reviewed and versioned in a \
+             git registry; each runs in a sandbox. Prefer one over retyping the commands it \
+             replaces. {SEARCH_TOOL} finds tools not listed; {RUN_TOOL} runs any by name."
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        match self.blocking(|inner| inner.list()).await? {
+            Ok(tools) => Ok(ListToolsResult::with_all_items(tools)),
+            Err(e) => Err(McpError::internal_error(
+                format!("the registry cannot be read: {e}"),
+                None,
+            )),
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        let args = request.arguments.unwrap_or_default();
+        let result = match name.as_str() {
+            SEARCH_TOOL => self.blocking(move |inner| Ok(inner.search(&args))).await?,
+            RUN_TOOL => {
+                let tool = match args.get("name") {
+                    Some(Value::String(n)) => n.clone(),
+                    _ => {
+                        return Ok(tool_error(&format!(
+                            "{RUN_TOOL}: `name` must be the name of a registered tool ({SEARCH_TOOL} finds them)"
+                        ))
+                        .into());
+                    }
+                };
+                let params = match args.get("arguments") {
+                    None | Some(Value::Null) => Map::new(),
+                    Some(Value::Object(a)) => a.clone(),
+                    Some(_) => {
+                        return Ok(tool_error(&format!(
+                            "{RUN_TOOL}: `arguments` must be an object of {tool}'s parameters"
+                        ))
+                        .into());
+                    }
+                };
+                if let Some(key) = args.keys().find(|k| *k != "name" && *k != "arguments") {
+                    return Ok(tool_error(&format!(
+                        "{RUN_TOOL}: unknown argument `{key}`; it takes `name` and `arguments`"
+                    ))
+                    .into());
+                }
+                self.blocking(move |inner| inner.run(&tool, params, false))
+                    .await?
+            }
+            _ => {
+                self.blocking(move |inner| inner.run(&name, args, true))
+                    .await?
+            }
+        };
+        result.map(CallToolResponse::from)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        if context.accepted().tools_list_changed == Some(true) {
+            let sink = context.sink().clone();
+            if let Ok(mut subscriptions) = self.inner.subscriptions.lock() {
+                subscriptions.push(sink);
+            }
+        }
+        context.cancelled().await;
+        Ok(())
+    }
+}
+
+/// Serves MCP on stdin/stdout until the client closes the session.
+pub async fn serve_stdio(settings: ServerSettings) -> Result<(), ServeError> {
+    // Fail before the handshake when the registry cannot be used: the client shows why.
+    Registry::open_or_init(&settings.registry)?;
+    let server = McpServer::new(settings);
+    let service = server
+        .clone()
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ServeError::Session(e.to_string()))?;
+    let watcher = tokio::spawn(watch_registry(server, service.peer().clone()));
+    let _ = service.waiting().await;
+    watcher.abort();
+    Ok(())
+}
+
+/// Sends `notifications/tools/list_changed` whenever the active tools change, watching the
+/// registry's refs (inotify, no polling).
+async fn watch_registry(server: McpServer, peer: Peer<RoleServer>) {
+    let dir = server.inner.settings.registry.clone();
+    let (tx, mut rx) = mpsc::channel::<()>(1);
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if event.is_ok() {
+            let _ = tx.try_send(());
+        }
+    });
+    let mut watcher = match watcher {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!("cannot watch the registry, the tool list is not refreshed live: {e}");
+            return;
+        }
+    };
+    let git_dir = dir.join(".git");
+    for (path, mode) in [
+        (git_dir.clone(), RecursiveMode::NonRecursive),
+        (git_dir.join("refs"), RecursiveMode::Recursive),
+    ] {
+        if let Err(e) = watcher.watch(&path, mode) {
+            tracing::warn!("cannot watch {}: {e}", path.display());
+        }
+    }
+    let mut seen = server
+        .blocking(|inner| inner.fingerprint().ok())
+        .await
+        .ok()
+        .flatten();
+    while rx.recv().await.is_some() {
+        tokio::time::sleep(SETTLE).await;
+        while rx.try_recv().is_ok() {}
+        let now = match server.blocking(|inner| inner.fingerprint()).await {
+            Ok(Ok(now)) => Some(now),
+            Ok(Err(e)) => {
+                tracing::warn!("the registry cannot be read: {e}");
+                continue;
+            }
+            Err(_) => continue,
+        };
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        if peer.peer_info().is_some()
+            && let Err(e) = peer.notify_tool_list_changed().await
+        {
+            tracing::debug!("tool list change not sent on the session: {e}");
+        }
+        let sinks: Vec<SubscriptionSink> = match server.inner.subscriptions.lock() {
+            Ok(s) => s.clone(),
+            Err(_) => Vec::new(),
+        };
+        let mut closed = Vec::new();
+        for sink in &sinks {
+            if sink.notify_tool_list_changed().await.is_err() {
+                closed.push(sink.id().clone());
+            }
+        }
+        if !closed.is_empty()
+            && let Ok(mut subscriptions) = server.inner.subscriptions.lock()
+        {
+            subscriptions.retain(|s| !closed.contains(s.id()));
+        }
+    }
+}

@@ -1,0 +1,485 @@
+//! `toolsmith mcp` end to end with real MCP clients: the official Rust SDK's client over a
+//! child process here (both lifecycles: the `initialize` session of 2025-11-25 and the
+//! subscriptions of 2026-07-28), and the official Python SDK in `tests/mcp_client.py`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{PATIENCE, TestEnv, json_of};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientInfo, ProtocolVersion, ServerNotification,
+    SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
+use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
+
+/// A workspace whose packages have a Makefile with `build` and `test` targets.
+fn workspace(env: &TestEnv) -> PathBuf {
+    let ws = env.path().join("ws");
+    for package in ["core", "cli"] {
+        std::fs::create_dir_all(ws.join(package)).expect("mkdir");
+        std::fs::write(
+            ws.join(package).join("Makefile"),
+            "build:\n\t@echo built $(notdir $(CURDIR))\ntest:\n\t@echo tested $(notdir $(CURDIR))\n",
+        )
+        .expect("write Makefile");
+    }
+    ws
+}
+
+/// Asks for a tool running `make TARGET -C <dir>`; returns (candidate, tool).
+fn request(env: &TestEnv, what: &str, target: &str) -> (String, String) {
+    let out = env
+        .cli()
+        .args(["--json", "new", what, "--example"])
+        .arg(format!("make {target} -C core"))
+        .arg("--example")
+        .arg(format!("make {target} -C cli"))
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    let made = &report["candidates"][0];
+    assert_eq!(made["state"], "awaiting-review", "{report:#}");
+    let s = |v: &Value| v.as_str().expect("string").to_owned();
+    (s(&made["id"]), s(&made["tool"]))
+}
+
+fn approve(env: &TestEnv, candidate: &str) {
+    env.cli().args(["approve", candidate]).assert().success();
+}
+
+/// The client side: counts `notifications/tools/list_changed` on an `initialize` session.
+#[derive(Clone)]
+struct Client {
+    protocol: ProtocolVersion,
+    changed: Arc<Notify>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientInfo {
+        ClientInfo::default().with_protocol_version(self.protocol.clone())
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+}
+
+/// `toolsmith [--config FILE] mcp` started by an MCP client in `dir`, as an agent would start
+/// it: with the `initialize` handshake (`protocol` 2025-11-25 and before), or with
+/// `server/discover` (2026-07-28).
+async fn connect(
+    env: &TestEnv,
+    dir: &Path,
+    protocol: ProtocolVersion,
+    config: Option<&Path>,
+) -> (RunningService<RoleClient, Client>, Arc<Notify>) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
+    env.apply(&mut command);
+    if let Some(file) = config {
+        command.arg("--config").arg(file);
+    }
+    command
+        .arg("--state")
+        .arg(env.state())
+        .arg("mcp")
+        .current_dir(dir);
+    let transport =
+        TokioChildProcess::new(tokio::process::Command::from(command)).expect("spawn server");
+    let changed = Arc::new(Notify::new());
+    let client = Client {
+        protocol: protocol.clone(),
+        changed: Arc::clone(&changed),
+    };
+    let lifecycle = if protocol.has_initialize() {
+        ClientLifecycleMode::Initialize
+    } else {
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![protocol],
+        }
+    };
+    let service = tokio::time::timeout(PATIENCE, client.serve_with_lifecycle(transport, lifecycle))
+        .await
+        .expect("the session starts in time")
+        .expect("the session starts");
+    (service, changed)
+}
+
+async fn list(service: &RunningService<RoleClient, Client>) -> Vec<Tool> {
+    tokio::time::timeout(PATIENCE, service.list_all_tools())
+        .await
+        .expect("tools/list in time")
+        .expect("tools/list")
+}
+
+fn names(tools: &[Tool]) -> Vec<String> {
+    tools.iter().map(|t| t.name.to_string()).collect()
+}
+
+async fn call(
+    service: &RunningService<RoleClient, Client>,
+    name: &str,
+    arguments: Value,
+) -> Result<CallToolResult, rmcp::ServiceError> {
+    let arguments: Map<String, Value> = match arguments {
+        Value::Object(map) => map,
+        other => panic!("arguments must be an object, not {other}"),
+    };
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        service.call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)),
+    )
+    .await
+    .expect("tools/call in time")
+}
+
+/// All the text of a result.
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn wait_changed(changed: &Notify, what: &str) {
+    tokio::time::timeout(PATIENCE, changed.notified())
+        .await
+        .unwrap_or_else(|_| panic!("no tools/list_changed after {what}"));
+}
+
+fn executions(env: &TestEnv, tool: &str) -> Vec<(String, bool)> {
+    let conn = rusqlite::Connection::open(env.state().join("state.db")).expect("open store");
+    let mut statement = conn
+        .prepare("SELECT caller, ok FROM executions WHERE tool = ?1 ORDER BY id")
+        .expect("prepare");
+    statement
+        .query_map([tool], |row| Ok((row.get(0)?, row.get::<_, i64>(1)? == 1)))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_list_call_and_search_tools_and_see_the_registry_change() {
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    let (a, build) = request(&env, "Build one package", "build");
+    let (b, test) = request(&env, "Test one package", "test");
+    approve(&env, &a);
+    let (service, changed) =
+        connect(&env, &ws, ProtocolVersion::LATEST_WITH_INITIALIZE, None).await;
+    let info = service.peer_info().expect("server info");
+    assert_eq!(
+        info.capabilities
+            .tools
+            .as_ref()
+            .and_then(|t| t.list_changed),
+        Some(true),
+        "the server advertises tools.listChanged"
+    );
+
+    // The approved tool, with its manifest's description and schema, then the fixed tools.
+    let tools = list(&service).await;
+    assert_eq!(
+        names(&tools),
+        [build.as_str(), "toolsmith_search", "toolsmith_run"]
+    );
+    let listed = json_of(
+        env.cli()
+            .args(["--json", "tools"])
+            .assert()
+            .success()
+            .get_output(),
+    );
+    assert_eq!(
+        Value::Object((*tools[0].input_schema).clone()),
+        listed[0]["params"]
+    );
+    assert_eq!(tools[0].description.as_deref(), Some("Build one package"));
+
+    // A call runs it in the sandbox on the client's directory.
+    let ok = call(&service, &build, json!({"dir": "core"}))
+        .await
+        .expect("call");
+    assert_eq!(ok.is_error, Some(false), "{}", text(&ok));
+    assert!(text(&ok).contains("built core"), "{}", text(&ok));
+
+    // A failed run is a result the agent reads, not a protocol error.
+    let failed = call(&service, &build, json!({"dir": "no-such-package"}))
+        .await
+        .expect("a failed run is still a result");
+    assert_eq!(failed.is_error, Some(true));
+    let said = text(&failed);
+    assert!(
+        said.contains("failed with exit status 2") && said.contains("no-such-package"),
+        "{said}"
+    );
+
+    // Arguments that do not fit the schema: rejected, saying why, nothing run.
+    for (arguments, expected) in [
+        (json!({}), "dir"),
+        (json!({"dir": 3}), "not of type \"string\""),
+        (json!({"dir": "core", "verbose": true}), "verbose"),
+    ] {
+        let bad = call(&service, &build, arguments.clone())
+            .await
+            .expect("bad arguments are a result");
+        assert_eq!(bad.is_error, Some(true), "{arguments}");
+        assert!(text(&bad).contains(expected), "{arguments}: {}", text(&bad));
+        assert!(text(&bad).contains("input schema"), "{}", text(&bad));
+    }
+
+    // A name that is no tool at all is the protocol's unknown-tool error.
+    let unknown = call(&service, "no-such-tool", json!({})).await;
+    match unknown {
+        Err(rmcp::ServiceError::McpError(e)) => {
+            assert!(e.message.contains("no tool named no-such-tool"), "{e:?}")
+        }
+        other => panic!("expected a protocol error, got {other:?}"),
+    }
+
+    // The fixed tools: search by words, run by name.
+    let found = call(
+        &service,
+        "toolsmith_search",
+        json!({"query": "build package"}),
+    )
+    .await
+    .expect("search");
+    let found = found.structured_content.expect("structured search result");
+    assert_eq!(found["tools"][0]["name"], build.as_str(), "{found:#}");
+    assert_eq!(found["tools"][0]["input_schema"], listed[0]["params"]);
+    let ran = call(
+        &service,
+        "toolsmith_run",
+        json!({"name": build, "arguments": {"dir": "cli"}}),
+    )
+    .await
+    .expect("toolsmith_run");
+    assert!(text(&ran).contains("built cli"), "{}", text(&ran));
+    let not_there = call(&service, "toolsmith_run", json!({"name": "nothing-here"}))
+        .await
+        .expect("toolsmith_run of an unknown tool is a result");
+    assert_eq!(not_there.is_error, Some(true));
+
+    // Every run was recorded for the health stage and logged for the miner.
+    assert_eq!(
+        executions(&env, &build),
+        [
+            ("mcp".to_owned(), true),
+            ("mcp".to_owned(), false),
+            ("mcp".to_owned(), true)
+        ]
+    );
+    let log =
+        std::fs::read_to_string(env.state().join("runs/toolsmith-runs.jsonl")).expect("runs log");
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 3, "{log}");
+    assert!(lines.iter().all(|l| l["source"] == "toolsmith-mcp"));
+    assert_eq!(
+        lines[0]["input"]["command"],
+        format!("toolsmith run {build} --param dir=core")
+    );
+    assert_eq!(lines[0]["cwd"], ws.display().to_string());
+
+    // The registry changes under the running server: approval, rollback, deprecation.
+    approve(&env, &b);
+    wait_changed(&changed, "an approval").await;
+    assert_eq!(
+        names(&list(&service).await),
+        [
+            build.as_str(),
+            test.as_str(),
+            "toolsmith_search",
+            "toolsmith_run"
+        ],
+        "the tool in use first, then the new one"
+    );
+    env.cli().args(["rollback", &test]).assert().success();
+    wait_changed(&changed, "a rollback").await;
+    assert!(!names(&list(&service).await).contains(&test));
+    env.cli()
+        .args(["deprecate", &build, "--reason", "use make all"])
+        .assert()
+        .success();
+    wait_changed(&changed, "a deprecation").await;
+    assert_eq!(
+        names(&list(&service).await),
+        ["toolsmith_search", "toolsmith_run"]
+    );
+    let deprecated = call(&service, &build, json!({"dir": "core"}))
+        .await
+        .expect("a deprecated tool is a result");
+    assert_eq!(deprecated.is_error, Some(true));
+    assert!(
+        text(&deprecated).contains("deprecated: use make all"),
+        "{}",
+        text(&deprecated)
+    );
+    service.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_hears_of_changes_on_its_subscription() {
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    let (a, build) = request(&env, "Build one package", "build");
+    let (service, _) = connect(&env, &ws, ProtocolVersion::V_2026_07_28, None).await;
+    assert_eq!(
+        names(&list(&service).await),
+        ["toolsmith_search", "toolsmith_run"]
+    );
+    let mut subscription = tokio::time::timeout(
+        PATIENCE,
+        service
+            .peer()
+            .listen(SubscriptionFilter::builder().tools_list_changed().build()),
+    )
+    .await
+    .expect("listen in time")
+    .expect("listen");
+    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+    approve(&env, &a);
+    let note = tokio::time::timeout(PATIENCE, subscription.next())
+        .await
+        .expect("a notification after the approval")
+        .expect("subscription open")
+        .expect("a notification");
+    assert!(
+        matches!(note, ServerNotification::ToolListChangedNotification(_)),
+        "{note:?}"
+    );
+    assert_eq!(
+        names(&list(&service).await),
+        [build.as_str(), "toolsmith_search", "toolsmith_run"]
+    );
+    let ok = call(&service, &build, json!({"dir": "cli"}))
+        .await
+        .expect("call");
+    assert!(text(&ok).contains("built cli"), "{}", text(&ok));
+    service.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_description_budget_keeps_the_most_used_tools() {
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    let (a, build) = request(&env, "Build one package", "build");
+    let (b, test) = request(&env, "Test one package", "test");
+    approve(&env, &a);
+    approve(&env, &b);
+    // Room for one description ("Build one package" and "Test one package" are 17 and 16).
+    let config = env.write_config("[mcp]\ndescription_budget = 17\n");
+    // The build tool is the one in use: three runs through the CLI.
+    for _ in 0..3 {
+        env.cli()
+            .arg("run")
+            .arg(&build)
+            .args(["--param", "dir=core", "--workspace"])
+            .arg(&ws)
+            .assert()
+            .success();
+    }
+    let (service, _) = connect(
+        &env,
+        &ws,
+        ProtocolVersion::LATEST_WITH_INITIALIZE,
+        Some(&config),
+    )
+    .await;
+    let tools = list(&service).await;
+    assert_eq!(
+        names(&tools),
+        [build.as_str(), "toolsmith_search", "toolsmith_run"]
+    );
+    let search = tools[1].description.as_deref().unwrap_or_default();
+    assert!(
+        search.contains("Registered tools: 2, 1 of them not listed"),
+        "{search}"
+    );
+    // The one left out is found and run through the fixed tools.
+    let found = call(&service, "toolsmith_search", json!({"query": "test"}))
+        .await
+        .expect("search")
+        .structured_content
+        .expect("structured");
+    assert_eq!(found["tools"][0]["name"], test.as_str());
+    let ran = call(
+        &service,
+        "toolsmith_run",
+        json!({"name": test, "arguments": {"dir": "core"}}),
+    )
+    .await
+    .expect("run");
+    assert!(text(&ran).contains("tested core"), "{}", text(&ran));
+    service.cancel().await.expect("close");
+}
+
+/// The official Python SDK (`mcp`, pinned in `tests/requirements-mcp.txt`, installed by
+/// `.ci/run`) drives the server from `tests/mcp_client.py`.
+#[test]
+fn the_official_python_sdk_lists_calls_and_hears_of_an_approval() {
+    let probe = Command::new("python3")
+        .args(["-c", "import mcp"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !probe {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the Python `mcp` package is missing: `.ci/run` installs it (pip install -r tests/requirements-mcp.txt)"
+        );
+        eprintln!(
+            "skipped: the Python `mcp` package is not installed (pip install -r tests/requirements-mcp.txt)"
+        );
+        return;
+    }
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    let (a, build) = request(&env, "Build one package", "build");
+    let (b, test) = request(&env, "Test one package", "test");
+    approve(&env, &a);
+    let mut command = Command::new("python3");
+    env.apply(&mut command);
+    let out = command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py"))
+        .args([
+            env!("CARGO_BIN_EXE_toolsmith"),
+            &env.state().display().to_string(),
+            &build,
+            &test,
+            &b,
+        ])
+        .current_dir(&ws)
+        .output()
+        .expect("run python3");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for step in [
+        "initialized",
+        "listed",
+        "called",
+        "failed as a result",
+        "list changed",
+        "listed the new tool",
+    ] {
+        assert!(stdout.contains(&format!("ok: {step}")), "{stdout}");
+    }
+}
