@@ -78,6 +78,9 @@ fn config_show_prints_values_and_their_origins() {
     max_retries = 4  # default
     daily_token_budget = 2000000  # default
 
+    [mcp]
+    description_budget = 8000  # default
+
     # no [[source]]: the standard locations of Claude Code, Codex, bash, zsh and fish logs that exist are read
     "#);
 

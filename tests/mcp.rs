@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::{PATIENCE, TestEnv, json_of};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientInfo, ProtocolVersion, ServerNotification,
+    CallToolRequestParams, CallToolResult, ClientConfig, ProtocolVersion, ServerNotification,
     SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RunningService};
@@ -64,8 +64,8 @@ struct Client {
 }
 
 impl ClientHandler for Client {
-    fn get_info(&self) -> ClientInfo {
-        ClientInfo::default().with_protocol_version(self.protocol.clone())
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::default().with_protocol_version(self.protocol.clone())
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -146,10 +146,21 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether a query word matches a tool's word: the same, or one a prefix of the other when the
+/// shorter has at least 3 characters (`test` finds `tests` and `testing`, `tests` finds `test`).
+fn matches(wanted: &str, word: &str) -> bool {
+    let (short, long) = if wanted.len() <= word.len() {
+        (wanted, word)
+    } else {
+        (word, wanted)
+    };
+    short == long || (short.chars().count() >= 3 && long.starts_with(short))
+}
+
 /// The ranked tools that match `query`, best match first: each query word found in a tool's
-/// name counts 3, in its description 1 (a word matches as a prefix of a word of the tool, so
-/// `test` finds `tests` and `testing`); tools matching no word are left out; equal matches keep
-/// the rank order. An empty query gives the ranked tools. At most `limit`.
+/// name counts 3, in its description 1 (see [`matches`]); tools matching no word are left
+/// out; equal matches keep the rank order. An empty query gives the ranked tools. At most
+/// `limit`.
 pub fn search<'a>(ranked: &[&'a ToolEntry], query: &str, limit: usize) -> Vec<&'a ToolEntry> {
     let wanted = words(query);
     if wanted.is_empty() {
@@ -164,8 +175,8 @@ pub fn search<'a>(ranked: &[&'a ToolEntry], query: &str, limit: usize) -> Vec<&'
             let score: usize = wanted
                 .iter()
                 .map(|w| {
-                    let in_name = name.iter().any(|n| n.starts_with(w.as_str()));
-                    let in_description = description.iter().any(|d| d.starts_with(w.as_str()));
+                    let in_name = name.iter().any(|n| matches(w, n));
+                    let in_description = description.iter().any(|d| matches(w, d));
                     3 * usize::from(in_name) + usize::from(in_description)
                 })
                 .sum();
@@ -279,6 +290,9 @@ mod tests {
             ["test-core", "run-tests"]
         );
         assert_eq!(names(&search(&ranked, "linter", 10)), ["lint-fix"]);
+        assert_eq!(names(&search(&ranked, "lint", 10)), ["lint-fix"]);
+        // Two letters are no prefix: "ru" does not find "runs".
+        assert!(search(&ranked, "ru", 10).is_empty());
         assert!(search(&ranked, "deploy", 10).is_empty());
         assert_eq!(search(&ranked, "", 2).len(), 2);
         assert_eq!(search(&ranked, "runs", 1).len(), 1);
