@@ -8,6 +8,10 @@
 //! In-process calls and the CLI alternate round by round; figures are medians and the 10th–90th
 //! percentile spread.
 //!
+//! Also `toolsmith mcp` over its stdio protocol with every tool tagged as approved: a session's
+//! first `tools/list` (process start and `initialize` included), then `tools/list` and a
+//! `toolsmith_search` call on the open session, alternating with the rounds above.
+//!
 //! `cargo bench --bench registry_scale` (`TOOLSMITH_BENCH_TOOLS`, default 10000;
 //! `TOOLSMITH_BENCH_ROUNDS`, default 15).
 
@@ -81,6 +85,89 @@ fn dir_bytes(dir: &Path) -> u64 {
         }
     }
     total
+}
+
+/// A `toolsmith mcp` session over pipes, spoken by hand (JSON lines; the client SDKs are tested
+/// in tests/mcp.rs).
+struct Mcp {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    next_id: u64,
+}
+
+impl Mcp {
+    fn start(toolsmith: &str, tmp: &Path, data: &Path) -> Mcp {
+        use std::process::Stdio;
+        let mut child = Command::new(toolsmith)
+            .env("XDG_DATA_HOME", data)
+            .env("XDG_CONFIG_HOME", tmp.join("config"))
+            .env("HOME", tmp.join("home"))
+            .arg("--state")
+            .arg(tmp.join("state"))
+            .arg("mcp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start toolsmith mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut mcp = Mcp {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        };
+        let init = mcp.call(
+            "initialize",
+            serde_json::json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"}
+            }),
+        );
+        assert!(
+            init["result"]["capabilities"]["tools"].is_object(),
+            "{init}"
+        );
+        mcp.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    fn send(&mut self, message: &serde_json::Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// A request and its response (notifications in between are skipped).
+    fn call(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        use std::io::BufRead;
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).expect("read") > 0,
+                "server closed"
+            );
+            let message: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 fn main() {
@@ -171,6 +258,22 @@ fn main() {
     let mut checkout = git2::build::CheckoutBuilder::new();
     checkout.force();
     repo.checkout_head(Some(&mut checkout)).expect("checkout");
+    // Every tool approved: its annotated tag, as `toolsmith approve` makes it.
+    let head = repo
+        .head()
+        .expect("head")
+        .peel(git2::ObjectType::Commit)
+        .expect("commit");
+    for i in 0..tools {
+        repo.tag(
+            &format!("tool-{i:05}/v1.0.0"),
+            &head,
+            &sig,
+            "approved",
+            false,
+        )
+        .expect("tag");
+    }
     println!(
         "registry with {tools} tools written in {:.1} s ({:.1} MiB of objects, loose)",
         started.elapsed().as_secs_f64(),
@@ -219,6 +322,10 @@ fn main() {
     std::thread::sleep(std::time::Duration::from_secs(3));
     let no_socket = tmp_path.join("no-daemon.sock");
     let objects_before = dir_bytes(&dir.join(".git/objects"));
+    let mut mcp = Mcp::start(toolsmith, &tmp_path, &data);
+    let mut mcp_first = Vec::new();
+    let mut mcp_list = Vec::new();
+    let mut mcp_search = Vec::new();
     let mut tools_cli = Vec::new();
     let mut tools_lib = Vec::new();
     let mut approve_cli = Vec::new();
@@ -235,6 +342,36 @@ fn main() {
         let json = serde_json::to_vec(&listed).expect("json");
         assert!(json.len() > tools);
         tools_lib.push(t.elapsed().as_secs_f64() * 1000.0);
+
+        // MCP: a new session's first list, then a list and a search on the open session.
+        let t = Instant::now();
+        let mut fresh = Mcp::start(toolsmith, &tmp_path, &data);
+        let listed = fresh.call("tools/list", serde_json::json!({}));
+        mcp_first.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(
+            listed["result"]["tools"].as_array().map_or(0, Vec::len) > 2,
+            "{listed}"
+        );
+        drop(fresh);
+        let t = Instant::now();
+        let listed = mcp.call("tools/list", serde_json::json!({}));
+        mcp_list.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(listed["result"]["tools"].is_array(), "{listed}");
+        let t = Instant::now();
+        let wanted = tools / 2;
+        let found = mcp.call(
+            "tools/call",
+            serde_json::json!({
+                "name": "toolsmith_search",
+                "arguments": {"query": format!("tool {wanted:05}")}
+            }),
+        );
+        mcp_search.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(
+            found["result"]["structuredContent"]["tools"][0]["name"],
+            format!("tool-{wanted:05}"),
+            "{found}"
+        );
 
         // One approval each way, of a fresh proposal (made first, not timed).
         for way in ["cli", "daemon", "lib"] {
@@ -289,6 +426,19 @@ fn main() {
     summary("Registry::approve (in process)", approve_lib);
     let l = summary("toolsmith --json tools (CLI, end to end)", tools_cli);
     summary("Registry::tools + JSON (in process)", tools_lib);
+    let listed_count = mcp.call("tools/list", serde_json::json!({}))["result"]["tools"]
+        .as_array()
+        .map_or(0, Vec::len);
+    summary(
+        &format!("toolsmith mcp: first tools/list of a session ({listed_count} tools listed)"),
+        mcp_first,
+    );
+    summary("toolsmith mcp: tools/list on an open session", mcp_list);
+    summary(
+        "toolsmith mcp: toolsmith_search on an open session",
+        mcp_search,
+    );
+    drop(mcp);
     println!(
         "goal < 100 ms each: approve (daemon running) {}, tools {}",
         if a < 100.0 { "met" } else { "NOT met" },

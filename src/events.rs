@@ -71,6 +71,11 @@ impl EventBus {
     pub fn published(&self) -> u64 {
         self.next_seq.load(std::sync::atomic::Ordering::Relaxed)
     }
+
+    /// How many receivers listen: the daemon's own stages and each subscribed connection.
+    pub fn receivers(&self) -> usize {
+        self.sender.receiver_count()
+    }
 }
 
 #[cfg(test)]

@@ -329,6 +329,28 @@ async fn agents_list_call_and_search_tools_and_see_the_registry_change() {
         "{}",
         text(&deprecated)
     );
+    // A `git revert` by hand of the deprecation brings the tool back.
+    let reverted = Command::new("git")
+        .arg("-C")
+        .arg(env.path().join("data/toolsmith/registry"))
+        .args(["revert", "--no-edit", "HEAD"])
+        .env("GIT_AUTHOR_NAME", "Ada Reviewer")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada Reviewer")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .env("HOME", env.path().join("home"))
+        .output()
+        .expect("git revert");
+    assert!(
+        reverted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reverted.stderr)
+    );
+    wait_changed(&changed, "a git revert by hand").await;
+    assert_eq!(
+        names(&list(&service).await),
+        [build.as_str(), "toolsmith_search", "toolsmith_run"]
+    );
     service.cancel().await.expect("close");
 }
 

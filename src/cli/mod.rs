@@ -6,6 +6,7 @@
 
 mod doctor;
 mod generate;
+mod health;
 mod ingest;
 mod install;
 mod mcp;
@@ -170,6 +171,13 @@ pub enum Command {
         /// The directory the tool works on, when its profile grants one (default: here).
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
+    },
+    /// How the approved tools do in use: score, status, error classes and the most frequent
+    /// errors, from their recorded runs (one tool: each version it was run at).
+    Health {
+        /// One tool.
+        #[arg(value_name = "NAME")]
+        name: Option<String>,
     },
     /// Check every tag and every tool on main against its manifest and digest.
     Verify,
@@ -432,6 +440,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Sync { remote } => registry::sync(cli, remote.as_deref(), &mut out),
         Command::Export(ExportCommand::Skills { to }) => registry::export_skills(cli, to, &mut out),
         Command::Verify => registry::verify(cli, &mut out, style),
+        Command::Health { name } => health::health(cli, name.as_deref(), &mut out, style),
         Command::Rollback { name } => registry::rollback(cli, name, &mut out),
         Command::Deprecate {
             name,

@@ -33,9 +33,9 @@ impl From<ReviewError> for Failure {
 
 /// The registry a command works on, with the configuration and the store (when there is one).
 pub(super) struct Opened {
-    config: Config,
-    registry: Registry,
-    store: Option<rusqlite::Connection>,
+    pub(super) config: Config,
+    pub(super) registry: Registry,
+    pub(super) store: Option<rusqlite::Connection>,
 }
 
 /// Opens (creating on first use) the configured registry, finishes what a crash interrupted,

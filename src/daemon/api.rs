@@ -153,6 +153,7 @@ impl DaemonApi {
         let mut counters = self.stats.to_json();
         if let Value::Object(map) = &mut counters {
             map.insert("events_published".into(), self.events.published().into());
+            map.insert("event_receivers".into(), self.events.receivers().into());
             map.insert(
                 "config_reloads".into(),
                 self.reloads.load(Ordering::Relaxed).into(),

@@ -157,9 +157,10 @@ fn matches(wanted: &str, word: &str) -> bool {
     short == long || (short.chars().count() >= 3 && long.starts_with(short))
 }
 
-/// The ranked tools that match `query`, best match first: each query word found in a tool's
-/// name counts 3, in its description 1 (see [`matches`]); tools matching no word are left
-/// out; equal matches keep the rank order. An empty query gives the ranked tools. At most
+/// The ranked tools that match `query`, best match first: each query word counts 3 when it is
+/// a word of the tool's name, 2 when it matches one as a prefix (see [`matches`]), and 1 more
+/// when it matches a word of the description; tools matching no word are left out; equal
+/// matches keep the rank order. An empty query gives the ranked tools. At most
 /// `limit`.
 pub fn search<'a>(ranked: &[&'a ToolEntry], query: &str, limit: usize) -> Vec<&'a ToolEntry> {
     let wanted = words(query);
@@ -175,9 +176,15 @@ pub fn search<'a>(ranked: &[&'a ToolEntry], query: &str, limit: usize) -> Vec<&'
             let score: usize = wanted
                 .iter()
                 .map(|w| {
-                    let in_name = name.iter().any(|n| matches(w, n));
+                    let in_name = if name.contains(w) {
+                        3
+                    } else if name.iter().any(|n| matches(w, n)) {
+                        2
+                    } else {
+                        0
+                    };
                     let in_description = description.iter().any(|d| matches(w, d));
-                    3 * usize::from(in_name) + usize::from(in_description)
+                    in_name + usize::from(in_description)
                 })
                 .sum();
             (score > 0).then_some((score, position, *t))
@@ -281,9 +288,10 @@ mod tests {
             entry("fmt", "Formats the code."),
         ];
         let ranked: Vec<&ToolEntry> = tools.iter().collect();
+        // "tests" is a word of run-tests' name, a longer form of test-core's.
         assert_eq!(
             names(&search(&ranked, "tests", 10)),
-            ["test-core", "run-tests"]
+            ["run-tests", "test-core"]
         );
         assert_eq!(
             names(&search(&ranked, "Test core", 10)),
@@ -296,6 +304,10 @@ mod tests {
         assert!(search(&ranked, "deploy", 10).is_empty());
         assert_eq!(search(&ranked, "", 2).len(), 2);
         assert_eq!(search(&ranked, "runs", 1).len(), 1);
+        // A whole word beats a prefix: "00150" is tool-00150, not tool-001.
+        let numbered = [entry("tool-001", "x"), entry("tool-00150", "x")];
+        let ranked: Vec<&ToolEntry> = numbered.iter().collect();
+        assert_eq!(names(&search(&ranked, "tool 00150", 10))[0], "tool-00150");
     }
 
     #[test]

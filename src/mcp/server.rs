@@ -16,6 +16,7 @@
 //!   goes to the client, on the session (protocol versions with `initialize`) and on every
 //!   `subscriptions/listen` subscription that asked for it (2026-07-28).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,11 +33,11 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::catalog::{self, Usage};
-use crate::health::executions::Caller;
+use crate::health::executions::{Caller, Execution};
 use crate::registry::manifest::{Manifest, OutputKind, WorkspaceAccess};
 use crate::registry::repo::{Registry, RegistryError, ToolEntry};
 use crate::registry::run::{self, RunError, RunRecorder, RunRequest, ToolRun};
-use crate::sandbox::{Exit, SandboxPolicy};
+use crate::sandbox::{Exit, LimitHit, SandboxPolicy};
 use crate::store;
 
 /// The fixed tool that finds registered tools by words.
@@ -94,6 +95,11 @@ struct Inner {
     store: Mutex<Option<rusqlite::Connection>>,
     /// Open `subscriptions/listen` subscriptions to tool list changes.
     subscriptions: Mutex<Vec<SubscriptionSink>>,
+    /// Tool definitions already built, by name, with the tree they were built from: a listing
+    /// reads only the manifests that changed since the last one.
+    definitions: Mutex<HashMap<String, (String, Tool)>>,
+    /// Approval times already read, by tag object.
+    approvals: Mutex<HashMap<git2::Oid, i64>>,
 }
 
 /// The active tools, best first, with the registry they were read from.
@@ -111,6 +117,8 @@ impl McpServer {
                 settings,
                 store: Mutex::new(None),
                 subscriptions: Mutex::new(Vec::new()),
+                definitions: Mutex::new(HashMap::new()),
+                approvals: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -154,7 +162,13 @@ impl Inner {
     fn catalog(&self) -> Result<Catalog, RegistryError> {
         let registry = self.registry()?;
         let tools = registry.tools()?;
-        let approved = registry.approval_times();
+        let approved = {
+            let mut known = match self.approvals.lock() {
+                Ok(k) => k,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            registry.approval_times(&mut known)
+        };
         let now_ms = jiff::Timestamp::now().as_millisecond();
         let usage = self.with_store(|conn| {
             conn.map(|c| Usage::load(c, now_ms))
@@ -178,9 +192,23 @@ impl Inner {
         let ranked: Vec<&ToolEntry> = catalog.ranked.iter().collect();
         let listing = catalog::fit(&ranked, self.settings.description_budget);
         let mut tools = Vec::with_capacity(listing.listed.len() + 2);
+        let mut definitions = match self.definitions.lock() {
+            Ok(d) => d,
+            Err(poisoned) => poisoned.into_inner(),
+        };
         for entry in &listing.listed {
+            if let Some((tree, tool)) = definitions.get(&entry.name)
+                && *tree == entry.tree
+            {
+                tools.push(tool.clone());
+                continue;
+            }
             match catalog.registry.tool(&entry.name).map(|e| e.manifest) {
-                Ok(Some(manifest)) => tools.push(mcp_tool(&manifest)),
+                Ok(Some(manifest)) => {
+                    let tool = mcp_tool(&manifest);
+                    definitions.insert(entry.name.clone(), (entry.tree.clone(), tool.clone()));
+                    tools.push(tool);
+                }
                 Ok(None) => {}
                 Err(e) => tracing::warn!("{} is not listed: {e}", entry.name),
             }
@@ -430,14 +458,36 @@ fn object_schema(schema: Value) -> JsonObject {
     }
 }
 
-/// A finished run as a tool result: the output, structured when the tool prints a JSON object;
-/// a failed run an error result that says how it failed and shows what it printed.
+/// A finished run as a tool result.
 fn run_result(done: &ToolRun) -> CallToolResult {
-    let stdout = String::from_utf8_lossy(&done.report.stdout.bytes);
-    let stderr = String::from_utf8_lossy(&done.report.stderr.bytes);
-    let e = &done.execution;
+    result_of(&Finished {
+        output: done.manifest.interface.output,
+        execution: &done.execution,
+        exit: done.report.exit,
+        limit: done.report.limit,
+        stdout: &done.report.stdout.bytes,
+        stderr: &done.report.stderr.bytes,
+    })
+}
+
+/// What a result is made of.
+struct Finished<'a> {
+    output: OutputKind,
+    execution: &'a Execution,
+    exit: Exit,
+    limit: Option<LimitHit>,
+    stdout: &'a [u8],
+    stderr: &'a [u8],
+}
+
+/// The output, structured when the tool prints a JSON object; a failed run an error result
+/// that says how it failed and shows what it printed.
+fn result_of(run: &Finished<'_>) -> CallToolResult {
+    let stdout = String::from_utf8_lossy(run.stdout);
+    let stderr = String::from_utf8_lossy(run.stderr);
+    let e = run.execution;
     if e.ok {
-        if done.manifest.interface.output == OutputKind::Json
+        if run.output == OutputKind::Json
             && let Ok(value @ Value::Object(_)) = serde_json::from_str::<Value>(&stdout)
         {
             return CallToolResult::structured(value);
@@ -452,7 +502,7 @@ fn run_result(done: &ToolRun) -> CallToolResult {
         }
         return CallToolResult::success(content);
     }
-    let how = match (done.report.limit, done.report.exit) {
+    let how = match (run.limit, run.exit) {
         (Some(limit), _) => format!("was stopped: its {} limit was hit", limit.as_str()),
         (None, Exit::Code(code)) => format!("failed with exit status {code}"),
         (None, Exit::Signal(signal)) => format!("was killed by signal {signal}"),
@@ -650,5 +700,107 @@ async fn watch_registry(server: McpServer, peer: Peer<RoleServer>) {
         {
             subscriptions.retain(|s| !closed.contains(s.id()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::health::classify::ErrorClass;
+
+    fn execution(ok: bool) -> Execution {
+        Execution {
+            tool: "lint-fix".into(),
+            version: "1.2.0".into(),
+            caller: Caller::Mcp,
+            started_ms: 0,
+            duration_ms: 42,
+            ok,
+            exit_code: Some(if ok { 0 } else { 1 }),
+            signal: None,
+            limit_hit: None,
+            error_class: (!ok).then_some(ErrorClass::CodeError),
+            error_excerpt: None,
+            peak_memory_kb: None,
+        }
+    }
+
+    fn text(result: &CallToolResult) -> String {
+        result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn a_json_tool_gives_structured_content_and_a_text_tool_its_text() {
+        let ok = execution(true);
+        let object = result_of(&Finished {
+            output: OutputKind::Json,
+            execution: &ok,
+            exit: Exit::Code(0),
+            limit: None,
+            stdout: br#"{"failing": ["a", "b"]}"#,
+            stderr: b"",
+        });
+        assert_eq!(object.is_error, Some(false));
+        assert_eq!(
+            object.structured_content,
+            Some(json!({"failing": ["a", "b"]}))
+        );
+        // MCP's structured content is an object: an array stays text.
+        let array = result_of(&Finished {
+            output: OutputKind::Json,
+            execution: &ok,
+            exit: Exit::Code(0),
+            limit: None,
+            stdout: b"[1, 2]",
+            stderr: b"",
+        });
+        assert_eq!(array.structured_content, None);
+        assert_eq!(text(&array), "[1, 2]");
+        let plain = result_of(&Finished {
+            output: OutputKind::Text,
+            execution: &ok,
+            exit: Exit::Code(0),
+            limit: None,
+            stdout: b"",
+            stderr: b"warning: slow\n",
+        });
+        assert_eq!(text(&plain), "(no output)\nstderr:\nwarning: slow\n");
+    }
+
+    #[test]
+    fn a_failed_run_says_how_it_failed_and_shows_its_output() {
+        let failed = execution(false);
+        let exited = result_of(&Finished {
+            output: OutputKind::Text,
+            execution: &failed,
+            exit: Exit::Code(1),
+            limit: None,
+            stdout: b"partial\n",
+            stderr: b"error: no such file\n",
+        });
+        assert_eq!(exited.is_error, Some(true));
+        assert_eq!(
+            text(&exited),
+            "lint-fix 1.2.0 failed with exit status 1 after 42 ms (error class: code_error).\n\n\
+             stderr:\nerror: no such file\n\nstdout:\npartial"
+        );
+        let stopped = result_of(&Finished {
+            output: OutputKind::Json,
+            execution: &failed,
+            exit: Exit::Signal(9),
+            limit: Some(LimitHit::Memory),
+            stdout: b"",
+            stderr: b"",
+        });
+        assert!(
+            text(&stopped).starts_with("lint-fix 1.2.0 was stopped: its memory limit was hit"),
+            "{}",
+            text(&stopped)
+        );
     }
 }

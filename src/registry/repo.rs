@@ -49,6 +49,24 @@ const JOURNAL: &str = "toolsmith-landing.json";
 const LISTING_CACHE: &str = "toolsmith-tools.cache";
 /// The lock toolsmith processes take turns on, inside the git directory.
 const LOCK: &str = "toolsmith.lock";
+
+/// Present in the git directory while a toolsmith process holds [`Registry::exclusive`]: found
+/// by the next holder, it means the last one died mid-change.
+const BUSY: &str = "toolsmith-busy";
+
+/// A turn at changing the registry; dropping it ends the turn.
+pub(super) struct Turn {
+    _flock: nix::fcntl::Flock<std::fs::File>,
+    marker: PathBuf,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        // Before the flock is released (fields drop after this): the next holder must not see
+        // a marker of a turn that ended well.
+        let _ = std::fs::remove_file(&self.marker);
+    }
+}
 /// How old a git lock file must be, with no toolsmith at work, to be taken as left by a crash.
 const STALE_LOCK: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -1050,6 +1068,11 @@ impl Registry {
                 Err(e) if e.code() == ErrorCode::Exists => {}
                 Err(e) => return Err(self.git(&format!("create tag {tag}"), Err(e))?),
             }
+            // One loose file per tag makes every walk of the refs cost as many files as there
+            // are tool versions; packed, they are one file (as `git pack-refs` leaves them).
+            if let Err(e) = self.repo.refdb_compress() {
+                tracing::warn!("the registry's refs were not packed: {e}");
+            }
         }
         Ok(tag)
     }
@@ -1125,8 +1148,28 @@ impl Registry {
     }
 
     /// Holds the registry for one change: toolsmith processes (the CLI and the daemon) take
-    /// turns; the kernel releases the lock when a holder dies, however it dies.
-    pub(super) fn exclusive(&self) -> Result<nix::fcntl::Flock<std::fs::File>, RegistryError> {
+    /// turns; the kernel releases the lock when a holder dies, however it dies. A holder that
+    /// died mid-change leaves the [`BUSY`] marker, and only then are the git lock files it may
+    /// have left looked for (a walk of the refs, too costly for every command).
+    pub(super) fn exclusive(&self) -> Result<Turn, RegistryError> {
+        let flock = self.flock()?;
+        let marker = self.repo.path().join(BUSY);
+        if marker.exists() {
+            self.clear_stale_locks();
+        }
+        if let Err(source) = std::fs::write(&marker, b"") {
+            return Err(RegistryError::Io {
+                path: marker,
+                source,
+            });
+        }
+        Ok(Turn {
+            _flock: flock,
+            marker,
+        })
+    }
+
+    fn flock(&self) -> Result<nix::fcntl::Flock<std::fs::File>, RegistryError> {
         let path = self.repo.path().join(LOCK);
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -1394,7 +1437,6 @@ impl Registry {
 
     /// [`Registry::reconcile`], for a caller that holds [`Registry::exclusive`].
     pub(super) fn reconcile_locked(&self) -> Result<Reconciled, RegistryError> {
-        self.clear_stale_locks();
         let mut out = Reconciled::default();
         let file = self.repo.path().join(JOURNAL);
         if let Ok(text) = std::fs::read_to_string(&file) {
@@ -1674,30 +1716,44 @@ impl Registry {
     }
 
     /// When each approved version was tagged: `(name, version)` → Unix milliseconds of its
-    /// annotated tag (one pass over the tags; lightweight or unreadable tags are left out).
-    pub fn approval_times(&self) -> BTreeMap<(String, String), i64> {
+    /// annotated tag (lightweight or unreadable tags are left out). `known` keeps the times
+    /// read before, by tag object: a long-lived caller peels only the tags made since.
+    pub fn approval_times(
+        &self,
+        known: &mut std::collections::HashMap<Oid, i64>,
+    ) -> BTreeMap<(String, String), i64> {
         let mut times = BTreeMap::new();
         let Ok(refs) = self.repo.references_glob("refs/tags/*/v*") else {
             return times;
         };
         for reference in refs.flatten() {
-            let Ok(short) = reference.shorthand() else {
+            let (Ok(short), Some(target)) = (reference.shorthand(), reference.target()) else {
                 continue;
             };
             let Some((name, version)) = short.split_once("/v") else {
                 continue;
             };
-            if let Some(tagger) = reference
-                .peel(ObjectType::Tag)
-                .ok()
-                .and_then(|o| o.into_tag().ok())
-                .and_then(|t| t.tagger().map(|s| s.when().seconds()))
-            {
-                times.insert((name.to_owned(), version.to_owned()), tagger * 1000);
+            let time = match known.get(&target) {
+                Some(t) => Some(*t),
+                None => {
+                    let t = self
+                        .repo
+                        .find_tag(target)
+                        .ok()
+                        .and_then(|t| t.tagger().map(|s| s.when().seconds() * 1000));
+                    if let Some(t) = t {
+                        known.insert(target, t);
+                    }
+                    t
+                }
+            };
+            if let Some(t) = time {
+                times.insert((name.to_owned(), version.to_owned()), t);
             }
         }
         times
     }
+
     /// A tool ready to run: its manifest read and checked, its files on `main` matching the
     /// digest it was validated with, and its directory on disk holding exactly those files.
     pub fn runnable(&self, name: &str) -> Result<(Manifest, PathBuf), RegistryError> {
