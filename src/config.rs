@@ -178,6 +178,8 @@ pub struct Config {
     pub llm: LlmConfig,
     /// The MCP server.
     pub mcp: McpSettings,
+    /// What runs on events.
+    pub events: EventSettings,
     /// `[[source]]` tables; empty means: the standard locations of known agents and shells.
     pub sources: Vec<SourceSetting>,
 }
@@ -214,6 +216,16 @@ pub struct MineSettings {
     pub schedule: Setting<String>,
     /// The daemon also mines once this many new actions have been stored since the last run.
     pub after_new_actions: Setting<u32>,
+}
+
+/// A command run on events (`[events]`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EventSettings {
+    /// The program and its arguments, run with each chosen event as JSON on stdin (empty:
+    /// nothing runs).
+    pub on_event: Setting<Vec<String>>,
+    /// The event kinds that run it, as prefixes (`tool.` is every tool event).
+    pub on_event_kinds: Setting<Vec<String>>,
 }
 
 /// The MCP server (`[mcp]`).
@@ -307,6 +319,9 @@ impl Config {
                 toml::Value::Integer(setting.value.into()),
                 &setting.origin,
             )
+        }
+        fn strings(values: &[String]) -> toml::Value {
+            toml::Value::Array(values.iter().cloned().map(toml::Value::String).collect())
         }
         let d = &self.daemon;
         let p = &self.paths;
@@ -409,6 +424,16 @@ impl Config {
             int("llm.max_retries", &self.llm.max_retries),
             int("llm.daily_token_budget", &self.llm.daily_token_budget),
             int("mcp.description_budget", &self.mcp.description_budget),
+            (
+                "events.on_event",
+                strings(&self.events.on_event.value),
+                &self.events.on_event.origin,
+            ),
+            (
+                "events.on_event_kinds",
+                strings(&self.events.on_event_kinds.value),
+                &self.events.on_event_kinds.origin,
+            ),
         ]
     }
 
@@ -573,6 +598,8 @@ struct RawConfig {
     llm: RawLlm,
     #[serde(default)]
     mcp: RawMcp,
+    #[serde(default)]
+    events: RawEvents,
     #[serde(default, rename = "source")]
     sources: Vec<Spanned<RawSource>>,
 }
@@ -619,6 +646,13 @@ struct RawLlm {
     timeout_s: Option<Spanned<u32>>,
     max_retries: Option<Spanned<u32>>,
     daily_token_budget: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEvents {
+    on_event: Option<Spanned<Vec<String>>>,
+    on_event_kinds: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -818,6 +852,21 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
             (&g.max_per_run, "generate.max_per_run", 1, 1000),
         ],
     )?;
+    if let Some(command) = &raw.events.on_event
+        && command
+            .get_ref()
+            .first()
+            .is_some_and(|p| p.trim().is_empty())
+    {
+        return Err(invalid(
+            path,
+            text,
+            command,
+            "events.on_event",
+            "the program is empty: write it as a list, e.g. [\"logger\", \"-t\", \"toolsmith\"]"
+                .to_owned(),
+        ));
+    }
     check_ranges(
         path,
         text,
@@ -1141,6 +1190,14 @@ fn resolve(
     let mcp = McpSettings {
         description_budget: pick(&raw.mcp.description_budget, 8000, &from_file),
     };
+    let events = EventSettings {
+        on_event: pick(&raw.events.on_event, Vec::new(), &from_file),
+        on_event_kinds: pick(
+            &raw.events.on_event_kinds,
+            vec!["candidate.proposed".to_owned(), "tool.".to_owned()],
+            &from_file,
+        ),
+    };
     let sources = raw
         .sources
         .iter()
@@ -1166,6 +1223,7 @@ fn resolve(
         generate,
         llm,
         mcp,
+        events,
         sources,
     })
 }
@@ -1352,6 +1410,13 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # two fixed tools, toolsmith_search and toolsmith_run.
 # description_budget = 8000
 
+[events]
+# A command run for each event of the chosen kinds, with the event as JSON on its stdin (and its
+# kind in $TOOLSMITH_EVENT); at most 4 at once, each killed after 30 s. `toolsmith watch` shows
+# the events as they happen.
+# on_event = ["sh", "-c", "notify-send toolsmith \"$TOOLSMITH_EVENT\""]
+# on_event_kinds = ["candidate.proposed", "tool."]
+
 # Log sources. Without any [[source]] table, the standard locations that exist are read:
 # ~/.claude/projects (claude-code), ~/.codex/sessions (codex), ~/.bash_history (bash),
 # ~/.zsh_history (zsh), ~/.local/share/fish/fish_history (fish). toolsmith's own log of tool runs
@@ -1531,6 +1596,22 @@ mod tests {
         let err = load_text("[paths]\nstate = \"relative/dir\"\n").expect_err("refused");
         assert!(err.to_string().contains("absolute path"), "{err}");
         assert!(err.to_string().contains(":2:"), "{err}");
+    }
+
+    #[test]
+    fn on_event_is_a_program_with_arguments() {
+        let config = load_text(
+            "[events]\non_event = [\"notify-send\", \"toolsmith\"]\non_event_kinds = [\"tool.\"]\n",
+        )
+        .expect("valid");
+        assert_eq!(config.events.on_event.value, ["notify-send", "toolsmith"]);
+        assert_eq!(config.events.on_event_kinds.value, ["tool."]);
+        let err = load_text("[events]\non_event = [\" \"]\n").expect_err("refused");
+        assert!(err.to_string().contains("events.on_event"), "{err}");
+        assert!(err.to_string().contains(":2:"), "{err}");
+        let err =
+            load_text("[events]\non_event = \"notify-send toolsmith\"\n").expect_err("refused");
+        assert!(err.to_string().contains("events.on_event"), "{err}");
     }
 
     #[test]

@@ -81,6 +81,10 @@ fn config_show_prints_values_and_their_origins() {
     [mcp]
     description_budget = 8000  # default
 
+    [events]
+    on_event = []  # default
+    on_event_kinds = ["candidate.proposed", "tool."]  # default
+
     # no [[source]]: the standard locations of Claude Code, Codex, bash, zsh and fish logs that exist are read
     "#);
 

@@ -246,3 +246,58 @@ fn watch_prints_the_daemons_events_as_they_happen() {
     let status = watch.wait().expect("watch ends");
     assert!(status.success(), "{status}");
 }
+
+#[test]
+fn on_event_runs_the_configured_command_with_the_event_on_stdin() {
+    let env = TestEnv::new();
+    let received = env.path().join("received");
+    std::fs::create_dir(&received).expect("mkdir");
+    // Each event the command sees is written to its own file, named by its kind.
+    let script = format!("cat > \"{}/$TOOLSMITH_EVENT-$$.json\"", received.display());
+    let config = env.write_config(&format!(
+        "[events]\non_event = [\"sh\", \"-c\", {script:?}]\non_event_kinds = [\"tool.approved\"]\n"
+    ));
+    let mut cmd = env.daemon_command();
+    cmd.arg("--config").arg(&config);
+    let _daemon = common::Daemon::start(&env, cmd);
+    let tool = approved_tool(&env);
+
+    let deadline = std::time::Instant::now() + common::PATIENCE;
+    let file = loop {
+        let found: Vec<_> = std::fs::read_dir(&received)
+            .expect("read dir")
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| std::fs::read_to_string(p).is_ok_and(|text| text.ends_with('\n')))
+            .collect();
+        if let Some(file) = found.first() {
+            break file.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the on_event command never ran"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let name = file
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.starts_with("tool.approved-"), "{name}");
+    let event: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("JSON");
+    assert_eq!(event["kind"], "tool.approved", "{event}");
+    assert_eq!(event["data"]["name"], tool.as_str(), "{event}");
+    // candidate.proposed happened too, but was not chosen.
+    std::thread::sleep(Duration::from_millis(300));
+    let kinds: Vec<String> = std::fs::read_dir(&received)
+        .expect("read dir")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        kinds.iter().all(|k| k.starts_with("tool.approved-")),
+        "{kinds:?}"
+    );
+}

@@ -10,6 +10,7 @@ mod api;
 mod jobs;
 pub mod listener;
 pub mod lock;
+mod on_event;
 mod registry_watch;
 
 use std::path::PathBuf;
@@ -201,6 +202,13 @@ async fn serve(
 
     let registry_task = tokio::spawn(registry_watch::run(
         store.clone(),
+        events.clone(),
+        api.config_changes(),
+        shutdown_rx_for_jobs.clone(),
+    ));
+
+    // Ends with the process: it only starts commands, which the timeout bounds.
+    tokio::spawn(on_event::run(
         events.clone(),
         api.config_changes(),
         shutdown_rx_for_jobs.clone(),
