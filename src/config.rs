@@ -180,6 +180,11 @@ pub struct Config {
     pub mcp: McpSettings,
     /// What runs on events.
     pub events: EventSettings,
+    /// When the health stage checks, heals and rolls back (`[health]`; its judgments are the
+    /// policy file's).
+    pub health: HealthSettings,
+    /// When the registry is synced with its remote (`[sync]`).
+    pub sync: SyncSettings,
     /// `[[source]]` tables; empty means: the standard locations of known agents and shells.
     pub sources: Vec<SourceSetting>,
 }
@@ -226,6 +231,20 @@ pub struct EventSettings {
     pub on_event: Setting<Vec<String>>,
     /// The event kinds that run it, as prefixes (`tool.` is every tool event).
     pub on_event_kinds: Setting<Vec<String>>,
+}
+
+/// When the health stage runs (`[health]`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HealthSettings {
+    /// A 5-field crontab line.
+    pub schedule: Setting<String>,
+}
+
+/// When the registry is synced (`[sync]`): only when it has a remote.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SyncSettings {
+    /// A 5-field crontab line.
+    pub schedule: Setting<String>,
 }
 
 /// The MCP server (`[mcp]`).
@@ -434,6 +453,16 @@ impl Config {
                 strings(&self.events.on_event_kinds.value),
                 &self.events.on_event_kinds.origin,
             ),
+            (
+                "health.schedule",
+                toml::Value::String(self.health.schedule.value.clone()),
+                &self.health.schedule.origin,
+            ),
+            (
+                "sync.schedule",
+                toml::Value::String(self.sync.schedule.value.clone()),
+                &self.sync.schedule.origin,
+            ),
         ]
     }
 
@@ -600,6 +629,10 @@ struct RawConfig {
     mcp: RawMcp,
     #[serde(default)]
     events: RawEvents,
+    #[serde(default)]
+    health: RawSchedule,
+    #[serde(default)]
+    sync: RawSchedule,
     #[serde(default, rename = "source")]
     sources: Vec<Spanned<RawSource>>,
 }
@@ -653,6 +686,12 @@ struct RawLlm {
 struct RawEvents {
     on_event: Option<Spanned<Vec<String>>>,
     on_event_kinds: Option<Spanned<Vec<String>>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSchedule {
+    schedule: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -831,16 +870,22 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
             ),
         ));
     }
-    if let Some(schedule) = &m.schedule
-        && let Err(err) = crate::schedule::Schedule::parse(schedule.get_ref())
-    {
-        return Err(invalid(
-            path,
-            text,
-            schedule,
-            "mine.schedule",
-            format!("{err}; write 5 crontab fields, e.g. \"*/15 * * * *\""),
-        ));
+    for (schedule, key) in [
+        (&m.schedule, "mine.schedule"),
+        (&raw.health.schedule, "health.schedule"),
+        (&raw.sync.schedule, "sync.schedule"),
+    ] {
+        if let Some(schedule) = schedule
+            && let Err(err) = crate::schedule::Schedule::parse(schedule.get_ref())
+        {
+            return Err(invalid(
+                path,
+                text,
+                schedule,
+                key,
+                format!("{err}; write 5 crontab fields, e.g. \"*/15 * * * *\""),
+            ));
+        }
     }
     let g = &raw.generate;
     check_ranges(
@@ -1198,6 +1243,12 @@ fn resolve(
             &from_file,
         ),
     };
+    let health = HealthSettings {
+        schedule: pick(&raw.health.schedule, "0 */4 * * *".to_owned(), &from_file),
+    };
+    let sync = SyncSettings {
+        schedule: pick(&raw.sync.schedule, "*/30 * * * *".to_owned(), &from_file),
+    };
     let sources = raw
         .sources
         .iter()
@@ -1224,6 +1275,8 @@ fn resolve(
         llm,
         mcp,
         events,
+        health,
+        sync,
         sources,
     })
 }
@@ -1416,6 +1469,18 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # the events as they happen.
 # on_event = ["sh", "-c", "notify-send toolsmith \"$TOOLSMITH_EVENT\""]
 # on_event_kinds = ["candidate.proposed", "tool."]
+
+[health]
+# When the daemon checks the tools in use (5 crontab fields, local time): scores each, rolls back
+# a new version that fails clearly more than the one before, generates repairs of failing tools,
+# and proposes deprecating unused tools and merging duplicates. What counts as failing, which
+# errors are healed and whether rollback is automatic are in the policy file's [health] table.
+# schedule = "0 */4 * * *"
+
+[sync]
+# When the daemon syncs the registry with its git remote, if it has one (`toolsmith sync
+# --remote URL` sets it).
+# schedule = "*/30 * * * *"
 
 # Log sources. Without any [[source]] table, the standard locations that exist are read:
 # ~/.claude/projects (claude-code), ~/.codex/sessions (codex), ~/.bash_history (bash),

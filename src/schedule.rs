@@ -354,6 +354,75 @@ pub fn until(from: Timestamp, to: Timestamp) -> String {
     }
 }
 
+/// A job's run, as recorded in the store for `toolsmith schedule`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct JobRun {
+    /// The job.
+    pub job: String,
+    /// What started it: `schedule`, `demand` or `pending`.
+    pub trigger: String,
+    /// When it started (Unix ms).
+    pub started_ms: i64,
+    /// When it ended (Unix ms); `None` while it runs, or when the daemon died during it.
+    pub finished_ms: Option<i64>,
+    /// Whether it succeeded.
+    pub ok: Option<bool>,
+    /// What it did, or why it failed.
+    pub summary: Option<String>,
+}
+
+/// Records the start of a run of `job`; returns the run's id for [`record_end`].
+pub fn record_start(
+    conn: &rusqlite::Connection,
+    job: &str,
+    trigger: &str,
+    at: Timestamp,
+) -> Result<i64, crate::store::StoreError> {
+    conn.prepare_cached("INSERT INTO job_runs (job, trigger, started_ms) VALUES (?1, ?2, ?3)")?
+        .execute(rusqlite::params![job, trigger, at.as_millisecond()])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Records how run `id` ended.
+pub fn record_end(
+    conn: &rusqlite::Connection,
+    id: i64,
+    at: Timestamp,
+    outcome: &Outcome,
+) -> Result<(), crate::store::StoreError> {
+    conn.prepare_cached(
+        "UPDATE job_runs SET finished_ms = ?2, ok = ?3, summary = ?4 WHERE id = ?1",
+    )?
+    .execute(rusqlite::params![
+        id,
+        at.as_millisecond(),
+        outcome.ok,
+        outcome.summary
+    ])?;
+    Ok(())
+}
+
+/// The newest run of each job.
+pub fn last_runs(conn: &rusqlite::Connection) -> Result<Vec<JobRun>, crate::store::StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT job, trigger, started_ms, finished_ms, ok, summary FROM job_runs
+         WHERE id IN (SELECT max(id) FROM job_runs GROUP BY job) ORDER BY job",
+    )?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(JobRun {
+                job: r.get(0)?,
+                trigger: r.get(1)?,
+                started_ms: r.get(2)?,
+                finished_ms: r.get(3)?,
+                ok: r.get(4)?,
+                summary: r.get(5)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?;
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -85,6 +85,12 @@ fn config_show_prints_values_and_their_origins() {
     on_event = []  # default
     on_event_kinds = ["candidate.proposed", "tool."]  # default
 
+    [health]
+    schedule = "0 */4 * * *"  # default
+
+    [sync]
+    schedule = "*/30 * * * *"  # default
+
     # no [[source]]: the standard locations of Claude Code, Codex, bash, zsh and fish logs that exist are read
     "#);
 

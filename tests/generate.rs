@@ -1038,6 +1038,8 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
         examples: Vec::new(),
         median_ms: None,
         keys: Vec::new(),
+        heal: None,
+        regression_cases: Vec::new(),
     };
     if recovery {
         spec.origin = Origin::ErrorRecovery;

@@ -171,6 +171,23 @@ pub(super) fn new(
     print_report(cli, &report, true, out, style)
 }
 
+/// `toolsmith heal NAME`.
+pub(super) fn heal(
+    cli: &Cli,
+    name: &str,
+    out: &mut impl Write,
+    style: Style,
+) -> Result<(), Failure> {
+    let report = run_job(
+        cli,
+        Job::Heal {
+            tool: name.to_owned(),
+            manual: true,
+        },
+    )?;
+    print_report(cli, &report, true, out, style)
+}
+
 fn read_store(cli: &Cli) -> Result<(rusqlite::Connection, std::path::PathBuf), Failure> {
     let config = load_config(cli)?;
     let path = config.store_path();

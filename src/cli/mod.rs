@@ -178,7 +178,20 @@ pub enum Command {
         /// One tool.
         #[arg(value_name = "NAME")]
         name: Option<String>,
+        /// Run the health check now, as the daemon does on its schedule: roll back regressions,
+        /// make repairs of failing tools, propose deprecations and merges.
+        #[arg(long, conflicts_with = "name")]
+        check: bool,
     },
+    /// Make a repair of a failing tool now: a new version, validated with regression cases
+    /// from its failed runs, proposed for review.
+    Heal {
+        /// The tool.
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// The daemon's scheduled jobs: when each last ran, how that went, when it runs next.
+    Schedule,
     /// Check every tag and every tool on main against its manifest and digest.
     Verify,
     /// Revert the commit that brought a tool's current version (a new commit on main).
@@ -440,7 +453,10 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Sync { remote } => registry::sync(cli, remote.as_deref(), &mut out),
         Command::Export(ExportCommand::Skills { to }) => registry::export_skills(cli, to, &mut out),
         Command::Verify => registry::verify(cli, &mut out, style),
-        Command::Health { name } => health::health(cli, name.as_deref(), &mut out, style),
+        Command::Health { check: true, .. } => health::check(cli, &mut out),
+        Command::Health { name, .. } => health::health(cli, name.as_deref(), &mut out, style),
+        Command::Heal { name } => generate::heal(cli, name, &mut out, style),
+        Command::Schedule => health::schedule(cli, &mut out, style),
         Command::Rollback { name } => registry::rollback(cli, name, &mut out),
         Command::Deprecate {
             name,

@@ -270,6 +270,32 @@ impl Methods for DaemonApi {
                     )),
                 }
             }
+            "health.run" => {
+                no_params(method, &params)?;
+                let (reply, answer) = tokio::sync::oneshot::channel();
+                let request = super::jobs::JobRequest {
+                    job: super::jobs::HEALTH,
+                    generate: None,
+                    reply,
+                };
+                self.jobs.send(request).await.map_err(|_| {
+                    RpcError::new(
+                        protocol::FAILED,
+                        "the daemon is stopping: no health check now",
+                    )
+                })?;
+                match answer.await {
+                    Ok(Ok(report)) => Ok(report),
+                    Ok(Err(err)) => Err(RpcError::new(
+                        protocol::FAILED,
+                        format!("the health check failed: {err}"),
+                    )),
+                    Err(_) => Err(RpcError::new(
+                        protocol::FAILED,
+                        "the daemon stopped before the health check finished",
+                    )),
+                }
+            }
             "generate.run" => {
                 let job = generate_job(&params)?;
                 let (reply, answer) = tokio::sync::oneshot::channel();
@@ -335,7 +361,7 @@ impl Methods for DaemonApi {
                 protocol::METHOD_NOT_FOUND,
                 format!(
                     "unknown method `{method}`; available: status, config.reload, \
-                     daemon.shutdown, mine.run, generate.run, registry.approve, \
+                     daemon.shutdown, mine.run, generate.run, health.run, registry.approve, \
                      events.subscribe"
                 ),
             )),

@@ -1,6 +1,9 @@
 //! The daemon's scheduled jobs: mining, on its crontab schedule, after enough new actions, and
-//! on request (`mine.run`); and generation, after each successful mining run (for the new
-//! patterns above `generate.min_score`) and on request (`generate.run`).
+//! on request (`mine.run`); generation, after each successful mining run (for the new
+//! patterns above `generate.min_score`) and on request (`generate.run`); the health check
+//! (`[health] schedule`, and `health.run`); and the registry's sync with its remote
+//! (`[sync] schedule`, only when a remote is set). Every run of a scheduled job is recorded
+//! (`job_runs`) for `toolsmith schedule`.
 //!
 //! One task owns the [`Timetable`] and sleeps on a [`WallAlarm`] set to the next due job, on the
 //! event bus (to count new actions) and on requests: no polling. A job runs on a blocking thread
@@ -26,7 +29,7 @@ use crate::events::EventBus;
 use crate::generate::candidates::{self, State};
 use crate::generate::pipeline::{self, Job};
 use crate::mine::miner::{self, MineOptions};
-use crate::schedule::{Outcome, Schedule, Timetable, WallAlarm, local_time_zone};
+use crate::schedule::{self, Outcome, Schedule, Timetable, Trigger, WallAlarm, local_time_zone};
 use crate::store::{self, Store};
 
 /// The name of the mining job.
@@ -34,6 +37,50 @@ pub const MINE: &str = "mine";
 
 /// The name of the generation job.
 pub const GENERATE: &str = "generate";
+
+/// The name of the health-check job.
+pub const HEALTH: &str = "health";
+
+/// The name of the registry-sync job.
+pub const SYNC: &str = "sync";
+
+/// The scheduled jobs other than mining: they run beside it, each never beside itself.
+const OTHERS: [&str; 2] = [HEALTH, SYNC];
+
+/// A job's schedule in the configuration.
+fn schedule_of<'a>(config: &'a Config, job: &str) -> &'a crate::config::Setting<String> {
+    match job {
+        HEALTH => &config.health.schedule,
+        SYNC => &config.sync.schedule,
+        _ => &config.mine.schedule,
+    }
+}
+
+/// Records the start of a run in `job_runs`; a failure to record never stops the job.
+async fn record_start(store: &Store, job: &'static str, trigger: Trigger) -> Option<i64> {
+    let trigger = match trigger {
+        Trigger::Schedule => "schedule",
+        Trigger::Demand => "demand",
+        Trigger::Pending => "pending",
+    };
+    store
+        .call(move |conn| schedule::record_start(conn, job, trigger, jiff::Timestamp::now()))
+        .await
+        .inspect_err(|e| tracing::warn!("the start of a {job} run was not recorded: {e}"))
+        .ok()
+}
+
+async fn record_end(store: &Store, id: Option<i64>, outcome: Outcome) {
+    if let Some(id) = id {
+        let _ = store
+            .call(move |conn| schedule::record_end(conn, id, jiff::Timestamp::now(), &outcome))
+            .await
+            .inspect_err(|e| tracing::warn!("the end of a job run was not recorded: {e}"));
+    }
+}
+
+/// A finished run of one of [`OTHERS`]: the job, its `job_runs` id, its result.
+type OtherDone = (&'static str, Option<i64>, Result<Value, String>);
 
 /// A request to run a job now, answered when a run that started after it ends.
 pub(super) struct JobRequest {
@@ -89,14 +136,39 @@ pub(super) async fn run(
         .flatten()
         .and_then(|s| jiff::Timestamp::from_second(s).ok());
     let mut timetable = Timetable::new(local_time_zone());
-    let add_job = |timetable: &mut Timetable, config: &Config, last: Option<jiff::Timestamp>| {
-        match Schedule::parse(&config.mine.schedule.value) {
-            Ok(schedule) => timetable.add(MINE, schedule, last, jiff::Timestamp::now()),
+    let add_job = |timetable: &mut Timetable,
+                   job: &'static str,
+                   config: &Config,
+                   last: Option<jiff::Timestamp>| {
+        match Schedule::parse(&schedule_of(config, job).value) {
+            Ok(schedule) => timetable.add(job, schedule, last, jiff::Timestamp::now()),
             // The configuration was validated; this only guards a change in the parser.
-            Err(err) => tracing::error!("mine.schedule not usable: {err}"),
+            Err(err) => tracing::error!("{job}.schedule not usable: {err}"),
         }
     };
-    add_job(&mut timetable, &config, last_started);
+    add_job(&mut timetable, MINE, &config, last_started);
+    for job in OTHERS {
+        let last = store
+            .call(move |conn| {
+                Ok(conn.query_row(
+                    "SELECT max(started_ms) FROM job_runs WHERE job = ?1",
+                    [job],
+                    |r| r.get::<_, Option<i64>>(0),
+                )?)
+            })
+            .await
+            .ok()
+            .flatten()
+            .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok());
+        add_job(&mut timetable, job, &config, last);
+    }
+    let mut others: tokio::task::JoinSet<OtherDone> = tokio::task::JoinSet::new();
+    let mut other_waiting: std::collections::HashMap<&'static str, Vec<Reply>> = Default::default();
+    let mut other_after: std::collections::HashMap<&'static str, Vec<Reply>> = Default::default();
+    let mut mine_run: Option<i64> = None;
+    // A copy for the jobs started inside the loop, which waits on `shutdown` itself.
+    let stop_signal = shutdown.clone();
+    let mut mine_trigger = Trigger::Schedule;
     let mut new_actions: u64 = 0;
     let mut waiting: Vec<oneshot::Sender<Result<Value, String>>> = Vec::new();
     let mut after_waiting: Vec<oneshot::Sender<Result<Value, String>>> = Vec::new();
@@ -149,17 +221,34 @@ pub(super) async fn run(
             }
         };
         let start = tokio::select! {
-            _ = shutdown.wait_for(|stop| *stop) => break,
-            () = sleep => !timetable.take_due(jiff::Timestamp::now()).is_empty(),
+            // The guard `wait_for` returns is not `Send`: dropped before any branch awaits.
+            () = async { let _ = shutdown.wait_for(|stop| *stop).await; } => break,
+            () = sleep => {
+                let due = timetable.take_due(jiff::Timestamp::now());
+                for job in OTHERS.iter().filter(|j| due.iter().any(|d| d == *j)) {
+                    start_other(&mut others, job, Trigger::Schedule, &store, &events, &config, &stop_signal).await;
+                }
+                mine_trigger = Trigger::Schedule;
+                due.iter().any(|d| d == MINE)
+            }
             Some(request) = requests.recv() => {
                 if request.job == GENERATE {
                     let job = request.generate.unwrap_or(Job::Pending);
                     generate_queue.push_back((job, Some(request.reply)));
                     false
+                } else if let Some(job) = OTHERS.iter().find(|j| **j == request.job) {
+                    if timetable.demand(job, jiff::Timestamp::now()) {
+                        other_waiting.entry(job).or_default().push(request.reply);
+                        start_other(&mut others, job, Trigger::Demand, &store, &events, &config, &stop_signal).await;
+                    } else {
+                        other_after.entry(job).or_default().push(request.reply);
+                    }
+                    false
                 } else if request.job != MINE {
                     let _ = request.reply.send(Err(format!("no job `{}`", request.job)));
                     continue;
                 } else {
+                mine_trigger = Trigger::Demand;
                 if running.is_some() {
                     after_waiting.push(request.reply);
                 } else {
@@ -171,6 +260,7 @@ pub(super) async fn run(
             event = bus.recv() => match event {
                 Ok(event) if event.kind == "ingest.actions" => {
                     new_actions += event.data["new"].as_u64().unwrap_or(0);
+                    mine_trigger = Trigger::Demand;
                     new_actions >= u64::from(config.mine.after_new_actions.value)
                         && timetable.demand(MINE, jiff::Timestamp::now())
                 }
@@ -183,9 +273,11 @@ pub(super) async fn run(
                     break;
                 }
                 let new = Arc::clone(&configs.borrow_and_update());
-                if new.mine.schedule != config.mine.schedule {
-                    let last = timetable.jobs().iter().find(|j| j.name == MINE).and_then(|j| j.last_started);
-                    add_job(&mut timetable, &new, last);
+                for job in [MINE, HEALTH, SYNC] {
+                    if schedule_of(&new, job) != schedule_of(&config, job) {
+                        let last = timetable.jobs().iter().find(|j| j.name == job).and_then(|j| j.last_started);
+                        add_job(&mut timetable, job, &new, last);
+                    }
                 }
                 config = new;
                 false
@@ -214,7 +306,37 @@ pub(super) async fn run(
                     let _ = reply.send(result.clone());
                 }
                 waiting.append(&mut after_waiting);
-                timetable.finish(MINE, jiff::Timestamp::now(), outcome)
+                record_end(&store, mine_run.take(), outcome.clone()).await;
+                let again = timetable.finish(MINE, jiff::Timestamp::now(), outcome);
+                if again {
+                    mine_trigger = Trigger::Pending;
+                }
+                again
+            }
+            Some(joined) = others.join_next(), if !others.is_empty() => {
+                let Ok((job, run, result)) = joined else {
+                    tracing::error!("a scheduled job's task failed");
+                    continue;
+                };
+                let outcome = match &result {
+                    Ok(summary) => Outcome {
+                        ok: true,
+                        summary: summary["summary"].as_str().unwrap_or("done").to_owned(),
+                    },
+                    Err(err) => {
+                        tracing::error!("{job} failed: {err}");
+                        Outcome { ok: false, summary: err.clone() }
+                    }
+                };
+                record_end(&store, run, outcome.clone()).await;
+                for reply in other_waiting.remove(job).unwrap_or_default() {
+                    let _ = reply.send(result.clone());
+                }
+                if timetable.finish(job, jiff::Timestamp::now(), outcome) {
+                    other_waiting.insert(job, other_after.remove(job).unwrap_or_default());
+                    start_other(&mut others, job, Trigger::Pending, &store, &events, &config, &stop_signal).await;
+                }
+                false
             }
             joined = async {
                 match generating.as_mut() {
@@ -235,6 +357,7 @@ pub(super) async fn run(
 
         if start && running.is_none() {
             new_actions = 0;
+            mine_run = record_start(&store, MINE, mine_trigger).await;
             running = Some(tokio::spawn(mine_once(
                 store.clone(),
                 events.clone(),
@@ -244,7 +367,43 @@ pub(super) async fn run(
     }
     if let Some(handle) = running {
         // A run in progress finishes: its result is one transaction, never half-written.
-        let _ = handle.await;
+        let outcome = match handle.await {
+            Ok(Ok(_)) => Outcome {
+                ok: true,
+                summary: "done".into(),
+            },
+            Ok(Err(e)) => Outcome {
+                ok: false,
+                summary: e,
+            },
+            Err(e) => Outcome {
+                ok: false,
+                summary: e.to_string(),
+            },
+        };
+        record_end(&store, mine_run.take(), outcome).await;
+    }
+    // The health check saw the shutdown and stops at its next step; a sync finishes.
+    while let Some(joined) = others.join_next().await {
+        if let Ok((job, run, result)) = joined {
+            let outcome = match &result {
+                Ok(_) => Outcome {
+                    ok: true,
+                    summary: "done".into(),
+                },
+                Err(e) => Outcome {
+                    ok: false,
+                    summary: e.clone(),
+                },
+            };
+            record_end(&store, run, outcome).await;
+            for reply in other_waiting.remove(job).unwrap_or_default() {
+                let _ = reply.send(result.clone());
+            }
+        }
+    }
+    for reply in other_after.into_values().flatten() {
+        let _ = reply.send(Err("the daemon is stopping".into()));
     }
     if let Some((handle, reply)) = generating {
         // It saw the shutdown too and stops at its next step.
@@ -260,6 +419,96 @@ pub(super) async fn run(
             let _ = reply.send(Err("the daemon is stopping: no generation now".into()));
         }
     }
+}
+
+/// Starts a run of `job` (one of [`OTHERS`]), recorded, on `others`.
+async fn start_other(
+    others: &mut tokio::task::JoinSet<OtherDone>,
+    job: &'static str,
+    trigger: Trigger,
+    store: &Store,
+    events: &EventBus,
+    config: &Arc<Config>,
+    shutdown: &watch::Receiver<bool>,
+) {
+    let run = record_start(store, job, trigger).await;
+    let (store, events, config, shutdown) = (
+        store.clone(),
+        events.clone(),
+        Arc::clone(config),
+        shutdown.clone(),
+    );
+    others.spawn(async move {
+        let result = match job {
+            HEALTH => health_once(store, events, config, shutdown).await,
+            _ => sync_once(events, config).await,
+        };
+        (job, run, result)
+    });
+}
+
+/// One health check with the configuration in force; its report as JSON, with a `summary`.
+async fn health_once(
+    store: Store,
+    events: EventBus,
+    config: Arc<Config>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<Value, String> {
+    let generator = pipeline::configured(&config, store.clone())
+        .map_err(|e| e.to_string())?
+        .with_events(events.clone())
+        .with_cancel(shutdown);
+    let policy = generator.health_policy.clone();
+    let report = crate::health::check::check(
+        &store,
+        config.paths.registry.value.clone(),
+        config.paths.state.value.clone(),
+        &generator,
+        &policy,
+        Some(&events),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let summary = report.summary();
+    tracing::info!("health check: {summary}");
+    let mut value = json!(report);
+    value["summary"] = json!(summary);
+    events.publish("health.finished", value.clone());
+    Ok(value)
+}
+
+/// One sync of the registry with its remote, when it has one.
+async fn sync_once(events: EventBus, config: Arc<Config>) -> Result<Value, String> {
+    let dir = config.paths.registry.value.clone();
+    let synced = tokio::task::spawn_blocking(move || {
+        let registry = crate::registry::repo::Registry::open_or_init(&dir)?;
+        if registry.remote_url(None)?.is_none() {
+            return Ok(None);
+        }
+        registry.sync().map(Some)
+    })
+    .await
+    .map_err(|e| format!("the sync task failed: {e}"))?
+    .map_err(|e: crate::registry::repo::RegistryError| e.to_string())?;
+    let Some(report) = synced else {
+        return Ok(
+            json!({"summary": "no remote: nothing to sync (`toolsmith sync --remote URL` sets one)"}),
+        );
+    };
+    let summary = format!(
+        "{} with {}: {} tools received, {} refs pushed",
+        report.main,
+        report.remote,
+        report.received.len(),
+        report.pushed.len()
+    );
+    for landed in &report.landed {
+        events.publish("tool.approved", json!(landed));
+    }
+    events.publish("registry.synced", json!(report));
+    let mut value = json!(report);
+    value["summary"] = json!(summary);
+    Ok(value)
 }
 
 /// One generation run with the configuration in force; its report as JSON.

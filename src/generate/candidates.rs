@@ -255,6 +255,17 @@ pub fn open_for_pattern(
         .optional()?)
 }
 
+/// The open (not final) repair of a tool, if any: a tool is repaired once at a time.
+pub fn open_repair(conn: &Connection, tool: &str) -> Result<Option<Candidate>, CandidateError> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM candidates WHERE tool = ?1 AND origin = 'heal'
+             AND state NOT IN ('approved', 'rejected', 'failed') ORDER BY rowid DESC LIMIT 1"
+        ))?
+        .query_row([tool], row)
+        .optional()?)
+}
+
 /// Moves a candidate to `to`, recording `reason`; refuses a change the state machine does not
 /// allow.
 pub fn transition(

@@ -344,6 +344,15 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
     let params = params_of(&parts);
     let mut requires: Vec<String> = Vec::new();
     for step in parts.trigger_step.iter().chain(&parts.steps) {
+        // `./gradlew`, `bin/rails`: the project's own programs, found in the workspace when the
+        // tool runs, not on the host (nor in a validation's scratch workspace).
+        let in_project = matches!(
+            step.words.first().map(Vec::as_slice),
+            Some([Piece::Literal(word)]) if word.contains('/') && !word.starts_with('/')
+        );
+        if in_project {
+            continue;
+        }
         if let Some(program) = step.program()
             && !program.is_empty()
             && program.len() <= 64
@@ -391,6 +400,8 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
         examples: Vec::new(),
         median_ms: parts.median_ms,
         keys: Vec::new(),
+        heal: None,
+        regression_cases: Vec::new(),
     };
     // The commands are rendered again rather than taken from the log: a dry run quotes each
     // word as a whole and cannot know what an earlier step would have printed.

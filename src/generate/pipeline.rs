@@ -46,6 +46,10 @@ use super::staging::{CheckReport, Diagnostics, Staging, StagingError};
 use super::template;
 use crate::config::{Config, GenerateSettings, LlmConfig};
 use crate::events::EventBus;
+use crate::health::actions::{self, ActionKind, ActionTrigger};
+use crate::health::executions;
+use crate::health::heal;
+use crate::health::score::{HealthPolicy, Status};
 use crate::mine::pattern::{self, PatternStatus};
 use crate::registry::auto::AutoApproval;
 use crate::registry::manifest::{self, Manifest, Origin};
@@ -151,6 +155,8 @@ pub fn configured(config: &Config, store: Store) -> Result<Generator, ValidatorE
     let mut generator = Generator::new(store.clone(), state, settings, validator)
         .with_registry(config.paths.registry.value.clone());
     generator.auto_approval = auto;
+    generator.health_policy = HealthPolicy::configured(config.generate.policy.value.as_deref())
+        .map_err(ValidatorError::Review)?;
     if llm_wanted {
         let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from);
         match llm_client(&config.llm, credentials.as_deref(), |name| {
@@ -186,6 +192,13 @@ pub enum Job {
         /// Example commands.
         examples: Vec<String>,
     },
+    /// Make a repair of a registered tool's version on `main` (see [`Generator::heal`]).
+    Heal {
+        /// The tool.
+        tool: String,
+        /// Whether a person asked (`toolsmith heal`) rather than the scheduled health check.
+        manual: bool,
+    },
 }
 
 /// Why a run could not go on. A candidate that fails is not an error: it ends `failed` with
@@ -204,6 +217,9 @@ pub enum GenerateError {
     /// No such pattern.
     #[error("no pattern `{0}`: `toolsmith patterns` lists them")]
     UnknownPattern(String),
+    /// A repair cannot be made (what to do is in the text).
+    #[error("{0}")]
+    Heal(String),
     /// A request only a model can write, and none is configured.
     #[error(
         "`toolsmith new` without --example needs the LLM backend: set generate.backend = \
@@ -276,6 +292,16 @@ struct Known {
     keys: Vec<String>,
 }
 
+/// What a repair is made from, read in one go from the store.
+struct Gathered {
+    health: executions::VersionHealth,
+    attempts: u32,
+    open: Option<String>,
+    spec: Option<ToolSpec>,
+    evidence: Vec<heal::EvidenceCommand>,
+    cases: Vec<crate::validate::cases::Case>,
+}
+
 /// The generation loop. Cheap to share behind an `Arc`; one run at a time.
 pub struct Generator {
     store: Store,
@@ -289,6 +315,8 @@ pub struct Generator {
     cancel: Option<watch::Receiver<bool>>,
     /// The policy's auto-approval rules (none by default).
     pub auto_approval: AutoApproval,
+    /// The policy's `[health]` table: what a repair may be made for, and how many times.
+    pub health_policy: HealthPolicy,
 }
 
 impl std::fmt::Debug for Generator {
@@ -299,6 +327,28 @@ impl std::fmt::Debug for Generator {
             .field("llm", &self.llm.as_ref().map(Gateway::model))
             .finish()
     }
+}
+
+/// Adds a repair's regression cases to the tests a generator wrote (a file that does not read is
+/// left for validation to report).
+fn with_regression_cases(
+    mut files: BTreeMap<String, String>,
+    extra: &[crate::validate::cases::Case],
+) -> BTreeMap<String, String> {
+    use crate::validate::cases::{CASES_FILE, Cases};
+    if extra.is_empty() {
+        return files;
+    }
+    let Some(Ok(mut cases)) = files.get(CASES_FILE).map(|t| Cases::parse(t, CASES_FILE)) else {
+        return files;
+    };
+    for case in extra {
+        if !cases.cases.iter().any(|c| c.name == case.name) {
+            cases.cases.push(case.clone());
+        }
+    }
+    files.insert(CASES_FILE.to_owned(), cases.to_json());
+    files
 }
 
 /// Normalises a request's text for comparison.
@@ -326,6 +376,7 @@ impl Generator {
             events: None,
             cancel: None,
             auto_approval: AutoApproval::default(),
+            health_policy: HealthPolicy::default(),
         }
     }
 
@@ -495,8 +546,217 @@ impl Generator {
                 let c = self.make_from_request(&text, &examples).await?;
                 report.candidates.push(CandidateReport::from(&c));
             }
+            Job::Heal { tool, manual } => {
+                let c = self.heal(&tool, manual).await?;
+                report.candidates.push(CandidateReport::from(&c));
+            }
         }
         Ok(report)
+    }
+
+    /// Makes a repair of `tool`'s version on `main` and takes it through validation to review,
+    /// like any candidate: its failures (error templates with examples) and the new evidence of
+    /// how its commands are run go to the model; without a model, the templates rewrite its
+    /// steps from that evidence (a renamed flag). Regression cases from the failing runs join
+    /// its tests. Attempts are bounded per version (`health.max_heal_attempts`) and each is
+    /// recorded, made or not.
+    pub async fn heal(&self, tool: &str, manual: bool) -> Result<Candidate, GenerateError> {
+        let trigger = if manual {
+            ActionTrigger::Manual
+        } else {
+            ActionTrigger::Schedule
+        };
+        let Some(dir) = self.registry_dir.clone() else {
+            return Err(GenerateError::Heal("no registry to repair tools in".into()));
+        };
+        let name = tool.to_owned();
+        let (manifest, code) = tokio::task::spawn_blocking(move || {
+            let registry = Registry::open(&dir)?;
+            let (manifest, dir) = registry.runnable(&name)?;
+            let code =
+                std::fs::read_to_string(dir.join(&manifest.runtime.entrypoint)).unwrap_or_default();
+            Ok::<_, RegistryError>((manifest, code))
+        })
+        .await
+        .map_err(|e| GenerateError::Heal(format!("reading {tool} failed: {e}")))?
+        .map_err(|e| GenerateError::Heal(e.to_string()))?;
+        let version = manifest.version.to_string();
+        let policy = self.health_policy.clone();
+        let (t, v) = (tool.to_owned(), version.clone());
+        let state_dir = self.state_dir.clone();
+        let gathered = self
+            .store
+            .call(move |conn| {
+                let gather = || -> Result<Gathered, GenerateError> {
+                    let health = executions::version_health(conn, &t, &v, &policy)?;
+                    let attempts = actions::count(conn, &t, &v, ActionKind::Heal)?;
+                    let open = candidates::open_repair(conn, &t)?.map(|c| c.id);
+                    let made_by: Option<String> = conn
+                        .query_row(
+                            "SELECT id FROM candidates WHERE tool = ?1 AND version = ?2
+                             AND state = 'approved' ORDER BY updated_at DESC LIMIT 1",
+                            [&t, &v],
+                            |r| r.get(0),
+                        )
+                        .ok();
+                    let spec = made_by.and_then(|id| Staging::new(&state_dir, &id).spec());
+                    let evidence = match &spec {
+                        Some(spec) => heal::new_evidence(conn, spec)?,
+                        None => Vec::new(),
+                    };
+                    let cases = heal::regression_cases(conn, &t, &v)?;
+                    Ok(Gathered {
+                        health,
+                        attempts,
+                        open,
+                        spec,
+                        evidence,
+                        cases,
+                    })
+                };
+                Ok(gather())
+            })
+            .await??;
+        let refuse = |why: String| self.heal_refused(tool, &version, trigger, why);
+        if let Some(open) = &gathered.open {
+            return Err(GenerateError::Heal(format!(
+                "a repair of {tool} is already under way: candidate {open} (`toolsmith show {open}`)"
+            )));
+        }
+        let health = &gathered.health;
+        if health.runs == 0 || health.successes == health.runs {
+            return Err(GenerateError::Heal(format!(
+                "{tool} {version} has no failed run among its last {} ({}): nothing to repair",
+                health.runs,
+                health.status.as_str()
+            )));
+        }
+        if !manual && !matches!(health.status, Status::Failing | Status::Degraded) {
+            return Err(GenerateError::Heal(format!(
+                "{tool} {version} is {} ({:.0}): not repaired automatically",
+                health.status.as_str(),
+                health.score
+            )));
+        }
+        if gathered.attempts >= self.health_policy.max_heal_attempts {
+            return Err(GenerateError::Heal(format!(
+                "{tool} {version}: {} repair attempts made, the most health.max_heal_attempts                  allows; `toolsmith health {tool}` shows them — fix it by hand, or raise the                  bound in the policy",
+                gathered.attempts
+            )));
+        }
+        let Some(mut spec) = gathered.spec.clone() else {
+            return refuse(format!(
+                "{tool} {version} has no generation record here (it was not made by toolsmith on                  this machine, or its staging was removed): repair it by hand and propose it                  with git"
+            ))
+            .await;
+        };
+        let patched = heal::patch_spec(&spec, &gathered.evidence);
+        let with_model = self.settings.backend == Backend::Llm && self.llm.is_some();
+        let how = match (&patched, with_model) {
+            (Some(p), false) => format!(
+                "steps rewritten from new evidence: {}",
+                p.changes.join("; ")
+            ),
+            (Some(p), true) => format!(
+                "repaired by the model, steps already rewritten from new evidence: {}",
+                p.changes.join("; ")
+            ),
+            (None, true) => "repaired by the model from its failures".to_owned(),
+            (None, false) => {
+                let why = if gathered.evidence.is_empty() {
+                    "the recorded commands show no new way of running its steps"
+                } else {
+                    "the new evidence changes the steps' shape (options added or removed)"
+                };
+                return refuse(format!(
+                    "templates cannot repair {tool} {version}: {why}; configure a model ([llm]                      and generate.backend = \"llm\") or fix it by hand"
+                ))
+                .await;
+            }
+        };
+        if let Some(p) = &patched {
+            spec = p.spec.clone();
+        }
+        spec.name = tool.to_owned();
+        spec.origin = Origin::Heal;
+        spec.pattern = None;
+        spec.regression_cases = gathered.cases.clone();
+        spec.heal = Some(prompt::HealContext {
+            code,
+            failures: health
+                .top_errors
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{} [{}; {} runs] e.g. {}",
+                        t.template,
+                        t.class.as_str(),
+                        t.count,
+                        t.examples.join(" | ")
+                    )
+                })
+                .collect(),
+            new_evidence: gathered.evidence.iter().map(|e| e.line.clone()).collect(),
+            steps_repaired: patched.is_some(),
+        });
+        let known = self.known().await?;
+        let (_, next) = Self::name_and_version(tool, |k| k.name == tool, &known);
+        let new = NewCandidate {
+            tool: tool.to_owned(),
+            origin: Origin::Heal.as_str().to_owned(),
+            pattern: None,
+            request: None,
+        };
+        let c = self.create(new, &spec, &next).await?;
+        let made = self.process(c, spec, next, &known).await?;
+        let outcome = match made.state {
+            State::AwaitingReview | State::Approved => "proposed",
+            _ => "failed",
+        };
+        let detail = match &made.reason {
+            Some(reason) if outcome == "failed" => format!("{how}; {reason}"),
+            _ => how,
+        };
+        let (t, v, id) = (tool.to_owned(), version.clone(), made.id.clone());
+        self.db(move |conn| {
+            Ok(actions::record(
+                conn,
+                &t,
+                &v,
+                ActionKind::Heal,
+                trigger,
+                outcome,
+                Some(&id),
+                &detail,
+            )?)
+        })
+        .await?;
+        Ok(made)
+    }
+
+    /// Records a repair that could not be made, and says why.
+    async fn heal_refused(
+        &self,
+        tool: &str,
+        version: &str,
+        trigger: ActionTrigger,
+        why: String,
+    ) -> Result<Candidate, GenerateError> {
+        let (t, v, w) = (tool.to_owned(), version.to_owned(), why.clone());
+        self.db(move |conn| {
+            Ok(actions::record(
+                conn,
+                &t,
+                &v,
+                ActionKind::Heal,
+                trigger,
+                "failed",
+                None,
+                &w,
+            )?)
+        })
+        .await?;
+        Err(GenerateError::Heal(why))
     }
 
     /// The tools known already: registered ones and every candidate (one given up keeps its
@@ -771,7 +1031,7 @@ impl Generator {
         note: Option<String>,
     ) -> Result<Candidate, GenerateError> {
         let files = match template::generate(spec, version.clone()) {
-            Ok(files) => files,
+            Ok(files) => with_regression_cases(files, &spec.regression_cases),
             Err(e) => {
                 let reason = match note {
                     Some(note) => format!("{note}, but {e}"),
@@ -972,7 +1232,7 @@ impl Generator {
             .iter()
             .map(|r| (r.id.clone(), r.reason.clone()))
             .collect();
-        let mut messages = prompt::initial(spec, &similar, &rules, None);
+        let mut messages = prompt::initial(spec, &similar, &rules, spec.heal.as_ref());
         let names = prompt::reply_files(spec.language);
         let generator = format!("llm:{}", gateway.model());
         let budget = self.settings.max_attempts.saturating_sub(c.attempts).max(1);
@@ -995,7 +1255,9 @@ impl Generator {
                 Ok(completion) => completion,
                 Err(e) => {
                     let has_steps = !spec.steps.is_empty() || spec.trigger_step.is_some();
-                    if has_steps {
+                    // A repair's steps are the broken ones unless evidence repaired them.
+                    let steps_work = spec.heal.as_ref().is_none_or(|h| h.steps_repaired);
+                    if has_steps && steps_work {
                         let note = format!(
                             "the model could not be used ({e}); written from templates instead"
                         );
@@ -1038,6 +1300,7 @@ impl Generator {
                         manifest::FILE_NAME.to_owned(),
                         spec.manifest(version.clone(), &generator).to_yaml(),
                     );
+                    let files = with_regression_cases(files, &spec.regression_cases);
                     let (outcome, n) = self.attempt(c, staging, files, &generator, version).await?;
                     staging.write_reply(n, &completion.text)?;
                     if outcome.passed() {

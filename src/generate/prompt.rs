@@ -32,7 +32,7 @@ pub struct SimilarTool {
 }
 
 /// What a repair prompt needs of the tool being repaired.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HealContext {
     /// The current implementation.
     pub code: String,
@@ -40,6 +40,10 @@ pub struct HealContext {
     pub failures: Vec<String>,
     /// Recent evidence of how the underlying commands are now called (e.g. a renamed flag).
     pub new_evidence: Vec<String>,
+    /// Whether the spec's steps were already repaired from that evidence (so the templates
+    /// can write the repair when the model cannot be used).
+    #[serde(default)]
+    pub steps_repaired: bool,
 }
 
 const SYSTEM: &str = "You write small, dependable command-line tools that a coding agent calls \
@@ -349,6 +353,7 @@ mod tests {
             code: "#!/bin/sh\ncargo test --all\n".into(),
             failures: vec!["error: unexpected argument '--all' found (7 runs)".into()],
             new_evidence: vec!["cargo test --workspace".into()],
+            steps_repaired: false,
         };
         let text = &initial(&s, &[], &[], Some(&heal))[1].content;
         assert!(text.contains("Repair the tool"));

@@ -256,6 +256,13 @@ pub struct ToolSpec {
     /// commands), then the steps. Two specs with the same keys do the same thing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub keys: Vec<String>,
+    /// For a repair: the tool's code, its failures and new evidence, for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heal: Option<super::prompt::HealContext>,
+    /// For a repair: cases built from the runs that failed in use, added to the candidate's
+    /// tests whoever writes them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub regression_cases: Vec<crate::validate::cases::Case>,
 }
 
 impl ToolSpec {

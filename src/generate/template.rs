@@ -807,6 +807,8 @@ pub(crate) mod tests_support {
             examples: vec![],
             median_ms: None,
             keys: vec![],
+            heal: None,
+            regression_cases: Vec::new(),
         }
     }
 }

@@ -61,14 +61,17 @@ pub struct Execution {
     pub error_excerpt: Option<String>,
     /// Peak memory, KiB.
     pub peak_memory_kb: Option<u64>,
+    /// The parameters it was given, as JSON (absent when too large to keep).
+    pub params: Option<String>,
 }
 
 /// Stores an execution; returns its id.
 pub fn record(conn: &Connection, e: &Execution) -> Result<i64, StoreError> {
     conn.prepare_cached(
         "INSERT INTO executions (tool, version, caller, started_ms, duration_ms, ok, exit_code,
-                                 signal, limit_hit, error_class, error_excerpt, peak_memory_kb)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                 signal, limit_hit, error_class, error_excerpt, peak_memory_kb,
+                                 params)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
         e.tool,
@@ -83,6 +86,7 @@ pub fn record(conn: &Connection, e: &Execution) -> Result<i64, StoreError> {
         e.error_class.map(ErrorClass::as_str),
         e.error_excerpt,
         e.peak_memory_kb.map(|k| k as i64),
+        e.params,
     ])?;
     Ok(conn.last_insert_rowid())
 }
@@ -251,6 +255,7 @@ mod tests {
             error_class: class,
             error_excerpt: (!err.is_empty()).then(|| err.to_owned()),
             peak_memory_kb: Some(2048),
+            params: None,
         }
     }
 

@@ -140,6 +140,21 @@ impl Default for HealthPolicy {
 }
 
 impl HealthPolicy {
+    /// The `[health]` table of the policy file at `path`, or of the built-in policy.
+    pub fn configured(path: Option<&std::path::Path>) -> Result<HealthPolicy, String> {
+        match path {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read the policy file {}: {e}", path.display()))?;
+                HealthPolicy::from_toml(&text, &path.display().to_string())
+            }
+            None => HealthPolicy::from_toml(
+                crate::validate::run::DEFAULT_POLICY,
+                crate::sandbox::policy::DEFAULT_FILE,
+            ),
+        }
+    }
+
     /// Reads the `[health]` table of a policy file's text; what it leaves out keeps the defaults.
     pub fn from_toml(text: &str, file: &str) -> Result<HealthPolicy, String> {
         let doc: toml::Table = toml::from_str(text).map_err(|e| format!("{file}: {e}"))?;

@@ -722,6 +722,7 @@ mod tests {
             error_class: (!ok).then_some(ErrorClass::CodeError),
             error_excerpt: None,
             peak_memory_kb: None,
+            params: None,
         }
     }
 

@@ -64,6 +64,10 @@ pub enum RunError {
     },
 }
 
+/// Bytes of a run's parameters (as JSON) kept with its execution: enough for any real call,
+/// bounded so that a huge argument does not bloat the store.
+const MAX_KEPT_PARAMS: usize = 8192;
+
 /// Runs the approved version of a tool in the sandbox.
 pub fn run_tool(
     registry: &Registry,
@@ -122,6 +126,9 @@ pub fn run_tool(
         error_class: (!ok).then(|| classify(report.limit, signal, &stderr)),
         error_excerpt: (!ok).then(|| tail(&stderr, 2000)),
         peak_memory_kb: report.peak_memory_kb,
+        params: serde_json::to_string(&request.params)
+            .ok()
+            .filter(|json| json.len() <= MAX_KEPT_PARAMS),
     };
     Ok(ToolRun {
         manifest,

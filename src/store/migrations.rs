@@ -162,6 +162,32 @@ const MIGRATIONS: &[&str] = &[
         actions      INTEGER NOT NULL,
         patterns     INTEGER NOT NULL
     );",
+    // 7: the health stage — each run's parameters (regression cases of a heal are built from
+    // failing runs), what the health stage did about each tool (heal attempts, rollbacks,
+    // proposals, calls for attention), and every run of a scheduled job.
+    "ALTER TABLE executions ADD COLUMN params TEXT;
+    CREATE TABLE health_actions (
+        id          INTEGER PRIMARY KEY,
+        tool        TEXT NOT NULL,
+        version     TEXT NOT NULL,
+        at_ms       INTEGER NOT NULL,
+        action      TEXT NOT NULL,
+        trigger     TEXT NOT NULL,
+        outcome     TEXT NOT NULL,
+        candidate   TEXT,
+        detail      TEXT NOT NULL
+    );
+    CREATE INDEX health_actions_by_tool ON health_actions(tool, id);
+    CREATE TABLE job_runs (
+        id           INTEGER PRIMARY KEY,
+        job          TEXT NOT NULL,
+        trigger      TEXT NOT NULL,
+        started_ms   INTEGER NOT NULL,
+        finished_ms  INTEGER,
+        ok           INTEGER,
+        summary      TEXT
+    );
+    CREATE INDEX job_runs_by_job ON job_runs(job, id);",
 ];
 
 /// The schema version this build writes.

@@ -16,7 +16,8 @@
 //! A case gives either `params` (turned into options by [`crate::invoke`], unchecked so that
 //! a case can pass bad parameters on purpose) or raw `args`; `dry_run` sets
 //! `TOOLSMITH_DRY_RUN=1`; `stdin` is fed to the tool. `expect` may check the exit code, the
-//! exact stdout, substrings of stdout and stderr, and (`stdout_matches_schema`) that stdout is
+//! exact stdout, substrings of stdout and stderr, text that must not appear in either
+//! (`output_excludes`, a heal's regression case), and (`stdout_matches_schema`) that stdout is
 //! JSON valid against the manifest's output schema. The file comes from a generator or a model:
 //! it is read strictly, unknown keys are errors.
 
@@ -78,6 +79,10 @@ pub struct Expect {
     /// Substrings of stderr.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stderr_contains: Vec<String>,
+    /// Text the output (stdout or stderr) must not contain: the error a failing run showed,
+    /// in a heal's regression case.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_excludes: Vec<String>,
     /// Stdout is JSON valid against the manifest's output schema.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stdout_matches_schema: bool,
@@ -270,6 +275,16 @@ pub fn check(case: &Case, manifest: &Manifest, observed: &Observed) -> CaseResul
             ));
         }
     }
+    for unwanted in &e.output_excludes {
+        if observed.stdout.contains(unwanted.as_str())
+            || observed.stderr.contains(unwanted.as_str())
+        {
+            problems.push(format!(
+                "the output still shows `{unwanted}`; stderr: {}",
+                excerpt(observed.stderr.trim())
+            ));
+        }
+    }
     if e.stdout_matches_schema {
         match serde_json::from_str::<Value>(&observed.stdout) {
             Err(err) => problems.push(format!("stdout is not JSON: {err}")),
@@ -360,6 +375,24 @@ provenance: { origin: request, generator: human, created: 2026-11-22T10:00:00Z }
         assert!(r.problems[0].contains("output schema"), "{:?}", r.problems);
         let r = check(&cases[2], &m, &observed(0, "sizes: none", ""));
         assert!(r.problems[0].contains("not JSON"), "{:?}", r.problems);
+        let regression = Case {
+            name: "regression".into(),
+            params: None,
+            args: None,
+            dry_run: false,
+            stdin: None,
+            expect: Expect {
+                output_excludes: vec!["unknown option '--target'".into()],
+                ..Expect::default()
+            },
+        };
+        assert!(check(&regression, &m, &observed(127, "", "./x: not found")).passed);
+        let r = check(
+            &regression,
+            &m,
+            &observed(2, "", "x: unknown option '--target'"),
+        );
+        assert!(r.problems[0].contains("still shows"), "{:?}", r.problems);
         let mut killed = observed(0, "", "");
         killed.exit_code = None;
         killed.ended_by = Some("the wall-time limit (10 s)".into());
