@@ -461,3 +461,111 @@ fn without_auto_rollback_a_regression_requires_attention() {
     });
     assert_eq!(raised, 1, "{h:#}");
 }
+
+/// Approves a tool made from a request with `make` examples; returns its name and candidate.
+fn make_tool(env: &TestEnv, what: &str, target: &str) -> (String, String) {
+    let (ok, report) = json(
+        env,
+        None,
+        &[
+            "new",
+            what,
+            "--example",
+            &format!("make {target} -C core"),
+            "--example",
+            &format!("make {target} -C cli"),
+        ],
+    );
+    assert!(ok, "{report:#}");
+    let made = &report["candidates"][0];
+    let id = made["id"].as_str().expect("id").to_owned();
+    env.cli().args(["approve", &id]).assert().success();
+    (made["tool"].as_str().expect("tool").to_owned(), id)
+}
+
+#[test]
+fn unused_and_duplicate_tools_are_proposed_for_deprecation_and_merging() {
+    use toolsmith::generate::pipeline::{Backend, Generator, Settings};
+    let env = TestEnv::new();
+    let (build, build_id) = make_tool(&env, "Build one package", "build");
+    let (check, check_id) = make_tool(&env, "Check one package", "check");
+    // A second tool that runs the same commands as the first (as a teammate's tool synced in,
+    // or one written by hand, would): its spec says so.
+    let spec_of = |id: &str| env.state().join("staging").join(id).join("spec.json");
+    let build_spec: Value =
+        serde_json::from_slice(&std::fs::read(spec_of(&build_id)).expect("spec")).expect("JSON");
+    let mut check_spec: Value =
+        serde_json::from_slice(&std::fs::read(spec_of(&check_id)).expect("spec")).expect("JSON");
+    check_spec["keys"] = build_spec["keys"].clone();
+    std::fs::write(spec_of(&check_id), check_spec.to_string()).expect("write spec");
+    feed(&env, &build, "1.0.0", 5, 0);
+
+    let store = toolsmith::store::Store::open(&env.state().join("state.db")).expect("store");
+    let validator =
+        toolsmith::validate::run::Validator::with_default_policy(env.state().join("scratch"))
+            .expect("validator");
+    let settings = Settings {
+        backend: Backend::Template,
+        min_score: 40.0,
+        max_attempts: 1,
+        max_per_run: 1,
+    };
+    let registry = env.path().join("data/toolsmith/registry");
+    let generator = Generator::new(store.clone(), env.state(), settings, validator)
+        .with_registry(registry.clone());
+    let policy = toolsmith::health::score::HealthPolicy::default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let check_at = |days: i64| {
+        let now = jiff::Timestamp::now()
+            .checked_add(jiff::SignedDuration::from_hours(24 * days))
+            .expect("time");
+        runtime
+            .block_on(toolsmith::health::check::check_at(
+                &store,
+                registry.clone(),
+                env.state(),
+                &generator,
+                &policy,
+                None,
+                now,
+            ))
+            .expect("check")
+    };
+    // Today: nothing is unused yet; the duplicate is proposed for merging into the used one.
+    let today = check_at(0);
+    assert_eq!(
+        today.proposals,
+        [format!("{check}: merge into {build}")],
+        "{today:#?}"
+    );
+    // Two months on (policy: 60 days), nothing was run since: both are proposed for
+    // deprecation, once; the merge is not proposed again.
+    let later = check_at(61);
+    let mut proposals = later.proposals.clone();
+    proposals.sort();
+    assert_eq!(
+        proposals,
+        [
+            format!("{build}: deprecate (not run for over 60 days)"),
+            format!("{check}: deprecate (never run in the 60 days since its approval)"),
+        ],
+        "{later:#?}"
+    );
+    assert!(check_at(62).proposals.is_empty(), "proposed once");
+    let h = health(&env, &check);
+    let commands: Vec<&str> = h["history"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .filter_map(|a| a["detail"].as_str())
+        .collect();
+    assert!(
+        commands.iter().any(|d| d.contains(&format!(
+            "toolsmith deprecate {check} --replaced-by {build}"
+        ))),
+        "{h:#}"
+    );
+}

@@ -110,6 +110,29 @@ pub async fn check(
     policy: &HealthPolicy,
     events: Option<&EventBus>,
 ) -> Result<CheckReport, CheckError> {
+    let now = jiff::Timestamp::now();
+    check_at(
+        store,
+        registry_dir,
+        state_dir,
+        generator,
+        policy,
+        events,
+        now,
+    )
+    .await
+}
+
+/// [`check`] as if the clock read `now` (for the unused-tool rule, which counts days).
+pub async fn check_at(
+    store: &Store,
+    registry_dir: PathBuf,
+    state_dir: PathBuf,
+    generator: &Generator,
+    policy: &HealthPolicy,
+    events: Option<&EventBus>,
+    now: jiff::Timestamp,
+) -> Result<CheckReport, CheckError> {
     let mut report = CheckReport::default();
     let dir = registry_dir.clone();
     let (tools, approvals) = tokio::task::spawn_blocking(move || {
@@ -203,7 +226,7 @@ pub async fn check(
             events.publish(kind, data);
         }
     };
-    let now = jiff::Timestamp::now().as_millisecond();
+    let now = now.as_millisecond();
     for tool in &seen {
         let (name, version) = (tool.name.as_str(), tool.version.as_str());
         let done = |kind: ActionKind| tool.done.iter().any(|d| d == kind.as_str());
