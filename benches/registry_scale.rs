@@ -171,6 +171,8 @@ impl Drop for Mcp {
 }
 
 fn main() {
+    // As the binaries do: the in-process figures are then the binaries' own.
+    toolsmith::registry::tune_git();
     let tools: usize = std::env::var("TOOLSMITH_BENCH_TOOLS")
         .ok()
         .and_then(|v| v.parse().ok())

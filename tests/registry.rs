@@ -1085,3 +1085,28 @@ fn approved_tools_export_as_agent_skills_and_re_exporting_tidies_up() {
     assert!(!skills.join(&build).exists());
     assert!(skills.join("my-skill/SKILL.md").exists());
 }
+
+#[test]
+fn approved_versions_leave_packed_tags_and_no_empty_ref_directories() {
+    // Ten thousand loose tags, or their empty directories, made every command walk as many
+    // files: tags are packed after each approval, the directories libgit2 leaves removed.
+    let env = TestEnv::new();
+    let (a, build, _) = request(&env, "Build one package", "build");
+    let (b, test, _) = request(&env, "Test one package", "test");
+    env.cli().args(["approve", &a]).assert().success();
+    env.cli().args(["approve", &b]).assert().success();
+    let git = registry_dir(&env).join(".git");
+    let packed = std::fs::read_to_string(git.join("packed-refs")).expect("packed-refs");
+    for name in [&build, &test] {
+        assert!(
+            packed.contains(&format!("refs/tags/{name}/v1.0.0")),
+            "{packed}"
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(git.join("refs/tags"))
+        .expect("refs/tags")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -6,5 +6,6 @@ fn main() -> std::process::ExitCode {
     if let Some(code) = toolsmith::sandbox::helper_main() {
         return code;
     }
+    toolsmith::registry::tune_git();
     toolsmith::daemon::main()
 }

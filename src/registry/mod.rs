@@ -21,3 +21,18 @@ pub mod review;
 pub mod run;
 pub mod sync;
 pub mod versions;
+
+/// Tunes libgit2 for a registry of many tools. Call first in `main`, before any thread starts.
+///
+/// libgit2 caches no tree larger than 4 KiB, and `tools/` holds one entry per tool (about
+/// 400 KiB at 10,000 tools): every lookup of a tool would read, inflate and hash it again.
+/// Trees up to 16 MiB are cached instead, within a cache of 64 MiB (256 MiB by default: this
+/// is a background process).
+pub fn tune_git() {
+    // SAFETY: these set libgit2 globals without synchronization; the binaries call this first
+    // thing in `main`, while the process has one thread and no repository is open.
+    unsafe {
+        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Tree, 16 << 20);
+        let _ = git2::opts::set_cache_max_size(64 << 20);
+    }
+}

@@ -1034,6 +1034,9 @@ impl Registry {
             .find_reference(&format!("refs/heads/{}", review.branch))
         {
             self.git(&format!("delete {}", review.branch), reference.delete())?;
+            // Deleting a packed branch rewrites packed-refs, which leaves the new tag's
+            // directory behind again.
+            self.prune_empty_tag_dirs();
         }
         Ok(Landed {
             name: review.name.clone(),
@@ -1073,8 +1076,23 @@ impl Registry {
             if let Err(e) = self.repo.refdb_compress() {
                 tracing::warn!("the registry's refs were not packed: {e}");
             }
+            self.prune_empty_tag_dirs();
         }
         Ok(tag)
+    }
+
+    /// Removes the empty directories libgit2 leaves under `refs/tags` (`refs/tags/<name>/`
+    /// once its tags are packed): with one per tool, every walk of the refs would still open
+    /// ten thousand directories. `git pack-refs` removes them; so do we (`remove_dir` leaves a
+    /// directory that still holds a ref). Once done, this reads one small directory.
+    fn prune_empty_tag_dirs(&self) {
+        if let Ok(entries) = std::fs::read_dir(self.repo.path().join("refs/tags")) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    let _ = std::fs::remove_dir(entry.path());
+                }
+            }
+        }
     }
 
     /// Rejects a proposal: the branch goes, its commit stays reachable as
