@@ -197,15 +197,26 @@ fn a_renamed_flag_is_detected_and_repaired_from_new_evidence() {
     assert!(said.contains("templates cannot repair"), "{said}");
     assert!(said.contains("[llm]"), "{said}");
 
-    // The agents meanwhile run the CLI the new way.
+    // The agents meanwhile run the CLI the new way; the health check (as the daemon runs it on
+    // its schedule) makes the repair on its own.
     ingest_new_evidence(&env, &fake);
-    let (ok, report) = json(&env, None, &["heal", &tool]);
+    let (ok, report) = json(&env, None, &["health", "--check"]);
     assert!(ok, "{report:#}");
-    let repair = &report["candidates"][0];
-    assert_eq!(repair["state"], "awaiting-review", "{report:#}");
+    assert_eq!(
+        report["repairs"].as_array().map(Vec::len),
+        Some(1),
+        "{report:#}"
+    );
+    let (_, listed) = json(&env, None, &["candidates"]);
+    let repair = listed
+        .as_array()
+        .and_then(|all| all.iter().find(|c| c["origin"] == "heal"))
+        .expect("a repair candidate")
+        .clone();
+    assert_eq!(repair["state"], "awaiting-review", "{repair:#}");
     assert_eq!(repair["tool"], tool.as_str());
     // Same interface: a patch version, proposed on a review branch.
-    assert_eq!(repair["version"], "1.0.1", "{report:#}");
+    assert_eq!(repair["version"], "1.0.1", "{repair:#}");
     let id = repair["id"].as_str().expect("id");
     let files = files_of(&env, id);
     let script = files["run.sh"].as_str().expect("run.sh");
@@ -222,6 +233,7 @@ fn a_renamed_flag_is_detected_and_repaired_from_new_evidence() {
     assert_eq!(h["versions"][0]["status"], "HEALING", "{h:#}");
     let history = h["history"].as_array().expect("history");
     assert_eq!(history[0]["action"], "heal");
+    assert_eq!(history[0]["trigger"], "schedule");
     assert_eq!(history[0]["outcome"], "proposed");
     assert_eq!(history[0]["candidate"], id);
     assert_eq!(
