@@ -452,6 +452,17 @@ impl ToolSpec {
                 )));
             }
         }
+        let agent_step = pattern
+            .steps
+            .iter()
+            .chain(pattern.trigger.as_ref().map(|t| &t.step))
+            .find(|s| s.agent_tool);
+        if let Some(step) = agent_step {
+            return Err(fail(&format!(
+                "its step `{}` is an agent's tool call, not a command a tool can run",
+                step.template
+            )));
+        }
         let steps: Vec<StepSpec> = pattern.steps.iter().map(convert_step).collect();
         let trigger_step = pattern.trigger.as_ref().map(|t| convert_step(&t.step));
         let (origin, suffix) = match pattern.kind {
@@ -670,6 +681,7 @@ mod tests {
             key: String::new(),
             captures: None,
             piped: false,
+            agent_tool: false,
         }
     }
 
@@ -776,6 +788,22 @@ mod tests {
         let again = ToolSpec::from_pattern(&sequence(), &|n| n == "cargo-build-test-git-add")
             .expect("spec");
         assert_eq!(again.name, "cargo-build-test-git-add-2");
+    }
+
+    #[test]
+    fn a_habit_with_an_agents_tool_call_is_no_tool() {
+        let mut p = sequence();
+        p.steps[0] = Step {
+            template: "Read <path>".into(),
+            agent_tool: true,
+            ..step(vec![lit("Read"), param("path")])
+        };
+        let err = ToolSpec::from_pattern(&p, &|_| false).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("`Read <path>` is an agent's tool call"),
+            "{err}"
+        );
     }
 
     #[test]

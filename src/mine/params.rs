@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::pattern::{Evidence, Internal, Param, Piece, Replay, Step};
-use super::token::{SlotKind, SlotValue, Token};
+use super::token::{SlotKind, SlotValue, Token, TokenKind};
 use crate::generate::spec::shell_quote;
 
 /// One occurrence of a pattern, as the aligner needs it.
@@ -393,6 +393,7 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                 template: template_text,
                 words,
                 key: first.tokens[step].key.clone(),
+                agent_tool: first.tokens[step].kind == TokenKind::Tool,
                 captures: captures.get(&step).cloned(),
                 // Piped only when every occurrence piped it: the tool runs one way.
                 piped: step > 0

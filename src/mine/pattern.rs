@@ -73,6 +73,10 @@ pub struct Step {
     /// Whether it reads the previous step's output through a pipe (`jq .x | sort`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub piped: bool,
+    /// Whether it is an agent's tool call (`Read`, `Edit`, …) rather than a command: a habit
+    /// with one is worth knowing, but no script can do it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub agent_tool: bool,
 }
 
 /// A parameter a tool made from the pattern would take.
