@@ -4,6 +4,7 @@
 //! Every command takes `--json` for machine output; human output is plain text, coloured only
 //! when stdout is a terminal.
 
+mod demo;
 mod doctor;
 mod generate;
 mod health;
@@ -192,6 +193,13 @@ pub enum Command {
     },
     /// The daemon's scheduled jobs: when each last ran, how that went, when it runs next.
     Schedule,
+    /// The whole loop on demo logs that ship with toolsmith, in a directory of its own: ingest,
+    /// mine, generate and validate, propose, approve, run, and the registry's git log.
+    Demo {
+        /// Where (default: a new directory under the temporary one); left for exploring.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Check every tag and every tool on main against its manifest and digest.
     Verify,
     /// Revert the commit that brought a tool's current version (a new commit on main).
@@ -457,6 +465,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Health { name, .. } => health::health(cli, name.as_deref(), &mut out, style),
         Command::Heal { name } => generate::heal(cli, name, &mut out, style),
         Command::Schedule => health::schedule(cli, &mut out, style),
+        Command::Demo { dir } => demo::demo(cli, dir.as_deref(), &mut out, style),
         Command::Rollback { name } => registry::rollback(cli, name, &mut out),
         Command::Deprecate {
             name,

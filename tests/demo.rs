@@ -1,0 +1,112 @@
+//! `toolsmith demo`: the whole loop on the shipped demo logs, end to end, as a new user runs it.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestEnv, json_of};
+
+#[test]
+fn the_demo_runs_the_whole_loop_and_leaves_its_directory() {
+    let env = TestEnv::new();
+    let dir = env.path().join("demo");
+    let out = env
+        .cli()
+        .args(["--json", "demo", "--dir"])
+        .arg(&dir)
+        .timeout(Duration::from_secs(300))
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    // Both habits of the logs became validated candidates; the sequence was approved and run.
+    assert_eq!(report["candidates_awaiting_review"], 2, "{report:#}");
+    assert_eq!(report["tool"], "make-build-test", "{report:#}");
+    let steps = report["steps"].as_array().expect("steps");
+    assert!(steps.iter().all(|s| s["ok"] == true), "{report:#}");
+    let commands: Vec<&str> = steps.iter().filter_map(|s| s["command"].as_str()).collect();
+    for wanted in [
+        "toolsmith ingest",
+        "toolsmith mine",
+        "toolsmith --json generate",
+        "toolsmith approve",
+        "toolsmith run make-build-test --param dir=core",
+        "git -C",
+    ] {
+        assert!(
+            commands.iter().any(|c| c.starts_with(wanted)),
+            "{wanted} in {commands:?}"
+        );
+    }
+    assert!(report["first_log_line_to_candidate_awaiting_review_ms"].as_u64() > Some(0));
+
+    // What it leaves is a working set-up: the tool is approved in the registry, and runs.
+    let config = dir.join("config.toml");
+    let tools = env
+        .cli()
+        .arg("--config")
+        .arg(&config)
+        .args(["--json", "tools"])
+        .assert()
+        .success();
+    let tools = json_of(tools.get_output());
+    assert_eq!(tools[0]["name"], "make-build-test", "{tools:#}");
+    assert_eq!(tools[0]["version"], "1.0.0");
+    let ran = env
+        .cli()
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "run",
+            "make-build-test",
+            "--param",
+            "dir=web",
+            "--workspace",
+        ])
+        .arg(dir.join("project"))
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&ran.get_output().stdout).into_owned();
+    assert!(stdout.contains("12 passed (web)"), "{stdout}");
+    let tags = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir.join("registry"))
+        .args(["tag", "--list"])
+        .output()
+        .expect("git tag");
+    assert_eq!(
+        String::from_utf8_lossy(&tags.stdout).trim(),
+        "make-build-test/v1.0.0"
+    );
+
+    // A directory in use is refused, not overwritten.
+    let again = env.cli().args(["demo", "--dir"]).arg(&dir).assert().code(2);
+    let said = String::from_utf8_lossy(&again.get_output().stderr).into_owned();
+    assert!(said.contains("is not empty"), "{said}");
+}
+
+#[test]
+fn the_demo_says_what_happens_at_each_step() {
+    let env = TestEnv::new();
+    let out = env
+        .cli()
+        .args(["demo", "--dir"])
+        .arg(env.path().join("demo"))
+        .timeout(Duration::from_secs(300))
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for step in [
+        "1. Read five Claude Code sessions",
+        "2. Mine them",
+        "3. Generate a tool for each habit",
+        "validated candidate(s) awaiting review",
+        "4. Review",
+        "5. Run the new tool in the sandbox",
+        "built core",
+        "6. The registry is a git repository",
+        "tag: make-build-test/v1.0.0",
+        "export TOOLSMITH_CONFIG=",
+    ] {
+        assert!(text.contains(step), "missing {step:?} in:\n{text}");
+    }
+}
