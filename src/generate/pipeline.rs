@@ -792,7 +792,11 @@ impl Generator {
         if let Some(dir) = &self.registry_dir
             && let Ok(entries) = std::fs::read_dir(dir.join("tools"))
         {
-            for entry in entries.flatten() {
+            // `tools/` also holds the registry's `.gitkeep`: only directories are tools.
+            for entry in entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            {
                 match Manifest::load(&entry.path()) {
                     Ok(m) => known.push(Known {
                         name: m.name,

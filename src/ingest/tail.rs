@@ -342,8 +342,10 @@ impl TailState {
                 Err(RoundError::Stopping) => break,
                 Err(err) => tracing::warn!(path = %path.display(), "ingest failed: {err}"),
             }
+            // Within the round too: a first scan of ten thousand sessions must not hold ten
+            // thousand descriptors (past the usual limit of 1024) until it ends.
+            self.close_idle();
         }
-        self.close_idle();
         self.stats.rounds.fetch_add(1, Ordering::Relaxed);
         total
     }
@@ -566,6 +568,12 @@ impl Tailer {
 
         let mut state = Some(state);
         let mut dirty = state.as_ref().map(TailState::scan).unwrap_or_default();
+        // Directories seen: an event naming one of them (its metadata changed as a file in it
+        // was created) is not a reason to read every file in it again.
+        let mut seen_dirs: std::collections::HashSet<PathBuf> = dirty
+            .iter()
+            .filter_map(|p| p.parent().map(Path::to_owned))
+            .collect();
         loop {
             if !dirty.is_empty() {
                 let Some(mut owned) = state.take() else { break };
@@ -619,7 +627,11 @@ impl Tailer {
                 // watch was in place: look inside it.
                 let mut extra = BTreeSet::new();
                 for path in &dirty {
-                    if path.is_dir() {
+                    // A directory that went may come back, holding files made before its watch.
+                    if !path.exists() {
+                        seen_dirs.remove(path);
+                    }
+                    if path.is_dir() && seen_dirs.insert(path.clone()) {
                         walk(path, &mut |p| {
                             if s.specs.iter().any(|spec| spec.claims(p)) {
                                 extra.insert(p.to_owned());
