@@ -261,3 +261,57 @@ fn doctor_reports_every_layer_and_a_verdict() {
     assert!(text.contains("verdict: "), "{text}");
     assert!(text.contains("toolsmithd is not running"), "{text}");
 }
+
+#[test]
+fn progress_shows_on_a_terminal_only() {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.jsonl");
+    let lines: Vec<String> = (0..50)
+        .map(|i| {
+            serde_json::json!({"v": 1, "session": "s1", "seq": i + 1, "tool": "shell",
+                               "input": {"command": format!("make test -C pkg{i}")},
+                               "ok": true, "exit_code": 0, "output": "ok"})
+            .to_string()
+        })
+        .collect();
+    std::fs::write(&log, lines.join("\n") + "\n").expect("write log");
+    // Piped: stdout has the report, stderr nothing at all.
+    let piped = env
+        .cli_at(&env.path().join("piped"))
+        .arg("ingest")
+        .arg(&log)
+        .assert()
+        .success();
+    assert!(piped.get_output().stderr.is_empty(), "{piped:?}");
+    // On a terminal (`script` gives the command one): the progress line is drawn, then cleared.
+    let Ok(script) = which("script") else {
+        eprintln!("skipped: `script` (util-linux) is not installed");
+        return;
+    };
+    let command = format!(
+        "{} --state {} ingest {}",
+        env!("CARGO_BIN_EXE_toolsmith"),
+        env.path().join("tty").display(),
+        log.display()
+    );
+    let mut cmd = std::process::Command::new(script);
+    env.apply(&mut cmd);
+    let out = cmd
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("script");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1/1 files, 50 new actions"), "{text}");
+    assert!(text.contains("1 files, 0.0 MiB: 50 new actions"), "{text}");
+}
+
+/// The path of a program on `PATH`.
+fn which(program: &str) -> Result<std::path::PathBuf, ()> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .ok_or(())
+}

@@ -11,6 +11,7 @@ use std::io::Write;
 use serde_json::{Value, json};
 
 use super::output::{self, Style};
+use super::progress::Progress;
 use super::{Cli, Failure, connect, load_config};
 use crate::daemon::lock::{self, LockError};
 use crate::exit::ExitCode;
@@ -42,11 +43,14 @@ fn run_job(cli: &Cli, job: Job) -> Result<Value, Failure> {
     let config = load_config(cli)?;
     crate::daemon::listener::ensure_private_dir(&config.paths.state.value)
         .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?;
+    let progress = Progress::spinner(cli.json, "generating");
     match lock::acquire(&config.lock_path()) {
         Ok(_lock) => {
             let store = Store::open(&config.store_path())?;
+            let events = crate::events::EventBus::new();
             let generator = pipeline::configured(&config, store)
-                .map_err(|e| Failure::new(ExitCode::InvalidConfig, e.to_string()))?;
+                .map_err(|e| Failure::new(ExitCode::InvalidConfig, e.to_string()))?
+                .with_events(events.clone());
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -54,22 +58,59 @@ fn run_job(cli: &Cli, job: Job) -> Result<Value, Failure> {
                     Failure::new(ExitCode::Failure, format!("cannot start a runtime: {e}"))
                 })?;
             let report = runtime.block_on(async {
+                // What each candidate is doing, on the progress line.
+                let mut seen = events.subscribe();
+                let line = progress.handle();
+                let follow = tokio::spawn(async move {
+                    while let Ok(event) = seen.recv().await {
+                        line.say(progress_line(&event.kind, &event.data));
+                    }
+                });
                 // With the lock held no daemon runs: whatever is mid-way was interrupted.
                 generator.recover().await?;
-                generator.run(job).await
-            })?;
-            Ok(json!(report))
+                let report = generator.run(job).await;
+                follow.abort();
+                report
+            });
+            progress.done();
+            Ok(json!(report?))
         }
         Err(LockError::Held { .. }) => {
+            progress.say("the daemon is generating".into());
             // Params are an object (or nothing, for the pending work), as JSON-RPC wants.
             let params = match &job {
                 Job::Pending => Value::Null,
                 other => serde_json::to_value(other)
                     .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?,
             };
-            Ok(connect(cli)?.call("generate.run", params)?)
+            let answer = connect(cli)?.call("generate.run", params);
+            progress.done();
+            Ok(answer?)
         }
         Err(other) => Err(Failure::new(ExitCode::Failure, other.to_string())),
+    }
+}
+
+/// The progress line for a generation event: which candidate is at which step.
+fn progress_line(kind: &str, data: &Value) -> String {
+    let id = data["id"].as_str().unwrap_or("?");
+    let tool = data["tool"].as_str().unwrap_or("?");
+    match kind {
+        "candidate.attempt" => format!(
+            "{tool} ({id}): attempt {} {}",
+            data["attempt"],
+            if data["passed"] == true {
+                "passed"
+            } else {
+                "failed"
+            }
+        ),
+        _ => format!(
+            "{tool} ({id}): {}",
+            kind.strip_prefix("candidate.")
+                .unwrap_or(kind)
+                .replace('_', " ")
+        ),
     }
 }
 

@@ -62,7 +62,16 @@ pub(super) fn ingest(
     })?;
     let store = Store::open(&config.store_path())?;
     let options = ReadOptions::from_settings(&config.ingest, true);
-    let reports = oneshot::ingest_paths(&store, paths, format, &options)?;
+    let progress = super::progress::Progress::bytes(cli.json, 0, "listing files");
+    let reports = oneshot::ingest_paths_reporting(&store, paths, format, &options, &mut |a| {
+        progress.bar_len(a.bytes);
+        progress.at(a.bytes_done);
+        progress.say(format!(
+            "{}/{} files, {} new actions",
+            a.files_done, a.files, a.actions
+        ));
+    })?;
+    progress.done();
     if cli.json {
         return output::json(out, &json!({ "files": reports }));
     }

@@ -28,6 +28,7 @@ pub(super) fn mine(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), 
     let config = load_config(cli)?;
     crate::daemon::listener::ensure_private_dir(&config.paths.state.value)
         .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?;
+    let progress = super::progress::Progress::spinner(cli.json, "mining the stored actions");
     let summary = match lock::acquire(&config.lock_path()) {
         Ok(_lock) => {
             let store = Store::open(&config.store_path())?;
@@ -42,9 +43,13 @@ pub(super) fn mine(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), 
             })??;
             report.summary()
         }
-        Err(LockError::Held { .. }) => connect(cli)?.call("mine.run", Value::Null)?,
+        Err(LockError::Held { .. }) => {
+            progress.say("the daemon is mining".into());
+            connect(cli)?.call("mine.run", Value::Null)?
+        }
         Err(other) => return Err(Failure::new(ExitCode::Failure, other.to_string())),
     };
+    progress.done();
     if cli.json {
         return output::json(out, &summary);
     }

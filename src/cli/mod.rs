@@ -13,6 +13,7 @@ mod install;
 mod mcp;
 pub mod mine;
 mod output;
+mod progress;
 mod registry;
 mod sandbox;
 

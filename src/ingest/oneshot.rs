@@ -61,6 +61,21 @@ pub struct FileReport {
     pub problems: u64,
 }
 
+/// How far a one-shot ingest has got, after each file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Advance {
+    /// Files read.
+    pub files_done: usize,
+    /// Files to read.
+    pub files: usize,
+    /// Bytes of the files read (their size when listed).
+    pub bytes_done: u64,
+    /// Bytes of all the files.
+    pub bytes: u64,
+    /// New actions stored so far.
+    pub actions: u64,
+}
+
 /// Ingests `paths` (files, or directories walked recursively) into `store`. With `format`, every
 /// file is read as that format; otherwise each file's format is sniffed and unrecognised files
 /// are skipped (and reported).
@@ -69,6 +84,17 @@ pub fn ingest_paths(
     paths: &[PathBuf],
     format: Option<&str>,
     options: &ReadOptions,
+) -> Result<Vec<FileReport>, IngestError> {
+    ingest_paths_reporting(store, paths, format, options, &mut |_| {})
+}
+
+/// [`ingest_paths`], telling `advance` how far it got after each file (for a progress bar).
+pub fn ingest_paths_reporting(
+    store: &Store,
+    paths: &[PathBuf],
+    format: Option<&str>,
+    options: &ReadOptions,
+    advance: &mut dyn FnMut(Advance),
 ) -> Result<Vec<FileReport>, IngestError> {
     let forced = format
         .map(|name| {
@@ -87,7 +113,20 @@ pub fn ingest_paths(
     }
     let redactor = Redactor::new();
     let mut reports = Vec::with_capacity(files.len());
-    for path in files {
+    let sizes: Vec<u64> = files
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .collect();
+    let mut progress = Advance {
+        files_done: 0,
+        files: files.len(),
+        bytes_done: 0,
+        bytes: sizes.iter().sum(),
+        actions: 0,
+    };
+    for (path, size) in files.into_iter().zip(sizes) {
+        progress.files_done += 1;
+        progress.bytes_done += size;
         let chosen = match forced {
             Some(f) => Some(f),
             None => {
@@ -108,9 +147,13 @@ pub fn ingest_paths(
                 results: 0,
                 problems: 0,
             });
+            advance(progress);
             continue;
         };
-        reports.push(ingest_file(store, &path, name, format, options, &redactor)?);
+        let report = ingest_file(store, &path, name, format, options, &redactor)?;
+        progress.actions += report.actions;
+        reports.push(report);
+        advance(progress);
     }
     Ok(reports)
 }
