@@ -110,3 +110,59 @@ fn the_demo_says_what_happens_at_each_step() {
         assert!(text.contains(step), "missing {step:?} in:\n{text}");
     }
 }
+
+#[test]
+fn the_daemon_on_embedded_defaults_finds_the_agents_logs_and_proposes_tools() {
+    // A new user's machine: Claude Code's sessions and a bash history where they always are, no
+    // configuration file at all.
+    let env = TestEnv::new();
+    let projects = env.path().join("home/.claude/projects/-home-dev-webshop");
+    std::fs::create_dir_all(&projects).expect("mkdir");
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/claude-code");
+    for entry in std::fs::read_dir(&demo).expect("demo logs").flatten() {
+        std::fs::copy(entry.path(), projects.join(entry.file_name())).expect("copy");
+    }
+    std::fs::write(
+        env.path().join("home/.bash_history"),
+        "git status\nmake build -C core\nmake test -C core\n",
+    )
+    .expect("write history");
+    let _daemon = common::Daemon::start(&env, env.daemon_command());
+
+    // It finds both, reads them, and its registry exists.
+    let deadline = std::time::Instant::now() + common::PATIENCE;
+    loop {
+        let out = env.cli().args(["sources"]).output().expect("sources");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if text.contains("31 actions") && text.contains("bash") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{text}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(env.path().join("data/toolsmith/registry/.git").is_dir());
+
+    // Mining (on schedule, after enough new actions, or asked for) is followed by generation:
+    // both habits become validated candidates awaiting review.
+    env.cli().args(["mine"]).assert().success();
+    let deadline = std::time::Instant::now() + common::PATIENCE;
+    loop {
+        let out = env
+            .cli()
+            .args(["--json", "candidates"])
+            .output()
+            .expect("candidates");
+        let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let waiting = all.as_array().map_or(0, |a| {
+            a.iter().filter(|c| c["state"] == "awaiting-review").count()
+        });
+        if waiting >= 2 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{all:#}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let review = env.cli().args(["review"]).assert().success();
+    let text = String::from_utf8_lossy(&review.get_output().stdout).into_owned();
+    assert!(text.contains("review/make-build-test/1.0.0"), "{text}");
+}
