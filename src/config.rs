@@ -466,6 +466,15 @@ impl Config {
         ]
     }
 
+    /// Each scheduled job of the daemon (`mine`, `health`, `sync`) with its crontab line.
+    pub fn job_schedules(&self) -> [(&'static str, &Setting<String>); 3] {
+        [
+            ("mine", &self.mine.schedule),
+            ("health", &self.health.schedule),
+            ("sync", &self.sync.schedule),
+        ]
+    }
+
     /// The settings that only take effect on restart and differ between `self` and `new`.
     pub fn restart_required(&self, new: &Config) -> Vec<&'static str> {
         let mut keys = Vec::new();

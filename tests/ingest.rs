@@ -3,11 +3,10 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{Daemon, PATIENCE, TestEnv};
+use common::{Daemon, PATIENCE, TestEnv, append, stored};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
@@ -24,25 +23,6 @@ fn corpus() -> Option<PathBuf> {
     );
     eprintln!("skipped: corpus not found at {}", path.display());
     None
-}
-
-/// Every stored action of a state directory, without row ids, in (session, seq) order.
-fn stored(env: &TestEnv, state: &Path) -> Vec<Value> {
-    let out = env
-        .cli_at(state)
-        .args(["actions", "--json", "--limit", "1000000"])
-        .output()
-        .expect("toolsmith actions");
-    if !out.status.success() {
-        return Vec::new();
-    }
-    let mut actions: Vec<Value> = serde_json::from_slice(&out.stdout).expect("actions JSON");
-    for action in &mut actions {
-        if let Some(map) = action.as_object_mut() {
-            map.remove("id");
-        }
-    }
-    actions
 }
 
 fn oneshot(env: &TestEnv, state: &Path, args: &[&str], paths: &[&Path]) -> Value {
@@ -117,15 +97,6 @@ fn native_lines(session: &str, n: usize) -> Vec<String> {
         }
     }
     lines
-}
-
-fn append(path: &Path, bytes: &[u8]) {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("open log for append");
-    file.write_all(bytes).expect("append");
 }
 
 fn daemon_with_sources(env: &TestEnv, sources: &str) -> Daemon {

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Daemon, PATIENCE, TestEnv};
+use common::{Daemon, PATIENCE, TestEnv, append, stored};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
@@ -32,15 +32,6 @@ impl Rng {
             .wrapping_add(1442695040888963407);
         (self.0 >> 33) % bound.max(1)
     }
-}
-
-fn append(path: &Path, text: &str) {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("open log for append");
-    file.write_all(text.as_bytes()).expect("append");
 }
 
 const PACKAGES: [&str; 4] = ["core", "cli", "web", "store"];
@@ -148,7 +139,7 @@ impl Logs {
                     );
                     text.push('\n');
                 }
-                append(&self.native.join("agent.jsonl"), &text);
+                append(&self.native.join("agent.jsonl"), text.as_bytes());
             }
             1 => {
                 let session = format!("00000000-0000-4000-8000-{id:012}");
@@ -185,7 +176,10 @@ impl Logs {
                          "is_error": !ok}]});
                     text.push_str(&format!("{call_rec}\n{result}\n"));
                 }
-                append(&self.claude.join(format!("{session}.jsonl")), &text);
+                append(
+                    &self.claude.join(format!("{session}.jsonl")),
+                    text.as_bytes(),
+                );
             }
             2 => {
                 let session = format!("019aad50-0000-7000-8000-{id:012}");
@@ -219,49 +213,30 @@ impl Logs {
                     &self
                         .codex
                         .join(format!("rollout-2026-11-23T10-00-00-{session}.jsonl")),
-                    &text,
+                    text.as_bytes(),
                 );
             }
             3 => {
                 for (i, (cmd, _, _)) in commands.iter().enumerate() {
                     text.push_str(&format!("#{}\n{cmd}\n", epoch + i as u64));
                 }
-                append(&self.bash, &text);
+                append(&self.bash, text.as_bytes());
             }
             4 => {
                 for (i, (cmd, _, _)) in commands.iter().enumerate() {
                     text.push_str(&format!(": {}:0;{cmd}\n", epoch + i as u64));
                 }
-                append(&self.zsh, &text);
+                append(&self.zsh, text.as_bytes());
             }
             _ => {
                 for (i, (cmd, _, _)) in commands.iter().enumerate() {
                     text.push_str(&format!("- cmd: {cmd}\n  when: {}\n", epoch + i as u64));
                 }
-                append(&self.fish, &text);
+                append(&self.fish, text.as_bytes());
             }
         }
         commands.len() as u64
     }
-}
-
-/// Every stored action of a state directory, without row ids, in (session, seq) order.
-fn stored(env: &TestEnv, state: &Path) -> Vec<Value> {
-    let out = env
-        .cli_at(state)
-        .args(["actions", "--json", "--limit", "10000000"])
-        .output()
-        .expect("toolsmith actions");
-    if !out.status.success() {
-        return Vec::new();
-    }
-    let mut actions: Vec<Value> = serde_json::from_slice(&out.stdout).expect("actions JSON");
-    for action in &mut actions {
-        if let Some(map) = action.as_object_mut() {
-            map.remove("id");
-        }
-    }
-    actions
 }
 
 fn start_daemon(env: &TestEnv, config: &Path) -> Daemon {

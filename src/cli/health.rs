@@ -56,18 +56,22 @@ pub(super) fn health(
     } else {
         None
     };
-    // The version on main gets the status the health stage's actions give it (HEALING, …);
-    // older versions keep their score's, as history.
-    let of = |tool: &str, version: &str, on_main: bool| -> Result<VersionHealth, Failure> {
+    // The version on main gets the status the health stage's actions give it (HEALING, …),
+    // with why; older versions keep their score's, as history.
+    let of = |tool: &str,
+              version: &str,
+              on_main: bool|
+     -> Result<(VersionHealth, Option<String>), Failure> {
         match &conn {
             Some(c) => {
                 let mut h = executions::version_health(c, tool, version, &policy)?;
+                let mut why = None;
                 if on_main {
-                    h.status = overall_status(c, &h, &policy)?.0;
+                    (h.status, why) = overall_status(c, &h, &policy)?;
                 }
-                Ok(h)
+                Ok((h, why))
             }
-            None => Ok(unrun(tool, version)),
+            None => Ok((unrun(tool, version), None)),
         }
     };
     let registry = &opened.registry;
@@ -75,7 +79,7 @@ pub(super) fn health(
         let mut all = Vec::new();
         for entry in registry.tools()?.iter().filter(|e| is_active(e)) {
             if let Some(version) = &entry.version {
-                all.push(of(&entry.name, version, true)?);
+                all.push(of(&entry.name, version, true)?.0);
             }
         }
         if cli.json {
@@ -115,16 +119,13 @@ pub(super) fn health(
             }
         }
     }
-    let healths: Vec<VersionHealth> = versions
-        .iter()
-        .map(|v| of(name, v, Some(v) == current.as_ref()))
-        .collect::<Result<_, _>>()?;
-    let why = match (&conn, healths.first()) {
-        (Some(c), Some(h)) if Some(&h.version) == current.as_ref() => {
-            overall_status(c, h, &policy)?.1
-        }
-        _ => None,
-    };
+    let mut why = None;
+    let mut healths: Vec<VersionHealth> = Vec::with_capacity(versions.len());
+    for v in &versions {
+        let (h, reason) = of(name, v, Some(v) == current.as_ref())?;
+        why = why.or(reason);
+        healths.push(h);
+    }
     let history: Vec<HealthAction> = match &conn {
         Some(c) => actions::history(c, name, 20)?,
         None => Vec::new(),
@@ -277,10 +278,9 @@ pub(super) fn check(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
             store.call_blocking(move |conn| {
                 schedule::record_end(conn, run, jiff::Timestamp::now(), &outcome)
             })?;
-            let report = report.map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?;
-            let mut value = json!(report);
-            value["summary"] = json!(report.summary());
-            value
+            report
+                .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?
+                .to_json()
         }
         Err(LockError::Held { .. }) => connect(cli)?.call("health.run", serde_json::Value::Null)?,
         Err(other) => return Err(Failure::new(ExitCode::Failure, other.to_string())),
@@ -318,13 +318,8 @@ pub(super) fn schedule(cli: &Cli, out: &mut impl Write, style: Style) -> Result<
     );
     let now = jiff::Timestamp::now();
     let mut timetable = Timetable::new(schedule::local_time_zone());
-    let jobs = [
-        ("mine", &config.mine.schedule),
-        ("health", &config.health.schedule),
-        ("sync", &config.sync.schedule),
-    ];
     let mut rows = Vec::new();
-    for (job, setting) in jobs {
+    for (job, setting) in config.job_schedules() {
         let last = runs.iter().find(|r| r.job == job);
         let anchor = last.and_then(|r| jiff::Timestamp::from_millisecond(r.started_ms).ok());
         let parsed = Schedule::parse(&setting.value)

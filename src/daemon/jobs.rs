@@ -49,11 +49,11 @@ const OTHERS: [&str; 2] = [HEALTH, SYNC];
 
 /// A job's schedule in the configuration.
 fn schedule_of<'a>(config: &'a Config, job: &str) -> &'a crate::config::Setting<String> {
-    match job {
-        HEALTH => &config.health.schedule,
-        SYNC => &config.sync.schedule,
-        _ => &config.mine.schedule,
-    }
+    config
+        .job_schedules()
+        .into_iter()
+        .find(|(name, _)| *name == job)
+        .map_or(&config.mine.schedule, |(_, schedule)| schedule)
 }
 
 /// Records the start of a run in `job_runs`; a failure to record never stops the job.
@@ -77,6 +77,30 @@ async fn record_end(store: &Store, id: Option<i64>, outcome: Outcome) {
             .await
             .inspect_err(|e| tracing::warn!("the end of a job run was not recorded: {e}"));
     }
+}
+
+/// How a run ended, for `job_runs`: its summary line, or why it failed.
+fn outcome_of(result: &Result<Value, String>, summary: fn(&Value) -> String) -> Outcome {
+    match result {
+        Ok(value) => Outcome {
+            ok: true,
+            summary: summary(value),
+        },
+        Err(err) => Outcome {
+            ok: false,
+            summary: err.clone(),
+        },
+    }
+}
+
+/// A mining run's summary line.
+fn mine_summary(summary: &Value) -> String {
+    format!("{} patterns", summary["patterns"].as_u64().unwrap_or(0))
+}
+
+/// The summary line a health check or a sync reports.
+fn other_summary(summary: &Value) -> String {
+    summary["summary"].as_str().unwrap_or("done").to_owned()
 }
 
 /// A finished run of one of [`OTHERS`]: the job, its `job_runs` id, its result.
@@ -295,13 +319,7 @@ pub(super) async fn run(
                 {
                     generate_queue.push_back((Job::Pending, None));
                 }
-                let outcome = match &result {
-                    Ok(summary) => Outcome {
-                        ok: true,
-                        summary: format!("{} patterns", summary["patterns"].as_u64().unwrap_or(0)),
-                    },
-                    Err(err) => Outcome { ok: false, summary: err.clone() },
-                };
+                let outcome = outcome_of(&result, mine_summary);
                 for reply in waiting.drain(..) {
                     let _ = reply.send(result.clone());
                 }
@@ -318,16 +336,10 @@ pub(super) async fn run(
                     tracing::error!("a scheduled job's task failed");
                     continue;
                 };
-                let outcome = match &result {
-                    Ok(summary) => Outcome {
-                        ok: true,
-                        summary: summary["summary"].as_str().unwrap_or("done").to_owned(),
-                    },
-                    Err(err) => {
-                        tracing::error!("{job} failed: {err}");
-                        Outcome { ok: false, summary: err.clone() }
-                    }
-                };
+                if let Err(err) = &result {
+                    tracing::error!("{job} failed: {err}");
+                }
+                let outcome = outcome_of(&result, other_summary);
                 record_end(&store, run, outcome.clone()).await;
                 for reply in other_waiting.remove(job).unwrap_or_default() {
                     let _ = reply.send(result.clone());
@@ -367,36 +379,16 @@ pub(super) async fn run(
     }
     if let Some(handle) = running {
         // A run in progress finishes: its result is one transaction, never half-written.
-        let outcome = match handle.await {
-            Ok(Ok(_)) => Outcome {
-                ok: true,
-                summary: "done".into(),
-            },
-            Ok(Err(e)) => Outcome {
-                ok: false,
-                summary: e,
-            },
-            Err(e) => Outcome {
-                ok: false,
-                summary: e.to_string(),
-            },
-        };
+        let result = handle
+            .await
+            .unwrap_or_else(|e| Err(format!("the mining task failed: {e}")));
+        let outcome = outcome_of(&result, mine_summary);
         record_end(&store, mine_run.take(), outcome).await;
     }
     // The health check saw the shutdown and stops at its next step; a sync finishes.
     while let Some(joined) = others.join_next().await {
         if let Ok((job, run, result)) = joined {
-            let outcome = match &result {
-                Ok(_) => Outcome {
-                    ok: true,
-                    summary: "done".into(),
-                },
-                Err(e) => Outcome {
-                    ok: false,
-                    summary: e.clone(),
-                },
-            };
-            record_end(&store, run, outcome).await;
+            record_end(&store, run, outcome_of(&result, other_summary)).await;
             for reply in other_waiting.remove(job).unwrap_or_default() {
                 let _ = reply.send(result.clone());
             }
@@ -469,10 +461,8 @@ async fn health_once(
     )
     .await
     .map_err(|e| e.to_string())?;
-    let summary = report.summary();
-    tracing::info!("health check: {summary}");
-    let mut value = json!(report);
-    value["summary"] = json!(summary);
+    tracing::info!("health check: {}", report.summary());
+    let value = report.to_json();
     events.publish("health.finished", value.clone());
     Ok(value)
 }

@@ -255,6 +255,21 @@ pub fn open_for_pattern(
         .optional()?)
 }
 
+/// The approved candidate that made `tool` at `version`, if toolsmith made it here.
+pub fn made_version(
+    conn: &Connection,
+    tool: &str,
+    version: &str,
+) -> Result<Option<Candidate>, CandidateError> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM candidates WHERE tool = ?1 AND version = ?2
+             AND state = 'approved' ORDER BY updated_at DESC LIMIT 1"
+        ))?
+        .query_row([tool, version], row)
+        .optional()?)
+}
+
 /// The open (not final) repair of a tool, if any: a tool is repaired once at a time.
 pub fn open_repair(conn: &Connection, tool: &str) -> Result<Option<Candidate>, CandidateError> {
     Ok(conn

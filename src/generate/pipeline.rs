@@ -591,15 +591,8 @@ impl Generator {
                     let health = executions::version_health(conn, &t, &v, &policy)?;
                     let attempts = actions::count(conn, &t, &v, ActionKind::Heal)?;
                     let open = candidates::open_repair(conn, &t)?.map(|c| c.id);
-                    let made_by: Option<String> = conn
-                        .query_row(
-                            "SELECT id FROM candidates WHERE tool = ?1 AND version = ?2
-                             AND state = 'approved' ORDER BY updated_at DESC LIMIT 1",
-                            [&t, &v],
-                            |r| r.get(0),
-                        )
-                        .ok();
-                    let spec = made_by.and_then(|id| Staging::new(&state_dir, &id).spec());
+                    let spec = candidates::made_version(conn, &t, &v)?
+                        .and_then(|c| Staging::new(&state_dir, &c.id).spec());
                     let evidence = match &spec {
                         Some(spec) => heal::new_evidence(conn, spec)?,
                         None => Vec::new(),

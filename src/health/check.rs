@@ -25,6 +25,7 @@ use super::actions::{self, ActionKind, ActionTrigger};
 use super::executions::{self, VersionHealth};
 use super::score::{HealthPolicy, Status};
 use crate::events::EventBus;
+use crate::generate::candidates;
 use crate::generate::pipeline::{GenerateError, Generator};
 use crate::generate::staging::Staging;
 use crate::registry::repo::{Registry, RegistryError};
@@ -48,6 +49,13 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
+    /// The report as JSON, with its summary line (what `health.run` answers).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = json!(self);
+        value["summary"] = json!(self.summary());
+        value
+    }
+
     /// A line for `toolsmith schedule`.
     pub fn summary(&self) -> String {
         format!(
@@ -175,16 +183,10 @@ pub async fn check_at(
                     }
                     None => None,
                 };
-                let made_by: Option<String> = conn
-                    .query_row(
-                        "SELECT id FROM candidates WHERE tool = ?1 AND version = ?2
-                         AND state = 'approved' ORDER BY updated_at DESC LIMIT 1",
-                        [&name, &version],
-                        |r| r.get(0),
-                    )
-                    .ok();
-                let keys = made_by
-                    .and_then(|id| Staging::new(&state_dir, &id).spec())
+                let keys = candidates::made_version(conn, &name, &version)
+                    .ok()
+                    .flatten()
+                    .and_then(|c| Staging::new(&state_dir, &c.id).spec())
                     .map(|s| s.keys)
                     .unwrap_or_default();
                 let total_runs: i64 = conn.query_row(
@@ -266,37 +268,13 @@ pub async fn check_at(
                     }
                     Err(e) => {
                         let detail = format!("{why}, but the rollback failed: {e}");
-                        record(
-                            store,
-                            name,
-                            version,
-                            ActionKind::Attention,
-                            "raised",
-                            &detail,
-                        )
-                        .await?;
-                        publish(
-                            "tool.requires_attention",
-                            json!({"name": name, "version": version, "reason": detail}),
-                        );
+                        raise_attention(store, events, name, version, &detail).await?;
                         report.problems.push(format!("{name}: {detail}"));
                     }
                 }
             } else if !done(ActionKind::Attention) {
                 let detail = format!("{why}; health.regression.auto_rollback is off");
-                record(
-                    store,
-                    name,
-                    version,
-                    ActionKind::Attention,
-                    "raised",
-                    &detail,
-                )
-                .await?;
-                publish(
-                    "tool.requires_attention",
-                    json!({"name": name, "version": version, "reason": detail}),
-                );
+                raise_attention(store, events, name, version, &detail).await?;
                 report.attention.push(format!("{name} {version}: {detail}"));
             }
             continue;
@@ -331,11 +309,7 @@ pub async fn check_at(
             match why {
                 Some(why) => {
                     if !done(ActionKind::Attention) {
-                        record(store, name, version, ActionKind::Attention, "raised", &why).await?;
-                        publish(
-                            "tool.requires_attention",
-                            json!({"name": name, "version": version, "reason": why}),
-                        );
+                        raise_attention(store, events, name, version, &why).await?;
                         report.attention.push(format!("{name} {version}: {why}"));
                     }
                 }
@@ -435,6 +409,32 @@ pub async fn check_at(
         }
     }
     Ok(report)
+}
+
+/// Records a call for attention on a tool version and announces it.
+async fn raise_attention(
+    store: &Store,
+    events: Option<&EventBus>,
+    tool: &str,
+    version: &str,
+    detail: &str,
+) -> Result<(), StoreError> {
+    record(
+        store,
+        tool,
+        version,
+        ActionKind::Attention,
+        "raised",
+        detail,
+    )
+    .await?;
+    if let Some(events) = events {
+        events.publish(
+            "tool.requires_attention",
+            json!({"name": tool, "version": version, "reason": detail}),
+        );
+    }
+    Ok(())
 }
 
 async fn record(

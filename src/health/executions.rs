@@ -128,7 +128,7 @@ pub struct VersionHealth {
 }
 
 /// The last line of an error excerpt worth templating: the last non-empty line.
-fn key_line(excerpt: &str) -> &str {
+pub fn key_line(excerpt: &str) -> &str {
     excerpt
         .lines()
         .rev()

@@ -112,10 +112,13 @@ pub fn new_evidence(
     conn: &Connection,
     spec: &ToolSpec,
 ) -> Result<Vec<EvidenceCommand>, StoreError> {
-    let programs: Vec<&str> = steps(spec)
-        .filter_map(|s| literal(s, 0))
-        .map(base)
-        .collect();
+    // Each program once, in step order: every step is matched against each command found.
+    let mut programs: Vec<&str> = Vec::new();
+    for program in steps(spec).filter_map(|s| literal(s, 0)).map(base) {
+        if !programs.contains(&program) {
+            programs.push(program);
+        }
+    }
     let mut found = Vec::new();
     // Each step's newest matching command decides whether that step changed.
     let mut decided: Vec<Option<bool>> = vec![None; steps(spec).count()];
@@ -284,16 +287,6 @@ pub fn patch_spec(spec: &ToolSpec, evidence: &[EvidenceCommand]) -> Option<Patch
     })
 }
 
-/// The last non-empty line of an error excerpt: the error itself.
-pub fn key_line(excerpt: &str) -> &str {
-    excerpt
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim()
-}
-
 /// Regression cases from the version's failing runs (distinct parameters, newest first, at
 /// most three runs): each run's parameters in a dry run, which must succeed, and for real,
 /// where the error the run showed must not come back.
@@ -319,7 +312,7 @@ pub fn regression_cases(
         if seen.contains(&params) {
             continue;
         }
-        let error = key_line(excerpt.as_deref().unwrap_or("")).to_owned();
+        let error = super::executions::key_line(excerpt.as_deref().unwrap_or("")).to_owned();
         let shown: String = serde_json::to_string(&params).unwrap_or_default();
         cases.push(Case {
             name: format!(
@@ -404,13 +397,9 @@ pub fn overall_status(
         }
     }
     if by_score == Status::Healthy && health.runs > 0 {
-        let repaired: bool = conn
-            .prepare_cached(
-                "SELECT count(*) FROM candidates WHERE tool = ?1 AND version = ?2
-                 AND origin = 'heal' AND state = 'approved'",
-            )?
-            .query_row(params![health.tool, health.version], |r| r.get::<_, i64>(0))?
-            > 0;
+        let repaired =
+            crate::generate::candidates::made_version(conn, &health.tool, &health.version)?
+                .is_some_and(|c| c.origin == "heal");
         if repaired {
             return Ok((
                 Status::Healed,

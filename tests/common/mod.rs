@@ -283,3 +283,32 @@ impl Conn {
         }
     }
 }
+
+/// Every stored action of a state directory, without row ids, in (session, seq) order.
+pub fn stored(env: &TestEnv, state: &Path) -> Vec<Value> {
+    let out = env
+        .cli_at(state)
+        .args(["actions", "--json", "--limit", "10000000"])
+        .output()
+        .expect("toolsmith actions");
+    if !out.status.success() {
+        return Vec::new();
+    }
+    let mut actions: Vec<Value> = serde_json::from_slice(&out.stdout).expect("actions JSON");
+    for action in &mut actions {
+        if let Some(map) = action.as_object_mut() {
+            map.remove("id");
+        }
+    }
+    actions
+}
+
+/// Appends to a file, creating it.
+pub fn append(path: &Path, bytes: &[u8]) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open log for append");
+    file.write_all(bytes).expect("append");
+}
