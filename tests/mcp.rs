@@ -505,3 +505,100 @@ fn the_official_python_sdk_lists_calls_and_hears_of_an_approval() {
         assert!(stdout.contains(&format!("ok: {step}")), "{stdout}");
     }
 }
+
+/// Lines a client cannot have meant — not JSON, an array nested 100,000 deep, JSON that is no
+/// JSON-RPC message — are answered as JSON-RPC 2.0 asks (−32700 Parse error, −32600 Invalid
+/// Request, `id: null`), and the session goes on: `tools/list` still answers, on plain stdio.
+#[test]
+fn unreadable_lines_get_json_rpc_errors_and_the_session_goes_on() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let env = TestEnv::new();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
+    env.apply(&mut command);
+    let mut server = command
+        .arg("--state")
+        .arg(env.state())
+        .arg("mcp")
+        .current_dir(env.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn toolsmith mcp");
+    let mut input = server.stdin.take().expect("stdin");
+    let output = server.stdout.take().expect("stdout");
+    // Lines are read on a thread of their own, so a server that never answers fails the test
+    // instead of hanging it.
+    let (lines, answers) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(output).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let answer = |after: &str| -> Value {
+        loop {
+            let line = answers
+                .recv_timeout(PATIENCE)
+                .unwrap_or_else(|_| panic!("no answer to {after}"));
+            let message: Value = serde_json::from_str(&line).expect("a JSON line");
+            // Notifications are not answers.
+            if message.get("method").is_none() {
+                return message;
+            }
+        }
+    };
+    let mut send = |line: &[u8]| {
+        input.write_all(line).expect("write");
+        input.write_all(b"\n").expect("write");
+        input.flush().expect("flush");
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}})
+        .to_string()
+        .as_bytes(),
+    );
+    let initialized = answer("initialize");
+    assert_eq!(initialized["id"], 1, "{initialized}");
+    send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+
+    send(b"this is not JSON {");
+    let garbage = answer("a line that is not JSON");
+    assert_eq!(garbage["error"]["code"], -32700, "{garbage}");
+    assert!(
+        garbage.as_object().is_some_and(|o| o["id"].is_null()),
+        "JSON-RPC 2.0 wants `id: null`: {garbage}"
+    );
+
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    send(deep.as_bytes());
+    let nested = answer("an array nested 100,000 deep");
+    assert_eq!(nested["error"]["code"], -32700, "{nested}");
+    assert!(nested["id"].is_null(), "{nested}");
+
+    send(br#"{"hello":"world"}"#);
+    let invalid = answer("JSON that is no JSON-RPC message");
+    assert_eq!(invalid["error"]["code"], -32600, "{invalid}");
+    assert!(invalid["id"].is_null(), "{invalid}");
+
+    send(br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let listed = answer("tools/list");
+    assert_eq!(listed["id"], 2, "{listed}");
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"toolsmith_search"), "{listed}");
+
+    // The client closes the session: the server ends, successfully.
+    drop(send);
+    drop(input);
+    let status = server.wait().expect("wait");
+    assert!(status.success(), "{status}");
+}

@@ -3,7 +3,9 @@
 //! - [`server`]: `toolsmith mcp`, the registry's tools over the Model Context Protocol.
 //! - [`catalog`]: which tools are offered, in which order, within the context budget.
 //! - [`skills`]: each active tool as an Agent Skill (`<name>/SKILL.md`).
+//! - [`transport`]: newline-delimited JSON-RPC on stdio that answers unreadable lines.
 
 pub mod catalog;
 pub mod server;
 pub mod skills;
+pub mod transport;

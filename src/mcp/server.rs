@@ -1,5 +1,6 @@
 //! `toolsmith mcp`: the registry's tools over the Model Context Protocol, on stdio, with the
-//! official Rust SDK (`rmcp`).
+//! official Rust SDK (`rmcp`) on a transport of our own ([`LineTransport`]) that answers lines
+//! it cannot read with JSON-RPC errors instead of dropping them.
 //!
 //! - `tools/list`: the active tools (approved, not deprecated, valid), ranked by
 //!   [`catalog::rank`] and cut to the description budget by [`catalog::fit`], then the two fixed
@@ -33,6 +34,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::catalog::{self, Usage};
+use super::transport::LineTransport;
 use crate::health::executions::{Caller, Execution};
 use crate::registry::manifest::{Manifest, OutputKind, WorkspaceAccess};
 use crate::registry::repo::{Registry, RegistryError, ToolEntry};
@@ -625,7 +627,7 @@ pub async fn serve_stdio(settings: ServerSettings) -> Result<(), ServeError> {
     let server = McpServer::new(settings);
     let service = server
         .clone()
-        .serve(rmcp::transport::stdio())
+        .serve(LineTransport::new(tokio::io::stdin(), tokio::io::stdout()))
         .await
         .map_err(|e| ServeError::Session(e.to_string()))?;
     let watcher = tokio::spawn(watch_registry(server, service.peer().clone()));
