@@ -315,3 +315,88 @@ fn which(program: &str) -> Result<std::path::PathBuf, ()> {
         .find(|p| p.is_file())
         .ok_or(())
 }
+
+/// `toolsmith ARGS` with its stdout a pipe nobody reads any more, as in `toolsmith … | head`
+/// once `head` has exited: its exit status and its stderr.
+fn with_stdout_closed(env: &TestEnv, args: &[&str]) -> (Option<i32>, String) {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let (reader, writer) = nix::unistd::pipe().expect("pipe");
+    // The reader is gone before the first write: every write finds the pipe broken.
+    drop(reader);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
+    env.apply(&mut command);
+    let mut child = command
+        .arg("--state")
+        .arg(env.state())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn toolsmith");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read stderr");
+    (child.wait().expect("wait").code(), stderr)
+}
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let env = TestEnv::new();
+    for args in [
+        &["man"][..],
+        &["completions", "bash"],
+        &["config", "show"],
+        &["--json", "config", "show"],
+        &["--help"],
+    ] {
+        let (code, stderr) = with_stdout_closed(&env, args);
+        assert_eq!(code, Some(0), "toolsmith {args:?}: {stderr}");
+        assert!(stderr.is_empty(), "toolsmith {args:?} said: {stderr}");
+    }
+}
+
+/// `toolsmith completions bash | head -1`: one line read, then the pipe closed under a writer
+/// that has more to say than the pipe holds (71 KB; a pipe holds 64 KiB).
+#[test]
+fn head_reads_one_line_and_toolsmith_ends_quietly() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let env = TestEnv::new();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
+    env.apply(&mut command);
+    let mut child = command
+        .args(["completions", "bash"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn toolsmith");
+    // Byte by byte, as `head` might: all the rest stays in the pipe or in toolsmith.
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut first = Vec::new();
+    let mut byte = [0u8];
+    while stdout.read(&mut byte).expect("read") == 1 && byte[0] != b'\n' {
+        first.push(byte[0]);
+    }
+    assert!(!first.is_empty());
+    drop(stdout);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read stderr");
+    let status = child.wait().expect("wait");
+    assert!(
+        !stderr.contains("Broken pipe") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}

@@ -597,7 +597,6 @@ fn unreadable_lines_get_json_rpc_errors_and_the_session_goes_on() {
     assert!(names.contains(&"toolsmith_search"), "{listed}");
 
     // The client closes the session: the server ends, successfully.
-    drop(send);
     drop(input);
     let status = server.wait().expect("wait");
     assert!(status.success(), "{status}");

@@ -334,3 +334,33 @@ fn the_library_api_runs_commands() {
     );
     assert!(report.layers.seccomp);
 }
+
+/// `toolsmith sandbox -- CMD | head` once `head` has gone: the command's status and its report
+/// still come back, without a word about the pipe.
+#[test]
+fn a_reader_that_went_away_does_not_change_the_status() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let (reader, writer) = nix::unistd::pipe().expect("pipe");
+    drop(reader);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .env("NO_COLOR", "1")
+        .env_remove("RUST_LOG")
+        .args(["sandbox", "--", "sh", "-c", "seq 20000; exit 3"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn toolsmith");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read stderr");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("exited 3"), "{stderr}");
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+}

@@ -367,6 +367,8 @@ pub fn main() -> std::process::ExitCode {
     };
     match status {
         Ok(code) => std::process::ExitCode::from(code),
+        // Nobody reads the output any more (`toolsmith … | head`): end quietly, like `rg`.
+        Err(_) if output::stdout_closed() => std::process::ExitCode::SUCCESS,
         Err(failure) => {
             if cli.json {
                 let body =
@@ -382,9 +384,9 @@ pub fn main() -> std::process::ExitCode {
 
 /// Runs one parsed command line.
 pub fn run(cli: &Cli) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
+    let mut out = output::stdout();
     let style = Style::for_stdout();
-    match &cli.command {
+    let done = match &cli.command {
         Command::Status => status(cli, &mut out, style),
         Command::Doctor => doctor::run(cli, &mut out, style),
         Command::Config(ConfigCommand::Show) => config_show(cli, &mut out),
@@ -443,7 +445,10 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Install { enable, .. } => install::install(cli.json, *enable, &mut out),
         Command::Uninstall { .. } => install::uninstall(cli.json, &mut out),
         Command::Completions { shell } => {
-            clap_complete::generate(*shell, &mut Cli::command(), "toolsmith", &mut out);
+            // clap_complete panics when its writer fails: it writes to memory, we to stdout.
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "toolsmith", &mut script);
+            out.write_all(&script)?;
             Ok(())
         }
         Command::Man { out: dir } => man(dir.as_deref(), &mut out),
@@ -473,7 +478,11 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
             replaced_by,
             reason,
         } => registry::deprecate(cli, name, replaced_by.as_deref(), reason, &mut out),
-    }
+    };
+    // What is still buffered goes out now, where a failure to write it is seen.
+    let flushed = out.flush();
+    done?;
+    Ok(flushed?)
 }
 
 /// The configuration as this command line resolves it.

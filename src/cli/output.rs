@@ -1,8 +1,55 @@
 //! Human output helpers: aligned key/value tables, durations, colour only on a terminal.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Failure;
+
+/// Set once a write to stdout failed because its reader went away (`toolsmith … | head`).
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Standard output, noting when its reader goes away: a command whose output is no longer
+/// read then ends quietly and successfully, as `ripgrep` and the classic tools do, instead of
+/// printing "Broken pipe" (see [`stdout_closed`]).
+pub struct Stdout(std::io::StdoutLock<'static>);
+
+/// Locks standard output for the command.
+pub fn stdout() -> Stdout {
+    Stdout(std::io::stdout().lock())
+}
+
+/// Whether a write to stdout found its reader gone.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
+/// Whether `err` is a reader having gone away.
+fn is_closed(err: &std::io::Error) -> bool {
+    err.kind() == std::io::ErrorKind::BrokenPipe
+}
+
+fn noted<T>(result: std::io::Result<T>) -> std::io::Result<T> {
+    if let Err(e) = &result
+        && is_closed(e)
+    {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    }
+    result
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        noted(self.0.write(buf))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        noted(self.0.write_all(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        noted(self.0.flush())
+    }
+}
 
 /// Whether to colour output.
 #[derive(Debug, Clone, Copy)]
@@ -39,6 +86,15 @@ impl Style {
     /// Red.
     pub fn bad(self, text: &str) -> String {
         self.paint("31", text)
+    }
+}
+
+/// Writes a command's own output through, ignoring a reader that went away: what the command
+/// did (its exit status, its stderr) is still reported.
+pub fn pass_through(out: &mut Stdout, bytes: &[u8]) -> std::io::Result<()> {
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if is_closed(&e) => Ok(()),
+        other => other,
     }
 }
 

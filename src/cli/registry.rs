@@ -308,7 +308,7 @@ pub(super) fn run(
         Err(e) => return Err(Failure::new(ExitCode::Failure, e.to_string())),
     };
     let report = &done.report;
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = output::stdout();
     if cli.json {
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let parsed: Option<Value> = serde_json::from_slice(&report.stdout.bytes).ok();
@@ -328,8 +328,8 @@ pub(super) fn run(
             }),
         )?;
     } else {
-        stdout.write_all(&report.stdout.bytes)?;
-        stdout.flush()?;
+        // A reader that stopped reading (`| head`) does not change how the run went.
+        output::pass_through(&mut stdout, &report.stdout.bytes)?;
         let mut stderr = std::io::stderr().lock();
         stderr.write_all(&report.stderr.bytes)?;
         if let Some(limit) = report.limit {

@@ -104,13 +104,13 @@ fn spec(args: &SandboxArgs) -> Result<SandboxSpec, Failure> {
 pub(super) fn run(cli: &Cli, args: &SandboxArgs) -> Result<u8, Failure> {
     let spec = spec(args)?;
     let report = sandbox::run(&spec).map_err(|e| failure(&e))?;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::output::stdout();
     let mut err = std::io::stderr().lock();
     if cli.json {
         super::output::json(&mut out, &json!(report))?;
     } else {
-        out.write_all(&report.stdout.bytes)?;
-        out.flush()?;
+        // A reader that stopped reading (`| head`) does not change the command's status.
+        super::output::pass_through(&mut out, &report.stdout.bytes)?;
         err.write_all(&report.stderr.bytes)?;
         summary(&report, &mut err, Style::for_stdout())?;
     }
