@@ -833,6 +833,104 @@ fn a_restart_resumes_interrupted_candidates_or_fails_them_never_leaves_them_stuc
     assert!(reason.contains("spec was lost"), "{reason}");
 }
 
+/// A one-shot `toolsmith new` killed mid-way (SIGKILL, while the model is thinking) leaves no
+/// stuck candidate, with no daemon ever started: while it runs, `toolsmith candidates` shows its
+/// candidate generating (a live process's work is never called interrupted); once it is dead,
+/// `candidates` and `show` say the candidate was interrupted and what to do, and
+/// `toolsmith generate` resumes it to review.
+#[test]
+fn a_killed_one_shot_new_leaves_its_candidate_to_the_next_command() {
+    let env = TestEnv::new();
+    // The first answer comes after the test is over; the next one at once.
+    let server = LlmServer::start(vec![
+        Reply::openai(&greeting_reply(GOOD_SCRIPT)).after(Duration::from_secs(120)),
+        Reply::openai(&greeting_reply(GOOD_SCRIPT)),
+    ]);
+    let config = env.write_config(&format!(
+        "[generate]\nbackend = \"llm\"\nmax_attempts = 3\n\n\
+         [llm]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"test-model\"\n\
+         api_key_env = \"TOOLSMITH_TEST_KEY\"\ntimeout_s = 300\nmax_retries = 1\n",
+        server.url
+    ));
+    let cli = || {
+        let mut cmd = env.cli();
+        cmd.env("TOOLSMITH_TEST_KEY", "sk-test")
+            .arg("--config")
+            .arg(&config);
+        cmd
+    };
+    let mut one_shot = std::process::Command::new(env!("CARGO_BIN_EXE_toolsmith"));
+    env.apply(&mut one_shot);
+    let mut one_shot = one_shot
+        .env("TOOLSMITH_TEST_KEY", "sk-test")
+        .arg("--state")
+        .arg(env.state())
+        .arg("--config")
+        .arg(&config)
+        .args(["--json", "new", "print a greeting"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn toolsmith new");
+    let deadline = Instant::now() + PATIENCE;
+    while server.received().is_empty() {
+        assert!(Instant::now() < deadline, "the model was never asked");
+        assert!(
+            one_shot.try_wait().expect("wait").is_none(),
+            "toolsmith new ended before asking the model"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let listed = |cmd: &mut assert_cmd::Command| -> Value {
+        let out = cmd.args(["--json", "candidates"]).assert().success();
+        let all = json_of(out.get_output());
+        assert_eq!(all.as_array().map(Vec::len), Some(1), "{all:#}");
+        all[0].clone()
+    };
+    let running = listed(&mut cli());
+    assert_eq!(running["state"], "generating", "{running:#}");
+    assert!(running.get("interrupted").is_none(), "{running:#}");
+    let id = running["id"].as_str().expect("id").to_owned();
+
+    one_shot.kill().expect("SIGKILL toolsmith new");
+    one_shot.wait().expect("reap");
+
+    let left = listed(&mut cli());
+    assert_eq!(left["id"], id.as_str());
+    assert_eq!(left["interrupted"], true, "{left:#}");
+    assert!(
+        left["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("toolsmith generate")),
+        "{left:#}"
+    );
+    let text = cli().arg("candidates").assert().success();
+    let text = String::from_utf8_lossy(&text.get_output().stdout).into_owned();
+    assert!(text.contains("interrupted"), "{text}");
+    let shown = cli().args(["--json", "show", &id]).assert().success();
+    assert_eq!(
+        json_of(shown.get_output())["candidate"]["interrupted"],
+        true
+    );
+
+    // The next command resumes it from its saved spec: the model is asked again, it passes.
+    let out = cli()
+        .args(["--json", "generate"])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    let resumed = report["candidates"]
+        .as_array()
+        .and_then(|made| made.iter().find(|c| c["id"] == id.as_str()))
+        .unwrap_or_else(|| panic!("not resumed: {report:#}"));
+    assert_eq!(resumed["state"], "awaiting-review", "{report:#}");
+    assert_eq!(server.received().len(), 2);
+    let done = listed(&mut cli());
+    assert_eq!(done["state"], "awaiting-review", "{done:#}");
+    assert!(done.get("interrupted").is_none(), "{done:#}");
+}
+
 /// A JSON tool's files: it counts the lines of its stdin; `broken` prints the wrong shape.
 fn json_tool(broken: bool) -> std::collections::BTreeMap<String, String> {
     let manifest = r#"apiVersion: toolsmith/v1

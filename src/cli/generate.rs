@@ -66,8 +66,7 @@ fn run_job(cli: &Cli, job: Job) -> Result<Value, Failure> {
                         line.say(progress_line(&event.kind, &event.data));
                     }
                 });
-                // With the lock held no daemon runs: whatever is mid-way was interrupted.
-                generator.recover().await?;
+                // What a killed process left half-way is put back first (`run` does it).
                 let report = generator.run(job).await;
                 follow.abort();
                 report
@@ -172,7 +171,7 @@ fn print_report(
 }
 
 fn paint(style: Style, state: &str) -> String {
-    match state {
+    match state.trim_end() {
         "awaiting-review" | "approved" => style.good(state),
         "failed" | "rejected" => style.bad(state),
         _ => style.warn(state),
@@ -248,12 +247,51 @@ fn read_store(cli: &Cli) -> Result<(rusqlite::Connection, std::path::PathBuf), F
     ))
 }
 
+/// What a person is told of a candidate a killed process left half-way.
+fn interrupted_reason(c: &Candidate) -> String {
+    format!(
+        "interrupted while {}: the process generating it is gone; `toolsmith generate` \
+         resumes it (so does toolsmithd when it starts)",
+        c.state
+    )
+}
+
+/// A candidate as `candidates` and `show` present it: one left `generating` or `validating`
+/// by a process that is gone says so (JSON: `"interrupted": true`), with what to do, rather
+/// than seeming to make progress. Nothing is written: these commands only read.
+fn presented(c: Candidate, state_dir: &std::path::Path) -> (Candidate, bool) {
+    if candidates::is_interrupted(&c, state_dir) {
+        let reason = interrupted_reason(&c);
+        (
+            Candidate {
+                reason: Some(reason),
+                ..c
+            },
+            true,
+        )
+    } else {
+        (c, false)
+    }
+}
+
+fn candidate_json(c: &Candidate, interrupted: bool) -> Value {
+    let mut value = json!(c);
+    if interrupted && let Some(fields) = value.as_object_mut() {
+        fields.insert("interrupted".into(), Value::Bool(true));
+    }
+    value
+}
+
 /// `toolsmith candidates`.
 pub(super) fn list(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
-    let (conn, _) = read_store(cli)?;
-    let all = candidates::list(&conn)?;
+    let (conn, state_dir) = read_store(cli)?;
+    let all: Vec<(Candidate, bool)> = candidates::list(&conn)?
+        .into_iter()
+        .map(|c| presented(c, &state_dir))
+        .collect();
     if cli.json {
-        return output::json(out, &json!(all));
+        let listed: Vec<Value> = all.iter().map(|(c, i)| candidate_json(c, *i)).collect();
+        return output::json(out, &listed);
     }
     if all.is_empty() {
         writeln!(
@@ -263,21 +301,32 @@ pub(super) fn list(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), 
         )?;
         return Ok(());
     }
-    let width = all.iter().map(|c| c.tool.len()).max().unwrap_or(4).max(4);
+    let width = all
+        .iter()
+        .map(|(c, _)| c.tool.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
     writeln!(
         out,
         "{:<14}  {:<width$}  {:<8}  {:<15}  reason",
         "id", "tool", "version", "state"
     )?;
-    for c in &all {
+    for (c, interrupted) in &all {
+        // An interrupted candidate's reason is what to do: all of it is shown.
+        let keep = if *interrupted { usize::MAX } else { 100 };
         let reason: String = c
             .reason
             .as_deref()
             .unwrap_or("")
             .chars()
-            .take(100)
+            .take(keep)
             .collect();
-        let state = format!("{:<15}", c.state.as_str());
+        let state = if *interrupted {
+            format!("{:<15}", "interrupted")
+        } else {
+            format!("{:<15}", c.state.as_str())
+        };
         writeln!(
             out,
             "{:<14}  {:<width$}  {:<8}  {}  {}",
@@ -319,6 +368,7 @@ pub(super) fn show(
         ));
     };
     let (_, state_dir) = store?;
+    let (c, interrupted) = presented(c, &state_dir);
     let staging = Staging::new(&state_dir, &c.id);
     let numbers = staging.attempts();
     let proposal = if c.state == candidates::State::AwaitingReview {
@@ -349,7 +399,7 @@ pub(super) fn show(
         return output::json(
             out,
             &json!({
-                "candidate": c,
+                "candidate": candidate_json(&c, interrupted),
                 "spec": staging.spec(),
                 "attempts": attempt_json,
                 "diffs": diffs,
@@ -357,7 +407,7 @@ pub(super) fn show(
             }),
         );
     }
-    header(&c, out, style)?;
+    header(&c, interrupted, out, style)?;
     if let Some(spec) = staging.spec() {
         writeln!(out, "{}", spec.description)?;
         if !spec.params.is_empty() {
@@ -472,14 +522,24 @@ pub(super) fn show(
     attempt_summary(&staging, last, out, style)
 }
 
-fn header(c: &Candidate, out: &mut impl Write, style: Style) -> Result<(), Failure> {
+fn header(
+    c: &Candidate,
+    interrupted: bool,
+    out: &mut impl Write,
+    style: Style,
+) -> Result<(), Failure> {
+    let state = if interrupted {
+        "interrupted"
+    } else {
+        c.state.as_str()
+    };
     writeln!(
         out,
         "{}  {} {}  [{}]",
         c.id,
         c.tool,
         c.version.as_deref().unwrap_or(""),
-        paint(style, c.state.as_str())
+        paint(style, state)
     )?;
     if let Some(reason) = &c.reason {
         writeln!(out, "  {reason}")?;

@@ -199,11 +199,13 @@ pub(super) async fn run(
     let mut running: Option<tokio::task::JoinHandle<Result<Value, String>>> = None;
     let mut generate_queue: GenerateQueue = VecDeque::new();
     let mut generating: Option<Running> = None;
-    // Work a stopped daemon left half-done is resumed, never left stuck.
+    // Work a stopped daemon (or a killed one-shot command) left half-done is resumed, never
+    // left stuck.
+    let state_dir = config.paths.state.value.clone();
     let proposed = store
-        .call(|conn| {
+        .call(move |conn| {
             let recover = || -> Result<usize, candidates::CandidateError> {
-                let resumed = candidates::recover_interrupted(conn)?;
+                let resumed = candidates::recover_interrupted(conn, &state_dir)?;
                 if !resumed.is_empty() {
                     tracing::info!(
                         candidates = ?resumed,

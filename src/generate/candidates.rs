@@ -10,12 +10,19 @@
 //!                failed           failed          (the reason is kept)
 //! ```
 //!
-//! A candidate found `generating` or `validating` when the daemon starts was interrupted: it is
-//! put back to `proposed` (its finished attempts are kept) and generated again.
+//! The process working on a candidate holds its claim ([`Claim`](super::staging::Claim), a lock the kernel drops
+//! however the process dies). A candidate found `generating` or `validating` with nobody holding
+//! its claim was interrupted — the daemon stopped, or a one-shot `toolsmith new` was killed: the
+//! next generation (a one-shot command, or the daemon at start and before each run) puts it back
+//! to `proposed` (its finished attempts are kept) and generates it again; `toolsmith candidates`
+//! shows it as interrupted meanwhile. One a live process holds is never taken from it.
+
+use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
+use super::staging::Staging;
 use crate::store::{StoreError, unix_now};
 
 /// Where a candidate stands.
@@ -342,18 +349,54 @@ pub fn in_state(conn: &Connection, state: State) -> Result<Vec<Candidate>, Candi
     Ok(rows)
 }
 
+/// Whether `c` was interrupted: left `generating` or `validating` by a process that is gone
+/// (nobody holds its claim under `state_dir`).
+pub fn is_interrupted(c: &Candidate, state_dir: &Path) -> bool {
+    matches!(c.state, State::Generating | State::Validating)
+        && !Staging::new(state_dir, &c.id).claimed()
+}
+
 /// Puts interrupted work back in the queue: candidates left `generating` or `validating` by a
-/// daemon that stopped. Returns their ids.
-pub fn recover_interrupted(conn: &Connection) -> Result<Vec<String>, CandidateError> {
-    let mut stmt = conn.prepare_cached(
-        "UPDATE candidates SET state = 'proposed',
-                reason = 'interrupted while ' || state || '; resumed', updated_at = ?1
-         WHERE state IN ('generating', 'validating') RETURNING id",
-    )?;
-    let ids = stmt
-        .query_map([unix_now()], |r| r.get(0))?
+/// process that is gone (the daemon stopped, a one-shot command was killed). A candidate whose
+/// claim a live process holds is left to it. Returns the ids put back.
+pub fn recover_interrupted(
+    conn: &Connection,
+    state_dir: &Path,
+) -> Result<Vec<String>, CandidateError> {
+    let in_flight: Vec<String> = conn
+        .prepare_cached(
+            "SELECT id FROM candidates WHERE state IN ('generating', 'validating') ORDER BY rowid",
+        )?
+        .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
-    Ok(ids)
+    let mut resumed = Vec::new();
+    for id in in_flight {
+        // Held while the state changes, so no worker starts on it half-way.
+        let claim = match Staging::new(state_dir, &id).try_claim() {
+            Ok(Some(claim)) => Some(claim),
+            Ok(None) => {
+                tracing::debug!(candidate = %id, "worked on by a live process, left to it");
+                continue;
+            }
+            Err(e) => {
+                // Nobody could have claimed it through a file that cannot be opened.
+                tracing::warn!(candidate = %id, "its claim cannot be checked ({e}); resumed");
+                None
+            }
+        };
+        let changed = conn
+            .prepare_cached(
+                "UPDATE candidates SET state = 'proposed',
+                        reason = 'interrupted while ' || state || '; resumed', updated_at = ?2
+                 WHERE id = ?1 AND state IN ('generating', 'validating')",
+            )?
+            .execute(params![id, unix_now()])?;
+        drop(claim);
+        if changed == 1 {
+            resumed.push(id);
+        }
+    }
+    Ok(resumed)
 }
 
 #[cfg(test)]
@@ -433,7 +476,23 @@ mod tests {
         transition(&conn, &a.id, State::Generating, None).expect("gen");
         transition(&conn, &b.id, State::Generating, None).expect("gen");
         transition(&conn, &b.id, State::Validating, None).expect("val");
-        let mut resumed = recover_interrupted(&conn).expect("recover");
+        let state_dir = tempfile::tempdir().expect("state");
+        // A live process works on this one: it is never taken from it.
+        let d = create(&conn, &new("tool-d")).expect("d");
+        transition(&conn, &d.id, State::Generating, None).expect("gen");
+        let held = Staging::new(state_dir.path(), &d.id)
+            .try_claim()
+            .expect("claim")
+            .expect("free");
+        assert!(is_interrupted(
+            &get(&conn, &a.id).expect("a"),
+            state_dir.path()
+        ));
+        assert!(!is_interrupted(
+            &get(&conn, &d.id).expect("d"),
+            state_dir.path()
+        ));
+        let mut resumed = recover_interrupted(&conn, state_dir.path()).expect("recover");
         resumed.sort();
         let mut want = vec![a.id.clone(), b.id.clone()];
         want.sort();
@@ -445,6 +504,17 @@ mod tests {
             Some("interrupted while generating; resumed")
         );
         assert_eq!(get(&conn, &c.id).expect("c").state, State::Proposed);
-        assert_eq!(list(&conn).expect("list").len(), 3);
+        assert_eq!(get(&conn, &d.id).expect("d").state, State::Generating);
+        assert_eq!(list(&conn).expect("list").len(), 4);
+        // Its holder gone, it is interrupted too.
+        drop(held);
+        assert_eq!(
+            recover_interrupted(&conn, state_dir.path()).expect("recover"),
+            vec![d.id.clone()]
+        );
+        assert!(!is_interrupted(
+            &get(&conn, &d.id).expect("d"),
+            state_dir.path()
+        ));
     }
 }

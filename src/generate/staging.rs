@@ -27,6 +27,9 @@ pub const SPEC_FILE: &str = "spec.json";
 /// A model's raw reply, beside an attempt's files.
 pub const REPLY_FILE: &str = "reply.txt";
 
+/// The file whose lock a process holds while it works on the candidate (see [`Claim`]).
+pub const OWNER_FILE: &str = "owner.lock";
+
 /// A staging operation that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StagingError {
@@ -147,6 +150,31 @@ pub fn check_name(name: &str) -> Result<(), StagingError> {
     Ok(())
 }
 
+/// A candidate claimed by this process: an open-file-description (OFD) write lock on the
+/// candidate's [`OWNER_FILE`], held for as long as the candidate is generated and validated.
+///
+/// The kernel drops the lock however the process ends (SIGKILL included), so a candidate left
+/// `generating` or `validating` whose lock nobody holds was interrupted and may be resumed, and
+/// one whose lock is held belongs to a live process and is never taken from it — whoever
+/// worked on it (the daemon or a one-shot `toolsmith new`). OFD locks rather than `flock` so
+/// that [`Staging::claimed`] can ask without taking the lock (`F_OFD_GETLK`): a look never
+/// gets in a worker's way. The file is opened close-on-exec, so no child keeps the lock alive.
+#[derive(Debug)]
+pub struct Claim {
+    _file: std::fs::File,
+}
+
+/// The whole-file write lock request for `fcntl`.
+fn whole_file(kind: libc::c_int) -> libc::flock {
+    libc::flock {
+        l_type: kind as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 0,
+        l_len: 0,
+        l_pid: 0,
+    }
+}
+
 /// A candidate's staging directory.
 #[derive(Debug, Clone)]
 pub struct Staging {
@@ -164,6 +192,46 @@ impl Staging {
     /// The candidate's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Claims the candidate for this process; `None` when a live process holds it already.
+    pub fn try_claim(&self) -> Result<Option<Claim>, StagingError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::create_dir_all(&self.dir).map_err(io(&self.dir))?;
+        let path = self.dir.join(OWNER_FILE);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(io(&path))?;
+        let lock = whole_file(libc::F_WRLCK);
+        match nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_OFD_SETLK(&lock)) {
+            Ok(_) => Ok(Some(Claim { _file: file })),
+            Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EACCES) => Ok(None),
+            Err(errno) => Err(io(&path)(errno.into())),
+        }
+    }
+
+    /// Whether a live process holds the candidate's claim. Looks without taking the lock.
+    /// When the lock cannot be asked about (an unreadable file), says it is held: a candidate
+    /// is never called interrupted on a guess.
+    pub fn claimed(&self) -> bool {
+        let path = self.dir.join(OWNER_FILE);
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            // Never claimed (or its staging is gone): nobody works on it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return false,
+            Err(_) => return true,
+        };
+        let mut lock = whole_file(libc::F_WRLCK);
+        match nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_OFD_GETLK(&mut lock)) {
+            Ok(_) => lock.l_type != libc::F_UNLCK as libc::c_short,
+            Err(_) => true,
+        }
     }
 
     /// The numbers of the attempts made, in order.
@@ -364,6 +432,22 @@ mod tests {
             .iter()
             .map(|(n, c)| ((*n).to_owned(), (*c).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn a_claim_is_held_once_seen_by_others_and_released_with_its_holder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let staging = Staging::new(dir.path(), "c-000000000001");
+        assert!(!staging.claimed(), "never claimed");
+        let claim = staging.try_claim().expect("claim").expect("free");
+        // Another open of the file (another worker, here or in another process) sees it held.
+        assert!(staging.claimed());
+        assert!(staging.try_claim().expect("ask").is_none(), "taken twice");
+        assert!(staging.claimed(), "looking does not take it");
+        drop(claim);
+        assert!(!staging.claimed(), "released with its holder");
+        assert!(staging.try_claim().expect("claim").is_some());
+        assert!(staging.attempts().is_empty(), "the lock file is no attempt");
     }
 
     #[test]
