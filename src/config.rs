@@ -620,7 +620,10 @@ fn config_dirs(env: &dyn Env) -> Vec<(PathBuf, &'static str)> {
     if let Some(dir) = env.var("XDG_CONFIG_HOME") {
         dirs.push((PathBuf::from(dir).join("toolsmith"), "$XDG_CONFIG_HOME"));
     } else if let Some(home) = env.var("HOME") {
-        dirs.push((PathBuf::from(home).join(".config/toolsmith"), "$HOME/.config"));
+        dirs.push((
+            PathBuf::from(home).join(".config/toolsmith"),
+            "$HOME/.config",
+        ));
     }
     dirs.push((PathBuf::from("/etc/toolsmith"), "/etc/toolsmith"));
     dirs

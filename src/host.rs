@@ -768,8 +768,7 @@ pub fn sandboxed_process(pid: i32) -> std::io::Result<Option<String>> {
         }
     }
     let cgroups = fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
-    Ok(run_cgroup(&cgroups)
-        .map(|path| format!("it runs in a sandboxed run's cgroup ({path})")))
+    Ok(run_cgroup(&cgroups).map(|path| format!("it runs in a sandboxed run's cgroup ({path})")))
 }
 
 #[cfg(test)]

@@ -76,13 +76,13 @@ pub fn validate(manifest: &Manifest, params: &Map<String, Value>) -> Result<(), 
                 !(dashed && matches!(e.kind(), jsonschema::error::ValidationErrorKind::Not { .. }))
             })
             .map(|e| {
-            let at = e.instance_path().to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("parameter `{}`: {e}", at.trim_start_matches('/'))
-            }
-        }),
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("parameter `{}`: {e}", at.trim_start_matches('/'))
+                }
+            }),
     );
     if problems.is_empty() {
         Ok(())
@@ -365,14 +365,20 @@ provenance: { origin: request, generator: human, created: 2026-11-22T10:00:00Z }
             .to_string();
         assert!(err.contains("parameter `path`"), "{err}");
         assert!(err.contains("`--version` begins with `-`"), "{err}");
-        assert!(!err.contains("is not allowed"), "one message, not the schema's: {err}");
+        assert!(
+            !err.contains("is not allowed"),
+            "one message, not the schema's: {err}"
+        );
         let err = argv(&m, &map(serde_json::json!({"paths": ["a", "-rf"]})))
             .expect_err("refused")
             .to_string();
         assert!(err.contains("parameter `paths`: `-rf`"), "{err}");
         // Where the schema does not say so (the log had such values), they pass.
-        let args = argv(&m, &map(serde_json::json!({"lines": "-5", "path": "./--version"})))
-            .expect("valid");
+        let args = argv(
+            &m,
+            &map(serde_json::json!({"lines": "-5", "path": "./--version"})),
+        )
+        .expect("valid");
         assert_eq!(args, ["--lines", "-5", "--path", "./--version"]);
     }
 

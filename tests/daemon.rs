@@ -406,7 +406,13 @@ fn sandboxed_processes_cannot_use_the_control_socket() {
         .arg(&ws)
         .arg("--tool-dir")
         .arg(bin.parent().expect("bin dir"))
-        .args(["--", "/tool/toolsmith", "--socket", "/workspace/sock", "stop"])
+        .args([
+            "--",
+            "/tool/toolsmith",
+            "--socket",
+            "/workspace/sock",
+            "stop",
+        ])
         .output()
         .expect("toolsmith sandbox runs");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -516,7 +516,10 @@ async fn calls_refuse_workspaces_with_toolsmiths_files_and_values_like_options()
     // The server's directory is the workspace: one that holds, is or lies inside one of
     // toolsmith's own directories is refused, as a result the agent reads.
     for (dir, says) in [
-        (env.path().to_path_buf(), "contains toolsmith's state directory"),
+        (
+            env.path().to_path_buf(),
+            "contains toolsmith's state directory",
+        ),
         (env.state(), "is toolsmith's state directory"),
         (
             env.path().join("data/toolsmith/registry/tools"),
@@ -532,7 +535,12 @@ async fn calls_refuse_workspaces_with_toolsmiths_files_and_values_like_options()
             .await
             .expect("a refusal is a result");
         assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
-        assert!(text(&refused).contains(says), "{}: {}", dir.display(), text(&refused));
+        assert!(
+            text(&refused).contains(says),
+            "{}: {}",
+            dir.display(),
+            text(&refused)
+        );
         service.cancel().await.expect("close");
     }
     // In a project, a value beginning with `-` (never seen in the log) is refused by name.

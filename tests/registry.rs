@@ -1136,8 +1136,9 @@ fn sort_tool(env: &TestEnv) -> (String, PathBuf) {
 fn a_parameter_value_that_looks_like_an_option_is_refused() {
     let env = TestEnv::new();
     let (name, ws) = sort_tool(&env);
-    let manifest = std::fs::read_to_string(registry_dir(&env).join(format!("tools/{name}/tool.yaml")))
-        .expect("manifest");
+    let manifest =
+        std::fs::read_to_string(registry_dir(&env).join(format!("tools/{name}/tool.yaml")))
+            .expect("manifest");
     assert!(manifest.contains("pattern: ^-"), "{manifest}");
     for how in [
         vec!["--param", "path=--version"],
@@ -1160,11 +1161,13 @@ fn a_parameter_value_that_looks_like_an_option_is_refused() {
         assert!(output.stdout.is_empty(), "{how:?}: sort ran");
     }
     // The tool itself refuses it too (its own tests say so), and a real value runs.
-    let cases = std::fs::read_to_string(
-        registry_dir(&env).join(format!("tools/{name}/tests/cases.json")),
-    )
-    .expect("cases");
-    assert!(cases.contains("a value beginning with `-` for --path is refused"), "{cases}");
+    let cases =
+        std::fs::read_to_string(registry_dir(&env).join(format!("tools/{name}/tests/cases.json")))
+            .expect("cases");
+    assert!(
+        cases.contains("a value beginning with `-` for --path is refused"),
+        "{cases}"
+    );
     let out = env
         .cli()
         .args(["run", &name, "--param", "path=notes.txt", "--workspace"])
@@ -1185,14 +1188,20 @@ fn run_refuses_a_workspace_that_reaches_toolsmiths_own_files() {
     std::os::unix::fs::symlink(&registry, ws.join("registry")).expect("symlink");
     let cases = [
         (env.state(), "is toolsmith's state directory"),
-        (env.path().join("state/run"), "is toolsmith's runtime directory"),
+        (
+            env.path().join("state/run"),
+            "is toolsmith's runtime directory",
+        ),
         (registry.clone(), "is toolsmith's registry"),
         (
             env.path().join("config/toolsmith"),
             "is toolsmith's configuration directory",
         ),
         (env.path().to_path_buf(), "contains toolsmith's"),
-        (env.path().join("state/runs"), "lies inside toolsmith's state directory"),
+        (
+            env.path().join("state/runs"),
+            "lies inside toolsmith's state directory",
+        ),
         (registry.join("tools"), "lies inside toolsmith's registry"),
         (ws.join("registry"), "is toolsmith's registry"),
     ];

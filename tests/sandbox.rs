@@ -448,7 +448,10 @@ fn a_memory_limit_filled_by_tmpfs_pages_is_the_memory_limit() {
     assert_eq!(code, 137, "{report}");
     assert_eq!(report["limit"], "memory", "{report}");
     // The first file was written whole: the second is what met the limit.
-    assert!(text(&report, "stderr").contains("250+0 records out"), "{report}");
+    assert!(
+        text(&report, "stderr").contains("250+0 records out"),
+        "{report}"
+    );
     let out = toolsmith()
         .args(["sandbox", "--memory", "256", "--"])
         .args([
@@ -475,7 +478,9 @@ fn own_v1_cgroup(controller: &str) -> Option<std::path::PathBuf> {
     let path = cgroups.lines().find_map(|line| {
         let mut parts = line.splitn(3, ':');
         let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
-        list.split(',').any(|c| c == controller).then(|| path.to_owned())
+        list.split(',')
+            .any(|c| c == controller)
+            .then(|| path.to_owned())
     })?;
     Some(mount.join(path.trim_start_matches('/')))
 }

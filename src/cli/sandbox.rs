@@ -12,8 +12,8 @@ use super::output::Style;
 use super::{Cli, Failure};
 use crate::exit::ExitCode;
 use crate::sandbox::{
-    self, Exit, Limits, Profile, RunReport, SandboxError, SandboxPolicy, SandboxSpec,
-    Stdin, WorkspaceAccess,
+    self, Exit, Limits, Profile, RunReport, SandboxError, SandboxPolicy, SandboxSpec, Stdin,
+    WorkspaceAccess,
 };
 
 /// Exit codes of `toolsmith sandbox`, for its help.

@@ -376,8 +376,7 @@ ts_run() {{
             } else {
                 String::new()
             };
-            let test =
-                format!("case {subject} in {pattern}) ts_die \"{message}\" ;;{dash} esac");
+            let test = format!("case {subject} in {pattern}) ts_die \"{message}\" ;;{dash} esac");
             if p.variadic {
                 let _ = writeln!(
                     s,
@@ -894,7 +893,10 @@ mod tests {
             manifest.interface.params["properties"]["package"]["not"],
             serde_json::json!({"pattern": "^-"})
         );
-        assert_eq!(cases[2].params.as_ref().map(|p| p["package"].clone()), Some("--version".into()));
+        assert_eq!(
+            cases[2].params.as_ref().map(|p| p["package"].clone()),
+            Some("--version".into())
+        );
         assert_eq!(cases[2].expect.exit_code, Some(2));
         assert!(
             files["run.sh"].contains("-*) ts_die \"--package must not begin with '-'"),
@@ -931,7 +933,10 @@ mod tests {
         let mut spec = sequence_spec();
         spec.params[0].variadic = true;
         spec.params[0].examples = vec!["a -b".into()];
-        assert!(!spec.refuses_dash(&spec.params[0]), "an item of a variadic one");
+        assert!(
+            !spec.refuses_dash(&spec.params[0]),
+            "an item of a variadic one"
+        );
         spec.params[0].examples = vec!["a b".into()];
         spec.occurrences.clear();
         let schema = spec.params_schema();

@@ -116,13 +116,7 @@ fn relation(dir: &Path, place: &Path) -> Option<Relation> {
     }
 }
 
-fn refusal(
-    what: &str,
-    dir: &Path,
-    relation: Relation,
-    place: &Place,
-    at: &Path,
-) -> SandboxError {
+fn refusal(what: &str, dir: &Path, relation: Relation, place: &Place, at: &Path) -> SandboxError {
     let how = match relation {
         Relation::Is => "is",
         Relation::Holds => "contains",
@@ -192,7 +186,12 @@ mod tests {
     fn workspaces_near_toolsmiths_places_are_refused() {
         let tmp = tempfile::tempdir().expect("temp dir");
         let root = tmp.path().canonicalize().expect("canonical");
-        for dir in ["state/run", "state/scratch/run-1", "data/registry/tools/x", "ws/a"] {
+        for dir in [
+            "state/run",
+            "state/scratch/run-1",
+            "data/registry/tools/x",
+            "ws/a",
+        ] {
             std::fs::create_dir_all(root.join(dir)).expect("mkdir");
         }
         std::os::unix::fs::symlink(root.join("state"), root.join("link")).expect("symlink");
@@ -205,11 +204,17 @@ mod tests {
         let is = refused(&root.join("state"));
         assert!(is.contains("is toolsmith's state directory"), "{is}");
         let runtime = refused(&root.join("state/run"));
-        assert!(runtime.contains("is toolsmith's runtime directory"), "{runtime}");
+        assert!(
+            runtime.contains("is toolsmith's runtime directory"),
+            "{runtime}"
+        );
         let holds = refused(&root);
         assert!(holds.contains("contains toolsmith's"), "{holds}");
         let inside = refused(&root.join("data/registry/tools/x"));
-        assert!(inside.contains("lies inside toolsmith's registry"), "{inside}");
+        assert!(
+            inside.contains("lies inside toolsmith's registry"),
+            "{inside}"
+        );
         // The configuration directory does not exist: where it would be is guarded.
         let config = refused(&root.join("config"));
         assert!(
@@ -219,7 +224,10 @@ mod tests {
         // Resolved before comparing: symlinks and `..`.
         let canonical = root.join("link").canonicalize().expect("canonical");
         let via_link = refused(&canonical);
-        assert!(via_link.contains("is toolsmith's state directory"), "{via_link}");
+        assert!(
+            via_link.contains("is toolsmith's state directory"),
+            "{via_link}"
+        );
         assert!(refused(&root.join("ws/..").canonicalize().expect("c")).contains("contains"));
         // The scratch area's runs are allowed; the area itself is not.
         assert!(

@@ -28,9 +28,7 @@ use std::path::{Path, PathBuf};
 use crate::generate::staging::{CheckReport, Diagnostics};
 use crate::registry::digest::digest;
 use crate::registry::manifest::{self, Language, Limits, Manifest, OutputKind, TestCounts};
-use crate::sandbox::{
-    self, Exit, OwnPlaces, Profile, SandboxPolicy, SandboxSpec, WorkspaceAccess,
-};
+use crate::sandbox::{self, Exit, OwnPlaces, Profile, SandboxPolicy, SandboxSpec, WorkspaceAccess};
 use crate::validate::cases::{self, CASES_FILE, Cases, Observed};
 use crate::validate::policy::{CodePolicy, Severity};
 
