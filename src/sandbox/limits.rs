@@ -268,17 +268,26 @@ fn prepare_v1_base(controller: &str) -> Result<PathBuf, String> {
         controller,
     )?;
     let base = own.join(V1_BASE);
-    match fs::create_dir(&base) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("cannot create {}: {e}", base.display())),
-    }
     let limit = match controller {
         "pids" => "pids.max",
         _ => "memory.limit_in_bytes",
     };
-    if !base.join(limit).exists() {
-        return Err(format!("{} has no {limit}", base.display()));
+    // Another toolsmith process removes the base once its last run is over (see
+    // `RunCgroup::remove_v1_bases`): it may vanish between our making it and looking inside.
+    let mut attempts = 0;
+    loop {
+        match fs::create_dir(&base) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(format!("cannot create {}: {e}", base.display())),
+        }
+        if base.join(limit).exists() {
+            break;
+        }
+        if base.exists() || attempts >= 8 {
+            return Err(format!("{} has no {limit}", base.display()));
+        }
+        attempts += 1;
     }
     if let Ok(entries) = fs::read_dir(&base) {
         for entry in entries.flatten() {
