@@ -19,6 +19,9 @@ pub const CONFIG_FILE_NAME: &str = "config.toml";
 /// The name of the control socket inside the runtime directory.
 pub const SOCKET_FILE_NAME: &str = "control.sock";
 
+/// The directory inside the state directory where validation makes its scratch workspaces.
+pub const SCRATCH_DIR: &str = "scratch";
+
 /// A configuration that could not be found, read or accepted.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -187,6 +190,11 @@ pub struct Config {
     pub sync: SyncSettings,
     /// `[[source]]` tables; empty means: the standard locations of known agents and shells.
     pub sources: Vec<SourceSetting>,
+    /// The directories a configuration file is looked for in (whether or not one is there):
+    /// `$CONFIGURATION_DIRECTORY`, `$XDG_CONFIG_HOME/toolsmith` (or `~/.config/toolsmith`),
+    /// `/etc/toolsmith`. A file planted in one would be read by the next toolsmith.
+    #[serde(skip)]
+    pub config_dirs: Vec<PathBuf>,
 }
 
 /// How logs are read.
@@ -319,6 +327,26 @@ impl Config {
     /// The daemon's single-instance lock file.
     pub fn lock_path(&self) -> PathBuf {
         self.paths.state.value.join("toolsmithd.lock")
+    }
+
+    /// toolsmith's own places, which no sandboxed run may see: the state, runtime and
+    /// registry directories, the configuration's directories and file, and the policy file;
+    /// validation's scratch workspaces (`<state>/scratch/…`) are the one exception.
+    pub fn own_places(&self) -> crate::sandbox::OwnPlaces {
+        let mut own = crate::sandbox::OwnPlaces::none();
+        own.add("state directory", &self.paths.state.value);
+        own.add("runtime directory", &self.paths.runtime.value);
+        own.add("registry", &self.paths.registry.value);
+        if let Some(file) = &self.file {
+            own.add("configuration file", &file.path);
+        }
+        for dir in &self.config_dirs {
+            own.add("configuration directory", dir);
+        }
+        if let Some(policy) = &self.generate.policy.value {
+            own.add("policy file", policy);
+        }
+        own.with_scratch(self.paths.state.value.join(SCRATCH_DIR))
     }
 
     /// The largest accepted control request in bytes.
@@ -573,37 +601,32 @@ impl ConfigRequest {
                 return Ok(Some(ConfigFile { path, found_by }));
             }
         }
-        let mut candidates = Vec::new();
-        if let Some(dir) = env.var("CONFIGURATION_DIRECTORY") {
-            // systemd may pass several directories separated by ':'; ours is the first.
-            let first = dir.split(':').next().unwrap_or_default().to_owned();
-            candidates.push((
-                PathBuf::from(first).join(CONFIG_FILE_NAME),
-                "$CONFIGURATION_DIRECTORY",
-            ));
-        }
-        if let Some(dir) = env.var("XDG_CONFIG_HOME") {
-            candidates.push((
-                PathBuf::from(dir).join("toolsmith").join(CONFIG_FILE_NAME),
-                "$XDG_CONFIG_HOME",
-            ));
-        } else if let Some(home) = env.var("HOME") {
-            candidates.push((
-                PathBuf::from(home)
-                    .join(".config/toolsmith")
-                    .join(CONFIG_FILE_NAME),
-                "$HOME/.config",
-            ));
-        }
-        candidates.push((
-            PathBuf::from("/etc/toolsmith/config.toml"),
-            "/etc/toolsmith",
-        ));
-        Ok(candidates
+        Ok(config_dirs(env)
             .into_iter()
+            .map(|(dir, found_by)| (dir.join(CONFIG_FILE_NAME), found_by))
             .find(|(path, _)| path.is_file())
             .map(|(path, found_by)| ConfigFile { path, found_by }))
     }
+}
+
+/// The directories a configuration file is looked for in, in order, with what names each.
+fn config_dirs(env: &dyn Env) -> Vec<(PathBuf, &'static str)> {
+    let mut dirs = Vec::new();
+    if let Some(dir) = env.var("CONFIGURATION_DIRECTORY") {
+        // systemd may pass several directories separated by ':'; ours is the first.
+        let first = dir.split(':').next().unwrap_or_default().to_owned();
+        dirs.push((PathBuf::from(first), "$CONFIGURATION_DIRECTORY"));
+    }
+    if let Some(dir) = env.var("XDG_CONFIG_HOME") {
+        dirs.push((PathBuf::from(dir).join("toolsmith"), "$XDG_CONFIG_HOME"));
+    } else if let Some(home) = env.var("HOME") {
+        dirs.push((
+            PathBuf::from(home).join(".config/toolsmith"),
+            "$HOME/.config",
+        ));
+    }
+    dirs.push((PathBuf::from("/etc/toolsmith"), "/etc/toolsmith"));
+    dirs
 }
 
 /// Validates one file on its own, as `toolsmith config check FILE` does.
@@ -1287,6 +1310,7 @@ fn resolve(
         health,
         sync,
         sources,
+        config_dirs: config_dirs(env).into_iter().map(|(dir, _)| dir).collect(),
     })
 }
 

@@ -714,9 +714,84 @@ fn probe_git() -> Layer {
     }
 }
 
+/// The pid of the toolsmith process a run cgroup's name (`run-<pid>-<n>`) belongs to; `None`
+/// for any other name. Run cgroups are made by the sandbox (`sandbox::limits`).
+pub fn run_cgroup_owner(name: &str) -> Option<i32> {
+    let (pid, n) = name.strip_prefix("run-")?.split_once('-')?;
+    n.parse::<u64>().ok()?;
+    pid.parse().ok().filter(|&p| p > 0)
+}
+
+/// How deep a process's pid namespace is, as `/proc/<pid>/status` shows it: the number of
+/// `NSpid` entries (one per namespace from the procfs's own down to the process's); 1 on a
+/// kernel without the line (before 4.1).
+fn pid_ns_depth(status: &str) -> usize {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .map_or(1, |ids| ids.split_whitespace().count().max(1))
+}
+
+/// A toolsmith run cgroup among the paths of a `/proc/<pid>/cgroup` text, if any.
+fn run_cgroup(cgroups: &str) -> Option<&str> {
+    cgroups.lines().find_map(|line| {
+        let path = line.splitn(3, ':').nth(2)?;
+        path.split('/')
+            .any(|part| run_cgroup_owner(part).is_some())
+            .then_some(path)
+    })
+}
+
+/// Why process `pid` (a peer of the control socket, as `SO_PEERCRED` names it in our pid
+/// namespace) runs inside a sandbox, or `None` when it does not look like it.
+///
+/// A toolsmith sandbox (any sandbox made the same way) puts its processes in a pid namespace
+/// nested below the one it was started from and in a user namespace of its own: a process
+/// whose pid namespace lies below ours and whose user namespace is not ours is in one. The
+/// comparison is relative, so a daemon that itself runs in a container serves the clients
+/// beside it; a container without a user namespace of its own (the socket bound into it) is
+/// not refused. Without namespaces a run's processes are in a run cgroup (root's v1 fallback,
+/// a delegated v2), which is checked too (and they cannot open sockets at all: seccomp).
+/// An error when the process cannot be inspected (it is gone).
+pub fn sandboxed_process(pid: i32) -> std::io::Result<Option<String>> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let own = fs::read_to_string("/proc/self/status")?;
+    if pid_ns_depth(&status) > pid_ns_depth(&own) {
+        let user = fs::read_link(format!("/proc/{pid}/ns/user")).ok();
+        let own_user = fs::read_link("/proc/self/ns/user").ok();
+        if user.is_none() || user != own_user {
+            return Ok(Some(
+                "it runs in a pid namespace below the daemon's and in a user namespace of its \
+                 own, as sandboxed processes do"
+                    .into(),
+            ));
+        }
+    }
+    let cgroups = fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
+    Ok(run_cgroup(&cgroups).map(|path| format!("it runs in a sandboxed run's cgroup ({path})")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sandboxed_peers_are_told_apart() {
+        assert_eq!(run_cgroup_owner("run-1234-0"), Some(1234));
+        assert_eq!(run_cgroup_owner("run-1234-x"), None);
+        assert_eq!(run_cgroup_owner("run-0-1"), None);
+        assert_eq!(run_cgroup_owner("run-u12.scope"), None);
+        assert_eq!(pid_ns_depth("Name:\tsh\nNSpid:\t4242\t1\n"), 2);
+        assert_eq!(pid_ns_depth("Name:\tsh\nNSpid:\t4242\n"), 1);
+        assert_eq!(pid_ns_depth("Name:\tsh\n"), 1);
+        let v1 = "8:pids:/toolsmith/run-77-3\n4:memory:/a/toolsmith/run-77-3\n0::/\n";
+        assert_eq!(run_cgroup(v1), Some("/toolsmith/run-77-3"));
+        assert_eq!(run_cgroup("0::/user.slice/run-u5.scope\n"), None);
+        // This process is in no sandbox.
+        let me = i32::try_from(std::process::id()).expect("pid");
+        assert_eq!(sandboxed_process(me).expect("readable"), None);
+        assert!(sandboxed_process(i32::MAX).is_err(), "no such process");
+    }
 
     fn full_report() -> HostReport {
         let ok = |d: &str| Layer::new(true, d);

@@ -13,7 +13,10 @@
 //!   one per line, and runs none of them.
 //!
 //! Arguments are handed to `execve` one by one: no shell ever re-reads a value, so a parameter
-//! cannot inject a command.
+//! cannot inject a command. Nor an option: a text parameter whose values never began with `-`
+//! in the log says so in its schema (`"not": {"pattern": "^-"}`), and a value beginning with
+//! `-` is then refused here, for every caller, with exit code 2 (the command would have read
+//! `--version` given as a path as its own option); the generated code checks it again.
 
 use serde_json::{Map, Value};
 
@@ -21,6 +24,19 @@ use crate::registry::manifest::Manifest;
 
 /// The environment variable that asks a tool to print its commands instead of running them.
 pub const DRY_RUN_ENV: &str = "TOOLSMITH_DRY_RUN";
+
+/// The schema keyword that marks a text parameter whose values never begin with `-`.
+pub const NO_DASH_KEY: &str = "not";
+
+/// The value of [`NO_DASH_KEY`]: no value beginning with `-`.
+pub fn no_dash() -> Value {
+    serde_json::json!({"pattern": "^-"})
+}
+
+/// Whether a parameter's (or an array's items') schema refuses values beginning with `-`.
+fn refuses_dash(schema: &Value) -> bool {
+    schema.get(NO_DASH_KEY) == Some(&no_dash())
+}
 
 /// Parameters that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,22 +66,59 @@ pub fn validate(manifest: &Manifest, params: &Map<String, Value>) -> Result<(), 
     let validator = jsonschema::validator_for(&manifest.interface.params)
         .map_err(|e| fail(vec![format!("the tool's parameter schema is invalid: {e}")]))?;
     let instance = Value::Object(params.clone());
-    let problems: Vec<String> = validator
-        .iter_errors(&instance)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("parameter `{}`: {e}", at.trim_start_matches('/'))
-            }
-        })
-        .collect();
+    // Said first and in plain words: the schema's own message for `not` names no reason.
+    let mut problems = dash_problems(manifest, params);
+    let dashed = !problems.is_empty();
+    problems.extend(
+        validator
+            .iter_errors(&instance)
+            .filter(|e| {
+                !(dashed && matches!(e.kind(), jsonschema::error::ValidationErrorKind::Not { .. }))
+            })
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("parameter `{}`: {e}", at.trim_start_matches('/'))
+                }
+            }),
+    );
     if problems.is_empty() {
         Ok(())
     } else {
         Err(fail(problems))
     }
+}
+
+/// The values beginning with `-` given to parameters whose schema refuses them, each named.
+fn dash_problems(manifest: &Manifest, params: &Map<String, Value>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, schema) in manifest.params() {
+        let Some(value) = params.get(name) else {
+            continue;
+        };
+        let (values, item_schema): (Vec<&Value>, &Value) = match value {
+            Value::Array(items) => (
+                items.iter().collect(),
+                schema.get("items").unwrap_or(&Value::Null),
+            ),
+            one => (vec![one], schema),
+        };
+        if !refuses_dash(item_schema) {
+            continue;
+        }
+        for text in values.iter().filter_map(|v| v.as_str()) {
+            if text.starts_with('-') {
+                problems.push(format!(
+                    "parameter `{name}`: `{text}` begins with `-`, so the tool's command would \
+                     take it for an option; its values never began with `-` in the log the tool \
+                     was made from, so it is refused (a file named so can be given as `./{text}`)"
+                ));
+            }
+        }
+    }
+    problems
 }
 
 /// The command-line arguments for `params` (checked first).
@@ -287,6 +340,46 @@ provenance: { origin: request, generator: human, created: 2026-11-22T10:00:00Z }
             assert!(err.contains(expect), "{params}: {err}");
             assert!(err.contains("cargo-test-one"), "{err}");
         }
+    }
+
+    #[test]
+    fn values_like_options_are_refused_where_the_schema_says_so() {
+        let text = r#"apiVersion: toolsmith/v1
+name: sort-file
+version: 1.0.0
+description: Sort a file.
+interface:
+  params:
+    type: object
+    properties:
+      path: { type: string, minLength: 1, not: { pattern: "^-" } }
+      paths: { type: array, items: { type: string, not: { pattern: "^-" } } }
+      lines: { type: string }
+  output: text
+runtime: { language: sh, entrypoint: run.sh }
+provenance: { origin: request, generator: human, created: 2026-11-22T10:00:00Z }
+"#;
+        let m = Manifest::parse(text, "t").expect("manifest");
+        let err = argv(&m, &map(serde_json::json!({"path": "--version"})))
+            .expect_err("refused")
+            .to_string();
+        assert!(err.contains("parameter `path`"), "{err}");
+        assert!(err.contains("`--version` begins with `-`"), "{err}");
+        assert!(
+            !err.contains("is not allowed"),
+            "one message, not the schema's: {err}"
+        );
+        let err = argv(&m, &map(serde_json::json!({"paths": ["a", "-rf"]})))
+            .expect_err("refused")
+            .to_string();
+        assert!(err.contains("parameter `paths`: `-rf`"), "{err}");
+        // Where the schema does not say so (the log had such values), they pass.
+        let args = argv(
+            &m,
+            &map(serde_json::json!({"lines": "-5", "path": "./--version"})),
+        )
+        .expect("valid");
+        assert_eq!(args, ["--lines", "-5", "--path", "./--version"]);
     }
 
     #[test]

@@ -375,3 +375,62 @@ fn uses_a_socket_passed_by_systemd() {
         "the activated socket belongs to systemd and must stay"
     );
 }
+
+#[test]
+fn sandboxed_processes_cannot_use_the_control_socket() {
+    let env = TestEnv::new();
+    let mut daemon = start(&env);
+    // First line: the runtime directory (or anything holding it) is no workspace.
+    let runtime = env.state().join("run");
+    let out = env
+        .cli()
+        .args(["sandbox", "--workspace", "read"])
+        .arg(&runtime)
+        .args(["--", "true"])
+        .assert()
+        .code(125);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr);
+    assert!(
+        stderr.contains("is toolsmith's runtime directory"),
+        "{stderr}"
+    );
+    // Second line: the socket reached by another name (a hard link in a directory that is
+    // allowed) from inside a sandbox; `toolsmith stop` there is refused by the daemon itself.
+    let ws = env.path().join("ws");
+    std::fs::create_dir(&ws).expect("mkdir");
+    std::fs::hard_link(&daemon.socket, ws.join("sock")).expect("hard link to the socket");
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_toolsmith"));
+    let out = env
+        .cli()
+        .args(["sandbox", "--workspace", "read"])
+        .arg(&ws)
+        .arg("--tool-dir")
+        .arg(bin.parent().expect("bin dir"))
+        .args([
+            "--",
+            "/tool/toolsmith",
+            "--socket",
+            "/workspace/sock",
+            "stop",
+        ])
+        .output()
+        .expect("toolsmith sandbox runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("inside a sandbox"), "{stderr}");
+    assert!(!stderr.contains("toolsmithd is stopping"), "{stderr}");
+    assert!(daemon.is_running(), "the daemon was stopped from a sandbox");
+    let status = daemon.connect().call(1, "status", Value::Null);
+    assert_eq!(
+        status["result"]["counters"]["connections_refused_peer"],
+        json!(1),
+        "{status:#}"
+    );
+    assert!(
+        daemon
+            .log()
+            .contains("refused a control connection from inside a sandbox"),
+        "{}",
+        daemon.log()
+    );
+}

@@ -172,15 +172,16 @@ fn a_mined_pattern_becomes_a_candidate_whose_derived_tests_pass_in_the_sandbox()
             .any(|c| c["name"] == "sh -n run.sh" && c["passed"] == true),
         "{diagnostics:#}"
     );
-    // One dry-run case per occurrence (four sessions), --help, a missing --dir, an
-    // unknown option: all passed in the sandbox.
+    // One dry-run case per occurrence (four sessions), --help, a --dir beginning with `-`
+    // (refused: no occurrence had one), a missing --dir, an unknown option: all passed in
+    // the sandbox.
     let tests: Vec<&Value> = diagnostics["checks"]
         .as_array()
         .expect("checks")
         .iter()
         .filter(|c| c["layer"] == "tests")
         .collect();
-    assert_eq!(tests.len(), 7, "{diagnostics:#}");
+    assert_eq!(tests.len(), 8, "{diagnostics:#}");
     assert!(tests.iter().all(|t| t["passed"] == true));
     let files = &attempt["files"];
     let cases = files["tests/cases.json"].as_str().expect("cases");
@@ -188,7 +189,7 @@ fn a_mined_pattern_becomes_a_candidate_whose_derived_tests_pass_in_the_sandbox()
     let manifest = files["tool.yaml"].as_str().expect("manifest");
     assert!(manifest.contains("validation:"), "{manifest}");
     assert!(manifest.contains("digest: sha256:"), "{manifest}");
-    assert!(manifest.contains("passed: 7"), "{manifest}");
+    assert!(manifest.contains("passed: 8"), "{manifest}");
     assert!(manifest.contains("pattern: p-"), "{manifest}");
     assert!(
         files["README.md"]

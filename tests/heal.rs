@@ -115,12 +115,15 @@ fn approved_tool(env: &TestEnv, config: Option<&Path>, fake: &FakeCli, flag: &st
     made["tool"].as_str().expect("tool").to_owned()
 }
 
-/// Runs the tool through the CLI (recorded like every run); whether it succeeded.
+/// Runs the tool through the CLI (recorded like every run) on a project directory (never one
+/// holding toolsmith's own files, which is refused); whether it succeeded.
 fn run(env: &TestEnv, tool: &str, value: &str) -> bool {
+    let project = env.path().join("project");
+    std::fs::create_dir_all(&project).expect("mkdir");
     env.cli()
         .args(["run", tool, "--param", &format!("value={value}")])
         .arg("--workspace")
-        .arg(env.path())
+        .arg(&project)
         .output()
         .expect("toolsmith run")
         .status

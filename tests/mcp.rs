@@ -601,3 +601,59 @@ fn unreadable_lines_get_json_rpc_errors_and_the_session_goes_on() {
     let status = server.wait().expect("wait");
     assert!(status.success(), "{status}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_refuse_workspaces_with_toolsmiths_files_and_values_like_options() {
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    let (a, build) = request(&env, "Build one package", "build");
+    approve(&env, &a);
+    std::fs::create_dir_all(env.path().join("config/toolsmith")).expect("mkdir");
+    // The server's directory is the workspace: one that holds, is or lies inside one of
+    // toolsmith's own directories is refused, as a result the agent reads.
+    for (dir, says) in [
+        (
+            env.path().to_path_buf(),
+            "contains toolsmith's state directory",
+        ),
+        (env.state(), "is toolsmith's state directory"),
+        (
+            env.path().join("data/toolsmith/registry/tools"),
+            "lies inside toolsmith's registry",
+        ),
+        (
+            env.path().join("config/toolsmith"),
+            "is toolsmith's configuration directory",
+        ),
+    ] {
+        let (service, _) = connect(&env, &dir, ProtocolVersion::LATEST_WITH_INITIALIZE, None).await;
+        let refused = call(&service, &build, json!({"dir": "core"}))
+            .await
+            .expect("a refusal is a result");
+        assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+        assert!(
+            text(&refused).contains(says),
+            "{}: {}",
+            dir.display(),
+            text(&refused)
+        );
+        service.cancel().await.expect("close");
+    }
+    // In a project, a value beginning with `-` (never seen in the log) is refused by name.
+    let (service, _) = connect(&env, &ws, ProtocolVersion::LATEST_WITH_INITIALIZE, None).await;
+    let dashed = call(&service, &build, json!({"dir": "--version"}))
+        .await
+        .expect("a refusal is a result");
+    assert_eq!(dashed.is_error, Some(true));
+    assert!(
+        text(&dashed).contains("parameter `dir`") && text(&dashed).contains("begins with `-`"),
+        "{}",
+        text(&dashed)
+    );
+    let ok = call(&service, &build, json!({"dir": "core"}))
+        .await
+        .expect("call");
+    assert!(text(&ok).contains("built core"), "{}", text(&ok));
+    service.cancel().await.expect("close");
+    assert_eq!(executions(&env, &build), [("mcp".to_owned(), true)]);
+}

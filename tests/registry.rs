@@ -1110,3 +1110,125 @@ fn approved_versions_leave_packed_tags_and_no_empty_ref_directories() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// Asks for a tool sorting a file (`sort notes.txt`, `sort todo.txt`: no value of its path
+/// ever began with `-`) and approves it; its name, and a workspace with `notes.txt`.
+fn sort_tool(env: &TestEnv) -> (String, PathBuf) {
+    let out = env
+        .cli()
+        .args(["--json", "new", "Sort a file"])
+        .args(["--example", "sort notes.txt", "--example", "sort todo.txt"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    let made = &report["candidates"][0];
+    assert_eq!(made["state"], "awaiting-review", "{report:#}");
+    let id = made["id"].as_str().expect("id");
+    env.cli().args(["approve", id]).assert().success();
+    let ws = env.path().join("project");
+    std::fs::create_dir_all(&ws).expect("mkdir");
+    std::fs::write(ws.join("notes.txt"), "b\na\n").expect("write");
+    (made["tool"].as_str().expect("tool").to_owned(), ws)
+}
+
+#[test]
+fn a_parameter_value_that_looks_like_an_option_is_refused() {
+    let env = TestEnv::new();
+    let (name, ws) = sort_tool(&env);
+    let manifest =
+        std::fs::read_to_string(registry_dir(&env).join(format!("tools/{name}/tool.yaml")))
+            .expect("manifest");
+    assert!(manifest.contains("pattern: ^-"), "{manifest}");
+    for how in [
+        vec!["--param", "path=--version"],
+        vec!["--input", r#"{"path": "-r"}"#],
+    ] {
+        let out = env
+            .cli()
+            .args(["run", &name])
+            .args(&how)
+            .arg("--workspace")
+            .arg(&ws)
+            .assert()
+            .code(2);
+        let output = out.get_output();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("parameter `path`") && stderr.contains("begins with `-`"),
+            "{how:?}: {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "{how:?}: sort ran");
+    }
+    // The tool itself refuses it too (its own tests say so), and a real value runs.
+    let cases =
+        std::fs::read_to_string(registry_dir(&env).join(format!("tools/{name}/tests/cases.json")))
+            .expect("cases");
+    assert!(
+        cases.contains("a value beginning with `-` for --path is refused"),
+        "{cases}"
+    );
+    let out = env
+        .cli()
+        .args(["run", &name, "--param", "path=notes.txt", "--workspace"])
+        .arg(&ws)
+        .assert()
+        .success();
+    assert_eq!(String::from_utf8_lossy(&out.get_output().stdout), "a\nb\n");
+}
+
+#[test]
+fn run_refuses_a_workspace_that_reaches_toolsmiths_own_files() {
+    let env = TestEnv::new();
+    let (name, ws) = sort_tool(&env);
+    let registry = registry_dir(&env);
+    for dir in ["state/run", "config/toolsmith", "state/runs"] {
+        std::fs::create_dir_all(env.path().join(dir)).expect("mkdir");
+    }
+    std::os::unix::fs::symlink(&registry, ws.join("registry")).expect("symlink");
+    let cases = [
+        (env.state(), "is toolsmith's state directory"),
+        (
+            env.path().join("state/run"),
+            "is toolsmith's runtime directory",
+        ),
+        (registry.clone(), "is toolsmith's registry"),
+        (
+            env.path().join("config/toolsmith"),
+            "is toolsmith's configuration directory",
+        ),
+        (env.path().to_path_buf(), "contains toolsmith's"),
+        (
+            env.path().join("state/runs"),
+            "lies inside toolsmith's state directory",
+        ),
+        (registry.join("tools"), "lies inside toolsmith's registry"),
+        (ws.join("registry"), "is toolsmith's registry"),
+    ];
+    for (dir, says) in &cases {
+        let out = env
+            .cli()
+            .args(["run", &name, "--param", "path=notes.txt", "--workspace"])
+            .arg(dir)
+            .assert()
+            .code(1);
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr);
+        assert!(stderr.contains(says), "{}: {stderr}", dir.display());
+    }
+    // Without --workspace the current directory is the workspace: the same check.
+    let out = env
+        .cli()
+        .args(["run", &name, "--param", "path=notes.txt"])
+        .current_dir(env.path())
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr);
+    assert!(stderr.contains("contains toolsmith's"), "{stderr}");
+    let out = env
+        .cli()
+        .args(["run", &name, "--param", "path=notes.txt"])
+        .current_dir(&ws)
+        .assert()
+        .success();
+    assert_eq!(String::from_utf8_lossy(&out.get_output().stdout), "a\nb\n");
+}

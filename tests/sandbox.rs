@@ -364,3 +364,202 @@ fn a_reader_that_went_away_does_not_change_the_status() {
     assert!(stderr.contains("exited 3"), "{stderr}");
     assert!(!stderr.contains("Broken pipe"), "{stderr}");
 }
+
+/// An isolated set of toolsmith's directories: `toolsmith --state <dir>/state` with HOME and
+/// the XDG directories under `dir`, so runtime = `state/run`, registry =
+/// `data/toolsmith/registry`, configuration = `config/toolsmith`.
+fn isolated(dir: &Path) -> Command {
+    let mut cmd = toolsmith();
+    for var in [
+        "TOOLSMITH_CONFIG",
+        "TOOLSMITH_SOCKET",
+        "STATE_DIRECTORY",
+        "RUNTIME_DIRECTORY",
+        "CONFIGURATION_DIRECTORY",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("HOME", dir.join("home"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_RUNTIME_DIR", dir.join("runtime"))
+        .arg("--state")
+        .arg(dir.join("state"));
+    cmd
+}
+
+#[test]
+fn workspaces_that_reach_toolsmiths_own_files_are_refused() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path();
+    for sub in [
+        "home",
+        "state/run",
+        "state/staging",
+        "data/toolsmith/registry",
+        "config/toolsmith",
+        "project",
+    ] {
+        std::fs::create_dir_all(dir.join(sub)).expect("mkdir");
+    }
+    std::os::unix::fs::symlink(dir.join("data/toolsmith/registry"), dir.join("project/reg"))
+        .expect("symlink");
+    let cases: [(&str, &str); 9] = [
+        ("state", "is toolsmith's state directory"),
+        ("state/run", "is toolsmith's runtime directory"),
+        ("data/toolsmith/registry", "is toolsmith's registry"),
+        ("config/toolsmith", "is toolsmith's configuration directory"),
+        (".", "contains toolsmith's state directory"),
+        ("data", "contains toolsmith's registry"),
+        ("state/staging", "lies inside toolsmith's state directory"),
+        ("project/reg", "is toolsmith's registry"),
+        ("project/reg/..", "contains toolsmith's registry"),
+    ];
+    for (sub, says) in cases {
+        for access in ["read", "write"] {
+            let out = isolated(dir)
+                .args(["sandbox", "--workspace", access])
+                .arg(dir.join(sub))
+                .args(["--", "sh", "-c", "echo ran"])
+                .output()
+                .expect("toolsmith runs");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(125), "{sub}: {stderr}");
+            assert!(out.stdout.is_empty(), "{sub}: the command ran");
+            assert!(stderr.contains(says), "{sub} ({access}): {stderr}");
+            assert!(stderr.contains("give a directory"), "{stderr}");
+        }
+    }
+    // A tool directory holding the registry is refused too.
+    let out = isolated(dir)
+        .args(["sandbox", "--tool-dir"])
+        .arg(dir.join("data"))
+        .args(["--", "true"])
+        .output()
+        .expect("toolsmith runs");
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the tool directory"));
+    // A project beside them is fine.
+    let out = isolated(dir)
+        .args(["sandbox", "--workspace", "write"])
+        .arg(dir.join("project"))
+        .args(["--", "sh", "-c", "ls"])
+        .output()
+        .expect("toolsmith runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "reg\n");
+}
+
+#[test]
+fn a_memory_limit_filled_by_tmpfs_pages_is_the_memory_limit() {
+    // Files in the private /tmp and /work count against the run's memory cgroup but belong to
+    // no process: the kernel must kill the command, and the report must say which limit.
+    let (report, code) = run_json(
+        &["--memory", "256"],
+        &[
+            "sh",
+            "-c",
+            "dd if=/dev/zero of=/tmp/f bs=1M count=250; dd if=/dev/zero of=/work/f bs=1M count=250",
+        ],
+    );
+    let memory = report["layers"]["memory"].as_str().unwrap_or_default();
+    if !memory.starts_with("cgroup") {
+        eprintln!(
+            "skipped: memory is bounded by {memory} here, which does not count tmpfs pages \
+             (run as root, or with a delegated cgroup)"
+        );
+        return;
+    }
+    assert_eq!(code, 137, "{report}");
+    assert_eq!(report["limit"], "memory", "{report}");
+    // The first file was written whole: the second is what met the limit.
+    assert!(
+        text(&report, "stderr").contains("250+0 records out"),
+        "{report}"
+    );
+    let out = toolsmith()
+        .args(["sandbox", "--memory", "256", "--"])
+        .args([
+            "sh",
+            "-c",
+            "dd if=/dev/zero of=/tmp/f bs=1M count=250; dd if=/dev/zero of=/work/f bs=1M count=250",
+        ])
+        .output()
+        .expect("toolsmith runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(137), "{stderr}");
+    assert!(stderr.contains("memory limit hit"), "{stderr}");
+    assert!(!stderr.contains("helper_main"), "{stderr}");
+}
+
+/// The cgroup v1 directory of this process in `controller`'s hierarchy, when the host mounts
+/// that hierarchy at `/sys/fs/cgroup/<controller>`.
+fn own_v1_cgroup(controller: &str) -> Option<std::path::PathBuf> {
+    let mount = Path::new("/sys/fs/cgroup").join(controller);
+    if !mount.join("cgroup.procs").exists() {
+        return None;
+    }
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = cgroups.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
+        list.split(',')
+            .any(|c| c == controller)
+            .then(|| path.to_owned())
+    })?;
+    Some(mount.join(path.trim_start_matches('/')))
+}
+
+#[test]
+fn runs_leave_no_cgroup_behind() {
+    // Root without a delegated cgroup v2 uses v1 `toolsmith/run-…` cgroups beneath its own.
+    // The run happens in a cgroup of this test's own, so that other toolsmith processes on
+    // the machine (whose runs share the same `toolsmith` directory) cannot interfere.
+    let (report, _) = run_json(&[], &["true"]);
+    if report["layers"]["pids"] != "cgroup_v1" {
+        eprintln!(
+            "skipped: runs here are not bounded by cgroup v1 ({}); the v1 fallback is root's",
+            report["layers"]
+        );
+        return;
+    }
+    let name = format!("toolsmith-test-{}", std::process::id());
+    let mut made = Vec::new();
+    for controller in ["pids", "memory"] {
+        let own = own_v1_cgroup(controller).expect("own v1 cgroup");
+        let dir = own.join(&name);
+        std::fs::create_dir(&dir).expect("make a test cgroup");
+        made.push(dir);
+    }
+    let join: String = made
+        .iter()
+        .map(|d| format!("echo $$ > '{}/cgroup.procs' && ", d.display()))
+        .collect();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{join}exec \"$0\" sandbox -- true"))
+        .arg(env!("CARGO_BIN_EXE_toolsmith"))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("toolsmith runs");
+    let left: Vec<String> = made
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.path().display().to_string())
+        .collect();
+    for dir in &made {
+        let _ = std::fs::remove_dir(dir);
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

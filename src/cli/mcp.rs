@@ -35,6 +35,7 @@ pub(super) fn serve(cli: &Cli, workspace: Option<PathBuf>) -> Result<(), Failure
         policy,
         description_budget: config.mcp.description_budget.value as usize,
         workspace,
+        own: super::own_places(cli, &config),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -519,6 +519,44 @@ fn socket_path(cli: &Cli) -> Result<PathBuf, Failure> {
     }
 }
 
+/// toolsmith's own places for this command line, which no sandboxed run may see: the
+/// configuration's, and the socket `--socket` or `$TOOLSMITH_SOCKET` names.
+fn own_places(cli: &Cli, config: &Config) -> crate::sandbox::OwnPlaces {
+    let mut own = config.own_places();
+    let named = cli.socket.clone().or_else(|| {
+        std::env::var_os("TOOLSMITH_SOCKET")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+    });
+    if let Some(socket) = named {
+        own.add("control socket", socket);
+    }
+    own
+}
+
+/// [`own_places`] for a command that runs without a usable configuration too (`toolsmith
+/// sandbox`, for debugging): a file that cannot be read leaves the places found without it,
+/// plus the file itself.
+fn own_places_without_config(cli: &Cli) -> crate::sandbox::OwnPlaces {
+    let request = config_request(cli);
+    if let Ok(config) = request.load() {
+        return own_places(cli, &config);
+    }
+    let mut own = match request.load_without_file() {
+        Ok(config) => own_places(cli, &config),
+        Err(_) => crate::sandbox::OwnPlaces::none(),
+    };
+    let named = cli.config.clone().or_else(|| {
+        std::env::var_os("TOOLSMITH_CONFIG")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+    });
+    if let Some(file) = named {
+        own.add("configuration file", file);
+    }
+    own
+}
+
 fn connect(cli: &Cli) -> Result<Client, Failure> {
     Ok(Client::connect(&socket_path(cli)?)?)
 }

@@ -294,6 +294,7 @@ pub(super) fn run(
         name: name.to_owned(),
         params,
         workspace,
+        own: super::own_places(cli, &config),
         caller: Caller::Cli,
     };
     let recorder = RunRecorder {

@@ -62,7 +62,7 @@ fn failure(err: &SandboxError) -> Failure {
 }
 
 /// Builds the run from the command line.
-fn spec(args: &SandboxArgs) -> Result<SandboxSpec, Failure> {
+fn spec(cli: &Cli, args: &SandboxArgs) -> Result<SandboxSpec, Failure> {
     // 125 for every failure of toolsmith's own: the command's codes stay unambiguous.
     let bad_option = |m: String| Failure::new(ExitCode::SandboxFailed, m);
     let mut spec = SandboxSpec::new(args.command.clone());
@@ -97,12 +97,13 @@ fn spec(args: &SandboxArgs) -> Result<SandboxSpec, Failure> {
             .map_err(|e| Failure::new(ExitCode::SandboxFailed, e.to_string()))?;
     }
     spec.stdin = Stdin::Inherit;
+    spec.own = super::own_places_without_config(cli);
     Ok(spec)
 }
 
 /// Runs the command and prints what happened; returns the command's exit status.
 pub(super) fn run(cli: &Cli, args: &SandboxArgs) -> Result<u8, Failure> {
-    let spec = spec(args)?;
+    let spec = spec(cli, args)?;
     let report = sandbox::run(&spec).map_err(|e| failure(&e))?;
     let mut out = super::output::stdout();
     let mut err = std::io::stderr().lock();

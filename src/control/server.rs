@@ -6,6 +6,7 @@
 //! this module knows the protocol and nothing of the pipeline.
 
 use std::future::Future;
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -17,6 +18,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 
 use super::protocol::{self, Notification, Response, RpcError};
 use crate::events::EventBus;
+use crate::host;
 
 /// The methods a server offers. The daemon implements it; tests may implement small ones.
 pub trait Methods: Send + Sync + 'static {
@@ -199,6 +201,24 @@ async fn admit_and_serve<M: Methods>(mut stream: UnixStream, open: u32, shared: 
         let _ = write_line(&mut stream, &Response::err(Value::Null, error)).await;
         return;
     }
+    if let Some(why) = sandboxed_peer(&stream, cred.pid()) {
+        stats.refused_peer.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            peer_uid = cred.uid(),
+            peer_pid = cred.pid(),
+            "refused a control connection from inside a sandbox: {why}"
+        );
+        let error = RpcError::new(
+            protocol::UNAUTHORIZED,
+            format!(
+                "permission denied: this connection comes from inside a sandbox ({why}); \
+                 toolsmithd takes no requests from sandboxed code, only from its user's own \
+                 processes outside any sandbox"
+            ),
+        );
+        let _ = write_line(&mut stream, &Response::err(Value::Null, error)).await;
+        return;
+    }
     let max = shared.limits.max_connections.load(Ordering::Relaxed);
     if open > max {
         stats.refused_busy.fetch_add(1, Ordering::Relaxed);
@@ -214,6 +234,95 @@ async fn admit_and_serve<M: Methods>(mut stream: UnixStream, open: u32, shared: 
     }
     stats.accepted.fetch_add(1, Ordering::Relaxed);
     serve(stream, &shared).await;
+}
+
+/// Why the peer must be refused as a sandboxed process, or `None` (see
+/// [`host::sandboxed_process`]). `SO_PEERCRED` names the process that connected, by a pid that
+/// could be reused once it is gone: a pidfd (`SO_PEERPIDFD`, Linux 6.5) shows after the
+/// inspection that it was still that process, and a process already gone is refused (whoever
+/// holds its connection now is unknown). A pid of 0 is a process outside the daemon's pid
+/// namespace (a daemon in a container reached from the host): above it, not in one of its
+/// sandboxes.
+fn sandboxed_peer(stream: &UnixStream, pid: Option<i32>) -> Option<String> {
+    let pid = match pid {
+        Some(0) => return None,
+        Some(pid) => pid,
+        None => return Some("its process cannot be named (no SO_PEERCRED pid)".into()),
+    };
+    let pidfd = peer_pidfd(stream);
+    let verdict = match host::sandboxed_process(pid) {
+        Ok(verdict) => verdict,
+        Err(e) => return Some(format!("its process {pid} cannot be inspected ({e})")),
+    };
+    if verdict.is_none()
+        && let Some(fd) = &pidfd
+        && !alive(fd)
+    {
+        return Some(format!("its process {pid} is gone"));
+    }
+    verdict
+}
+
+/// `SO_PEERPIDFD` where the kernel (6.5+) and the architecture's socket options have it.
+#[cfg(any(
+    target_arch = "x86_64",
+    target_arch = "x86",
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "riscv64",
+    target_arch = "loongarch64",
+    target_arch = "s390x",
+    target_arch = "powerpc64"
+))]
+fn peer_pidfd(stream: &UnixStream) -> Option<OwnedFd> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    /// The generic value (`asm-generic/socket.h`), which these architectures use.
+    const SO_PEERPIDFD: libc::c_int = 77;
+    let mut fd: libc::c_int = -1;
+    let mut len = libc::socklen_t::try_from(std::mem::size_of::<libc::c_int>()).ok()?;
+    // SAFETY: getsockopt writes at most `len` bytes into `fd`, a c_int of that size.
+    let ret = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_PEERPIDFD,
+            (&raw mut fd).cast(),
+            &raw mut len,
+        )
+    };
+    // SAFETY: on success the kernel gave us a new descriptor, owned by nothing else.
+    (ret == 0 && fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+#[cfg(not(any(
+    target_arch = "x86_64",
+    target_arch = "x86",
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "riscv64",
+    target_arch = "loongarch64",
+    target_arch = "s390x",
+    target_arch = "powerpc64"
+)))]
+fn peer_pidfd(_stream: &UnixStream) -> Option<OwnedFd> {
+    None
+}
+
+/// Whether the process a pidfd refers to still runs (signal 0 checks without sending).
+fn alive(pidfd: &OwnedFd) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: pidfd_send_signal with signal 0 and no info only checks the target exists and
+    // may be signalled.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            0,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    ret == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 /// Decrements the open-connection count when the connection's task ends, however it ends.

@@ -134,10 +134,12 @@ pub fn llm_client(
 /// that cannot be set up is not an error here: the generator says why when it falls back.
 pub fn configured(config: &Config, store: Store) -> Result<Generator, ValidatorError> {
     let state = config.paths.state.value.clone();
-    let validator = match &config.generate.policy.value {
-        Some(policy) => Validator::from_file(policy, state.join("scratch"))?,
-        None => Validator::with_default_policy(state.join("scratch"))?,
+    let scratch = state.join(crate::config::SCRATCH_DIR);
+    let mut validator = match &config.generate.policy.value {
+        Some(policy) => Validator::from_file(policy, scratch)?,
+        None => Validator::with_default_policy(scratch)?,
     };
+    validator.own = config.own_places();
     let auto = match &config.generate.policy.value {
         Some(policy) => {
             let text = std::fs::read_to_string(policy).map_err(|source| ValidatorError::Read {

@@ -113,7 +113,7 @@ fn params_text(spec: &ToolSpec) -> String {
         };
         let _ = writeln!(
             text,
-            "- {} ({}{}{}): {}{}",
+            "- {} ({}{}{}{}): {}{}",
             invoke::option_name(&p.name),
             kind,
             if p.variadic {
@@ -122,6 +122,12 @@ fn params_text(spec: &ToolSpec) -> String {
                 ""
             },
             if p.required { ", required" } else { "" },
+            if spec.refuses_dash(p) {
+                ", never beginning with `-`: refuse such a value with exit 2, as the command \
+                 would take it for an option"
+            } else {
+                ""
+            },
             p.description,
             if p.examples.is_empty() {
                 String::new()
@@ -318,7 +324,7 @@ mod tests {
         for needle in [
             "cargo-check-package",
             "cargo fmt -p <package>",
-            "--package (string (value), required)",
+            "--package (string (value), required, never beginning with `-`",
             "cargo clippy --package=core",
             "cargo-fmt-all",
             "net.dev-tcp",

@@ -66,6 +66,15 @@ impl ParamKind {
         }
     }
 
+    /// Whether values of this kind are free text (a path, a glob, a word, a message), which
+    /// could begin with `-`; the others have a shape that cannot (a number, a hex digest, a URL).
+    pub fn is_text(self) -> bool {
+        matches!(
+            self,
+            ParamKind::Path | ParamKind::Glob | ParamKind::String | ParamKind::Text
+        )
+    }
+
     /// The word used in usage text.
     pub fn placeholder(self) -> &'static str {
         match self {
@@ -271,15 +280,44 @@ impl ToolSpec {
         !self.keys.is_empty() && self.keys == other
     }
 
+    /// Whether a value of `param` may begin with `-`: only when the evidence (its examples
+    /// and the occurrences) gave it such a value. Any other value beginning with `-` would
+    /// reach the command as an option it never had in the log (`sort --version` for a path),
+    /// so the schema, [`crate::invoke`] and the generated code refuse it.
+    pub fn dash_allowed(&self, param: &ParamSpec) -> bool {
+        let mut seen = param.examples.iter().chain(
+            self.occurrences
+                .iter()
+                .filter_map(|o| o.params.get(&param.name)),
+        );
+        if param.variadic {
+            seen.any(|v| v.split_whitespace().any(|item| item.starts_with('-')))
+        } else {
+            seen.any(|v| v.starts_with('-'))
+        }
+    }
+
+    /// Whether `param` takes text whose first character the command could read as an option's
+    /// dash, yet never began with one in the log: its values are then refused when they do.
+    pub fn refuses_dash(&self, param: &ParamSpec) -> bool {
+        param.kind.is_text() && !self.dash_allowed(param)
+    }
+
     /// The JSON Schema of the parameters.
     pub fn params_schema(&self) -> Value {
         let mut properties = Map::new();
         let mut required = Vec::new();
         for p in &self.params {
+            let mut item = p.kind.schema();
+            if self.refuses_dash(p)
+                && let Some(obj) = item.as_object_mut()
+            {
+                obj.insert(crate::invoke::NO_DASH_KEY.into(), crate::invoke::no_dash());
+            }
             let mut schema = if p.variadic {
-                json!({"type": "array", "items": p.kind.schema(), "minItems": 1})
+                json!({"type": "array", "items": item, "minItems": 1})
             } else {
-                p.kind.schema()
+                item
             };
             if let Some(obj) = schema.as_object_mut() {
                 obj.insert("description".into(), Value::String(p.description.clone()));

@@ -368,7 +368,15 @@ ts_run() {{
             ParamKind::Number | ParamKind::Boolean => None,
         };
         if let Some((pattern, message)) = check {
-            let test = format!("case {subject} in {pattern}) ts_die \"{message}\" ;; esac");
+            // A value the command would take for an option, where the log never had one.
+            let dash = if spec.refuses_dash(p) {
+                format!(
+                    " -*) ts_die \"{opt} must not begin with '-' (its command would take                      '{value}' for an option)\" ;;"
+                )
+            } else {
+                String::new()
+            };
+            let test = format!("case {subject} in {pattern}) ts_die \"{message}\" ;;{dash} esac");
             if p.variadic {
                 let _ = writeln!(
                     s,
@@ -571,6 +579,38 @@ pub fn derived_cases(spec: &ToolSpec) -> Cases {
             ..Expect::default()
         },
     });
+    // A value beginning with `-` where the log never had one is refused by the tool itself
+    // (the schema refuses it too, but cases pass parameters unchecked).
+    if let (Some(p), Some(occ)) = (
+        spec.params.iter().find(|p| spec.refuses_dash(p)),
+        spec.occurrences.first(),
+    ) {
+        let mut params = occurrence_params(spec, occ);
+        let dashed = Value::String("--version".into());
+        params.insert(
+            p.name.clone(),
+            if p.variadic {
+                Value::Array(vec![dashed])
+            } else {
+                dashed
+            },
+        );
+        cases.push(Case {
+            name: format!(
+                "a value beginning with `-` for {} is refused (the log never had one)",
+                invoke::option_name(&p.name)
+            ),
+            params: Some(params),
+            args: None,
+            dry_run: true,
+            stdin: None,
+            expect: Expect {
+                exit_code: Some(2),
+                stderr_contains: vec![invoke::option_name(&p.name)],
+                ..Expect::default()
+            },
+        });
+    }
     if let Some(required) = spec.params.iter().find(|p| p.required) {
         cases.push(Case {
             name: format!(
@@ -844,8 +884,24 @@ mod tests {
             .cases;
         assert_eq!(
             cases.len(),
-            4,
-            "one occurrence, help, missing required, unknown option"
+            5,
+            "one occurrence, help, a leading dash, missing required, unknown option"
+        );
+        // No value of --package began with `-`: one that does is refused, by the schema and
+        // by the script itself.
+        assert_eq!(
+            manifest.interface.params["properties"]["package"]["not"],
+            serde_json::json!({"pattern": "^-"})
+        );
+        assert_eq!(
+            cases[2].params.as_ref().map(|p| p["package"].clone()),
+            Some("--version".into())
+        );
+        assert_eq!(cases[2].expect.exit_code, Some(2));
+        assert!(
+            files["run.sh"].contains("-*) ts_die \"--package must not begin with '-'"),
+            "{}",
+            files["run.sh"]
         );
         assert_eq!(
             cases[0].expect.stdout.as_deref(),
@@ -862,6 +918,32 @@ mod tests {
             "{sh}"
         );
         assert!(sh.contains("missing required option --package"));
+    }
+
+    #[test]
+    fn a_leading_dash_is_allowed_only_where_the_log_had_one() {
+        let mut spec = sequence_spec();
+        assert!(spec.refuses_dash(&spec.params[0]));
+        spec.occurrences[0]
+            .params
+            .insert("package".into(), "-core".into());
+        assert!(!spec.refuses_dash(&spec.params[0]), "an occurrence had one");
+        let schema = spec.params_schema();
+        assert!(schema["properties"]["package"].get("not").is_none());
+        let mut spec = sequence_spec();
+        spec.params[0].variadic = true;
+        spec.params[0].examples = vec!["a -b".into()];
+        assert!(
+            !spec.refuses_dash(&spec.params[0]),
+            "an item of a variadic one"
+        );
+        spec.params[0].examples = vec!["a b".into()];
+        spec.occurrences.clear();
+        let schema = spec.params_schema();
+        assert_eq!(
+            schema["properties"]["package"]["items"]["not"],
+            serde_json::json!({"pattern": "^-"})
+        );
     }
 
     #[test]

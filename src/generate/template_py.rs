@@ -131,7 +131,8 @@ pub fn run_py(spec: &ToolSpec, usage: &str) -> Result<String, TemplateError> {
                     invoke::option_name(&p.name),
                     kind,
                     i32::from(p.required),
-                    i32::from(p.variadic)
+                    i32::from(p.variadic),
+                    i32::from(spec.refuses_dash(p))
                 ])
             })
             .collect(),
@@ -174,7 +175,7 @@ pub fn run_py(spec: &ToolSpec, usage: &str) -> Result<String, TemplateError> {
     let _ = writeln!(s, "USAGE = {}", literal(&Value::String(usage.to_owned())));
     let _ = writeln!(
         s,
-        "# (name, option, kind, required, variadic)\nPARAMS = {}",
+        "# (name, option, kind, required, variadic, no value beginning with '-')\nPARAMS = {}",
         literal(&params)
     );
     let _ = writeln!(
@@ -213,7 +214,7 @@ def die(message):
     sys.exit(2)
 
 
-def check(option, kind, value):
+def check(option, kind, value, no_dash):
     if kind == "integer" and (not value or not all(c in DIGITS for c in value)):
         die(option + " must be a whole number, got '" + value + "'")
     if kind == "sha" and (not value or not all(c in HEX for c in value)):
@@ -222,11 +223,14 @@ def check(option, kind, value):
         die(option + " must be a URL, got '" + value + "'")
     if kind == "text" and not value:
         die(option + " must not be empty")
+    if no_dash and value.startswith("-"):
+        die(option + " must not begin with '-' (its command would take '" + value
+            + "' for an option)")
 
 
 def parse(args):
     options = {}
-    for name, option, kind, required, variadic in PARAMS:
+    for name, option, kind, required, variadic, no_dash in PARAMS:
         options[option] = (name, kind, variadic)
     values = {}
     i = 0
@@ -261,13 +265,13 @@ def parse(args):
             values.setdefault(name, []).append(value)
         else:
             values[name] = value
-    for name, option, kind, required, variadic in PARAMS:
+    for name, option, kind, required, variadic, no_dash in PARAMS:
         if name not in values:
             if required:
                 die("missing required option " + option)
             continue
         for value in values[name] if variadic else [values[name]]:
-            check(option, kind, value)
+            check(option, kind, value, no_dash)
     return values
 
 
@@ -422,6 +426,11 @@ mod tests {
             "{code}"
         );
         assert!(code.contains("Tricky ''' text import os"), "{code}");
+        // --package never began with `-` in the log; --message has no evidence either.
+        assert!(
+            code.contains(r#"PARAMS = [["package","--package","text",1,0,1],["message","--message","text",0,0,1]]"#),
+            "{code}"
+        );
         assert!(!code.contains("shell=True") && !code.contains("os.system"));
         let files = template::generate(&spec, semver::Version::new(1, 0, 0)).expect("files");
         assert!(files.contains_key("run.py"));

@@ -39,7 +39,7 @@ use crate::health::executions::{Caller, Execution};
 use crate::registry::manifest::{Manifest, OutputKind, WorkspaceAccess};
 use crate::registry::repo::{Registry, RegistryError, ToolEntry};
 use crate::registry::run::{self, RunError, RunRecorder, RunRequest, ToolRun};
-use crate::sandbox::{Exit, LimitHit, SandboxPolicy};
+use crate::sandbox::{Exit, LimitHit, OwnPlaces, SandboxPolicy};
 use crate::store;
 
 /// The fixed tool that finds registered tools by words.
@@ -72,6 +72,9 @@ pub struct ServerSettings {
     pub description_budget: usize,
     /// The workspace tools that ask for one get (default: the server's working directory).
     pub workspace: Option<PathBuf>,
+    /// toolsmith's own places, which the workspace must stay clear of (a server started in
+    /// the home directory, say, runs no tool that wants a workspace).
+    pub own: OwnPlaces,
 }
 
 /// Why the server stopped before serving.
@@ -318,6 +321,7 @@ impl Inner {
             name: name.to_owned(),
             params,
             workspace: self.settings.workspace.clone(),
+            own: self.settings.own.clone(),
             caller: Caller::Mcp,
         };
         let outcome = run::run_tool(&registry, &request, &self.settings.policy, None);

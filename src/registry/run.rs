@@ -11,7 +11,9 @@ use super::repo::{Registry, RegistryError};
 use crate::health::classify::classify;
 use crate::health::executions::{self, Caller, Execution};
 use crate::invoke::{self, ParamError};
-use crate::sandbox::{self, Exit, Profile, RunReport, SandboxError, SandboxPolicy, SandboxSpec};
+use crate::sandbox::{
+    self, Exit, OwnPlaces, Profile, RunReport, SandboxError, SandboxPolicy, SandboxSpec,
+};
 
 /// A run to make.
 #[derive(Debug, Clone)]
@@ -23,6 +25,9 @@ pub struct RunRequest {
     /// The directory the tool works on, when its profile grants a workspace (default: the
     /// current directory).
     pub workspace: Option<PathBuf>,
+    /// toolsmith's own places (from the configuration), which the workspace must stay clear
+    /// of; the registry's own directory is added whatever the caller gives.
+    pub own: OwnPlaces,
     /// Who asks.
     pub caller: Caller,
 }
@@ -95,6 +100,8 @@ pub fn run_tool(
     spec.tool_dir = Some(dir);
     spec.policy = policy.clone();
     spec.helper = helper;
+    spec.own = request.own.clone();
+    spec.own.add("registry", registry.root());
     if manifest.sandbox.workspace != WorkspaceAccess::None {
         spec.workspace = match &request.workspace {
             Some(w) => Some(w.clone()),

@@ -246,6 +246,13 @@ fn pid1(spec: &HelperSpec, reporter: &Reporter, lifeline: OwnedFd) -> Result<Inf
         // SAFETY: SIG_DFL installs no handler, so no code of ours can run in a signal context.
         let _ = unsafe { signal(sig, SigHandler::SigDfl) };
     }
+    // An out-of-memory kill must pick the command, never its supervisor, which holds the
+    // report: tmpfs pages (`/tmp`, `/work`) count against the run's memory but belong to no
+    // process, so once they fill the limit the supervisor can be the largest process left.
+    // The highest score makes every process of the command (it is inherited) go first; raising
+    // one's own score needs no privilege. Should the write fail, the parent still reports a
+    // supervisor killed during an out-of-memory event as the memory limit.
+    let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
     match &spec.view {
         View::Isolated(plan) => {
             nix::unistd::sethostname(&plan.hostname)

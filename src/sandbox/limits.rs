@@ -12,7 +12,8 @@
 //! ends it. The v1 fallback creates `toolsmith/run-…` beneath toolsmith's own cgroup of each
 //! hierarchy (so that limits set above it, by a service manager or a test, still apply) with
 //! `pids.max`, `memory.limit_in_bytes` and `memory.memsw.limit_in_bytes`; v1 has no
-//! `cgroup.kill`, so its members are killed one by one before the directory is removed.
+//! `cgroup.kill`, so its members are killed one by one before the directory is removed, and
+//! `toolsmith` itself goes too once no run of any toolsmith process is left in it.
 
 use std::fs;
 use std::io;
@@ -25,6 +26,7 @@ use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 use super::{Bound, Exit, LimitHit};
+use crate::host::run_cgroup_owner as run_owner;
 use crate::registry::manifest::Limits;
 
 const MIB: u64 = 1024 * 1024;
@@ -192,6 +194,9 @@ pub(crate) fn cpu_max(cpus: u32) -> String {
     format!("{} 100000", u64::from(cpus.max(1)) * 100_000)
 }
 
+/// The name of the v1 cgroup run cgroups are made in, beneath toolsmith's own.
+const V1_BASE: &str = "toolsmith";
+
 /// The v1 hierarchies' bases (`<own cgroup>/toolsmith`), found and created once per process:
 /// `pids`, then `memory`.
 fn v1_bases() -> &'static [Result<PathBuf, String>; 2] {
@@ -262,18 +267,27 @@ fn prepare_v1_base(controller: &str) -> Result<PathBuf, String> {
         &read("/proc/self/cgroup")?,
         controller,
     )?;
-    let base = own.join("toolsmith");
-    match fs::create_dir(&base) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("cannot create {}: {e}", base.display())),
-    }
+    let base = own.join(V1_BASE);
     let limit = match controller {
         "pids" => "pids.max",
         _ => "memory.limit_in_bytes",
     };
-    if !base.join(limit).exists() {
-        return Err(format!("{} has no {limit}", base.display()));
+    // Another toolsmith process removes the base once its last run is over (see
+    // `RunCgroup::remove_v1_bases`): it may vanish between our making it and looking inside.
+    let mut attempts = 0;
+    loop {
+        match fs::create_dir(&base) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(format!("cannot create {}: {e}", base.display())),
+        }
+        if base.join(limit).exists() {
+            break;
+        }
+        if base.exists() || attempts >= 8 {
+            return Err(format!("{} has no {limit}", base.display()));
+        }
+        attempts += 1;
     }
     if let Ok(entries) = fs::read_dir(&base) {
         for entry in entries.flatten() {
@@ -292,14 +306,8 @@ fn prepare_v1_base(controller: &str) -> Result<PathBuf, String> {
     Ok(base)
 }
 
-/// The pid of the toolsmith process a run cgroup's name (`run-<pid>-<n>`) belongs to.
-fn run_owner(name: &str) -> Option<i32> {
-    let (pid, n) = name.strip_prefix("run-")?.split_once('-')?;
-    n.parse::<u64>().ok()?;
-    pid.parse().ok().filter(|&p| p > 0)
-}
-
-/// A fresh run cgroup name: `run-<pid>-<n>`.
+/// A fresh run cgroup name: `run-<pid>-<n>` (which [`run_owner`] reads, and the control socket
+/// recognises in a peer's cgroups).
 fn run_name() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -569,12 +577,33 @@ impl RunCgroup {
                 Ok(()) => false,
             });
             if left.is_empty() {
+                if v1 {
+                    self.remove_v1_bases();
+                }
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
         for dir in left {
             tracing::warn!(cgroup = %dir.display(), "could not remove a run's cgroup");
+        }
+    }
+}
+
+impl RunCgroup {
+    /// Removes the v1 `toolsmith` cgroups this run's directories were made in, once empty: the
+    /// kernel refuses (`EBUSY`) while another run of any toolsmith process still has its
+    /// directory there, and a run starting meanwhile makes the base again
+    /// ([`make_run_dir`]), so concurrent runs never lose theirs.
+    fn remove_v1_bases(&self) {
+        for dir in self.dirs() {
+            if let Some(base) = dir.parent()
+                && base.file_name().is_some_and(|n| n == V1_BASE)
+            {
+                // EBUSY (another run is there) and ENOENT (another process removed it first)
+                // both leave nothing to do.
+                let _ = fs::remove_dir(base);
+            }
         }
     }
 }
@@ -601,7 +630,26 @@ fn make_run_dir(
     dir: &Path,
     files: impl FnOnce(&Path) -> Result<Vec<(&'static str, String)>, String>,
 ) -> Result<PathBuf, String> {
-    fs::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut attempts = 0;
+    loop {
+        match fs::create_dir(dir) {
+            Ok(()) => break,
+            // Another toolsmith process removed the empty base after its own run, between our
+            // finding it and this: make it again (it may go again before we are in it, hence
+            // a few turns).
+            Err(e) if e.kind() == io::ErrorKind::NotFound && attempts < 8 => {
+                attempts += 1;
+                if let Some(base) = dir.parent() {
+                    match fs::create_dir(base) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                        Err(e) => return Err(format!("cannot create {}: {e}", base.display())),
+                    }
+                }
+            }
+            Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+        }
+    }
     let written = files(dir).and_then(|files| write_files(dir, &files));
     match written {
         Ok(()) => Ok(dir.to_path_buf()),

@@ -47,6 +47,7 @@ mod env;
 mod landlock;
 mod limits;
 mod mounts;
+mod own;
 mod parent;
 pub mod policy;
 mod protocol;
@@ -58,6 +59,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::registry::manifest::SandboxProfile;
 pub use crate::registry::manifest::{Limits, WorkspaceAccess};
+pub use own::OwnPlaces;
 pub use policy::{Layer, LayerPlan, SandboxPolicy, SandboxPolicyError};
 pub use protocol::Step;
 
@@ -138,6 +140,9 @@ pub struct SandboxSpec {
     /// The binary that serves as the helper (it must call [`helper_main`] first); by default
     /// this process's own executable. Tests and other binaries pass the `toolsmith` binary.
     pub helper: Option<PathBuf>,
+    /// toolsmith's own directories and files (state, runtime, registry, configuration): a
+    /// workspace that is, holds or lies inside one is refused, whoever asks for the run.
+    pub own: OwnPlaces,
 }
 
 impl SandboxSpec {
@@ -152,6 +157,7 @@ impl SandboxSpec {
             stdin: Stdin::Null,
             policy: SandboxPolicy::default(),
             helper: None,
+            own: OwnPlaces::none(),
         }
     }
 }

@@ -71,6 +71,8 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
         Some(dir) => Some(canonical_dir(dir, "tool directory")?),
         None => None,
     };
+    // First of all: nothing of toolsmith's own may be shown to the run.
+    spec.own.check(workspace.as_deref(), tool_dir.as_deref())?;
 
     let ns = namespaces();
     let isolated = ns.available;
@@ -236,6 +238,14 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
         // The supervisor itself was killed (the SIGKILL after the grace, or a SIGTERM before it
         // could block the signal): pid 1 died with it.
         None if outcome.killed_for.is_some() && status.signal().is_some() => {
+            (Exit::Signal(Signal::SIGKILL as i32), None, None)
+        }
+        // The out-of-memory killer took the supervisor (pid 1 followed it): the run's memory
+        // was full of what no process holds, such as tmpfs pages. That is the memory limit,
+        // not a fault of the helper.
+        None if status.signal() == Some(Signal::SIGKILL as i32)
+            && stats.is_some_and(|s| s.bounds.memory && s.ooms > 0) =>
+        {
             (Exit::Signal(Signal::SIGKILL as i32), None, None)
         }
         None => {

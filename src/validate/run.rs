@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use crate::generate::staging::{CheckReport, Diagnostics};
 use crate::registry::digest::digest;
 use crate::registry::manifest::{self, Language, Limits, Manifest, OutputKind, TestCounts};
-use crate::sandbox::{self, Exit, Profile, SandboxPolicy, SandboxSpec, WorkspaceAccess};
+use crate::sandbox::{self, Exit, OwnPlaces, Profile, SandboxPolicy, SandboxSpec, WorkspaceAccess};
 use crate::validate::cases::{self, CASES_FILE, Cases, Observed};
 use crate::validate::policy::{CodePolicy, Severity};
 
@@ -136,6 +136,9 @@ pub struct Validator {
     pub helper: Option<PathBuf>,
     /// Where scratch workspaces are made (one per test case, removed after it).
     pub scratch: PathBuf,
+    /// toolsmith's own places, which no run may see (the scratch workspaces under the state
+    /// directory excepted); none unless the caller sets them.
+    pub own: OwnPlaces,
 }
 
 /// A validator that cannot be built.
@@ -209,6 +212,7 @@ impl Validator {
             sandbox_policy: SandboxPolicy::from_toml(policy_text, file)?,
             helper: None,
             scratch,
+            own: OwnPlaces::none(),
         })
     }
 
@@ -238,6 +242,7 @@ impl Validator {
         spec.tool_dir = Some(tool_dir.to_owned());
         spec.policy = self.sandbox_policy.clone();
         spec.helper = self.helper.clone();
+        spec.own = self.own.clone();
         spec
     }
 
