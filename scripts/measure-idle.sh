@@ -70,17 +70,21 @@ sleep 1
 
 ticks=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
-# schedstat: nanoseconds on CPU over all threads (finer than clock ticks).
-oncpu_ns() {
-  local n=0
-  for t in /proc/$pid/task/*/schedstat; do n=$((n + $(awk '{print $1}' "$t" 2>/dev/null || echo 0))); done
-  echo "$n"
+# schedstat: nanoseconds on CPU per thread (finer than clock ticks), as "tid ns" lines. A thread
+# that exits (an idle blocking-pool thread does after 10 s) takes its figure with it, so the
+# window's figure sums, over the threads alive at its end, what each used since its start.
+oncpu() {
+  for t in /proc/$pid/task/*; do echo "${t##*/} $(awk '{print $1}' "$t/schedstat" 2>/dev/null || echo 0)"; done
 }
 s0=$(status)
-t0=$(cpu_ticks) n0=$(oncpu_ns)
+t0=$(cpu_ticks)
+oncpu >"$tmp/oncpu0"
 sleep "$secs"
-t1=$(cpu_ticks) n1=$(oncpu_ns)
+t1=$(cpu_ticks)
+oncpu >"$tmp/oncpu1"
 s1=$(status)
+n0=0
+n1=$(awk 'NR == FNR {before[$1] = $2; next} {n += $2 - ($1 in before ? before[$1] : 0)} END {printf "%d", n}' "$tmp/oncpu0" "$tmp/oncpu1")
 
 rounds=$(($(field 'd["counters"]["ingest"]["rounds"]' <<<"$s1") - $(field 'd["counters"]["ingest"]["rounds"]' <<<"$s0")))
 opens0=$(field 'd["counters"]["ingest"].get("opens", "?")' <<<"$s0")
@@ -91,5 +95,5 @@ threads=$(awk '/^Threads:/ {print $2}' "/proc/$pid/status")
 cpu=$(awk -v a="$t0" -v b="$t1" -v t="$ticks" 'BEGIN {printf "%.2f", (b - a) / t}')
 oncpu=$(awk -v a="$n0" -v b="$n1" 'BEGIN {printf "%.4f", (b - a) / 1e9}')
 echo "toolsmithd ($bin/toolsmithd), $files sessions, initial ingest ${ingest_s} s:"
-echo "  idle ${secs} s: CPU ${cpu} s user+system (schedstat ${oncpu} s), ${rounds} ingest rounds, ${opens} file opens"
+echo "  idle ${secs} s: CPU ${cpu} s user+system (in clock ticks; schedstat of the threads alive at the end: ${oncpu} s), ${rounds} ingest rounds, ${opens} file opens"
 echo "  RSS $((rss / 1024)).$(((rss % 1024) * 10 / 1024)) MiB, ${threads} threads"
