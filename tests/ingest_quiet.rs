@@ -172,6 +172,27 @@ fn a_fifo_and_a_socket_in_a_source_are_reported_and_block_nothing() {
         .collect();
     assert_eq!(skipped, [pipe.as_str(), socket.as_str()], "{json}");
     assert!(ingest_counter(&status(&env), "skipped") >= 2);
+    // A one-shot ingest of the same directory says so too, and reads the rest.
+    let oneshot = json_of(
+        &env.cli_at(&env.path().join("oneshot"))
+            .args(["ingest", "--json"])
+            .arg(&logs)
+            .timeout(PATIENCE)
+            .output()
+            .expect("toolsmith ingest"),
+    );
+    let files = oneshot["files"].as_array().expect("files");
+    let skipped_by_oneshot: Vec<&str> = files
+        .iter()
+        .filter(|f| f["skipped"].is_string())
+        .filter_map(|f| f["path"].as_str())
+        .collect();
+    assert_eq!(
+        skipped_by_oneshot,
+        [pipe.as_str(), socket.as_str()],
+        "{oneshot}"
+    );
+    assert_eq!(files.len(), 4, "{oneshot}");
 
     // A reload that adds a source works while the bad files are still there.
     append(&more.join("other.jsonl"), native("other", 3).as_bytes());
