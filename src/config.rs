@@ -149,6 +149,11 @@ pub struct DaemonSettings {
     pub max_request_kib: Setting<u32>,
     /// How long a shutdown waits for in-flight requests before closing them, in seconds.
     pub shutdown_grace_s: Setting<u32>,
+    /// How long a control connection may stay idle (no request under way, not subscribed to
+    /// events) before the daemon closes it, in seconds.
+    pub idle_timeout_s: Setting<u32>,
+    /// How long a request line may take to arrive once it has begun, in seconds.
+    pub partial_line_timeout_s: Setting<u32>,
 }
 
 /// The directories the daemon works in.
@@ -354,6 +359,16 @@ impl Config {
         self.daemon.max_request_kib.value as usize * 1024
     }
 
+    /// How long a control connection may stay idle.
+    pub fn idle_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.daemon.idle_timeout_s.value.into())
+    }
+
+    /// How long a request line may take to arrive once begun.
+    pub fn partial_line_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.daemon.partial_line_timeout_s.value.into())
+    }
+
     /// Every effective value as `(dotted key, value as TOML, origin)`, in file order.
     pub fn entries(&self) -> Vec<(&'static str, toml::Value, &Origin)> {
         let path = |p: &Path| toml::Value::String(p.display().to_string());
@@ -393,6 +408,8 @@ impl Config {
                 toml::Value::Integer(d.shutdown_grace_s.value.into()),
                 &d.shutdown_grace_s.origin,
             ),
+            int("daemon.idle_timeout_s", &d.idle_timeout_s),
+            int("daemon.partial_line_timeout_s", &d.partial_line_timeout_s),
             ("paths.state", path(&p.state.value), &p.state.origin),
             ("paths.runtime", path(&p.runtime.value), &p.runtime.origin),
             (
@@ -753,6 +770,8 @@ struct RawDaemon {
     max_connections: Option<Spanned<u32>>,
     max_request_kib: Option<Spanned<u32>>,
     shutdown_grace_s: Option<Spanned<u32>>,
+    idle_timeout_s: Option<Spanned<u32>>,
+    partial_line_timeout_s: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -855,6 +874,13 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
             (&d.max_connections, "daemon.max_connections", 1, 4096),
             (&d.max_request_kib, "daemon.max_request_kib", 1, 65536),
             (&d.shutdown_grace_s, "daemon.shutdown_grace_s", 0, 3600),
+            (&d.idle_timeout_s, "daemon.idle_timeout_s", 1, 86_400),
+            (
+                &d.partial_line_timeout_s,
+                "daemon.partial_line_timeout_s",
+                1,
+                3600,
+            ),
         ],
     )?;
     let i = &raw.ingest;
@@ -1193,6 +1219,8 @@ fn resolve(
         max_connections: pick(&d.max_connections, 64, &from_file),
         max_request_kib: pick(&d.max_request_kib, 1024, &from_file),
         shutdown_grace_s: pick(&d.shutdown_grace_s, 10, &from_file),
+        idle_timeout_s: pick(&d.idle_timeout_s, 60, &from_file),
+        partial_line_timeout_s: pick(&d.partial_line_timeout_s, 10, &from_file),
     };
     let paths = resolve_paths(request, env, &raw.paths, &from_file)?;
     let i = &raw.ingest;
@@ -1406,6 +1434,15 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 
 # Seconds a shutdown waits for in-flight requests.
 # shutdown_grace_s = 10
+
+# Seconds a control connection may stay idle (no request under way) before it is closed, so
+# forgotten connections cannot take every slot. Event subscriptions are not idle. Reloaded on
+# SIGHUP.
+# idle_timeout_s = 60
+
+# Seconds a request line may take to arrive once begun; a half-sent line is dropped with an
+# error and its connection closed. Reloaded on SIGHUP.
+# partial_line_timeout_s = 10
 
 [paths]
 # Private state (SQLite store, lock, staging). Default: $STATE_DIRECTORY, else

@@ -82,7 +82,7 @@ fn run_job(cli: &Cli, job: Job) -> Result<Value, Failure> {
                 other => serde_json::to_value(other)
                     .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?,
             };
-            let answer = connect(cli)?.call("generate.run", params);
+            let answer = connect(cli)?.call_job("generate.run", params);
             progress.done();
             Ok(answer?)
         }

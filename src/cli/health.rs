@@ -282,7 +282,9 @@ pub(super) fn check(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
                 .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?
                 .to_json()
         }
-        Err(LockError::Held { .. }) => connect(cli)?.call("health.run", serde_json::Value::Null)?,
+        Err(LockError::Held { .. }) => {
+            connect(cli)?.call_job("health.run", serde_json::Value::Null)?
+        }
         Err(other) => return Err(Failure::new(ExitCode::Failure, other.to_string())),
     };
     if cli.json {

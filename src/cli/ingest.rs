@@ -225,6 +225,16 @@ pub(super) fn sources(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
                 example.path, example.line, example.reason
             )?;
         }
+        if s.skipped > 0 {
+            writeln!(out, "  {} files not read:", s.skipped)?;
+        }
+        for file in &s.skipped_files {
+            writeln!(out, "    {}: {}", file.path, file.reason)?;
+        }
+        let unnamed = s.skipped.saturating_sub(s.skipped_files.len() as u64);
+        if unnamed > 0 {
+            writeln!(out, "    … and {unnamed} more")?;
+        }
     }
     Ok(())
 }

@@ -45,7 +45,7 @@ pub(super) fn mine(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), 
         }
         Err(LockError::Held { .. }) => {
             progress.say("the daemon is mining".into());
-            connect(cli)?.call("mine.run", Value::Null)?
+            connect(cli)?.call_job("mine.run", Value::Null)?
         }
         Err(other) => return Err(Failure::new(ExitCode::Failure, other.to_string())),
     };

@@ -322,7 +322,9 @@ impl Failure {
 impl From<ClientError> for Failure {
     fn from(err: ClientError) -> Self {
         let code = match &err {
-            ClientError::NotRunning { .. } => ExitCode::DaemonNotRunning,
+            ClientError::NotRunning { .. } | ClientError::NotAnswering { .. } => {
+                ExitCode::DaemonNotRunning
+            }
             ClientError::PermissionDenied { .. } => ExitCode::PermissionDenied,
             ClientError::Rpc(_) | ClientError::Protocol { .. } => ExitCode::Failure,
         };
@@ -632,6 +634,24 @@ fn status(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> 
             "{} published, {} config reloads",
             n(&c["events_published"]),
             n(&c["config_reloads"])
+        ),
+    ));
+    let ingest = &c["ingest"];
+    let skipped = n(&ingest["skipped"]);
+    rows.push((
+        "ingest",
+        format!(
+            "{} actions from {} files, {} problems{}",
+            n(&ingest["actions"]),
+            n(&ingest["files"]),
+            n(&ingest["problems"]),
+            if skipped > 0 {
+                style.warn(&format!(
+                    ", {skipped} files not read (`toolsmith sources` says why)"
+                ))
+            } else {
+                String::new()
+            }
         ),
     ));
     output::table(out, &rows)?;

@@ -122,7 +122,8 @@ pub(super) fn approve(
         .and_then(|path| crate::control::Client::connect(&path).map_err(Failure::from))
     {
         Ok(mut client) => {
-            let reply = client.call("registry.approve", json!({"candidate": key, "note": note}))?;
+            let reply =
+                client.call_job("registry.approve", json!({"candidate": key, "note": note}))?;
             serde_json::from_value(reply).map_err(|e| {
                 Failure::new(
                     ExitCode::Failure,

@@ -4,12 +4,21 @@
 //! announces shutdown; every connection task holds a clone of a completion sender, so shutdown
 //! knows when the last one has finished. Methods themselves live behind the [`Methods`] trait, so
 //! this module knows the protocol and nothing of the pipeline.
+//!
+//! A connection holds one of `max_connections` slots, so none may hold it for nothing: an idle
+//! connection (no request under way, not subscribed) is closed after the idle timeout, a request
+//! line begun but not finished within the partial-line timeout is answered with an error and its
+//! connection closed, and a peer that does not read what it is sent (a full socket buffer for
+//! as long as the idle timeout) is dropped. A subscription is not idle: it may stay for as long
+//! as its peer reads.
 
 use std::future::Future;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
@@ -37,16 +46,46 @@ pub struct Limits {
     pub max_connections: AtomicU32,
     /// Largest request line in bytes.
     pub max_request_bytes: AtomicUsize,
+    /// Milliseconds a connection may wait between requests (not counting subscriptions).
+    pub idle_timeout_ms: AtomicU64,
+    /// Milliseconds a request line may take to arrive once begun.
+    pub partial_line_timeout_ms: AtomicU64,
 }
 
 impl Limits {
     /// Limits with the given values.
-    pub fn new(max_connections: u32, max_request_bytes: usize) -> Self {
+    pub fn new(
+        max_connections: u32,
+        max_request_bytes: usize,
+        idle_timeout: Duration,
+        partial_line_timeout: Duration,
+    ) -> Self {
         Limits {
             max_connections: AtomicU32::new(max_connections),
             max_request_bytes: AtomicUsize::new(max_request_bytes),
+            idle_timeout_ms: AtomicU64::new(millis(idle_timeout)),
+            partial_line_timeout_ms: AtomicU64::new(millis(partial_line_timeout)),
         }
     }
+
+    /// Puts new timeouts in force (a reload); connections use them from their next wait.
+    pub fn set_timeouts(&self, idle: Duration, partial_line: Duration) {
+        self.idle_timeout_ms.store(millis(idle), Ordering::Relaxed);
+        self.partial_line_timeout_ms
+            .store(millis(partial_line), Ordering::Relaxed);
+    }
+
+    fn idle_timeout(&self) -> Duration {
+        Duration::from_millis(self.idle_timeout_ms.load(Ordering::Relaxed))
+    }
+
+    fn partial_line_timeout(&self) -> Duration {
+        Duration::from_millis(self.partial_line_timeout_ms.load(Ordering::Relaxed))
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Counters of what the server has seen, reported by `status`.
@@ -64,6 +103,12 @@ pub struct Stats {
     pub requests: AtomicU64,
     /// Requests answered with an error.
     pub errors: AtomicU64,
+    /// Connections closed after the idle timeout.
+    pub closed_idle: AtomicU64,
+    /// Connections closed because a request line was not finished in time.
+    pub closed_partial: AtomicU64,
+    /// Connections dropped because their peer did not read what it was sent.
+    pub closed_unread: AtomicU64,
 }
 
 impl Stats {
@@ -77,6 +122,9 @@ impl Stats {
             "connections_refused_busy": get(&self.refused_busy),
             "requests": get(&self.requests),
             "request_errors": get(&self.errors),
+            "connections_closed_idle": get(&self.closed_idle),
+            "connections_closed_partial_line": get(&self.closed_partial),
+            "connections_closed_unread": get(&self.closed_unread),
         })
     }
 }
@@ -340,15 +388,27 @@ async fn write_line<T: serde::Serialize>(stream: &mut UnixStream, msg: &T) -> st
     stream.write_all(&line).await
 }
 
-/// Serves requests on one connection until the peer closes it or the daemon shuts down.
+/// Serves requests on one connection until the peer closes it, the daemon shuts down, or a
+/// timeout ends it (idle, a half-sent line, a peer that does not read).
 async fn serve<M: Methods>(stream: UnixStream, shared: &Shared<M>) {
     let (read, mut write) = stream.into_split();
     // Responses and events share one ordered, bounded queue to the socket.
     let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(256);
+    let limits = Arc::clone(&shared.limits);
+    let stats = Arc::clone(&shared.stats);
     let writer = tokio::spawn(async move {
         while let Some(line) = out_rx.recv().await {
-            if write.write_all(&line).await.is_err() {
-                break;
+            // A peer that lets its socket buffer fill and stay full for the idle timeout is
+            // not reading: it loses the connection rather than holding it (and what is queued
+            // for it) forever.
+            match tokio::time::timeout(limits.idle_timeout(), write.write_all(&line)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => break,
+                Err(_) => {
+                    stats.closed_unread.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!("closed a control connection whose peer does not read");
+                    break;
+                }
             }
         }
         let _ = write.shutdown().await;
@@ -356,14 +416,51 @@ async fn serve<M: Methods>(stream: UnixStream, shared: &Shared<M>) {
     let mut reader = FrameReader::new(read);
     let mut shutdown = shared.shutdown.clone();
     let mut forwarder: Option<tokio::task::JoinHandle<()>> = None;
+    // Since when the connection has waited for a request with nothing under way.
+    let mut idle_since = Instant::now();
     loop {
         let max = shared.limits.max_request_bytes.load(Ordering::Relaxed);
+        let partial = shared.limits.partial_line_timeout();
+        // A subscriber waits for events, not requests; a line under way has its own deadline.
+        let idle_deadline = (forwarder.is_none() && !reader.in_progress())
+            .then(|| idle_since + shared.limits.idle_timeout());
         let frame = tokio::select! {
-            frame = reader.next_frame(max) => frame,
+            frame = reader.next_frame(max, partial) => frame,
             _ = stopped(&mut shutdown) => break,
+            // The writer gave up on the peer.
+            _ = out_tx.closed() => break,
+            _ = sleep_until(idle_deadline) => {
+                if reader.in_progress() {
+                    // A line began meanwhile: its own deadline applies from now on.
+                    continue;
+                }
+                shared.stats.closed_idle.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!("closed an idle control connection");
+                break;
+            }
         };
         let reply = match frame {
             Ok(Frame::Eof) | Err(_) => break,
+            Ok(Frame::Unfinished { bytes }) => {
+                shared.stats.closed_partial.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(
+                    bytes,
+                    "closed a control connection whose request line stalled"
+                );
+                let error = RpcError::new(
+                    protocol::INVALID_REQUEST,
+                    format!(
+                        "request line not finished within {} s ({bytes} bytes without a newline; \
+                         daemon.partial_line_timeout_s): closing the connection. Send each \
+                         request as one line ending in a newline",
+                        partial.as_secs_f64()
+                    ),
+                );
+                let _ = out_tx
+                    .send(encode(&Response::err(Value::Null, error)))
+                    .await;
+                break;
+            }
             Ok(Frame::TooLarge { bytes }) => Some(Response::err(
                 Value::Null,
                 RpcError::new(
@@ -401,6 +498,8 @@ async fn serve<M: Methods>(stream: UnixStream, shared: &Shared<M>) {
                 break;
             }
         }
+        // Idle from the end of the answer: a long request is not idleness.
+        idle_since = Instant::now();
     }
     if let Some(forwarder) = forwarder {
         // It drains what was already published (such as daemon.stopping) and ends on shutdown;
@@ -413,6 +512,14 @@ async fn serve<M: Methods>(stream: UnixStream, shared: &Shared<M>) {
     }
     drop(out_tx);
     let _ = writer.await;
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Resolves once shutdown has been announced. (Holding `wait_for`'s guard across an await would
@@ -524,6 +631,11 @@ pub enum Frame {
         /// Its length in bytes.
         bytes: usize,
     },
+    /// A line began but its end did not come within the partial-line timeout.
+    Unfinished {
+        /// The bytes received of it.
+        bytes: usize,
+    },
     /// The peer closed the connection.
     Eof,
 }
@@ -535,6 +647,8 @@ pub struct FrameReader<R> {
     line: Vec<u8>,
     /// Bytes skipped of an over-long line, while skipping it.
     skipped: Option<usize>,
+    /// When the first bytes of the line under way were seen.
+    line_started: Option<Instant>,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
@@ -544,13 +658,37 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             inner: BufReader::with_capacity(16 * 1024, inner),
             line: Vec::new(),
             skipped: None,
+            line_started: None,
         }
     }
 
-    /// The next non-empty line, or an over-long line's length, or end of stream.
-    pub async fn next_frame(&mut self, max: usize) -> std::io::Result<Frame> {
+    /// Whether part of a line has arrived (a line is under way).
+    pub fn in_progress(&self) -> bool {
+        self.line_started.is_some() || !self.inner.buffer().is_empty()
+    }
+
+    /// The next non-empty line, or an over-long line's length, or end of stream; or
+    /// [`Frame::Unfinished`] when a line began more than `partial` ago and has not ended.
+    pub async fn next_frame(&mut self, max: usize, partial: Duration) -> std::io::Result<Frame> {
         loop {
+            if let Some(started) = self.line_started {
+                match tokio::time::timeout_at(started + partial, self.inner.fill_buf()).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => return Err(e),
+                    Err(_) => {
+                        let bytes = self.line.len() + self.skipped.unwrap_or(0);
+                        self.line = Vec::new();
+                        self.skipped = None;
+                        self.line_started = None;
+                        return Ok(Frame::Unfinished { bytes });
+                    }
+                }
+            }
+            // Returns at once when the wait above filled the buffer.
             let buf = self.inner.fill_buf().await?;
+            if !buf.is_empty() && self.line_started.is_none() {
+                self.line_started = Some(Instant::now());
+            }
             if buf.is_empty() {
                 if let Some(bytes) = self.skipped.take() {
                     return Ok(Frame::TooLarge { bytes });
@@ -575,6 +713,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             }
             self.inner.consume(used);
             if complete {
+                self.line_started = None;
                 if let Some(bytes) = self.skipped.take() {
                     return Ok(Frame::TooLarge { bytes });
                 }
@@ -598,7 +737,10 @@ mod tests {
         let mut reader = FrameReader::new(input);
         let mut out = Vec::new();
         loop {
-            let frame = reader.next_frame(max).await.expect("read");
+            let frame = reader
+                .next_frame(max, Duration::from_secs(10))
+                .await
+                .expect("read");
             let eof = frame == Frame::Eof;
             out.push(frame);
             if eof {

@@ -121,6 +121,8 @@ impl DaemonApi {
         self.limits
             .max_request_bytes
             .store(new.max_request_bytes(), Ordering::Relaxed);
+        self.limits
+            .set_timeouts(new.idle_timeout(), new.partial_line_timeout());
         for key in &restart_required {
             tracing::warn!(
                 key,
@@ -171,6 +173,8 @@ impl DaemonApi {
                     "problems": get(&t.problems),
                     "rounds": get(&t.rounds),
                     "rescans": get(&t.rescans),
+                    "opens": get(&t.opens),
+                    "skipped": get(&t.skipped),
                 }),
             );
         }

@@ -165,6 +165,8 @@ async fn serve(
     let limits = Arc::new(Limits::new(
         config.daemon.max_connections.value,
         config.max_request_bytes(),
+        config.idle_timeout(),
+        config.partial_line_timeout(),
     ));
     let grace = Duration::from_secs(config.daemon.shutdown_grace_s.value.into());
     let api = Arc::new(DaemonApi::new(api::Parts {
@@ -321,6 +323,7 @@ async fn supervise_ingest(
             specs,
             ingest::reader::ReadOptions::from_settings(&config.ingest, false),
             Duration::from_millis(config.ingest.debounce_ms.value.into()),
+            Duration::from_secs(config.daemon.shutdown_grace_s.value.into()),
             events.clone(),
             Arc::clone(&stats),
         );

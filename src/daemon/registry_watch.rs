@@ -46,7 +46,9 @@ pub(super) async fn run(
     }
     let (tx, mut rx) = mpsc::channel::<()>(1);
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if event.is_ok() {
+        // Opening and reading the repository (git2 does, on every look) is no change: woken by
+        // its own reads, the watcher would look again, and again, forever.
+        if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
             let _ = tx.try_send(());
         }
     });

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::adapters::Format;
 use super::formats;
-use super::reader::{self, ReadError, ReadOptions};
+use super::reader::{self, OpenError, ReadError, ReadOptions};
 use super::redact::Redactor;
 use super::store::{self as ingest_store, Applied};
 use crate::store::{Store, StoreError};
@@ -108,11 +108,19 @@ pub fn ingest_paths_reporting(
         })
         .transpose()?;
     let mut files = Vec::new();
+    let mut specials = Vec::new();
     for path in paths {
-        collect_files(path, &mut files)?;
+        collect_files(path, &mut files, &mut specials)?;
     }
     let redactor = Redactor::new();
-    let mut reports = Vec::with_capacity(files.len());
+    let mut reports = Vec::with_capacity(files.len() + specials.len());
+    // Never opened: a FIFO would block the read, a device could have side effects.
+    for (path, kind) in specials {
+        reports.push(skipped(
+            path,
+            format!("{kind}, not a regular file; logs are regular files"),
+        ));
+    }
     let sizes: Vec<u64> = files
         .iter()
         .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
@@ -129,24 +137,30 @@ pub fn ingest_paths_reporting(
         progress.bytes_done += size;
         let chosen = match forced {
             Some(f) => Some(f),
-            None => {
-                let head = read_head(&path).map_err(|source| IngestError::Path {
-                    path: path.clone(),
-                    source,
-                })?;
-                formats::sniff(&path, &head)
-            }
+            None => match read_head(&path) {
+                Ok(head) => formats::sniff(&path, &head),
+                // Replaced by something else since it was listed.
+                Err(OpenError::NotRegular { kind, .. }) => {
+                    reports.push(skipped(
+                        path,
+                        format!("{kind}, not a regular file; logs are regular files"),
+                    ));
+                    advance(progress);
+                    continue;
+                }
+                Err(OpenError::Io(e)) => {
+                    return Err(IngestError::Path {
+                        path,
+                        source: e.source,
+                    });
+                }
+            },
         };
         let Some((name, format)) = chosen else {
-            reports.push(FileReport {
+            reports.push(skipped(
                 path,
-                format: None,
-                skipped: Some("no known format recognises this file; pass --format".into()),
-                bytes: 0,
-                actions: 0,
-                results: 0,
-                problems: 0,
-            });
+                "no known format recognises this file; pass --format".into(),
+            ));
             advance(progress);
             continue;
         };
@@ -207,16 +221,38 @@ pub fn ingest_file(
     Ok(report)
 }
 
-fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
+fn skipped(path: PathBuf, why: String) -> FileReport {
+    FileReport {
+        path,
+        format: None,
+        skipped: Some(why),
+        bytes: 0,
+        actions: 0,
+        results: 0,
+        problems: 0,
+    }
+}
+
+/// The first bytes of a regular file, for sniffing (never opening anything else).
+pub fn read_head(path: &Path) -> Result<Vec<u8>, OpenError> {
     let mut head = Vec::with_capacity(SNIFF_BYTES);
-    std::fs::File::open(path)?
+    reader::open_regular(path)?
         .take(SNIFF_BYTES as u64)
-        .read_to_end(&mut head)?;
+        .read_to_end(&mut head)
+        .map_err(|source| ReadError {
+            path: path.display().to_string(),
+            source,
+        })?;
     Ok(head)
 }
 
-/// Regular files under `path`, sorted, without following directory symlinks (no loops).
-fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), IngestError> {
+/// Regular files under `path`, sorted, without following directory symlinks (no loops); other
+/// kinds of files (FIFOs, sockets, devices) go to `specials`, with what they are.
+fn collect_files(
+    path: &Path,
+    out: &mut Vec<PathBuf>,
+    specials: &mut Vec<(PathBuf, &'static str)>,
+) -> Result<(), IngestError> {
     let fail = |source| IngestError::Path {
         path: path.to_owned(),
         source,
@@ -227,6 +263,9 @@ fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), IngestError>
         return Ok(());
     }
     if !meta.is_dir() {
+        if let Some(kind) = reader::special_kind(meta.file_type()) {
+            specials.push((path.to_owned(), kind));
+        }
         return Ok(());
     }
     let mut entries: Vec<_> = std::fs::read_dir(path)
@@ -240,9 +279,11 @@ fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), IngestError>
         };
         let child = entry.path();
         if kind.is_dir() {
-            collect_files(&child, out)?;
+            collect_files(&child, out, specials)?;
         } else if kind.is_file() || (kind.is_symlink() && child.is_file()) {
             out.push(child);
+        } else if let Some(special) = reader::special_kind(kind).filter(|_| !kind.is_symlink()) {
+            specials.push((child, special));
         }
     }
     Ok(())

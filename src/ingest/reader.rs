@@ -68,6 +68,97 @@ pub struct ReadError {
     pub source: std::io::Error,
 }
 
+/// Why a path was not opened for reading.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Not a regular file (a FIFO, a socket, a device, a directory): opening it could block or
+    /// have side effects, so it is never opened.
+    #[error(
+        "{path} is {kind}, not a regular file: skipped without opening it. Logs are regular \
+         files; remove it or move it out of the source's directory"
+    )]
+    NotRegular {
+        /// The path.
+        path: String,
+        /// What it is, with its article ("a FIFO (named pipe)").
+        kind: &'static str,
+    },
+    /// Looking at it or opening it failed.
+    #[error(transparent)]
+    Io(#[from] ReadError),
+}
+
+impl From<OpenError> for ReadError {
+    fn from(err: OpenError) -> Self {
+        match err {
+            OpenError::Io(e) => e,
+            OpenError::NotRegular { path, kind } => ReadError {
+                path,
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("it is {kind}, not a regular file; logs are regular files"),
+                ),
+            },
+        }
+    }
+}
+
+/// What a non-regular file is, in words; `None` for a regular file.
+pub fn special_kind(kind: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    Some(if kind.is_file() {
+        return None;
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_socket() {
+        "a unix socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    })
+}
+
+/// Opens `path` for reading only if it is a regular file, without ever blocking: the type is
+/// checked first (`stat`, following symlinks as a reader would), the open is non-blocking (a
+/// FIFO swapped in meanwhile cannot stall it), and the descriptor's own type is checked again
+/// (`fstat`) before anything is read, since the path may have changed between the two.
+pub fn open_regular(path: &Path) -> Result<File, OpenError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = || path.display().to_string();
+    let io = |source| {
+        OpenError::Io(ReadError {
+            path: name(),
+            source,
+        })
+    };
+    let not_regular = |kind| OpenError::NotRegular { path: name(), kind };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if let Some(kind) = special_kind(meta.file_type()) {
+        return Err(not_regular(kind));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if let Some(kind) = special_kind(meta.file_type()) {
+        return Err(not_regular(kind));
+    }
+    // Back to blocking reads, which is what a regular file has anyway; nothing else changes.
+    let flags = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_GETFL)
+        .map_err(|e| io(std::io::Error::from(e)))?;
+    let flags = nix::fcntl::OFlag::from_bits_truncate(flags) - nix::fcntl::OFlag::O_NONBLOCK;
+    nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_SETFL(flags))
+        .map_err(|e| io(std::io::Error::from(e)))?;
+    Ok(file)
+}
+
 /// FNV-1a, 64-bit: a fingerprint that must stay the same across builds and Rust versions.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
@@ -152,10 +243,7 @@ pub fn read_file<E: From<ReadError>>(
     redactor: &Redactor,
     sink: impl FnMut(Batch) -> Result<(), E>,
 ) -> Result<ReadSummary, E> {
-    let mut file = File::open(path).map_err(|source| ReadError {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let mut file = open_regular(path).map_err(ReadError::from)?;
     read_from(
         &mut file, path, source, format, previous, options, redactor, sink,
     )

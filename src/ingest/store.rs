@@ -512,6 +512,51 @@ pub struct SourceSummary {
     pub lag_bytes: u64,
     /// The first few problems: (path, line, reason).
     pub examples: Vec<ProblemExample>,
+    /// Files of this source that were not read (see [`SkippedFile`]).
+    pub skipped: u64,
+    /// The first [`SKIPPED_SHOWN`] of them.
+    pub skipped_files: Vec<SkippedFile>,
+}
+
+/// How many skipped files a source summary names (all are counted).
+pub const SKIPPED_SHOWN: i64 = 20;
+
+/// A file a source holds but the tailer did not read, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SkippedFile {
+    /// The file.
+    pub path: String,
+    /// Why, and what to do.
+    pub reason: String,
+}
+
+/// Records that `path`, of `source`, was not read, and why (replacing an earlier reason).
+pub fn record_skipped(
+    conn: &Connection,
+    path: &str,
+    source: &str,
+    format: &str,
+    reason: &str,
+) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO ingest_skipped (path, source, format, reason, at) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (path) DO UPDATE SET source = excluded.source, format = excluded.format,
+             reason = excluded.reason, at = excluded.at",
+        params![path, source, format, reason, unix_now()],
+    )?;
+    Ok(())
+}
+
+/// Forgets that `path` was skipped (it was read, or is gone).
+pub fn forget_skipped(conn: &Connection, path: &str) -> Result<(), StoreError> {
+    conn.execute("DELETE FROM ingest_skipped WHERE path = ?1", params![path])?;
+    Ok(())
+}
+
+/// Forgets every skipped file: the tailer finds them again when it starts.
+pub fn forget_all_skipped(conn: &Connection) -> Result<(), StoreError> {
+    conn.execute("DELETE FROM ingest_skipped", [])?;
+    Ok(())
 }
 
 /// A problem met while reading a file.
@@ -543,9 +588,61 @@ pub fn source_summaries(conn: &Connection) -> Result<Vec<SourceSummary>, StoreEr
                 problems: row.get::<_, i64>(5)? as u64,
                 lag_bytes: row.get::<_, i64>(6)? as u64,
                 examples: Vec::new(),
+                skipped: 0,
+                skipped_files: Vec::new(),
             })
         })?
         .collect::<Result<_, _>>()?;
+    // A source whose every file was skipped is shown too.
+    let mut skipped_sources = conn.prepare(
+        "SELECT source, format, count(*) FROM ingest_skipped GROUP BY source, format
+         ORDER BY source, format",
+    )?;
+    let counts: Vec<(String, String, i64)> = skipped_sources
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    for (source, format, count) in counts {
+        let at = summaries
+            .iter()
+            .position(|s| s.source == source && s.format == format);
+        let i = match at {
+            Some(i) => i,
+            None => {
+                summaries.push(SourceSummary {
+                    source,
+                    format,
+                    files: 0,
+                    bytes_read: 0,
+                    actions: 0,
+                    problems: 0,
+                    lag_bytes: 0,
+                    examples: Vec::new(),
+                    skipped: 0,
+                    skipped_files: Vec::new(),
+                });
+                summaries.len() - 1
+            }
+        };
+        summaries[i].skipped = count as u64;
+    }
+    summaries.sort_by(|a, b| (&a.source, &a.format).cmp(&(&b.source, &b.format)));
+    let mut skipped_files = conn.prepare(
+        "SELECT path, reason FROM ingest_skipped WHERE source = ?1 AND format = ?2
+         ORDER BY path LIMIT ?3",
+    )?;
+    for summary in summaries.iter_mut().filter(|s| s.skipped > 0) {
+        summary.skipped_files = skipped_files
+            .query_map(
+                params![summary.source, summary.format, SKIPPED_SHOWN],
+                |row| {
+                    Ok(SkippedFile {
+                        path: row.get(0)?,
+                        reason: row.get(1)?,
+                    })
+                },
+            )?
+            .collect::<Result<_, _>>()?;
+    }
     let mut examples = conn.prepare(
         "SELECT f.path, p.line, p.reason FROM ingest_problems p
          JOIN ingest_files f ON f.id = p.file_id

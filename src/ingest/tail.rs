@@ -4,14 +4,20 @@
 //! hands batches to the store's writer; each batch carries its checkpoint, so a crash at any
 //! moment resumes exactly where the store says. Open handles are kept for files being read, so
 //! that the unread tail of a file that was renamed (rotated) or deleted is still read.
+//!
+//! Only regular files are opened ([`reader::open_regular`]): a FIFO, socket or device in a
+//! source is skipped and recorded (`toolsmith sources` shows it), as is a file its source's
+//! format does not recognise. Rounds are driven by changes to the files (writes, creations,
+//! renames, deletions, attribute changes), never by accesses: the tailer's own opens and reads
+//! must not wake it, or an idle daemon holding more files than it keeps open would re-read
+//! them forever.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
-use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use globset::{Glob, GlobMatcher};
@@ -20,8 +26,8 @@ use tokio::sync::{mpsc, watch};
 
 use super::adapters::Format;
 use super::formats;
-use super::oneshot::SNIFF_BYTES;
-use super::reader::{self, ReadError, ReadOptions};
+use super::oneshot::{self, SNIFF_BYTES};
+use super::reader::{self, OpenError, ReadError, ReadOptions};
 use super::redact::Redactor;
 use super::store::{self as ingest_store, Applied};
 use crate::config::{Config, SourceSetting};
@@ -228,6 +234,11 @@ pub struct TailStats {
     pub rounds: AtomicU64,
     /// Times the change queue overflowed and a full rescan replaced it.
     pub rescans: AtomicU64,
+    /// Files opened (to sniff their format or to read them). Idle, this stays still.
+    pub opens: AtomicU64,
+    /// Files found not to be read (not regular files, not of their source's format,
+    /// unreadable), counted once per file and reason; `toolsmith sources` lists them.
+    pub skipped: AtomicU64,
 }
 
 struct OpenFile {
@@ -249,9 +260,31 @@ struct TailState {
     rejected: HashMap<PathBuf, u64>,
     /// The source each file was found to belong to.
     held_spec: HashMap<PathBuf, SourceSpec>,
+    /// Files recorded in the store as skipped, with the reason recorded.
+    reported: HashMap<PathBuf, String>,
     clock: u64,
     stats: Arc<TailStats>,
     stop: Arc<AtomicBool>,
+    /// The file being read now, for the message when a read outlives the shutdown grace.
+    reading: Arc<Mutex<Option<PathBuf>>>,
+}
+
+/// Which source a file belongs to, as far as can be told.
+enum Claim {
+    /// Read it as this source.
+    Read(SourceSpec),
+    /// It belongs to this source but cannot be read, for this reason.
+    Skip(SourceSpec, String),
+    /// No source wants it (or it is empty: not written yet), nothing to report.
+    Nothing,
+}
+
+/// Why a non-regular file is skipped, without its path (`toolsmith sources` prints that).
+fn not_regular(kind: &str) -> String {
+    format!(
+        "{kind}, not a regular file: skipped without opening it (reading it could block). \
+         Logs are regular files; remove it or move it out of the source's directory"
+    )
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -271,7 +304,8 @@ impl TailState {
         for spec in &self.specs {
             match &spec.matcher {
                 FileMatcher::File(path) => {
-                    if path.is_file() {
+                    // Whatever it is: a FIFO where the file should be is reported, not hidden.
+                    if path.exists() {
                         found.insert(path.clone());
                     }
                 }
@@ -286,14 +320,16 @@ impl TailState {
     }
 
     /// The source a file belongs to: a source naming exactly this file wins; otherwise the
-    /// first directory or glob source whose format recognises the file.
-    fn spec_for(&mut self, path: &Path, size: u64) -> Option<SourceSpec> {
+    /// first directory or glob source whose format recognises the file (sniffed once;
+    /// rejections are looked at again when the file's size changes, since a new file may be
+    /// empty when first seen).
+    fn spec_for(&mut self, path: &Path, size: u64) -> Claim {
         let exact = self
             .specs
             .iter()
             .find(|s| matches!(&s.matcher, FileMatcher::File(f) if f == path));
         if let Some(spec) = exact {
-            return Some(spec.clone());
+            return Claim::Read(spec.clone());
         }
         let candidates: Vec<SourceSpec> = self
             .specs
@@ -301,31 +337,80 @@ impl TailState {
             .filter(|s| s.claims(path))
             .cloned()
             .collect();
-        candidates
+        let Some(first) = candidates.first().cloned() else {
+            return Claim::Nothing;
+        };
+        if self.rejected.get(path) == Some(&size) {
+            return Claim::Nothing;
+        }
+        self.stats.opens.fetch_add(1, Ordering::Relaxed);
+        let head = match oneshot::read_head(path) {
+            Ok(head) => head,
+            Err(OpenError::NotRegular { kind, .. }) => {
+                return Claim::Skip(first, not_regular(kind));
+            }
+            Err(OpenError::Io(e)) if e.source.kind() == std::io::ErrorKind::NotFound => {
+                return Claim::Nothing;
+            }
+            Err(OpenError::Io(e)) => return Claim::Skip(first, unreadable(&e)),
+        };
+        if let Some(spec) = candidates
             .into_iter()
-            .find(|spec| self.recognised(spec, path, size))
+            .find(|spec| spec.format.sniff(path, &head))
+        {
+            self.rejected.remove(path);
+            return Claim::Read(spec);
+        }
+        self.rejected.insert(path.to_owned(), size);
+        if size == 0 {
+            return Claim::Nothing;
+        }
+        let format = first.format_name;
+        Claim::Skip(
+            first,
+            format!(
+                "not recognised as a {format} log: no {format} record in its first {} KiB; \
+                 looked at again when its size changes. If it is one, name it in a [[source]] \
+                 of its own (path = the file, format = \"{format}\"), which reads it unsniffed",
+                SNIFF_BYTES / 1024
+            ),
+        )
     }
 
-    /// Whether the file is of the source's format (sniffed once; rejections re-checked when
-    /// the file's size changes, since a new file may be empty when first seen).
-    fn recognised(&mut self, spec: &SourceSpec, path: &Path, size: u64) -> bool {
-        if matches!(spec.matcher, FileMatcher::File(_)) {
-            return true;
+    /// Records that `path` is not read, and why, once per reason.
+    fn skip(&mut self, path: &Path, spec: &SourceSpec, reason: String) {
+        if self.reported.get(path) == Some(&reason) {
+            return;
         }
-        if self.rejected.get(path) == Some(&size) {
-            return false;
+        tracing::warn!(source = %spec.name, path = %path.display(), "log file not read: {reason}");
+        self.stats.skipped.fetch_add(1, Ordering::Relaxed);
+        let (file, source, format, why) = (
+            path.display().to_string(),
+            spec.name.clone(),
+            spec.format_name,
+            reason.clone(),
+        );
+        let recorded = self.store.call_blocking(move |conn| {
+            ingest_store::record_skipped(conn, &file, &source, format, &why)
+        });
+        if let Err(err) = recorded {
+            tracing::warn!(path = %path.display(), "cannot record a skipped file: {err}");
         }
-        let mut head = Vec::with_capacity(SNIFF_BYTES.min(size as usize));
-        let ok = File::open(path)
-            .and_then(|f| f.take(SNIFF_BYTES as u64).read_to_end(&mut head))
-            .is_ok()
-            && spec.format.sniff(path, &head);
-        if ok {
-            self.rejected.remove(path);
-        } else {
-            self.rejected.insert(path.to_owned(), size);
+        self.reported.insert(path.to_owned(), reason);
+    }
+
+    /// Forgets that `path` was skipped: it was read, or it is gone.
+    fn unskip(&mut self, path: &Path) {
+        if self.reported.remove(path).is_none() {
+            return;
         }
-        ok
+        let file = path.display().to_string();
+        if let Err(err) = self
+            .store
+            .call_blocking(move |conn| ingest_store::forget_skipped(conn, &file))
+        {
+            tracing::warn!(path = %path.display(), "cannot update a skipped file: {err}");
+        }
     }
 
     fn round(&mut self, paths: BTreeSet<PathBuf>) -> Applied {
@@ -333,6 +418,9 @@ impl TailState {
         for path in paths {
             if self.stop.load(Ordering::Relaxed) {
                 break;
+            }
+            if let Ok(mut reading) = self.reading.lock() {
+                *reading = Some(path.clone());
             }
             match self.read_path(&path) {
                 Ok(applied) => {
@@ -346,18 +434,43 @@ impl TailState {
             // thousand descriptors (past the usual limit of 1024) until it ends.
             self.close_idle();
         }
+        if let Ok(mut reading) = self.reading.lock() {
+            *reading = None;
+        }
         self.stats.rounds.fetch_add(1, Ordering::Relaxed);
         total
     }
 
     fn read_path(&mut self, path: &Path) -> Result<Applied, RoundError> {
-        let current = std::fs::metadata(path).ok().filter(|m| m.is_file());
-        let held_spec = self.held_spec.get(path).cloned();
-        let Some(spec) = held_spec.or_else(|| {
-            let size = current.as_ref().map_or(0, |m| m.len());
-            self.spec_for(path, size)
-        }) else {
-            return Ok(Applied::default());
+        // What is at the path now: a regular file to read, something never to open, or nothing
+        // (gone, or a directory, which the run loop walks itself).
+        let (current, special) = match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => (Some(meta), None),
+            Ok(meta) if meta.is_dir() => (None, None),
+            Ok(meta) => (None, reader::special_kind(meta.file_type())),
+            Err(_) => (None, None),
+        };
+        let spec = match self.held_spec.get(path).cloned() {
+            Some(spec) => spec,
+            None if special.is_some() || current.is_none() => {
+                let first = self.specs.iter().find(|s| s.claims(path)).cloned();
+                match (special, first) {
+                    (Some(kind), Some(spec)) => self.skip(path, &spec, not_regular(kind)),
+                    _ => self.unskip(path),
+                }
+                return Ok(Applied::default());
+            }
+            None => {
+                let size = current.as_ref().map_or(0, |m| m.len());
+                match self.spec_for(path, size) {
+                    Claim::Read(spec) => spec,
+                    Claim::Skip(spec, reason) => {
+                        self.skip(path, &spec, reason);
+                        return Ok(Applied::default());
+                    }
+                    Claim::Nothing => return Ok(Applied::default()),
+                }
+            }
         };
         let mut applied = Applied::default();
         // A file we hold that is no longer at this path (rotated or deleted): finish it first.
@@ -371,15 +484,39 @@ impl TailState {
             applied.inserted += a.inserted;
             applied.joined += a.joined;
         }
-        let Some(meta) = current else {
+        let Some(_) = current else {
             self.held_spec.remove(path);
+            match special {
+                Some(kind) => self.skip(path, &spec, not_regular(kind)),
+                None => self.unskip(path),
+            }
             return Ok(applied);
         };
         self.held_spec.insert(path.to_owned(), spec.clone());
         let mut held = match self.open.remove(path) {
             Some(held) => held,
             None => {
-                let file = File::open(path).map_err(|source| ReadError {
+                self.stats.opens.fetch_add(1, Ordering::Relaxed);
+                let file = match reader::open_regular(path) {
+                    Ok(file) => file,
+                    // Swapped for something else since it was looked at.
+                    Err(OpenError::NotRegular { kind, .. }) => {
+                        self.held_spec.remove(path);
+                        self.skip(path, &spec, not_regular(kind));
+                        return Ok(applied);
+                    }
+                    Err(OpenError::Io(e)) if e.source.kind() == std::io::ErrorKind::NotFound => {
+                        self.held_spec.remove(path);
+                        return Ok(applied);
+                    }
+                    Err(OpenError::Io(e)) => {
+                        self.held_spec.remove(path);
+                        self.skip(path, &spec, unreadable(&e));
+                        return Ok(applied);
+                    }
+                };
+                // The descriptor's identity, not the path's: the path may have moved on.
+                let meta = file.metadata().map_err(|source| ReadError {
                     path: path.display().to_string(),
                     source,
                 })?;
@@ -397,6 +534,7 @@ impl TailState {
         held.last_used = self.clock;
         self.open.insert(path.to_owned(), held);
         let a = result?;
+        self.unskip(path);
         applied.inserted += a.inserted;
         applied.joined += a.joined;
         Ok(applied)
@@ -469,7 +607,16 @@ impl TailState {
     }
 }
 
-/// Regular files under `dir`, without following directory symlinks.
+/// Why a file that should be read cannot be opened, without its path.
+fn unreadable(err: &ReadError) -> String {
+    format!(
+        "cannot be opened: {}; fix its permissions (it is read again when it changes)",
+        err.source
+    )
+}
+
+/// Files under `dir` — regular ones and those that are not (FIFOs, sockets, devices, which are
+/// reported, never opened) — without following symlinks to directories.
 fn walk(dir: &Path, found: &mut dyn FnMut(&Path)) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -481,26 +628,37 @@ fn walk(dir: &Path, found: &mut dyn FnMut(&Path)) {
         let path = entry.path();
         if kind.is_dir() {
             walk(&path, found);
-        } else if kind.is_file() {
+        } else if !kind.is_symlink() {
             found(&path);
         }
     }
+}
+
+/// Whether a change is one that can give the tailer something to read. Accesses (opens,
+/// reads, closes) are not — the tailer's own opens would otherwise start the next round, and
+/// the next, forever, once a source holds more files than are kept open; a write is seen as
+/// a modification, so the close after it adds nothing either.
+fn worth_a_round(kind: &notify::EventKind) -> bool {
+    !matches!(kind, notify::EventKind::Access(_))
 }
 
 /// The daemon's tailer.
 pub struct Tailer {
     state: TailState,
     debounce: Duration,
+    grace: Duration,
     events: EventBus,
 }
 
 impl Tailer {
-    /// A tailer over `specs`.
+    /// A tailer over `specs`. On shutdown, a read still under way after `grace` is left
+    /// behind (reads stop between batches, so this only happens to a read stuck in the kernel).
     pub fn new(
         store: Store,
         specs: Vec<SourceSpec>,
         options: ReadOptions,
         debounce: Duration,
+        grace: Duration,
         events: EventBus,
         stats: Arc<TailStats>,
     ) -> Self {
@@ -513,11 +671,14 @@ impl Tailer {
                 open: HashMap::new(),
                 rejected: HashMap::new(),
                 held_spec: HashMap::new(),
+                reported: HashMap::new(),
                 clock: 0,
                 stats,
                 stop: Arc::new(AtomicBool::new(false)),
+                reading: Arc::default(),
             },
             debounce,
+            grace,
             events,
         }
     }
@@ -527,14 +688,25 @@ impl Tailer {
         let Tailer {
             state,
             debounce,
+            grace,
             events,
         } = self;
         let stop = Arc::clone(&state.stop);
+        let reading = Arc::clone(&state.reading);
+        // What was skipped is found again by the scan below, under the sources in force now.
+        if let Err(err) = state
+            .store
+            .call(|conn| ingest_store::forget_all_skipped(conn))
+            .await
+        {
+            tracing::warn!("cannot clear the skipped files of the last run: {err}");
+        }
         let overflow = Arc::new(AtomicBool::new(false));
         let (tx, mut rx) = mpsc::channel::<PathBuf>(8192);
         let watcher = {
             let overflow = Arc::clone(&overflow);
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
+                Ok(event) if !worth_a_round(&event.kind) => {}
                 Ok(event) => {
                     for path in event.paths {
                         if tx.try_send(path).is_err() {
@@ -578,11 +750,35 @@ impl Tailer {
             if !dirty.is_empty() {
                 let Some(mut owned) = state.take() else { break };
                 let paths = std::mem::take(&mut dirty);
-                let joined = tokio::task::spawn_blocking(move || {
+                let mut round = tokio::task::spawn_blocking(move || {
                     let applied = owned.round(paths);
                     (owned, applied)
-                })
-                .await;
+                });
+                let joined = tokio::select! {
+                    joined = &mut round => joined,
+                    _ = async { let _ = shutdown.wait_for(|s| *s).await; } => {
+                        // Reads stop between batches; one stuck in the kernel (a hung network
+                        // file system) is left behind after the grace, so the daemon can stop.
+                        stop.store(true, Ordering::Relaxed);
+                        match tokio::time::timeout(grace, &mut round).await {
+                            Ok(joined) => joined,
+                            Err(_) => {
+                                let path = reading
+                                    .lock()
+                                    .ok()
+                                    .and_then(|p| p.clone())
+                                    .map_or_else(|| "?".into(), |p| p.display().to_string());
+                                tracing::error!(
+                                    path,
+                                    "ingest: a read did not return within the shutdown grace \
+                                     (daemon.shutdown_grace_s); stopping without it. Check the \
+                                     file system holding this file"
+                                );
+                                break;
+                            }
+                        }
+                    }
+                };
                 match joined {
                     Ok((owned, applied)) => {
                         state = Some(owned);

@@ -646,7 +646,9 @@ async fn watch_registry(server: McpServer, peer: Peer<RoleServer>) {
     let dir = server.inner.settings.registry.clone();
     let (tx, mut rx) = mpsc::channel::<()>(1);
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if event.is_ok() {
+        // Opening and reading the repository (git2 does, on every look) is no change: woken by
+        // its own reads, the watcher would look again, and again, forever.
+        if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
             let _ = tx.try_send(());
         }
     });

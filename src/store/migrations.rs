@@ -188,6 +188,15 @@ const MIGRATIONS: &[&str] = &[
         summary      TEXT
     );
     CREATE INDEX job_runs_by_job ON job_runs(job, id);",
+    // 8: files of a source that the tailer did not read, and why (not a regular file, not of
+    // the source's format, unreadable), so `toolsmith sources` shows them instead of hiding them.
+    "CREATE TABLE ingest_skipped (
+        path    TEXT PRIMARY KEY,
+        source  TEXT NOT NULL,
+        format  TEXT NOT NULL,
+        reason  TEXT NOT NULL,
+        at      INTEGER NOT NULL
+    );",
 ];
 
 /// The schema version this build writes.
