@@ -17,5 +17,7 @@ pub mod framing;
 pub mod oneshot;
 pub mod reader;
 pub mod redact;
+#[cfg(test)]
+mod redact_held_back;
 pub mod store;
 pub mod tail;
