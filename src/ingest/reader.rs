@@ -10,10 +10,10 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use super::action::Action;
-use super::adapters::{Format, Framing, Item, Position};
+use super::adapters::{Format, Framing, Position};
 use super::framing::{Cut, Cutter};
 use super::redact::Redactor;
+use super::sanitize::Sanitizer;
 use super::store::{Batch, Checkpoint};
 
 /// How many leading bytes identify a file's content.
@@ -73,30 +73,6 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
         (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
-}
-
-/// Redacts secrets and caps outputs in an item, before anything is stored.
-pub fn sanitize(item: &mut Item, redactor: &Redactor, output_cap: usize) {
-    let fix_output = |output: &mut String| {
-        let redacted = redactor.redact(output).into_owned();
-        *output = cap_excerpt(&redacted, output_cap);
-    };
-    match item {
-        Item::Action(action) => sanitize_action(action, redactor, output_cap),
-        Item::Result(late) => fix_output(&mut late.result.output),
-        Item::SessionLink { .. } => {}
-    }
-}
-
-fn sanitize_action(action: &mut Action, redactor: &Redactor, output_cap: usize) {
-    redactor.redact_json(&mut action.input);
-    if let Some(cwd) = &mut action.cwd {
-        *cwd = redactor.redact(cwd).into_owned();
-    }
-    if let Some(result) = &mut action.result {
-        let redacted = redactor.redact(&result.output).into_owned();
-        result.output = cap_excerpt(&redacted, output_cap);
-    }
 }
 
 /// Keeps the head and the tail of `text` within `cap` bytes, marking what was cut.
@@ -204,10 +180,18 @@ pub fn read_from<E: From<ReadError>>(
     };
     let resume = previous.and_then(|prev| resume_from(prev, &meta, &head));
     let reset = previous.is_some() && resume.is_none();
+    let mut sanitizer = Sanitizer::new(redactor, options.output_cap);
     if let Some(prev) = resume {
         checkpoint.offset = prev.offset;
         checkpoint.line = prev.line;
-        checkpoint.parser_state = prev.parser_state.clone();
+        let (adapter_state, secrets) = sanitizer.unwrap_state(prev.parser_state.clone());
+        checkpoint.parser_state = adapter_state;
+        if secrets > 0 && format.framing() != Framing::WholeFile {
+            // The secrets seen before the checkpoint are not stored: find them again.
+            let mut replayed = Sanitizer::new(redactor, options.output_cap);
+            replay(file, path, format, prev.offset, options, &mut replayed).map_err(fail)?;
+            sanitizer.take_memory(replayed);
+        }
     }
 
     if format.framing() == Framing::WholeFile {
@@ -262,7 +246,7 @@ pub fn read_from<E: From<ReadError>>(
                         pending.problems.push((pos.line, problem.reason));
                     }
                     for item in &mut pending.items[before..] {
-                        sanitize(item, redactor, options.output_cap);
+                        sanitizer.item(item);
                     }
                 }
                 Cut::Oversized { pos, len, .. } => pending.problems.push((
@@ -283,7 +267,7 @@ pub fn read_from<E: From<ReadError>>(
             batch.checkpoint = Checkpoint {
                 offset: point.offset,
                 line: point.line,
-                parser_state: Some(parser.state()).filter(|s| !s.is_null()),
+                parser_state: Some(sanitizer.wrap_state(parser.state())).filter(|s| !s.is_null()),
                 ..checkpoint.clone()
             };
             consumed_from = point.offset;
@@ -293,6 +277,48 @@ pub fn read_from<E: From<ReadError>>(
         }
         if at_end {
             return Ok(summary);
+        }
+    }
+}
+
+/// Reads `file`'s records before `end` again, from its start with a fresh parser, through
+/// `sanitizer` (whose items are discarded): the secrets seen before a checkpoint are found again
+/// the way they were found the first time.
+fn replay(
+    file: &mut File,
+    path: &Path,
+    format: &dyn Format,
+    end: u64,
+    options: &ReadOptions,
+    sanitizer: &mut Sanitizer<'_>,
+) -> std::io::Result<()> {
+    file.seek(SeekFrom::Start(0))?;
+    let start = Position { offset: 0, line: 1 };
+    let mut parser = format.parser(path, None);
+    let mut cutter = Cutter::new(format.framing(), start, options.max_record);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut cuts = Vec::new();
+    let mut items = Vec::new();
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            cutter.finish(&mut cuts);
+        } else {
+            cutter.push(&buf[..n], &mut cuts);
+        }
+        for cut in cuts.drain(..) {
+            if let Cut::Record { bytes, pos, .. } = cut {
+                if pos.offset >= end {
+                    return Ok(());
+                }
+                items.clear();
+                // A record that was a problem the first time is one again: nothing to find.
+                let _ = parser.record(&bytes, pos, &mut items);
+                sanitizer.replay(&mut items);
+            }
+        }
+        if n == 0 || cutter.resume_point().offset >= end {
+            return Ok(());
         }
     }
 }
@@ -370,8 +396,9 @@ fn read_whole<E: From<ReadError>>(
         if let Err(problem) = parser.record(&bytes, pos, &mut batch.items) {
             batch.problems.push((1, problem.reason));
         }
+        let mut sanitizer = Sanitizer::new(redactor, options.output_cap);
         for item in &mut batch.items {
-            sanitize(item, redactor, options.output_cap);
+            sanitizer.item(item);
         }
     }
     checkpoint.offset = size;

@@ -363,10 +363,7 @@ fn secret_cases() -> Vec<Held> {
         &[&s],
     ));
     // A kubeconfig: base64 of a PEM private key, and a bearer token.
-    let key_b64 = format!(
-        "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo{}",
-        f.b64(600)
-    );
+    let key_b64 = format!("LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo{}", f.b64(600));
     let token = f.alnum(40);
     cases.push(held(
         "cat ~/.kube/config",
@@ -414,7 +411,9 @@ fn secret_cases() -> Vec<Held> {
         "cat ~/.npmrc",
         vec![bash(
             "cat ~/.npmrc",
-            &format!("registry=https://registry.npmjs.org/\n//registry.npmjs.org/:_authToken={s}\n"),
+            &format!(
+                "registry=https://registry.npmjs.org/\n//registry.npmjs.org/:_authToken={s}\n"
+            ),
         )],
         &[&s],
     ));
