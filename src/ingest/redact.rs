@@ -47,6 +47,17 @@
 //! `SecretAccessKey`), and `secret-assignment` (any other `*_TOKEN=`, `*_SECRET=`, `*_KEY=`,
 //! `*_PASSWORD=`, `*PASSWD=`, `export X=…`, `"api_key": "…"`, `password: …`, `token = "…"`).
 //!
+//! A PEM private key in base64 (kubeconfig's `client-key-data`, a Kubernetes Secret's
+//! `tls.key`) is named `private-key` too.
+//!
+//! What only a command's shape or the rest of a session gives away (`aws configure set
+//! aws_secret_access_key VALUE`, `htpasswd -b FILE USER PASS`, the output of `printenv
+//! DB_PASSWORD`, a `.netrc` read with `cat`, a value seen as a secret earlier) is the business of
+//! [`super::redact_shell`] and [`super::sanitize`], which add the kinds `password-file` (a
+//! `.netrc` or `.pgpass` password) and `secret-output` (a line a secret-printing command
+//! printed). Every replacement reports the value it replaced ([`Found`]), so that the reader can
+//! find it again.
+//!
 //! # What is deliberately kept
 //!
 //! * There is no context-free "high entropy string" rule: git SHAs, UUIDs, lock-file hashes
@@ -2827,6 +2838,32 @@ mod tests {
                 format!("shpat_{}", f.s(HEX, 32)),
                 "shopify-token",
             ),
+            case(
+                "users:\n- name: admin\n  user:\n    client-key-data: {S}\n",
+                format!(
+                    "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo{}",
+                    f.mixed(B64, 400)
+                ),
+                "private-key",
+            ),
+            case(
+                "{\"users\": [{\"user\": {\"client-key-data\": \"{S}\"}}]}",
+                format!(
+                    "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tCk1J{}",
+                    f.mixed(B64, 300)
+                ),
+                "private-key",
+            ),
+            case(
+                "{\"auths\": {\"registry.example.com\": {\"identitytoken\": \"{S}\"}}}",
+                f.mixed(ALNUM, 40),
+                "secret-assignment",
+            ),
+            case(
+                "{\"registrytoken\": \"{S}\"}",
+                f.mixed(ALNUM, 32),
+                "secret-assignment",
+            ),
         ]
     }
 
@@ -2902,6 +2939,10 @@ mod tests {
             "W ActivityManager: Bad activity token: android.os.BinderProxy@6c8e3b1",
             "    OPENAI_API_KEY=\"your_actual_openai_api_key_here\"",
             "{\"api_key\": null, \"client\": \"openai\"}\napi_key=os.getenv(\"OPENAI_API_KEY\")",
+            "openssl enc -d -aes-256-cbc -in a.enc -out a -pass file:/run/secrets/backup",
+            "openssl rsa -in k.pem -passin env:KEY_PASS -out k2.pem -passout fd:3",
+            "    client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSURCVENDQWUyZ0F3SUJBZ0lJ",
+            "{\"identity\": \"bob\", \"registry\": \"ghcr.io\", \"cache-key-data\": \"v2\"}",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -3287,6 +3328,8 @@ mod tests {
             "secret",
             "--api-key",
             "--db-password",
+            "client-key-data",
+            "identitytoken",
         ] {
             let flag = name.starts_with('-');
             assert!(classify_name(name, flag).is_some(), "{name} names a secret");
@@ -3308,6 +3351,9 @@ mod tests {
             "--ask-pass",
             "--no-password",
             "--key",
+            "client-certificate-data",
+            "cache-key-data",
+            "identity",
         ] {
             let flag = name.starts_with('-');
             assert!(

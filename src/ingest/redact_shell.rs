@@ -87,7 +87,7 @@ static SQL_PASSWORD: LazyLock<Regex> = LazyLock::new(|| {
 /// Literals one of which a command printing a secret contains (see [`output_of_command`]).
 static OUTPUT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i-u:pass|pwd|token|secret|key|cred|auth|netrc|pgpass|printenv|security|vault|kubectl)|(?-u:\bop\b)",
+        r"(?i-u:pass|pwd|token|secret|key|cred|auth|netrc|pgpass|printenv|security|vault|kubectl|ssm)|(?-u:\bop\b)",
     )
     .expect("output literals compile")
 });
@@ -1011,8 +1011,11 @@ struct Hit<'w> {
     a: usize,
     b: usize,
     kind: &'static str,
-    /// The name that says it is a secret, if any (for the kind and the value's gate).
+    /// The name that says it is a secret, if any (for the kind).
     name: Option<&'w str>,
+    /// How much the value must look like a secret: a password (anything but a reference, a
+    /// path, a mask), or, for a value whose key does not say, random enough (`Weak`).
+    gate: Keyword,
 }
 
 /// The flags and positional arguments of a command's arguments.
@@ -1065,15 +1068,13 @@ fn secret_name(name: &str) -> Option<Keyword> {
     if let Some(kw) = classify_name(name, false) {
         return Some(kw);
     }
-    name.split(['.', ':', '/'])
-        .filter(|part| !part.is_empty())
-        .find_map(|part| {
-            if EXTRA.contains(&part.to_ascii_lowercase().as_str()) {
-                Some(Keyword::Secret)
-            } else {
-                classify_name(part, false)
-            }
-        })
+    // `pypi-token.pypi`, `github-oauth.github.com`: a section named for a secret, then the
+    // host or repository it is for (`credential.helper` is a setting, not a credential).
+    let first = name.split('.').next().unwrap_or(name);
+    if EXTRA.contains(&first.to_ascii_lowercase().as_str()) {
+        return Some(Keyword::Secret);
+    }
+    classify_name(first, false).filter(|kw| *kw != Keyword::Weak)
 }
 
 /// Finds a rule's secrets in one command (`args` are the words after the program).
@@ -1103,6 +1104,7 @@ fn rule_hits<'w>(
                                 b: v.value.len(),
                                 kind: rule.kind,
                                 name: None,
+                                gate: Keyword::Password,
                             });
                         }
                         k += 2;
@@ -1123,6 +1125,7 @@ fn rule_hits<'w>(
                                 b: t.len(),
                                 kind: rule.kind,
                                 name: None,
+                                gate: Keyword::Password,
                             });
                         } else if attached {
                             hits.push(Hit {
@@ -1131,6 +1134,7 @@ fn rule_hits<'w>(
                                 b: t.len(),
                                 kind: rule.kind,
                                 name: None,
+                                gate: Keyword::Password,
                             });
                         }
                     }
@@ -1161,6 +1165,7 @@ fn rule_hits<'w>(
                             b: offset + value.len(),
                             kind: rule.kind,
                             name: None,
+                            gate: Keyword::Password,
                         });
                     }
                 }
@@ -1175,6 +1180,7 @@ fn rule_hits<'w>(
                             b: w.value.len(),
                             kind: rule.kind,
                             name: None,
+                            gate: Keyword::Password,
                         });
                     }
                 }
@@ -1188,12 +1194,13 @@ fn rule_hits<'w>(
                         b: w.value.len(),
                         kind: rule.kind,
                         name: None,
+                        gate: Keyword::Password,
                     });
                 }
             }
             Secret::Named => {
                 if let [(_, name), (k, _), ..] = after_sub.as_slice()
-                    && secret_name(name).is_some()
+                    && let Some(gate) = secret_name(name)
                 {
                     let w = &args[*k];
                     // `poetry config http-basic.pypi USER PASS`: the password comes last.
@@ -1208,6 +1215,7 @@ fn rule_hits<'w>(
                         b: w.value.len(),
                         kind: rule.kind,
                         name: Some(name),
+                        gate,
                     });
                 }
             }
@@ -1216,13 +1224,16 @@ fn rule_hits<'w>(
                     if let Some((key, value)) = t.split_once('=')
                         && !key.is_empty()
                     {
+                        // `user=app` is part of a secret's data, but only what a key names or
+                        // what looks random is taken for a secret.
                         let w = &args[k];
                         hits.push(Hit {
                             word: w,
                             a: t.len() - value.len(),
                             b: t.len(),
                             kind: rule.kind,
-                            name: None,
+                            name: Some(key),
+                            gate: secret_name(key).unwrap_or(Keyword::Weak),
                         });
                     }
                 }
@@ -1240,13 +1251,14 @@ fn rule_hits<'w>(
                     } else {
                         continue;
                     };
-                    if let Some((_, value)) = pair.split_once('=') {
+                    if let Some((key, value)) = pair.split_once('=') {
                         hits.push(Hit {
                             word,
                             a: offset + pair.len() - value.len(),
                             b: offset + pair.len(),
                             kind: rule.kind,
-                            name: None,
+                            name: Some(key),
+                            gate: secret_name(key).unwrap_or(Keyword::Weak),
                         });
                     }
                 }
@@ -1257,7 +1269,7 @@ fn rule_hits<'w>(
                 while i < rest.len() {
                     let (_, key) = rest[i];
                     if let Some((name, value)) = key.split_once('=') {
-                        if secret_name(name).is_some() {
+                        if let Some(gate) = secret_name(name) {
                             let w = &args[rest[i].0];
                             hits.push(Hit {
                                 word: w,
@@ -1265,13 +1277,14 @@ fn rule_hits<'w>(
                                 b: key.len(),
                                 kind: rule.kind,
                                 name: Some(name),
+                                gate,
                             });
                         }
                         i += 1;
                         continue;
                     }
                     if let Some(&(k, _)) = rest.get(i + 1)
-                        && secret_name(key).is_some()
+                        && let Some(gate) = secret_name(key)
                     {
                         let w = &args[k];
                         hits.push(Hit {
@@ -1280,6 +1293,7 @@ fn rule_hits<'w>(
                             b: w.value.len(),
                             kind: rule.kind,
                             name: Some(key),
+                            gate,
                         });
                     }
                     i += 2;
@@ -1303,6 +1317,7 @@ fn rule_hits<'w>(
                             b: w.value.len(),
                             kind: rule.kind,
                             name: None,
+                            gate: Keyword::Password,
                         });
                     }
                 }
@@ -1315,6 +1330,7 @@ fn rule_hits<'w>(
                         b: word.value.len(),
                         kind: rule.kind,
                         name: None,
+                        gate: Keyword::Password,
                     });
                 }
                 if let Some(producer) = previous.filter(|p| p.pipes_out) {
@@ -1354,6 +1370,7 @@ fn producer_hits<'w>(producer: &'w Command, kind: &'static str, hits: &mut Vec<H
             b: w.value.len(),
             kind,
             name: None,
+            gate: Keyword::Password,
         });
     }
 }
@@ -1507,24 +1524,28 @@ fn apply_hits<'a>(
         let Some(value) = hit.word.value.get(hit.a..hit.b) else {
             continue;
         };
-        // `chpasswd`: `user:password`.
-        let (a, value) = if hit.kind == "password-flag"
-            && value.contains(':')
-            && !value.contains("://")
-            && hit.word.value.len() == value.len()
-            && value.split(':').count() == 2
-            && value.split(':').next().is_some_and(|u| {
-                !u.is_empty()
-                    && u.bytes()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
-            }) {
-            let at = value.find(':').unwrap_or(0) + 1;
-            (hit.a + at, &value[at..])
-        } else {
-            (hit.a, value)
+        if value.contains("[REDACTED:") {
+            continue; // redacted before: what is left around it is not the secret
+        }
+        // `chpasswd`, `echo user:password |`: the user is kept.
+        let (a, value) = match value.split_once(':') {
+            Some((user, pass))
+                if hit.kind == "password-flag"
+                    && hit.a == 0
+                    && hit.b == hit.word.value.len()
+                    && !pass.is_empty()
+                    && !value.contains("://")
+                    && !user.is_empty()
+                    && user
+                        .bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')) =>
+            {
+                (hit.a + user.len() + 1, pass)
+            }
+            _ => (hit.a, value),
         };
-        let kw = hit.name.and_then(secret_name).unwrap_or(Keyword::Password);
-        if !value_is_secret(kw, value) || value.starts_with('@') || value.starts_with("file:") {
+        if !value_is_secret(hit.gate, value) || value.starts_with('@') || value.starts_with("file:")
+        {
             continue;
         }
         let kind = redactor
@@ -1614,6 +1635,9 @@ pub fn file_kind(path: &str) -> OutputKind {
         pgpass: lower == ".pgpass" || lower == "pgpass.conf" || lower == "pgpass",
         secret: false,
     };
+    if kind.netrc || kind.pgpass {
+        return kind; // structured: only its passwords go
+    }
     if path.contains("/run/secrets/") {
         kind.secret = !name.is_empty();
     }
@@ -1909,7 +1933,7 @@ static NETRC: LazyLock<Regex> = LazyLock::new(|| {
 /// >> ~/.pgpass`).
 static PGPASS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?m)(?:^[ \t]*(?:[0-9]+(?:→|\t))?\+?|[\s"'])(?:[^:\s#"'\\]|\\:)*:(?:[0-9]{1,5}|\*):(?:[^:\s"'\\]|\\:)+:(?:[^:\s"'\\]|\\:)+:((?:[^\r\n"'\\]|\\[:\\])+?)(?:[ \t]*$|["'])"#,
+        r#"(?m)(?:^[ \t]*(?:[0-9]+(?:→|\t))?\+?|[\s"'])(?:\[[0-9A-Fa-f:.]*\]|(?:[^:\s#"'\\]|\\:)*):(?:[0-9]{1,5}|\*):(?:[^:\s"'\\]|\\:)+:(?:[^:\s"'\\]|\\:)+:((?:[^\r\n"'\\]|\\[:\\])+?)(?:[ \t]*$|["'])"#,
     )
     .expect("pgpass pattern compiles")
 });
@@ -1997,5 +2021,633 @@ pub fn redact_secret_output<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a
         Cow::Owned(out)
     } else {
         Cow::Borrowed(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake secret of `n` characters (xorshift; mixed case and digits), never a real one.
+    fn fake(seed: u64, n: usize) -> String {
+        const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let mut x = seed | 1;
+        loop {
+            let s: String = (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    ALNUM[(x % ALNUM.len() as u64) as usize] as char
+                })
+                .collect();
+            if s.bytes().any(|b| b.is_ascii_digit())
+                && s.bytes().any(|b| b.is_ascii_uppercase())
+                && s.bytes().any(|b| b.is_ascii_lowercase())
+            {
+                return s;
+            }
+        }
+    }
+
+    /// What the reader does to a string of a tool call's input.
+    fn redact_input(r: &Redactor, text: &str) -> (String, Vec<Found>) {
+        let (once, mut found) = r.redact_found(text);
+        let out = redact_commands(r, &once, &mut found).into_owned();
+        (out, found)
+    }
+
+    /// Commands whose secret only the table finds: `{S}` is the secret, and the redacted
+    /// command must be the same text with its placeholder there, every other word kept.
+    const COMMAND_CASES: &[(&str, &str)] = &[
+        (
+            "aws configure set aws_secret_access_key {S}",
+            "aws-secret-key",
+        ),
+        (
+            "aws configure set aws_session_token {S}",
+            "aws-session-token",
+        ),
+        (
+            "aws configure set profile.ci.aws_secret_access_key {S} --profile ci",
+            "aws-secret-key",
+        ),
+        (
+            "aws --region eu-west-1 configure set aws_secret_access_key '{S}'",
+            "aws-secret-key",
+        ),
+        (
+            "aws secretsmanager put-secret-value --secret-id db --secret-string {S}",
+            "secret-flag",
+        ),
+        (
+            "aws ssm put-parameter --name /db/pw --value {S} --type SecureString",
+            "secret-flag",
+        ),
+        (
+            "curl --oauth2-bearer {S} https://api.example.com",
+            "secret-flag",
+        ),
+        (
+            "curl --oauth2-bearer=\"{S}\" https://api.example.com",
+            "secret-flag",
+        ),
+        ("curl -U proxy:{S} https://example.com", "secret-flag"),
+        ("htpasswd -b users.db alice {S}", "password-flag"),
+        ("htpasswd -cb users.db alice {S}", "password-flag"),
+        ("htpasswd -nbB alice {S}", "password-flag"),
+        ("htpasswd -b -C 10 users.db alice {S}", "password-flag"),
+        ("git config --global github.token {S}", "secret-assignment"),
+        (
+            "git -C repo config user.password \"{S}\"",
+            "secret-assignment",
+        ),
+        (
+            "npm config set //registry.example.com/:_authToken {S}",
+            "secret-assignment",
+        ),
+        (
+            "pnpm config set //npm.pkg.github.com/:_authToken {S}",
+            "secret-assignment",
+        ),
+        ("yarn config set npmAuthToken {S}", "secret-assignment"),
+        (
+            "kubectl create secret generic app --from-literal=api={S}",
+            "secret-assignment",
+        ),
+        (
+            "kubectl -n prod create secret generic app --from-literal token={S}",
+            "secret-assignment",
+        ),
+        (
+            "oc create secret generic app --from-literal=password={S}",
+            "secret-assignment",
+        ),
+        (
+            "openssl enc -aes-256-cbc -k {S} -in a -out b",
+            "password-flag",
+        ),
+        ("openssl passwd -6 -salt abcd {S}", "password-flag"),
+        (
+            "vault kv put secret/app api={S} user=app",
+            "secret-assignment",
+        ),
+        (
+            "vault kv patch -mount=secret app token={S}",
+            "secret-assignment",
+        ),
+        ("vault login {S}", "vault-token"),
+        ("az login -u me@example.com -p {S}", "password-flag"),
+        ("gh secret set API --body {S}", "secret-flag"),
+        ("gh secret set API -b{S} --repo acme/app", "secret-flag"),
+        (
+            "ldapsearch -x -D cn=admin -w {S} -b dc=example",
+            "password-flag",
+        ),
+        ("ldapwhoami -x -D cn=admin -w{S}", "password-flag"),
+        (
+            "ldappasswd -x -D cn=admin -W -s {S} uid=bob",
+            "password-flag",
+        ),
+        ("sqlcmd -S db -U sa -P {S}", "password-flag"),
+        ("bcp dbo.t out t.dat -S db -U sa -P{S} -c", "password-flag"),
+        ("smbclient -L fs -U admin%{S}", "password-flag"),
+        ("rabbitmqctl add_user app {S}", "password-flag"),
+        (
+            "rabbitmqctl -n rabbit@h change_password app {S}",
+            "password-flag",
+        ),
+        (
+            "keytool -genkeypair -alias k -keystore k.jks -storepass {S} -keypass {S}",
+            "password-flag",
+        ),
+        (
+            "jarsigner -keystore k.jks -storepass {S} app.jar k",
+            "password-flag",
+        ),
+        ("zip -r -P {S} a.zip dir", "password-flag"),
+        ("unzip -P {S} a.zip", "password-flag"),
+        ("7za x -p{S} a.7z", "password-flag"),
+        ("unrar x -p{S} a.rar", "password-flag"),
+        ("cargo login {S}", "secret-flag"),
+        ("cargo login --registry corp {S}", "secret-flag"),
+        ("poetry config pypi-token.pypi {S}", "secret-assignment"),
+        ("poetry config http-basic.corp ci {S}", "secret-assignment"),
+        (
+            "composer config -g github-oauth.github.com {S}",
+            "secret-assignment",
+        ),
+        ("mosquitto_sub -h b -u u -P {S} -t x", "password-flag"),
+        (
+            "skopeo inspect --creds ci:{S} docker://r.example/x",
+            "password-flag",
+        ),
+        ("podman pull --creds=ci:{S} r.example/x", "password-flag"),
+        ("fly secrets set API={S}", "secret-assignment"),
+        (
+            "doppler secrets set STRIPE={S} -p shop",
+            "secret-assignment",
+        ),
+        ("mysqladmin -u root password {S}", "password-flag"),
+        (
+            "dotnet nuget add source https://n.example/v3 -n corp -u ci -p {S}",
+            "password-flag",
+        ),
+        ("twine upload -u ci -p {S} dist/*", "password-flag"),
+        ("redis-cli -h cache AUTH {S}", "password-flag"),
+        ("redis-cli -h cache auth default {S}", "password-flag"),
+        (
+            "rclone config create s3x s3 provider AWS secret_access_key {S}",
+            "aws-secret-key",
+        ),
+        (
+            "mc alias set local http://localhost:9000 minio {S}",
+            "secret-flag",
+        ),
+        ("bw unlock {S}", "password-flag"),
+        ("bw login me@example.com {S}", "password-flag"),
+        ("doctl auth init -t {S}", "secret-flag"),
+        (
+            "echo {S} | docker login -u ci --password-stdin",
+            "password-flag",
+        ),
+        (
+            "echo -n \"{S}\" | podman login --password-stdin -u ci r.example",
+            "password-flag",
+        ),
+        (
+            "printf '%s\\n' {S} | helm registry login r.example -u ci --password-stdin",
+            "password-flag",
+        ),
+        (
+            "printf {S} | oras login r.example -u ci --password-stdin",
+            "password-flag",
+        ),
+        (
+            "docker login -u ci --password-stdin <<< {S}",
+            "password-flag",
+        ),
+        ("echo {S} | gh auth login --with-token", "secret-flag"),
+        ("echo 'bob:{S}' | chpasswd", "password-flag"),
+        (
+            "echo {S} | sudo -S systemctl restart nginx",
+            "password-flag",
+        ),
+        ("echo '{S}' | passwd --stdin bob", "password-flag"),
+        (
+            "echo -n {S} | gcloud secrets create api --data-file=-",
+            "secret-flag",
+        ),
+        (
+            "psql -c \"CREATE ROLE app LOGIN PASSWORD '{S}'\"",
+            "password-flag",
+        ),
+        (
+            "mysql -e \"ALTER USER 'root'@'localhost' IDENTIFIED WITH mysql_native_password BY '{S}'\"",
+            "password-flag",
+        ),
+        (
+            "sudo -u postgres psql -c \"ALTER USER app WITH PASSWORD '{S}';\"",
+            "password-flag",
+        ),
+        ("rabbitmqctl authenticate_user app {S}", "password-flag"),
+        (
+            "dotnet nuget update source corp -u ci -p {S}",
+            "password-flag",
+        ),
+        (
+            "rclone config update s3x secret_access_key {S}",
+            "aws-secret-key",
+        ),
+        (
+            "cd app && aws configure set aws_secret_access_key {S} && aws s3 ls",
+            "aws-secret-key",
+        ),
+        (
+            "env AWS_PROFILE=x aws configure set aws_session_token {S}",
+            "aws-session-token",
+        ),
+        ("( htpasswd -nb admin {S} ) > .htpasswd", "password-flag"),
+    ];
+
+    #[test]
+    fn commands_give_their_secrets_away_by_their_shape() {
+        let r = Redactor::new();
+        let mut failures = Vec::new();
+        for (i, (template, kind)) in COMMAND_CASES.iter().enumerate() {
+            let secret = fake(i as u64 * 7919 + 1, 24);
+            let text = template.replace("{S}", &secret);
+            let want = template.replace("{S}", &format!("[REDACTED:{kind}]"));
+            let (out, found) = redact_input(&r, &text);
+            if out != want {
+                failures.push(format!("{text}\n  -> {out}\n  want {want}"));
+                continue;
+            }
+            if !found.iter().any(|f| f.value == secret) {
+                failures.push(format!("{text}: {secret} not reported in {found:?}"));
+            }
+            let (again, more) = redact_input(&r, &out);
+            if again != out || !more.is_empty() {
+                failures.push(format!("not idempotent: {out}\n  -> {again}"));
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {} failed:\n{}",
+            failures.len(),
+            COMMAND_CASES.len(),
+            failures.join("\n")
+        );
+    }
+
+    /// Commands of the table's programs that hold no secret: they must come out unchanged.
+    const COMMAND_SURVIVORS: &[&str] = &[
+        "aws configure set region eu-west-1",
+        "aws configure set default.s3.max_concurrent_requests 20",
+        "aws configure set aws_access_key_id test --profile localstack",
+        "aws configure get aws_session_token",
+        "aws secretsmanager list-secrets --max-results 10",
+        "aws ssm put-parameter --name /app/mode --value debug --type String",
+        "aws ssm put-parameter --name /db/pw --value \"$DB_PW\" --type SecureString",
+        "curl --oauth2-bearer \"$(gh auth token)\" https://api.example.com",
+        "curl -U proxyuser https://example.com",
+        "htpasswd -c users.db alice",
+        "htpasswd -D users.db alice",
+        "htpasswd -v users.db alice",
+        "htpasswd -b users.db alice",
+        "git config --global user.name 'Ann Example'",
+        "git config --global credential.helper 'cache --timeout=3600'",
+        "git config --get github.token",
+        "git config --global core.editor vim",
+        "npm config set registry https://registry.example.com/",
+        "npm config set //registry.example.com/:_authToken ${NPM_TOKEN}",
+        "npm config get //registry.example.com/:_authToken",
+        "yarn config set npmRegistryServer https://npm.example.com",
+        "kubectl create secret generic app --from-file=./secrets/",
+        "kubectl create secret generic app --from-env-file=.env",
+        "kubectl create configmap app --from-literal=LOG_LEVEL=debug",
+        "kubectl get secret app -n prod",
+        "openssl req -x509 -newkey rsa:2048 -keyout k.pem -out c.pem -days 365 -nodes",
+        "openssl enc -d -aes256 -in a.enc -kfile key.txt",
+        "openssl s_client -connect example.com:443 -key client.key",
+        "vault kv put secret/app @data.json",
+        "vault kv put secret/app token=-",
+        "vault kv get -format=json secret/app",
+        "vault login -method=userpass username=ann",
+        "vault login -method=github",
+        "az login --use-device-code",
+        "az login --identity",
+        "gh secret set API < api.txt",
+        "gh secret set API --body \"$API_TOKEN\"",
+        "gh secret list",
+        "ldapsearch -x -LLL -b dc=example -s sub uid=bob",
+        "ldapsearch -x -D cn=admin -W -b dc=example",
+        "sqlcmd -S db -E -Q 'select 1'",
+        "smbclient -L fs -U admin",
+        "rabbitmqctl list_users",
+        "rabbitmqctl add_vhost staging",
+        "keytool -list -keystore k.jks",
+        "keytool -importkeystore -srckeystore a.p12 -storepass:env KS_PASS -destkeystore b.jks",
+        "zip -r a.zip dir -x '*.log'",
+        "unzip -o a.zip -d out",
+        "7z a -mx9 a.7z dir",
+        "7z x a.7z -p-",
+        "unrar x -p- a.rar",
+        "cargo login",
+        "cargo build --release -p core",
+        "poetry config virtualenvs.in-project true",
+        "composer config --list",
+        "mosquitto_pub -h b -t x -m 21",
+        "skopeo inspect docker://r.example/x",
+        "podman run --rm -it alpine sh",
+        "fly secrets list",
+        "fly secrets set API=\"$API\"",
+        "mysqladmin -u root -p status",
+        "dotnet build -p:Configuration=Release",
+        "dotnet run -p src/App.csproj",
+        "dotnet nuget list source",
+        "twine upload dist/*",
+        "twine check dist/*",
+        "redis-cli -h cache ping",
+        "rclone config create s3x s3 provider AWS env_auth true",
+        "mc alias list",
+        "bw sync",
+        "doctl auth list",
+        "docker login -u ci --password-stdin r.example < pw.txt",
+        "cat pw.txt | docker login -u ci --password-stdin r.example",
+        "echo \"$CR_PAT\" | docker login ghcr.io -u ci --password-stdin",
+        "echo building | tee build.log",
+        "echo done && docker login r.example",
+        "sudo systemctl restart nginx",
+        "echo y | sudo apt-get install -y jq",
+        "psql -c \"ALTER TABLE users ADD COLUMN password_hash text NOT NULL DEFAULT ''\"",
+        "psql -c \"SELECT 'password' AS word\"",
+        "grep -rn \"PASSWORD '\" migrations/",
+        "echo 'it''s fine' && git status",
+        "git commit -m \"don't keep the token in config\"",
+        "for f in *.zip; do unzip -l \"$f\"; done",
+        "make test -j4",
+        "ls -la ~/.config",
+    ];
+
+    #[test]
+    fn commands_without_secrets_are_kept() {
+        let r = Redactor::new();
+        let failures: Vec<String> = COMMAND_SURVIVORS
+            .iter()
+            .filter_map(|text| {
+                let (out, found) = redact_input(&r, text);
+                (out != *text || !found.is_empty()).then(|| format!("{text}\n  -> {out}"))
+            })
+            .collect();
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn the_table_holds_every_form_of_the_issue() {
+        // Each program of the table has a case above; a rule nobody tests is a rule nobody
+        // knows works.
+        for rule in RULES {
+            let tested = COMMAND_CASES.iter().any(|(c, _)| {
+                let words: Vec<&str> = c
+                    .split(|ch: char| ch.is_whitespace() || "|;&(".contains(ch))
+                    .collect();
+                rule.programs.iter().any(|p| *p == "*" || words.contains(p))
+                    && rule
+                        .sub
+                        .iter()
+                        .all(|s| words.iter().any(|w| w.eq_ignore_ascii_case(s)))
+            });
+            assert!(tested, "no case for {:?} {:?}", rule.programs, rule.sub);
+        }
+    }
+
+    #[test]
+    fn words_are_split_the_way_the_shell_reads_them() {
+        let line = "A=1 sudo -u bob env X=2 cmd 'a b' \"c \\\"d\\\"\" e\\ f $(g h) `i j` \
+                    | tail -n1 >out.txt 2>&1 && other <<< 'here' ; x #comment\nnext <<EOF\n\
+                    body line | not a command\nEOF\nlast";
+        let commands = split(line);
+        let words: Vec<Vec<&str>> = commands
+            .iter()
+            .map(|c| c.words.iter().map(|w| w.value.as_str()).collect())
+            .collect();
+        assert_eq!(
+            words,
+            [
+                vec![
+                    "A=1", "sudo", "-u", "bob", "env", "X=2", "cmd", "a b", "c \"d\"", "e f",
+                    "$(g h)", "`i j`"
+                ],
+                vec!["tail", "-n1"],
+                vec!["other"],
+                vec!["x"],
+                vec!["next"],
+                vec!["last"],
+            ]
+        );
+        assert!(commands[0].pipes_out && commands[1].pipes_in);
+        assert!(commands[1].stdout_redirected && !commands[0].stdout_redirected);
+        assert_eq!(
+            commands[2].here_string.as_ref().map(|w| w.value.as_str()),
+            Some("here")
+        );
+        let (p, _) = program_index(&commands[0].words);
+        assert_eq!(p.map(|p| commands[0].words[p].value.as_str()), Some("cmd"));
+        // Where each value byte stands in the text, through the quotes.
+        let w = &commands[0].words[8];
+        let (a, b) = w.span(2, 5);
+        assert_eq!(&line[a..b], "\"d\\\"");
+        // Never fails, whatever the text.
+        for text in [
+            "'unterminated",
+            "\"open",
+            "$(",
+            "a | | b",
+            "<<",
+            "x >",
+            "\\",
+            "é'ü",
+        ] {
+            let _ = split(text);
+        }
+    }
+
+    /// Command lines, and what their output holds.
+    #[test]
+    fn what_a_command_prints() {
+        let secret = OutputKind {
+            secret: true,
+            ..OutputKind::default()
+        };
+        let netrc = OutputKind {
+            netrc: true,
+            ..OutputKind::default()
+        };
+        let pgpass = OutputKind {
+            pgpass: true,
+            ..OutputKind::default()
+        };
+        let none = OutputKind::default();
+        let cases: &[(&str, OutputKind)] = &[
+            ("printenv DB_PASSWORD", secret),
+            ("printenv HOME PATH", none),
+            ("printenv", none),
+            ("echo $API_TOKEN", secret),
+            ("echo \"token: ${GITHUB_TOKEN}\"", secret),
+            ("echo ${#API_TOKEN}", none),
+            ("echo '$API_TOKEN'", none),
+            ("echo $HOME $TOKEN_COUNT", none),
+            ("printf '%s' \"$AWS_SECRET_ACCESS_KEY\"", secret),
+            ("echo $DB_PASSWORD | wc -c", none),
+            ("echo $DB_PASSWORD | base64", secret),
+            ("echo $DB_PASSWORD > pw.txt", none),
+            ("test -n \"$DB_PASSWORD\" && echo set", none),
+            ("cat ~/.netrc", netrc),
+            ("sed -n 1,3p /home/u/.netrc", netrc),
+            ("cat ~/.pgpass", pgpass),
+            ("grep prod ~/.pgpass", pgpass),
+            ("grep -rn password src/", none),
+            ("cat /run/secrets/db_password", secret),
+            (
+                "cat /var/run/secrets/kubernetes.io/serviceaccount/token",
+                secret,
+            ),
+            ("cat api_token.txt", secret),
+            ("cat src/token.rs README.md", none),
+            ("cat .env", none),
+            ("pass show infra/db", secret),
+            ("pass ls", none),
+            ("gopass show -o web/site", secret),
+            ("op read op://vault/item/password", secret),
+            ("op item list", none),
+            ("security find-generic-password -s svc -w", secret),
+            ("security find-generic-password -s svc", none),
+            ("secret-tool lookup service smtp", secret),
+            ("vault kv get -field=password secret/app", secret),
+            ("vault kv get secret/app", secret),
+            ("vault status", none),
+            ("aws secretsmanager get-secret-value --secret-id db", secret),
+            ("aws ecr get-login-password --region eu-west-1", secret),
+            (
+                "aws ssm get-parameter --name /db/pw --with-decryption",
+                secret,
+            ),
+            ("aws ssm get-parameter --name /app/mode", none),
+            ("gcloud secrets versions access latest --secret=db", secret),
+            ("gcloud auth print-access-token", secret),
+            ("az keyvault secret show --vault-name v --name db", secret),
+            (
+                "kubectl get secret app -o jsonpath='{.data.password}' | base64 -d",
+                secret,
+            ),
+            ("kubectl get secret app -o yaml", secret),
+            ("kubectl get secrets", none),
+            ("kubectl create token ci", secret),
+            ("gh auth token", secret),
+            ("gh auth status", none),
+            ("doppler secrets get API --plain", secret),
+            ("bw get password github", secret),
+        ];
+        let mut failures = Vec::new();
+        for (line, want) in cases {
+            let got = output_of_command(line);
+            if got != *want {
+                failures.push(format!("{line}: {got:?}, want {want:?}"));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        // Agent tools that read a file.
+        let read = |path: &str| output_of_call("Read", &serde_json::json!({"file_path": path}));
+        assert_eq!(read("/home/u/.netrc"), netrc);
+        assert_eq!(read("/home/u/.pgpass"), pgpass);
+        assert_eq!(read("/home/u/app/src/main.rs"), none);
+        assert_eq!(
+            output_of_call(
+                "shell",
+                &serde_json::json!({"command": ["bash", "-lc", "printenv DB_PASSWORD"]})
+            ),
+            secret
+        );
+        for kind in [secret, netrc, pgpass, none] {
+            assert_eq!(OutputKind::from_code(u64::from(kind.code())), kind);
+        }
+    }
+
+    #[test]
+    fn credential_files_lose_their_passwords_and_keep_the_rest() {
+        let (a, b) = (fake(3, 16), fake(5, 20));
+        let netrc = OutputKind {
+            netrc: true,
+            ..OutputKind::default()
+        };
+        let pgpass = OutputKind {
+            pgpass: true,
+            ..OutputKind::default()
+        };
+        let cases: Vec<(OutputKind, String, String)> = vec![
+            (
+                netrc,
+                format!("machine a.example.com\n  login bob\n  password {a}\nmachine b login c password {b}\n"),
+                "machine a.example.com\n  login bob\n  password [REDACTED:password-file]\nmachine b login c password [REDACTED:password-file]\n".into(),
+            ),
+            (
+                netrc,
+                format!("     1→default login anon password {a} account {b}"),
+                "     1→default login anon password [REDACTED:password-file] account [REDACTED:password-file]".into(),
+            ),
+            (
+                netrc,
+                format!("echo \"machine x login y password {a}\" >> ~/.netrc"),
+                "echo \"machine x login y password [REDACTED:password-file]\" >> ~/.netrc".into(),
+            ),
+            (
+                pgpass,
+                format!("# hostname:port:database:username:password\ndb.internal:5432:prod:app:{a}\n*:*:*:postgres:{b}\n"),
+                "# hostname:port:database:username:password\ndb.internal:5432:prod:app:[REDACTED:password-file]\n*:*:*:postgres:[REDACTED:password-file]\n".into(),
+            ),
+            (
+                pgpass,
+                format!("     1→localhost:5432:*:app:{a}\n     2→[::1]:5432:*:app:{b}"),
+                "     1→localhost:5432:*:app:[REDACTED:password-file]\n     2→[::1]:5432:*:app:[REDACTED:password-file]".into(),
+            ),
+            (
+                pgpass,
+                format!("echo 'db:5432:prod:app:{a}' >> ~/.pgpass && chmod 600 ~/.pgpass"),
+                "echo 'db:5432:prod:app:[REDACTED:password-file]' >> ~/.pgpass && chmod 600 ~/.pgpass".into(),
+            ),
+        ];
+        for (kind, text, want) in cases {
+            let mut found = Vec::new();
+            let out = redact_file_formats(&text, kind, &mut found);
+            assert_eq!(out, want, "{text}");
+            assert!(!found.is_empty());
+            let mut more = Vec::new();
+            assert_eq!(redact_file_formats(&out, kind, &mut more), out);
+        }
+        // Not in such a file, nothing changes: a grep's `file:line:col:` output survives.
+        let mut found = Vec::new();
+        let grep = "src/lib.rs:12:5:pub:fn main\nReset your password from the settings page.";
+        assert_eq!(
+            redact_file_formats(grep, OutputKind::default(), &mut found),
+            grep
+        );
+        // Inside a `.netrc`, the word after `password` is the password, whatever it is.
+        assert_eq!(
+            redact_file_formats("password reset-me-9", netrc, &mut found),
+            "password [REDACTED:password-file]",
+        );
+    }
+
+    #[test]
+    fn a_secret_output_loses_every_line() {
+        let mut found = Vec::new();
+        let out = redact_secret_output("s3cr3tValue\n\n  other-line\n---\n", &mut found);
+        assert_eq!(
+            out,
+            "[REDACTED:secret-output]\n\n  [REDACTED:secret-output]\n---\n"
+        );
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[1].value, "other-line");
     }
 }

@@ -329,3 +329,257 @@ fn for_each_string(value: &mut Value, f: &mut impl FnMut(&mut String)) {
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::action::{ActionResult, Source};
+
+    const S: &str = "Zq8vR2mW4kT9xLp3Hs7N";
+
+    fn call(session: &str, call_id: &str, tool: &str, input: Value, output: Option<&str>) -> Item {
+        Item::Action(Action {
+            session: session.into(),
+            seq: 1,
+            ts: None,
+            source: Source::ClaudeCode,
+            cwd: Some("/home/dev/app".into()),
+            tool: tool.into(),
+            input,
+            call_id: Some(call_id.into()),
+            parent_session: None,
+            result: output.map(|o| ActionResult {
+                ok: true,
+                exit_code: Some(0),
+                output: o.into(),
+                duration_ms: None,
+            }),
+        })
+    }
+
+    fn result(session: &str, call_id: &str, output: &str) -> Item {
+        Item::Result(LateResult {
+            session: session.into(),
+            call_id: call_id.into(),
+            result: ActionResult {
+                ok: true,
+                exit_code: Some(0),
+                output: output.into(),
+                duration_ms: None,
+            },
+        })
+    }
+
+    fn text(item: &Item) -> String {
+        match item {
+            Item::Action(a) => format!(
+                "{} {}",
+                a.input,
+                a.result.as_ref().map_or("", |r| r.output.as_str())
+            ),
+            Item::Result(r) => r.result.output.clone(),
+            Item::SessionLink { .. } => String::new(),
+        }
+    }
+
+    #[test]
+    fn a_secret_seen_once_is_redacted_wherever_it_comes_back() {
+        let r = Redactor::new();
+        let mut s = Sanitizer::new(&r, 1 << 16);
+        let mut items = vec![
+            call(
+                "s",
+                "c1",
+                "Bash",
+                json!({"command": format!("export DB_PASSWORD={S}")}),
+                Some(""),
+            ),
+            call(
+                "s",
+                "c2",
+                "Bash",
+                json!({"command": "./check-db.sh"}),
+                Some(&format!("using {S} for app\n")),
+            ),
+            call(
+                "s",
+                "c3",
+                "Write",
+                json!({"file_path": "/tmp/x.ts", "content": format!("const pw = \"{S}\";")}),
+                None,
+            ),
+            call(
+                "s",
+                "c4",
+                "Bash",
+                json!({"command": format!("curl -d {S} http://localhost")}),
+                None,
+            ),
+            result("s", "c4", &format!("echo: {S}")),
+        ];
+        for item in &mut items {
+            s.item(item);
+        }
+        for item in &items {
+            let t = text(item);
+            assert!(!t.contains(S), "{t}");
+        }
+        assert!(text(&items[1]).contains("using [REDACTED:secret-assignment] for app"));
+        assert!(text(&items[2]).contains("const pw = \\\"[REDACTED:secret-assignment]\\\";"));
+        assert_eq!(s.remembered(), 1);
+    }
+
+    #[test]
+    fn short_or_plain_secrets_are_not_searched_for() {
+        let r = Redactor::new();
+        let mut s = Sanitizer::new(&r, 1 << 16);
+        let mut items = vec![
+            call(
+                "s",
+                "c1",
+                "Bash",
+                json!({"command": "export DB_PASSWORD=postgres PGPASSWORD=hunter2"}),
+                Some(""),
+            ),
+            call(
+                "s",
+                "c2",
+                "Bash",
+                json!({"command": "psql -U postgres -c 'select 1'"}),
+                Some("hunter2 postgres\n"),
+            ),
+        ];
+        for item in &mut items {
+            s.item(item);
+        }
+        assert_eq!(s.remembered(), 0);
+        assert!(
+            text(&items[1]).contains("psql -U postgres"),
+            "{}",
+            text(&items[1])
+        );
+        assert!(text(&items[1]).contains("hunter2 postgres"));
+    }
+
+    #[test]
+    fn an_output_that_arrives_later_is_redacted_as_its_call_said() {
+        let r = Redactor::new();
+        let mut s = Sanitizer::new(&r, 1 << 16);
+        let mut items = vec![
+            call(
+                "s",
+                "c1",
+                "Bash",
+                json!({"command": "printenv SERVICE_PASSWORD"}),
+                None,
+            ),
+            call(
+                "s",
+                "c2",
+                "Read",
+                json!({"file_path": "/home/dev/.pgpass"}),
+                None,
+            ),
+            call("other", "c1", "Bash", json!({"command": "echo hi"}), None),
+            result("other", "c1", "hi\n"),
+            result("s", "c2", &format!("     1→db:5432:prod:app:{S}x\n")),
+            result("s", "c1", &format!("{S}\n")),
+            result("s", "c9", "not waited for\n"),
+        ];
+        for item in &mut items {
+            s.item(item);
+        }
+        assert_eq!(text(&items[3]), "hi\n");
+        assert_eq!(
+            text(&items[4]),
+            "     1→db:5432:prod:app:[REDACTED:password-file]\n"
+        );
+        assert_eq!(text(&items[5]), "[REDACTED:secret-output]\n");
+        assert_eq!(text(&items[6]), "not waited for\n");
+        assert!(s.pending.is_empty());
+    }
+
+    #[test]
+    fn the_checkpoint_keeps_no_secret_and_resuming_finds_them_again() {
+        let r = Redactor::new();
+        // Nothing to keep: the adapter's state, as it always was.
+        let s = Sanitizer::new(&r, 1024);
+        assert_eq!(s.wrap_state(json!({"v": 1})), json!({"v": 1}));
+        assert_eq!(s.wrap_state(Value::Null), Value::Null);
+
+        let mut s = Sanitizer::new(&r, 1024);
+        let mut first = vec![
+            call(
+                "s",
+                "c1",
+                "Bash",
+                json!({"command": format!("export API_TOKEN={S}")}),
+                Some(""),
+            ),
+            call(
+                "s",
+                "c2",
+                "Bash",
+                json!({"command": "printenv API_TOKEN"}),
+                None,
+            ),
+        ];
+        for item in &mut first {
+            s.item(item);
+        }
+        let state = s.wrap_state(json!({"v": 1, "calls": ["c1"]}));
+        assert!(!state.to_string().contains(S), "{state}");
+        assert!(!state.to_string().contains(&S[..8]), "{state}");
+
+        // Resuming: the waiting call comes back from the state, the secrets from a replay.
+        let mut resumed = Sanitizer::new(&r, 1024);
+        let (adapter, secrets) = resumed.unwrap_state(Some(state));
+        assert_eq!(adapter, Some(json!({"v": 1, "calls": ["c1"]})));
+        assert_eq!(secrets, 1);
+        let mut replayed = Sanitizer::new(&r, 1024);
+        let mut again = vec![
+            call(
+                "s",
+                "c1",
+                "Bash",
+                json!({"command": format!("export API_TOKEN={S}")}),
+                Some(""),
+            ),
+            call(
+                "s",
+                "c2",
+                "Bash",
+                json!({"command": "printenv API_TOKEN"}),
+                None,
+            ),
+        ];
+        replayed.replay(&mut again);
+        resumed.take_memory(replayed);
+        let mut later = vec![
+            result("s", "c2", &format!("{S}\n")),
+            call(
+                "s",
+                "c3",
+                "Bash",
+                json!({"command": "git log -1"}),
+                Some(&format!("token {S}")),
+            ),
+        ];
+        for item in &mut later {
+            resumed.item(item);
+        }
+        assert_eq!(text(&later[0]), "[REDACTED:secret-output]\n");
+        assert!(!text(&later[1]).contains(S));
+
+        // A state from another layout or version is the adapter's, or nothing of ours.
+        let mut other = Sanitizer::new(&r, 1024);
+        assert_eq!(
+            other.unwrap_state(Some(json!({"v": 1, "x": 2}))),
+            (Some(json!({"v": 1, "x": 2})), 0)
+        );
+        assert_eq!(
+            other.unwrap_state(Some(json!({"adapter": {"v": 1}, STATE_KEY: {"v": 99}}))),
+            (Some(json!({"v": 1})), 0)
+        );
+    }
+}
