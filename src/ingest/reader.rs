@@ -13,7 +13,7 @@ use std::path::Path;
 use super::adapters::{Format, Framing, Position};
 use super::framing::{Cut, Cutter};
 use super::redact::Redactor;
-use super::sanitize::Sanitizer;
+use super::sanitize::{FileKey, Sanitizer};
 use super::store::{Batch, Checkpoint};
 
 /// How many leading bytes identify a file's content.
@@ -181,12 +181,20 @@ pub fn read_from<E: From<ReadError>>(
     let resume = previous.and_then(|prev| resume_from(prev, &meta, &head));
     let reset = previous.is_some() && resume.is_none();
     let mut sanitizer = Sanitizer::new(redactor, options.output_cap);
+    let file_key = FileKey {
+        path: name.clone(),
+        dev: meta.dev(),
+        inode: meta.ino(),
+    };
     if let Some(prev) = resume {
         checkpoint.offset = prev.offset;
         checkpoint.line = prev.line;
         let (adapter_state, secrets) = sanitizer.unwrap_state(prev.parser_state.clone());
         checkpoint.parser_state = adapter_state;
-        if secrets > 0 && format.framing() != Framing::WholeFile {
+        if secrets > 0
+            && format.framing() != Framing::WholeFile
+            && !sanitizer.resume(&file_key, prev.offset)
+        {
             // The secrets seen before the checkpoint are not stored: find them again.
             let mut replayed = Sanitizer::new(redactor, options.output_cap);
             replay(file, path, format, prev.offset, options, &mut replayed).map_err(fail)?;
@@ -274,6 +282,7 @@ pub fn read_from<E: From<ReadError>>(
             summary.bytes += batch.bytes;
             summary.batches += 1;
             sink(batch)?;
+            sanitizer.keep_for_resume(&file_key, point.offset);
         }
         if at_end {
             return Ok(summary);
@@ -414,6 +423,7 @@ fn read_whole<E: From<ReadError>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ingest::adapters::Item;
 
     #[test]
     fn excerpts_keep_head_and_tail_on_char_boundaries() {
@@ -458,6 +468,72 @@ mod tests {
         let batches = read(&done);
         assert_eq!(batches.len(), 1);
         assert_eq!(batches[0].problems.len(), 1, "{:?}", batches[0].problems);
+    }
+
+    #[test]
+    fn a_resumed_read_still_knows_the_secrets_seen_before_its_checkpoint() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("agent.jsonl");
+        let secret = "Qm7xK2vL9pR4tW8zN3sB";
+        let line = |command: &str, output: &str| {
+            format!(
+                "{}\n",
+                serde_json::json!({"v": 1, "session": "s", "tool": "Bash",
+                    "input": {"command": command}, "ok": true, "output": output})
+            )
+        };
+        // More than a KiB before the secret, so that the fingerprint does not see it.
+        let mut first = line("echo start", &"x".repeat(1500));
+        first.push_str(&line(&format!("export DB_PASSWORD={secret}"), ""));
+        let later = line("./probe", &format!("password is {secret}"));
+        let format = crate::ingest::formats::by_name("native").expect("format");
+        let options = ReadOptions::default();
+        let read = |redactor: &Redactor, previous: Option<&Checkpoint>| {
+            let mut batches = Vec::new();
+            read_file::<ReadError>(&path, "s", format, previous, &options, redactor, |b| {
+                batches.push(b);
+                Ok(())
+            })
+            .expect("read");
+            batches
+        };
+        let outputs = |batches: &[Batch]| -> String {
+            batches
+                .iter()
+                .flat_map(|b| &b.items)
+                .filter_map(|i| match i {
+                    Item::Action(a) => a.result.as_ref().map(|r| r.output.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        std::fs::write(&path, &first).expect("write");
+        let tailer = Redactor::new();
+        let checkpoint = read(&tailer, None).remove(0).checkpoint;
+        let state = checkpoint
+            .parser_state
+            .clone()
+            .unwrap_or_default()
+            .to_string();
+        assert!(!state.contains(secret), "{state}");
+        std::fs::write(&path, format!("{first}{later}")).expect("append");
+        // A new process (a new redactor) reads the start again to find the secret.
+        let restarted = read(&Redactor::new(), Some(&checkpoint));
+        assert_eq!(
+            outputs(&restarted),
+            "password is [REDACTED:secret-assignment]"
+        );
+        // The tailer's next round knows it without reading the start: shown by a start that
+        // no longer holds it (same length, past the fingerprint).
+        let changed = first.replace(secret, &"y".repeat(secret.len()));
+        std::fs::write(&path, format!("{changed}{later}")).expect("rewrite");
+        let resumed = read(&tailer, Some(&checkpoint));
+        assert_eq!(
+            outputs(&resumed),
+            "password is [REDACTED:secret-assignment]"
+        );
+        let replayed = read(&Redactor::new(), Some(&checkpoint));
+        assert_eq!(outputs(&replayed), format!("password is {secret}"));
     }
 
     #[test]

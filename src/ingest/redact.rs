@@ -772,6 +772,10 @@ pub struct Redactor {
     token_set: RegexSet,
     /// Rule index of each pattern in `token_set`.
     token_rules: Vec<usize>,
+    /// The secrets seen in each file up to where its last read ended, in this process only,
+    /// so that the tailer's next round over a growing file need not read it again to find them
+    /// (see [`super::sanitize`]).
+    pub(super) resumes: std::sync::Mutex<super::sanitize::Resumes>,
 }
 
 impl Default for Redactor {
@@ -958,6 +962,7 @@ impl Redactor {
             any_literal,
             token_set,
             token_rules,
+            resumes: Default::default(),
         })
     }
 

@@ -43,8 +43,30 @@ const MEMORY_CAP: usize = 256;
 /// How many calls may wait for their output.
 const PENDING_CAP: usize = 512;
 
-/// Values seen as secrets earlier in a file.
+/// How many files' secrets a [`Redactor`] keeps between reads.
+const RESUMES_CAP: usize = 256;
+
+/// Which file a read was of (that it is the same content is the checkpoint's business: a
+/// read resumes only a file whose start it recognises).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FileKey {
+    /// The path read.
+    pub path: String,
+    /// Its device.
+    pub dev: u64,
+    /// Its inode.
+    pub inode: u64,
+}
+
+/// The secrets remembered where each file's last read ended (see [`Redactor`]'s `resumes`).
 #[derive(Debug, Default)]
+pub struct Resumes {
+    entries: HashMap<FileKey, (u64, Memory)>,
+    order: VecDeque<FileKey>,
+}
+
+/// Values seen as secrets earlier in a file.
+#[derive(Debug, Default, Clone)]
 struct Memory {
     /// Value → kind, in the order they were first seen.
     kinds: HashMap<String, &'static str>,
@@ -317,6 +339,47 @@ impl<'r> Sanitizer<'r> {
     /// How many secrets are remembered.
     pub fn remembered(&self) -> usize {
         self.memory.len()
+    }
+
+    /// Keeps what this sanitizer remembers, as of `offset` in `file`, for the next read of the
+    /// file by the same redactor.
+    pub fn keep_for_resume(&self, file: &FileKey, offset: u64) {
+        let Ok(mut resumes) = self.redactor.resumes.lock() else {
+            return; // a panic elsewhere poisoned it: the next read replays instead
+        };
+        if self.memory.len() == 0 {
+            if resumes.entries.remove(file).is_some() {
+                resumes.order.retain(|k| k != file);
+            }
+            return;
+        }
+        if resumes
+            .entries
+            .insert(file.clone(), (offset, self.memory.clone()))
+            .is_none()
+        {
+            resumes.order.push_back(file.clone());
+        }
+        while resumes.order.len() > RESUMES_CAP {
+            if let Some(old) = resumes.order.pop_front() {
+                resumes.entries.remove(&old);
+            }
+        }
+    }
+
+    /// Takes what the last read of `file` by the same redactor remembered, if it ended at
+    /// `offset`; false when it did not (then the file is replayed).
+    pub fn resume(&mut self, file: &FileKey, offset: u64) -> bool {
+        let Ok(resumes) = self.redactor.resumes.lock() else {
+            return false;
+        };
+        match resumes.entries.get(file) {
+            Some((at, memory)) if *at == offset => {
+                self.memory = memory.clone();
+                true
+            }
+            _ => false,
+        }
     }
 }
 
