@@ -125,9 +125,12 @@ impl Memory {
                 .map(|v| regex::escape(v))
                 .collect::<Vec<_>>()
                 .join("|");
-            // Literal values, escaped: this compiles. Should it not (a size limit), nothing is
-            // searched rather than the reader failing; the rules still ran.
-            self.search = Regex::new(&alternation).ok();
+            // Literal values, escaped: this compiles (at most 256 of 4 KiB each). Should it not,
+            // nothing is searched rather than the reader failing; the rules still ran.
+            self.search = regex::RegexBuilder::new(&alternation)
+                .size_limit(64 << 20)
+                .build()
+                .ok();
             self.stale = false;
         }
         let Some(search) = &self.search else {
