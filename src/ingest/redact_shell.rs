@@ -25,7 +25,8 @@ use regex::Regex;
 use super::redact::{Found, Keyword, Redactor, classify_name, name_kind, value_is_secret};
 
 /// Literals one of which every command the table knows contains; a text holding none of them
-/// is not split at all. (Mostly the words that make a command one of the table's, rather than
+/// is not split at all. Whole words, none shorter than three letters but `7z`: a short prefix
+/// (`ch…`) would make the search stop at every other word. (Mostly the words that make a command one of the table's, rather than
 /// its program, so that `git status` costs one search.)
 static COMMAND_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
     let words = [
@@ -40,10 +41,20 @@ static COMMAND_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
         "login",
         "secret",
         "secrets",
-        "ldap[a-z]+",
+        "ldapsearch",
+        "ldapadd",
+        "ldapmodify",
+        "ldapdelete",
+        "ldapmodrdn",
+        "ldapwhoami",
+        "ldappasswd",
+        "ldapcompare",
+        "ldapexop",
         "sqlcmd",
         "bcp",
-        "smb[a-z]+",
+        "smbclient",
+        "smbcacls",
+        "smbget",
         "rpcclient",
         "rabbitmqctl",
         "keytool",
@@ -52,12 +63,17 @@ static COMMAND_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
         "zipcloak",
         "unzip",
         "funzip",
-        "7z[ar]?",
+        "7z",
+        "7za",
+        "7zr",
         "rar",
         "unrar",
-        "chg?passwd",
+        "chpasswd",
+        "chgpasswd",
         "passwd",
-        "mosquitto_[a-z]+",
+        "mosquitto_pub",
+        "mosquitto_sub",
+        "mosquitto_rr",
         "creds",
         "mysqladmin",
         "nuget",
@@ -1462,13 +1478,13 @@ fn redact_command_lines<'a>(
         let mut changed = false;
         for line in text.split_inclusive('\n') {
             match line.strip_prefix('+') {
-                Some(body) => {
+                Some(body) if COMMAND_LITERALS.is_match(body) => {
                     let r = redact_command_lines(redactor, body, found);
                     changed |= matches!(r, Cow::Owned(_));
                     out.push('+');
                     out.push_str(&r);
                 }
-                None => out.push_str(line),
+                _ => out.push_str(line),
             }
         }
         return if changed {
@@ -1477,6 +1493,68 @@ fn redact_command_lines<'a>(
             Cow::Borrowed(text)
         };
     }
+    // Only the lines around a literal of the table are read as commands: a long file an agent
+    // writes is mostly something else, and splitting it all would cost more than the rest of
+    // its redaction.
+    let mut out: Option<String> = None;
+    let mut last = 0;
+    let mut next_from = 0;
+    for m in COMMAND_LITERALS.find_iter(text) {
+        if m.start() < next_from {
+            continue;
+        }
+        let (a, b) = logical_line(text, m.start());
+        next_from = b;
+        if let Cow::Owned(r) = redact_region(redactor, &text[a..b], found) {
+            let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            o.push_str(&text[last..a]);
+            o.push_str(&r);
+            last = b;
+        }
+    }
+    match out {
+        Some(mut o) => {
+            o.push_str(&text[last..]);
+            Cow::Owned(o)
+        }
+        None => Cow::Borrowed(text),
+    }
+}
+
+/// How many lines a command may be continued over (`\`, a trailing `|`, `&&`, `||`).
+const MAX_CONTINUED: usize = 16;
+
+/// The line holding byte `at`, with the lines it continues and that continue it.
+fn logical_line(text: &str, at: usize) -> (usize, usize) {
+    let continues = |line: &str| {
+        let t = line.trim_end();
+        t.ends_with('\\') || t.ends_with('|') || t.ends_with("&&")
+    };
+    let line_start = |i: usize| text[..i].rfind('\n').map_or(0, |n| n + 1);
+    let line_end = |i: usize| text[i..].find('\n').map_or(text.len(), |n| i + n);
+    let mut start = line_start(at);
+    for _ in 0..MAX_CONTINUED {
+        if start == 0 {
+            break;
+        }
+        let previous = line_start(start - 1);
+        if !continues(&text[previous..start - 1]) {
+            break;
+        }
+        start = previous;
+    }
+    let mut end = line_end(at);
+    for _ in 0..MAX_CONTINUED {
+        if end >= text.len() || !continues(&text[line_start(end)..end]) {
+            break;
+        }
+        end = line_end(end + 1);
+    }
+    (start, end)
+}
+
+/// [`redact_command_lines`] on one logical line (or a few).
+fn redact_region<'a>(redactor: &Redactor, text: &'a str, found: &mut Vec<Found>) -> Cow<'a, str> {
     let commands = split(text);
     let mut hits: Vec<Hit<'_>> = Vec::new();
     for (ci, cmd) in commands.iter().enumerate() {
