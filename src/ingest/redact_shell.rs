@@ -25,8 +25,8 @@ use regex::Regex;
 use super::redact::{Found, Keyword, Redactor, classify_name, name_kind, value_is_secret};
 
 /// Literals one of which every command the table knows contains; a text holding none of them
-/// is not split at all. Whole words, none shorter than three letters but `7z`: a short prefix
-/// (`ch…`) would make the search stop at every other word. (Mostly the words that make a command one of the table's, rather than
+/// is not split at all. Whole words of three letters or more: a short prefix (`ch…`, `7z`)
+/// would make the search stop at every other word. (Mostly the words that make a command one of the table's, rather than
 /// its program, so that `git status` costs one search.)
 static COMMAND_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
     let words = [
@@ -63,7 +63,6 @@ static COMMAND_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
         "zipcloak",
         "unzip",
         "funzip",
-        "7z",
         "7za",
         "7zr",
         "rar",
@@ -86,7 +85,7 @@ static COMMAND_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
     ];
     let alternation = words.join("|");
     Regex::new(&format!(
-        r"(?-u:\b)(?:{alternation})(?-u:\b)|--(?:from-literal|oauth2-bearer|proxy-user|password-stdin|with-token|data-file)"
+        r"(?-u:\b)(?:{alternation})(?-u:\b)|--(?:from-literal|oauth2-bearer|proxy-user|password-stdin|with-token|data-file)|7z "
     ))
     .expect("command literals compile")
 });
@@ -103,7 +102,7 @@ static SQL_PASSWORD: LazyLock<Regex> = LazyLock::new(|| {
 /// Literals one of which a command printing a secret contains (see [`output_of_command`]).
 static OUTPUT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i-u:pass|pwd|token|secret|key|cred|auth|netrc|pgpass|printenv|security|vault|kubectl|ssm)|(?-u:\bop\b)",
+        r"(?i-u:pass|pwd|token|secret|key|cred|auth|netrc|pgpass|printenv|security|vault|kubectl|ssm)|(?-u:\bop (?:read|item|inject)\b)",
     )
     .expect("output literals compile")
 });
@@ -1472,13 +1471,19 @@ fn redact_command_lines<'a>(
     text: &'a str,
     found: &mut Vec<Found>,
 ) -> Cow<'a, str> {
-    // A patch's added lines are commands too once their `+` is off.
+    // A patch's added lines are commands too once their `+` is off, in the scripts it writes.
     if text.contains("*** Begin Patch") {
         let mut out = String::with_capacity(text.len());
         let mut changed = false;
+        let mut script = false;
         for line in text.split_inclusive('\n') {
+            for header in ["*** Add File: ", "*** Update File: ", "*** Move to: "] {
+                if let Some(path) = line.strip_prefix(header) {
+                    script = is_script(path.trim());
+                }
+            }
             match line.strip_prefix('+') {
-                Some(body) if COMMAND_LITERALS.is_match(body) => {
+                Some(body) if script && COMMAND_LITERALS.is_match(body) => {
                     let r = redact_command_lines(redactor, body, found);
                     changed |= matches!(r, Cow::Owned(_));
                     out.push('+');
@@ -1701,6 +1706,48 @@ impl OutputKind {
             pgpass: code & 4 != 0,
         }
     }
+}
+
+/// Whether a file holds commands a shell (or a CI runner, or a database) runs: what an agent
+/// writes there is read with the command table (other files, code and prose, are not: splitting
+/// them would cost more than it finds).
+pub fn is_script(path: &str) -> bool {
+    let name = basename(path.trim()).to_ascii_lowercase();
+    let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
+    matches!(
+        ext,
+        "sh" | "bash"
+            | "zsh"
+            | "fish"
+            | "ksh"
+            | "command"
+            | "ps1"
+            | "bat"
+            | "cmd"
+            | "sql"
+            | "yml"
+            | "yaml"
+            | "mk"
+            | "just"
+            | "envrc"
+            | "bashrc"
+            | "zshrc"
+            | "profile"
+    ) || matches!(
+        name.as_str(),
+        "dockerfile"
+            | "containerfile"
+            | "makefile"
+            | "gnumakefile"
+            | "justfile"
+            | "procfile"
+            | ".bashrc"
+            | ".zshrc"
+            | ".profile"
+            | ".bash_profile"
+            | ".envrc"
+            | "taskfile"
+    ) || name.starts_with("dockerfile.")
 }
 
 /// What a file holds, by its path.
@@ -2714,6 +2761,47 @@ mod tests {
         assert_eq!(
             redact_file_formats("password reset-me-9", netrc, &mut found),
             "password [REDACTED:password-file]",
+        );
+    }
+
+    #[test]
+    fn scripts_are_read_as_commands_and_code_is_not() {
+        for path in [
+            "deploy.sh",
+            "/srv/app/scripts/Setup.BASH",
+            "Dockerfile",
+            "Dockerfile.prod",
+            ".github/workflows/ci.yml",
+            "Makefile",
+            "migrations/0001_users.sql",
+            "~/.zshrc",
+        ] {
+            assert!(is_script(path), "{path}");
+        }
+        for path in [
+            "src/main.rs",
+            "README.md",
+            "app/config.ts",
+            "notes.txt",
+            ".env",
+        ] {
+            assert!(!is_script(path), "{path}");
+        }
+        // In a patch, only the sections of scripts are.
+        let r = Redactor::new();
+        let secret = fake(77, 20);
+        let patch = format!(
+            "*** Begin Patch\n*** Update File: src/cli.rs\n+    // htpasswd -b users admin {secret}\n\
+             *** Add File: bin/setup.sh\n+htpasswd -b users admin {secret}\n*** End Patch\n"
+        );
+        let mut found = Vec::new();
+        let out = redact_commands(&r, &patch, &mut found);
+        assert_eq!(
+            out,
+            format!(
+                "*** Begin Patch\n*** Update File: src/cli.rs\n+    // htpasswd -b users admin {secret}\n\
+                 *** Add File: bin/setup.sh\n+htpasswd -b users admin [REDACTED:password-flag]\n*** End Patch\n"
+            )
         );
     }
 

@@ -30,7 +30,7 @@ use super::adapters::{Item, LateResult};
 use super::reader::cap_excerpt;
 use super::redact::{Found, Redactor};
 use super::redact_shell::{
-    OutputKind, input_file_kind, output_of_call, redact_commands, redact_file_formats,
+    OutputKind, input_file_kind, is_script, output_of_call, redact_commands, redact_file_formats,
     redact_secret_output,
 };
 
@@ -181,15 +181,24 @@ impl<'r> Sanitizer<'r> {
         // What the output holds, from the call as it was made.
         let holds = output_of_call(&action.tool, &action.input);
         let files = input_file_kind(&action.input);
+        // What is read as commands: a command line, a script the call writes, a patch (whose
+        // scripts it finds itself). Code and prose are left to the pattern rules.
+        let writes_script = ["file_path", "path", "filename"]
+            .iter()
+            .filter_map(|k| action.input.get(*k).and_then(Value::as_str))
+            .any(is_script);
         let mut found = Vec::new();
         self.redactor
             .redact_json_found(&mut action.input, &mut found);
-        for_each_string(&mut action.input, &mut |s| {
+        for_each_keyed_string(&mut action.input, None, &mut |key, s| {
             let mut mentioned = files;
             mentioned.netrc |= s.contains("netrc");
             mentioned.pgpass |= s.contains("pgpass");
             let mut changed: Option<String> = None;
-            if let Cow::Owned(o) = redact_commands(self.redactor, s, &mut found) {
+            let commands = matches!(key, Some("command" | "cmd"))
+                || writes_script
+                || s.contains("*** Begin Patch");
+            if commands && let Cow::Owned(o) = redact_commands(self.redactor, s, &mut found) {
                 changed = Some(o);
             }
             if mentioned.netrc || mentioned.pgpass {
@@ -383,6 +392,25 @@ impl<'r> Sanitizer<'r> {
             }
             _ => false,
         }
+    }
+}
+
+/// Calls `f` on every string in `value` with the key of the member holding it (an array's
+/// items are under its key).
+fn for_each_keyed_string(
+    value: &mut Value,
+    key: Option<&str>,
+    f: &mut impl FnMut(Option<&str>, &mut String),
+) {
+    match value {
+        Value::String(s) => f(key, s),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| for_each_keyed_string(v, key, f)),
+        Value::Object(map) => map
+            .iter_mut()
+            .for_each(|(k, v)| for_each_keyed_string(v, Some(k.as_str()), f)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 
