@@ -22,6 +22,7 @@ use super::spec::{
     Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec, shell_quote,
 };
 use crate::ingest::action::{Action, Source};
+use crate::ingest::redact::{PLACEHOLDER_START, placeholder_kinds, replace_placeholders};
 use crate::mine::params::{AlignInput, align, piped_flags};
 use crate::mine::pattern::{self, Pattern, PatternKind};
 use crate::mine::token::tokens_of;
@@ -327,6 +328,31 @@ fn params_of(parts: &Parts<'_>) -> Vec<ParamSpec> {
                 Some(flag) => format!("the value given to {flag}"),
                 None => plain(&p.named_from, 200),
             };
+            if p.secret {
+                // The log held it redacted: the tool asks for it, and nothing shows a value.
+                let mut kinds: Vec<String> = p
+                    .examples
+                    .iter()
+                    .flat_map(|e| placeholder_kinds(e))
+                    .collect();
+                kinds.dedup();
+                return ParamSpec {
+                    name: p.name.clone(),
+                    kind: ParamKind::from_mined(&p.kind),
+                    description: format!(
+                        "{description}: a secret ({}) that the logs held redacted; give it when \
+                         running the tool",
+                        if kinds.is_empty() {
+                            "redacted".to_owned()
+                        } else {
+                            kinds.join(", ")
+                        }
+                    ),
+                    required: true,
+                    examples: Vec::new(),
+                    variadic,
+                };
+            }
             ParamSpec {
                 name: p.name.clone(),
                 kind: ParamKind::from_mined(&p.kind),
@@ -404,23 +430,51 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
         regression_cases: Vec::new(),
     };
     // The commands are rendered again rather than taken from the log: a dry run quotes each
-    // word as a whole and cannot know what an earlier step would have printed.
+    // word as a whole and cannot know what an earlier step would have printed. A secret the log
+    // held redacted is given a stand-in (`example-<kind>`), never the placeholder.
     spec.occurrences = parts
         .evidence
         .iter()
         .filter(|e| spec.params.iter().all(|p| e.params.contains_key(&p.name)))
-        .map(|e| Occurrence {
-            evidence: Evidence {
-                session: e.session.clone(),
-                first_seq: e.first_seq,
-                last_seq: e.last_seq,
-            },
-            params: e.params.clone(),
-            commands: spec.dry_run_lines(&e.params),
-            replay: e.replay.clone(),
+        .map(|e| {
+            let params: std::collections::BTreeMap<String, String> = e
+                .params
+                .iter()
+                .map(|(k, v)| {
+                    let v = replace_placeholders(v, |kind| format!("example-{kind}"))
+                        .unwrap_or_else(|| v.clone());
+                    (k.clone(), v)
+                })
+                .collect();
+            Occurrence {
+                evidence: Evidence {
+                    session: e.session.clone(),
+                    first_seq: e.first_seq,
+                    last_seq: e.last_seq,
+                },
+                commands: spec.dry_run_lines(&params),
+                params,
+                replay: e.replay.clone().filter(|r| {
+                    !r.stdin.contains(PLACEHOLDER_START) && !r.stdout.contains(PLACEHOLDER_START)
+                }),
+            }
         })
         .collect();
     spec
+}
+
+/// The first step whose fixed words hold a value redacted at ingest: such a step cannot be run
+/// without the secret, and its placeholder must never be replayed as an argument.
+fn step_with_redacted_literal<'a>(steps: impl Iterator<Item = &'a StepSpec>) -> Option<String> {
+    steps
+        .filter(|s| {
+            s.words
+                .iter()
+                .flatten()
+                .any(|p| matches!(p, Piece::Literal(t) if t.contains(PLACEHOLDER_START)))
+        })
+        .map(StepSpec::display)
+        .next()
 }
 
 impl ToolSpec {
@@ -465,6 +519,17 @@ impl ToolSpec {
         }
         let steps: Vec<StepSpec> = pattern.steps.iter().map(convert_step).collect();
         let trigger_step = pattern.trigger.as_ref().map(|t| convert_step(&t.step));
+        if let Some(step) = step_with_redacted_literal(trigger_step.iter().chain(&steps)) {
+            return Err(fail(&format!(
+                "its step `{step}` holds a secret redacted from the logs as a fixed word, which \
+                 a tool would replay as is; mine again with this build to make it a parameter"
+            )));
+        }
+        // A placeholder in an error's template stands for any value.
+        let error_template = pattern.trigger.as_ref().map(|t| {
+            replace_placeholders(&t.error_template, |_| "<*>".to_owned())
+                .unwrap_or_else(|| t.error_template.clone())
+        });
         let (origin, suffix) = match pattern.kind {
             PatternKind::Sequence => (Origin::MinedSequence, None),
             PatternKind::Recovery => (Origin::ErrorRecovery, Some("recover")),
@@ -485,12 +550,12 @@ impl ToolSpec {
             .iter()
             .map(|s| format!("`{}`", step_text(s)))
             .collect();
-        let description = match (&trigger_step, &pattern.trigger) {
+        let description = match (&trigger_step, &error_template) {
             (Some(trigger), Some(t)) => format!(
                 "Runs `{}`; when it fails with \u{201c}{}\u{201d}, recovers with {} and runs it \
                  again (seen in {} sessions).",
                 step_text(trigger),
-                t.error_template.replace("<*>", "…"),
+                t.replace("<*>", "…"),
                 described.join(", then "),
                 pattern.support
             ),
@@ -534,9 +599,7 @@ impl ToolSpec {
         {
             first.insert_str(0, "on-failure:");
         }
-        spec.trigger = pattern.trigger.as_ref().map(|t| TriggerSpec {
-            error_template: t.error_template.clone(),
-        });
+        spec.trigger = error_template.map(|error_template| TriggerSpec { error_template });
         Ok(spec)
     }
 
@@ -638,6 +701,12 @@ impl ToolSpec {
                 fail("the examples could not be read as commands; check their quoting".into())
             })?;
             let steps: Vec<StepSpec> = aligned.steps.iter().map(convert_step).collect();
+            if let Some(step) = step_with_redacted_literal(steps.iter()) {
+                return Err(fail(format!(
+                    "the step `{step}` holds a redaction placeholder as a fixed word; give the \
+                     commands with their real options"
+                )));
+            }
             let keys = canonical_keys(aligned.steps.iter());
             let mut spec = build(
                 Parts {
@@ -731,6 +800,7 @@ mod tests {
                     named_from: "flag -p".into(),
                     examples: vec!["core".into(), "cli".into()],
                     variadic: false,
+                    secret: false,
                 },
                 Param {
                     name: "path".into(),
@@ -738,6 +808,7 @@ mod tests {
                     named_from: "position 1 of `git add <path>...`".into(),
                     examples: vec!["a.rs b.rs".into()],
                     variadic: true,
+                    secret: false,
                 },
             ],
             internals: Vec::new(),
@@ -788,6 +859,111 @@ mod tests {
         let again = ToolSpec::from_pattern(&sequence(), &|n| n == "cargo-build-test-git-add")
             .expect("spec");
         assert_eq!(again.name, "cargo-build-test-git-add-2");
+    }
+
+    #[test]
+    fn a_secret_the_logs_held_redacted_is_asked_for_never_replayed() {
+        let mut p = sequence();
+        p.steps = vec![
+            step(vec![
+                lit("aws"),
+                lit("configure"),
+                lit("set"),
+                lit("aws_secret_access_key"),
+                param("secret"),
+            ]),
+            step(vec![
+                lit("mysql"),
+                vec![
+                    pattern::Piece::Literal("-p".into()),
+                    pattern::Piece::Param("secret_2".into()),
+                ],
+                lit("shop"),
+            ]),
+        ];
+        p.params = vec![
+            Param {
+                name: "secret".into(),
+                kind: "string".into(),
+                named_from: "position 4 of `aws configure set <string> <secret>`".into(),
+                examples: vec!["[REDACTED:aws-secret-key]".into()],
+                variadic: false,
+                secret: true,
+            },
+            Param {
+                name: "secret_2".into(),
+                kind: "string".into(),
+                named_from: "flag -p".into(),
+                examples: vec!["[REDACTED:password-flag]".into()],
+                variadic: false,
+                secret: true,
+            },
+        ];
+        p.evidence = vec![
+            evidence(
+                "s1",
+                &[
+                    ("secret", "[REDACTED:aws-secret-key]"),
+                    ("secret_2", "[REDACTED:password-flag]"),
+                ],
+            ),
+            evidence(
+                "s2",
+                &[
+                    ("secret", "[REDACTED:aws-secret-key]"),
+                    ("secret_2", "[REDACTED:password-flag]"),
+                ],
+            ),
+        ];
+        let spec = ToolSpec::from_pattern(&p, &|_| false).expect("spec");
+        for param in &spec.params {
+            assert!(param.required, "{param:?}");
+            assert!(param.examples.is_empty(), "{param:?}");
+            assert!(param.description.contains("a secret ("), "{param:?}");
+        }
+        assert!(spec.params[0].description.contains("aws-secret-key"));
+        assert_eq!(
+            spec.occurrences[0].commands,
+            [
+                "aws configure set aws_secret_access_key example-aws-secret-key",
+                "mysql -pexample-password-flag shop",
+            ]
+        );
+        let files = crate::generate::template::generate(&spec, semver::Version::new(1, 0, 0))
+            .expect("files");
+        let spec_json = serde_json::to_string(&spec).expect("json");
+        assert!(!spec_json.contains(PLACEHOLDER_START), "{spec_json}");
+        for (name, text) in &files {
+            assert!(!text.contains(PLACEHOLDER_START), "{name}:\n{text}");
+        }
+        let run = &files["run.sh"];
+        assert!(run.contains("--secret-2"), "{run}");
+
+        // Mined by an older build, the placeholder is a fixed word: no tool replays it.
+        p.steps[1] = step(vec![
+            lit("mysql"),
+            lit("-p[REDACTED:password-flag]"),
+            lit("shop"),
+        ]);
+        let err = ToolSpec::from_pattern(&p, &|_| false).expect_err("refused");
+        assert!(err.to_string().contains("mine again"), "{err}");
+
+        // In a recovery's error, a placeholder stands for any value.
+        let mut r = sequence();
+        r.kind = PatternKind::Recovery;
+        r.steps = vec![step(vec![lit("git"), lit("status")])];
+        r.params.clear();
+        r.trigger = Some(Trigger {
+            step: step(vec![lit("git"), lit("push")]),
+            error_template: "remote: invalid token [REDACTED:github-token] for <*>".into(),
+        });
+        r.evidence = vec![evidence("s1", &[])];
+        let spec = ToolSpec::from_pattern(&r, &|_| false).expect("spec");
+        assert_eq!(
+            spec.trigger.map(|t| t.error_template).as_deref(),
+            Some("remote: invalid token <*> for <*>")
+        );
+        assert!(!spec.description.contains(PLACEHOLDER_START));
     }
 
     #[test]

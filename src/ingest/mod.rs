@@ -5,6 +5,8 @@
 //! - [`framing`]: cutting a file's bytes into records incrementally, with a size cap;
 //! - [`reader`]: reading one file from its checkpoint into batches (identity checks,
 //!   redaction, output capping);
+//! - [`redact`], [`redact_shell`], [`sanitize`]: secrets out — by pattern in any text, by a
+//!   command's shape, and by what came before in the file;
 //! - [`store`]: applying a batch and its checkpoint in one transaction;
 //! - [`formats`]: the registry of formats, by name and by sniffing;
 //! - [`oneshot`]: `toolsmith ingest` — files and directories read to their end;
@@ -17,5 +19,9 @@ pub mod framing;
 pub mod oneshot;
 pub mod reader;
 pub mod redact;
+#[cfg(test)]
+mod redact_held_back;
+pub mod redact_shell;
+pub mod sanitize;
 pub mod store;
 pub mod tail;

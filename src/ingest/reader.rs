@@ -10,10 +10,10 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use super::action::Action;
-use super::adapters::{Format, Framing, Item, Position};
+use super::adapters::{Format, Framing, Position};
 use super::framing::{Cut, Cutter};
 use super::redact::Redactor;
+use super::sanitize::{FileKey, Sanitizer};
 use super::store::{Batch, Checkpoint};
 
 /// How many leading bytes identify a file's content.
@@ -166,30 +166,6 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Redacts secrets and caps outputs in an item, before anything is stored.
-pub fn sanitize(item: &mut Item, redactor: &Redactor, output_cap: usize) {
-    let fix_output = |output: &mut String| {
-        let redacted = redactor.redact(output).into_owned();
-        *output = cap_excerpt(&redacted, output_cap);
-    };
-    match item {
-        Item::Action(action) => sanitize_action(action, redactor, output_cap),
-        Item::Result(late) => fix_output(&mut late.result.output),
-        Item::SessionLink { .. } => {}
-    }
-}
-
-fn sanitize_action(action: &mut Action, redactor: &Redactor, output_cap: usize) {
-    redactor.redact_json(&mut action.input);
-    if let Some(cwd) = &mut action.cwd {
-        *cwd = redactor.redact(cwd).into_owned();
-    }
-    if let Some(result) = &mut action.result {
-        let redacted = redactor.redact(&result.output).into_owned();
-        result.output = cap_excerpt(&redacted, output_cap);
-    }
-}
-
 /// Keeps the head and the tail of `text` within `cap` bytes, marking what was cut.
 ///
 /// ```
@@ -292,10 +268,26 @@ pub fn read_from<E: From<ReadError>>(
     };
     let resume = previous.and_then(|prev| resume_from(prev, &meta, &head));
     let reset = previous.is_some() && resume.is_none();
+    let mut sanitizer = Sanitizer::new(redactor, options.output_cap);
+    let file_key = FileKey {
+        path: name.clone(),
+        dev: meta.dev(),
+        inode: meta.ino(),
+    };
     if let Some(prev) = resume {
         checkpoint.offset = prev.offset;
         checkpoint.line = prev.line;
-        checkpoint.parser_state = prev.parser_state.clone();
+        let (adapter_state, secrets) = sanitizer.unwrap_state(prev.parser_state.clone());
+        checkpoint.parser_state = adapter_state;
+        if secrets > 0
+            && format.framing() != Framing::WholeFile
+            && !sanitizer.resume(&file_key, prev.offset)
+        {
+            // The secrets seen before the checkpoint are not stored: find them again.
+            let mut replayed = Sanitizer::new(redactor, options.output_cap);
+            replay(file, path, format, prev.offset, options, &mut replayed).map_err(fail)?;
+            sanitizer.take_memory(replayed);
+        }
     }
 
     if format.framing() == Framing::WholeFile {
@@ -350,7 +342,7 @@ pub fn read_from<E: From<ReadError>>(
                         pending.problems.push((pos.line, problem.reason));
                     }
                     for item in &mut pending.items[before..] {
-                        sanitize(item, redactor, options.output_cap);
+                        sanitizer.item(item);
                     }
                 }
                 Cut::Oversized { pos, len, .. } => pending.problems.push((
@@ -371,16 +363,59 @@ pub fn read_from<E: From<ReadError>>(
             batch.checkpoint = Checkpoint {
                 offset: point.offset,
                 line: point.line,
-                parser_state: Some(parser.state()).filter(|s| !s.is_null()),
+                parser_state: Some(sanitizer.wrap_state(parser.state())).filter(|s| !s.is_null()),
                 ..checkpoint.clone()
             };
             consumed_from = point.offset;
             summary.bytes += batch.bytes;
             summary.batches += 1;
             sink(batch)?;
+            sanitizer.keep_for_resume(&file_key, point.offset);
         }
         if at_end {
             return Ok(summary);
+        }
+    }
+}
+
+/// Reads `file`'s records before `end` again, from its start with a fresh parser, through
+/// `sanitizer` (whose items are discarded): the secrets seen before a checkpoint are found again
+/// the way they were found the first time.
+fn replay(
+    file: &mut File,
+    path: &Path,
+    format: &dyn Format,
+    end: u64,
+    options: &ReadOptions,
+    sanitizer: &mut Sanitizer<'_>,
+) -> std::io::Result<()> {
+    file.seek(SeekFrom::Start(0))?;
+    let start = Position { offset: 0, line: 1 };
+    let mut parser = format.parser(path, None);
+    let mut cutter = Cutter::new(format.framing(), start, options.max_record);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut cuts = Vec::new();
+    let mut items = Vec::new();
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            cutter.finish(&mut cuts);
+        } else {
+            cutter.push(&buf[..n], &mut cuts);
+        }
+        for cut in cuts.drain(..) {
+            if let Cut::Record { bytes, pos, .. } = cut {
+                if pos.offset >= end {
+                    return Ok(());
+                }
+                items.clear();
+                // A record that was a problem the first time is one again: nothing to find.
+                let _ = parser.record(&bytes, pos, &mut items);
+                sanitizer.replay(&mut items);
+            }
+        }
+        if n == 0 || cutter.resume_point().offset >= end {
+            return Ok(());
         }
     }
 }
@@ -458,8 +493,9 @@ fn read_whole<E: From<ReadError>>(
         if let Err(problem) = parser.record(&bytes, pos, &mut batch.items) {
             batch.problems.push((1, problem.reason));
         }
+        let mut sanitizer = Sanitizer::new(redactor, options.output_cap);
         for item in &mut batch.items {
-            sanitize(item, redactor, options.output_cap);
+            sanitizer.item(item);
         }
     }
     checkpoint.offset = size;
@@ -475,6 +511,7 @@ fn read_whole<E: From<ReadError>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ingest::adapters::Item;
 
     #[test]
     fn excerpts_keep_head_and_tail_on_char_boundaries() {
@@ -519,6 +556,72 @@ mod tests {
         let batches = read(&done);
         assert_eq!(batches.len(), 1);
         assert_eq!(batches[0].problems.len(), 1, "{:?}", batches[0].problems);
+    }
+
+    #[test]
+    fn a_resumed_read_still_knows_the_secrets_seen_before_its_checkpoint() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("agent.jsonl");
+        let secret = "Qm7xK2vL9pR4tW8zN3sB";
+        let line = |command: &str, output: &str| {
+            format!(
+                "{}\n",
+                serde_json::json!({"v": 1, "session": "s", "tool": "Bash",
+                    "input": {"command": command}, "ok": true, "output": output})
+            )
+        };
+        // More than a KiB before the secret, so that the fingerprint does not see it.
+        let mut first = line("echo start", &"x".repeat(1500));
+        first.push_str(&line(&format!("export DB_PASSWORD={secret}"), ""));
+        let later = line("./probe", &format!("password is {secret}"));
+        let format = crate::ingest::formats::by_name("native").expect("format");
+        let options = ReadOptions::default();
+        let read = |redactor: &Redactor, previous: Option<&Checkpoint>| {
+            let mut batches = Vec::new();
+            read_file::<ReadError>(&path, "s", format, previous, &options, redactor, |b| {
+                batches.push(b);
+                Ok(())
+            })
+            .expect("read");
+            batches
+        };
+        let outputs = |batches: &[Batch]| -> String {
+            batches
+                .iter()
+                .flat_map(|b| &b.items)
+                .filter_map(|i| match i {
+                    Item::Action(a) => a.result.as_ref().map(|r| r.output.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        std::fs::write(&path, &first).expect("write");
+        let tailer = Redactor::new();
+        let checkpoint = read(&tailer, None).remove(0).checkpoint;
+        let state = checkpoint
+            .parser_state
+            .clone()
+            .unwrap_or_default()
+            .to_string();
+        assert!(!state.contains(secret), "{state}");
+        std::fs::write(&path, format!("{first}{later}")).expect("append");
+        // A new process (a new redactor) reads the start again to find the secret.
+        let restarted = read(&Redactor::new(), Some(&checkpoint));
+        assert_eq!(
+            outputs(&restarted),
+            "password is [REDACTED:secret-assignment]"
+        );
+        // The tailer's next round knows it without reading the start: shown by a start that
+        // no longer holds it (same length, past the fingerprint).
+        let changed = first.replace(secret, &"y".repeat(secret.len()));
+        std::fs::write(&path, format!("{changed}{later}")).expect("rewrite");
+        let resumed = read(&tailer, Some(&checkpoint));
+        assert_eq!(
+            outputs(&resumed),
+            "password is [REDACTED:secret-assignment]"
+        );
+        let replayed = read(&Redactor::new(), Some(&checkpoint));
+        assert_eq!(outputs(&replayed), format!("password is {secret}"));
     }
 
     #[test]

@@ -47,6 +47,17 @@
 //! `SecretAccessKey`), and `secret-assignment` (any other `*_TOKEN=`, `*_SECRET=`, `*_KEY=`,
 //! `*_PASSWORD=`, `*PASSWD=`, `export X=…`, `"api_key": "…"`, `password: …`, `token = "…"`).
 //!
+//! A PEM private key in base64 (kubeconfig's `client-key-data`, a Kubernetes Secret's
+//! `tls.key`) is named `private-key` too.
+//!
+//! What only a command's shape or the rest of a session gives away (`aws configure set
+//! aws_secret_access_key VALUE`, `htpasswd -b FILE USER PASS`, the output of `printenv
+//! DB_PASSWORD`, a `.netrc` read with `cat`, a value seen as a secret earlier) is the business of
+//! [`super::redact_shell`] and [`super::sanitize`], which add the kinds `password-file` (a
+//! `.netrc` or `.pgpass` password) and `secret-output` (a line a secret-printing command
+//! printed). Every replacement reports the value it replaced ([`Found`]), so that the reader can
+//! find it again.
+//!
 //! # What is deliberately kept
 //!
 //! * There is no context-free "high entropy string" rule: git SHAs, UUIDs, lock-file hashes
@@ -526,8 +537,9 @@ const RULES: &[RuleDef] = &[
 /// skips a line a rule would match.
 const KW: &str = r"(?:(?:pass|Pass|PASS)(?i-u:word|wd|phrase)?|pwd|Pwd|PWD|[Tt]oken|TOKEN|[Ss]ecret|SECRET|auth|Auth|AUTH|[Cc]redentials?|CREDENTIALS?)";
 
-/// `key` as the last word of a name (never bare; see the assignment rule).
-const KEY: &str = r"(?:key|Key|KEY)";
+/// `key` as the last word of a name (never bare; see the assignment rule), or before `-data`
+/// (kubeconfig's `client-key-data`, a base64 private key).
+const KEY: &str = r"(?:key|Key|KEY)(?:-data)?";
 
 /// Group indices of one scanning rule inside the combined regex.
 #[derive(Clone, Copy, Debug)]
@@ -546,7 +558,18 @@ struct Edit {
     start: usize,
     end: usize,
     replacement: String,
-    count: usize,
+    /// The secrets it replaces.
+    found: Vec<Found>,
+}
+
+/// A secret that was replaced: its value as it stood in the text, and the kind its placeholder
+/// names. The reader remembers these to find the same value again later in a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The secret.
+    pub value: String,
+    /// The kind, as in `[REDACTED:<kind>]`.
+    pub kind: &'static str,
 }
 
 /// When a literal found by the prefilter is worth trying the rules around.
@@ -569,6 +592,7 @@ enum Anchor {
 
 const PASS_SUFFIXES: &[&str] = &["word", "wd", "phrase", ""];
 const NO_SUFFIX: &[&str] = &[""];
+const KEY_SUFFIXES: &[&str] = &["", "-data"];
 const fn word(pre: &'static [u8], suffixes: &'static [&'static str]) -> Anchor {
     Anchor::Word {
         pre,
@@ -602,9 +626,9 @@ const ANCHOR_GROUPS: &[&[(&str, Anchor)]] = &[
     &[
         ("redential", word(b"cC", &["s", ""])),
         ("REDENTIAL", word(b"C", &["s", ""])),
-        ("key", word(&[], NO_SUFFIX)),
-        ("Key", word(&[], NO_SUFFIX)),
-        ("KEY", word(&[], NO_SUFFIX)),
+        ("key", word(&[], KEY_SUFFIXES)),
+        ("Key", word(&[], KEY_SUFFIXES)),
+        ("KEY", word(&[], KEY_SUFFIXES)),
         ("ookie", word(b"cC", NO_SUFFIX)),
         ("OOKIE", word(b"C", NO_SUFFIX)),
         ("auth", AUTH),
@@ -748,6 +772,10 @@ pub struct Redactor {
     token_set: RegexSet,
     /// Rule index of each pattern in `token_set`.
     token_rules: Vec<usize>,
+    /// The secrets seen in each file up to where its last read ended, in this process only,
+    /// so that the tailer's next round over a growing file need not read it again to find them
+    /// (see [`super::sanitize`]).
+    pub(super) resumes: std::sync::Mutex<super::sanitize::Resumes>,
 }
 
 impl Default for Redactor {
@@ -758,6 +786,56 @@ impl Default for Redactor {
 
 /// The process-wide redactor behind [`redact`].
 static SHARED: LazyLock<Redactor> = LazyLock::new(Redactor::new);
+
+/// How every placeholder starts: `[REDACTED:<kind>]`. A word holding one stood for a secret;
+/// mining makes it a parameter, never a literal.
+pub const PLACEHOLDER_START: &str = "[REDACTED:";
+
+/// Each placeholder in `text` replaced by what `with` makes of its kind (`None` when there is
+/// none).
+///
+/// ```
+/// use toolsmith::ingest::redact::replace_placeholders;
+/// let text = "postgres://app:[REDACTED:url-password]@db/prod";
+/// let out = replace_placeholders(text, |kind| format!("example-{kind}"));
+/// assert_eq!(out.as_deref(), Some("postgres://app:example-url-password@db/prod"));
+/// assert_eq!(replace_placeholders("git status", |_| String::new()), None);
+/// ```
+pub fn replace_placeholders(text: &str, with: impl Fn(&str) -> String) -> Option<String> {
+    let mut out = String::new();
+    let mut last = 0;
+    let mut rest_at = 0;
+    while let Some(at) = text[rest_at..].find(PLACEHOLDER_START).map(|n| rest_at + n) {
+        let kind_at = at + PLACEHOLDER_START.len();
+        let kind_len = text[kind_at..]
+            .bytes()
+            .take_while(|b| b.is_ascii_lowercase() || *b == b'-')
+            .count();
+        if kind_len == 0 || text.as_bytes().get(kind_at + kind_len) != Some(&b']') {
+            rest_at = kind_at;
+            continue;
+        }
+        out.push_str(&text[last..at]);
+        out.push_str(&with(&text[kind_at..kind_at + kind_len]));
+        last = kind_at + kind_len + 1;
+        rest_at = last;
+    }
+    if last == 0 {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    Some(out)
+}
+
+/// The kinds of the placeholders in `text`, in order.
+pub fn placeholder_kinds(text: &str) -> Vec<String> {
+    let kinds = std::cell::RefCell::new(Vec::new());
+    replace_placeholders(text, |kind| {
+        kinds.borrow_mut().push(kind.to_owned());
+        String::new()
+    });
+    kinds.into_inner()
+}
 
 /// Redacts secrets in `text` with a shared [`Redactor`]; see [`Redactor::redact`].
 pub fn redact(text: &str) -> Cow<'_, str> {
@@ -884,6 +962,7 @@ impl Redactor {
             any_literal,
             token_set,
             token_rules,
+            resumes: Default::default(),
         })
     }
 
@@ -897,6 +976,13 @@ impl Redactor {
 
     /// Like [`Redactor::redact`], also returning how many secrets were replaced.
     pub fn redact_counted<'a>(&self, text: &'a str) -> (Cow<'a, str>, usize) {
+        let (out, found) = self.redact_found(text);
+        (out, found.len())
+    }
+
+    /// Like [`Redactor::redact`], also returning the secrets replaced (no allocation when there
+    /// is none).
+    pub fn redact_found<'a>(&self, text: &'a str) -> (Cow<'a, str>, Vec<Found>) {
         // The result is that of searching the whole text leftmost-first with the alternation of
         // all rules (`redact_unfiltered`, which a test compares against), but the big regex only
         // runs where a match can start:
@@ -913,7 +999,7 @@ impl Redactor {
         // A run longer than `MAX_BACK` is entered at that distance: the match then starts there,
         // inside the name, and redacts the same value.
         if text.len() <= SHORT_TEXT && !self.any_literal.is_match(text) {
-            return (Cow::Borrowed(text), 0);
+            return (Cow::Borrowed(text), Vec::new());
         }
         let bytes = text.as_bytes();
         let mut out = Scan::new(text);
@@ -1055,13 +1141,13 @@ impl Redactor {
         let Some((value_start, _)) = spans.get(g.v).filter(|&(s, _)| s > next) else {
             return next;
         };
-        let (skipped, count) = self.redact_counted(&text[start..value_start]);
+        let (skipped, found) = self.redact_found(&text[start..value_start]);
         if let Cow::Owned(replacement) = skipped {
             out.apply(Edit {
                 start,
                 end: value_start,
                 replacement,
-                count,
+                found,
             });
         }
         value_start
@@ -1071,6 +1157,12 @@ impl Redactor {
     /// searched over the whole text. Slower; kept to check that the prefilter changes nothing.
     #[cfg(test)]
     fn redact_unfiltered<'a>(&self, re: &Regex, text: &'a str) -> (Cow<'a, str>, usize) {
+        let (out, found) = self.redact_unfiltered_found(re, text);
+        (out, found.len())
+    }
+
+    #[cfg(test)]
+    fn redact_unfiltered_found<'a>(&self, re: &Regex, text: &'a str) -> (Cow<'a, str>, Vec<Found>) {
         let mut out = Scan::new(text);
         let mut locs = re.capture_locations();
         let mut pos = 0;
@@ -1110,37 +1202,45 @@ impl Redactor {
 
     /// Like [`Redactor::redact_json`], returning how many secrets were replaced.
     pub fn redact_json_counted(&self, value: &mut Value) -> usize {
+        let mut found = Vec::new();
+        self.redact_json_found(value, &mut found);
+        found.len()
+    }
+
+    /// Like [`Redactor::redact_json`], adding the secrets replaced to `found`.
+    pub fn redact_json_found(&self, value: &mut Value, found: &mut Vec<Found>) {
         match value {
-            Value::String(s) => self.redact_string_in_place(s),
-            Value::Array(items) => items.iter_mut().map(|v| self.redact_json_counted(v)).sum(),
+            Value::String(s) => self.redact_string_in_place(s, found),
+            Value::Array(items) => {
+                for v in items {
+                    self.redact_json_found(v, found);
+                }
+            }
             Value::Object(map) => {
-                let mut n = 0;
                 for (key, v) in map.iter_mut() {
                     if let Value::String(s) = v
-                        && let Some(k) = self.redact_keyed(key, s)
+                        && self.redact_keyed(key, s, found)
                     {
-                        n += k;
                         continue;
                     }
-                    n += self.redact_json_counted(v);
+                    self.redact_json_found(v, found);
                 }
-                n
             }
-            Value::Null | Value::Bool(_) | Value::Number(_) => 0,
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
     }
 
-    fn redact_string_in_place(&self, s: &mut String) -> usize {
-        let (r, n) = self.redact_counted(s);
+    fn redact_string_in_place(&self, s: &mut String, found: &mut Vec<Found>) {
+        let (r, f) = self.redact_found(s);
         if let Cow::Owned(o) = r {
             *s = o;
         }
-        n
+        found.extend(f);
     }
 
-    /// The value of a JSON member named `key`, redacted because of its key; `None` when the key
+    /// Redacts the value of a JSON member named `key` because of its key; false when the key
     /// says nothing and the string is to be scanned as text.
-    fn redact_keyed(&self, key: &str, s: &mut String) -> Option<usize> {
+    fn redact_keyed(&self, key: &str, s: &mut String, found: &mut Vec<Found>) -> bool {
         if key.eq_ignore_ascii_case("authorization")
             || key.eq_ignore_ascii_case("proxy-authorization")
         {
@@ -1149,34 +1249,47 @@ impl Redactor {
                 _ => (None, s.as_str()),
             };
             if rest.is_empty() || is_placeholder(rest, Quote::Json) || is_mask(rest) {
-                return Some(0);
+                return true;
             }
             let kind = self.value_kind(rest).unwrap_or("authorization");
+            found.push(Found {
+                value: rest.to_owned(),
+                kind,
+            });
             *s = match scheme {
                 Some(scheme) => format!("{scheme} {}", placeholder(kind)),
                 None => placeholder(kind),
             };
-            return Some(1);
+            return true;
         }
         if key.eq_ignore_ascii_case("cookie") || key.eq_ignore_ascii_case("set-cookie") {
-            let (replacement, n) = self.redact_cookie_pairs(s);
+            let (replacement, f) = self.redact_cookie_pairs(s);
             *s = replacement;
-            return Some(n);
+            found.extend(f);
+            return true;
         }
-        let kw = classify_name(key, false)?;
+        let Some(kw) = classify_name(key, false) else {
+            return false;
+        };
         let cx = ValueCtx {
             name_has_lower: key_has_lower(key),
             ..ValueCtx::plain(kw, Quote::Json)
         };
-        let (a, b) = secret_span(s, cx)?;
+        let Some((a, b)) = secret_span(s, cx) else {
+            return false;
+        };
         let kind = self.value_kind(&s[a..b]).unwrap_or_else(|| name_kind(key));
+        found.push(Found {
+            value: s[a..b].to_owned(),
+            kind,
+        });
         *s = placeholder(kind);
-        Some(1)
+        true
     }
 
     /// Redacts the values of `name=value` pairs of a cookie header value, keeping names and the
     /// cookie attributes (`Path`, `Expires`, …).
-    fn redact_cookie_pairs(&self, header: &str) -> (String, usize) {
+    fn redact_cookie_pairs(&self, header: &str) -> (String, Vec<Found>) {
         const ATTRS: &[&str] = &[
             "path",
             "domain",
@@ -1191,7 +1304,7 @@ impl Redactor {
             "comment",
         ];
         let mut out = String::with_capacity(header.len());
-        let mut n = 0;
+        let mut found = Vec::new();
         for (i, part) in header.split(';').enumerate() {
             if i > 0 {
                 out.push(';');
@@ -1203,29 +1316,36 @@ impl Redactor {
                         && !is_placeholder(value.trim(), Quote::None)
                         && !is_mask(value.trim()) =>
                 {
-                    let (name, k) = self.redact_counted(name);
+                    let (name, f) = self.redact_found(name);
+                    found.extend(f);
                     out.push_str(&name);
                     out.push('=');
                     let kind = self.value_kind(value.trim()).unwrap_or("cookie");
                     out.push_str(&placeholder(kind));
-                    n += k + 1;
+                    found.push(Found {
+                        value: value.trim().to_owned(),
+                        kind,
+                    });
                 }
                 _ => {
                     // Names and attributes are passed over by the search; scan them here.
-                    let (part, k) = self.redact_counted(part);
+                    let (part, f) = self.redact_found(part);
                     out.push_str(&part);
-                    n += k;
+                    found.extend(f);
                 }
             }
         }
-        (out, n)
+        (out, found)
     }
 
     /// The provider kind of a whole value (`ghp_…` → `github-token`, PEM → `private-key`), if it is
     /// one of the self-identifying shapes.
-    fn value_kind(&self, value: &str) -> Option<&'static str> {
+    pub(super) fn value_kind(&self, value: &str) -> Option<&'static str> {
         if value.contains("-----BEGIN") && value.contains("PRIVATE KEY") {
             return Some("private-key");
+        }
+        if value.starts_with("LS0tLS1CRUdJTi") && base64_head(value).contains("PRIVATE KEY") {
+            return Some("private-key"); // a PEM private key in base64 (kubeconfig, Secrets)
         }
         for i in self.token_set.matches(value).iter() {
             let rule = &RULES[self.token_rules[i]];
@@ -1262,12 +1382,13 @@ impl Redactor {
         // user) is passed over by the search, which goes on after the secret: redact it on its
         // own, or what it holds (`curl -H "Authorization: …" -u user:pw`, a token as the user of
         // a URL) would be left.
-        let (before, n) = self.redact_counted(&text[start..edit.start]);
+        let (before, mut found) = self.redact_found(&text[start..edit.start]);
+        found.extend(edit.found);
         Some(Edit {
             start,
             end: edit.end,
             replacement: format!("{before}{}", edit.replacement),
-            count: edit.count + n,
+            found,
         })
     }
 
@@ -1289,7 +1410,7 @@ impl Redactor {
                 if !gate_ok(gate, &text[a..b], prev) {
                     return None;
                 }
-                Some(edit(a, b, def.kind))
+                Some(edit(text, a, b, def.kind))
             }
             Handler::PrivateKey => {
                 // The body: after the BEGIN line's closing dashes, up to an END line if any.
@@ -1307,7 +1428,7 @@ impl Redactor {
                 if body_len < 16 {
                     return None;
                 }
-                Some(edit(start, end, def.kind))
+                Some(edit(text, start, end, def.kind))
             }
             Handler::UrlPassword => {
                 let (a, b) = v?;
@@ -1315,7 +1436,7 @@ impl Redactor {
                 if is_placeholder(pass, Quote::None) || is_mask(pass) {
                     return None;
                 }
-                Some(edit(a, b, self.value_kind(pass).unwrap_or(def.kind)))
+                Some(edit(text, a, b, self.value_kind(pass).unwrap_or(def.kind)))
             }
             Handler::Authorization => {
                 let (a, b) = v?;
@@ -1330,19 +1451,19 @@ impl Redactor {
                 if is_mask(value) {
                     return None;
                 }
-                Some(edit(a, b, self.value_kind(value).unwrap_or(def.kind)))
+                Some(edit(text, a, b, self.value_kind(value).unwrap_or(def.kind)))
             }
             Handler::Cookie => {
                 let (a, b) = v?;
-                let (replacement, count) = self.redact_cookie_pairs(&text[a..b]);
-                if count == 0 {
+                let (replacement, found) = self.redact_cookie_pairs(&text[a..b]);
+                if found.is_empty() {
                     return None;
                 }
                 Some(Edit {
                     start: a,
                     end: b,
                     replacement,
-                    count,
+                    found,
                 })
             }
             Handler::CommandPassword(context) => {
@@ -1355,7 +1476,12 @@ impl Redactor {
                     ValueCtx::plain(Keyword::Password, Quote::Detect),
                 )?;
                 let (a, b) = (a + ia, a + ib);
-                Some(edit(a, b, self.value_kind(&text[a..b]).unwrap_or(def.kind)))
+                Some(edit(
+                    text,
+                    a,
+                    b,
+                    self.value_kind(&text[a..b]).unwrap_or(def.kind),
+                ))
             }
             Handler::Flag => {
                 let (na, nb) = span(g.n)?;
@@ -1385,7 +1511,7 @@ impl Redactor {
                     Keyword::Password | Keyword::Pass => "password-flag",
                     _ => "secret-flag",
                 });
-                Some(edit(a, b, kind))
+                Some(edit(text, a, b, kind))
             }
             Handler::Assignment => {
                 let (na, nb) = span(g.n)?;
@@ -1411,10 +1537,43 @@ impl Redactor {
                 let kind = self
                     .value_kind(&text[a..b])
                     .unwrap_or_else(|| name_kind(name));
-                Some(edit(a, b, kind))
+                Some(edit(text, a, b, kind))
             }
         }
     }
+}
+
+/// The text the first 64 base64 characters of `value` stand for (invalid bytes left out).
+fn base64_head(value: &str) -> String {
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut out = Vec::new();
+    for c in value.bytes().take(64) {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => break,
+        };
+        bits = (bits << 6) | u32::from(v);
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push((bits >> n) as u8);
+            bits &= (1 << n) - 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether `value`, the value of a name that says `kw`, is a secret worth redacting (the
+/// same gates as a value found behind a name in text: not a reference, a path, a mask, a
+/// placeholder, a short number; long or random enough for a token or a key).
+pub(super) fn value_is_secret(kw: Keyword, value: &str) -> bool {
+    !value.starts_with("[REDACTED")
+        && secret_span(value, ValueCtx::plain(kw, Quote::Json)).is_some()
 }
 
 /// Whether the match `start..end` holds a placeholder or touches one.
@@ -1485,7 +1644,7 @@ struct Scan<'a> {
     text: &'a str,
     out: Option<String>,
     last: usize,
-    count: usize,
+    found: Vec<Found>,
 }
 
 impl<'a> Scan<'a> {
@@ -1494,7 +1653,7 @@ impl<'a> Scan<'a> {
             text,
             out: None,
             last: 0,
-            count: 0,
+            found: Vec::new(),
         }
     }
 
@@ -1507,16 +1666,16 @@ impl<'a> Scan<'a> {
         out.push_str(&text[self.last..edit.start]);
         out.push_str(&edit.replacement);
         self.last = edit.end;
-        self.count += edit.count;
+        self.found.extend(edit.found);
     }
 
-    fn finish(self) -> (Cow<'a, str>, usize) {
+    fn finish(self) -> (Cow<'a, str>, Vec<Found>) {
         match self.out {
             Some(mut out) => {
                 out.push_str(&self.text[self.last..]);
-                (Cow::Owned(out), self.count)
+                (Cow::Owned(out), self.found)
             }
-            None => (Cow::Borrowed(self.text), 0),
+            None => (Cow::Borrowed(self.text), self.found),
         }
     }
 }
@@ -1525,12 +1684,15 @@ fn placeholder(kind: &str) -> String {
     format!("[REDACTED:{kind}]")
 }
 
-fn edit(start: usize, end: usize, kind: &str) -> Edit {
+fn edit(text: &str, start: usize, end: usize, kind: &'static str) -> Edit {
     Edit {
         start,
         end,
         replacement: placeholder(kind),
-        count: 1,
+        found: vec![Found {
+            value: text[start..end].to_owned(),
+            kind,
+        }],
     }
 }
 
@@ -1584,7 +1746,7 @@ fn is_docker_secret_spec(raw: &str) -> bool {
 
 /// The secret word a name ends in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Keyword {
+pub(super) enum Keyword {
     /// password, passwd, passphrase, pwd
     Password,
     /// pass (also a test verdict, hence separate)
@@ -1769,6 +1931,8 @@ const COMPOUND: &[&str] = &[
     "ftp",
     "wifi",
     "service",
+    "identity",
+    "registry",
 ];
 
 /// Whether `name` (an env variable, a JSON/YAML key, a header, a flag when `flag`) names a secret,
@@ -1777,7 +1941,7 @@ const COMPOUND: &[&str] = &[
 /// The secret word must be the last segment of the name: after `_`, `-`, `.`, a camelCase hump, or
 /// a known compound word (`APIKEY`), so `monkey`, `bypass`, `OLDPWD` and `TOKEN_COUNT` are not
 /// secret names.
-fn classify_name(name: &str, flag: bool) -> Option<Keyword> {
+pub(super) fn classify_name(name: &str, flag: bool) -> Option<Keyword> {
     const WORDS: &[(&str, Keyword)] = &[
         ("passphrase", Keyword::Password),
         ("password", Keyword::Password),
@@ -1797,6 +1961,18 @@ fn classify_name(name: &str, flag: bool) -> Option<Keyword> {
         name
     };
     let base = base.trim_end_matches(['"', '\'', '\\']);
+    // `client-key-data`: the data is the key.
+    let base = match base.len().checked_sub(5).and_then(|at| base.get(at..)) {
+        Some(tail) if tail.eq_ignore_ascii_case("-data") => {
+            let head = &base[..base.len() - 5];
+            if head.len() >= 3 && head[head.len() - 3..].eq_ignore_ascii_case("key") {
+                head
+            } else {
+                base
+            }
+        }
+        _ => base,
+    };
     let bytes = base.as_bytes();
     let (word, kw) = WORDS.iter().copied().find(|(w, _)| {
         bytes.len() >= w.len() && bytes[bytes.len() - w.len()..].eq_ignore_ascii_case(w.as_bytes())
@@ -1863,7 +2039,7 @@ fn key_has_lower(name: &str) -> bool {
 }
 
 /// The kind of a secret found by its name, when its value is not recognisable by itself.
-fn name_kind(name: &str) -> &'static str {
+pub(super) fn name_kind(name: &str) -> &'static str {
     let squashed: String = name
         .bytes()
         .filter(u8::is_ascii_alphanumeric)
@@ -1973,6 +2149,12 @@ fn secret_span(raw: &str, cx: ValueCtx) -> Option<(usize, usize)> {
     }
     if looks_like_path(inner) || is_url(inner) || is_object_ref(inner) {
         return None;
+    }
+    if ["file:", "env:", "fd:"]
+        .iter()
+        .any(|p| inner.starts_with(p))
+    {
+        return None; // where openssl and others read a pass phrase from, not the phrase
     }
     if bare {
         if inner.starts_with(['=', ':']) {
@@ -2661,6 +2843,32 @@ mod tests {
                 format!("shpat_{}", f.s(HEX, 32)),
                 "shopify-token",
             ),
+            case(
+                "users:\n- name: admin\n  user:\n    client-key-data: {S}\n",
+                format!(
+                    "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo{}",
+                    f.mixed(B64, 400)
+                ),
+                "private-key",
+            ),
+            case(
+                "{\"users\": [{\"user\": {\"client-key-data\": \"{S}\"}}]}",
+                format!(
+                    "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tCk1J{}",
+                    f.mixed(B64, 300)
+                ),
+                "private-key",
+            ),
+            case(
+                "{\"auths\": {\"registry.example.com\": {\"identitytoken\": \"{S}\"}}}",
+                f.mixed(ALNUM, 40),
+                "secret-assignment",
+            ),
+            case(
+                "{\"registrytoken\": \"{S}\"}",
+                f.mixed(ALNUM, 32),
+                "secret-assignment",
+            ),
         ]
     }
 
@@ -2736,6 +2944,10 @@ mod tests {
             "W ActivityManager: Bad activity token: android.os.BinderProxy@6c8e3b1",
             "    OPENAI_API_KEY=\"your_actual_openai_api_key_here\"",
             "{\"api_key\": null, \"client\": \"openai\"}\napi_key=os.getenv(\"OPENAI_API_KEY\")",
+            "openssl enc -d -aes-256-cbc -in a.enc -out a -pass file:/run/secrets/backup",
+            "openssl rsa -in k.pem -passin env:KEY_PASS -out k2.pem -passout fd:3",
+            "    client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSURCVENDQWUyZ0F3SUJBZ0lJ",
+            "{\"identity\": \"bob\", \"registry\": \"ghcr.io\", \"cache-key-data\": \"v2\"}",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -3121,6 +3333,8 @@ mod tests {
             "secret",
             "--api-key",
             "--db-password",
+            "client-key-data",
+            "identitytoken",
         ] {
             let flag = name.starts_with('-');
             assert!(classify_name(name, flag).is_some(), "{name} names a secret");
@@ -3142,6 +3356,9 @@ mod tests {
             "--ask-pass",
             "--no-password",
             "--key",
+            "client-certificate-data",
+            "cache-key-data",
+            "identity",
         ] {
             let flag = name.starts_with('-');
             assert!(

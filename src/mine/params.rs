@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::pattern::{Evidence, Internal, Param, Piece, Replay, Step};
 use super::token::{SlotKind, SlotValue, Token, TokenKind};
 use crate::generate::spec::shell_quote;
+use crate::ingest::redact::PLACEHOLDER_START;
 
 /// One occurrence of a pattern, as the aligner needs it.
 #[derive(Debug, Clone)]
@@ -270,19 +271,24 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                 .map(|occ| occ[step][index].0.clone())
                 .collect();
             let kinds: Vec<SlotKind> = values.iter().map(|occ| occ[step][index].1).collect();
-            if column.iter().all(|v| *v == column[0]) {
+            // A value redacted at ingest is a secret the tool must be given: a parameter of its
+            // own, even when every occurrence shows the same placeholder.
+            let secret = column.iter().any(|v| v.contains(PLACEHOLDER_START));
+            if secret {
+                literal_or_typed += 1;
+            } else if column.iter().all(|v| *v == column[0]) {
                 roles.insert((step, index), Role::Literal(column[0].clone()));
                 literal_or_typed += 1;
                 continue;
             }
             // The same values as an existing parameter: the same parameter.
-            if let Some(p) = param_values.iter().position(|vals| *vals == column) {
+            if !secret && let Some(p) = param_values.iter().position(|vals| *vals == column) {
                 roles.insert((step, index), Role::Param(p));
                 literal_or_typed += 1;
                 continue;
             }
             // Printed by an earlier step in every occurrence: an internal variable.
-            let source = (0..step).find(|&earlier| {
+            let source = (0..step).filter(|_| !secret).find(|&earlier| {
                 fitting.iter().zip(&column).all(|(occ, v)| {
                     occ.outputs
                         .get(earlier)
@@ -311,11 +317,13 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                 d.dedup();
                 d.len()
             };
-            if kind != "string" && kind != "text" || distinct < n {
+            if !secret && (kind != "string" && kind != "text" || distinct < n) {
                 literal_or_typed += 1;
             }
             let mut base = param_name(name);
-            if base == "string" || base == "arg" {
+            if secret && (matches!(base.as_str(), "string" | "arg") || base.len() <= 1) {
+                base = "secret".into();
+            } else if base == "string" || base == "arg" {
                 base = match kind {
                     "path" => "path".into(),
                     "sha" => "commit".into(),
@@ -360,6 +368,7 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                     .map(|(v, _)| v.clone())
                     .collect(),
                 variadic,
+                secret,
             });
             param_values.push(column);
             roles.insert((step, index), Role::Param(params.len() - 1));
@@ -694,6 +703,57 @@ mod tests {
         assert!(a.params[0].variadic, "{:?}", a.params);
         assert_eq!(a.evidence[0].commands[0], "git add src/a.rs src/b.rs");
         assert_eq!(a.evidence[0].params["path"], "src/a.rs src/b.rs");
+    }
+
+    #[test]
+    fn a_value_redacted_at_ingest_is_a_parameter_never_a_literal() {
+        // Every occurrence shows the same placeholders (the secrets differed, their kinds do
+        // not): without the rule, these columns would be literals, replayed as arguments.
+        let commands = [
+            "aws configure set aws_secret_access_key [REDACTED:aws-secret-key]",
+            "mysql -uroot -p[REDACTED:password-flag] shop -e 'select 1'",
+            "DEPLOY_TOKEN=[REDACTED:secret-assignment] make deploy",
+            "curl -u admin:[REDACTED:password-flag] https://ci.example.com/api",
+        ];
+        let occs: Vec<AlignInput> = ["s1", "s2", "s3"]
+            .iter()
+            .map(|s| occurrence(s, &commands, &["", "", "", ""], "/r"))
+            .collect();
+        let a = align(&occs, 10).expect("aligned");
+        let secrets: Vec<&Param> = a.params.iter().filter(|p| p.secret).collect();
+        assert_eq!(secrets.len(), 4, "{:?}", a.params);
+        assert!(a.params.iter().all(|p| p.secret), "{:?}", a.params);
+        for step in &a.steps {
+            for piece in step.words.iter().flatten() {
+                if let Piece::Literal(t) = piece {
+                    assert!(!t.contains(PLACEHOLDER_START), "literal {t:?} in {step:?}");
+                }
+            }
+            assert!(
+                !step.template.contains(PLACEHOLDER_START),
+                "{}",
+                step.template
+            );
+        }
+        assert_eq!(
+            a.steps[1].template, "mysql -e 'select 1' -p<secret_2> -u root shop",
+            "{:?}",
+            a.steps[1]
+        );
+        // Two secrets with the same placeholder in every occurrence are two parameters.
+        let names: std::collections::HashSet<&str> =
+            a.params.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names.len(), 4, "{:?}", a.params);
+        // The evidence keeps the placeholders: mining shows where a secret was.
+        assert!(
+            a.evidence[0].commands[0].contains("[REDACTED:aws-secret-key]"),
+            "{:?}",
+            a.evidence[0]
+        );
+        assert_eq!(
+            a.steps[0].template,
+            "aws configure set aws_secret_access_key <secret>"
+        );
     }
 
     #[test]

@@ -94,6 +94,10 @@ pub struct Param {
     /// Whether it stands for a run of arguments (`git add <path>...`): an array of values.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub variadic: bool,
+    /// Whether its values were secrets, redacted at ingest (`[REDACTED:…]`): the examples are
+    /// placeholders, and a tool must ask for the value.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub secret: bool,
 }
 
 /// A value one step printed and a later step used.

@@ -75,6 +75,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::ingest::action::{Action, Source};
+use crate::ingest::redact::PLACEHOLDER_START;
 use crate::mine::shell::{self, Dialect, RedirOp, SimpleCommand, Word};
 
 /// The type of a slot value.
@@ -795,6 +796,13 @@ const FILE_NAMES: &[&str] = &[
 /// assert_eq!(classify("main"), SlotKind::String);
 /// ```
 pub fn classify(word: &str) -> SlotKind {
+    // A secret redacted at ingest is not a glob for its brackets: the word is classified as if
+    // a plain value stood in the placeholder's place.
+    if word.contains(PLACEHOLDER_START)
+        && let Some(plain) = crate::ingest::redact::replace_placeholders(word, |_| "x".into())
+    {
+        return classify(&plain);
+    }
     if word.is_empty() || word.contains(char::is_whitespace) {
         SlotKind::String
     } else if is_url(word) {
@@ -946,6 +954,8 @@ struct FlagPart {
     placeholder: String,
     /// The flag recorded in the slot values.
     slot_flag: String,
+    /// Written with its value in one word (`-p<kind>`, as `mysql -pSECRET` must be).
+    attached: bool,
 }
 
 impl FlagPart {
@@ -956,6 +966,7 @@ impl FlagPart {
             values: Vec::new(),
             placeholder: String::new(),
             slot_flag: name.to_owned(),
+            attached: false,
         }
     }
 
@@ -966,6 +977,7 @@ impl FlagPart {
             values,
             placeholder,
             slot_flag: name.to_owned(),
+            attached: false,
         }
     }
 
@@ -976,6 +988,7 @@ impl FlagPart {
             values: vec![(classify(value), value.to_owned())],
             placeholder: name.to_ascii_lowercase(),
             slot_flag: name.to_owned(),
+            attached: false,
         }
     }
 }
@@ -1094,15 +1107,19 @@ impl Draft {
                     } => {
                         let label = name.unwrap_or_else(|| kind.as_str().to_owned());
                         let mut run = 1;
-                        let collapsible = flag.is_none();
+                        // A secret redacted at ingest is a slot of its own, never part of a run
+                        // (a run is one parameter, and the words around a secret are not).
+                        let collapsible = flag.is_none() && !value.contains(PLACEHOLDER_START);
                         push_slot(&mut slots, kind, flag, value);
                         while collapsible
                             && let Some(ArgPart::Slot {
                                 kind: next_kind,
                                 flag: None,
+                                value: next_value,
                                 ..
                             }) = args.peek()
                             && *next_kind == kind
+                            && !next_value.contains(PLACEHOLDER_START)
                         {
                             if let Some(ArgPart::Slot { value, .. }) = args.next() {
                                 push_slot(&mut slots, kind, None, value);
@@ -1150,6 +1167,13 @@ fn render_flag(part: &FlagPart, key: &mut Vec<String>, template: &mut Vec<String
         let kind = part.values.first().map_or(SlotKind::String, |v| v.0);
         key.push(format!("{}=<{kind}>", part.name));
         template.push(format!("{}=<{}>", part.name, part.placeholder));
+        return;
+    }
+    if part.attached
+        && let [(kind, _)] = part.values.as_slice()
+    {
+        key.push(format!("{}<{kind}>", part.name));
+        template.push(format!("{}<{}>", part.name, part.placeholder));
         return;
     }
     key.push(part.name.clone());
@@ -2164,6 +2188,24 @@ fn flag(
         draft.segment().flags.push(part);
     };
 
+    // `-p[REDACTED:password-flag]`: a value redacted at ingest, attached to its flag, is that
+    // flag's value (a slot), whatever the table says of the flag, and stays attached (`mysql
+    // -p X` would prompt, and take X for a database).
+    if let Some(at) = t.find(PLACEHOLDER_START)
+        && at >= 2
+        && !t.starts_with("--")
+        && !t[..at].contains('=')
+    {
+        let (name, value) = t.split_at(at);
+        let mut part = FlagPart::valued(
+            name,
+            vec![(classify(value), value.to_owned())],
+            spec.long_name(name),
+        );
+        part.attached = true;
+        draft.segment().flags.push(part);
+        return 1;
+    }
     // `--name=value`, and single-dash long flags written `-name=value` (go).
     if let Some((name, value)) = t.split_once('=')
         && (t.starts_with("--") || name.len() > 2)
@@ -2466,7 +2508,11 @@ fn add_field(draft: &mut Draft, key: &str, name: &str, role: Role, value: String
             part.slot_flag = key.to_owned();
             seg.flags.push(part);
         }
-        Role::Literal if value.len() <= MAX_LITERAL && !value.contains(char::is_whitespace) => {
+        Role::Literal
+            if value.len() <= MAX_LITERAL
+                && !value.contains(char::is_whitespace)
+                && !value.contains(PLACEHOLDER_START) =>
+        {
             seg.flags
                 .push(FlagPart::boolean(&format!("{name}={value}")));
         }
