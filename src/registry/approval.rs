@@ -14,11 +14,19 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use git2::{ObjectType, Oid};
 
 use super::ledger::{Kind, Known, Ledger};
 use super::repo::{APPROVED_CACHE, REMOTE_TAGS, Registry, RegistryError, tag_name, tool_path};
+
+/// The identity of the ledger's file when it was read (`None`: there was none).
+type Stamp = Option<(u64, u64, i64, i64)>;
+
+/// The ledger as a registry last read it.
+#[derive(Debug, Default)]
+pub struct KnownCache(Mutex<Option<(Stamp, Arc<Known>)>>);
 
 /// What a tag approves of a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,18 +147,35 @@ impl Registry {
     }
 
     /// What the ledger vouches for; vouching for nothing when it cannot be read (every tool is
-    /// then refused, with the reason logged, rather than any trusted).
-    pub(super) fn known(&self) -> Known {
-        match self.ledger().known() {
+    /// then refused, with the reason logged, rather than any trusted). Read again only when
+    /// the file changed (a registry held open answers many questions).
+    pub(super) fn known(&self) -> Arc<Known> {
+        let ledger = self.ledger();
+        let stamp = std::fs::metadata(ledger.path()).ok().map(|m| {
+            use std::os::unix::fs::MetadataExt as _;
+            (m.ino(), m.len(), m.mtime(), m.mtime_nsec())
+        });
+        let mut cache = match self.known_cache.0.lock() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some((seen, known)) = cache.as_ref()
+            && *seen == stamp
+        {
+            return Arc::clone(known);
+        }
+        let known = Arc::new(match ledger.known() {
             Ok(k) => k,
             Err(e) => {
                 tracing::warn!(
                     "the registry's ledger {} cannot be read ({e}): no approval is trusted",
-                    self.ledger().path().display()
+                    ledger.path().display()
                 );
                 Known::Only(Default::default())
             }
-        }
+        });
+        *cache = Some((stamp, Arc::clone(&known)));
+        known
     }
 
     /// The direct targets of the refs under `prefix` (a tag ref's target is its tag object).

@@ -296,6 +296,8 @@ struct Journal {
 pub struct Registry {
     pub(super) repo: Repository,
     root: PathBuf,
+    /// The ledger as last read, with the file's identity then (read again when it changed).
+    pub(super) known_cache: super::approval::KnownCache,
 }
 
 impl std::fmt::Debug for Registry {
@@ -391,6 +393,7 @@ impl Registry {
         let registry = Registry {
             repo,
             root: dir.to_owned(),
+            known_cache: Default::default(),
         };
         registry.check_format()?;
         Ok(registry)
@@ -416,6 +419,7 @@ impl Registry {
         let registry = Registry {
             repo,
             root: dir.to_owned(),
+            known_cache: Default::default(),
         };
         let mut files: BTreeMap<String, Vec<u8>> = TEMPLATE
             .iter()
