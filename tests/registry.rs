@@ -1186,6 +1186,14 @@ fn refused_everywhere(env: &TestEnv, name: &str, expect: &str) {
         "{entry:#}"
     );
     assert!(!exported_skills(env).contains(&name.to_owned()));
+    // Nor can a deprecation tag the unreviewed files.
+    let err = stderr_of(
+        &env.cli()
+            .args(["deprecate", name, "--reason", "launder"])
+            .assert()
+            .code(1),
+    );
+    assert!(err.contains(expect), "{err}");
 }
 
 #[test]
@@ -1617,4 +1625,78 @@ fn the_daemon_reports_a_hand_commit_with_a_recomputed_digest() {
     );
     daemon.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(daemon.wait_exit(), Some(0));
+}
+
+#[test]
+fn a_registry_from_before_the_binding_keeps_working() {
+    use toolsmith::generate::spec::ToolSpec;
+    use toolsmith::generate::template;
+    use toolsmith::registry::digest;
+    use toolsmith::registry::manifest::{Manifest, TestCounts, Validation};
+    use toolsmith::registry::repo::{Proposal, Registry};
+    let env = TestEnv::new();
+    // A version validated by an older toolsmith: its digest covers the files only.
+    let spec = ToolSpec::from_request(
+        "Build one package",
+        &[
+            "make build -C core".to_owned(),
+            "make build -C cli".to_owned(),
+        ],
+        &|_| false,
+    )
+    .expect("spec");
+    let mut files = template::generate(&spec, semver::Version::new(1, 0, 0)).expect("files");
+    let mut manifest = Manifest::parse(&files["tool.yaml"], "tool.yaml").expect("manifest");
+    manifest.validation = Some(Validation {
+        checks: vec!["manifest".into()],
+        tests: TestCounts {
+            passed: 1,
+            failed: 0,
+        },
+        runtime_ms: 1,
+        peak_memory_kb: None,
+        digest: digest::digest(&files),
+    });
+    files.insert("tool.yaml".into(), manifest.to_yaml());
+    let name = manifest.name.clone();
+    {
+        let registry = Registry::open_or_init(&registry_dir(&env)).expect("registry");
+        registry
+            .propose(&Proposal {
+                candidate: "c-0ld0ld0ld0ld".into(),
+                files,
+                why: "made by an older toolsmith".into(),
+                trailers: Vec::new(),
+            })
+            .expect("propose");
+    }
+    env.cli()
+        .args(["approve", "c-0ld0ld0ld0ld"])
+        .assert()
+        .success();
+    let manifest =
+        std::fs::read_to_string(registry_dir(&env).join(format!("tools/{name}/tool.yaml")))
+            .expect("manifest");
+    assert!(manifest.contains("digest: sha256:"), "{manifest}");
+    env.cli().arg("verify").assert().success();
+    run_build(&env, &name).success();
+
+    // A registry without a ledger (made before it existed, or cloned with git) starts one from
+    // the tags it holds: its approved tools stay valid; a tag made by hand afterwards is not.
+    let ledger = registry_dir(&env).join(".git/toolsmith-ledger");
+    assert!(ledger.exists());
+    std::fs::remove_file(&ledger).expect("rm ledger");
+    env.cli().arg("verify").assert().success();
+    assert!(ledger.exists(), "started again");
+    run_build(&env, &name).success();
+    git(
+        &env,
+        &["tag", "-a", "-m", "by hand", &format!("{name}/v9.0.0")],
+    );
+    let (code, problems) = verify_problems(&env);
+    assert_eq!(code, 1);
+    assert!(
+        problems.contains("not made or received by toolsmith"),
+        "{problems}"
+    );
 }

@@ -364,7 +364,7 @@ pub(super) fn verify(cli: &Cli, out: &mut impl Write, style: Style) -> Result<()
     let policy = sandbox_policy(&config)?;
     let mut warnings = Vec::new();
     for entry in registry.tools()?.iter().filter(|e| e.problem.is_none()) {
-        if let Some(m) = registry.tool(&entry.name)?.manifest {
+        if let Some(m) = registry.listed_manifest(entry) {
             let above = policy.above_max(&m.sandbox.limits);
             if !above.is_empty() {
                 warnings.push(format!(
@@ -544,7 +544,7 @@ pub(super) fn export_skills(
         if entry.deprecated || entry.problem.is_some() {
             continue;
         }
-        if let Some(m) = registry.tool(&entry.name)?.manifest {
+        if let Some(m) = registry.listed_manifest(&entry) {
             active.push(m);
         }
     }

@@ -39,16 +39,24 @@ pub(super) enum Tagged {
     Lightweight,
 }
 
-/// What tags approved, as far as already read (see [`APPROVED_CACHE`]).
+/// What a listing needs to check many tools at once: what tags approved, as far as already read
+/// (see [`APPROVED_CACHE`]), and every tag ref's target, read in one pass over the refs rather
+/// than looked up tool by tool.
 #[derive(Debug, Default)]
 pub(super) struct Memo {
     seen: HashMap<(Oid, String), Tagged>,
     fresh: String,
+    refs: HashMap<String, Oid>,
 }
 
 impl Memo {
-    /// The cache file's lines (a line that does not read is skipped).
-    pub(super) fn load(git_dir: &Path) -> Memo {
+    /// The cache file's lines (a line that does not read is skipped) and the tag refs.
+    pub(super) fn load(registry: &Registry) -> Memo {
+        let git_dir = registry.repo.path();
+        let mut refs = HashMap::new();
+        for prefix in ["refs/tags/", REMOTE_TAGS] {
+            refs.extend(registry.ref_targets(prefix));
+        }
         let text = std::fs::read_to_string(git_dir.join(APPROVED_CACHE)).unwrap_or_default();
         let mut seen = HashMap::new();
         for line in text.lines() {
@@ -73,6 +81,7 @@ impl Memo {
         Memo {
             seen,
             fresh: String::new(),
+            refs,
         }
     }
 
@@ -330,7 +339,11 @@ impl Registry {
             (format!("refs/tags/{tag}"), ""),
             (format!("{REMOTE_TAGS}{tag}"), " (the remote's)"),
         ] {
-            let Ok(target) = self.repo.refname_to_id(&refname) else {
+            let target = match &memo {
+                Some(m) => m.refs.get(&refname).copied(),
+                None => self.repo.refname_to_id(&refname).ok(),
+            };
+            let Some(target) = target else {
                 continue;
             };
             tagged_at_all = true;

@@ -1788,7 +1788,7 @@ impl Registry {
         // Then what depends on more than the tree, never cached with it: whether main's tree is
         // what the version's tag approved (what a tag approved is remembered, by tag object).
         let known = self.known();
-        let mut memo = super::approval::Memo::load(self.repo.path());
+        let mut memo = super::approval::Memo::load(self);
         for e in out.iter_mut().filter(|e| e.problem.is_none()) {
             let (Some(version), Ok(tree)) = (e.version.clone(), Oid::from_str(&e.tree)) else {
                 continue;
@@ -1893,6 +1893,25 @@ impl Registry {
             entry.params = None;
         }
         Ok(entry)
+    }
+
+    /// The manifest of an entry [`Registry::tools`] listed without a problem, read from its
+    /// tree as it is: for what a listing shows (MCP definitions, search results, skills), not
+    /// for running — [`Registry::runnable`] checks everything again, from git.
+    pub fn listed_manifest(&self, entry: &ToolEntry) -> Option<Manifest> {
+        if entry.problem.is_some() {
+            return None;
+        }
+        let tree = self.repo.find_tree(Oid::from_str(&entry.tree).ok()?).ok()?;
+        let blob = self
+            .repo
+            .find_blob(tree.get_name(manifest::FILE_NAME)?.id())
+            .ok()?;
+        Manifest::parse(
+            std::str::from_utf8(blob.content()).ok()?,
+            manifest::FILE_NAME,
+        )
+        .ok()
     }
 
     /// The `README.md` of a tool on `main`.
