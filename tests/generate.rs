@@ -188,7 +188,8 @@ fn a_mined_pattern_becomes_a_candidate_whose_derived_tests_pass_in_the_sandbox()
     assert!(cases.contains("make build -C web"), "{cases}");
     let manifest = files["tool.yaml"].as_str().expect("manifest");
     assert!(manifest.contains("validation:"), "{manifest}");
-    assert!(manifest.contains("digest: sha256:"), "{manifest}");
+    // The digest covers the profile too (`sha256v2:`), not the files alone.
+    assert!(manifest.contains("digest: sha256v2:"), "{manifest}");
     assert!(manifest.contains("passed: 8"), "{manifest}");
     assert!(manifest.contains("pattern: p-"), "{manifest}");
     assert!(
@@ -995,7 +996,7 @@ fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
             assert!(outcome.passed(), "{:#?}", outcome.checks);
             let v = outcome.validation.expect("validation");
             assert_eq!((v.tests.passed, v.tests.failed), (2, 0));
-            assert!(v.digest.starts_with("sha256:"));
+            assert!(v.digest.starts_with("sha256v2:"));
             assert!(v.runtime_ms > 0);
             assert!(v.peak_memory_kb.is_some());
             // shellcheck joins the checks where it is installed.

@@ -506,6 +506,86 @@ fn the_official_python_sdk_lists_calls_and_hears_of_an_approval() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_changed_on_main_without_review_is_neither_listed_nor_run() {
+    use common::tamper::{Form, commit_by_hand, edit, git};
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    let (a, build) = request(&env, "Build one package", "build");
+    approve(&env, &a);
+    let (service, changed) =
+        connect(&env, &ws, ProtocolVersion::LATEST_WITH_INITIALIZE, None).await;
+    assert_eq!(
+        names(&list(&service).await),
+        [build.as_str(), "toolsmith_search", "toolsmith_run"]
+    );
+    // Each way of changing it by hand, its digest recomputed as toolsmith computes it.
+    type Change = Box<dyn Fn(String) -> String>;
+    let changes: [(&str, Form, Change); 3] = [
+        (
+            "run.sh",
+            Form::V2,
+            Box::new(|t| format!("{t}\necho injected\n")),
+        ),
+        (
+            "run.sh",
+            Form::V1,
+            Box::new(|t| format!("{t}\necho injected\n")),
+        ),
+        (
+            "tool.yaml",
+            Form::V2,
+            Box::new(|t| {
+                t.replace("memory_mb: 512", "memory_mb: 4096")
+                    .replace("workspace: read", "workspace: write")
+            }),
+        ),
+    ];
+    for (file, form, change) in changes {
+        edit(&env, &build, file, change);
+        commit_by_hand(&env, &build, form, "a change by hand");
+        wait_changed(&changed, "a commit by hand").await;
+        assert_eq!(
+            names(&list(&service).await),
+            ["toolsmith_search", "toolsmith_run"],
+            "{file} {form:?}"
+        );
+        let refused = call(&service, &build, json!({"dir": "core"}))
+            .await
+            .expect("a refused tool is a result");
+        assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+        let said = text(&refused);
+        assert!(
+            said.contains(&format!("differ from what was approved as {build}/v1.0.0"))
+                && said.contains(&format!("{file} changed"))
+                && said.contains(&format!("toolsmith adopt {build}")),
+            "{said}"
+        );
+        let via_run = call(
+            &service,
+            "toolsmith_run",
+            json!({"name": build, "arguments": {"dir": "core"}}),
+        )
+        .await
+        .expect("toolsmith_run");
+        assert_eq!(via_run.is_error, Some(true), "{}", text(&via_run));
+        let found = call(&service, "toolsmith_search", json!({"query": "build"}))
+            .await
+            .expect("search")
+            .structured_content
+            .expect("structured");
+        assert_eq!(found["tools"], json!([]), "{found:#}");
+        git(&env, &["revert", "--no-edit", "HEAD"]);
+        wait_changed(&changed, "a revert").await;
+        assert_eq!(
+            names(&list(&service).await),
+            [build.as_str(), "toolsmith_search", "toolsmith_run"]
+        );
+    }
+    assert!(executions(&env, &build).is_empty(), "nothing ran");
+    service.cancel().await.expect("close");
+}
+
 /// Lines a client cannot have meant — not JSON, an array nested 100,000 deep, JSON that is no
 /// JSON-RPC message — are answered as JSON-RPC 2.0 asks (−32700 Parse error, −32600 Invalid
 /// Request, `id: null`), and the session goes on: `tools/list` still answers, on plain stdio.

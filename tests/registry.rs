@@ -1111,6 +1111,596 @@ fn approved_versions_leave_packed_tags_and_no_empty_ref_directories() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// `toolsmith --json verify`: its exit code and its problems, as one text.
+fn verify_problems(env: &TestEnv) -> (i32, String) {
+    let out = env
+        .cli()
+        .args(["--json", "verify"])
+        .output()
+        .expect("verify");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("verify JSON");
+    (
+        out.status.code().unwrap_or(-1),
+        report["problems"].to_string(),
+    )
+}
+
+/// `toolsmith run NAME --param dir=core` in the test workspace.
+fn run_build(env: &TestEnv, name: &str) -> assert_cmd::assert::Assert {
+    env.cli()
+        .args(["run", name, "--param", "dir=core", "--workspace"])
+        .arg(workspace(env))
+        .assert()
+}
+
+fn stderr_of(assert: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&assert.get_output().stderr).into_owned()
+}
+
+/// Skills exported now: the names written or unchanged.
+fn exported_skills(env: &TestEnv) -> Vec<String> {
+    let dir = env.path().join("skills");
+    let out = env
+        .cli()
+        .args(["--json", "export", "skills", "--to"])
+        .arg(&dir)
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    let mut names: Vec<String> = ["written", "unchanged"]
+        .iter()
+        .flat_map(|k| report[*k].as_array().cloned().unwrap_or_default())
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Asserts that `name` is refused everywhere it can be used (but MCP, see tests/mcp.rs), each
+/// refusal naming the tool and saying what to do; `expect` is in every message.
+fn refused_everywhere(env: &TestEnv, name: &str, expect: &str) {
+    let (code, problems) = verify_problems(env);
+    assert_eq!(code, 1, "{problems}");
+    assert!(
+        problems.contains(&format!("main: tools/{name}"))
+            && problems.contains(expect)
+            && problems.contains(&format!("toolsmith adopt {name}"))
+            && problems.contains(&format!("toolsmith rollback {name}")),
+        "{problems}"
+    );
+    let err = stderr_of(&run_build(env, name).code(1));
+    assert!(
+        err.contains(name) && err.contains(expect) && err.contains("not run until"),
+        "{err}"
+    );
+    let listed = tools(env);
+    let entry = listed
+        .iter()
+        .find(|t| t["name"] == name)
+        .expect("still listed, as invalid");
+    assert!(
+        entry["problem"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(expect),
+        "{entry:#}"
+    );
+    assert!(!exported_skills(env).contains(&name.to_owned()));
+    // Nor can a deprecation tag the unreviewed files.
+    let err = stderr_of(
+        &env.cli()
+            .args(["deprecate", name, "--reason", "launder"])
+            .assert()
+            .code(1),
+    );
+    assert!(err.contains(expect), "{err}");
+}
+
+#[test]
+fn a_hand_commit_with_its_digest_recomputed_is_refused_everywhere() {
+    use common::tamper::{Form, commit_by_hand, edit};
+    let env = TestEnv::new();
+    let (id, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &id]).assert().success();
+    run_build(&env, &name).success();
+    assert_eq!(exported_skills(&env), std::slice::from_ref(&name));
+
+    for form in [Form::V2, Form::V1] {
+        // The digest as toolsmith computes it, in either form: only the tag tells.
+        edit(&env, &name, "run.sh", |t| format!("{t}\necho injected\n"));
+        commit_by_hand(&env, &name, form, "tweak run.sh");
+        let err = stderr_of(&run_build(&env, &name).code(1));
+        assert!(
+            !err.contains("digest"),
+            "the digest matches ({form:?}): {err}"
+        );
+        assert!(
+            err.contains(&format!("differ from what was approved as {name}/v1.0.0"))
+                && err.contains("run.sh changed"),
+            "{err}"
+        );
+        refused_everywhere(&env, &name, "run.sh changed");
+        // Reverted by hand: main holds what was approved again.
+        git(&env, &["revert", "--no-edit", "HEAD"]);
+        env.cli().arg("verify").assert().success();
+        run_build(&env, &name).success();
+    }
+
+    // A version bumped by hand has no tag at all.
+    edit(&env, &name, "tool.yaml", |t| {
+        t.replace("version: \"1.0.0\"", "version: \"1.0.1\"")
+    });
+    edit(&env, &name, "run.sh", |t| format!("{t}\necho injected\n"));
+    commit_by_hand(&env, &name, Form::V2, "a new version by hand");
+    refused_everywhere(&env, &name, &format!("there is no tag {name}/v1.0.1"));
+}
+
+#[test]
+fn a_widened_manifest_with_its_digest_recomputed_is_refused_everywhere() {
+    use common::tamper::{Form, commit_by_hand, edit};
+    use toolsmith::registry::manifest::{Manifest, WorkspaceAccess};
+    let env = TestEnv::new();
+    let (id, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &id]).assert().success();
+    for form in [Form::V2, Form::V1] {
+        edit(&env, &name, "tool.yaml", |t| {
+            let mut m = Manifest::parse(&t, "tool.yaml").expect("manifest");
+            m.sandbox.workspace = WorkspaceAccess::Write;
+            m.sandbox.limits.memory_mb = 8192;
+            m.sandbox.limits.wall_s = 3600;
+            m.runtime.requires.push("curl".into());
+            m.to_yaml()
+        });
+        commit_by_hand(&env, &name, form, "more room for the build");
+        refused_everywhere(&env, &name, "tool.yaml changed");
+        git(&env, &["revert", "--no-edit", "HEAD"]);
+        env.cli().arg("verify").assert().success();
+    }
+}
+
+#[test]
+fn a_symlinked_entry_point_is_refused_by_verify_and_run() {
+    use common::tamper::{Form, commit_by_hand};
+    let env = TestEnv::new();
+    let (id, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &id]).assert().success();
+    let script = registry_dir(&env).join(format!("tools/{name}/run.sh"));
+    std::fs::remove_file(&script).expect("rm");
+    std::os::unix::fs::symlink("/bin/sh", &script).expect("symlink");
+    // The digest of a link is the digest of its target's text, as git stores it.
+    commit_by_hand(&env, &name, Form::V2, "run.sh is sh");
+    let (code, problems) = verify_problems(&env);
+    assert_eq!(code, 1, "{problems}");
+    assert!(
+        problems.contains(&format!("main: tools/{name}"))
+            && problems.contains("run.sh is a symbolic link"),
+        "{problems}"
+    );
+    let err = stderr_of(&run_build(&env, &name).code(1));
+    assert!(err.contains("run.sh is a symbolic link"), "{err}");
+    assert!(!exported_skills(&env).contains(&name));
+}
+
+#[test]
+fn submodules_modes_and_gitattributes_cannot_swap_a_tool_s_files() {
+    use common::tamper::{Form, commit_by_hand};
+    let env = TestEnv::new();
+    let (id, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &id]).assert().success();
+    let tool = registry_dir(&env).join(format!("tools/{name}"));
+
+    // A submodule (a gitlink entry) in the tool's directory.
+    let head = git(&env, &["rev-parse", "HEAD"]).trim().to_owned();
+    std::fs::create_dir_all(tool.join("vendor")).expect("mkdir");
+    git(
+        &env,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{head},tools/{name}/vendor"),
+        ],
+    );
+    commit_by_hand(&env, &name, Form::V2, "vendor a submodule");
+    let (code, problems) = verify_problems(&env);
+    assert_eq!(code, 1, "{problems}");
+    assert!(problems.contains("vendor is a submodule"), "{problems}");
+    let err = stderr_of(&run_build(&env, &name).code(1));
+    assert!(err.contains("vendor is a submodule"), "{err}");
+    git(&env, &["revert", "--no-edit", "HEAD"]);
+    env.cli().arg("verify").assert().success();
+
+    // A mode changed: the same bytes, another tree.
+    let script = tool.join("run.sh");
+    std::fs::set_permissions(
+        &script,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o644),
+    )
+    .expect("chmod");
+    commit_by_hand(&env, &name, Form::V2, "not executable");
+    let (code, problems) = verify_problems(&env);
+    assert_eq!(code, 1, "{problems}");
+    assert!(
+        problems.contains("run.sh changed from an executable file to a file"),
+        "{problems}"
+    );
+    run_build(&env, &name).code(1);
+    git(&env, &["revert", "--no-edit", "HEAD"]);
+    env.cli().arg("verify").assert().success();
+
+    // A .gitattributes in the tool's directory: never a tool's file.
+    std::fs::write(tool.join(".gitattributes"), "*.sh ident\n").expect("attributes");
+    commit_by_hand(&env, &name, Form::V2, "attributes");
+    let (code, problems) = verify_problems(&env);
+    assert_eq!(code, 1, "{problems}");
+    assert!(
+        problems.contains(".gitattributes is a git control file"),
+        "{problems}"
+    );
+    run_build(&env, &name).code(1);
+    git(&env, &["revert", "--no-edit", "HEAD"]);
+    env.cli().arg("verify").assert().success();
+    run_build(&env, &name).success();
+
+    // Attributes at the registry's root that change the bytes git checks out: an eol
+    // conversion, then a smudge filter. main is untouched; the bytes on disk differ.
+    for (attributes, config) in [
+        ("*.sh text eol=crlf\n", None),
+        (
+            "*.sh filter=swap\n",
+            Some(("filter.swap.smudge", "sed s/make/rm/g")),
+        ),
+    ] {
+        if let Some((key, value)) = config {
+            git(&env, &["config", key, value]);
+            git(&env, &["config", "filter.swap.clean", "cat"]);
+        }
+        let root = registry_dir(&env).join(".gitattributes");
+        let before = std::fs::read_to_string(&root).expect("attributes");
+        std::fs::write(&root, format!("{before}{attributes}")).expect("write");
+        git(&env, &["commit", "-qam", "checkout attributes"]);
+        std::fs::remove_file(&script).expect("rm");
+        git(&env, &["checkout", "--", &format!("tools/{name}/run.sh")]);
+        let on_disk = std::fs::read_to_string(&script).expect("read");
+        assert!(
+            on_disk.contains('\r') || !on_disk.contains("make"),
+            "git changed the bytes it checked out: {on_disk}"
+        );
+        let err = stderr_of(&run_build(&env, &name).code(1));
+        assert!(
+            err.contains("differ from main") && err.contains("run.sh was changed"),
+            "{err}"
+        );
+        let (code, problems) = verify_problems(&env);
+        assert_eq!(code, 1, "{problems}");
+        assert!(problems.contains("run.sh was changed"), "{problems}");
+        git(&env, &["revert", "--no-edit", "HEAD"]);
+        if config.is_some() {
+            git(&env, &["config", "--unset", "filter.swap.smudge"]);
+        }
+        std::fs::remove_file(&script).expect("rm");
+        git(&env, &["checkout", "--", &format!("tools/{name}/run.sh")]);
+        env.cli().arg("verify").assert().success();
+        run_build(&env, &name).success();
+    }
+}
+
+#[test]
+fn tags_and_review_branches_made_with_git_approve_nothing() {
+    use common::tamper::{Form, commit_by_hand, edit};
+    let env = TestEnv::new();
+    let (id, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &id]).assert().success();
+
+    // A hand commit of a new version, with an annotated tag made by hand.
+    edit(&env, &name, "tool.yaml", |t| {
+        t.replace("version: \"1.0.0\"", "version: \"1.0.1\"")
+    });
+    edit(&env, &name, "run.sh", |t| format!("{t}\necho injected\n"));
+    commit_by_hand(&env, &name, Form::V2, "a new version");
+    let tag = format!("{name}/v1.0.1");
+    git(&env, &["tag", "-a", "-m", "approved", &tag]);
+    let (code, problems) = verify_problems(&env);
+    assert_eq!(code, 1, "{problems}");
+    assert!(
+        problems.contains(&format!("tag {tag}: not made or received by toolsmith"))
+            && problems.contains(&format!("main: tools/{name}")),
+        "{problems}"
+    );
+    let err = stderr_of(&run_build(&env, &name).code(1));
+    assert!(
+        err.contains(&format!("tag {tag} was not made by toolsmith")),
+        "{err}"
+    );
+    // A lightweight tag instead.
+    git(&env, &["tag", "-d", &tag]);
+    git(&env, &["tag", &tag]);
+    let err = stderr_of(&run_build(&env, &name).code(1));
+    assert!(err.contains("lightweight tag"), "{err}");
+    git(&env, &["tag", "-d", &tag]);
+    git(&env, &["revert", "--no-edit", "HEAD"]);
+    env.cli().arg("verify").assert().success();
+
+    // A review branch made by hand and merged: not taken for an approval.
+    git(
+        &env,
+        &["checkout", "-q", "-b", &format!("review/{name}/1.0.1")],
+    );
+    edit(&env, &name, "tool.yaml", |t| {
+        t.replace("version: \"1.0.0\"", "version: \"1.0.1\"")
+    });
+    edit(&env, &name, "run.sh", |t| format!("{t}\necho injected\n"));
+    commit_by_hand(
+        &env,
+        &name,
+        Form::V2,
+        "tool: update 1.0.1\n\nCandidate: c-000000000000",
+    );
+    git(&env, &["checkout", "-q", "main"]);
+    git(
+        &env,
+        &["merge", "--ff-only", "-q", &format!("review/{name}/1.0.1")],
+    );
+    let err = stderr_of(&run_build(&env, &name).code(1));
+    assert!(err.contains(&format!("there is no tag {tag}")), "{err}");
+    assert!(
+        git(&env, &["tag", "--list", &tag]).trim().is_empty(),
+        "not tagged"
+    );
+    let out = env
+        .cli()
+        .args(["approve", &format!("review/{name}/1.0.1")])
+        .assert()
+        .code(1);
+    assert!(
+        stderr_of(&out).contains("was not proposed by toolsmith"),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+#[test]
+fn a_tool_changed_by_hand_is_adopted_through_validation_and_review() {
+    use common::tamper::{Form, commit_by_hand, edit};
+    let env = TestEnv::new();
+    let (id, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &id]).assert().success();
+    // Nothing to adopt while main is what was approved.
+    let out = env.cli().args(["adopt", &name]).assert().code(1);
+    assert!(
+        stderr_of(&out).contains("nothing to adopt"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    edit(&env, &name, "run.sh", |t| {
+        t.replacen("\n", "\n# tuned by hand\n", 1)
+    });
+    commit_by_hand(&env, &name, Form::V2, "a tweak by hand");
+    run_build(&env, &name).code(1);
+
+    let out = env
+        .cli()
+        .args(["--json", "adopt", &name])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    let made = &report["candidates"][0];
+    assert_eq!(made["state"], "awaiting-review", "{report:#}");
+    assert_eq!(made["tool"], name.as_str());
+    assert_eq!(made["version"], "1.0.1");
+    let candidate = made["id"].as_str().expect("id").to_owned();
+    // Adopting it twice is refused while the first waits.
+    let out = env.cli().args(["adopt", &name]).assert().code(1);
+    assert!(
+        stderr_of(&out).contains("adopted already"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    // Awaiting review: the diff against the version approved, which shows the hand change.
+    let out = env.cli().args(["show", &candidate]).assert().success();
+    let shown = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        shown.contains(&format!("approved as {name}/v1.0.0")) && shown.contains("+# tuned by hand"),
+        "{shown}"
+    );
+    let branch = format!("review/{name}/1.0.1");
+    let message = git(&env, &["log", "-1", "--format=%B", &branch]);
+    assert!(
+        message.contains("Origin: adopt") && message.contains("Adopted-from: "),
+        "{message}"
+    );
+    let manifest = git(&env, &["show", &format!("{branch}:tools/{name}/tool.yaml")]);
+    assert!(
+        manifest.contains("generator: human") && manifest.contains("digest: sha256v2:"),
+        "{manifest}"
+    );
+
+    env.cli().args(["approve", &candidate]).assert().success();
+    assert_eq!(candidate_state(&env, &candidate).0, "approved");
+    assert_eq!(
+        git(&env, &["cat-file", "-t", &format!("{name}/v1.0.1")]).trim(),
+        "tag"
+    );
+    run_build(&env, &name).success();
+    env.cli().arg("verify").assert().success();
+    assert!(exported_skills(&env).contains(&name));
+
+    // A manifest widened beyond the policy's maxima is adopted only as far as validation:
+    // what the policy would lower is refused there, not run silently with less.
+    edit(&env, &name, "tool.yaml", |t| {
+        let mut m =
+            toolsmith::registry::manifest::Manifest::parse(&t, "tool.yaml").expect("manifest");
+        m.sandbox.limits.memory_mb = 8192;
+        m.to_yaml()
+    });
+    commit_by_hand(&env, &name, Form::V2, "more memory");
+    let out = env
+        .cli()
+        .args(["--json", "adopt", &name])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(1);
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("sandbox.limits.memory_mb = 8192") && err.contains("maximum"),
+        "{err}"
+    );
+}
+
+#[test]
+fn limits_above_the_policy_are_said_not_lowered_silently() {
+    let env = TestEnv::new();
+    let (id, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &id]).assert().success();
+    // A policy lowered since the tool was approved.
+    let default = include_str!("../policies/default.toml");
+    let policy = env.path().join("policy.toml");
+    assert!(default.contains("\nmemory_mb = 4096\n"));
+    std::fs::write(
+        &policy,
+        default.replace("\nmemory_mb = 4096\n", "\nmemory_mb = 256\n"),
+    )
+    .expect("policy");
+    let config = env.write_config(&format!("[generate]\npolicy = \"{}\"\n", policy.display()));
+    let out = env
+        .cli()
+        .arg("--config")
+        .arg(&config)
+        .args(["run", &name, "--param", "dir=core", "--workspace"])
+        .arg(workspace(&env))
+        .assert()
+        .success();
+    let err = stderr_of(&out);
+    assert!(
+        err.contains(&format!("toolsmith run: {name}: limit memory_mb"))
+            && err.contains("lowered to 256"),
+        "{err}"
+    );
+    let out = env
+        .cli()
+        .arg("--config")
+        .arg(&config)
+        .args(["--json", "verify"])
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains(&format!("tools/{name}")) && warnings.contains("memory_mb"),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn the_daemon_reports_a_hand_commit_with_a_recomputed_digest() {
+    use common::Daemon;
+    use common::tamper::{Form, commit_by_hand, edit};
+    let env = TestEnv::new();
+    let mut daemon = Daemon::start(&env, env.daemon_command());
+    let mut sub = daemon.connect();
+    let ack = sub.call(
+        1,
+        "events.subscribe",
+        serde_json::json!({"kinds": ["tool."]}),
+    );
+    assert_eq!(ack["result"]["subscribed"], true, "{ack}");
+    let (id, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &id]).assert().success();
+    edit(&env, &name, "run.sh", |t| format!("{t}\necho injected\n"));
+    commit_by_hand(&env, &name, Form::V2, "tweak");
+    let event = loop {
+        let event = sub.read();
+        if event["params"]["kind"] == "tool.invalid" {
+            break event;
+        }
+    };
+    assert_eq!(event["params"]["data"]["tool"], name.as_str(), "{event}");
+    let problem = event["params"]["data"]["problem"].to_string();
+    assert!(
+        problem.contains("run.sh changed") && problem.contains(&format!("toolsmith adopt {name}")),
+        "{problem}"
+    );
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit(), Some(0));
+}
+
+#[test]
+fn a_registry_from_before_the_binding_keeps_working() {
+    use toolsmith::generate::spec::ToolSpec;
+    use toolsmith::generate::template;
+    use toolsmith::registry::digest;
+    use toolsmith::registry::manifest::{Manifest, TestCounts, Validation};
+    use toolsmith::registry::repo::{Proposal, Registry};
+    let env = TestEnv::new();
+    // A version validated by an older toolsmith: its digest covers the files only.
+    let spec = ToolSpec::from_request(
+        "Build one package",
+        &[
+            "make build -C core".to_owned(),
+            "make build -C cli".to_owned(),
+        ],
+        &|_| false,
+    )
+    .expect("spec");
+    let mut files = template::generate(&spec, semver::Version::new(1, 0, 0)).expect("files");
+    let mut manifest = Manifest::parse(&files["tool.yaml"], "tool.yaml").expect("manifest");
+    manifest.validation = Some(Validation {
+        checks: vec!["manifest".into()],
+        tests: TestCounts {
+            passed: 1,
+            failed: 0,
+        },
+        runtime_ms: 1,
+        peak_memory_kb: None,
+        digest: digest::digest(&files),
+    });
+    files.insert("tool.yaml".into(), manifest.to_yaml());
+    let name = manifest.name.clone();
+    {
+        let registry = Registry::open_or_init(&registry_dir(&env)).expect("registry");
+        registry
+            .propose(&Proposal {
+                candidate: "c-0ld0ld0ld0ld".into(),
+                files,
+                why: "made by an older toolsmith".into(),
+                trailers: Vec::new(),
+            })
+            .expect("propose");
+    }
+    env.cli()
+        .args(["approve", "c-0ld0ld0ld0ld"])
+        .assert()
+        .success();
+    let manifest =
+        std::fs::read_to_string(registry_dir(&env).join(format!("tools/{name}/tool.yaml")))
+            .expect("manifest");
+    assert!(manifest.contains("digest: sha256:"), "{manifest}");
+    env.cli().arg("verify").assert().success();
+    run_build(&env, &name).success();
+
+    // A registry without a ledger (made before it existed, or cloned with git) starts one from
+    // the tags it holds: its approved tools stay valid; a tag made by hand afterwards is not.
+    let ledger = registry_dir(&env).join(".git/toolsmith-ledger");
+    assert!(ledger.exists());
+    std::fs::remove_file(&ledger).expect("rm ledger");
+    env.cli().arg("verify").assert().success();
+    assert!(ledger.exists(), "started again");
+    run_build(&env, &name).success();
+    git(
+        &env,
+        &["tag", "-a", "-m", "by hand", &format!("{name}/v9.0.0")],
+    );
+    let (code, problems) = verify_problems(&env);
+    assert_eq!(code, 1);
+    assert!(
+        problems.contains("not made or received by toolsmith"),
+        "{problems}"
+    );
+}
+
 /// Asks for a tool sorting a file (`sort notes.txt`, `sort todo.txt`: no value of its path
 /// ever began with `-`) and approves it; its name, and a workspace with `notes.txt`.
 fn sort_tool(env: &TestEnv) -> (String, PathBuf) {

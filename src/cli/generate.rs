@@ -1,5 +1,5 @@
-//! `toolsmith generate`, `toolsmith new`, `toolsmith candidates` and `toolsmith show`: making
-//! candidates now, and looking at them.
+//! `toolsmith generate`, `toolsmith new`, `toolsmith heal`, `toolsmith adopt`, `toolsmith
+//! candidates` and `toolsmith show`: making candidates now, and looking at them.
 //!
 //! `generate` and `new` ask the daemon when one runs on this state directory (it is the
 //! store's one writer); otherwise they run the generation loop in this process, on a small
@@ -223,6 +223,22 @@ pub(super) fn heal(
         Job::Heal {
             tool: name.to_owned(),
             manual: true,
+        },
+    )?;
+    print_report(cli, &report, true, out, style)
+}
+
+/// `toolsmith adopt NAME`.
+pub(super) fn adopt(
+    cli: &Cli,
+    name: &str,
+    out: &mut impl Write,
+    style: Style,
+) -> Result<(), Failure> {
+    let report = run_job(
+        cli,
+        Job::Adopt {
+            tool: name.to_owned(),
         },
     )?;
     print_report(cli, &report, true, out, style)

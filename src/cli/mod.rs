@@ -201,10 +201,19 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
-    /// Check every tag and every tool on main against its manifest and digest.
+    /// Check every tag and every tool on main: its manifest and digest, and that main holds
+    /// what its version's tag approved.
     Verify,
     /// Revert the commit that brought a tool's current version (a new commit on main).
     Rollback {
+        /// The tool.
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// Make a candidate of a tool whose files on main were changed without review (a commit by
+    /// hand): validated in the sandbox as they are, then proposed for review, with the diff
+    /// against the version approved last. Approving it makes main an approved version again.
+    Adopt {
         /// The tool.
         #[arg(value_name = "NAME")]
         name: String,
@@ -475,6 +484,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Schedule => health::schedule(cli, &mut out, style),
         Command::Demo { dir } => demo::demo(cli, dir.as_deref(), &mut out, style),
         Command::Rollback { name } => registry::rollback(cli, name, &mut out),
+        Command::Adopt { name } => generate::adopt(cli, name, &mut out, style),
         Command::Deprecate {
             name,
             replaced_by,

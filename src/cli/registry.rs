@@ -1,5 +1,5 @@
 //! The registry commands: `review`, `approve`, `reject`, `tools`, `run`, `verify`, `rollback`,
-//! `deprecate`. They work on the git registry directly (git's own locks keep them safe beside
+//! `deprecate`, `sync`, `export skills`. They work on the git registry directly (git's own locks keep them safe beside
 //! the daemon) and record decisions in the store when there is one.
 
 use std::io::Write;
@@ -286,11 +286,7 @@ pub(super) fn run(
             .map_err(|e| Failure::new(ExitCode::Usage, format!("{name}: {e}")))?;
         params.extend(pairs);
     }
-    let policy = match &config.generate.policy.value {
-        Some(path) => SandboxPolicy::load(path)
-            .map_err(|e| Failure::new(ExitCode::InvalidConfig, e.to_string()))?,
-        None => SandboxPolicy::default(),
-    };
+    let policy = sandbox_policy(&config)?;
     let request = RunRequest {
         name: name.to_owned(),
         params,
@@ -327,6 +323,7 @@ pub(super) fn run(
                 "stdout": text(&report.stdout.bytes),
                 "stderr": text(&report.stderr.bytes),
                 "output": parsed,
+                "warnings": report.warnings,
             }),
         )?;
     } else {
@@ -334,6 +331,10 @@ pub(super) fn run(
         output::pass_through(&mut stdout, &report.stdout.bytes)?;
         let mut stderr = std::io::stderr().lock();
         stderr.write_all(&report.stderr.bytes)?;
+        // Never silent: a limit the policy lowered, a layer missing here.
+        for warning in &report.warnings {
+            writeln!(stderr, "toolsmith run: {name}: {warning}")?;
+        }
         if let Some(limit) = report.limit {
             writeln!(
                 stderr,
@@ -345,15 +346,49 @@ pub(super) fn run(
     Ok(report.exit.status())
 }
 
+/// The sandbox policy runs are under: `generate.policy`, else the built-in one.
+fn sandbox_policy(config: &Config) -> Result<SandboxPolicy, Failure> {
+    match &config.generate.policy.value {
+        Some(path) => SandboxPolicy::load(path)
+            .map_err(|e| Failure::new(ExitCode::InvalidConfig, e.to_string())),
+        None => Ok(SandboxPolicy::default()),
+    }
+}
+
 /// `toolsmith verify`.
 pub(super) fn verify(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
-    let Opened { registry, .. } = open(cli)?;
+    let Opened {
+        config, registry, ..
+    } = open(cli)?;
     let report = registry.verify()?;
+    // Valid tools asking for more than the policy allows run with less (validation refuses
+    // such a profile now; an older version, or a policy lowered since, can still hold one).
+    let policy = sandbox_policy(&config)?;
+    let mut warnings = Vec::new();
+    for entry in registry.tools()?.iter().filter(|e| e.problem.is_none()) {
+        if let Some(m) = registry.listed_manifest(entry) {
+            let above = policy.above_max(&m.sandbox.limits);
+            if !above.is_empty() {
+                warnings.push(format!(
+                    "main: tools/{}: {} above the policy's maxima ({}): it runs with the \
+                     maxima; lower its limits in a new version, or raise [sandbox.max]",
+                    entry.name,
+                    above.join(", "),
+                    policy.file
+                ));
+            }
+        }
+    }
     if cli.json {
-        output::json(out, &json!(report))?;
+        let mut value = json!(report);
+        value["warnings"] = json!(warnings);
+        output::json(out, &value)?;
     } else {
         for p in &report.problems {
             writeln!(out, "{}", style.bad(p))?;
+        }
+        for w in &warnings {
+            writeln!(out, "{}", style.warn(w))?;
         }
         writeln!(
             out,
@@ -511,7 +546,7 @@ pub(super) fn export_skills(
         if entry.deprecated || entry.problem.is_some() {
             continue;
         }
-        if let Some(m) = registry.tool(&entry.name)?.manifest {
+        if let Some(m) = registry.listed_manifest(&entry) {
             active.push(m);
         }
     }

@@ -222,7 +222,8 @@ fn no_params(method: &str, params: &Value) -> Result<(), RpcError> {
 }
 
 /// What `generate.run` is asked: nothing (the pending work), `"pending"`,
-/// `{"pattern": ID}` or `{"request": {"text": …, "examples": […]}}`.
+/// `{"pattern": ID}`, `{"request": {"text": …, "examples": […]}}`, `{"heal": {"tool": …,
+/// "manual": …}}` or `{"adopt": {"tool": …}}`.
 fn generate_job(params: &Value) -> Result<crate::generate::pipeline::Job, RpcError> {
     use crate::generate::pipeline::Job;
     match params {
@@ -232,8 +233,8 @@ fn generate_job(params: &Value) -> Result<crate::generate::pipeline::Job, RpcErr
             RpcError::invalid_params(
                 "generate.run",
                 format!(
-                    "{e}; give nothing, {{\"pattern\": ID}} or {{\"request\": {{\"text\": \
-                     WHAT, \"examples\": [CMD, …]}}}}"
+                    "{e}; give nothing, {{\"pattern\": ID}}, {{\"request\": {{\"text\": \
+                     WHAT, \"examples\": [CMD, …]}}}} or {{\"adopt\": {{\"tool\": NAME}}}}"
                 ),
             )
         }),

@@ -113,7 +113,8 @@ pub struct Candidate {
     pub id: String,
     /// The tool's name.
     pub tool: String,
-    /// Why it is made: `mined-sequence`, `error-recovery`, `slow-operation`, `request`, `heal`.
+    /// Why it is made: `mined-sequence`, `error-recovery`, `slow-operation`, `request`, `heal`,
+    /// `adopt`.
     pub origin: String,
     /// The pattern it comes from, for mined ones.
     pub pattern: Option<String>,
@@ -279,12 +280,21 @@ pub fn made_version(
 
 /// The open (not final) repair of a tool, if any: a tool is repaired once at a time.
 pub fn open_repair(conn: &Connection, tool: &str) -> Result<Option<Candidate>, CandidateError> {
+    open_for_tool(conn, tool, "heal")
+}
+
+/// The open (not final) candidate of `origin` for a tool, if any.
+pub fn open_for_tool(
+    conn: &Connection,
+    tool: &str,
+    origin: &str,
+) -> Result<Option<Candidate>, CandidateError> {
     Ok(conn
         .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM candidates WHERE tool = ?1 AND origin = 'heal'
+            "SELECT {COLUMNS} FROM candidates WHERE tool = ?1 AND origin = ?2
              AND state NOT IN ('approved', 'rejected', 'failed') ORDER BY rowid DESC LIMIT 1"
         ))?
-        .query_row([tool], row)
+        .query_row([tool, origin], row)
         .optional()?)
 }
 

@@ -203,6 +203,24 @@ pub enum Job {
         /// Whether a person asked (`toolsmith heal`) rather than the scheduled health check.
         manual: bool,
     },
+    /// Make a candidate of a registered tool's files as they are on `main`, when they are not
+    /// an approved version (see [`Generator::adopt`]).
+    Adopt {
+        /// The tool.
+        tool: String,
+    },
+}
+
+/// The origin of a candidate made by [`Generator::adopt`].
+pub const ADOPT: &str = "adopt";
+
+/// What a proposal's commit says besides its files: why it was made, its trailers, and
+/// whether a policy rule may approve it without a person.
+#[derive(Debug, Clone)]
+struct Pitch {
+    why: String,
+    trailers: Vec<(String, String)>,
+    auto: bool,
 }
 
 /// Why a run could not go on. A candidate that fails is not an error: it ends `failed` with
@@ -224,6 +242,9 @@ pub enum GenerateError {
     /// A repair cannot be made (what to do is in the text).
     #[error("{0}")]
     Heal(String),
+    /// A tool cannot be adopted (what to do is in the text).
+    #[error("{0}")]
+    Adopt(String),
     /// A request only a model can write, and none is configured.
     #[error(
         "`toolsmith new` without --example needs the LLM backend: set generate.backend = \
@@ -568,8 +589,137 @@ impl Generator {
                 let c = self.heal(&tool, manual).await?;
                 report.candidates.push(CandidateReport::from(&c));
             }
+            Job::Adopt { tool } => {
+                let c = self.adopt(&tool).await?;
+                report.candidates.push(CandidateReport::from(&c));
+            }
         }
         Ok(report)
+    }
+
+    /// Makes a candidate of `tool`'s files as they are on `main` when they are not an approved
+    /// version (committed by hand, a manifest widened, a tag missing): the files are taken as
+    /// they are — the manifest's profile too, never rewritten — validated in the sandbox like
+    /// any candidate's, and proposed for review, where the diff is against the version approved
+    /// last. Approving it tags those files, and `main` is an approved version again. A policy
+    /// rule never approves it: a person does.
+    pub async fn adopt(&self, tool: &str) -> Result<Candidate, GenerateError> {
+        let Some(dir) = self.registry_dir.clone() else {
+            return Err(GenerateError::Adopt(
+                "no registry to adopt tools from".into(),
+            ));
+        };
+        let name = tool.to_owned();
+        let found = tokio::task::spawn_blocking(move || {
+            let registry = Registry::open(&dir)?;
+            registry.reconcile()?;
+            registry.unapproved(&name)
+        })
+        .await
+        .map_err(|e| GenerateError::Adopt(format!("reading {tool} failed: {e}")))?
+        .map_err(|e| GenerateError::Adopt(e.to_string()))?;
+        let t = tool.to_owned();
+        if let Some(open) = self
+            .db(move |conn| candidates::open_for_tool(conn, &t, ADOPT))
+            .await?
+        {
+            return Err(GenerateError::Adopt(format!(
+                "{tool} is being adopted already: candidate {} is {} (`toolsmith show {}`)",
+                open.id, open.state, open.id
+            )));
+        }
+        let mut files = found.files;
+        for name in files.keys() {
+            super::staging::check_name(name).map_err(|e| {
+                GenerateError::Adopt(format!(
+                    "tools/{tool}/{name} cannot be part of a candidate: {e}; rename it, or roll \
+                     the tool back (`toolsmith rollback {tool}`)"
+                ))
+            })?;
+        }
+        let text = files.get(manifest::FILE_NAME).cloned().unwrap_or_default();
+        let mut manifest =
+            Manifest::parse(&text, &format!("tools/{tool}/tool.yaml")).map_err(|e| {
+                GenerateError::Adopt(format!(
+                    "{e}; a candidate needs a manifest that reads: fix it on main, or roll the \
+                     tool back (`toolsmith rollback {tool}`)"
+                ))
+            })?;
+        if manifest.name != tool {
+            return Err(GenerateError::Adopt(format!(
+                "tools/{tool}/tool.yaml names the tool `{}`; a tool's directory and name must \
+                 match",
+                manifest.name
+            )));
+        }
+        // Validation writes the record; what wrote the files is a person. The profile (the
+        // interface, the runtime and the sandbox) stays as it is: it is what is validated and
+        // what the reviewer sees.
+        manifest.validation = None;
+        manifest.provenance.generator = "human".into();
+        files.insert(manifest::FILE_NAME.to_owned(), manifest.to_yaml());
+        let version = manifest.version.clone();
+        let new = NewCandidate {
+            tool: tool.to_owned(),
+            origin: ADOPT.to_owned(),
+            pattern: None,
+            request: None,
+        };
+        let v = version.to_string();
+        let c = self
+            .db(move |conn| {
+                let c = candidates::create(conn, &new)?;
+                candidates::set_version(conn, &c.id, &v)?;
+                candidates::get(conn, &c.id)
+            })
+            .await?;
+        self.publish("candidate.proposed", &c, json!({"origin": ADOPT}));
+        let c = self
+            .transition(&c.id, State::Generating, Some("adopted from main".into()))
+            .await?;
+        let staging = Staging::new(&self.state_dir, &c.id);
+        let (outcome, attempt) = match self.attempt(&c, &staging, files, "human", &version).await {
+            Ok(done) => done,
+            Err(GenerateError::Cancelled) => return Err(GenerateError::Cancelled),
+            Err(e) => return self.fail(&c.id, e.to_string()).await,
+        };
+        if !outcome.passed() {
+            let reason = format!(
+                "{}; see `toolsmith show {} --attempts`; fix the files on main and adopt again, or \
+                 roll the tool back (`toolsmith rollback {tool}`)",
+                outcome.summary(),
+                c.id
+            );
+            return self.fail(&c.id, reason).await;
+        }
+        let compared = match &found.approved {
+            Some(tag) => format!(" The review diff is against {tag}, the version approved last."),
+            None => " No version of it was approved before.".to_owned(),
+        };
+        let pitch = Pitch {
+            why: format!(
+                "Adopted from main ({}): tools/{tool} there is not an approved version: {}. \
+                 These are its files as they are on main, validated in the sandbox; approving \
+                 them makes main an approved version again.{compared}",
+                &found.main[..12.min(found.main.len())],
+                found.problem
+            ),
+            trailers: vec![
+                ("Origin".into(), ADOPT.into()),
+                ("Adopted-from".into(), found.main.clone()),
+                (
+                    "Tests".into(),
+                    format!(
+                        "{} passed, {} failed in the sandbox",
+                        outcome.tests.passed, outcome.tests.failed
+                    ),
+                ),
+                ("Generator".into(), "human".into()),
+            ],
+            auto: false,
+        };
+        self.accept(&c, &staging, attempt, &outcome, None, Some(pitch))
+            .await
     }
 
     /// Makes a repair of `tool`'s version on `main` and takes it through validation to review,
@@ -951,6 +1101,14 @@ impl Generator {
     /// Generates a candidate found waiting in `proposed` (new, or put back after an
     /// interruption) from its saved spec, or from its pattern when the spec was lost.
     async fn resume(&self, c: Candidate) -> Result<Candidate, GenerateError> {
+        if c.origin == ADOPT {
+            // Its files were main's at the time: taken again, not from an old copy.
+            let why = format!(
+                "interrupted before it was proposed; adopt it again: `toolsmith adopt {}`",
+                c.tool
+            );
+            return self.transition(&c.id, State::Failed, Some(why)).await;
+        }
         let mut spec = Staging::new(&self.state_dir, &c.id).spec();
         if spec.is_none()
             && let Some(pid) = c.pattern.clone()
@@ -987,10 +1145,13 @@ impl Generator {
     async fn process(
         &self,
         c: Candidate,
-        spec: ToolSpec,
+        mut spec: ToolSpec,
         version: semver::Version,
         known: &[Known],
     ) -> Result<Candidate, GenerateError> {
+        // The profile a generator writes fits the policy: validation refuses one above its
+        // maxima (a slow habit's wall limit is three times its duration, unbounded by it).
+        spec.sandbox.limits = self.validator.sandbox_policy.clamp(spec.sandbox.limits).0;
         let staging = Staging::new(&self.state_dir, &c.id);
         // Held until this returns, however it returns: while it is held the candidate is this
         // process's; once the process is gone, whoever runs next resumes it.
@@ -1070,7 +1231,7 @@ impl Generator {
             .attempt(c, staging, files, template::generator_of(spec), version)
             .await?;
         if outcome.passed() {
-            self.accept(c, staging, attempt, &outcome, note).await
+            self.accept(c, staging, attempt, &outcome, note, None).await
         } else {
             // The generator is deterministic: another attempt would write the same files.
             let reason = format!(
@@ -1144,6 +1305,7 @@ impl Generator {
     }
 
     /// Writes the validation into the attempt's manifest and puts the candidate up for review.
+    /// What the proposal says comes from the candidate's spec unless `pitch` says it.
     async fn accept(
         &self,
         c: &Candidate,
@@ -1151,6 +1313,7 @@ impl Generator {
         attempt: u32,
         outcome: &Outcome,
         note: Option<String>,
+        pitch: Option<Pitch>,
     ) -> Result<Candidate, GenerateError> {
         if let Some(mut manifest) = outcome.manifest.clone() {
             manifest.validation = outcome.validation.clone();
@@ -1161,23 +1324,34 @@ impl Generator {
             reason = format!("{reason}; {note}");
         }
         if let Some(dir) = self.registry_dir.clone() {
-            let spec = staging.spec();
+            let pitch = pitch.unwrap_or_else(|| {
+                let spec = staging.spec();
+                Pitch {
+                    why: spec.as_ref().map(why_made).unwrap_or_default(),
+                    trailers: spec
+                        .as_ref()
+                        .map(|s| {
+                            let generator = outcome
+                                .manifest
+                                .as_ref()
+                                .map(|m| m.provenance.generator.as_str());
+                            proposal_trailers(s, outcome, generator)
+                        })
+                        .unwrap_or_default(),
+                    auto: true,
+                }
+            });
             let proposal = Proposal {
                 candidate: c.id.clone(),
                 files: staging.files(attempt),
-                why: spec.as_ref().map(why_made).unwrap_or_default(),
-                trailers: spec
-                    .as_ref()
-                    .map(|s| {
-                        let generator = outcome
-                            .manifest
-                            .as_ref()
-                            .map(|m| m.provenance.generator.as_str());
-                        proposal_trailers(s, outcome, generator)
-                    })
-                    .unwrap_or_default(),
+                why: pitch.why,
+                trailers: pitch.trailers,
             };
-            let auto = self.auto_approval.clone();
+            let auto = if pitch.auto {
+                self.auto_approval.clone()
+            } else {
+                AutoApproval::default()
+            };
             let manifest = outcome.manifest.clone();
             let proposed = tokio::task::spawn_blocking(move || {
                 let registry = Registry::open_or_init(&dir)?;
@@ -1330,7 +1504,7 @@ impl Generator {
                     let (outcome, n) = self.attempt(c, staging, files, &generator, version).await?;
                     staging.write_reply(n, &completion.text)?;
                     if outcome.passed() {
-                        return self.accept(c, staging, n, &outcome, None).await;
+                        return self.accept(c, staging, n, &outcome, None, None).await;
                     }
                     last = format!("attempt {n}: {}", outcome.summary());
                     outcome.diagnostics(&generator).failures()

@@ -208,14 +208,14 @@ impl Inner {
                 tools.push(tool.clone());
                 continue;
             }
-            match catalog.registry.tool(&entry.name).map(|e| e.manifest) {
-                Ok(Some(manifest)) => {
+            // The entry was checked (digest, approval) by the listing; a call checks again.
+            match catalog.registry.listed_manifest(entry) {
+                Some(manifest) => {
                     let tool = mcp_tool(&manifest);
                     definitions.insert(entry.name.clone(), (entry.tree.clone(), tool.clone()));
                     tools.push(tool);
                 }
-                Ok(None) => {}
-                Err(e) => tracing::warn!("{} is not listed: {e}", entry.name),
+                None => tracing::warn!("{} is not listed: its manifest does not read", entry.name),
             }
         }
         tools.push(search_tool(ranked.len(), listing.hidden));
@@ -253,7 +253,7 @@ impl Inner {
         let ranked: Vec<&ToolEntry> = catalog.ranked.iter().collect();
         let found: Vec<Value> = catalog::search(&ranked, query, limit)
             .into_iter()
-            .filter_map(|entry| catalog.registry.tool(&entry.name).ok()?.manifest)
+            .filter_map(|entry| catalog.registry.listed_manifest(entry))
             .map(|m| {
                 json!({
                     "name": m.name,

@@ -338,7 +338,8 @@ pub struct Validation {
     /// Peak memory of a test run, KiB, when measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_memory_kb: Option<u64>,
-    /// `sha256:<hex>` of the tool's files other than this manifest (see `registry::digest`).
+    /// `sha256v2:<hex>` of the manifest's profile and the tool's files other than this manifest
+    /// and the README (`sha256:<hex>`, files only, in older registries); see `registry::digest`.
     pub digest: String,
 }
 
@@ -587,13 +588,12 @@ impl Manifest {
             ));
         }
         if let Some(v) = &self.validation
-            && !(v.digest.starts_with("sha256:")
-                && v.digest.len() == 7 + 64
-                && v.digest[7..].bytes().all(|b| b.is_ascii_hexdigit()))
+            && super::digest::form(&v.digest).is_none()
         {
             return Err(invalid(
                 "validation.digest",
-                "must be `sha256:` and 64 hex digits".into(),
+                "must be `sha256v2:` (or, from older registries, `sha256:`) and 64 hex digits"
+                    .into(),
             ));
         }
         if let Some(d) = &self.deprecated

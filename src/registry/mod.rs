@@ -1,9 +1,11 @@
 //! The registry: approved tools in a git repository, and the manifest format they are
 //! described by.
 //!
+//! - [`approval`]: the binding of `main` to what was approved (each version's annotated tag);
 //! - [`auto`]: auto-approval, only by explicit policy rules;
 //! - [`manifest`]: `tools/<name>/tool.yaml`, read as untrusted input;
-//! - [`digest`]: the digest of a tool version's files;
+//! - [`digest`]: the digest of a tool version's profile and files;
+//! - [`ledger`]: the tags and proposals toolsmith made or received;
 //! - [`repo`]: the git repository — proposals, approval, rejection, rollback, deprecation,
 //!   verification, and what a crash or plain git left behind;
 //! - [`review`]: approval and rejection recorded in git and in the store;
@@ -12,9 +14,11 @@
 //! - [`versions`]: semantic versions from the interface diff;
 //! - [`index`]: `TOOLS.md`, rewritten with every change.
 
+pub mod approval;
 pub mod auto;
 pub mod digest;
 pub mod index;
+pub mod ledger;
 pub mod manifest;
 pub mod repo;
 pub mod review;

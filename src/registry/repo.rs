@@ -31,6 +31,7 @@ fn remove_empty_dirs(dir: &Path) {
 use serde::Serialize;
 
 use super::index::{self, Row};
+use super::ledger::{Kind, Known};
 use super::manifest::{self, Manifest};
 use super::versions::{self, Bump};
 
@@ -45,8 +46,17 @@ const REVIEW_PREFIX: &str = "refs/heads/review/";
 pub const REJECTED_PREFIX: &str = "refs/toolsmith/rejected/";
 /// The journal of a move of `main` under way, inside the git directory.
 const JOURNAL: &str = "toolsmith-landing.json";
-/// The cache of `tools()`, inside the git directory: entries by tool name and tree id.
-const LISTING_CACHE: &str = "toolsmith-tools.cache";
+/// The cache of `tools()`, inside the git directory: entries by tool name and tree id (what
+/// depends on the tree alone: the manifest, the files' kinds, the digest). The name changed
+/// when the digest joined the entry: lines of an older toolsmith are not read.
+const LISTING_CACHE: &str = "toolsmith-tools-v2.cache";
+/// The cache of the trees tags approved, inside the git directory: `<tag object> <tool>
+/// <tree>` (`-` when the tag names no such tool, `lightweight` for a lightweight tag). A tag
+/// object never changes, so neither does its line. Read by listings only: what runs and what
+/// `verify` reports are read from git.
+pub(super) const APPROVED_CACHE: &str = "toolsmith-approved.cache";
+/// The remote whose tags approve too (`toolsmith sync` fetches its tags beside ours).
+pub(super) const REMOTE_TAGS: &str = "refs/remotes/origin/tags/";
 /// The lock toolsmith processes take turns on, inside the git directory.
 const LOCK: &str = "toolsmith.lock";
 
@@ -286,6 +296,8 @@ struct Journal {
 pub struct Registry {
     pub(super) repo: Repository,
     root: PathBuf,
+    /// The ledger as last read, with the file's identity then (read again when it changed).
+    pub(super) known_cache: super::approval::KnownCache,
 }
 
 impl std::fmt::Debug for Registry {
@@ -339,11 +351,11 @@ fn message(subject: &str, body: &[String], trailers: &[(String, String)]) -> Str
     text
 }
 
-fn tag_name(name: &str, version: &str) -> String {
+pub(super) fn tag_name(name: &str, version: &str) -> String {
     format!("{name}/v{version}")
 }
 
-fn tool_path(name: &str) -> String {
+pub(super) fn tool_path(name: &str) -> String {
     format!("tools/{name}")
 }
 
@@ -381,6 +393,7 @@ impl Registry {
         let registry = Registry {
             repo,
             root: dir.to_owned(),
+            known_cache: Default::default(),
         };
         registry.check_format()?;
         Ok(registry)
@@ -406,6 +419,7 @@ impl Registry {
         let registry = Registry {
             repo,
             root: dir.to_owned(),
+            known_cache: Default::default(),
         };
         let mut files: BTreeMap<String, Vec<u8>> = TEMPLATE
             .iter()
@@ -528,18 +542,58 @@ impl Registry {
             .map(|e| e.id())
     }
 
-    /// The files of a tool's tree, by path inside it; every file must be UTF-8 text.
-    fn tool_files(&self, name: &str, tree: Oid) -> Result<BTreeMap<String, String>, RegistryError> {
+    /// The files of a tool's tree, by path inside it. Every entry must be a regular file (mode
+    /// 100644 or 100755) of UTF-8 text, or a directory of them: a symbolic link (it could point
+    /// anywhere on the host), a submodule (a gitlink names another repository's commit) or a
+    /// `.git…` file (attributes that would change the bytes git checks out, modules, ignore
+    /// rules) is refused, wherever it is in the tool.
+    pub(super) fn tool_files(
+        &self,
+        name: &str,
+        tree: Oid,
+    ) -> Result<BTreeMap<String, String>, RegistryError> {
         let tree = self.git("read a tool's tree", self.repo.find_tree(tree))?;
         let mut files = BTreeMap::new();
-        let mut problem = None;
+        let mut problems: Vec<String> = Vec::new();
         self.git(
             "walk a tool's tree",
             tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
-                if entry.kind() != Some(ObjectType::Blob) {
-                    return git2::TreeWalkResult::Ok;
+                let path = format!("{dir}{}", String::from_utf8_lossy(entry.name_bytes()));
+                let base = String::from_utf8_lossy(entry.name_bytes()).into_owned();
+                if base.starts_with(".git") {
+                    problems.push(format!(
+                        "{path} is a git control file, which is never part of a tool (it would \
+                         change what git checks out or where it looks)"
+                    ));
+                    return git2::TreeWalkResult::Skip;
                 }
-                let path = format!("{dir}{}", entry.name().unwrap_or_default());
+                let mode = entry.filemode();
+                match entry.kind() {
+                    Some(ObjectType::Tree) => return git2::TreeWalkResult::Ok,
+                    Some(ObjectType::Blob) if mode == 0o100644 || mode == 0o100755 => {}
+                    Some(ObjectType::Blob) if mode == 0o120000 => {
+                        problems.push(format!(
+                            "{path} is a symbolic link: a tool's files must be regular files (a \
+                             link could point anywhere on the host)"
+                        ));
+                        return git2::TreeWalkResult::Ok;
+                    }
+                    Some(ObjectType::Commit) => {
+                        problems.push(format!(
+                            "{path} is a submodule (a gitlink to commit {}): a tool's files must \
+                             be regular files",
+                            entry.id()
+                        ));
+                        return git2::TreeWalkResult::Ok;
+                    }
+                    _ => {
+                        problems.push(format!(
+                            "{path} is not a regular file (mode {mode:o}): a tool's files must be \
+                             regular files"
+                        ));
+                        return git2::TreeWalkResult::Ok;
+                    }
+                }
                 match entry
                     .to_object(&self.repo)
                     .ok()
@@ -549,15 +603,15 @@ impl Registry {
                     Some(Ok(text)) => {
                         files.insert(path, text);
                     }
-                    _ => problem = Some(format!("{path} is not UTF-8 text")),
+                    _ => problems.push(format!("{path} is not UTF-8 text")),
                 }
                 git2::TreeWalkResult::Ok
             }),
         )?;
-        if let Some(problem) = problem {
+        if !problems.is_empty() {
             return Err(RegistryError::Invalid {
                 name: name.to_owned(),
-                problem,
+                problem: problems.join("; "),
             });
         }
         Ok(files)
@@ -791,6 +845,9 @@ impl Registry {
             self.repo.commit(None, &sig, &sig, &msg, &tree, &[&main]),
         )?;
         let branch = format!("review/{name}/{version}");
+        // In the ledger before the branch exists: a branch merged into main is taken for an
+        // approval only when toolsmith made (or received) its proposal.
+        self.record(&[(Kind::Proposal, commit, format!("refs/heads/{branch}"))])?;
         self.git(
             &format!("create {branch}"),
             self.repo.reference(
@@ -886,21 +943,54 @@ impl Registry {
         }
     }
 
-    /// The diff a proposal makes against `main`, as a unified patch.
+    /// The diff a proposal makes against `main`, as a unified patch. When the tool on `main`
+    /// is not an approved version (changed without review), the diff is against the version
+    /// approved last instead — so that what was never reviewed is shown — after a line saying
+    /// so.
     pub fn review_diff(&self, review: &Review) -> Result<String, RegistryError> {
         let oid = self.git("read the proposal", Oid::from_str(&review.commit))?;
         let commit = self.git("read the proposal", self.repo.find_commit(oid))?;
         let main = self.main_commit()?;
-        let old = self.git("read main", main.tree())?;
+        let main_tree = self.git("read main", main.tree())?;
         let new = self.git("read the proposal", commit.tree())?;
+        let path = tool_path(&review.name);
+        let mut text = String::new();
+        let old = match self.subtree_id(&main_tree, &path) {
+            Some(on_main) => {
+                let version = self
+                    .manifest_in(&main_tree, &review.name)
+                    .map(|m| m.version.to_string());
+                let approved = version.as_deref().is_some_and(|v| {
+                    self.check_approved(&review.name, v, on_main, &self.known(), None)
+                        .is_ok()
+                });
+                if approved {
+                    main_tree
+                } else {
+                    let base = self.approved_base(&review.name, version.as_deref());
+                    text.push_str(&match &base {
+                        Some((tag, _)) => format!(
+                            "# {path} on main was changed without review: the diff is against \
+                             the version approved as {tag}\n"
+                        ),
+                        None => format!(
+                            "# {path} on main was never approved: the diff is against no tool \
+                             at all\n"
+                        ),
+                    });
+                    let id = self.with_tool(&main_tree, &review.name, base.map(|b| b.1), None)?;
+                    self.git("read the approved version", self.repo.find_tree(id))?
+                }
+            }
+            None => main_tree,
+        };
         let mut opts = git2::DiffOptions::new();
-        opts.pathspec(tool_path(&review.name));
+        opts.pathspec(path);
         let diff = self.git(
             "diff the proposal",
             self.repo
                 .diff_tree_to_tree(Some(&old), Some(&new), Some(&mut opts)),
         )?;
-        let mut text = String::new();
         self.git(
             "print the diff",
             diff.print(git2::DiffFormat::Patch, |_, _, line| {
@@ -954,6 +1044,18 @@ impl Registry {
             return Err(RegistryError::TagExists(tag));
         }
         let oid = self.git("read the proposal", Oid::from_str(&review.commit))?;
+        if !self.known().contains(oid) {
+            return Err(RegistryError::Invalid {
+                name: review.name.clone(),
+                problem: format!(
+                    "{} was not proposed by toolsmith (its commit was made with git, and never \
+                     validated): reject it (`toolsmith reject {} --reason …`); toolsmith \
+                     proposes only what passed validation (`toolsmith adopt {}` makes a \
+                     candidate of files committed on main)",
+                    review.branch, review.branch, review.name
+                ),
+            });
+        }
         let proposed = self.git("read the proposal", self.repo.find_commit(oid))?;
         let proposed_tree = self.git("read the proposal", proposed.tree())?;
         let base = self.git("read the proposal's base", proposed.parent(0))?;
@@ -1066,7 +1168,21 @@ impl Registry {
             let object = self.git("read the commit", self.repo.find_object(commit, None))?;
             let tagger = self.tagger(approver)?;
             let msg = format!("{name} {version}\n\nApproved-by: {approver}\n");
-            match self.repo.tag(&tag, &object, &tagger, &msg, false) {
+            // The tag object first, then the ledger, then the ref: a tag ref toolsmith made is
+            // always in the ledger (a crash in between leaves an unreferenced object).
+            let tag_object = self.git(
+                &format!("create tag {tag}"),
+                self.repo
+                    .tag_annotation_create(&tag, &object, &tagger, &msg),
+            )?;
+            let refname = format!("refs/tags/{tag}");
+            self.record(&[(Kind::Tag, tag_object, refname.clone())])?;
+            match self.repo.reference(
+                &refname,
+                tag_object,
+                false,
+                &format!("toolsmith: tag {tag}"),
+            ) {
                 Ok(_) => {}
                 Err(e) if e.code() == ErrorCode::Exists => {}
                 Err(e) => return Err(self.git(&format!("create tag {tag}"), Err(e))?),
@@ -1477,10 +1593,17 @@ impl Registry {
             }
             let _ = std::fs::remove_file(&file);
         }
+        self.start_ledger()?;
+        let known = self.known();
         let main = self.main_commit()?;
         let main_tree = self.git("read main", main.tree())?;
         for review in self.reviews()? {
             let oid = self.git("read a proposal", Oid::from_str(&review.commit))?;
+            if !known.contains(oid) {
+                // A branch made with git: merging it approves nothing (the tool on main is
+                // refused until its files are reviewed), and it stays for `toolsmith reject`.
+                continue;
+            }
             let merged = oid == main.id()
                 || self
                     .repo
@@ -1594,8 +1717,9 @@ impl Registry {
         None
     }
 
-    /// The tools on `main`, by name; a tool whose manifest does not read is listed with its
-    /// problem.
+    /// The tools on `main`, by name; a tool that cannot be run — its manifest does not read,
+    /// a file is not a regular file, its files do not match its digest, or its directory is not
+    /// what its version's tag approved — is listed with its problem.
     pub fn tools(&self) -> Result<Vec<ToolEntry>, RegistryError> {
         let main = self.main_commit()?;
         let tree = self.git("read main", main.tree())?;
@@ -1661,9 +1785,26 @@ impl Registry {
                 let _ = f.write_all(fresh_lines.as_bytes());
             }
         }
+        // Then what depends on more than the tree, never cached with it: whether main's tree is
+        // what the version's tag approved (what a tag approved is remembered, by tag object).
+        let known = self.known();
+        let mut memo = super::approval::Memo::load(self);
+        for e in out.iter_mut().filter(|e| e.problem.is_none()) {
+            let (Some(version), Ok(tree)) = (e.version.clone(), Oid::from_str(&e.tree)) else {
+                continue;
+            };
+            if let Err(problem) = self.bind(&e.name, &version, tree, &known, Some(&mut memo)) {
+                e.problem = Some(problem);
+                e.params = None;
+            }
+        }
+        memo.save(self.repo.path());
         Ok(out)
     }
 
+    /// A tool's entry from its tree alone: its manifest read and checked, its files' kinds and
+    /// its digest. Whether the tree is an approved version is not in it (see
+    /// [`Registry::bind`]).
     fn entry(&self, name: &str, tree: Oid) -> ToolEntry {
         let read = || -> Result<Manifest, String> {
             let t = self
@@ -1686,6 +1827,25 @@ impl Registry {
                 return Err(format!(
                     "its manifest names it `{}`; a tool's directory and name must match",
                     m.name
+                ));
+            }
+            let Some(validation) = &m.validation else {
+                return Err("its manifest has no validation record: it was never validated".into());
+            };
+            let files = self.tool_files(name, tree).map_err(|e| match e {
+                RegistryError::Invalid { problem, .. } => problem,
+                other => other.to_string(),
+            })?;
+            // `check` accepted the recorded digest's form, so there is one to compare with.
+            let found =
+                super::digest::recompute(&validation.digest, &files, &m).unwrap_or_default();
+            if found != validation.digest {
+                return Err(format!(
+                    "its files do not match the digest it was validated with ({} recorded, \
+                     {found} found): they were changed after validation; roll back \
+                     (`toolsmith rollback {name}`) or have it reviewed as a candidate \
+                     (`toolsmith adopt {name}`)",
+                    validation.digest
                 ));
             }
             Ok(m)
@@ -1716,14 +1876,42 @@ impl Registry {
         }
     }
 
-    /// One tool on `main`.
+    /// One tool on `main`, checked as [`Registry::tools`] lists it (read from git, no cache).
     pub fn tool(&self, name: &str) -> Result<ToolEntry, RegistryError> {
         let main = self.main_commit()?;
         let tree = self.git("read main", main.tree())?;
         let id = self
             .subtree_id(&tree, &tool_path(name))
             .ok_or_else(|| RegistryError::NoSuchTool(name.to_owned()))?;
-        Ok(self.entry(name, id))
+        let mut entry = self.entry(name, id);
+        if entry.problem.is_none()
+            && let Some(version) = entry.version.clone()
+            && let Err(problem) = self.bind(name, &version, id, &self.known(), None)
+        {
+            entry.problem = Some(problem);
+            entry.manifest = None;
+            entry.params = None;
+        }
+        Ok(entry)
+    }
+
+    /// The manifest of an entry [`Registry::tools`] listed without a problem, read from its
+    /// tree as it is: for what a listing shows (MCP definitions, search results, skills), not
+    /// for running — [`Registry::runnable`] checks everything again, from git.
+    pub fn listed_manifest(&self, entry: &ToolEntry) -> Option<Manifest> {
+        if entry.problem.is_some() {
+            return None;
+        }
+        let tree = self.repo.find_tree(Oid::from_str(&entry.tree).ok()?).ok()?;
+        let blob = self
+            .repo
+            .find_blob(tree.get_name(manifest::FILE_NAME)?.id())
+            .ok()?;
+        Manifest::parse(
+            std::str::from_utf8(blob.content()).ok()?,
+            manifest::FILE_NAME,
+        )
+        .ok()
     }
 
     /// The `README.md` of a tool on `main`.
@@ -1772,40 +1960,54 @@ impl Registry {
         times
     }
 
-    /// A tool ready to run: its manifest read and checked, its files on `main` matching the
-    /// digest it was validated with, and its directory on disk holding exactly those files.
+    /// A tool ready to run: its manifest read and checked, its files regular files matching
+    /// the digest it was validated with, its directory on `main` the tree its version's tag
+    /// approved, and its directory on disk holding exactly those files.
     pub fn runnable(&self, name: &str) -> Result<(Manifest, PathBuf), RegistryError> {
         if !manifest::valid_name(name) {
             return Err(RegistryError::NoSuchTool(name.to_owned()));
         }
-        let entry = self.tool(name)?;
+        let main = self.main_commit()?;
+        let main_tree = self.git("read main", main.tree())?;
+        let tree_id = self
+            .subtree_id(&main_tree, &tool_path(name))
+            .ok_or_else(|| RegistryError::NoSuchTool(name.to_owned()))?;
         let invalid = |problem: String| RegistryError::Invalid {
             name: name.to_owned(),
             problem,
         };
-        let tree_id = self.git("read the tool", Oid::from_str(&entry.tree))?;
-        let manifest = self.validated(name, tree_id).map_err(|problem| {
-            invalid(format!(
-                "{problem}; it is not run until main holds a valid version (`toolsmith verify`)"
-            ))
-        })?;
+        let manifest = self
+            .approved(name, tree_id, &self.known())
+            .map_err(|problem| {
+                invalid(format!(
+                    "{problem}; it is not run until main holds a valid version (`toolsmith verify`)"
+                ))
+            })?;
         if self.repo.is_bare() {
             return Err(invalid(
                 "the registry has no work tree to run tools from".into(),
             ));
         }
-        let path = tool_path(name);
-        let main = self.main_commit()?.id();
-        let differs = self.disk_differences(&self.files_under(main, &path)?, &path);
-        if let Some((file, what)) = differs.first() {
-            return Err(invalid(format!(
-                "its files on disk differ from main ({file} {what}): refusing to run them; \
-                 `git -C {} status` shows the change, `git checkout -- {}` restores main's",
-                self.root.display(),
-                tool_path(name)
-            )));
+        if let Some(problem) = self.disk_problem(name, main.id())? {
+            return Err(invalid(problem));
         }
-        Ok((manifest, self.root.join(path)))
+        Ok((manifest, self.root.join(tool_path(name))))
+    }
+
+    /// How a tool's directory on disk differs from `main`'s (`commit`), when it does: the
+    /// bytes are compared as they are, so a checkout that changed them (an eol conversion, a
+    /// filter or `ident` set in `.gitattributes`) differs too.
+    fn disk_problem(&self, name: &str, commit: Oid) -> Result<Option<String>, RegistryError> {
+        let path = tool_path(name);
+        let differs = self.disk_differences(&self.files_under(commit, &path)?, &path);
+        Ok(differs.first().map(|(file, what)| {
+            format!(
+                "its files on disk differ from main ({file} {what}): refusing to run them; \
+                 `git -C {} status` shows the change, `git checkout -- {path}` restores main's \
+                 (a `.gitattributes` that converts or filters tool files must go)",
+                self.root.display(),
+            )
+        }))
     }
 
     /// The commit on `main` that brought the tool's current files: the newest first-parent
@@ -1995,10 +2197,12 @@ impl Registry {
         })
     }
 
-    /// Checks every tag's tree against its manifest (name, version, digest) and every tool on
-    /// `main`.
+    /// Checks every tag (an annotated tag toolsmith made or received, whose tree holds a valid
+    /// version of that name and version) and every tool on `main` (valid, the tree its
+    /// version's tag approved, and its files on disk the same).
     pub fn verify(&self) -> Result<VerifyReport, RegistryError> {
         let mut report = VerifyReport::default();
+        let known = self.known();
         let tags = self.git("list tags", self.repo.tag_names(Some("*/v*")))?;
         for tag in tags.iter().flatten().flatten() {
             report.tags += 1;
@@ -2006,14 +2210,31 @@ impl Registry {
                 continue;
             };
             let problem = (|| -> Result<Option<String>, RegistryError> {
+                let refname = format!("refs/tags/{tag}");
+                let target = self.git(
+                    &format!("read tag {tag}"),
+                    self.repo.refname_to_id(&refname),
+                )?;
                 let object = self.git(
                     &format!("read tag {tag}"),
-                    self.repo.revparse_single(&format!("refs/tags/{tag}")),
+                    self.repo.find_object(target, None),
                 )?;
+                if object.kind() != Some(ObjectType::Tag) {
+                    return Ok(Some(format!(
+                        "a lightweight tag, which approves nothing (toolsmith approves with \
+                         annotated tags): delete it (`git tag -d {tag}`)"
+                    )));
+                }
+                if !known.contains(target) {
+                    return Ok(Some(format!(
+                        "not made or received by toolsmith (a tag made with git is not an \
+                         approval): delete it (`git tag -d {tag}`)"
+                    )));
+                }
                 let commit = self.git(&format!("read tag {tag}"), object.peel_to_commit())?;
                 let tree = self.git(&format!("read tag {tag}"), commit.tree())?;
                 let Some(id) = self.subtree_id(&tree, &tool_path(name)) else {
-                    return Ok(Some(format!("tag {tag}: its commit has no tools/{name}")));
+                    return Ok(Some(format!("its commit has no tools/{name}")));
                 };
                 Ok(self.check_version(name, Some(version), id).err())
             })();
@@ -2023,10 +2244,16 @@ impl Registry {
                 Err(e) => report.problems.push(format!("tag {tag}: {e}")),
             }
         }
+        let main = self.main_commit()?.id();
         for entry in self.tools()? {
             report.tools += 1;
             let tree = self.git("read a tool", Oid::from_str(&entry.tree))?;
-            if let Err(p) = self.check_version(&entry.name, None, tree) {
+            let problem = match self.approved(&entry.name, tree, &known) {
+                Err(p) => Some(p),
+                Ok(_) if self.main_is_checked_out() => self.disk_problem(&entry.name, main)?,
+                Ok(_) => None,
+            };
+            if let Some(p) = problem {
                 report
                     .problems
                     .push(format!("main: tools/{}: {p}", entry.name));
@@ -2047,25 +2274,21 @@ impl Registry {
         }
     }
 
-    /// The manifest of a tool tree, read and checked as [`Registry::tool`] does, when the files
-    /// match the digest it was validated with.
+    /// The manifest of a tool tree, read and checked as [`Registry::entry`] does: its files
+    /// regular files matching the digest it was validated with.
     fn validated(&self, name: &str, tree: Oid) -> Result<Manifest, String> {
         let entry = self.entry(name, tree);
-        let Some(m) = entry.manifest else {
-            return Err(entry.problem.unwrap_or_default());
-        };
-        let Some(validation) = &m.validation else {
-            return Err("its manifest has no validation record: it was never validated".into());
-        };
-        let files = self.tool_files(name, tree).map_err(|e| e.to_string())?;
-        let found = super::digest::digest(&files);
-        if found != validation.digest {
-            return Err(format!(
-                "its files do not match the digest it was validated with ({} recorded, {found} \
-                 found): they were changed after validation; roll back or propose a new version",
-                validation.digest
-            ));
+        match entry.manifest {
+            Some(m) => Ok(m),
+            None => Err(entry.problem.unwrap_or_default()),
         }
+    }
+
+    /// [`Registry::validated`], and the tree is what the version's tag approved (read from
+    /// git, never from a cache: this decides what runs).
+    fn approved(&self, name: &str, tree: Oid, known: &Known) -> Result<Manifest, String> {
+        let m = self.validated(name, tree)?;
+        self.bind(name, &m.version.to_string(), tree, known, None)?;
         Ok(m)
     }
 }

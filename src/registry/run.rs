@@ -1,6 +1,7 @@
-//! Running an approved tool: the version on `main`, checked against its digest and its files on
-//! disk, its parameters checked against its schema, run in the sandbox with its manifest's
-//! profile, and recorded as an execution for the health stage.
+//! Running an approved tool: the version on `main`, checked against its digest, the tree its
+//! version's tag approved and its files on disk, its parameters checked against its schema,
+//! run in the sandbox with its manifest's profile, and recorded as an execution for the health
+//! stage.
 
 use std::path::{Path, PathBuf};
 
@@ -114,6 +115,9 @@ pub fn run_tool(
         name: request.name.clone(),
         source,
     })?;
+    for warning in &report.warnings {
+        tracing::warn!("{}: {warning}", request.name);
+    }
     let ok = matches!(report.exit, Exit::Code(0)) && report.limit.is_none();
     let stderr = String::from_utf8_lossy(&report.stderr.bytes).into_owned();
     let (exit_code, signal) = match report.exit {

@@ -118,6 +118,9 @@ impl Registry {
                 Some("toolsmith: sync"),
             ),
         )?;
+        // What came is the remote's: its tags approve and its proposals are proposals, as
+        // ours are (the ledger records them before anything here uses them).
+        self.record_fetched()?;
         // main.
         let ours = self.main_commit()?.id();
         let theirs = self.repo.refname_to_id(REMOTE_MAIN).ok();

@@ -258,6 +258,26 @@ impl SandboxPolicy {
         (clamped, notes)
     }
 
+    /// Each limit of `limits` above the policy's maximum, as `key = asked (maximum max)`: what
+    /// [`SandboxPolicy::clamp`] would lower. Validation refuses such a profile; a run and
+    /// `toolsmith verify` say so.
+    pub fn above_max(&self, limits: &Limits) -> Vec<String> {
+        let m = &self.max;
+        [
+            ("wall_s", limits.wall_s, m.wall_s),
+            ("cpu_s", limits.cpu_s, m.cpu_s),
+            ("memory_mb", limits.memory_mb, m.memory_mb),
+            ("pids", limits.pids, m.pids),
+            ("output_kb", limits.output_kb, m.output_kb),
+            ("file_size_mb", limits.file_size_mb, m.file_size_mb),
+            ("open_files", limits.open_files, m.open_files),
+        ]
+        .into_iter()
+        .filter(|(_, asked, max)| asked > max)
+        .map(|(key, asked, max)| format!("sandbox.limits.{key} = {asked} (maximum {max})"))
+        .collect()
+    }
+
     /// The message refusing a run because `layer` is missing, naming what to change.
     pub fn refusal(&self, layer: Layer, why: &str) -> String {
         format!(
@@ -408,6 +428,12 @@ mod tests {
         let (same, none) = policy.clamp(Limits::default());
         assert_eq!(same, Limits::default());
         assert!(none.is_empty());
+        assert_eq!(
+            policy.above_max(&asked),
+            ["sandbox.limits.wall_s = 100000 (maximum 600)"],
+            "only what is above a maximum"
+        );
+        assert!(policy.above_max(&Limits::default()).is_empty());
     }
 
     fn host(all: bool) -> HostReport {

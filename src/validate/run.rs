@@ -2,7 +2,7 @@
 //! verdict a person (and, in the repair loop, a model) can read.
 //!
 //! 1. **manifest**: `tool.yaml` parses and passes its checks; the entry point is among the
-//!    files; `tests/cases.json` is readable.
+//!    files; its limits are within the policy's maxima; `tests/cases.json` is readable.
 //! 2. **static**: `sh -n` on shell code, `shellcheck` when installed, `py_compile` on Python
 //!    code, `ruff` when installed. These only read the code, yet they run in the sandbox too:
 //!    generated code and the tools that parse it never meet outside it.
@@ -17,7 +17,7 @@
 //! Code that failed the static checks or the policy, or that needs a program the sandbox
 //! lacks, does not run. When everything passes,
 //! the result is the manifest's `validation:` (the checks passed, the test counts, the total
-//! runtime, the peak memory and the files' digest).
+//! runtime, the peak memory and the digest of the profile and the files, `sha256v2:`).
 //!
 //! [`Validator::validate`] blocks (each sandbox run does): call it from a thread that lives
 //! until it returns, e.g. `tokio::task::spawn_blocking`.
@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::generate::staging::{CheckReport, Diagnostics};
-use crate::registry::digest::digest;
+use crate::registry::digest::digest_v2;
 use crate::registry::manifest::{self, Language, Limits, Manifest, OutputKind, TestCounts};
 use crate::sandbox::{self, Exit, OwnPlaces, Profile, SandboxPolicy, SandboxSpec, WorkspaceAccess};
 use crate::validate::cases::{self, CASES_FILE, Cases, Observed};
@@ -320,7 +320,7 @@ impl Validator {
                 tests: outcome.tests,
                 runtime_ms: runs.iter().map(|r| r.runtime_ms).sum(),
                 peak_memory_kb: runs.iter().filter_map(|r| r.peak_memory_kb).max(),
-                digest: digest(files),
+                digest: digest_v2(files, &manifest),
             });
         }
         outcome
@@ -370,6 +370,15 @@ impl Validator {
             problems.push(format!(
                 "the entry point `{entry}` does not end in {expected_ext}, as a {:?} tool's does",
                 manifest.runtime.language
+            ));
+        }
+        // A profile asking for more than the policy allows would run with less than it says
+        // (the sandbox lowers it): refused here, so that what is reviewed is what runs.
+        for above in self.sandbox_policy.above_max(&manifest.sandbox.limits) {
+            problems.push(format!(
+                "{above} is above the maximum of the policy {} ([sandbox.max]): lower it in \
+                 the manifest, or raise the maximum in the policy",
+                self.sandbox_policy.file
             ));
         }
         checks.push(check(

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod llm_server;
+pub mod tamper;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixDatagram, UnixStream};

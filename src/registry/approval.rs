@@ -1,0 +1,474 @@
+//! The approval binding: a tool on `main` is what a person approved (or a policy rule
+//! auto-approved) only when its directory there, as a git tree — every file, mode, link and
+//! submodule entry, and the manifest with its sandbox profile — is the tree of the commit its
+//! version's annotated tag `<name>/v<version>` names. The tag must be one toolsmith made or
+//! received (see [`super::ledger`]); `toolsmith sync` keeps the remote's tags under
+//! `refs/remotes/origin/tags/`, and those approve too (a teammate's approval of the same
+//! version, kept beside ours when the two differ).
+//!
+//! A change on `main` that did not come through review — a hand commit, even with its digest
+//! recomputed, a widened manifest, a mode changed, a link or a submodule added — no longer
+//! matches: the tool is refused everywhere (run, MCP, skills export), reported by `verify` and
+//! the daemon, and [`Registry::unapproved`] gives its files to make a candidate of
+//! (`toolsmith adopt`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use git2::{ObjectType, Oid};
+
+use super::ledger::{Kind, Known, Ledger};
+use super::repo::{APPROVED_CACHE, REMOTE_TAGS, Registry, RegistryError, tag_name, tool_path};
+
+/// The identity of the ledger's file when it was read (`None`: there was none).
+type Stamp = Option<(u64, u64, i64, i64)>;
+
+/// The ledger as a registry last read it.
+#[derive(Debug, Default)]
+pub struct KnownCache(Mutex<Option<(Stamp, Arc<Known>)>>);
+
+/// What a tag approves of a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tagged {
+    /// The tool's tree in the tagged commit.
+    Tree(Oid),
+    /// The tagged commit has no such tool (or the tag names no commit).
+    Missing,
+    /// A lightweight tag: it approves nothing.
+    Lightweight,
+}
+
+/// What a listing needs to check many tools at once: what tags approved, as far as already read
+/// (see [`APPROVED_CACHE`]), and every tag ref's target, read in one pass over the refs rather
+/// than looked up tool by tool.
+#[derive(Debug, Default)]
+pub(super) struct Memo {
+    seen: HashMap<(Oid, String), Tagged>,
+    fresh: String,
+    refs: HashMap<String, Oid>,
+}
+
+impl Memo {
+    /// The cache file's lines (a line that does not read is skipped) and the tag refs.
+    pub(super) fn load(registry: &Registry) -> Memo {
+        let git_dir = registry.repo.path();
+        let mut refs = HashMap::new();
+        for prefix in ["refs/tags/", REMOTE_TAGS] {
+            refs.extend(registry.ref_targets(prefix));
+        }
+        let text = std::fs::read_to_string(git_dir.join(APPROVED_CACHE)).unwrap_or_default();
+        let mut seen = HashMap::new();
+        for line in text.lines() {
+            let mut words = line.split(' ');
+            let (Some(tag), Some(tool), Some(what)) = (words.next(), words.next(), words.next())
+            else {
+                continue;
+            };
+            let Ok(tag) = Oid::from_str(tag) else {
+                continue;
+            };
+            let tagged = match what {
+                "-" => Tagged::Missing,
+                "lightweight" => Tagged::Lightweight,
+                tree => match Oid::from_str(tree) {
+                    Ok(t) => Tagged::Tree(t),
+                    Err(_) => continue,
+                },
+            };
+            seen.insert((tag, tool.to_owned()), tagged);
+        }
+        Memo {
+            seen,
+            fresh: String::new(),
+            refs,
+        }
+    }
+
+    /// Appends what was read since [`Memo::load`] (a cache: a failure only costs a re-read).
+    pub(super) fn save(self, git_dir: &Path) {
+        use std::io::Write as _;
+        if self.fresh.is_empty() {
+            return;
+        }
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(git_dir.join(APPROVED_CACHE))
+        {
+            let _ = f.write_all(self.fresh.as_bytes());
+        }
+    }
+}
+
+/// A tool on `main` that is not an approved version, as [`Registry::unapproved`] reads it.
+#[derive(Debug, Clone)]
+pub struct Unapproved {
+    /// Its files on `main`, by path inside its directory.
+    pub files: BTreeMap<String, String>,
+    /// Why it is not approved, and how it differs from the version approved last.
+    pub problem: String,
+    /// The tag of the version approved last, when there is one.
+    pub approved: Option<String>,
+    /// `main`'s commit the files were read from.
+    pub main: String,
+}
+
+/// What to do about a tool whose `main` is not what was approved.
+fn remedy(name: &str) -> String {
+    format!(
+        "roll it back to the approved version (`toolsmith rollback {name}`, or `git revert` the \
+         commit), or have these files validated and reviewed as a candidate (`toolsmith adopt \
+         {name}`)"
+    )
+}
+
+/// A tree's entries by path, recursively, with their ids and modes (every kind of entry).
+fn flatten(repo: &git2::Repository, tree: Oid) -> BTreeMap<String, (Oid, i32)> {
+    let mut out = BTreeMap::new();
+    if let Ok(tree) = repo.find_tree(tree) {
+        let _ = tree.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
+            if e.kind() != Some(ObjectType::Tree) {
+                let name = String::from_utf8_lossy(e.name_bytes());
+                out.insert(format!("{dir}{name}"), (e.id(), e.filemode()));
+            }
+            git2::TreeWalkResult::Ok
+        });
+    }
+    out
+}
+
+/// A mode as a reader knows it.
+fn kind_of(mode: i32) -> String {
+    match mode {
+        0o100644 => "a file".into(),
+        0o100755 => "an executable file".into(),
+        0o120000 => "a symbolic link".into(),
+        0o160000 => "a submodule".into(),
+        other => format!("mode {other:o}"),
+    }
+}
+
+impl Registry {
+    /// The registry's ledger.
+    fn ledger(&self) -> Ledger {
+        Ledger::new(self.repo.path())
+    }
+
+    /// What the ledger vouches for; vouching for nothing when it cannot be read (every tool is
+    /// then refused, with the reason logged, rather than any trusted). Read again only when
+    /// the file changed (a registry held open answers many questions).
+    pub(super) fn known(&self) -> Arc<Known> {
+        let ledger = self.ledger();
+        let stamp = std::fs::metadata(ledger.path()).ok().map(|m| {
+            use std::os::unix::fs::MetadataExt as _;
+            (m.ino(), m.len(), m.mtime(), m.mtime_nsec())
+        });
+        let mut cache = match self.known_cache.0.lock() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some((seen, known)) = cache.as_ref()
+            && *seen == stamp
+        {
+            return Arc::clone(known);
+        }
+        let known = Arc::new(match ledger.known() {
+            Ok(k) => k,
+            Err(e) => {
+                tracing::warn!(
+                    "the registry's ledger {} cannot be read ({e}): no approval is trusted",
+                    ledger.path().display()
+                );
+                Known::Only(Default::default())
+            }
+        });
+        *cache = Some((stamp, Arc::clone(&known)));
+        known
+    }
+
+    /// The direct targets of the refs under `prefix` (a tag ref's target is its tag object).
+    fn ref_targets(&self, prefix: &str) -> Vec<(String, Oid)> {
+        let Ok(refs) = self.repo.references_glob(&format!("{prefix}*")) else {
+            return Vec::new();
+        };
+        refs.flatten()
+            .filter_map(|r| Some((r.name().ok()?.to_owned(), r.target()?)))
+            .collect()
+    }
+
+    /// Starts the ledger when there is none, from the tags and review branches present: a
+    /// registry made before the ledger existed (or cloned with git) trusts what it holds
+    /// once. Called with the registry held.
+    pub(super) fn start_ledger(&self) -> Result<(), RegistryError> {
+        let ledger = self.ledger();
+        if ledger.exists() {
+            return Ok(());
+        }
+        let mut entries = Vec::new();
+        for prefix in ["refs/tags/", REMOTE_TAGS] {
+            for (name, oid) in self.ref_targets(prefix) {
+                entries.push((Kind::Tag, oid, name));
+            }
+        }
+        for prefix in ["refs/heads/review/", "refs/remotes/origin/review/"] {
+            for (name, oid) in self.ref_targets(prefix) {
+                entries.push((Kind::Proposal, oid, name));
+            }
+        }
+        ledger.start(&entries).map_err(|source| RegistryError::Io {
+            path: ledger.path().to_owned(),
+            source,
+        })
+    }
+
+    /// Records objects toolsmith made or received (the ledger is started first when there is
+    /// none, so that what was there before is not lost). Called with the registry held.
+    pub(super) fn record(&self, entries: &[(Kind, Oid, String)]) -> Result<(), RegistryError> {
+        self.start_ledger()?;
+        let ledger = self.ledger();
+        ledger.record(entries).map_err(|source| RegistryError::Io {
+            path: ledger.path().to_owned(),
+            source,
+        })
+    }
+
+    /// Records the tags and review branches a fetch brought under `refs/remotes/origin/` that
+    /// the ledger does not hold yet.
+    pub(super) fn record_fetched(&self) -> Result<(), RegistryError> {
+        self.start_ledger()?;
+        let known = self.known();
+        let mut entries = Vec::new();
+        for (prefix, kind) in [
+            (REMOTE_TAGS, Kind::Tag),
+            ("refs/remotes/origin/review/", Kind::Proposal),
+        ] {
+            for (name, oid) in self.ref_targets(prefix) {
+                if !known.contains(oid) {
+                    entries.push((kind, oid, name));
+                }
+            }
+        }
+        if entries.is_empty() {
+            return Ok(());
+        }
+        self.record(&entries)
+    }
+
+    /// What the tag object (or commit, for a lightweight tag) `target` approves of `name`.
+    fn tagged(&self, target: Oid, name: &str, memo: Option<&mut Memo>) -> Tagged {
+        let key = (target, name.to_owned());
+        if let Some(memo) = &memo
+            && let Some(t) = memo.seen.get(&key)
+        {
+            return *t;
+        }
+        let read = || -> Tagged {
+            let Ok(object) = self.repo.find_object(target, None) else {
+                return Tagged::Missing;
+            };
+            if object.kind() != Some(ObjectType::Tag) {
+                return Tagged::Lightweight;
+            }
+            let tree = object.peel_to_commit().and_then(|c| c.tree());
+            match tree
+                .ok()
+                .and_then(|t| self.subtree_id(&t, &tool_path(name)))
+            {
+                Some(id) => Tagged::Tree(id),
+                None => Tagged::Missing,
+            }
+        };
+        let tagged = read();
+        if let Some(memo) = memo {
+            let what = match tagged {
+                Tagged::Tree(id) => id.to_string(),
+                Tagged::Missing => "-".into(),
+                Tagged::Lightweight => "lightweight".into(),
+            };
+            memo.fresh.push_str(&format!("{target} {name} {what}\n"));
+            memo.seen.insert(key, tagged);
+        }
+        tagged
+    }
+
+    /// How tree `new` differs from tree `old`, one phrase per path (the first few).
+    pub(super) fn tree_differences(&self, old: Oid, new: Oid) -> Vec<String> {
+        let (a, b) = (flatten(&self.repo, old), flatten(&self.repo, new));
+        let mut out = Vec::new();
+        for (path, (id, mode)) in &b {
+            match a.get(path) {
+                None => out.push(format!("{path} added ({})", kind_of(*mode))),
+                Some((_, old_mode)) if old_mode != mode => out.push(format!(
+                    "{path} changed from {} to {}",
+                    kind_of(*old_mode),
+                    kind_of(*mode)
+                )),
+                Some((old_id, _)) if old_id != id => out.push(format!("{path} changed")),
+                Some(_) => {}
+            }
+        }
+        for path in a.keys().filter(|p| !b.contains_key(*p)) {
+            out.push(format!("{path} removed"));
+        }
+        const SHOWN: usize = 8;
+        if out.len() > SHOWN {
+            let more = out.len() - SHOWN;
+            out.truncate(SHOWN);
+            out.push(format!("and {more} more"));
+        }
+        out
+    }
+
+    /// Whether `tree`, `name`'s directory on `main` at `version`, is what that version's tag
+    /// approved: `Err` says what is wrong (see [`Registry::bind`] for what to do too). `memo`
+    /// (listings) caches what tags approved; without it, git is read.
+    pub(super) fn check_approved(
+        &self,
+        name: &str,
+        version: &str,
+        tree: Oid,
+        known: &Known,
+        mut memo: Option<&mut Memo>,
+    ) -> Result<(), String> {
+        let tag = tag_name(name, version);
+        let mut problems = Vec::new();
+        let mut approved = None;
+        let mut tagged_at_all = false;
+        for (refname, whose) in [
+            (format!("refs/tags/{tag}"), ""),
+            (format!("{REMOTE_TAGS}{tag}"), " (the remote's)"),
+        ] {
+            let target = match &memo {
+                Some(m) => m.refs.get(&refname).copied(),
+                None => self.repo.refname_to_id(&refname).ok(),
+            };
+            let Some(target) = target else {
+                continue;
+            };
+            tagged_at_all = true;
+            match self.tagged(target, name, memo.as_deref_mut()) {
+                Tagged::Lightweight => problems.push(format!(
+                    "tag {tag}{whose} is a lightweight tag, which approves nothing (toolsmith \
+                     approves with annotated tags)"
+                )),
+                Tagged::Missing => problems.push(format!(
+                    "tag {tag}{whose} names a commit without tools/{name}"
+                )),
+                Tagged::Tree(_) if !known.contains(target) => problems.push(format!(
+                    "tag {tag}{whose} was not made by toolsmith (a tag made with git is not an \
+                     approval)"
+                )),
+                Tagged::Tree(id) if id == tree => return Ok(()),
+                Tagged::Tree(id) => approved = approved.or(Some((format!("{tag}{whose}"), id))),
+            }
+        }
+        let what = match approved {
+            Some((tag, id)) => format!(
+                "its files on main differ from what was approved as {tag} ({}): they were \
+                 changed without review",
+                self.tree_differences(id, tree).join("; ")
+            ),
+            None if !tagged_at_all => format!(
+                "version {version} on main was never approved: there is no tag {tag} (a change \
+                 committed without review)"
+            ),
+            None => problems.join("; "),
+        };
+        Err(what)
+    }
+
+    /// [`Registry::check_approved`], its problem followed by what to do.
+    pub(super) fn bind(
+        &self,
+        name: &str,
+        version: &str,
+        tree: Oid,
+        known: &Known,
+        memo: Option<&mut Memo>,
+    ) -> Result<(), String> {
+        self.check_approved(name, version, tree, known, memo)
+            .map_err(|what| format!("{what}; {}", remedy(name)))
+    }
+
+    /// The version of `name` approved last, to compare `main` with when `main` is not an
+    /// approved version: the tag of `main`'s version when it is a trusted annotated tag, else
+    /// the highest version whose tag is.
+    pub(super) fn approved_base(&self, name: &str, version: Option<&str>) -> Option<(String, Oid)> {
+        let known = self.known();
+        let usable = |tag: &str| -> Option<Oid> {
+            let target = self.repo.refname_to_id(&format!("refs/tags/{tag}")).ok()?;
+            match self.tagged(target, name, None) {
+                Tagged::Tree(id) if known.contains(target) => Some(id),
+                _ => None,
+            }
+        };
+        if let Some(v) = version {
+            let tag = tag_name(name, v);
+            if let Some(id) = usable(&tag) {
+                return Some((tag, id));
+            }
+        }
+        let names = self.repo.tag_names(Some(&format!("{name}/v*"))).ok()?;
+        let mut versions: Vec<semver::Version> = names
+            .iter()
+            .flatten()
+            .flatten()
+            .filter_map(|t| t.strip_prefix(&format!("{name}/v")))
+            .filter_map(|v| semver::Version::parse(v).ok())
+            .collect();
+        versions.sort();
+        versions.into_iter().rev().find_map(|v| {
+            let tag = tag_name(name, &v.to_string());
+            usable(&tag).map(|id| (tag, id))
+        })
+    }
+
+    /// A tool on `main` that is not an approved version: its files, to make a candidate of
+    /// (`toolsmith adopt`), and how it differs from the version approved last. Refused when
+    /// `main` holds an approved version (nothing to adopt), and when a file cannot be a tool's
+    /// (a link, a submodule, a `.git…` file, not UTF-8 text).
+    pub fn unapproved(&self, name: &str) -> Result<Unapproved, RegistryError> {
+        if !super::manifest::valid_name(name) {
+            return Err(RegistryError::NoSuchTool(name.to_owned()));
+        }
+        let main = self.main_commit()?;
+        let main_tree = self.git("read main", main.tree())?;
+        let tree = self
+            .subtree_id(&main_tree, &tool_path(name))
+            .ok_or_else(|| RegistryError::NoSuchTool(name.to_owned()))?;
+        let invalid = |problem: String| RegistryError::Invalid {
+            name: name.to_owned(),
+            problem,
+        };
+        let manifest = self.manifest_in(&main_tree, name);
+        let version = manifest.as_ref().map(|m| m.version.to_string());
+        let problem = match &version {
+            Some(v) => match self.check_approved(name, v, tree, &self.known(), None) {
+                Ok(()) => {
+                    return Err(invalid(format!(
+                        "{name} {v} on main is the version approved as {}: there is nothing to \
+                         adopt",
+                        tag_name(name, v)
+                    )));
+                }
+                Err(p) => p,
+            },
+            None => format!("its manifest on main does not read as version {name}'s"),
+        };
+        let files = self.tool_files(name, tree).map_err(|e| match e {
+            RegistryError::Invalid { problem, .. } => invalid(format!(
+                "its files on main cannot be made a candidate: {problem}; replace them with \
+                 regular text files, or roll it back (`toolsmith rollback {name}`)"
+            )),
+            other => other,
+        })?;
+        let approved = self.approved_base(name, version.as_deref()).map(|(t, _)| t);
+        Ok(Unapproved {
+            files,
+            problem,
+            approved,
+            main: main.id().to_string(),
+        })
+    }
+}
