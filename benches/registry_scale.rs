@@ -188,7 +188,8 @@ fn main() {
     let keep = std::env::var_os("TOOLSMITH_BENCH_KEEP").map(PathBuf::from);
     let tmp_path = keep.clone().unwrap_or_else(|| tmp.path().to_owned());
     let data = tmp_path.join("data");
-    let dir: PathBuf = data.join("toolsmith/registry");
+    // With --state, every command finds the registry beside the state.
+    let dir: PathBuf = tmp_path.join("state/registry");
     let registry = Registry::open_or_init(&dir).expect("registry");
 
     // One real tool from the offline generator, copied under 10,000 names.

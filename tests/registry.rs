@@ -11,8 +11,9 @@ use std::time::Duration;
 use common::{TestEnv, json_of};
 use serde_json::Value;
 
+/// The registry: beside the state, since every command names it with `--state`.
 fn registry_dir(env: &TestEnv) -> PathBuf {
-    env.path().join("data/toolsmith/registry")
+    env.state().join("registry")
 }
 
 /// `git -C <registry> ARGS…` as a person with a name would run it; its stdout.
@@ -1018,6 +1019,37 @@ fn a_registry_held_open_sees_what_another_process_changed() {
         .expect("approve after another process moved main");
     assert!(git(&env, &["status", "--porcelain"]).trim().is_empty());
     assert_eq!(tools(&env).len(), 2);
+}
+
+#[test]
+fn a_handle_held_open_checks_the_disk_on_every_run_and_each_new_tree_anew() {
+    use toolsmith::registry::repo::Registry;
+    let env = TestEnv::new();
+    let (a, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &a]).assert().success();
+    // As an MCP session holds it: a version found valid is not checked again…
+    let held = Registry::open(&registry_dir(&env)).expect("open");
+    let (first, dir) = held.runnable(&name).expect("runnable");
+    assert_eq!(held.runnable(&name).expect("runnable again").0, first);
+    // …but its files on disk are, on every run.
+    let script = dir.join("run.sh");
+    let original = std::fs::read_to_string(&script).expect("read");
+    std::fs::write(&script, format!("{original}\necho pwned\n")).expect("tamper");
+    let err = held
+        .runnable(&name)
+        .expect_err("tampered on disk")
+        .to_string();
+    assert!(
+        err.contains("differ from main") && err.contains("run.sh"),
+        "{err}"
+    );
+    // A change committed by hand is a new tree, checked anew: its digest does not match.
+    git(&env, &["commit", "-qam", "tweak by hand"]);
+    let err = held.runnable(&name).expect_err("not validated").to_string();
+    assert!(err.contains("digest"), "{err}");
+    // Reverted, the validated tree is back, and runs.
+    git(&env, &["revert", "--no-edit", "HEAD"]);
+    assert_eq!(held.runnable(&name).expect("reverted").0, first);
 }
 
 #[test]

@@ -366,8 +366,9 @@ fn a_reader_that_went_away_does_not_change_the_status() {
 }
 
 /// An isolated set of toolsmith's directories: `toolsmith --state <dir>/state` with HOME and
-/// the XDG directories under `dir`, so runtime = `state/run`, registry =
-/// `data/toolsmith/registry`, configuration = `config/toolsmith`.
+/// the XDG directories under `dir`, so runtime = `state/run`, configuration =
+/// `config/toolsmith`, and the registry `state/registry` unless the configuration file there
+/// names another.
 fn isolated(dir: &Path) -> Command {
     let mut cmd = toolsmith();
     for var in [
@@ -402,6 +403,15 @@ fn workspaces_that_reach_toolsmiths_own_files_are_refused() {
     ] {
         std::fs::create_dir_all(dir.join(sub)).expect("mkdir");
     }
+    // The registry apart from the state, as a configuration may place it.
+    std::fs::write(
+        dir.join("config/toolsmith/config.toml"),
+        format!(
+            "[paths]\nregistry = {:?}\n",
+            dir.join("data/toolsmith/registry").display().to_string()
+        ),
+    )
+    .expect("write the configuration");
     std::os::unix::fs::symlink(dir.join("data/toolsmith/registry"), dir.join("project/reg"))
         .expect("symlink");
     let cases: [(&str, &str); 9] = [

@@ -46,7 +46,12 @@ pub(super) async fn run(
     }
     let (tx, mut rx) = mpsc::channel::<()>(1);
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if event.is_ok() {
+        // An error (a lost event, an overflow) may hide a change: looked at too. Opens are not
+        // changes: `look` opens the refs itself.
+        if event
+            .as_ref()
+            .map_or(true, crate::registry::repo::is_registry_change)
+        {
             let _ = tx.try_send(());
         }
     });

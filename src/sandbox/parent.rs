@@ -24,10 +24,13 @@ use nix::unistd::{Group, Pid, User, getgid, getuid, pipe2};
 use super::limits::{self, RunCgroup};
 use super::mounts;
 use super::policy::Layer;
-use super::protocol::{HelperSpec, MAX_MESSAGE_BYTES, Message, Required, Step, View};
+use super::protocol::{
+    HelperSpec, MAX_MESSAGE_BYTES, Message, Pid1Marks, Required, Step, SupervisorMarks, View,
+    now_ns,
+};
 use super::{
     AppliedLayers, Enforcement, Exit, HELPER_ARG0, LimitHit, Output, RunReport, SandboxError,
-    SandboxSpec, Stdin, WorkspaceAccess,
+    SandboxSpec, Stdin, Timings, WorkspaceAccess,
 };
 use crate::host;
 
@@ -48,6 +51,10 @@ fn namespaces() -> &'static host::Layer {
 }
 
 pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
+    let mut marks = RunMarks {
+        start: now_ns(),
+        ..RunMarks::default()
+    };
     let policy = &spec.policy;
     let invalid = |m: String| SandboxError::Invalid(m);
     if spec.command.first().is_none_or(|c| c.is_empty()) {
@@ -86,6 +93,7 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
         return Err(SandboxError::Refused(policy.refusal(Layer::Landlock, why)));
     }
     let root = nix::unistd::geteuid().is_root();
+    let cgroup_started = now_ns();
     let cgroup =
         match limits::cgroup_available().and_then(|()| RunCgroup::create(&limits, policy.cpus)) {
             Ok(cgroup) => Some(cgroup),
@@ -110,6 +118,7 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
             },
             Err(_) => None,
         };
+    marks.cgroup = (cgroup_started, now_ns());
     let (pids_bound, memory_bound) = RunCgroup::bound_by(cgroup.as_ref(), root);
 
     let (passwd, group) = identity();
@@ -153,7 +162,7 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
         landlock: rules,
         limits,
         cgroup_limits: cgroup.as_ref().map(RunCgroup::bounds).unwrap_or_default(),
-        cgroup_procs: cgroup.as_ref().map(RunCgroup::procs).unwrap_or_default(),
+        cgroup_join: cgroup.as_ref().map(RunCgroup::procs).unwrap_or_default(),
         required: Required {
             landlock: policy.requires(Layer::Landlock),
             seccomp: policy.requires(Layer::Seccomp),
@@ -175,6 +184,7 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
         })?,
     };
     let started = Instant::now();
+    marks.spawn = now_ns();
     let (mut child, spec_pipe, report_pipe) = spawn(&helper, spec.stdin)?;
     // A helper that dies before reading says why on the report pipe; a failed write is not
     // the error to show.
@@ -192,6 +202,7 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
     let stats = cgroup.as_ref().map(RunCgroup::stats);
     drop(cgroup);
     drop(scratch);
+    marks.end = now_ns();
     warnings.extend(outcome.warnings);
 
     let mut confined = None;
@@ -224,12 +235,20 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
                 landlock,
                 landlock_abi,
                 seccomp,
-            } => confined = Some((landlock, landlock_abi, seccomp)),
+                marks: pid1,
+            } => {
+                confined = Some((landlock, landlock_abi, seccomp));
+                marks.pid1 = Some(pid1);
+            }
             Message::Exited {
                 exit,
                 maxrss_kb,
                 cpu_us,
-            } => exited = Some((exit, maxrss_kb, cpu_us)),
+                marks: supervisor,
+            } => {
+                exited = Some((exit, maxrss_kb, cpu_us));
+                marks.supervisor = Some(supervisor);
+            }
         }
     }
     let stderr_tail = |o: &Output| o.bytes[o.bytes.len().saturating_sub(STDERR_TAIL)..].to_vec();
@@ -314,7 +333,89 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
             memory: memory_bound,
         },
         warnings,
+        timings: timings(&marks),
     })
+}
+
+/// A run's marks on the monotonic clock ([`now_ns`]), in nanoseconds.
+#[derive(Debug, Clone, Copy, Default)]
+struct RunMarks {
+    /// [`run`] began.
+    start: u64,
+    /// The parent made the run's cgroup: from, to.
+    cgroup: (u64, u64),
+    /// The helper is about to be started.
+    spawn: u64,
+    /// The supervisor's marks, when it reported.
+    supervisor: Option<SupervisorMarks>,
+    /// pid 1's, when it reported.
+    pid1: Option<Pid1Marks>,
+    /// The helper reaped, the cgroup and the work directory removed.
+    end: u64,
+}
+
+/// The parts of a run's time, from its marks: each part ends at its mark and starts at the
+/// last mark reached before it, so the parts add up to the total.
+fn timings(m: &RunMarks) -> Timings {
+    let us = |ns: u64| ns / 1000;
+    let (s, p) = (m.supervisor, m.pid1);
+    // pid 1 closes the exec pipe by dying too: an exec only counts after `Confined`.
+    let exec_done = p.and(s.and_then(|s| s.exec_done));
+    let ends = [
+        s.map(|s| s.spec_read),
+        s.map(|s| s.joined),
+        p.map(|p| p.started),
+        p.map(|p| p.view),
+        p.map(|p| p.prepared),
+        p.map(|p| p.rlimits),
+        p.map(|p| p.landlock),
+        p.map(|p| p.exec),
+        exec_done,
+        s.map(|s| s.exited),
+        Some(m.end),
+    ];
+    let mut last = us(m.spawn);
+    let mut parts = [None; 11];
+    for (part, end) in parts.iter_mut().zip(ends) {
+        if let Some(end) = end.map(us) {
+            *part = Some(end.saturating_sub(last));
+            last = last.max(end);
+        }
+    }
+    let [
+        spawn,
+        join,
+        namespaces,
+        view,
+        process,
+        rlimits,
+        landlock,
+        seccomp,
+        exec,
+        wait,
+        teardown,
+    ] = parts;
+    let cgroup = us(m.cgroup.1).saturating_sub(us(m.cgroup.0));
+    let limits = match (join, rlimits) {
+        (None, None) => None,
+        (join, rlimits) => Some(join.unwrap_or(0) + rlimits.unwrap_or(0)),
+    };
+    Timings {
+        prepare_us: us(m.spawn)
+            .saturating_sub(us(m.start))
+            .saturating_sub(cgroup),
+        spawn_us: spawn,
+        limits_us: Some(cgroup + limits.unwrap_or(0)),
+        namespaces_us: namespaces,
+        view_us: view,
+        process_us: process,
+        landlock_us: landlock,
+        seccomp_us: seccomp,
+        exec_us: exec,
+        wait_us: wait,
+        teardown_us: teardown,
+        total_us: last.saturating_sub(us(m.start)),
+    }
 }
 
 fn canonical_dir(dir: &Path, what: &str) -> Result<PathBuf, SandboxError> {
@@ -702,6 +803,77 @@ mod tests {
         assert_eq!(c.output.bytes, b"abcde");
         assert_eq!(c.output.total_bytes, 8);
         assert!(c.output.truncated);
+    }
+
+    #[test]
+    fn timings_add_up() {
+        let ms = |n: u64| n * 1_000_000;
+        let whole = RunMarks {
+            start: ms(100),
+            cgroup: (ms(101), ms(103)),
+            spawn: ms(104),
+            supervisor: Some(SupervisorMarks {
+                spec_read: ms(106),
+                joined: ms(107),
+                exec_done: Some(ms(116)),
+                exited: ms(120),
+            }),
+            pid1: Some(Pid1Marks {
+                started: ms(108),
+                view: ms(111),
+                prepared: ms(112),
+                rlimits: ms(113),
+                landlock: ms(114),
+                exec: ms(115),
+            }),
+            end: ms(125),
+        };
+        let t = timings(&whole);
+        assert_eq!(
+            t.prepare_us, 2000,
+            "4 ms before the spawn, 2 of them the cgroup"
+        );
+        assert_eq!(t.limits_us, Some(2000 + 1000 + 1000));
+        assert_eq!(t.spawn_us, Some(2000));
+        assert_eq!(t.namespaces_us, Some(1000));
+        assert_eq!(t.view_us, Some(3000));
+        assert_eq!(t.process_us, Some(1000));
+        assert_eq!(t.landlock_us, Some(1000));
+        assert_eq!(t.seccomp_us, Some(1000));
+        assert_eq!(t.exec_us, Some(1000));
+        assert_eq!(t.wait_us, Some(4000));
+        assert_eq!(t.teardown_us, Some(5000));
+        assert_eq!(t.total_us, 25_000);
+        let parts = |t: &Timings| {
+            t.prepare_us
+                + [
+                    t.spawn_us,
+                    t.limits_us,
+                    t.namespaces_us,
+                    t.view_us,
+                    t.process_us,
+                    t.landlock_us,
+                    t.seccomp_us,
+                    t.exec_us,
+                    t.wait_us,
+                    t.teardown_us,
+                ]
+                .iter()
+                .flatten()
+                .sum::<u64>()
+        };
+        assert_eq!(parts(&t), t.total_us);
+        // Killed with its supervisor after `Confined`: no exec, wait or supervisor marks past
+        // pid 1's; the rest of the time is teardown's, and the parts still add up.
+        let killed = RunMarks {
+            supervisor: None,
+            ..whole
+        };
+        let t = timings(&killed);
+        assert_eq!((t.spawn_us, t.exec_us, t.wait_us), (None, None, None));
+        assert_eq!(t.namespaces_us, Some(4000), "from the spawn to pid 1");
+        assert_eq!(t.teardown_us, Some(10_000));
+        assert_eq!(parts(&t), t.total_us);
     }
 
     #[test]
