@@ -82,6 +82,45 @@ fn output_and_exit_code_come_back() {
 }
 
 #[test]
+fn a_run_reports_where_its_time_went() {
+    let (report, code) = run_json(&[], &["sh", "-c", "sleep 0.2"]);
+    assert_eq!(code, 0, "{report}");
+    let timings = &report["timings"];
+    let parts = [
+        "prepare_us",
+        "spawn_us",
+        "limits_us",
+        "namespaces_us",
+        "view_us",
+        "process_us",
+        "landlock_us",
+        "seccomp_us",
+        "exec_us",
+        "wait_us",
+        "teardown_us",
+    ];
+    // Every part of a run that went through was reached, and they add up to the whole.
+    let mut sum = 0;
+    for part in parts {
+        let us = timings[part]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{part} missing: {timings}"));
+        sum += us;
+    }
+    let total = timings["total_us"].as_u64().expect("total_us");
+    assert_eq!(sum, total, "{timings}");
+    // The command's own run is `wait`: it slept 200 ms, which no other part holds.
+    let wait = timings["wait_us"].as_u64().unwrap_or(0);
+    assert!(wait >= 200_000, "{timings}");
+    // The whole covers the runtime the report gives (ms, from the spawn).
+    let runtime_ms = report["runtime_ms"].as_u64().expect("runtime_ms");
+    assert!(
+        total / 1000 + 1 >= runtime_ms,
+        "{timings} vs {runtime_ms} ms"
+    );
+}
+
+#[test]
 fn work_dir_is_writable_and_workspace_honours_access() {
     let (report, code) = run_json(
         &[],

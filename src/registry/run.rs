@@ -188,6 +188,12 @@ impl RunRecorder<'_> {
     /// Records a run in both places. Recording never fails a run that happened: a failure is
     /// logged, and the run's result stands.
     pub fn record(&self, request: &RunRequest, run: &ToolRun) {
+        tracing::debug!(
+            tool = %request.name,
+            caller = ?request.caller,
+            timings = ?run.report.timings,
+            "tool run"
+        );
         if let Some(conn) = self.store
             && let Err(e) = executions::record(conn, &run.execution)
         {

@@ -83,8 +83,22 @@ fn inherited_fd(arg: Option<&OsString>) -> Option<OwnedFd> {
 }
 
 fn helper(args: &[OsString]) -> ExitCode {
-    let (Some(spec_fd), Some(report_fd)) = (inherited_fd(args.first()), inherited_fd(args.get(1)))
-    else {
+    // First: this process dies with the thread that started it (the parent's `run`), and that
+    // process must still be there, or the signal was armed too late to ever come.
+    let parent = args
+        .get(2)
+        .and_then(|a| a.to_str()?.parse::<libc::pid_t>().ok());
+    if let Some(parent) = parent
+        && (prctl::set_pdeathsig(Signal::SIGKILL).is_err()
+            || nix::unistd::getppid().as_raw() != parent)
+    {
+        return ExitCode::from(SETUP_FAILED);
+    }
+    let (Some(spec_fd), Some(report_fd), Some(_)) = (
+        inherited_fd(args.first()),
+        inherited_fd(args.get(1)),
+        parent,
+    ) else {
         eprintln!(
             "{HELPER_ARG0}: toolsmith's sandbox helper is started by toolsmith with its request \
              on a pipe; it is not run by hand (try `toolsmith sandbox -- CMD`)"
@@ -395,7 +409,11 @@ fn pid1(
         ));
     }
 
-    let seccomp = match seccomp::filters(spec.deny_all_sockets).and_then(|f| seccomp::install(&f)) {
+    let filters = match &spec.seccomp {
+        Ok(packed) => Ok(seccomp::unpacked(packed)),
+        Err(why) => Err(why.clone()),
+    };
+    let seccomp = match filters.and_then(|f| seccomp::install(&f)) {
         Ok(()) => true,
         Err(e) if required.seccomp => return Err(Failure::other(Step::Seccomp, e)),
         Err(_) => false,

@@ -162,8 +162,10 @@ pub(crate) enum View {
     },
 }
 
-/// The request the parent sends the helper.
+/// The request the parent sends the helper. A field this build does not know is refused: a
+/// helper binary of another build must fail, never run with less than it was asked to apply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct HelperSpec {
     /// The command; `argv[0]` is looked up in the sandbox's `PATH` when it has no slash.
     pub argv: Vec<String>,
@@ -182,8 +184,10 @@ pub(crate) struct HelperSpec {
     pub cgroup_join: Vec<PathBuf>,
     /// What must not be missing.
     pub required: Required,
-    /// Deny `socket` for every domain, `AF_UNIX` included (no mount view hides host sockets).
-    pub deny_all_sockets: bool,
+    /// The seccomp filters to install, compiled by the parent (`seccomp::packed`), or why they
+    /// could not be: every socket domain denied, `AF_UNIX` included, when no mount view hides
+    /// the host's sockets.
+    pub seccomp: Result<Vec<Vec<u64>>, String>,
 }
 
 /// A message from the helper to the parent.
