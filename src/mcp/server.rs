@@ -117,7 +117,7 @@ struct Inner {
 /// What a call resolved to before running.
 enum Resolved {
     /// Ready to run.
-    Ready(PreparedRun),
+    Ready(Box<PreparedRun>),
     /// Refused: a result the agent reads.
     Refused(CallToolResult),
     /// No such tool, called by its own name: the protocol's "unknown tool".
@@ -396,7 +396,7 @@ impl Inner {
             Err(e) => return Resolved::Refused(tool_error(&e.to_string())),
         }
         match run::prepare(registry, request, &self.settings.policy, None) {
-            Ok(prepared) => Resolved::Ready(prepared),
+            Ok(prepared) => Resolved::Ready(Box::new(prepared)),
             Err(RunError::Params { name, source }) => {
                 let schema = registry
                     .tool(&name)
