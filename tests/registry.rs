@@ -1234,7 +1234,11 @@ fn run_refuses_a_workspace_that_reaches_toolsmiths_own_files() {
             env.path().join("state/runs"),
             "lies inside toolsmith's state directory",
         ),
-        (registry.join("tools"), "lies inside toolsmith's registry"),
+        // The registry is beside the state (`--state`), so inside both: the state is named.
+        (
+            registry.join("tools"),
+            "lies inside toolsmith's state directory",
+        ),
         (ws.join("registry"), "is toolsmith's registry"),
     ];
     for (dir, says) in &cases {
