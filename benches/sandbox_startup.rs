@@ -14,7 +14,11 @@
 //!   (`toolsmith mcp`), against `toolsmith sandbox -- true`.
 //!
 //! It also prints one run's `timings` and the median of each part over the library's runs:
-//! where a sandboxed run's time goes.
+//! where a sandboxed run's time goes. Run as root on a host with the cgroup v1 `pids`
+//! hierarchy, it compares what bounding a run's processes costs: a process joining a fresh v1
+//! cgroup through `cgroup.procs` (a global lock that waits for an RCU grace period) and through
+//! `tasks` (what the helper does), and the CLI as root (cgroups) against the CLI as uid 65534
+//! (rlimits only, the strategy a per-run unprivileged uid would give root).
 //!
 //! `cargo bench --bench sandbox_startup` (`TOOLSMITH_BENCH_ROUNDS`, default 200).
 //! `scripts/install-bench-peers.sh` installs bubblewrap.
@@ -23,7 +27,7 @@
 mod mcp;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -90,6 +94,57 @@ fn register_trivial_tool(dir: &Path) -> String {
         .expect("propose");
     registry.approve("c-bench", "bench", None).expect("approve");
     manifest.name
+}
+
+/// The v1 `pids` hierarchy's directory of this process's cgroup, when there is one to write.
+fn own_v1_pids() -> Option<PathBuf> {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = cgroups.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == "pids")
+            .then(|| path.to_owned())
+    })?;
+    let dir = Path::new("/sys/fs/cgroup/pids").join(path.trim_start_matches('/'));
+    (dir.join("pids.max").exists() || dir.join("cgroup.procs").exists()).then_some(dir)
+}
+
+/// Milliseconds a new single-threaded process takes to move itself into a fresh cgroup under
+/// `parent` by writing `0` to `file` (`cgroup.procs` or `tasks`).
+fn attach_ms(parent: &Path, file: &str, n: usize) -> f64 {
+    let dir = parent.join(format!("bench-attach-{}-{n}", std::process::id()));
+    std::fs::create_dir(&dir).expect("make a cgroup");
+    let target =
+        std::ffi::CString::new(dir.join(file).into_os_string().into_encoded_bytes()).expect("path");
+    let (read, write) = nix::unistd::pipe().expect("pipe");
+    // SAFETY: this benchmark is single-threaded; the child only opens, writes and exits.
+    match unsafe { nix::unistd::fork() }.expect("fork") {
+        nix::unistd::ForkResult::Child => {
+            let t = Instant::now();
+            // SAFETY: plain system calls on a valid C string and buffer.
+            let ok = unsafe {
+                let fd = libc::open(target.as_ptr(), libc::O_WRONLY);
+                fd >= 0 && libc::write(fd, c"0".as_ptr().cast(), 1) == 1
+            };
+            let ns: u64 = if ok { t.elapsed().as_nanos() as u64 } else { 0 };
+            let _ = nix::unistd::write(&write, &ns.to_ne_bytes());
+            // SAFETY: leaves the forked copy at once.
+            unsafe { libc::_exit(0) }
+        }
+        nix::unistd::ForkResult::Parent { child } => {
+            drop(write);
+            let mut bytes = [0u8; 8];
+            let got = nix::unistd::read(&read, &mut bytes).unwrap_or(0);
+            let _ = nix::sys::wait::waitpid(child, None);
+            let _ = std::fs::remove_dir(&dir);
+            assert_eq!(got, 8, "the child did not report");
+            let ns = u64::from_ne_bytes(bytes);
+            assert!(ns > 0, "writing 0 to {file} failed");
+            ns as f64 / 1e6
+        }
+    }
 }
 
 /// Samples of one contender.
@@ -209,7 +264,21 @@ fn main() {
     let mut version = Samples::new("toolsmith --version", rounds);
     let mut mcp = Samples::new("MCP tools/call of a trivial tool, open session", rounds);
     let mut parts: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
-    for _ in 0..rounds {
+    let v1_pids = if nix::unistd::geteuid().is_root() {
+        own_v1_pids()
+    } else {
+        None
+    };
+    let mut procs = Samples::new("join a v1 cgroup: cgroup.procs (before)", rounds);
+    let mut tasks = Samples::new("join a v1 cgroup: tasks (the helper now)", rounds);
+    let mut as_root = Samples::new("toolsmith sandbox -- /bin/true, root: cgroups", rounds);
+    let mut as_nobody = Samples::new("toolsmith sandbox -- /bin/true, uid 65534: rlimits", rounds);
+    // Both through setpriv, so both pay its start.
+    let setpriv = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+    let setpriv_root = ["--reuid=0", "--regid=0", "--clear-groups"];
+    let have_setpriv =
+        v1_pids.is_some() && run_quiet(Command::new("setpriv").args(setpriv).arg("/bin/true"));
+    for round in 0..rounds {
         plain
             .ms
             .push(timed(|| assert!(run_quiet(&mut Command::new("/bin/true")))));
@@ -260,6 +329,30 @@ fn main() {
                 Command::new(toolsmith).args(["sandbox", "--", "true"])
             ))
         }));
+        if let Some(dir) = &v1_pids {
+            procs.ms.push(attach_ms(dir, "cgroup.procs", round));
+            tasks.ms.push(attach_ms(dir, "tasks", round));
+        }
+        if have_setpriv {
+            as_root.ms.push(timed(|| {
+                assert!(run_quiet(
+                    Command::new("setpriv").args(setpriv_root).args([
+                        toolsmith,
+                        "sandbox",
+                        "--",
+                        "/bin/true"
+                    ])
+                ))
+            }));
+            as_nobody.ms.push(timed(|| {
+                assert!(run_quiet(Command::new("setpriv").args(setpriv).args([
+                    toolsmith,
+                    "sandbox",
+                    "--",
+                    "/bin/true"
+                ])))
+            }));
+        }
     }
     println!("{rounds} rounds, contenders alternating within each round");
     let plain_m = plain.report();
@@ -286,6 +379,19 @@ fn main() {
         cli_true_m,
         None,
     );
+    if v1_pids.is_some() {
+        println!("what bounding a run's processes costs (root, cgroup v1 host):");
+        procs.report();
+        tasks.report();
+    }
+    if have_setpriv {
+        let root_m = as_root.report();
+        let nobody_m = as_nobody.report();
+        println!(
+            "cgroups over rlimits alone, end to end: {:.2} ms",
+            root_m - nobody_m
+        );
+    }
     println!("sandbox::run's parts, median ms over the rounds:");
     for (part, mut ms) in parts {
         ms.sort_by(f64::total_cmp);
