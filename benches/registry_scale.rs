@@ -28,6 +28,10 @@ use toolsmith::registry::index::{self, Row};
 use toolsmith::registry::manifest::{Manifest, TestCounts, Validation};
 use toolsmith::registry::repo::{Proposal, Registry};
 
+#[path = "support/mcp.rs"]
+mod mcp;
+use mcp::Mcp;
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() - 1) as f64 * p).round() as usize;
     sorted[i]
@@ -87,92 +91,7 @@ fn dir_bytes(dir: &Path) -> u64 {
     total
 }
 
-/// A `toolsmith mcp` session over pipes, spoken by hand (JSON lines; the client SDKs are tested
-/// in tests/mcp.rs).
-struct Mcp {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    stdout: std::io::BufReader<std::process::ChildStdout>,
-    next_id: u64,
-}
-
-impl Mcp {
-    fn start(toolsmith: &str, tmp: &Path, data: &Path) -> Mcp {
-        use std::process::Stdio;
-        let mut child = Command::new(toolsmith)
-            .env("XDG_DATA_HOME", data)
-            .env("XDG_CONFIG_HOME", tmp.join("config"))
-            .env("HOME", tmp.join("home"))
-            .arg("--state")
-            .arg(tmp.join("state"))
-            .arg("mcp")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start toolsmith mcp");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-        let mut mcp = Mcp {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        };
-        let init = mcp.call(
-            "initialize",
-            serde_json::json!({
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "bench", "version": "1"}
-            }),
-        );
-        assert!(
-            init["result"]["capabilities"]["tools"].is_object(),
-            "{init}"
-        );
-        mcp.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        mcp
-    }
-
-    fn send(&mut self, message: &serde_json::Value) {
-        use std::io::Write;
-        writeln!(self.stdin, "{message}").expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    /// A request and its response (notifications in between are skipped).
-    fn call(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
-        use std::io::BufRead;
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(
-            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-        );
-        loop {
-            let mut line = String::new();
-            assert!(
-                self.stdout.read_line(&mut line).expect("read") > 0,
-                "server closed"
-            );
-            let message: serde_json::Value = serde_json::from_str(&line).expect("JSON");
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn main() {
-    // As the binaries do: the in-process figures are then the binaries' own.
-    toolsmith::registry::tune_git();
     let tools: usize = std::env::var("TOOLSMITH_BENCH_TOOLS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -188,7 +107,8 @@ fn main() {
     let keep = std::env::var_os("TOOLSMITH_BENCH_KEEP").map(PathBuf::from);
     let tmp_path = keep.clone().unwrap_or_else(|| tmp.path().to_owned());
     let data = tmp_path.join("data");
-    let dir: PathBuf = data.join("toolsmith/registry");
+    // With --state, every command finds the registry beside the state.
+    let dir: PathBuf = tmp_path.join("state/registry");
     let registry = Registry::open_or_init(&dir).expect("registry");
 
     // One real tool from the offline generator, copied under 10,000 names.
@@ -324,7 +244,8 @@ fn main() {
     std::thread::sleep(std::time::Duration::from_secs(3));
     let no_socket = tmp_path.join("no-daemon.sock");
     let objects_before = dir_bytes(&dir.join(".git/objects"));
-    let mut mcp = Mcp::start(toolsmith, &tmp_path, &data);
+    let mcp_command = || cli(&["mcp"]);
+    let mut mcp = Mcp::start(mcp_command());
     let mut mcp_first = Vec::new();
     let mut mcp_list = Vec::new();
     let mut mcp_search = Vec::new();
@@ -347,7 +268,7 @@ fn main() {
 
         // MCP: a new session's first list, then a list and a search on the open session.
         let t = Instant::now();
-        let mut fresh = Mcp::start(toolsmith, &tmp_path, &data);
+        let mut fresh = Mcp::start(mcp_command());
         let listed = fresh.call("tools/list", serde_json::json!({}));
         mcp_first.push(t.elapsed().as_secs_f64() * 1000.0);
         assert!(

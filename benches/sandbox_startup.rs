@@ -1,21 +1,42 @@
-//! What one sandboxed run costs: the time for `/bin/true` under every layer of toolsmith's
-//! sandbox (user, mount, pid, net, ipc, uts namespaces, the minimal view, rlimits, Landlock,
-//! seccomp), beside plain `/bin/true` and beside
-//! `bwrap --unshare-all --new-session --die-with-parent --ro-bind / / --dev /dev --proc /proc
-//! /bin/true` (Debian's `bubblewrap`; bwrap does neither Landlock nor seccomp here).
+//! What starting things costs, with the contenders alternating within each round so that all
+//! see the same machine load; the figures are the median and the spread (10th–90th percentile)
+//! over the rounds, and ratios of the medians against the goals of issue 18:
 //!
-//! The contenders alternate within each round, so all see the same machine load; the figures
-//! are the median and the spread (10th–90th percentile) over the rounds, and the ratio of the
-//! medians. Our sandbox is measured as the daemon uses it, `toolsmith::sandbox::run` (which
-//! starts the helper binary), and also through the CLI (`toolsmith sandbox -- /bin/true`,
-//! adding the CLI's own start-up).
+//! - `toolsmith::sandbox::run(/bin/true)` under every layer (user, mount, pid, net, ipc, uts
+//!   namespaces, the minimal view, limits, Landlock, seccomp), as the daemon and the MCP server
+//!   use it, against `bwrap --unshare-all --new-session --die-with-parent --ro-bind / / --dev
+//!   /dev --proc /proc /bin/true` (Debian's `bubblewrap`; it does neither Landlock nor seccomp
+//!   here): goal at most 1.0;
+//! - `toolsmith sandbox -- /bin/true`, the CLI's own start included, against the same bwrap:
+//!   goal at most 1.5;
+//! - `toolsmith --version` against `/bin/true`: goal at most 4;
+//! - an MCP `tools/call` of a trivial registered tool, the round trip on an open session
+//!   (`toolsmith mcp`), against `toolsmith sandbox -- true`.
+//!
+//! It also prints one run's `timings` and the median of each part over the library's runs:
+//! where a sandboxed run's time goes. Run as root on a host with the cgroup v1 `pids`
+//! hierarchy, it compares what bounding a run's processes costs: a process joining a fresh v1
+//! cgroup through `cgroup.procs` (a global lock that waits for an RCU grace period) and through
+//! `tasks` (what the helper does), and the CLI as root (cgroups) against the CLI as uid 65534
+//! (rlimits only, the strategy a per-run unprivileged uid would give root).
 //!
 //! `cargo bench --bench sandbox_startup` (`TOOLSMITH_BENCH_ROUNDS`, default 200).
 //! `scripts/install-bench-peers.sh` installs bubblewrap.
 
+#[path = "support/mcp.rs"]
+mod mcp;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use mcp::Mcp;
+use toolsmith::generate::spec::ToolSpec;
+use toolsmith::generate::template;
+use toolsmith::registry::digest::digest;
+use toolsmith::registry::manifest::{Manifest, TestCounts, Validation};
+use toolsmith::registry::repo::{Proposal, Registry};
 use toolsmith::sandbox::{self, SandboxSpec};
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -30,6 +51,139 @@ fn run_quiet(cmd: &mut Command) -> bool {
         .status()
         .map(|s| s.success())
         .unwrap_or(false)
+}
+
+/// Milliseconds `work` took.
+fn timed(work: impl FnOnce()) -> f64 {
+    let t = Instant::now();
+    work();
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// Approves a tool that runs `touch /tmp/ok` (its private `/tmp`) in a registry at `dir`: a real template tool, validated as
+/// `toolsmith approve` would find it. Returns its name.
+fn register_trivial_tool(dir: &Path) -> String {
+    let registry = Registry::open_or_init(dir).expect("registry");
+    let spec = ToolSpec::from_request("Touch a file", &["touch /tmp/ok".to_owned()], &|_| false)
+        .expect("spec");
+    let mut files = template::generate(&spec, semver::Version::new(1, 0, 0)).expect("files");
+    let mut manifest = Manifest::parse(&files["tool.yaml"], "tool.yaml").expect("manifest");
+    let rest: BTreeMap<String, String> = files
+        .iter()
+        .filter(|(name, _)| name.as_str() != "tool.yaml")
+        .map(|(n, c)| (n.clone(), c.clone()))
+        .collect();
+    manifest.validation = Some(Validation {
+        checks: vec!["manifest".into(), "sh -n run.sh".into()],
+        tests: TestCounts {
+            passed: 1,
+            failed: 0,
+        },
+        runtime_ms: 5,
+        peak_memory_kb: None,
+        digest: digest(&rest),
+    });
+    files.insert("tool.yaml".into(), manifest.to_yaml());
+    registry
+        .propose(&Proposal {
+            candidate: "c-bench".into(),
+            files,
+            why: "benchmark".into(),
+            trailers: Vec::new(),
+        })
+        .expect("propose");
+    registry.approve("c-bench", "bench", None).expect("approve");
+    manifest.name
+}
+
+/// The v1 `pids` hierarchy's directory of this process's cgroup, when there is one to write.
+fn own_v1_pids() -> Option<PathBuf> {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = cgroups.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == "pids")
+            .then(|| path.to_owned())
+    })?;
+    let dir = Path::new("/sys/fs/cgroup/pids").join(path.trim_start_matches('/'));
+    (dir.join("pids.max").exists() || dir.join("cgroup.procs").exists()).then_some(dir)
+}
+
+/// Milliseconds a new single-threaded process takes to move itself into a fresh cgroup under
+/// `parent` by writing `0` to `file` (`cgroup.procs` or `tasks`).
+fn attach_ms(parent: &Path, file: &str, n: usize) -> f64 {
+    let dir = parent.join(format!("bench-attach-{}-{n}", std::process::id()));
+    std::fs::create_dir(&dir).expect("make a cgroup");
+    let target =
+        std::ffi::CString::new(dir.join(file).into_os_string().into_encoded_bytes()).expect("path");
+    let (read, write) = nix::unistd::pipe().expect("pipe");
+    // SAFETY: this benchmark is single-threaded; the child only opens, writes and exits.
+    match unsafe { nix::unistd::fork() }.expect("fork") {
+        nix::unistd::ForkResult::Child => {
+            let t = Instant::now();
+            // SAFETY: plain system calls on a valid C string and buffer.
+            let ok = unsafe {
+                let fd = libc::open(target.as_ptr(), libc::O_WRONLY);
+                fd >= 0 && libc::write(fd, c"0".as_ptr().cast(), 1) == 1
+            };
+            let ns: u64 = if ok { t.elapsed().as_nanos() as u64 } else { 0 };
+            let _ = nix::unistd::write(&write, &ns.to_ne_bytes());
+            // SAFETY: leaves the forked copy at once.
+            unsafe { libc::_exit(0) }
+        }
+        nix::unistd::ForkResult::Parent { child } => {
+            drop(write);
+            let mut bytes = [0u8; 8];
+            let got = nix::unistd::read(&read, &mut bytes).unwrap_or(0);
+            let _ = nix::sys::wait::waitpid(child, None);
+            let _ = std::fs::remove_dir(&dir);
+            assert_eq!(got, 8, "the child did not report");
+            let ns = u64::from_ne_bytes(bytes);
+            assert!(ns > 0, "writing 0 to {file} failed");
+            ns as f64 / 1e6
+        }
+    }
+}
+
+/// Samples of one contender.
+struct Samples {
+    name: &'static str,
+    ms: Vec<f64>,
+}
+
+impl Samples {
+    fn new(name: &'static str, rounds: usize) -> Samples {
+        Samples {
+            name,
+            ms: Vec::with_capacity(rounds),
+        }
+    }
+
+    /// Prints the median and spread; returns the median.
+    fn report(&mut self) -> f64 {
+        self.ms.sort_by(f64::total_cmp);
+        let median = percentile(&self.ms, 0.5);
+        println!(
+            "{:<50} median {median:7.2} ms   p10 {:7.2}   p90 {:7.2}",
+            self.name,
+            percentile(&self.ms, 0.1),
+            percentile(&self.ms, 0.9)
+        );
+        median
+    }
+}
+
+fn ratio(what: &str, a: f64, b: f64, goal: Option<f64>) {
+    let r = a / b;
+    match goal {
+        Some(goal) => println!(
+            "ratio {what}: {r:.2} (goal: at most {goal}: {})",
+            if r <= goal { "met" } else { "NOT met" }
+        ),
+        None => println!("ratio {what}: {r:.2}"),
+    }
 }
 
 fn main() {
@@ -56,8 +210,10 @@ fn main() {
         println!("bwrap not available (scripts/install-bench-peers.sh installs it): peer skipped");
     }
     let mut spec = SandboxSpec::new(vec!["/bin/true".into()]);
-    spec.helper = Some(toolsmith.into());
-    // One run first: it must work, and it says which layers are in force.
+    // As the binaries run it: the helper binary beside them.
+    spec.helper = Some(env!("CARGO_BIN_EXE_toolsmith-sandbox-helper").into());
+    // One run first: it must work, and it says which layers are in force and where its time
+    // went.
     let first = match sandbox::run(&spec) {
         Ok(report) => report,
         Err(err) => {
@@ -69,56 +225,176 @@ fn main() {
         "layers in force: {}",
         serde_json::to_string(&first.layers).unwrap_or_default()
     );
+    println!(
+        "one run's timings (µs): {}",
+        serde_json::to_string(&first.timings).unwrap_or_default()
+    );
 
-    let mut plain = Vec::with_capacity(rounds);
-    let mut ours = Vec::with_capacity(rounds);
-    let mut cli = Vec::with_capacity(rounds);
-    let mut bwrap = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        let t = Instant::now();
-        assert!(run_quiet(&mut Command::new("/bin/true")));
-        plain.push(t.elapsed().as_secs_f64() * 1e3);
+    // An MCP session on a registry holding one trivial approved tool.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let state = tmp.path().join("state");
+    let workspace = tmp.path().join("workspace");
+    std::fs::create_dir_all(&workspace).expect("workspace");
+    let tool = register_trivial_tool(&state.join("registry"));
+    let mut mcp_command = Command::new(toolsmith);
+    mcp_command
+        .env("HOME", tmp.path().join("home"))
+        .env("XDG_CONFIG_HOME", tmp.path().join("config"))
+        .env("XDG_DATA_HOME", tmp.path().join("data"))
+        .env_remove("TOOLSMITH_CONFIG")
+        .env_remove("RUST_LOG")
+        .arg("--state")
+        .arg(&state)
+        .arg("mcp")
+        .arg("--workspace")
+        .arg(&workspace);
+    let mut session = Mcp::start(mcp_command);
+    let call = serde_json::json!({"name": tool, "arguments": {}});
+    let mut call_tool = || {
+        let answer = session.call("tools/call", call.clone());
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    };
+    call_tool();
 
-        let t = Instant::now();
-        let report = sandbox::run(&spec).expect("sandboxed /bin/true");
-        ours.push(t.elapsed().as_secs_f64() * 1e3);
-        assert_eq!(report.exit.status(), 0);
-
-        let t = Instant::now();
-        assert!(run_quiet(Command::new(toolsmith).args([
-            "sandbox",
-            "--",
-            "/bin/true"
-        ])));
-        cli.push(t.elapsed().as_secs_f64() * 1e3);
-
+    let mut plain = Samples::new("plain /bin/true", rounds);
+    let mut lib = Samples::new("toolsmith::sandbox::run(/bin/true), all layers", rounds);
+    let mut cli = Samples::new("toolsmith sandbox -- /bin/true (CLI)", rounds);
+    let mut cli_true = Samples::new("toolsmith sandbox -- true (CLI)", rounds);
+    let mut bwrap = Samples::new("bwrap --unshare-all … /bin/true", rounds);
+    let mut version = Samples::new("toolsmith --version", rounds);
+    let mut mcp = Samples::new("MCP tools/call of a trivial tool, open session", rounds);
+    let mut parts: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
+    let v1_pids = if nix::unistd::geteuid().is_root() {
+        own_v1_pids()
+    } else {
+        None
+    };
+    let mut procs = Samples::new("join a v1 cgroup: cgroup.procs (before)", rounds);
+    let mut tasks = Samples::new("join a v1 cgroup: tasks (the helper now)", rounds);
+    let mut as_root = Samples::new("toolsmith sandbox -- /bin/true, root: cgroups", rounds);
+    let mut as_nobody = Samples::new("toolsmith sandbox -- /bin/true, uid 65534: rlimits", rounds);
+    // Both through setpriv, so both pay its start.
+    let setpriv = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+    let setpriv_root = ["--reuid=0", "--regid=0", "--clear-groups"];
+    let have_setpriv =
+        v1_pids.is_some() && run_quiet(Command::new("setpriv").args(setpriv).arg("/bin/true"));
+    for round in 0..rounds {
+        plain
+            .ms
+            .push(timed(|| assert!(run_quiet(&mut Command::new("/bin/true")))));
+        let mut report = None;
+        lib.ms.push(timed(|| {
+            report = Some(sandbox::run(&spec).expect("sandboxed /bin/true"));
+        }));
+        if let Some(report) = report {
+            assert_eq!(report.exit.status(), 0);
+            let t = report.timings;
+            for (part, us) in [
+                ("prepare", Some(t.prepare_us)),
+                ("spawn", t.spawn_us),
+                ("limits", t.limits_us),
+                ("namespaces", t.namespaces_us),
+                ("view", t.view_us),
+                ("process", t.process_us),
+                ("landlock", t.landlock_us),
+                ("seccomp", t.seccomp_us),
+                ("exec", t.exec_us),
+                ("wait", t.wait_us),
+                ("teardown", t.teardown_us),
+                ("total", Some(t.total_us)),
+            ] {
+                if let Some(us) = us {
+                    parts.entry(part).or_default().push(us as f64 / 1e3);
+                }
+            }
+        }
+        cli.ms.push(timed(|| {
+            assert!(run_quiet(Command::new(toolsmith).args([
+                "sandbox",
+                "--",
+                "/bin/true"
+            ])))
+        }));
         if have_bwrap {
-            let t = Instant::now();
-            assert!(run_quiet(Command::new("bwrap").args(bwrap_args)));
-            bwrap.push(t.elapsed().as_secs_f64() * 1e3);
+            bwrap.ms.push(timed(|| {
+                assert!(run_quiet(Command::new("bwrap").args(bwrap_args)))
+            }));
+        }
+        version.ms.push(timed(|| {
+            assert!(run_quiet(Command::new(toolsmith).arg("--version")))
+        }));
+        mcp.ms.push(timed(&mut call_tool));
+        cli_true.ms.push(timed(|| {
+            assert!(run_quiet(
+                Command::new(toolsmith).args(["sandbox", "--", "true"])
+            ))
+        }));
+        if let Some(dir) = &v1_pids {
+            procs.ms.push(attach_ms(dir, "cgroup.procs", round));
+            tasks.ms.push(attach_ms(dir, "tasks", round));
+        }
+        if have_setpriv {
+            as_root.ms.push(timed(|| {
+                assert!(run_quiet(
+                    Command::new("setpriv").args(setpriv_root).args([
+                        toolsmith,
+                        "sandbox",
+                        "--",
+                        "/bin/true"
+                    ])
+                ))
+            }));
+            as_nobody.ms.push(timed(|| {
+                assert!(run_quiet(Command::new("setpriv").args(setpriv).args([
+                    toolsmith,
+                    "sandbox",
+                    "--",
+                    "/bin/true"
+                ])))
+            }));
         }
     }
-    let report = |name: &str, samples: &mut Vec<f64>| -> f64 {
-        samples.sort_by(f64::total_cmp);
-        let median = percentile(samples, 0.5);
-        println!(
-            "{name:<44} median {median:7.2} ms   p10 {:7.2}   p90 {:7.2}",
-            percentile(samples, 0.1),
-            percentile(samples, 0.9)
-        );
-        median
-    };
     println!("{rounds} rounds, contenders alternating within each round");
-    let plain_m = report("plain /bin/true", &mut plain);
-    let ours_m = report("toolsmith::sandbox::run(/bin/true), all layers", &mut ours);
-    let cli_m = report("toolsmith sandbox -- /bin/true (CLI)", &mut cli);
-    println!("sandbox overhead over plain: {:.2} ms", ours_m - plain_m);
+    let plain_m = plain.report();
+    let lib_m = lib.report();
+    let cli_m = cli.report();
+    let version_m = version.report();
+    let cli_true_m = cli_true.report();
+    let mcp_m = mcp.report();
+    println!("sandbox overhead over plain: {:.2} ms", lib_m - plain_m);
     if have_bwrap {
-        let bwrap_m = report("bwrap --unshare-all … /bin/true", &mut bwrap);
+        let bwrap_m = bwrap.report();
+        ratio("sandbox::run / bwrap", lib_m, bwrap_m, Some(1.0));
+        ratio("CLI sandbox / bwrap", cli_m, bwrap_m, Some(1.5));
+    }
+    ratio(
+        "toolsmith --version / /bin/true",
+        version_m,
+        plain_m,
+        Some(4.0),
+    );
+    ratio(
+        "MCP tools/call / toolsmith sandbox -- true",
+        mcp_m,
+        cli_true_m,
+        None,
+    );
+    if v1_pids.is_some() {
+        println!("what bounding a run's processes costs (root, cgroup v1 host):");
+        procs.report();
+        tasks.report();
+    }
+    if have_setpriv {
+        let root_m = as_root.report();
+        let nobody_m = as_nobody.report();
         println!(
-            "ratio sandbox::run / bwrap: {:.2} (goal: at most 1.0); CLI / bwrap: {:.2}",
-            ours_m / bwrap_m,
-            cli_m / bwrap_m
+            "cgroups over rlimits alone, end to end: {:.2} ms",
+            root_m - nobody_m
         );
+    }
+    println!("sandbox::run's parts, median ms over the rounds:");
+    for (part, mut ms) in parts {
+        ms.sort_by(f64::total_cmp);
+        println!("  {part:<11} {:7.3}", percentile(&ms, 0.5));
     }
 }

@@ -1404,7 +1404,14 @@ fn resolve_paths(
         })
         .unwrap_or_else(|| under_state("run", "paths.state"));
 
+    // An explicit --state is a world of its own (a scratch run, a test, an experiment): its
+    // registry is beside it, never the user's real one found through $XDG_DATA_HOME or $HOME.
     let registry = configured(&raw.registry)
+        .or_else(|| {
+            state_flag
+                .as_ref()
+                .map(|_| under_state("registry", "--state"))
+        })
         .or_else(|| env_dir(env, "XDG_DATA_HOME", "toolsmith/registry"))
         .or_else(|| env_dir(env, "STATE_DIRECTORY", "registry"))
         .or_else(|| home(".local/share/toolsmith/registry"))
@@ -1453,8 +1460,8 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # else /run/toolsmith for root.
 # runtime = "/run/toolsmith"
 
-# The git registry of approved tools. Default: $XDG_DATA_HOME/toolsmith/registry, else
-# ~/.local/share/toolsmith/registry.
+# The git registry of approved tools. Default: <state>/registry with --state, else
+# $XDG_DATA_HOME/toolsmith/registry, else ~/.local/share/toolsmith/registry.
 # registry = "/home/me/.local/share/toolsmith/registry"
 
 [ingest]
@@ -1683,6 +1690,50 @@ mod tests {
             PathBuf::from("/tmp/s/run/control.sock")
         );
         assert_eq!(config.store_path(), PathBuf::from("/tmp/s/state.db"));
+    }
+
+    #[test]
+    fn state_flag_puts_the_registry_beside_the_state() {
+        let request = |config_file: Option<PathBuf>| ConfigRequest {
+            config_file,
+            state_dir: Some(PathBuf::from("/tmp/s")),
+        };
+        let vars = env(&[
+            ("HOME", "/home/u"),
+            ("XDG_CONFIG_HOME", "/nonexistent"),
+            ("XDG_DATA_HOME", "/home/u/.data"),
+            ("STATE_DIRECTORY", "/var/lib/toolsmith"),
+        ]);
+        // Never the user's real registry: a scratch run must not write into it.
+        let config = request(None).load_with(&vars).expect("load");
+        assert_eq!(
+            config.paths.registry.value,
+            PathBuf::from("/tmp/s/registry")
+        );
+        assert_eq!(
+            config.paths.registry.origin,
+            Origin::Derived { from: "--state" }
+        );
+        let shown = config
+            .entries()
+            .into_iter()
+            .find(|(key, _, _)| *key == "paths.registry")
+            .map(|(_, value, origin)| format!("{value} # {origin}"));
+        assert_eq!(
+            shown.as_deref(),
+            Some("\"/tmp/s/registry\" # derived from --state")
+        );
+        // A registry the configuration names still wins.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("config.toml");
+        std::fs::write(&file, "[paths]\nregistry = \"/srv/registry\"\n").expect("write");
+        let config = request(Some(file)).load_with(&vars).expect("load");
+        assert_eq!(config.paths.registry.value, PathBuf::from("/srv/registry"));
+        assert!(
+            matches!(config.paths.registry.origin, Origin::File { line: 2, .. }),
+            "{:?}",
+            config.paths.registry.origin
+        );
     }
 
     #[test]

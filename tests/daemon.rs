@@ -32,7 +32,8 @@ fn starts_answers_status_and_stops_cleanly_on_sigterm() {
     assert_eq!(status["socket"], json!(env.socket()));
     assert_eq!(
         status["registry_dir"],
-        json!(env.path().join("data/toolsmith/registry"))
+        json!(env.state().join("registry")),
+        "with --state, the registry is beside the state"
     );
     assert_eq!(status["config_file"], Value::Null);
     assert_eq!(status["previous_run"], Value::Null);

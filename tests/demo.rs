@@ -140,7 +140,7 @@ fn the_daemon_on_embedded_defaults_finds_the_agents_logs_and_proposes_tools() {
         assert!(std::time::Instant::now() < deadline, "{text}");
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(env.path().join("data/toolsmith/registry/.git").is_dir());
+    assert!(env.state().join("registry/.git").is_dir());
 
     // Mining (on schedule, after enough new actions, or asked for) is followed by generation:
     // both habits become validated candidates awaiting review.

@@ -400,7 +400,7 @@ fn a_regression_is_rolled_back_by_the_daemons_health_check() {
     // A revert commit, as `toolsmith rollback` makes.
     let log = std::process::Command::new("git")
         .arg("-C")
-        .arg(env.path().join("data/toolsmith/registry"))
+        .arg(env.state().join("registry"))
         .args(["log", "-1", "--format=%s%n%b", "main"])
         .output()
         .expect("git log");
@@ -525,7 +525,7 @@ fn unused_and_duplicate_tools_are_proposed_for_deprecation_and_merging() {
         max_attempts: 1,
         max_per_run: 1,
     };
-    let registry = env.path().join("data/toolsmith/registry");
+    let registry = env.state().join("registry");
     let generator = Generator::new(store.clone(), env.state(), settings, validator)
         .with_registry(registry.clone());
     let policy = toolsmith::health::score::HealthPolicy::default();

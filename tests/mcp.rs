@@ -332,7 +332,7 @@ async fn agents_list_call_and_search_tools_and_see_the_registry_change() {
     // A `git revert` by hand of the deprecation brings the tool back.
     let reverted = Command::new("git")
         .arg("-C")
-        .arg(env.path().join("data/toolsmith/registry"))
+        .arg(env.state().join("registry"))
         .args(["revert", "--no-edit", "HEAD"])
         .env("GIT_AUTHOR_NAME", "Ada Reviewer")
         .env("GIT_AUTHOR_EMAIL", "ada@example.com")
@@ -697,10 +697,7 @@ async fn calls_refuse_workspaces_with_toolsmiths_files_and_values_like_options()
             "contains toolsmith's state directory",
         ),
         (env.state(), "is toolsmith's state directory"),
-        (
-            env.path().join("data/toolsmith/registry/tools"),
-            "lies inside toolsmith's registry",
-        ),
+        (env.state().join("registry"), "is toolsmith's registry"),
         (
             env.path().join("config/toolsmith"),
             "is toolsmith's configuration directory",

@@ -11,8 +11,9 @@ use std::time::Duration;
 use common::{TestEnv, json_of};
 use serde_json::Value;
 
+/// The registry: beside the state, since every command names it with `--state`.
 fn registry_dir(env: &TestEnv) -> PathBuf {
-    env.path().join("data/toolsmith/registry")
+    env.state().join("registry")
 }
 
 /// `git -C <registry> ARGS…` as a person with a name would run it; its stdout.
@@ -1021,6 +1022,37 @@ fn a_registry_held_open_sees_what_another_process_changed() {
 }
 
 #[test]
+fn a_handle_held_open_checks_the_disk_on_every_run_and_each_new_tree_anew() {
+    use toolsmith::registry::repo::Registry;
+    let env = TestEnv::new();
+    let (a, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &a]).assert().success();
+    // As an MCP session holds it: a version found valid is not checked again…
+    let held = Registry::open(&registry_dir(&env)).expect("open");
+    let (first, dir) = held.runnable(&name).expect("runnable");
+    assert_eq!(held.runnable(&name).expect("runnable again").0, first);
+    // …but its files on disk are, on every run.
+    let script = dir.join("run.sh");
+    let original = std::fs::read_to_string(&script).expect("read");
+    std::fs::write(&script, format!("{original}\necho pwned\n")).expect("tamper");
+    let err = held
+        .runnable(&name)
+        .expect_err("tampered on disk")
+        .to_string();
+    assert!(
+        err.contains("differ from main") && err.contains("run.sh"),
+        "{err}"
+    );
+    // A change committed by hand is a new tree, checked anew: its digest does not match.
+    git(&env, &["commit", "-qam", "tweak by hand"]);
+    let err = held.runnable(&name).expect_err("not validated").to_string();
+    assert!(err.contains("digest"), "{err}");
+    // Reverted, the validated tree is back, and runs.
+    git(&env, &["revert", "--no-edit", "HEAD"]);
+    assert_eq!(held.runnable(&name).expect("reverted").0, first);
+}
+
+#[test]
 fn approved_tools_export_as_agent_skills_and_re_exporting_tidies_up() {
     let env = TestEnv::new();
     let (a, build, _) = request(&env, "Build one package", "build");
@@ -1792,7 +1824,11 @@ fn run_refuses_a_workspace_that_reaches_toolsmiths_own_files() {
             env.path().join("state/runs"),
             "lies inside toolsmith's state directory",
         ),
-        (registry.join("tools"), "lies inside toolsmith's registry"),
+        // The registry is beside the state (`--state`), so inside both: the state is named.
+        (
+            registry.join("tools"),
+            "lies inside toolsmith's state directory",
+        ),
         (ws.join("registry"), "is toolsmith's registry"),
     ];
     for (dir, says) in &cases {

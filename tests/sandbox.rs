@@ -82,6 +82,45 @@ fn output_and_exit_code_come_back() {
 }
 
 #[test]
+fn a_run_reports_where_its_time_went() {
+    let (report, code) = run_json(&[], &["sh", "-c", "sleep 0.2"]);
+    assert_eq!(code, 0, "{report}");
+    let timings = &report["timings"];
+    let parts = [
+        "prepare_us",
+        "spawn_us",
+        "limits_us",
+        "namespaces_us",
+        "view_us",
+        "process_us",
+        "landlock_us",
+        "seccomp_us",
+        "exec_us",
+        "wait_us",
+        "teardown_us",
+    ];
+    // Every part of a run that went through was reached, and they add up to the whole.
+    let mut sum = 0;
+    for part in parts {
+        let us = timings[part]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{part} missing: {timings}"));
+        sum += us;
+    }
+    let total = timings["total_us"].as_u64().expect("total_us");
+    assert_eq!(sum, total, "{timings}");
+    // The command's own run is `wait`: it slept 200 ms, which no other part holds.
+    let wait = timings["wait_us"].as_u64().unwrap_or(0);
+    assert!(wait >= 200_000, "{timings}");
+    // The whole covers the runtime the report gives (ms, from the spawn).
+    let runtime_ms = report["runtime_ms"].as_u64().expect("runtime_ms");
+    assert!(
+        total / 1000 + 1 >= runtime_ms,
+        "{timings} vs {runtime_ms} ms"
+    );
+}
+
+#[test]
 fn work_dir_is_writable_and_workspace_honours_access() {
     let (report, code) = run_json(
         &[],
@@ -366,8 +405,9 @@ fn a_reader_that_went_away_does_not_change_the_status() {
 }
 
 /// An isolated set of toolsmith's directories: `toolsmith --state <dir>/state` with HOME and
-/// the XDG directories under `dir`, so runtime = `state/run`, registry =
-/// `data/toolsmith/registry`, configuration = `config/toolsmith`.
+/// the XDG directories under `dir`, so runtime = `state/run`, configuration =
+/// `config/toolsmith`, and the registry `state/registry` unless the configuration file there
+/// names another.
 fn isolated(dir: &Path) -> Command {
     let mut cmd = toolsmith();
     for var in [
@@ -402,6 +442,15 @@ fn workspaces_that_reach_toolsmiths_own_files_are_refused() {
     ] {
         std::fs::create_dir_all(dir.join(sub)).expect("mkdir");
     }
+    // The registry apart from the state, as a configuration may place it.
+    std::fs::write(
+        dir.join("config/toolsmith/config.toml"),
+        format!(
+            "[paths]\nregistry = {:?}\n",
+            dir.join("data/toolsmith/registry").display().to_string()
+        ),
+    )
+    .expect("write the configuration");
     std::os::unix::fs::symlink(dir.join("data/toolsmith/registry"), dir.join("project/reg"))
         .expect("symlink");
     let cases: [(&str, &str); 9] = [

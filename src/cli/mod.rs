@@ -353,13 +353,9 @@ impl From<std::io::Error> for Failure {
     }
 }
 
-/// `toolsmith`'s whole `main`.
+/// `toolsmith`'s whole `main`, after the binary dispatched the sandbox helper
+/// ([`crate::sandbox::helper_main`]), which comes before anything else.
 pub fn main() -> std::process::ExitCode {
-    // First of all: the sandbox helper must stay single-threaded, so it runs before anything
-    // else could start a thread.
-    if let Some(code) = crate::sandbox::helper_main() {
-        return code;
-    }
     let cli = Cli::parse();
     // `toolsmith sandbox` exits with the command's own status.
     let status = match &cli.command {

@@ -46,9 +46,12 @@ pub(super) async fn run(
     }
     let (tx, mut rx) = mpsc::channel::<()>(1);
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        // Opening and reading the repository (git2 does, on every look) is no change: woken by
-        // its own reads, the watcher would look again, and again, forever.
-        if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
+        // An error (a lost event, an overflow) may hide a change: looked at too. Opens are not
+        // changes: `look` opens the refs itself.
+        if event
+            .as_ref()
+            .map_or(true, crate::registry::repo::is_registry_change)
+        {
             let _ = tx.try_send(());
         }
     });

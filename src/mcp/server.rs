@@ -7,8 +7,11 @@
 //!   tools [`SEARCH_TOOL`] and [`RUN_TOOL`], which reach every tool however many there are and
 //!   whether or not the client re-lists after a change.
 //! - `tools/call`: runs the tool's version on `main` in the sandbox exactly as `toolsmith run`
-//!   does ([`run::run_tool`]), with the server's working directory (the agent's project) as
-//!   the workspace when the profile grants one, and records the run ([`run::RunRecorder`]).
+//!   does ([`run::prepare`], [`run::PreparedRun::run`]), with the server's working directory
+//!   (the agent's project) as the workspace when the profile grants one, and records the run
+//!   ([`run::RunRecorder`]). The session keeps one registry handle, opened and reconciled once
+//!   and again after each change the refs watch sees; a call reads `main` and checks the tool's
+//!   files on disk, but a version already found valid (by its tree) is not validated again.
 //!   Whatever goes wrong with a run — arguments that do not fit the schema, a tool that fails,
 //!   times out or was tampered with — is an `isError` result the agent can read; only a name
 //!   that is no tool at all is a protocol error, as the specification asks.
@@ -38,7 +41,7 @@ use super::transport::LineTransport;
 use crate::health::executions::{Caller, Execution};
 use crate::registry::manifest::{Manifest, OutputKind, WorkspaceAccess};
 use crate::registry::repo::{Registry, RegistryError, ToolEntry};
-use crate::registry::run::{self, RunError, RunRecorder, RunRequest, ToolRun};
+use crate::registry::run::{self, PreparedRun, RunError, RunRecorder, RunRequest, ToolRun};
 use crate::sandbox::{Exit, LimitHit, OwnPlaces, SandboxPolicy};
 use crate::store;
 
@@ -105,12 +108,28 @@ struct Inner {
     definitions: Mutex<HashMap<String, (String, Tool)>>,
     /// Approval times already read, by tag object.
     approvals: Mutex<HashMap<git2::Oid, i64>>,
+    /// The session's registry handle: opened and reconciled on first use, forgotten when the
+    /// refs watch sees a change (the next use opens and reconciles it again). Held only while
+    /// a call reads the registry, never while a tool runs.
+    registry: Mutex<Option<Registry>>,
 }
 
-/// The active tools, best first, with the registry they were read from.
-struct Catalog {
-    registry: Registry,
-    ranked: Vec<ToolEntry>,
+/// What a call resolved to before running.
+enum Resolved {
+    /// Ready to run.
+    Ready(Box<PreparedRun>),
+    /// Refused: a result the agent reads.
+    Refused(CallToolResult),
+    /// No such tool, called by its own name: the protocol's "unknown tool".
+    Unknown(McpError),
+}
+
+/// Locks a mutex, taking over one a panicked holder poisoned.
+fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }
 
 impl McpServer {
@@ -124,6 +143,7 @@ impl McpServer {
                 subscriptions: Mutex::new(Vec::new()),
                 definitions: Mutex::new(HashMap::new()),
                 approvals: Mutex::new(HashMap::new()),
+                registry: Mutex::new(None),
             }),
         }
     }
@@ -157,15 +177,33 @@ impl Inner {
         work(slot.as_ref())
     }
 
-    /// Opens the registry, finishing what a crash interrupted, as every toolsmith command does.
-    fn registry(&self) -> Result<Registry, RegistryError> {
-        let registry = Registry::open_or_init(&self.settings.registry)?;
-        registry.reconcile()?;
-        Ok(registry)
+    /// Runs `work` with the session's registry, opening it the first time and after a change
+    /// (finishing what a crash interrupted, as every toolsmith command does).
+    fn with_registry<T>(
+        &self,
+        work: impl FnOnce(&Registry) -> Result<T, RegistryError>,
+    ) -> Result<T, RegistryError> {
+        let mut slot = locked(&self.registry);
+        let registry = match slot.take() {
+            Some(registry) => registry,
+            None => {
+                let registry = Registry::open_or_init(&self.settings.registry)?;
+                registry.reconcile()?;
+                registry
+            }
+        };
+        let result = work(&registry);
+        *slot = Some(registry);
+        result
     }
 
-    fn catalog(&self) -> Result<Catalog, RegistryError> {
-        let registry = self.registry()?;
+    /// Forgets the registry handle: the refs changed, so the next use reconciles again.
+    fn forget_registry(&self) {
+        *locked(&self.registry) = None;
+    }
+
+    /// The active tools, best first.
+    fn ranked(&self, registry: &Registry) -> Result<Vec<ToolEntry>, RegistryError> {
         let tools = registry.tools()?;
         let approved = {
             let mut known = match self.approvals.lock() {
@@ -184,17 +222,20 @@ impl Inner {
                 })
                 .unwrap_or_default()
         });
-        let ranked = catalog::rank(&tools, &usage, &approved, now_ms)
+        Ok(catalog::rank(&tools, &usage, &approved, now_ms)
             .into_iter()
             .cloned()
-            .collect();
-        Ok(Catalog { registry, ranked })
+            .collect())
     }
 
     /// `tools/list`: the ranked tools that fit the budget, then the fixed tools.
     fn list(&self) -> Result<Vec<Tool>, RegistryError> {
-        let catalog = self.catalog()?;
-        let ranked: Vec<&ToolEntry> = catalog.ranked.iter().collect();
+        self.with_registry(|registry| self.list_from(registry))
+    }
+
+    fn list_from(&self, registry: &Registry) -> Result<Vec<Tool>, RegistryError> {
+        let ranked = self.ranked(registry)?;
+        let ranked: Vec<&ToolEntry> = ranked.iter().collect();
         let listing = catalog::fit(&ranked, self.settings.description_budget);
         let mut tools = Vec::with_capacity(listing.listed.len() + 2);
         let mut definitions = match self.definitions.lock() {
@@ -209,7 +250,7 @@ impl Inner {
                 continue;
             }
             // The entry was checked (digest, approval) by the listing; a call checks again.
-            match catalog.registry.listed_manifest(entry) {
+            match registry.listed_manifest(entry) {
                 Some(manifest) => {
                     let tool = mcp_tool(&manifest);
                     definitions.insert(entry.name.clone(), (entry.tree.clone(), tool.clone()));
@@ -246,14 +287,21 @@ impl Inner {
                 "toolsmith_search: unknown argument `{key}`; it takes `query` and `limit`"
             ));
         }
-        let catalog = match self.catalog() {
-            Ok(c) => c,
+        let found = self.with_registry(|registry| {
+            let ranked = self.ranked(registry)?;
+            let ranked: Vec<&ToolEntry> = ranked.iter().collect();
+            let found: Vec<Manifest> = catalog::search(&ranked, query, limit)
+                .into_iter()
+                .filter_map(|entry| registry.listed_manifest(entry))
+                .collect();
+            Ok((found, ranked.len()))
+        });
+        let (found, registered) = match found {
+            Ok(found) => found,
             Err(e) => return tool_error(&format!("the registry cannot be read: {e}")),
         };
-        let ranked: Vec<&ToolEntry> = catalog.ranked.iter().collect();
-        let found: Vec<Value> = catalog::search(&ranked, query, limit)
+        let found: Vec<Value> = found
             .into_iter()
-            .filter_map(|entry| catalog.registry.listed_manifest(entry))
             .map(|m| {
                 json!({
                     "name": m.name,
@@ -267,7 +315,7 @@ impl Inner {
             .collect();
         CallToolResult::structured(json!({
             "tools": found,
-            "registered": ranked.len(),
+            "registered": registered,
             "how_to_run": format!(
                 "call {RUN_TOOL} with {{\"name\": <name>, \"arguments\": {{...}}}}, the arguments \
                  following the tool's input_schema"
@@ -283,10 +331,40 @@ impl Inner {
         params: Map<String, Value>,
         direct: bool,
     ) -> Result<CallToolResult, McpError> {
-        let registry = match self.registry() {
-            Ok(r) => r,
+        let request = RunRequest {
+            name: name.to_owned(),
+            params,
+            workspace: self.settings.workspace.clone(),
+            own: self.settings.own.clone(),
+            caller: Caller::Mcp,
+        };
+        let resolved = self.with_registry(|registry| Ok(self.resolve(registry, &request, direct)));
+        let prepared = match resolved {
+            Ok(Resolved::Ready(prepared)) => prepared,
+            Ok(Resolved::Refused(result)) => return Ok(result),
+            Ok(Resolved::Unknown(error)) => return Err(error),
             Err(e) => return Ok(tool_error(&format!("the registry cannot be read: {e}"))),
         };
+        // The registry is let go of: a long run holds up no other call.
+        Ok(match prepared.run(&request) {
+            Ok(done) => {
+                self.with_store(|conn| {
+                    RunRecorder {
+                        state_dir: &self.settings.state_dir,
+                        store: conn,
+                    }
+                    .record(&request, &done)
+                });
+                run_result(&done)
+            }
+            Err(e) => tool_error(&e.to_string()),
+        })
+    }
+
+    /// The checks of a call before it runs: the tool exists, is not deprecated, is runnable, and
+    /// takes these parameters.
+    fn resolve(&self, registry: &Registry, request: &RunRequest, direct: bool) -> Resolved {
+        let name = request.name.as_str();
         match registry.tool(name) {
             Ok(entry) if entry.deprecated => {
                 let why = entry
@@ -301,7 +379,7 @@ impl Inner {
                         text
                     })
                     .unwrap_or_default();
-                return Ok(tool_error(&format!("{name} is deprecated: {why}")));
+                return Resolved::Refused(tool_error(&format!("{name} is deprecated: {why}")));
             }
             Ok(_) => {}
             Err(RegistryError::NoSuchTool(_)) => {
@@ -310,32 +388,15 @@ impl Inner {
                      {SEARCH_TOOL} finds the registered tools"
                 );
                 return if direct {
-                    Err(McpError::invalid_params(message, None))
+                    Resolved::Unknown(McpError::invalid_params(message, None))
                 } else {
-                    Ok(tool_error(&message))
+                    Resolved::Refused(tool_error(&message))
                 };
             }
-            Err(e) => return Ok(tool_error(&e.to_string())),
+            Err(e) => return Resolved::Refused(tool_error(&e.to_string())),
         }
-        let request = RunRequest {
-            name: name.to_owned(),
-            params,
-            workspace: self.settings.workspace.clone(),
-            own: self.settings.own.clone(),
-            caller: Caller::Mcp,
-        };
-        let outcome = run::run_tool(&registry, &request, &self.settings.policy, None);
-        Ok(match outcome {
-            Ok(done) => {
-                self.with_store(|conn| {
-                    RunRecorder {
-                        state_dir: &self.settings.state_dir,
-                        store: conn,
-                    }
-                    .record(&request, &done)
-                });
-                run_result(&done)
-            }
+        match run::prepare(registry, request, &self.settings.policy, None) {
+            Ok(prepared) => Resolved::Ready(Box::new(prepared)),
             Err(RunError::Params { name, source }) => {
                 let schema = registry
                     .tool(&name)
@@ -343,22 +404,25 @@ impl Inner {
                     .and_then(|e| e.manifest)
                     .map(|m| m.interface.params.to_string())
                     .unwrap_or_default();
-                tool_error(&format!("{source}. The input schema of {name}: {schema}"))
+                Resolved::Refused(tool_error(&format!(
+                    "{source}. The input schema of {name}: {schema}"
+                )))
             }
-            Err(e) => tool_error(&e.to_string()),
-        })
+            Err(e) => Resolved::Refused(tool_error(&e.to_string())),
+        }
     }
 
     /// What the active tools are: changes when one is approved, updated, rolled back,
     /// deprecated, broken or removed.
     fn fingerprint(&self) -> Result<Vec<(String, String)>, RegistryError> {
-        let registry = Registry::open_or_init(&self.settings.registry)?;
-        Ok(registry
-            .tools()?
-            .into_iter()
-            .filter(catalog::is_active)
-            .map(|t| (t.name, t.tree))
-            .collect())
+        self.with_registry(|registry| {
+            Ok(registry
+                .tools()?
+                .into_iter()
+                .filter(catalog::is_active)
+                .map(|t| (t.name, t.tree))
+                .collect())
+        })
     }
 }
 
@@ -646,9 +710,11 @@ async fn watch_registry(server: McpServer, peer: Peer<RoleServer>) {
     let dir = server.inner.settings.registry.clone();
     let (tx, mut rx) = mpsc::channel::<()>(1);
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        // Opening and reading the repository (git2 does, on every look) is no change: woken by
-        // its own reads, the watcher would look again, and again, forever.
-        if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
+        // An error (a lost event, an overflow) may hide a change: looked at too.
+        if event
+            .as_ref()
+            .map_or(true, crate::registry::repo::is_registry_change)
+        {
             let _ = tx.try_send(());
         }
     });
@@ -676,6 +742,8 @@ async fn watch_registry(server: McpServer, peer: Peer<RoleServer>) {
     while rx.recv().await.is_some() {
         tokio::time::sleep(SETTLE).await;
         while rx.try_recv().is_ok() {}
+        // What changed is read, and reconciled, through a handle opened anew.
+        server.inner.forget_registry();
         let now = match server.blocking(|inner| inner.fingerprint()).await {
             Ok(Ok(now)) => Some(now),
             Ok(Err(e)) => {

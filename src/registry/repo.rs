@@ -10,7 +10,8 @@
 //! into `main`): a killed approval leaves no half-registered tool and no branch that
 //! `toolsmith review` cannot explain.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use git2::{
@@ -298,7 +299,39 @@ pub struct Registry {
     root: PathBuf,
     /// The ledger as last read, with the file's identity then (read again when it changed).
     pub(super) known_cache: super::approval::KnownCache,
+    /// Tool versions found valid (manifest read, files matching the recorded digest), by name
+    /// and tree: a long-lived handle (an MCP session, the daemon) checks a version once. The
+    /// key is the tree's object id, so a changed tool is a new key, never a stale hit; only
+    /// what is a function of the tree alone belongs here (what refs say, such as a tag, and
+    /// what the disk holds are checked on every run).
+    valid: RefCell<HashMap<(String, Oid), Manifest>>,
 }
+
+/// Whether a filesystem event from a watch on the registry's git directory (and its `refs`)
+/// may be a change to the registry: not a file merely opened or closed (inotify reports opens,
+/// and looking at the registry opens its refs: a watcher that reacted to them would wake itself
+/// forever), and not only toolsmith's own bookkeeping there (the turn lock, the busy marker,
+/// the listing cache), which reading and reconciling write.
+pub fn is_registry_change(event: &notify::Event) -> bool {
+    if matches!(event.kind, notify::EventKind::Access(_)) {
+        return false;
+    }
+    let listing_tmp = Path::new(LISTING_CACHE).with_extension("tmp");
+    let bookkeeping = |path: &PathBuf| {
+        path.file_name().is_some_and(|name| {
+            name == LOCK
+                || name == BUSY
+                || name == LISTING_CACHE
+                || name == listing_tmp
+                || name == APPROVED_CACHE
+        })
+    };
+    event.paths.is_empty() || !event.paths.iter().all(bookkeeping)
+}
+
+/// Tool versions a handle remembers as valid before it starts over (each a manifest of a few
+/// KiB).
+const MAX_REMEMBERED: usize = 1024;
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -382,6 +415,7 @@ impl Registry {
 
     /// Opens an existing registry and checks its format; finishes what a crash interrupted.
     pub fn open(dir: &Path) -> Result<Registry, RegistryError> {
+        super::tune_git();
         let repo = Repository::open(dir).map_err(|e| RegistryError::NotARegistry {
             path: dir.to_owned(),
             why: format!(
@@ -394,12 +428,14 @@ impl Registry {
             repo,
             root: dir.to_owned(),
             known_cache: Default::default(),
+            valid: RefCell::default(),
         };
         registry.check_format()?;
         Ok(registry)
     }
 
     fn init(dir: &Path) -> Result<Registry, RegistryError> {
+        super::tune_git();
         std::fs::create_dir_all(dir).map_err(|source| RegistryError::Io {
             path: dir.to_owned(),
             source,
@@ -420,6 +456,7 @@ impl Registry {
             repo,
             root: dir.to_owned(),
             known_cache: Default::default(),
+            valid: RefCell::default(),
         };
         let mut files: BTreeMap<String, Vec<u8>> = TEMPLATE
             .iter()
@@ -1967,22 +2004,46 @@ impl Registry {
         if !manifest::valid_name(name) {
             return Err(RegistryError::NoSuchTool(name.to_owned()));
         }
-        let main = self.main_commit()?;
-        let main_tree = self.git("read main", main.tree())?;
-        let tree_id = self
-            .subtree_id(&main_tree, &tool_path(name))
-            .ok_or_else(|| RegistryError::NoSuchTool(name.to_owned()))?;
         let invalid = |problem: String| RegistryError::Invalid {
             name: name.to_owned(),
             problem,
         };
-        let manifest = self
-            .approved(name, tree_id, &self.known())
-            .map_err(|problem| {
-                invalid(format!(
-                    "{problem}; it is not run until main holds a valid version (`toolsmith verify`)"
-                ))
-            })?;
+        // main is read once: the version checked is the version whose files are compared.
+        let path = tool_path(name);
+        let main = self.main_commit()?;
+        let tree_id = self
+            .subtree_id(&self.git("read main", main.tree())?, &path)
+            .ok_or_else(|| RegistryError::NoSuchTool(name.to_owned()))?;
+        let refuse = |problem: String| {
+            invalid(format!(
+                "{problem}; it is not run until main holds a valid version (`toolsmith verify`)"
+            ))
+        };
+        // What is a function of the tree alone (the manifest read and checked, the files
+        // matching its digest) is remembered per (name, tree); what refs say (the tag that
+        // approved it) is checked on every run, from git.
+        let key = (name.to_owned(), tree_id);
+        let known = self.valid.borrow().get(&key).cloned();
+        let manifest = match known {
+            Some(manifest) => manifest,
+            None => {
+                let manifest = self.validated(name, tree_id).map_err(refuse)?;
+                let mut valid = self.valid.borrow_mut();
+                if valid.len() >= MAX_REMEMBERED {
+                    valid.clear();
+                }
+                valid.insert(key, manifest.clone());
+                manifest
+            }
+        };
+        self.bind(
+            name,
+            &manifest.version.to_string(),
+            tree_id,
+            &self.known(),
+            None,
+        )
+        .map_err(refuse)?;
         if self.repo.is_bare() {
             return Err(invalid(
                 "the registry has no work tree to run tools from".into(),
@@ -2290,5 +2351,54 @@ impl Registry {
         let m = self.validated(name, tree)?;
         self.bind(name, &m.version.to_string(), tree, known, None)?;
         Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{AccessKind, AccessMode, CreateKind, EventKind, ModifyKind, RemoveKind};
+
+    fn event(kind: EventKind, path: &str) -> notify::Event {
+        notify::Event::new(kind).add_path(PathBuf::from("/r/.git").join(path))
+    }
+
+    #[test]
+    fn only_changes_wake_a_registry_watch() {
+        let opened = EventKind::Access(AccessKind::Open(AccessMode::Any));
+        let closed = EventKind::Access(AccessKind::Close(AccessMode::Read));
+        let created = EventKind::Create(CreateKind::File);
+        let renamed = EventKind::Modify(ModifyKind::Name(notify::event::RenameMode::Any));
+        // Looking at the registry: opens of refs, and the bookkeeping a read or a reconcile
+        // writes.
+        assert!(!is_registry_change(&event(opened, "refs/heads/main")));
+        assert!(!is_registry_change(&event(closed, "HEAD")));
+        assert!(!is_registry_change(&event(created, BUSY)));
+        assert!(!is_registry_change(&event(
+            EventKind::Remove(RemoveKind::File),
+            BUSY
+        )));
+        assert!(!is_registry_change(&event(created, LOCK)));
+        assert!(!is_registry_change(&event(
+            EventKind::Modify(ModifyKind::Any),
+            LISTING_CACHE
+        )));
+        assert!(!is_registry_change(&event(
+            renamed,
+            &Path::new(LISTING_CACHE)
+                .with_extension("tmp")
+                .to_string_lossy()
+        )));
+        assert!(!is_registry_change(&event(
+            EventKind::Modify(ModifyKind::Any),
+            APPROVED_CACHE
+        )));
+        // Changes: a ref moved by git, a landing journal, a new packed-refs.
+        assert!(is_registry_change(&event(renamed, "refs/heads/main")));
+        assert!(is_registry_change(&event(created, "refs/heads/main.lock")));
+        assert!(is_registry_change(&event(created, JOURNAL)));
+        assert!(is_registry_change(&event(renamed, "packed-refs")));
+        // An event naming no path (a rescan) may hide anything.
+        assert!(is_registry_change(&notify::Event::new(EventKind::Any)));
     }
 }

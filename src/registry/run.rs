@@ -81,6 +81,26 @@ pub fn run_tool(
     policy: &SandboxPolicy,
     helper: Option<PathBuf>,
 ) -> Result<ToolRun, RunError> {
+    prepare(registry, request, policy, helper)?.run(request)
+}
+
+/// A run checked and ready to start: the tool found runnable, its parameters checked, the
+/// sandbox request made. Only this needs the registry: a caller that shares one handle (the
+/// MCP server) lets go of it before [`PreparedRun::run`], so one long run never holds up the
+/// calls after it.
+#[derive(Debug)]
+pub struct PreparedRun {
+    manifest: Manifest,
+    spec: SandboxSpec,
+}
+
+/// Checks a run of the approved version of a tool and makes its sandbox request.
+pub fn prepare(
+    registry: &Registry,
+    request: &RunRequest,
+    policy: &SandboxPolicy,
+    helper: Option<PathBuf>,
+) -> Result<PreparedRun, RunError> {
     let (manifest, dir) = registry.runnable(&request.name)?;
     let params_error = |source| RunError::Params {
         name: request.name.clone(),
@@ -109,44 +129,53 @@ pub fn run_tool(
             None => std::env::current_dir().ok(),
         };
     }
-    let workspace = spec.workspace.clone();
-    let started_ms = jiff::Timestamp::now().as_millisecond();
-    let report = sandbox::run(&spec).map_err(|source| RunError::Sandbox {
-        name: request.name.clone(),
-        source,
-    })?;
-    for warning in &report.warnings {
-        tracing::warn!("{}: {warning}", request.name);
+    Ok(PreparedRun { manifest, spec })
+}
+
+impl PreparedRun {
+    /// Runs it in the sandbox (blocking) and makes its execution record; `request` is the one
+    /// it was prepared from.
+    pub fn run(self, request: &RunRequest) -> Result<ToolRun, RunError> {
+        let PreparedRun { manifest, spec } = self;
+        let workspace = spec.workspace.clone();
+        let started_ms = jiff::Timestamp::now().as_millisecond();
+        let report = sandbox::run(&spec).map_err(|source| RunError::Sandbox {
+            name: request.name.clone(),
+            source,
+        })?;
+        for warning in &report.warnings {
+            tracing::warn!("{}: {warning}", request.name);
+        }
+        let ok = matches!(report.exit, Exit::Code(0)) && report.limit.is_none();
+        let stderr = String::from_utf8_lossy(&report.stderr.bytes).into_owned();
+        let (exit_code, signal) = match report.exit {
+            Exit::Code(c) => (Some(c), None),
+            Exit::Signal(s) => (None, Some(s)),
+        };
+        let execution = Execution {
+            tool: manifest.name.clone(),
+            version: manifest.version.to_string(),
+            caller: request.caller,
+            started_ms,
+            duration_ms: report.runtime_ms,
+            ok,
+            exit_code,
+            signal,
+            limit_hit: report.limit.map(|l| l.as_str().to_owned()),
+            error_class: (!ok).then(|| classify(report.limit, signal, &stderr)),
+            error_excerpt: (!ok).then(|| tail(&stderr, 2000)),
+            peak_memory_kb: report.peak_memory_kb,
+            params: serde_json::to_string(&request.params)
+                .ok()
+                .filter(|json| json.len() <= MAX_KEPT_PARAMS),
+        };
+        Ok(ToolRun {
+            manifest,
+            report,
+            execution,
+            workspace,
+        })
     }
-    let ok = matches!(report.exit, Exit::Code(0)) && report.limit.is_none();
-    let stderr = String::from_utf8_lossy(&report.stderr.bytes).into_owned();
-    let (exit_code, signal) = match report.exit {
-        Exit::Code(c) => (Some(c), None),
-        Exit::Signal(s) => (None, Some(s)),
-    };
-    let execution = Execution {
-        tool: manifest.name.clone(),
-        version: manifest.version.to_string(),
-        caller: request.caller,
-        started_ms,
-        duration_ms: report.runtime_ms,
-        ok,
-        exit_code,
-        signal,
-        limit_hit: report.limit.map(|l| l.as_str().to_owned()),
-        error_class: (!ok).then(|| classify(report.limit, signal, &stderr)),
-        error_excerpt: (!ok).then(|| tail(&stderr, 2000)),
-        peak_memory_kb: report.peak_memory_kb,
-        params: serde_json::to_string(&request.params)
-            .ok()
-            .filter(|json| json.len() <= MAX_KEPT_PARAMS),
-    };
-    Ok(ToolRun {
-        manifest,
-        report,
-        execution,
-        workspace,
-    })
 }
 
 /// Where runs are recorded: the store's executions, for the health stage (when there is a
@@ -163,6 +192,12 @@ impl RunRecorder<'_> {
     /// Records a run in both places. Recording never fails a run that happened: a failure is
     /// logged, and the run's result stands.
     pub fn record(&self, request: &RunRequest, run: &ToolRun) {
+        tracing::debug!(
+            tool = %request.name,
+            caller = ?request.caller,
+            timings = ?run.report.timings,
+            "tool run"
+        );
         if let Some(conn) = self.store
             && let Err(e) = executions::record(conn, &run.execution)
         {

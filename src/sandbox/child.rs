@@ -28,10 +28,13 @@ use nix::sched::{CloneFlags, unshare};
 use nix::sys::prctl;
 use nix::sys::resource::{UsageWho, getrusage};
 use nix::sys::signal::{SigHandler, SigSet, Signal, kill, killpg, signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::{ForkResult, Pid, chdir, execve, fork, getgid, getuid, pipe2, setsid};
 
-use super::protocol::{Failure, HelperSpec, MAX_SPEC_BYTES, Message, Step, View};
+use super::protocol::{
+    Failure, HelperSpec, MAX_SPEC_BYTES, Message, Pid1Marks, Step, SupervisorMarks, View, now_ns,
+};
 use super::{Enforcement, Exit, HELPER_ARG0, landlock, limits, mounts, seccomp};
 
 /// Exit status of a helper whose set-up failed (the report pipe says why).
@@ -80,8 +83,22 @@ fn inherited_fd(arg: Option<&OsString>) -> Option<OwnedFd> {
 }
 
 fn helper(args: &[OsString]) -> ExitCode {
-    let (Some(spec_fd), Some(report_fd)) = (inherited_fd(args.first()), inherited_fd(args.get(1)))
-    else {
+    // First: this process dies with the thread that started it (the parent's `run`), and that
+    // process must still be there, or the signal was armed too late to ever come.
+    let parent = args
+        .get(2)
+        .and_then(|a| a.to_str()?.parse::<libc::pid_t>().ok());
+    if let Some(parent) = parent
+        && (prctl::set_pdeathsig(Signal::SIGKILL).is_err()
+            || nix::unistd::getppid().as_raw() != parent)
+    {
+        return ExitCode::from(SETUP_FAILED);
+    }
+    let (Some(spec_fd), Some(report_fd), Some(_)) = (
+        inherited_fd(args.first()),
+        inherited_fd(args.get(1)),
+        parent,
+    ) else {
         eprintln!(
             "{HELPER_ARG0}: toolsmith's sandbox helper is started by toolsmith with its request \
              on a pipe; it is not run by hand (try `toolsmith sandbox -- CMD`)"
@@ -89,7 +106,10 @@ fn helper(args: &[OsString]) -> ExitCode {
         return ExitCode::from(SETUP_FAILED);
     };
     let reporter = Reporter { fd: report_fd };
-    let result = read_spec(spec_fd).and_then(|spec| supervisor(&spec, &reporter));
+    let result = read_spec(spec_fd).and_then(|spec| {
+        let spec_read = now_ns();
+        supervisor(&spec, &reporter, spec_read)
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
@@ -114,12 +134,19 @@ fn read_spec(fd: OwnedFd) -> Result<HelperSpec, Failure> {
 }
 
 /// The supervisor's part: namespaces, the fork, and the wait.
-fn supervisor(spec: &HelperSpec, reporter: &Reporter) -> Result<(), Failure> {
-    for procs in &spec.cgroup_procs {
-        std::fs::write(procs, "0").map_err(|e| {
-            Failure::io(Step::JoinCgroup, &e, format!("writing {}", procs.display()))
+fn supervisor(spec: &HelperSpec, reporter: &Reporter, spec_read: u64) -> Result<(), Failure> {
+    // `0` is the writer itself; in v1 that is the `tasks` file, which moves this (only)
+    // thread without the global lock `cgroup.procs` takes (see `RunCgroup::procs`).
+    for file in &spec.cgroup_join {
+        std::fs::write(file, "0").map_err(|e| {
+            Failure::io(
+                Step::JoinCgroup,
+                &e,
+                format!("writing 0 to {}", file.display()),
+            )
         })?;
     }
+    let joined = now_ns();
     if let View::Isolated(_) = spec.view {
         let (uid, gid) = (getuid(), getgid());
         let flags = CloneFlags::CLONE_NEWUSER
@@ -153,6 +180,10 @@ fn supervisor(spec: &HelperSpec, reporter: &Reporter) -> Result<(), Failure> {
     // The supervisor holds the write end: pid 1 sees it close if the supervisor dies.
     let (lifeline_read, lifeline_write) = pipe2(OFlag::O_CLOEXEC)
         .map_err(|e| Failure::sys(Step::Fork, e, "creating the lifeline pipe"))?;
+    // pid 1 holds the write end, close-on-exec: the supervisor sees it close when `execve`
+    // succeeds, which times the exec apart from the command's own run.
+    let (exec_read, exec_write) = pipe2(OFlag::O_CLOEXEC)
+        .map_err(|e| Failure::sys(Step::Fork, e, "creating the exec pipe"))?;
     // Blocked before the fork so that no SIGCHLD or SIGTERM is lost; pid 1 unblocks them.
     let mut waited = SigSet::empty();
     waited.add(Signal::SIGCHLD);
@@ -165,8 +196,10 @@ fn supervisor(spec: &HelperSpec, reporter: &Reporter) -> Result<(), Failure> {
     match unsafe { fork() } {
         Err(e) => Err(Failure::sys(Step::Fork, e, "fork")),
         Ok(ForkResult::Child) => {
+            let started = now_ns();
             drop(lifeline_write);
-            let failure = match pid1(spec, reporter, lifeline_read) {
+            drop(exec_read);
+            let failure = match pid1(spec, reporter, lifeline_read, &exec_write, started) {
                 Err(failure) => failure,
                 Ok(never) => match never {},
             };
@@ -182,35 +215,74 @@ fn supervisor(spec: &HelperSpec, reporter: &Reporter) -> Result<(), Failure> {
         }
         Ok(ForkResult::Parent { child }) => {
             drop(lifeline_read);
-            let result = supervise(child, &waited, reporter);
+            drop(exec_write);
+            let marks = SupervisorMarks {
+                spec_read,
+                joined,
+                ..SupervisorMarks::default()
+            };
+            let result = supervise(child, &waited, exec_read, marks, reporter);
             drop(lifeline_write);
             result
         }
     }
 }
 
-/// Waits for pid 1, killing it on `SIGTERM`; then reports how it ended.
-fn supervise(pid1: Pid, waited: &SigSet, reporter: &Reporter) -> Result<(), Failure> {
-    loop {
-        match waited.wait() {
-            Ok(Signal::SIGTERM) => {
+/// Waits for pid 1, killing it on `SIGTERM`; then reports how it ended. The signals come
+/// through a signalfd, so that the same wait also sees the exec pipe close.
+fn supervise(
+    pid1: Pid,
+    waited: &SigSet,
+    exec_pipe: OwnedFd,
+    mut marks: SupervisorMarks,
+    reporter: &Reporter,
+) -> Result<(), Failure> {
+    let signals = SignalFd::with_flags(waited, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
+        .map_err(|e| Failure::sys(Step::Supervise, e, "signalfd"))?;
+    let mut exec_pipe = Some(exec_pipe);
+    'wait: loop {
+        let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
+        if let Some(pipe) = &exec_pipe {
+            fds.push(PollFd::new(pipe.as_fd(), PollFlags::POLLIN));
+        }
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(Failure::sys(Step::Supervise, e, "poll")),
+        }
+        let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
+        let (signalled, pipe_closed) = (ready(&fds[0]), fds.get(1).is_some_and(ready));
+        drop(fds);
+        if pipe_closed {
+            // Nobody writes to it: readiness is its end (or an error, equally final).
+            marks.exec_done = Some(now_ns());
+            exec_pipe = None;
+        }
+        if !signalled {
+            continue;
+        }
+        loop {
+            let signal = match signals.read_signal() {
+                Ok(Some(info)) => info.ssi_signo,
+                Ok(None) => break,
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(Failure::sys(Step::Supervise, e, "reading the signalfd")),
+            };
+            if signal == Signal::SIGTERM as u32 {
                 // pid 1 is not reaped yet, so this pid is still ours to signal.
                 let _ = kill(pid1, Signal::SIGKILL);
+                continue;
             }
-            Ok(_) => {
-                // Peek without reaping: the pid and its process group stay reserved while
-                // stragglers are killed below.
-                let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-                match waitid(Id::Pid(pid1), flags) {
-                    Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => {}
-                    Ok(_) => break,
-                    Err(e) => return Err(Failure::sys(Step::Supervise, e, "waitid on pid 1")),
-                }
+            // Peek without reaping: the pid and its process group stay reserved while
+            // stragglers are killed below.
+            let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+            match waitid(Id::Pid(pid1), flags) {
+                Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => {}
+                Ok(_) => break 'wait,
+                Err(e) => return Err(Failure::sys(Step::Supervise, e, "waitid on pid 1")),
             }
-            Err(Errno::EINTR) => {}
-            Err(e) => return Err(Failure::sys(Step::Supervise, e, "sigwait")),
         }
     }
+    marks.exited = now_ns();
     // With a pid namespace everything is already gone; without one, this ends what is left of
     // pid 1's session (a process that called setsid itself escapes it: the policy says whether
     // that is acceptable).
@@ -232,12 +304,23 @@ fn supervise(pid1: Pid, waited: &SigSet, reporter: &Reporter) -> Result<(), Fail
         exit,
         maxrss_kb: u64::try_from(usage.max_rss()).unwrap_or(0),
         cpu_us: micros(usage.user_time()) + micros(usage.system_time()),
+        marks,
     });
     Ok(())
 }
 
 /// pid 1's part: confine, then become the command. Returns only on failure.
-fn pid1(spec: &HelperSpec, reporter: &Reporter, lifeline: OwnedFd) -> Result<Infallible, Failure> {
+fn pid1(
+    spec: &HelperSpec,
+    reporter: &Reporter,
+    lifeline: OwnedFd,
+    exec_pipe: &OwnedFd,
+    started: u64,
+) -> Result<Infallible, Failure> {
+    let mut marks = Pid1Marks {
+        started,
+        ..Pid1Marks::default()
+    };
     // A blocked mask and ignored signals survive execve: the command gets the defaults.
     SigSet::empty()
         .thread_set_mask()
@@ -262,6 +345,7 @@ fn pid1(spec: &HelperSpec, reporter: &Reporter, lifeline: OwnedFd) -> Result<Inf
         View::Host { cwd } => chdir(cwd.as_path())
             .map_err(|e| Failure::sys(Step::Chdir, e, format!("chdir {}", cwd.display())))?,
     }
+    marks.view = now_ns();
     setsid().map_err(|e| Failure::sys(Step::Setsid, e, "setsid"))?;
     prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| Failure::sys(Step::ParentDeathSignal, e, "prctl(PR_SET_PDEATHSIG)"))?;
@@ -276,7 +360,7 @@ fn pid1(spec: &HelperSpec, reporter: &Reporter, lifeline: OwnedFd) -> Result<Inf
         ));
     }
     drop(lifeline);
-    close_inherited_fds(reporter.fd.as_raw_fd())?;
+    close_inherited_fds(&[reporter.fd.as_raw_fd(), exec_pipe.as_raw_fd()])?;
 
     // Everything execve needs is prepared before the filters, so nothing after them can fail
     // for want of a system call.
@@ -292,9 +376,11 @@ fn pid1(spec: &HelperSpec, reporter: &Reporter, lifeline: OwnedFd) -> Result<Inf
         .map_or(super::env::PATH, |(_, v)| v.as_str());
     let name = spec.argv.first().map_or("", String::as_str);
     let programs = exec_candidates(name, path)?;
+    marks.prepared = now_ns();
 
     limits::apply_rlimits(&limits::rlimits(&spec.limits, spec.cgroup_limits))
         .map_err(|e| Failure::other(Step::Rlimits, e))?;
+    marks.rlimits = now_ns();
 
     let abi = crate::host::landlock_abi().unwrap_or(0);
     let required = spec.required;
@@ -310,6 +396,7 @@ fn pid1(spec: &HelperSpec, reporter: &Reporter, lifeline: OwnedFd) -> Result<Inf
             Err(e) if required.landlock => return Err(Failure::other(Step::Landlock, e)),
             Err(_) => (Enforcement::None, None),
         };
+    marks.landlock = now_ns();
 
     drop_capabilities()?;
 
@@ -322,16 +409,22 @@ fn pid1(spec: &HelperSpec, reporter: &Reporter, lifeline: OwnedFd) -> Result<Inf
         ));
     }
 
-    let seccomp = match seccomp::filters(spec.deny_all_sockets).and_then(|f| seccomp::install(&f)) {
+    let filters = match &spec.seccomp {
+        Ok(packed) => Ok(seccomp::unpacked(packed)),
+        Err(why) => Err(why.clone()),
+    };
+    let seccomp = match filters.and_then(|f| seccomp::install(&f)) {
         Ok(()) => true,
         Err(e) if required.seccomp => return Err(Failure::other(Step::Seccomp, e)),
         Err(_) => false,
     };
 
+    marks.exec = now_ns();
     reporter.send(&Message::Confined {
         landlock,
         landlock_abi,
         seccomp,
+        marks,
     });
     Err(exec(name, &programs, &argv, &env))
 }
@@ -395,16 +488,18 @@ fn exec(name: &str, programs: &[CString], argv: &[CString], env: &[CString]) -> 
     )
 }
 
-/// Closes every descriptor above 2 except the report pipe (close-on-exec, so `execve` closes it).
-fn close_inherited_fds(keep: RawFd) -> Result<(), Failure> {
-    let keep = libc::c_uint::try_from(keep)
-        .map_err(|_| Failure::other(Step::CloseFds, "bad report descriptor"))?;
-    for (first, last) in [(3, keep.saturating_sub(1)), (keep + 1, libc::c_uint::MAX)] {
-        if first > last {
-            continue;
-        }
+/// Closes every descriptor above 2 except `keep` (the report pipe and the exec pipe, both
+/// close-on-exec, so `execve` closes them).
+fn close_inherited_fds(keep: &[RawFd]) -> Result<(), Failure> {
+    let mut kept = Vec::with_capacity(keep.len());
+    for &fd in keep {
+        let fd = libc::c_uint::try_from(fd)
+            .map_err(|_| Failure::other(Step::CloseFds, "bad descriptor to keep"))?;
+        kept.push(fd);
+    }
+    for (first, last) in ranges_between(kept) {
         // SAFETY: close_range only closes descriptors; nothing in this process holds any of them
-        // but the report pipe, which lies outside both ranges.
+        // but the kept ones, which lie outside every range.
         let ret = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0) };
         Errno::result(ret).map_err(|e| {
             Failure::sys(
@@ -415,6 +510,23 @@ fn close_inherited_fds(keep: RawFd) -> Result<(), Failure> {
         })?;
     }
     Ok(())
+}
+
+/// The ranges of descriptors from 3 up that hold none of `kept`.
+fn ranges_between(mut kept: Vec<libc::c_uint>) -> Vec<(libc::c_uint, libc::c_uint)> {
+    kept.sort_unstable();
+    let mut first: libc::c_uint = 3;
+    let mut ranges = Vec::with_capacity(kept.len() + 1);
+    for fd in kept {
+        if fd >= first {
+            if fd > first {
+                ranges.push((first, fd - 1));
+            }
+            first = fd + 1;
+        }
+    }
+    ranges.push((first, libc::c_uint::MAX));
+    ranges
 }
 
 /// Empties the capability bounding set and the ambient set: a command running as uid 0 (root
@@ -464,6 +576,15 @@ mod tests {
         assert_eq!(names(direct), ["./run.sh"]);
         assert!(exec_candidates("", "/usr/bin").is_err());
         assert!(exec_candidates("a\0b", "/usr/bin").is_err());
+    }
+
+    #[test]
+    fn descriptors_closed_around_the_kept_ones() {
+        let max = libc::c_uint::MAX;
+        assert_eq!(ranges_between(vec![]), [(3, max)]);
+        assert_eq!(ranges_between(vec![3]), [(4, max)]);
+        assert_eq!(ranges_between(vec![9, 5]), [(3, 4), (6, 8), (10, max)]);
+        assert_eq!(ranges_between(vec![5, 6]), [(3, 4), (7, max)]);
     }
 
     #[test]

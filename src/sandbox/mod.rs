@@ -328,6 +328,44 @@ pub struct RunReport {
     pub layers: AppliedLayers,
     /// What the caller should know: limits lowered by the policy, a limit not enforceable here.
     pub warnings: Vec<String>,
+    /// Where the run's time went.
+    pub timings: Timings,
+}
+
+/// Where a run's time went, in microseconds, measured on the monotonic clock by the parent,
+/// the supervising helper and pid 1 (see [`RunReport::timings`]). The parts follow one another
+/// and add up to `total_us`; a part the run never reached (the command killed with its
+/// supervisor, say) is `None`, and its time goes to the next part that was reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Timings {
+    /// The parent's checks and plan before starting the helper (without the cgroup, counted
+    /// in `limits_us`).
+    pub prepare_us: u64,
+    /// Starting the helper (fork, `execve` of the toolsmith binary, its start-up) until it read
+    /// the request.
+    pub spawn_us: Option<u64>,
+    /// Limits: the run's cgroup made by the parent and joined by the helper, and the rlimits
+    /// set by pid 1.
+    pub limits_us: Option<u64>,
+    /// The namespaces (`unshare`, uid and gid maps) and the fork of pid 1.
+    pub namespaces_us: Option<u64>,
+    /// The filesystem view (mounts, `pivot_root`, hostname).
+    pub view_us: Option<u64>,
+    /// `setsid`, the parent-death signal, inherited descriptors closed, the command prepared.
+    pub process_us: Option<u64>,
+    /// The Landlock ruleset.
+    pub landlock_us: Option<u64>,
+    /// Capabilities dropped, no_new_privs, and the seccomp filters.
+    pub seccomp_us: Option<u64>,
+    /// pid 1's `execve` of the command.
+    pub exec_us: Option<u64>,
+    /// The command's own run, from its `execve` to its end.
+    pub wait_us: Option<u64>,
+    /// From the command's end to the report: the helper's report and exit, the output
+    /// drained, the cgroup read and removed.
+    pub teardown_us: Option<u64>,
+    /// The whole run, as the caller of [`run`] waited for it.
+    pub total_us: u64,
 }
 
 /// Why a run could not happen (a command that ran and failed is a [`RunReport`], not this).

@@ -6,12 +6,14 @@
 //! namespace, then reports pid 1's status and resource usage as usual; a supervisor that does
 //! not end within [`KILL_GRACE`] gets `SIGKILL`, and pid 1's parent-death signal follows it.
 
+use std::ffi::CString;
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::ExitStatus;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -22,13 +24,16 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::{Group, Pid, User, getgid, getuid, pipe2};
 
 use super::limits::{self, RunCgroup};
-use super::mounts;
 use super::policy::Layer;
-use super::protocol::{HelperSpec, MAX_MESSAGE_BYTES, Message, Required, Step, View};
+use super::protocol::{
+    HelperSpec, MAX_MESSAGE_BYTES, Message, Pid1Marks, Required, Step, SupervisorMarks, View,
+    now_ns,
+};
 use super::{
     AppliedLayers, Enforcement, Exit, HELPER_ARG0, LimitHit, Output, RunReport, SandboxError,
-    SandboxSpec, Stdin, WorkspaceAccess,
+    SandboxSpec, Stdin, Timings, WorkspaceAccess,
 };
+use super::{mounts, seccomp};
 use crate::host;
 
 /// How long the supervisor has to end pid 1 and report after `SIGTERM`.
@@ -41,13 +46,64 @@ const DRAIN_GRACE: Duration = Duration::from_millis(200);
 /// How much of stderr the limit classification looks at.
 const STDERR_TAIL: usize = 8 * 1024;
 
-/// Whether the namespaces work here, probed once per process (a forked child tries them).
+/// The helper to start when the caller names none: `toolsmith-sandbox-helper` beside this
+/// process's executable, which links nothing but the helper and so starts fastest; else this
+/// executable itself, whose `main` dispatches the helper first (see [`super::helper_main`]).
+fn default_helper() -> Result<PathBuf, SandboxError> {
+    static HELPER: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let found = HELPER.get_or_init(|| {
+        let me = std::env::current_exe().map_err(|e| e.to_string())?;
+        let beside = me.with_file_name(HELPER_ARG0);
+        Ok(if beside.is_file() { beside } else { me })
+    });
+    found.clone().map_err(|e| SandboxError::Io {
+        what: "finding the toolsmith binary to start the sandbox helper".into(),
+        source: std::io::Error::other(e),
+    })
+}
+
+/// Whether the namespaces work here, once probed (a forked child tries them).
+static NAMESPACES: OnceLock<host::Layer> = OnceLock::new();
+
+/// Whether the namespaces work here, probed once per process.
 fn namespaces() -> &'static host::Layer {
-    static PROBE: OnceLock<host::Layer> = OnceLock::new();
-    PROBE.get_or_init(host::sandbox_namespaces)
+    NAMESPACES.get_or_init(host::sandbox_namespaces)
+}
+
+/// Whether a set-up failure may be the namespaces' (refused by the kernel's settings, a
+/// seccomp policy or AppArmor, which lets `unshare` through but refuses the mounts after it).
+fn namespace_failure(error: &SandboxError) -> bool {
+    match error {
+        SandboxError::Setup { step, errno, .. } => match step {
+            Step::Unshare | Step::IdMaps => true,
+            Step::Hostname | Step::Mount | Step::PivotRoot => {
+                matches!(*errno, Some(libc::EPERM | libc::EACCES))
+            }
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
+    // Namespaces are assumed to work until a run fails at them, and only then probed: a process
+    // that runs once (the CLI) does not pay for a probe where they work, which is nearly
+    // everywhere. Nothing of the command runs before the namespaces are in place, so a run
+    // that failed at them is made again, without them where the policy allows.
+    let assumed = NAMESPACES.get().is_none();
+    match run_once(spec, NAMESPACES.get().is_none_or(|ns| ns.available)) {
+        Err(error) if assumed && namespace_failure(&error) && !namespaces().available => {
+            run_once(spec, false)
+        }
+        done => done,
+    }
+}
+
+fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxError> {
+    let mut marks = RunMarks {
+        start: now_ns(),
+        ..RunMarks::default()
+    };
     let policy = &spec.policy;
     let invalid = |m: String| SandboxError::Invalid(m);
     if spec.command.first().is_none_or(|c| c.is_empty()) {
@@ -74,11 +130,14 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
     // First of all: nothing of toolsmith's own may be shown to the run.
     spec.own.check(workspace.as_deref(), tool_dir.as_deref())?;
 
-    let ns = namespaces();
-    let isolated = ns.available;
+    let unavailable = || {
+        NAMESPACES
+            .get()
+            .map_or_else(|| "not probed".to_owned(), |ns| ns.detail.clone())
+    };
     if !isolated && policy.requires(Layer::Namespaces) {
         return Err(SandboxError::Refused(
-            policy.refusal(Layer::Namespaces, &ns.detail),
+            policy.refusal(Layer::Namespaces, &unavailable()),
         ));
     }
     if policy.requires(Layer::Landlock) && host::landlock_abi().is_none() {
@@ -86,6 +145,7 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
         return Err(SandboxError::Refused(policy.refusal(Layer::Landlock, why)));
     }
     let root = nix::unistd::geteuid().is_root();
+    let cgroup_started = now_ns();
     let cgroup =
         match limits::cgroup_available().and_then(|()| RunCgroup::create(&limits, policy.cpus)) {
             Ok(cgroup) => Some(cgroup),
@@ -110,6 +170,7 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
             },
             Err(_) => None,
         };
+    marks.cgroup = (cgroup_started, now_ns());
     let (pids_bound, memory_bound) = RunCgroup::bound_by(cgroup.as_ref(), root);
 
     let (passwd, group) = identity();
@@ -140,7 +201,7 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
         warnings.push(format!(
             "no namespaces ({}): Landlock alone guards the filesystem, and a process that \
              leaves the session can outlive the run",
-            ns.detail
+            unavailable()
         ));
         (View::Host { cwd }, rules, home, tmp)
     };
@@ -153,13 +214,13 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
         landlock: rules,
         limits,
         cgroup_limits: cgroup.as_ref().map(RunCgroup::bounds).unwrap_or_default(),
-        cgroup_procs: cgroup.as_ref().map(RunCgroup::procs).unwrap_or_default(),
+        cgroup_join: cgroup.as_ref().map(RunCgroup::procs).unwrap_or_default(),
         required: Required {
             landlock: policy.requires(Layer::Landlock),
             seccomp: policy.requires(Layer::Seccomp),
             allow_partial_landlock: policy.allow_partial_landlock,
         },
-        deny_all_sockets: !isolated,
+        seccomp: seccomp::packed(!isolated),
     };
     let request = serde_json::to_vec(&request).map_err(|e| {
         invalid(format!(
@@ -169,21 +230,27 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
 
     let helper = match &spec.helper {
         Some(path) => path.clone(),
-        None => std::env::current_exe().map_err(|source| SandboxError::Io {
-            what: "finding the toolsmith binary to start the sandbox helper".into(),
-            source,
-        })?,
+        None => default_helper()?,
     };
     let started = Instant::now();
-    let (mut child, spec_pipe, report_pipe) = spawn(&helper, spec.stdin)?;
+    marks.spawn = now_ns();
+    let (mut child, pipes) = spawn(&helper, spec.stdin)?;
     // A helper that dies before reading says why on the report pipe; a failed write is not
     // the error to show.
-    let _ = std::fs::File::from(spec_pipe).write_all(&request);
+    let _ = std::fs::File::from(pipes.request).write_all(&request);
 
     let cap = usize::try_from(limits.output_kb)
         .unwrap_or(usize::MAX)
         .saturating_mul(1024);
-    let outcome = watch(&mut child, report_pipe, cap, limits.wall_s, cgroup.as_ref())?;
+    let outputs = [pipes.stdout, pipes.stderr];
+    let outcome = watch(
+        &child,
+        outputs,
+        pipes.report,
+        cap,
+        limits.wall_s,
+        cgroup.as_ref(),
+    )?;
     let runtime = started.elapsed();
     let status = child.wait().map_err(|source| SandboxError::Io {
         what: "waiting for the sandbox helper".into(),
@@ -192,6 +259,7 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
     let stats = cgroup.as_ref().map(RunCgroup::stats);
     drop(cgroup);
     drop(scratch);
+    marks.end = now_ns();
     warnings.extend(outcome.warnings);
 
     let mut confined = None;
@@ -224,12 +292,20 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
                 landlock,
                 landlock_abi,
                 seccomp,
-            } => confined = Some((landlock, landlock_abi, seccomp)),
+                marks: pid1,
+            } => {
+                confined = Some((landlock, landlock_abi, seccomp));
+                marks.pid1 = Some(pid1);
+            }
             Message::Exited {
                 exit,
                 maxrss_kb,
                 cpu_us,
-            } => exited = Some((exit, maxrss_kb, cpu_us)),
+                marks: supervisor,
+            } => {
+                exited = Some((exit, maxrss_kb, cpu_us));
+                marks.supervisor = Some(supervisor);
+            }
         }
     }
     let stderr_tail = |o: &Output| o.bytes[o.bytes.len().saturating_sub(STDERR_TAIL)..].to_vec();
@@ -314,7 +390,89 @@ pub(crate) fn run(spec: &SandboxSpec) -> Result<RunReport, SandboxError> {
             memory: memory_bound,
         },
         warnings,
+        timings: timings(&marks),
     })
+}
+
+/// A run's marks on the monotonic clock ([`now_ns`]), in nanoseconds.
+#[derive(Debug, Clone, Copy, Default)]
+struct RunMarks {
+    /// [`run`] began.
+    start: u64,
+    /// The parent made the run's cgroup: from, to.
+    cgroup: (u64, u64),
+    /// The helper is about to be started.
+    spawn: u64,
+    /// The supervisor's marks, when it reported.
+    supervisor: Option<SupervisorMarks>,
+    /// pid 1's, when it reported.
+    pid1: Option<Pid1Marks>,
+    /// The helper reaped, the cgroup and the work directory removed.
+    end: u64,
+}
+
+/// The parts of a run's time, from its marks: each part ends at its mark and starts at the
+/// last mark reached before it, so the parts add up to the total.
+fn timings(m: &RunMarks) -> Timings {
+    let us = |ns: u64| ns / 1000;
+    let (s, p) = (m.supervisor, m.pid1);
+    // pid 1 closes the exec pipe by dying too: an exec only counts after `Confined`.
+    let exec_done = p.and(s.and_then(|s| s.exec_done));
+    let ends = [
+        s.map(|s| s.spec_read),
+        s.map(|s| s.joined),
+        p.map(|p| p.started),
+        p.map(|p| p.view),
+        p.map(|p| p.prepared),
+        p.map(|p| p.rlimits),
+        p.map(|p| p.landlock),
+        p.map(|p| p.exec),
+        exec_done,
+        s.map(|s| s.exited),
+        Some(m.end),
+    ];
+    let mut last = us(m.spawn);
+    let mut parts = [None; 11];
+    for (part, end) in parts.iter_mut().zip(ends) {
+        if let Some(end) = end.map(us) {
+            *part = Some(end.saturating_sub(last));
+            last = last.max(end);
+        }
+    }
+    let [
+        spawn,
+        join,
+        namespaces,
+        view,
+        process,
+        rlimits,
+        landlock,
+        seccomp,
+        exec,
+        wait,
+        teardown,
+    ] = parts;
+    let cgroup = us(m.cgroup.1).saturating_sub(us(m.cgroup.0));
+    let limits = match (join, rlimits) {
+        (None, None) => None,
+        (join, rlimits) => Some(join.unwrap_or(0) + rlimits.unwrap_or(0)),
+    };
+    Timings {
+        prepare_us: us(m.spawn)
+            .saturating_sub(us(m.start))
+            .saturating_sub(cgroup),
+        spawn_us: spawn,
+        limits_us: Some(cgroup + limits.unwrap_or(0)),
+        namespaces_us: namespaces,
+        view_us: view,
+        process_us: process,
+        landlock_us: landlock,
+        seccomp_us: seccomp,
+        exec_us: exec,
+        wait_us: wait,
+        teardown_us: teardown,
+        total_us: last.saturating_sub(us(m.start)),
+    }
 }
 
 fn canonical_dir(dir: &Path, what: &str) -> Result<PathBuf, SandboxError> {
@@ -398,69 +556,195 @@ impl Drop for Scratch {
     }
 }
 
-/// Starts the helper with the request pipe and the report pipe as extra descriptors.
-fn spawn(helper: &Path, stdin: Stdin) -> Result<(Child, OwnedFd, OwnedFd), SandboxError> {
+/// The started helper, reaped on drop if nobody waited for it.
+struct Helper {
+    pid: Pid,
+    reaped: bool,
+}
+
+impl Helper {
+    /// `SIGKILL`, while it is not reaped (its pid is still its own).
+    fn kill(&self) {
+        if !self.reaped {
+            let _ = kill(self.pid, Signal::SIGKILL);
+        }
+    }
+
+    /// Waits for it to end.
+    fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        let mut status = 0;
+        loop {
+            // SAFETY: waitpid on our own child, with a valid pointer to an int.
+            let ret = unsafe { libc::waitpid(self.pid.as_raw(), &raw mut status, 0) };
+            if ret == self.pid.as_raw() {
+                self.reaped = true;
+                return Ok(ExitStatus::from_raw(status));
+            }
+            let error = std::io::Error::last_os_error();
+            if error.kind() != std::io::ErrorKind::Interrupted {
+                return Err(error);
+            }
+        }
+    }
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.kill();
+            let _ = self.wait();
+        }
+    }
+}
+
+/// The parent's ends of the helper's pipes.
+struct Pipes {
+    request: OwnedFd,
+    report: OwnedFd,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+}
+
+/// Descriptor numbers the helper finds its request and report pipes at.
+const REQUEST_FD: RawFd = 3;
+const REPORT_FD: RawFd = 4;
+
+/// Starts the helper with `posix_spawn` (glibc's is a `vfork`: nothing of a large parent, such as
+/// the daemon or an MCP server, is copied), its stdout and stderr and the request and report
+/// pipes at descriptors 1 to 4, an empty environment, default signal dispositions and mask.
+/// The helper ties its life to this thread itself (a parent-death signal, armed first thing,
+/// then a check that this process is still its parent).
+fn spawn(helper: &Path, stdin: Stdin) -> Result<(Helper, Pipes), SandboxError> {
+    let io = |what: String, source: std::io::Error| SandboxError::Io { what, source };
     let pipe = |what: &str| {
-        pipe2(OFlag::O_CLOEXEC).map_err(|e| SandboxError::Io {
-            what: format!("creating the {what} pipe"),
-            source: e.into(),
-        })
+        pipe2(OFlag::O_CLOEXEC).map_err(|e| io(format!("creating the {what} pipe"), e.into()))
     };
-    // A parent with a closed stdin could get descriptor 0 from pipe2, which the child's stdio
-    // set-up would then overwrite: such a descriptor is moved above 2 (`try_clone` dups to 3+).
-    let above_stdio = |fd: OwnedFd| -> Result<OwnedFd, SandboxError> {
-        if fd.as_raw_fd() > 2 {
+    // The child's ends are moved to 5 and up, so that placing them at 1 to 4 never overwrites
+    // one still to be placed (a parent with closed standard descriptors gets low ones).
+    let high = |fd: OwnedFd| -> Result<OwnedFd, SandboxError> {
+        if fd.as_raw_fd() > REPORT_FD {
             return Ok(fd);
         }
-        fd.try_clone().map_err(|source| SandboxError::Io {
-            what: "moving a pipe above the standard descriptors".into(),
-            source,
-        })
+        nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(REPORT_FD + 1))
+            // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that nothing else owns.
+            .map(|new| unsafe { OwnedFd::from_raw_fd(new) })
+            .map_err(|e| {
+                io(
+                    "moving a pipe above the helper's descriptors".into(),
+                    e.into(),
+                )
+            })
     };
-    let (spec_read, spec_write) = pipe("request")?;
+    let (request_read, request_write) = pipe("request")?;
     let (report_read, report_write) = pipe("report")?;
-    let (spec_read, report_write) = (above_stdio(spec_read)?, above_stdio(report_write)?);
-    let (spec_fd, report_fd) = (spec_read.as_raw_fd(), report_write.as_raw_fd());
-    let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
-    let mut command = Command::new(helper);
-    command
-        .arg0(HELPER_ARG0)
-        .arg(spec_fd.to_string())
-        .arg(report_fd.to_string())
-        .env_clear()
-        .stdin(match stdin {
-            Stdin::Null => Stdio::null(),
-            Stdin::Inherit => Stdio::inherit(),
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: the closure runs in the forked child before exec and makes only async-signal-safe
-    // system calls on integers: it lets the two pipe ends survive exec, ties the helper's life
-    // to this thread, and checks this process did not die before that was armed.
-    unsafe {
-        command.pre_exec(move || {
-            for fd in [spec_fd, report_fd] {
-                if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            let kill = libc::c_ulong::try_from(libc::SIGKILL).unwrap_or(9);
-            if libc::prctl(libc::PR_SET_PDEATHSIG, kill, 0, 0, 0) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
-    let child = command.spawn().map_err(|source| SandboxError::Spawn {
-        helper: helper.to_path_buf(),
-        source,
+    let (stdout_read, stdout_write) = pipe("stdout")?;
+    let (stderr_read, stderr_write) = pipe("stderr")?;
+    let placed = [
+        (high(stdout_write)?, 1),
+        (high(stderr_write)?, 2),
+        (high(request_read)?, REQUEST_FD),
+        (high(report_write)?, REPORT_FD),
+    ];
+    let parent = std::process::id().to_string();
+    let c = |text: &str| {
+        CString::new(text).map_err(|_| SandboxError::Invalid(format!("{text:?} contains NUL")))
+    };
+    let program = CString::new(helper.as_os_str().as_bytes()).map_err(|_| {
+        SandboxError::Invalid(format!("the helper path {} contains NUL", helper.display()))
     })?;
-    drop(spec_read);
-    drop(report_write);
-    Ok((child, spec_write, report_read))
+    let args = [
+        c(HELPER_ARG0)?,
+        c(&REQUEST_FD.to_string())?,
+        c(&REPORT_FD.to_string())?,
+        c(&parent)?,
+    ];
+    let mut argv: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr().cast_mut()).collect();
+    argv.push(std::ptr::null_mut());
+    let envp: [*mut libc::c_char; 1] = [std::ptr::null_mut()];
+    let dev_null = c"/dev/null";
+    let spawned = {
+        let failed = |what: &str, ret: libc::c_int| {
+            io(
+                format!("preparing the sandbox helper's start ({what})"),
+                std::io::Error::from_raw_os_error(ret),
+            )
+        };
+        // SAFETY: the file actions and attributes are initialised before use and destroyed on
+        // every path; every pointer passed lives until posix_spawn returns (argv and envp are
+        // NULL-terminated arrays of NUL-terminated strings); the descriptors are ours.
+        unsafe {
+            let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+            let mut attributes: libc::posix_spawnattr_t = std::mem::zeroed();
+            let ret = libc::posix_spawn_file_actions_init(&raw mut actions);
+            if ret != 0 {
+                return Err(failed("file actions", ret));
+            }
+            let ret = libc::posix_spawnattr_init(&raw mut attributes);
+            if ret != 0 {
+                libc::posix_spawn_file_actions_destroy(&raw mut actions);
+                return Err(failed("attributes", ret));
+            }
+            let mut result = 0;
+            if stdin == Stdin::Null {
+                result |= libc::posix_spawn_file_actions_addopen(
+                    &raw mut actions,
+                    0,
+                    dev_null.as_ptr(),
+                    libc::O_RDONLY,
+                    0,
+                );
+            }
+            for (fd, at) in &placed {
+                result |=
+                    libc::posix_spawn_file_actions_adddup2(&raw mut actions, fd.as_raw_fd(), *at);
+            }
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&raw mut none);
+            libc::sigfillset(&raw mut all);
+            // A mask or an ignored signal (SIGPIPE, by Rust) would pass to the helper: none does.
+            let flags = libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF;
+            result |= libc::posix_spawnattr_setflags(
+                &raw mut attributes,
+                libc::c_short::try_from(flags).unwrap_or(0),
+            );
+            result |= libc::posix_spawnattr_setsigmask(&raw mut attributes, &raw const none);
+            result |= libc::posix_spawnattr_setsigdefault(&raw mut attributes, &raw const all);
+            let mut pid: libc::pid_t = 0;
+            let ret = if result != 0 {
+                result
+            } else {
+                libc::posix_spawn(
+                    &raw mut pid,
+                    program.as_ptr(),
+                    &raw const actions,
+                    &raw const attributes,
+                    argv.as_ptr(),
+                    envp.as_ptr(),
+                )
+            };
+            libc::posix_spawnattr_destroy(&raw mut attributes);
+            libc::posix_spawn_file_actions_destroy(&raw mut actions);
+            if ret == 0 { Ok(pid) } else { Err(ret) }
+        }
+    };
+    drop(placed);
+    let pid = spawned.map_err(|ret| SandboxError::Spawn {
+        helper: helper.to_path_buf(),
+        source: std::io::Error::from_raw_os_error(ret),
+    })?;
+    Ok((
+        Helper {
+            pid: Pid::from_raw(pid),
+            reaped: false,
+        },
+        Pipes {
+            request: request_write,
+            report: report_read,
+            stdout: stdout_read,
+            stderr: stderr_read,
+        },
+    ))
 }
 
 /// Output kept up to a cap.
@@ -511,7 +795,8 @@ enum Source {
 /// Reads stdout, stderr and the report pipe until the supervisor is gone, enforcing the wall
 /// time and the output cap.
 fn watch(
-    child: &mut Child,
+    child: &Helper,
+    [stdout, stderr]: [OwnedFd; 2],
     report: OwnedFd,
     cap: usize,
     wall_s: u32,
@@ -521,9 +806,9 @@ fn watch(
         what: what.into(),
         source,
     };
-    let helper = Pid::from_raw(libc::pid_t::try_from(child.id()).unwrap_or(0));
-    let mut stdout_pipe = child.stdout.take().map(OwnedFd::from);
-    let mut stderr_pipe = child.stderr.take().map(OwnedFd::from);
+    let helper = child.pid;
+    let mut stdout_pipe = Some(stdout);
+    let mut stderr_pipe = Some(stderr);
     let mut report_pipe = Some(report);
     let (mut stdout, mut stderr) = (Capture::new(cap), Capture::new(cap));
     let mut report_buf: Vec<u8> = Vec::new();
@@ -563,7 +848,7 @@ fn watch(
             && now >= at + KILL_GRACE
         {
             // pid 1's parent-death signal takes the namespace down with the supervisor.
-            let _ = child.kill();
+            child.kill();
             stop.sigkilled = true;
         }
         let mut wake = Vec::new();
@@ -702,6 +987,77 @@ mod tests {
         assert_eq!(c.output.bytes, b"abcde");
         assert_eq!(c.output.total_bytes, 8);
         assert!(c.output.truncated);
+    }
+
+    #[test]
+    fn timings_add_up() {
+        let ms = |n: u64| n * 1_000_000;
+        let whole = RunMarks {
+            start: ms(100),
+            cgroup: (ms(101), ms(103)),
+            spawn: ms(104),
+            supervisor: Some(SupervisorMarks {
+                spec_read: ms(106),
+                joined: ms(107),
+                exec_done: Some(ms(116)),
+                exited: ms(120),
+            }),
+            pid1: Some(Pid1Marks {
+                started: ms(108),
+                view: ms(111),
+                prepared: ms(112),
+                rlimits: ms(113),
+                landlock: ms(114),
+                exec: ms(115),
+            }),
+            end: ms(125),
+        };
+        let t = timings(&whole);
+        assert_eq!(
+            t.prepare_us, 2000,
+            "4 ms before the spawn, 2 of them the cgroup"
+        );
+        assert_eq!(t.limits_us, Some(2000 + 1000 + 1000));
+        assert_eq!(t.spawn_us, Some(2000));
+        assert_eq!(t.namespaces_us, Some(1000));
+        assert_eq!(t.view_us, Some(3000));
+        assert_eq!(t.process_us, Some(1000));
+        assert_eq!(t.landlock_us, Some(1000));
+        assert_eq!(t.seccomp_us, Some(1000));
+        assert_eq!(t.exec_us, Some(1000));
+        assert_eq!(t.wait_us, Some(4000));
+        assert_eq!(t.teardown_us, Some(5000));
+        assert_eq!(t.total_us, 25_000);
+        let parts = |t: &Timings| {
+            t.prepare_us
+                + [
+                    t.spawn_us,
+                    t.limits_us,
+                    t.namespaces_us,
+                    t.view_us,
+                    t.process_us,
+                    t.landlock_us,
+                    t.seccomp_us,
+                    t.exec_us,
+                    t.wait_us,
+                    t.teardown_us,
+                ]
+                .iter()
+                .flatten()
+                .sum::<u64>()
+        };
+        assert_eq!(parts(&t), t.total_us);
+        // Killed with its supervisor after `Confined`: no exec, wait or supervisor marks past
+        // pid 1's; the rest of the time is teardown's, and the parts still add up.
+        let killed = RunMarks {
+            supervisor: None,
+            ..whole
+        };
+        let t = timings(&killed);
+        assert_eq!((t.spawn_us, t.exec_us, t.wait_us), (None, None, None));
+        assert_eq!(t.namespaces_us, Some(4000), "from the spawn to pid 1");
+        assert_eq!(t.teardown_us, Some(10_000));
+        assert_eq!(parts(&t), t.total_us);
     }
 
     #[test]

@@ -162,8 +162,10 @@ pub(crate) enum View {
     },
 }
 
-/// The request the parent sends the helper.
+/// The request the parent sends the helper. A field this build does not know is refused: a
+/// helper binary of another build must fail, never run with less than it was asked to apply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct HelperSpec {
     /// The command; `argv[0]` is looked up in the sandbox's `PATH` when it has no slash.
     pub argv: Vec<String>,
@@ -177,12 +179,15 @@ pub(crate) struct HelperSpec {
     pub limits: Limits,
     /// Which limits the run's cgroup carries: rlimits leave those alone.
     pub cgroup_limits: CgroupBounds,
-    /// `cgroup.procs` of the run's cgroup (one per v1 hierarchy), which the helper joins first.
-    pub cgroup_procs: Vec<PathBuf>,
+    /// The files the helper writes `0` into to join the run's cgroup first: `cgroup.procs` of
+    /// a v2 cgroup, `tasks` of each v1 hierarchy's (see `RunCgroup::procs`).
+    pub cgroup_join: Vec<PathBuf>,
     /// What must not be missing.
     pub required: Required,
-    /// Deny `socket` for every domain, `AF_UNIX` included (no mount view hides host sockets).
-    pub deny_all_sockets: bool,
+    /// The seccomp filters to install, compiled by the parent (`seccomp::packed`), or why they
+    /// could not be: every socket domain denied, `AF_UNIX` included, when no mount view hides
+    /// the host's sockets.
+    pub seccomp: Result<Vec<Vec<u64>>, String>,
 }
 
 /// A message from the helper to the parent.
@@ -206,6 +211,8 @@ pub(crate) enum Message {
         landlock_abi: Option<u32>,
         /// Whether the seccomp filters are installed.
         seccomp: bool,
+        /// When pid 1 reached each step.
+        marks: Pid1Marks,
     },
     /// The command's pid 1 ended; its resource usage includes the children it waited for.
     Exited {
@@ -215,7 +222,50 @@ pub(crate) enum Message {
         maxrss_kb: u64,
         /// User plus system CPU time, microseconds.
         cpu_us: u64,
+        /// When the supervisor reached each step.
+        marks: SupervisorMarks,
     },
+}
+
+/// Now on `CLOCK_MONOTONIC`, in nanoseconds: one clock for every process of a run (no time
+/// namespace is made), so the marks of the parent, the supervisor and pid 1 compare.
+pub(crate) fn now_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).map_or(0, |t| {
+        u64::try_from(t.tv_sec()).unwrap_or(0) * 1_000_000_000
+            + u64::try_from(t.tv_nsec()).unwrap_or(0)
+    })
+}
+
+/// When the supervisor reached each step of a run ([`now_ns`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub(crate) struct SupervisorMarks {
+    /// The request was read.
+    pub spec_read: u64,
+    /// The run's cgroup was joined (or there was none to join).
+    pub joined: u64,
+    /// pid 1's `execve` succeeded: the descriptor only pid 1 held, close-on-exec, closed. Also
+    /// set when pid 1 died before `execve`, which a missing `Confined` message tells apart.
+    pub exec_done: Option<u64>,
+    /// pid 1 was seen to have ended.
+    pub exited: u64,
+}
+
+/// When pid 1 reached each step of its set-up ([`now_ns`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub(crate) struct Pid1Marks {
+    /// pid 1 began, just after the fork.
+    pub started: u64,
+    /// The filesystem view was built (hostname included).
+    pub view: u64,
+    /// `setsid`, the parent-death signal, inherited descriptors closed, the command's argv,
+    /// environment and path candidates prepared.
+    pub prepared: u64,
+    /// The rlimits were set.
+    pub rlimits: u64,
+    /// Landlock was applied (or found missing).
+    pub landlock: u64,
+    /// Capabilities dropped, no_new_privs and the seccomp filters in place: `execve` next.
+    pub exec: u64,
 }
 
 impl Message {
@@ -265,8 +315,39 @@ mod tests {
             exit: Exit::Signal(9),
             maxrss_kb: 1,
             cpu_us: 2,
+            marks: SupervisorMarks {
+                spec_read: u64::MAX,
+                joined: u64::MAX,
+                exec_done: Some(u64::MAX),
+                exited: u64::MAX,
+            },
         };
+        let line = exited.to_line();
+        assert!(line.len() < MAX_MESSAGE_BYTES, "{}", line.len());
         let back: Message = serde_json::from_slice(&exited.to_line()).expect("parses");
         assert_eq!(back, exited);
+        let confined = Message::Confined {
+            landlock: Enforcement::Partial,
+            landlock_abi: Some(u32::MAX),
+            seccomp: true,
+            marks: Pid1Marks {
+                started: u64::MAX,
+                view: u64::MAX,
+                prepared: u64::MAX,
+                rlimits: u64::MAX,
+                landlock: u64::MAX,
+                exec: u64::MAX,
+            },
+        };
+        let line = confined.to_line();
+        assert!(line.len() < MAX_MESSAGE_BYTES, "{}", line.len());
+        let back: Message = serde_json::from_slice(&line).expect("parses");
+        assert_eq!(back, confined);
+    }
+
+    #[test]
+    fn the_clock_is_monotonic() {
+        let (a, b) = (now_ns(), now_ns());
+        assert!(a > 0 && b >= a, "{a} {b}");
     }
 }

@@ -170,6 +170,45 @@ pub(crate) fn filters(deny_all_sockets: bool) -> Result<Vec<BpfProgram>, String>
     Ok(programs)
 }
 
+/// The filters as they travel in the helper's request: each instruction packed into a `u64`
+/// (`code` in the top 16 bits, then `jt`, `jf`, and `k` in the low 32). Built once per process
+/// and per kind (compiling them costs more than installing them), by the parent, which sends
+/// them with every run.
+pub(crate) fn packed(deny_all_sockets: bool) -> Result<Vec<Vec<u64>>, String> {
+    static PACKED: [std::sync::OnceLock<Result<Vec<Vec<u64>>, String>>; 2] =
+        [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
+    PACKED[usize::from(deny_all_sockets)]
+        .get_or_init(|| {
+            let pack = |i: &seccompiler::sock_filter| {
+                u64::from(i.code) << 48
+                    | u64::from(i.jt) << 40
+                    | u64::from(i.jf) << 32
+                    | u64::from(i.k)
+            };
+            filters(deny_all_sockets).map(|programs| {
+                programs
+                    .iter()
+                    .map(|p| p.iter().map(pack).collect())
+                    .collect()
+            })
+        })
+        .clone()
+}
+
+/// The filters [`packed`] made.
+pub(crate) fn unpacked(programs: &[Vec<u64>]) -> Vec<BpfProgram> {
+    let unpack = |i: &u64| seccompiler::sock_filter {
+        code: (i >> 48) as u16,
+        jt: (i >> 40) as u8,
+        jf: (i >> 32) as u8,
+        k: *i as u32,
+    };
+    programs
+        .iter()
+        .map(|p| p.iter().map(unpack).collect())
+        .collect()
+}
+
 /// Kills a process making an x32 system call: load the number, compare with bit 30, kill or
 /// allow. Only installed on x86_64, after filters whose architecture check ran first.
 fn x32_guard() -> BpfProgram {
@@ -209,6 +248,22 @@ mod tests {
     use super::*;
     use nix::sys::wait::{WaitStatus, waitpid};
     use nix::unistd::{ForkResult, fork};
+
+    #[test]
+    fn filters_travel_packed_unchanged() {
+        for deny_all in [false, true] {
+            let programs = filters(deny_all).expect("filters build");
+            let packed = packed(deny_all).expect("packed");
+            let back = unpacked(&packed);
+            assert_eq!(back.len(), programs.len());
+            for (a, b) in back.iter().zip(&programs) {
+                assert_eq!(a.len(), b.len());
+                for (x, y) in a.iter().zip(b) {
+                    assert_eq!((x.code, x.jt, x.jf, x.k), (y.code, y.jt, y.jf, y.k));
+                }
+            }
+        }
+    }
 
     #[test]
     fn filters_build_for_this_architecture() {

@@ -10,7 +10,7 @@ use super::TestEnv;
 
 /// The registry of a test environment.
 pub fn registry_dir(env: &TestEnv) -> PathBuf {
-    env.path().join("data/toolsmith/registry")
+    env.state().join("registry")
 }
 
 /// `git -C <registry> ARGS…` as a person with a name would run it; its stdout.

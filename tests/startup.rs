@@ -1,0 +1,157 @@
+//! What the binaries start up with, observed from outside: the files every process of a
+//! command opens, traced with `strace -f`. A sandboxed run (the CLI and the helper it starts
+//! again, down to the command's `execve`) and the commands that need no registry
+//! (`--version`, `status`) never initialise libgit2, whose start loads OpenSSL's configuration
+//! and the system's CA certificates; a command that opens the registry does, which shows the
+//! trace sees such loading when it happens.
+//!
+//! Needs `strace` (`.ci/run` installs it) and permission to trace: skipped with a message when
+//! either is missing, except under `CI=true`, where that is a failure.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::TestEnv;
+
+/// What TLS and OpenSSL loading opens: OpenSSL's configuration, the CA bundle and directory.
+const TLS_FILES: [&str; 5] = [
+    "openssl.cnf",
+    "/etc/ssl/",
+    "/usr/lib/ssl/",
+    "cert.pem",
+    "ca-certificates",
+];
+
+/// Whether `strace` can trace here; why not otherwise.
+fn strace_works() -> Result<(), String> {
+    let out = Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=execve",
+            "-o",
+            "/dev/null",
+            "/bin/true",
+        ])
+        .output()
+        .map_err(|e| {
+            format!("strace cannot be started ({e}); install it (apt-get install strace)")
+        })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "strace cannot trace here: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Skips the test (or fails it under `CI=true`) when strace cannot be used.
+fn can_trace() -> bool {
+    match strace_works() {
+        Ok(()) => true,
+        Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("{why}: CI must run this test")
+        }
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            false
+        }
+    }
+}
+
+/// `toolsmith ARGS…` under `strace -f`: the trace (one system call a line, with its pid), and
+/// the command's exit code.
+fn traced(env: &TestEnv, args: &[&str]) -> (String, Option<i32>) {
+    let file = env
+        .path()
+        .join(format!("trace-{}", args.join("-").replace('/', "_")));
+    let mut cmd = Command::new("strace");
+    env.apply(&mut cmd);
+    cmd.args([
+        "-f",
+        "-qq",
+        "-s",
+        "256",
+        "-e",
+        "trace=open,openat,execve",
+        "-o",
+    ])
+    .arg(&file)
+    .arg(env!("CARGO_BIN_EXE_toolsmith"))
+    .arg("--state")
+    .arg(env.state())
+    .args(args);
+    let out = cmd.output().expect("strace runs");
+    let trace = std::fs::read_to_string(&file).expect("the trace");
+    (trace, out.status.code())
+}
+
+/// The trace's opens of TLS files that could read them (an `O_PATH` open reads nothing: the
+/// sandbox's view opens `/etc/ssl/certs` so to bind it for the command).
+fn tls_opens(trace: &str) -> Vec<&str> {
+    trace
+        .lines()
+        .filter(|l| l.contains(" open(") || l.contains(" openat("))
+        .filter(|l| !l.contains("O_PATH"))
+        .filter(|l| TLS_FILES.iter().any(|f| l.contains(f)))
+        .collect()
+}
+
+#[test]
+fn a_sandboxed_run_never_loads_tls_or_initialises_libgit2() {
+    if !can_trace() {
+        return;
+    }
+    let env = TestEnv::new();
+    let (trace, code) = traced(&env, &["sandbox", "--", "/bin/true"]);
+    assert_eq!(code, Some(0), "{trace}");
+    // The trace covers the helper and pid 1 down to the command: the observation is real.
+    assert!(
+        trace.contains("[\"toolsmith-sandbox-helper\""),
+        "no helper in the trace:\n{trace}"
+    );
+    assert!(
+        trace
+            .lines()
+            .any(|l| l.contains("execve(\"/bin/true\"") && l.contains("= 0")),
+        "no execve of the command in the trace:\n{trace}"
+    );
+    let loaded = tls_opens(&trace);
+    assert!(
+        loaded.is_empty(),
+        "a sandboxed run loaded TLS files (libgit2 or a TLS client initialised on its path):\n{}",
+        loaded.join("\n")
+    );
+}
+
+#[test]
+fn commands_without_a_registry_load_no_tls_and_one_with_it_does() {
+    if !can_trace() {
+        return;
+    }
+    let env = TestEnv::new();
+    for args in [&["--version"][..], &["status"]] {
+        let (trace, _) = traced(&env, args);
+        let loaded = tls_opens(&trace);
+        assert!(
+            loaded.is_empty(),
+            "toolsmith {args:?} loaded TLS files:\n{}",
+            loaded.join("\n")
+        );
+    }
+    // The control: opening the registry initialises libgit2, and the trace sees it. (Should a
+    // libgit2 of the future start OpenSSL only for a network operation, this control needs one
+    // that does, such as a sync with an https remote.)
+    let (trace, code) = traced(&env, &["tools"]);
+    assert_eq!(code, Some(0), "{trace}");
+    assert!(Path::new(&env.state().join("registry/.git")).is_dir());
+    assert!(
+        !tls_opens(&trace).is_empty(),
+        "opening the registry loaded no TLS file: the trace would not see it either:\n{trace}"
+    );
+}
