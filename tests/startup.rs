@@ -1,9 +1,9 @@
 //! What the binaries start up with, observed from outside: the files every process of a
 //! command opens, traced with `strace -f`. A sandboxed run (the CLI and the helper it starts
 //! again, down to the command's `execve`) and the commands that need no registry
-//! (`--version`, `status`) never initialise libgit2, whose start loads OpenSSL's configuration
-//! and the system's CA certificates; a command that opens the registry does, which shows the
-//! trace sees such loading when it happens.
+//! (`--version`, `status`) never open the registry; no command loads OpenSSL's configuration
+//! or the system's CA certificates (libgit2 is built without TLS; a sync runs `git` itself).
+//! A command that opens the registry shows the trace sees such opens when they happen.
 //!
 //! Needs `strace` (`.ci/run` installs it) and permission to trace: skipped with a message when
 //! either is missing, except under `CI=true`, where that is a failure.
@@ -130,11 +130,14 @@ fn a_sandboxed_run_never_loads_tls_or_initialises_libgit2() {
 }
 
 #[test]
-fn commands_without_a_registry_load_no_tls_and_one_with_it_does() {
+fn no_command_loads_tls_and_only_one_that_needs_the_registry_opens_it() {
     if !can_trace() {
         return;
     }
     let env = TestEnv::new();
+    // libgit2 is built without a TLS or SSH backend (a sync runs `git` itself), so no command
+    // loads OpenSSL's configuration or the CA certificates; the commands that need no registry
+    // do not open one either.
     for args in [&["--version"][..], &["status"]] {
         let (trace, _) = traced(&env, args);
         let loaded = tls_opens(&trace);
@@ -143,15 +146,23 @@ fn commands_without_a_registry_load_no_tls_and_one_with_it_does() {
             "toolsmith {args:?} loaded TLS files:\n{}",
             loaded.join("\n")
         );
+        assert!(
+            !trace.contains("registry/.git"),
+            "toolsmith {args:?} opened the registry:\n{trace}"
+        );
     }
-    // The control: opening the registry initialises libgit2, and the trace sees it. (Should a
-    // libgit2 of the future start OpenSSL only for a network operation, this control needs one
-    // that does, such as a sync with an https remote.)
+    // The control: a command that needs the registry opens it, and the trace sees that.
     let (trace, code) = traced(&env, &["tools"]);
     assert_eq!(code, Some(0), "{trace}");
     assert!(Path::new(&env.state().join("registry/.git")).is_dir());
     assert!(
-        !tls_opens(&trace).is_empty(),
-        "opening the registry loaded no TLS file: the trace would not see it either:\n{trace}"
+        trace.contains("registry/.git"),
+        "opening the registry opened none of its files: the trace would not see it either:\n{trace}"
+    );
+    let loaded = tls_opens(&trace);
+    assert!(
+        loaded.is_empty(),
+        "opening the registry loaded TLS files:\n{}",
+        loaded.join("\n")
     );
 }

@@ -111,6 +111,18 @@ pub enum RegistryError {
         /// git's error.
         source: git2::Error,
     },
+    /// A fetch or a push (`git` itself) failed.
+    #[error("registry {}: {what}: {why}", path.display())]
+    Transfer {
+        /// The repository.
+        path: PathBuf,
+        /// What was being done (`fetch from URL`).
+        what: String,
+        /// What git said, and what to do.
+        why: String,
+        /// What git printed on stdout (a push's per-ref report).
+        stdout: String,
+    },
     /// The directory holds something else.
     #[error("{} is not a toolsmith registry: {why}", path.display())]
     NotARegistry {

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use git2::{Cred, CredentialType, FetchOptions, Oid, PushOptions, RemoteCallbacks, Tree};
+use git2::{Oid, Tree};
 use serde::Serialize;
 
 use super::index;
@@ -41,29 +41,35 @@ pub struct SyncReport {
     pub landed: Vec<super::repo::Landed>,
 }
 
-/// Credentials for https (git's credential helpers) and ssh (the agent, then the default key).
-fn callbacks<'a>(config: Option<git2::Config>) -> RemoteCallbacks<'a> {
-    let mut callbacks = RemoteCallbacks::new();
-    let mut tries = 0;
-    callbacks.credentials(move |url, username, allowed| {
-        tries += 1;
-        if tries > 3 {
-            return Err(git2::Error::from_str(
-                "authentication failed; check the remote's credentials (ssh-agent, or a git \
-                 credential helper for https)",
-            ));
-        }
-        if allowed.contains(CredentialType::SSH_KEY) {
-            return Cred::ssh_key_from_agent(username.unwrap_or("git"));
-        }
-        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT)
-            && let Some(config) = &config
-        {
-            return Cred::credential_helper(config, url, username);
-        }
-        Cred::default()
-    });
-    callbacks
+/// What `git` printed when it failed, cut to what a person reads.
+fn git_failure(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let tail = &lines[lines.len().saturating_sub(6)..];
+    if tail.is_empty() {
+        "git printed nothing".to_owned()
+    } else {
+        tail.join("; ")
+    }
+}
+
+/// Refs `git push --porcelain` reports rejected (`!` lines: `!<TAB><src>:<dst><TAB><reason>`).
+fn rejected_refs(porcelain: &str) -> Vec<String> {
+    porcelain
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("!\t")?;
+            let mut fields = rest.split('\t');
+            let refspec = fields.next()?;
+            let reason = fields.next().unwrap_or("rejected");
+            let dst = refspec.rsplit(':').next().unwrap_or(refspec);
+            Some(format!("{dst}: {reason}"))
+        })
+        .collect()
 }
 
 impl Registry {
@@ -99,25 +105,33 @@ impl Registry {
             remote: url.clone(),
             ..SyncReport::default()
         };
-        let mut remote = self.git("open the remote", self.repo.find_remote(REMOTE))?;
-        let mut fetch = FetchOptions::new();
-        fetch.remote_callbacks(callbacks(self.repo.config().ok()));
-        // Tags come through the refspec below, beside ours: never straight over them.
-        fetch.download_tags(git2::AutotagOption::None);
         let before: BTreeSet<String> = self.review_branch_names();
-        self.git(
-            &format!("fetch from {url}"),
-            remote.fetch(
-                &[
-                    "+refs/heads/main:refs/remotes/origin/main",
-                    "+refs/heads/review/*:refs/remotes/origin/review/*",
-                    "+refs/tags/*:refs/remotes/origin/tags/*",
-                    "+refs/toolsmith/rejected/*:refs/toolsmith/rejected/*",
-                ],
-                Some(&mut fetch),
-                Some("toolsmith: sync"),
-            ),
-        )?;
+        // The transfer is git's own: the user's credential helpers, ssh configuration and
+        // proxies apply as they do to every other repository, and toolsmith links no TLS or
+        // ssh library. Tags come through the refspec below, beside ours: never straight over
+        // them.
+        let mut fetch = vec![
+            "fetch",
+            "--no-tags",
+            "--no-write-fetch-head",
+            REMOTE,
+            "+refs/heads/main:refs/remotes/origin/main",
+            "+refs/heads/review/*:refs/remotes/origin/review/*",
+            "+refs/tags/*:refs/remotes/origin/tags/*",
+            "+refs/toolsmith/rejected/*:refs/toolsmith/rejected/*",
+        ];
+        let what = format!("fetch from {url}");
+        match self.transfer(&what, &fetch) {
+            // A remote nobody pushed to yet has no main: what else it holds is fetched, and
+            // the push below gives it ours.
+            Err(RegistryError::Transfer { why, .. })
+                if why.contains("couldn't find remote ref refs/heads/main") =>
+            {
+                fetch.retain(|arg| !arg.starts_with("+refs/heads/main:"));
+                self.transfer(&what, &fetch)?;
+            }
+            other => other?,
+        }
         // What came is the remote's: its tags approve and its proposals are proposals, as
         // ours are (the ledger records them before anything here uses them).
         self.record_fetched()?;
@@ -240,23 +254,21 @@ impl Registry {
             refspecs.push(format!("+{name}:{name}"));
         }
         refspecs.extend(deletions);
-        let mut push = PushOptions::new();
-        let mut cb = callbacks(self.repo.config().ok());
-        let rejected: std::rc::Rc<std::cell::RefCell<Vec<String>>> = Default::default();
-        let seen = rejected.clone();
-        cb.push_update_reference(move |name, status| {
-            if let Some(why) = status {
-                seen.borrow_mut().push(format!("{name}: {why}"));
+        let mut args = vec![
+            "push".to_owned(),
+            "--porcelain".to_owned(),
+            REMOTE.to_owned(),
+        ];
+        args.extend(refspecs.iter().cloned());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        if let Err(e) = self.transfer(&format!("push to {url}"), &args) {
+            let refused = match &e {
+                RegistryError::Transfer { stdout, .. } => rejected_refs(stdout),
+                _ => Vec::new(),
+            };
+            if refused.is_empty() {
+                return Err(e);
             }
-            Ok(())
-        });
-        push.remote_callbacks(cb);
-        self.git(
-            &format!("push to {url}"),
-            remote.push(&refspecs, Some(&mut push)),
-        )?;
-        let refused = rejected.borrow().clone();
-        if !refused.is_empty() {
             return Err(RegistryError::Conflict(format!(
                 "{url} refused {}; run `toolsmith sync` again (someone pushed meanwhile)",
                 refused.join(", ")
@@ -264,6 +276,38 @@ impl Registry {
         }
         report.pushed = refspecs;
         Ok(report)
+    }
+
+    /// Runs `git ARGS…` in the registry for a fetch or a push, never prompting: a daemon has
+    /// no terminal, so a remote that wants a password it has no helper for fails and says so.
+    fn transfer(&self, what: &str, args: &[&str]) -> Result<(), RegistryError> {
+        let failed = |why: String, stdout: String| RegistryError::Transfer {
+            path: self.root().to_owned(),
+            what: what.to_owned(),
+            why,
+            stdout,
+        };
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(self.root())
+            .args(args)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            // Its messages are read (an empty remote), so they are not translated.
+            .env("LC_ALL", "C")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| {
+                failed(
+                    format!("`git` could not be started ({e}): sync uses git; install it"),
+                    String::new(),
+                )
+            })?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(failed(git_failure(&out.stderr), stdout))
+        }
     }
 
     fn review_branch_names(&self) -> BTreeSet<String> {
