@@ -1069,7 +1069,7 @@ mod tests {
 
     #[test]
     fn a_value_printed_earlier_is_found_by_its_step() {
-        let occs = vec![
+        let occs = [
             occurrence(
                 "s1",
                 &["make id", "make tag", "deploy abc123x"],
