@@ -27,11 +27,13 @@ use serde_json::Value;
 
 use super::params::{AlignInput, Aligned, align};
 use super::pattern::{Pattern, PatternKind, Replay, Trigger, pattern_id, replace_patterns};
-use super::recovery::{AsAttempt, Attempt, error_line, find_recoveries, group_recoveries};
+use super::recovery::{
+    AsAttempt, Attempt, RecoveryGroup, error_line, find_recoveries, group_recoveries,
+};
 use super::score::{SECONDS_PER_CALL, ScoreInput, score};
-use super::sequences::{self, SequenceMiner, SequenceMinerConfig, SequenceMinerError};
+use super::sequences::{self, PatternRef, SequenceMiner, SequenceMinerConfig, SequenceMinerError};
 use super::templates::{TemplateId, TemplateMiner, TemplateMinerConfig};
-use super::token::{Interner, NoiseRules, Token, Tokenizer};
+use super::token::{InternError, Interner, NoiseRules, Token, Tokenizer};
 use crate::config::MineSettings;
 use crate::ingest::action::{Action, ActionResult, Source};
 use crate::store::{self, StoreError};
@@ -385,106 +387,37 @@ struct Abstracted {
 /// Distinct commands remembered per run before the cache starts over (bounds its memory).
 const TOKEN_CACHE_ENTRIES: usize = 200_000;
 
-fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
-    let mut stmt = conn.prepare(
-        "SELECT id, session, seq, source, cwd, tool, input, ok,
+/// Every action, in session order; the columns [`load`] reads by index.
+const LOAD_SQL: &str = "SELECT id, session, seq, source, cwd, tool, input, ok,
                 CASE WHEN ok = 0 THEN output END, duration_ms
-         FROM actions ORDER BY session, seq",
-    )?;
+         FROM actions ORDER BY session, seq";
+
+/// Reads every action, session by session, keeping what mining needs of each (see the module
+/// documentation, step 1).
+fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
+    let mut stmt = conn.prepare(LOAD_SQL)?;
     let mut rows = stmt.query([])?;
-    let mut loaded = Loaded {
-        sessions: Vec::new(),
-        interner: Interner::new(),
-        commands: Interner::new(),
-        command_words: Vec::new(),
-        errors: TemplateMiner::new(TemplateMinerConfig::default()),
-        actions: 0,
-        last_action: 0,
-    };
+    let mut loaded = Loaded::new();
     let mut current = Session::default();
-    let full = |_| {
-        MineError::Store(StoreError::Corrupt {
-            what: "token table".into(),
-            reason: "more than 2^32 distinct tokens".into(),
-        })
-    };
-    // Agents run the same commands again and again: tokenize each distinct one once.
-    let mut cache: HashMap<Box<str>, Option<Abstracted>> = HashMap::new();
-    let mut cache_key = String::new();
+    let mut cache = CommandCache::new(tokenizer);
     while let Some(row) = rows.next()? {
         let id: i64 = row.get(0)?;
         let seq = row.get::<_, i64>(2)?.max(0) as u64;
         let ok: Option<bool> = row.get(7)?;
         loaded.actions += 1;
         loaded.last_action = loaded.last_action.max(id);
-        let session = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+        let session = text(row, 1)?;
         if session != current.id {
-            if !current.symbols.is_empty() {
-                loaded.sessions.push(std::mem::take(&mut current));
-            }
+            loaded.close_session(&mut current);
             current.id = session.to_owned();
-            current.rows.clear();
-            current.symbols.clear();
-            current.token_row.clear();
         }
-        let source = row.get_ref(3)?.as_str().map_err(rusqlite::Error::from)?;
-        let tool = row.get_ref(5)?.as_str().map_err(rusqlite::Error::from)?;
-        let input = row.get_ref(6)?.as_str().map_err(rusqlite::Error::from)?;
-        cache_key.clear();
-        for part in [source, "\0", tool, "\0", input] {
-            cache_key.push_str(part);
-        }
-        let abstracted = match cache.get(cache_key.as_str()) {
-            Some(hit) => hit.clone(),
-            None => {
-                let action = StoredCall {
-                    source: source.to_owned(),
-                    cwd: None,
-                    tool: tool.to_owned(),
-                    input: input.to_owned(),
-                    ok,
-                }
-                .into_action(&current.id, seq);
-                let tokens = tokenizer.tokens(&action);
-                let abstracted = if tokens.is_empty() {
-                    None
-                } else {
-                    let key = tokens
-                        .iter()
-                        .map(|t| t.key.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" ; ");
-                    let command = loaded.commands.intern(&key).map_err(full)?;
-                    if command as usize == loaded.command_words.len() {
-                        let words: usize = tokens.iter().map(|t| t.key.split(' ').count()).sum();
-                        loaded.command_words.push((
-                            tokens.len() as u32,
-                            u32::try_from(words).unwrap_or(u32::MAX),
-                        ));
-                    }
-                    let mut symbols = Vec::with_capacity(tokens.len());
-                    // A row counts its tokens in 16 bits; a longer command line is cut there.
-                    for token in tokens.iter().take(usize::from(u16::MAX)) {
-                        symbols.push(if interactive(token) {
-                            BARRIER
-                        } else {
-                            loaded.interner.intern(&token.key).map_err(full)?
-                        });
-                    }
-                    Some(Abstracted {
-                        command,
-                        by_hand: symbols.contains(&BARRIER),
-                        symbols: symbols.into_boxed_slice(),
-                    })
-                };
-                if cache.len() >= TOKEN_CACHE_ENTRIES {
-                    cache.clear();
-                }
-                cache.insert(cache_key.as_str().into(), abstracted.clone());
-                abstracted
-            }
+        let call = CallText {
+            source: text(row, 3)?,
+            tool: text(row, 5)?,
+            input: text(row, 6)?,
+            ok,
         };
-        let Some(abstracted) = abstracted else {
+        let Some(abstracted) = cache.abstracted(&mut loaded, &call, &current.id, seq)? else {
             continue;
         };
         let error = if ok == Some(false) {
@@ -492,45 +425,199 @@ fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
                 .get_ref(8)?
                 .as_str_or_null()
                 .map_err(rusqlite::Error::from)?;
-            output
-                .and_then(error_line)
-                .map(|line| loaded.errors.add(line).id)
+            loaded.error_template(output)
         } else {
             None
         };
-        let row_index = current.rows.len() as u32;
-        current.rows.push(Row {
+        let duration_ms = row
+            .get::<_, Option<i64>>(9)?
+            .map(|d| u32::try_from(d.max(0)).unwrap_or(u32::MAX));
+        current.push(seq, ok, error, duration_ms, &abstracted);
+    }
+    loaded.close_session(&mut current);
+    loaded.own_barriers();
+    Ok(loaded)
+}
+
+/// The text in column `index` of a row.
+fn text<'r>(row: &'r rusqlite::Row<'_>, index: usize) -> Result<&'r str, MineError> {
+    Ok(row
+        .get_ref(index)?
+        .as_str()
+        .map_err(rusqlite::Error::from)?)
+}
+
+/// The columns of a stored action that say what it ran, borrowed from the row.
+struct CallText<'r> {
+    source: &'r str,
+    tool: &'r str,
+    input: &'r str,
+    ok: Option<bool>,
+}
+
+/// Agents run the same commands again and again: each distinct one is tokenized once a run.
+struct CommandCache<'t> {
+    tokenizer: &'t Tokenizer,
+    cache: HashMap<Box<str>, Option<Abstracted>>,
+    /// The key being looked up, kept to reuse its buffer.
+    key: String,
+}
+
+impl<'t> CommandCache<'t> {
+    fn new(tokenizer: &'t Tokenizer) -> Self {
+        CommandCache {
+            tokenizer,
+            cache: HashMap::new(),
+            key: String::new(),
+        }
+    }
+
+    /// What `call` abstracts to (`None` for noise), interned into `loaded`.
+    fn abstracted(
+        &mut self,
+        loaded: &mut Loaded,
+        call: &CallText<'_>,
+        session: &str,
+        seq: u64,
+    ) -> Result<Option<Abstracted>, MineError> {
+        self.key.clear();
+        for part in [call.source, "\0", call.tool, "\0", call.input] {
+            self.key.push_str(part);
+        }
+        if let Some(hit) = self.cache.get(self.key.as_str()) {
+            return Ok(hit.clone());
+        }
+        let action = StoredCall {
+            source: call.source.to_owned(),
+            cwd: None,
+            tool: call.tool.to_owned(),
+            input: call.input.to_owned(),
+            ok: call.ok,
+        }
+        .into_action(session, seq);
+        let abstracted = loaded.abstract_tokens(&self.tokenizer.tokens(&action))?;
+        if self.cache.len() >= TOKEN_CACHE_ENTRIES {
+            self.cache.clear();
+        }
+        self.cache
+            .insert(self.key.as_str().into(), abstracted.clone());
+        Ok(abstracted)
+    }
+}
+
+/// The error a run reports when the symbols run out.
+fn symbols_full(_: InternError) -> MineError {
+    MineError::Store(StoreError::Corrupt {
+        what: "token table".into(),
+        reason: "more than 2^32 distinct tokens".into(),
+    })
+}
+
+impl Loaded {
+    fn new() -> Self {
+        Loaded {
+            sessions: Vec::new(),
+            interner: Interner::new(),
+            commands: Interner::new(),
+            command_words: Vec::new(),
+            errors: TemplateMiner::new(TemplateMinerConfig::default()),
+            actions: 0,
+            last_action: 0,
+        }
+    }
+
+    /// One command's tokens interned: its command key, its symbols ([`BARRIER`] for a by-hand
+    /// step) and, for a new command, how complex it is. `None` when it has no token.
+    fn abstract_tokens(&mut self, tokens: &[Token]) -> Result<Option<Abstracted>, MineError> {
+        if tokens.is_empty() {
+            return Ok(None);
+        }
+        let key = tokens
+            .iter()
+            .map(|t| t.key.as_str())
+            .collect::<Vec<_>>()
+            .join(" ; ");
+        let command = self.commands.intern(&key).map_err(symbols_full)?;
+        if command as usize == self.command_words.len() {
+            let words: usize = tokens.iter().map(|t| t.key.split(' ').count()).sum();
+            self.command_words.push((
+                tokens.len() as u32,
+                u32::try_from(words).unwrap_or(u32::MAX),
+            ));
+        }
+        let mut symbols = Vec::with_capacity(tokens.len());
+        // A row counts its tokens in 16 bits; a longer command line is cut there.
+        for token in tokens.iter().take(usize::from(u16::MAX)) {
+            symbols.push(if interactive(token) {
+                BARRIER
+            } else {
+                self.interner.intern(&token.key).map_err(symbols_full)?
+            });
+        }
+        Ok(Some(Abstracted {
+            command,
+            by_hand: symbols.contains(&BARRIER),
+            symbols: symbols.into_boxed_slice(),
+        }))
+    }
+
+    /// The template of a failure's error line, when its output has one.
+    fn error_template(&mut self, output: Option<&str>) -> Option<TemplateId> {
+        output
+            .and_then(error_line)
+            .map(|line| self.errors.add(line).id)
+    }
+
+    /// Keeps the session read so far, if it has a step, and empties `current` for the next.
+    fn close_session(&mut self, current: &mut Session) {
+        if current.symbols.is_empty() {
+            current.rows.clear();
+            current.token_row.clear();
+        } else {
+            self.sessions.push(std::mem::take(current));
+        }
+    }
+
+    /// A by-hand step becomes a symbol of its session alone: with a minimum support of 2 or
+    /// more it is never frequent, so no pattern holds it, yet it still counts as a gap.
+    fn own_barriers(&mut self) {
+        let base = self.interner.len() as u64;
+        for (i, session) in self.sessions.iter_mut().enumerate() {
+            let own = u32::try_from(base + i as u64).unwrap_or(BARRIER - 1);
+            for symbol in &mut session.symbols {
+                if *symbol == BARRIER {
+                    *symbol = own;
+                }
+            }
+        }
+    }
+}
+
+impl Session {
+    /// Appends one action that has tokens.
+    fn push(
+        &mut self,
+        seq: u64,
+        ok: Option<bool>,
+        error: Option<TemplateId>,
+        duration_ms: Option<u32>,
+        abstracted: &Abstracted,
+    ) {
+        let row_index = self.rows.len() as u32;
+        self.rows.push(Row {
             seq,
             command: abstracted.command,
             ok,
             error,
-            duration_ms: row
-                .get::<_, Option<i64>>(9)?
-                .map(|d| u32::try_from(d.max(0)).unwrap_or(u32::MAX)),
-            first_token: current.symbols.len() as u32,
+            duration_ms,
+            first_token: self.symbols.len() as u32,
             tokens: abstracted.symbols.len() as u16,
             by_hand: abstracted.by_hand,
         });
-        current.symbols.extend_from_slice(&abstracted.symbols);
-        current
-            .token_row
+        self.symbols.extend_from_slice(&abstracted.symbols);
+        self.token_row
             .extend(std::iter::repeat_n(row_index, abstracted.symbols.len()));
     }
-    if !current.symbols.is_empty() {
-        loaded.sessions.push(current);
-    }
-    // A by-hand step becomes a symbol of its session alone: with a minimum support of 2 or more
-    // it is never frequent, so no pattern holds it, yet it still counts as a gap.
-    let base = loaded.interner.len() as u64;
-    for (i, session) in loaded.sessions.iter_mut().enumerate() {
-        let own = u32::try_from(base + i as u64).unwrap_or(BARRIER - 1);
-        for symbol in &mut session.symbols {
-            if *symbol == BARRIER {
-                *symbol = own;
-            }
-        }
-    }
-    Ok(loaded)
 }
 
 /// Reads actions back for alignment, tokenized, with their outputs; cached within a run.
@@ -704,14 +791,43 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     let started = Instant::now();
     let tokenizer = Tokenizer::new(&NoiseRules::default());
     let loaded = load(conn, &tokenizer)?;
-    let load_ms = started.elapsed().as_millis() as u64;
-    let sessions = &loaded.sessions;
-    let symbols: Vec<&[u32]> = sessions.iter().map(|s| s.symbols.as_slice()).collect();
-    let mut found: Vec<Found<'_>> = Vec::new();
-    let min_support = options.effective_support(sessions.len());
+    let load_ms = elapsed_ms(started);
+    let min_support = options.effective_support(loaded.sessions.len());
+    let sequences = find_sequences(&loaded, options, min_support)?;
+    let mut found = sequences.found;
+    found.extend(find_commands(&loaded, options, min_support));
+    found.extend(find_recovery_habits(&loaded, options, min_support));
+    rank(&mut found);
+    let mined_ms = elapsed_ms(started) - load_ms;
+    let patterns = align_and_score(conn, &tokenizer, &found, options)?;
+    let total_ms = elapsed_ms(started);
+    Ok(MineReport {
+        phases_ms: Phases {
+            load: load_ms,
+            mine: mined_ms,
+            sequences: sequences.ms,
+            sequence_nodes: sequences.nodes,
+            align: total_ms - load_ms - mined_ms,
+        },
+        sessions: loaded.sessions.len(),
+        actions: loaded.actions,
+        tokens: loaded.sessions.iter().map(|s| s.symbols.len()).sum(),
+        symbols: loaded.interner.len(),
+        last_action: loaded.last_action,
+        duration_ms: elapsed_ms(started),
+        truncated: sequences.truncated,
+        min_support,
+        patterns,
+    })
+}
 
-    // Repeated sequences.
-    let config = SequenceMinerConfig {
+fn elapsed_ms(since: Instant) -> u64 {
+    since.elapsed().as_millis() as u64
+}
+
+/// How the sequence miner runs for `options`.
+fn sequence_config(options: &MineOptions, min_support: u32) -> SequenceMinerConfig {
+    SequenceMinerConfig {
         // The by-hand barriers rely on the support being at least 2.
         min_support,
         max_gap: Some(options.max_gap),
@@ -722,19 +838,45 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
         // Memory is bounded by keeping only the best candidates while streaming; the cap only
         // guards time on pathological input.
         max_patterns: 2_000_000,
-    };
+    }
+}
+
+/// The repeated sequences worth aligning, and what finding them cost.
+struct SequencesFound<'s> {
+    /// The best candidates (twice as many as a kind may report).
+    found: Vec<Found<'s>>,
+    /// Whether the miner hit its pattern cap.
+    truncated: bool,
+    /// Frequent sequences the miner explored.
+    nodes: u64,
+    /// Time spent mining and ranking while streaming.
+    ms: u64,
+}
+
+/// Repeated token sequences across sessions, the best kept by their upper bound while the
+/// miner streams them.
+fn find_sequences<'s>(
+    loaded: &'s Loaded,
+    options: &MineOptions,
+    min_support: u32,
+) -> Result<SequencesFound<'s>, MineError> {
+    let config = sequence_config(options, min_support);
     let miner = SequenceMiner::new(config.clone())?;
-    let mut truncated = false;
     let keep = options.max_patterns_per_kind.max(1);
-    let mut sequences_found: Vec<Found<'_>> = Vec::new();
+    let symbols: Vec<&[u32]> = loaded
+        .sessions
+        .iter()
+        .map(|s| s.symbols.as_slice())
+        .collect();
     // Per symbol: whether it is a file-content tool call (see `CONTENT_TOOLS`).
     let content: Vec<bool> = (0..loaded.interner.len() as u32)
         .map(|s| only_content(&[loaded.interner.resolve(s).unwrap_or_default()]))
         .collect();
+    let mut found: Vec<Found<'_>> = Vec::new();
     // The weakest bound still kept once the list is full: anything below it is skipped before
     // its occurrences are even looked at.
     let mut threshold = f64::NEG_INFINITY;
-    let sequences_started = Instant::now();
+    let started = Instant::now();
     let stats = miner.mine_with(&symbols, |p| {
         // One command over and over is not a sequence (the single-command finder sees it), and a
         // retried run of steps is the same habit as the run once.
@@ -745,65 +887,127 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
         {
             return ControlFlow::Continue(());
         }
-        let mut f = Found {
-            kind: PatternKind::Sequence,
-            keys: Vec::new(),
-            support: p.support,
-            count: p.occurrences.len() as u32,
-            occurrences: Vec::new(),
-            trigger: None,
-            // At most one call per step: the bound stays an upper bound.
-            calls_per_occurrence: p.items.len() as f64,
-            single: false,
-            bound: 0.0,
-        };
-        f.keys = vec![String::new(); p.items.len()];
-        f.bound = upper_bound(&f);
-        if f.bound < threshold {
+        let Some(f) = sequence_candidate(loaded, &p, &config, options, threshold) else {
             return ControlFlow::Continue(());
-        }
-        f.keys = p
-            .items
-            .iter()
-            .map(|&s| loaded.interner.resolve(s).unwrap_or_default().to_owned())
-            .collect();
-        f.occurrences = p
-            .occurrences
-            .iter()
-            .take(options.max_occurrences)
-            .filter_map(|o| {
-                let session = &sessions[o.seq as usize];
-                let positions = sequences::steps(&session.symbols, p.items, o, config.max_gap)?;
-                Some(Occ {
-                    session,
-                    positions: positions.into_iter().map(|x| x as usize).collect(),
-                })
-            })
-            .collect();
-        f.calls_per_occurrence = f
-            .occurrences
-            .first()
-            .map(|o| distinct_rows(o) as f64)
-            .unwrap_or(1.0);
-        f.bound = upper_bound(&f);
-        sequences_found.push(f);
+        };
+        found.push(f);
         // Only the best can be aligned: keep memory to a few times that many while streaming.
-        if sequences_found.len() >= 4 * keep {
-            prune(&mut sequences_found, 2 * keep);
-            threshold = sequences_found.last().map_or(threshold, |f| f.bound);
+        if found.len() >= 4 * keep {
+            prune(&mut found, 2 * keep);
+            threshold = found.last().map_or(threshold, |f| f.bound);
         }
         ControlFlow::Continue(())
     })?;
-    truncated |= stats.truncated;
-    let sequences_ms = sequences_started.elapsed().as_millis() as u64;
-    let sequence_nodes = stats.nodes;
-    prune(&mut sequences_found, 2 * keep);
-    found.append(&mut sequences_found);
+    let ms = elapsed_ms(started);
+    prune(&mut found, 2 * keep);
+    Ok(SequencesFound {
+        found,
+        truncated: stats.truncated,
+        nodes: stats.nodes,
+        ms,
+    })
+}
 
-    // Single complex commands repeated with varying arguments, and slow operations.
-    // First the sessions each command is seen in (two flat arrays), then the places of only
-    // those with the support: millions of actions, a few hundred commands worth a look.
-    let commands = loaded.commands.len();
+/// A mined sequence as a candidate, with its occurrences' token positions; `None` when even
+/// its upper bound is below `threshold` (its occurrences are then never looked at).
+fn sequence_candidate<'s>(
+    loaded: &'s Loaded,
+    p: &PatternRef<'_>,
+    config: &SequenceMinerConfig,
+    options: &MineOptions,
+    threshold: f64,
+) -> Option<Found<'s>> {
+    let mut f = Found {
+        kind: PatternKind::Sequence,
+        keys: vec![String::new(); p.items.len()],
+        support: p.support,
+        count: p.occurrences.len() as u32,
+        occurrences: Vec::new(),
+        trigger: None,
+        // At most one call per step: the bound stays an upper bound.
+        calls_per_occurrence: p.items.len() as f64,
+        single: false,
+        bound: 0.0,
+    };
+    f.bound = upper_bound(&f);
+    if f.bound < threshold {
+        return None;
+    }
+    f.keys = p
+        .items
+        .iter()
+        .map(|&s| loaded.interner.resolve(s).unwrap_or_default().to_owned())
+        .collect();
+    f.occurrences = p
+        .occurrences
+        .iter()
+        .take(options.max_occurrences)
+        .filter_map(|o| {
+            let session = &loaded.sessions[o.seq as usize];
+            let positions = sequences::steps(&session.symbols, p.items, o, config.max_gap)?;
+            Some(Occ {
+                session,
+                positions: positions.into_iter().map(|x| x as usize).collect(),
+            })
+        })
+        .collect();
+    f.calls_per_occurrence = f
+        .occurrences
+        .first()
+        .map(|o| distinct_rows(o) as f64)
+        .unwrap_or(1.0);
+    f.bound = upper_bound(&f);
+    Some(f)
+}
+
+/// Single complex commands repeated with varying arguments, and slow operations.
+fn find_commands<'s>(
+    loaded: &'s Loaded,
+    options: &MineOptions,
+    min_support: u32,
+) -> Vec<Found<'s>> {
+    let sessions = &loaded.sessions;
+    let mut found = Vec::new();
+    let by_command = command_places(sessions, loaded.commands.len(), min_support);
+    for (&command, places) in &by_command {
+        let support = places.iter().map(|p| p.0).collect::<BTreeSet<_>>().len() as u32;
+        if support < min_support {
+            continue;
+        }
+        let keys: Vec<String> = loaded
+            .commands
+            .resolve(command)
+            .unwrap_or_default()
+            .split(" ; ")
+            .map(str::to_owned)
+            .collect();
+        let (tokens, words) = loaded.command_words[command as usize];
+        if words >= 6 || tokens >= 2 {
+            found.push(Found {
+                kind: PatternKind::Sequence,
+                keys: keys.clone(),
+                support,
+                count: places.len() as u32,
+                occurrences: command_occurrences(sessions, places.iter(), options.max_occurrences),
+                trigger: None,
+                calls_per_occurrence: 1.5,
+                single: true,
+                bound: 0.0,
+            });
+        }
+        found.extend(slow_command(sessions, keys, places, options, min_support));
+    }
+    found
+}
+
+/// Where each command with the support is run, as (session, row). First the sessions each
+/// command is seen in (two flat arrays), then the places of only those with the support:
+/// millions of actions, a few hundred commands worth a look. By-hand steps are left out.
+fn command_places(
+    sessions: &[Session],
+    commands: usize,
+    min_support: u32,
+) -> HashMap<u32, Vec<(u32, u32)>> {
     let mut command_support = vec![0u32; commands];
     let mut last_session = vec![u32::MAX; commands];
     for (s, session) in sessions.iter().enumerate() {
@@ -827,113 +1031,97 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
             }
         }
     }
-    for (&command, places) in &by_command {
-        let support = places.iter().map(|p| p.0).collect::<BTreeSet<_>>().len() as u32;
-        if support < min_support {
+    by_command
+}
+
+/// A command whose median duration, over the sessions that timed it, is slow.
+fn slow_command<'s>(
+    sessions: &'s [Session],
+    keys: Vec<String>,
+    places: &[(u32, u32)],
+    options: &MineOptions,
+    min_support: u32,
+) -> Option<Found<'s>> {
+    let row = |&(s, r): &(u32, u32)| sessions[s as usize].rows[r as usize];
+    let mut durations: Vec<u64> = places.iter().filter_map(|p| row(p).duration()).collect();
+    let timed_sessions = places
+        .iter()
+        .filter(|p| row(p).duration_ms.is_some())
+        .map(|p| p.0)
+        .collect::<BTreeSet<_>>()
+        .len() as u32;
+    if timed_sessions < min_support || median(&mut durations).is_none_or(|m| m < options.slow_ms) {
+        return None;
+    }
+    let timed = places.iter().filter(|p| row(p).duration_ms.is_some());
+    Some(Found {
+        kind: PatternKind::Slow,
+        keys,
+        support: timed_sessions,
+        count: durations.len() as u32,
+        occurrences: command_occurrences(sessions, timed, options.max_occurrences),
+        trigger: None,
+        calls_per_occurrence: 1.0,
+        single: false,
+        bound: 0.0,
+    })
+}
+
+/// Error→recovery habits: a failure, the steps taken, the same command succeeding.
+fn find_recovery_habits<'s>(
+    loaded: &'s Loaded,
+    options: &MineOptions,
+    min_support: u32,
+) -> Vec<Found<'s>> {
+    let attempts: Vec<&[Row]> = loaded.sessions.iter().map(|s| s.rows.as_slice()).collect();
+    let recoveries = find_recoveries(&attempts, options.max_recovery_steps);
+    group_recoveries(&attempts, recoveries, &loaded.errors, min_support)
+        .into_iter()
+        .map(|group| recovery_candidate(loaded, group, options.max_occurrences))
+        .collect()
+}
+
+/// A group of recoveries as a candidate: the failed command then the recovery steps, one
+/// occurrence per session.
+fn recovery_candidate(loaded: &Loaded, group: RecoveryGroup, max_occurrences: usize) -> Found<'_> {
+    let sessions = &loaded.sessions;
+    let mut occurrences = Vec::new();
+    let mut seen = BTreeSet::new();
+    for r in &group.occurrences {
+        if !seen.insert(r.session) || occurrences.len() >= max_occurrences {
             continue;
         }
-        let (tokens, words) = loaded.command_words[command as usize];
-        let keys: Vec<String> = loaded
-            .commands
-            .resolve(command)
-            .unwrap_or_default()
-            .split(" ; ")
-            .map(str::to_owned)
-            .collect();
-        if words >= 6 || tokens >= 2 {
-            found.push(Found {
-                kind: PatternKind::Sequence,
-                keys: keys.clone(),
-                support,
-                count: places.len() as u32,
-                occurrences: command_occurrences(sessions, places.iter(), options.max_occurrences),
-                trigger: None,
-                calls_per_occurrence: 1.5,
-                single: true,
-                bound: 0.0,
-            });
+        let s = &sessions[r.session];
+        let failed = s.rows[r.failed];
+        // The failing command is the failed action's last token; then every recovery token.
+        let mut positions = vec![failed.token_range().end - 1];
+        for row in &s.rows[r.steps.clone()] {
+            positions.extend(row.token_range());
         }
-        let mut durations: Vec<u64> = places
-            .iter()
-            .filter_map(|&(s, r)| sessions[s as usize].rows[r as usize].duration())
-            .collect();
-        let timed_sessions = places
-            .iter()
-            .filter(|&&(s, r)| sessions[s as usize].rows[r as usize].duration_ms.is_some())
-            .map(|p| p.0)
-            .collect::<BTreeSet<_>>()
-            .len() as u32;
-        if timed_sessions >= min_support
-            && median(&mut durations).is_some_and(|m| m >= options.slow_ms)
-        {
-            let timed = places
-                .iter()
-                .filter(|&&(s, r)| sessions[s as usize].rows[r as usize].duration_ms.is_some());
-            found.push(Found {
-                kind: PatternKind::Slow,
-                keys,
-                support: timed_sessions,
-                count: durations.len() as u32,
-                occurrences: command_occurrences(sessions, timed, options.max_occurrences),
-                trigger: None,
-                calls_per_occurrence: 1.0,
-                single: false,
-                bound: 0.0,
-            });
-        }
-    }
-
-    // Error→recovery habits.
-    let attempts: Vec<&[Row]> = sessions.iter().map(|s| s.rows.as_slice()).collect();
-    let recoveries = find_recoveries(&attempts, options.max_recovery_steps);
-    for group in group_recoveries(&attempts, recoveries, &loaded.errors, min_support) {
-        let mut occurrences = Vec::new();
-        let mut seen = BTreeSet::new();
-        for r in &group.occurrences {
-            if !seen.insert(r.session) || occurrences.len() >= options.max_occurrences {
-                continue;
-            }
-            let s = &sessions[r.session];
-            let failed = s.rows[r.failed];
-            // The failing command is the failed action's last token; then every recovery token.
-            let mut positions = vec![failed.token_range().end - 1];
-            for row in &s.rows[r.steps.clone()] {
-                positions.extend(row.token_range());
-            }
-            occurrences.push(Occ {
-                session: s,
-                positions,
-            });
-        }
-        let mut keys = vec![
-            loaded
-                .commands
-                .resolve(group.failed_key)
-                .unwrap_or_default()
-                .to_owned(),
-        ];
-        keys.extend(
-            group
-                .step_keys
-                .iter()
-                .map(|&k| loaded.commands.resolve(k).unwrap_or_default().to_owned()),
-        );
-        let calls = 1.0 + group.step_keys.len() as f64;
-        found.push(Found {
-            kind: PatternKind::Recovery,
-            keys,
-            support: group.support,
-            count: group.occurrences.len() as u32,
-            occurrences,
-            trigger: Some(group.error_template),
-            calls_per_occurrence: calls,
-            single: false,
-            bound: 0.0,
+        occurrences.push(Occ {
+            session: s,
+            positions,
         });
     }
+    let command = |k: u32| loaded.commands.resolve(k).unwrap_or_default().to_owned();
+    let mut keys = vec![command(group.failed_key)];
+    keys.extend(group.step_keys.iter().map(|&k| command(k)));
+    Found {
+        kind: PatternKind::Recovery,
+        keys,
+        support: group.support,
+        count: group.occurrences.len() as u32,
+        occurrences,
+        trigger: Some(group.error_template),
+        calls_per_occurrence: 1.0 + group.step_keys.len() as f64,
+        single: false,
+        bound: 0.0,
+    }
+}
 
-    // Rank by an upper bound, align the best of each kind, score them.
-    for f in &mut found {
+/// Sorts the candidates by the upper bound of their score, best first (ties by their steps).
+fn rank(found: &mut [Found<'_>]) {
+    for f in found.iter_mut() {
         f.bound = upper_bound(f);
     }
     found.sort_by(|a, b| {
@@ -941,16 +1129,25 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
             .total_cmp(&a.bound)
             .then_with(|| a.keys.cmp(&b.keys))
     });
-    let mined_ms = started.elapsed().as_millis() as u64 - load_ms;
-    let mut refetch = Refetch::new(conn, &tokenizer)?;
+}
+
+/// Aligns the ranked candidates, best first, up to [`MineOptions::max_patterns_per_kind`] of
+/// each kind, and scores them; one pattern per id (the best supported), best score first.
+fn align_and_score(
+    conn: &Connection,
+    tokenizer: &Tokenizer,
+    found: &[Found<'_>],
+    options: &MineOptions,
+) -> Result<Vec<Pattern>, MineError> {
+    let mut refetch = Refetch::new(conn, tokenizer)?;
     let mut per_kind: HashMap<PatternKind, usize> = HashMap::new();
     let mut patterns: HashMap<String, Pattern> = HashMap::new();
-    for f in &found {
+    for f in found {
         let taken = per_kind.entry(f.kind).or_default();
         if *taken >= options.max_patterns_per_kind {
             continue;
         }
-        let Some((aligned, mut durations)) =
+        let Some((aligned, durations)) =
             align_occurrences(&mut refetch, &f.occurrences, f.trigger.is_some(), options)?
         else {
             continue;
@@ -960,71 +1157,60 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
             continue;
         }
         *taken += 1;
-        let median_ms = median(&mut durations);
-        let mut steps = aligned.steps;
-        let trigger = match &f.trigger {
-            Some(template) if !steps.is_empty() => Some(Trigger {
-                step: steps.remove(0),
-                error_template: template.clone(),
-            }),
-            _ => None,
-        };
-        let key_refs: Vec<&str> = f.keys.iter().map(String::as_str).collect();
-        let id = pattern_id(f.kind, &key_refs, f.trigger.as_deref());
-        let step_count = steps.len() as u32 + u32::from(trigger.is_some());
-        let scored = score(&score_input(
-            f,
-            median_ms,
-            aligned.consistency,
-            aligned.success_rate,
-            step_count,
-            aligned.params.len() as u32,
-        ));
-        let mut pattern = Pattern {
-            id: id.clone(),
-            kind: f.kind,
-            support: f.support,
-            occurrences: f.count,
-            score: scored.score,
-            score_parts: scored,
-            templates: Vec::new(),
-            steps,
-            params: aligned.params,
-            internals: aligned.internals,
-            workspace_varies: aligned.workspace_varies,
-            trigger,
-            median_ms,
-            evidence: aligned.evidence,
-        };
-        pattern.templates = pattern.steps_text();
-        match patterns.get(&id) {
+        let pattern = scored_pattern(f, aligned, durations);
+        match patterns.get(&pattern.id) {
             Some(existing) if existing.support >= pattern.support => {}
             _ => {
-                patterns.insert(id, pattern);
+                patterns.insert(pattern.id.clone(), pattern);
             }
         }
     }
     let mut patterns: Vec<Pattern> = patterns.into_values().collect();
     patterns.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
-    let total_ms = started.elapsed().as_millis() as u64;
-    Ok(MineReport {
-        phases_ms: Phases {
-            load: load_ms,
-            mine: mined_ms,
-            sequences: sequences_ms,
-            sequence_nodes,
-            align: total_ms - load_ms - mined_ms,
-        },
-        sessions: sessions.len(),
-        actions: loaded.actions,
-        tokens: sessions.iter().map(|s| s.symbols.len()).sum(),
-        symbols: loaded.interner.len(),
-        last_action: loaded.last_action,
-        duration_ms: started.elapsed().as_millis() as u64,
-        truncated,
-        min_support,
-        patterns,
-    })
+    Ok(patterns)
+}
+
+/// The pattern an aligned candidate becomes: its steps (a recovery's first one its trigger),
+/// parameters and evidence, scored.
+fn scored_pattern(f: &Found<'_>, aligned: Aligned, mut durations: Vec<u64>) -> Pattern {
+    let median_ms = median(&mut durations);
+    let mut steps = aligned.steps;
+    let trigger = match &f.trigger {
+        Some(template) if !steps.is_empty() => Some(Trigger {
+            step: steps.remove(0),
+            error_template: template.clone(),
+        }),
+        _ => None,
+    };
+    let key_refs: Vec<&str> = f.keys.iter().map(String::as_str).collect();
+    let id = pattern_id(f.kind, &key_refs, f.trigger.as_deref());
+    let step_count = steps.len() as u32 + u32::from(trigger.is_some());
+    let scored = score(&score_input(
+        f,
+        median_ms,
+        aligned.consistency,
+        aligned.success_rate,
+        step_count,
+        aligned.params.len() as u32,
+    ));
+    let mut pattern = Pattern {
+        id,
+        kind: f.kind,
+        support: f.support,
+        occurrences: f.count,
+        score: scored.score,
+        score_parts: scored,
+        templates: Vec::new(),
+        steps,
+        params: aligned.params,
+        internals: aligned.internals,
+        workspace_varies: aligned.workspace_varies,
+        trigger,
+        median_ms,
+        evidence: aligned.evidence,
+    };
+    pattern.templates = pattern.steps_text();
+    pattern
 }
 
 /// The occurrences of one command line at `places` (session, row): one per session first.
@@ -1172,4 +1358,312 @@ pub fn last_mined_action(conn: &Connection) -> Result<i64, StoreError> {
         [],
         |row| row.get(0),
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::params;
+    use tempfile::TempDir;
+
+    use super::*;
+    use crate::store::{Store, open_for_update};
+
+    /// One stored Bash call: session, command line, outcome, output, duration (ms).
+    type Call<'a> = (&'a str, &'a str, Option<bool>, Option<&'a str>, Option<i64>);
+
+    fn ran<'a>(session: &'a str, command: &'a str) -> Call<'a> {
+        (session, command, Some(true), None, None)
+    }
+
+    /// A real store (migrated by [`Store::open`]) holding `calls`, numbered in order within
+    /// each session, and a connection to it.
+    fn store(calls: &[Call<'_>]) -> (TempDir, Connection) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("state.db");
+        drop(Store::open(&path).expect("the store opens"));
+        let conn = open_for_update(&path).expect("a connection");
+        let mut seqs: HashMap<&str, i64> = HashMap::new();
+        for (session, command, ok, output, ms) in calls {
+            let seq = seqs.entry(session).or_default();
+            *seq += 1;
+            conn.execute(
+                "INSERT INTO actions (session, seq, source, tool, input, ok, output, duration_ms)
+                 VALUES (?1, ?2, 'claude-code', 'Bash', ?3, ?4, ?5, ?6)",
+                params![
+                    session,
+                    *seq,
+                    serde_json::json!({ "command": command }).to_string(),
+                    ok,
+                    output,
+                    ms
+                ],
+            )
+            .expect("the action is stored");
+        }
+        (dir, conn)
+    }
+
+    fn loaded(conn: &Connection) -> Loaded {
+        load(conn, &Tokenizer::default()).expect("the actions load")
+    }
+
+    /// The same calls in sessions `s1`, `s2`, …
+    fn in_sessions<'a>(sessions: &[&'a str], calls: &[Call<'a>]) -> Vec<Call<'a>> {
+        sessions
+            .iter()
+            .flat_map(|s| calls.iter().map(move |c| (*s, c.1, c.2, c.3, c.4)))
+            .collect()
+    }
+
+    #[test]
+    fn load_keeps_each_sessions_tokens_and_leaves_noise_out() {
+        let (_dir, conn) = store(&[
+            ran("a", "cargo build"),
+            ran("a", "ls -la"),
+            ran("a", "cargo test -p core && git status"),
+            ran("b", "pwd"),
+            ran("c", "vim src/main.rs"),
+            ran("c", "cargo build"),
+        ]);
+        let loaded = loaded(&conn);
+        assert_eq!((loaded.actions, loaded.last_action), (6, 6));
+        // `b` ran only noise: no session.
+        let ids: Vec<&str> = loaded.sessions.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["a", "c"]);
+        let a = &loaded.sessions[0];
+        assert_eq!(a.rows.len(), 2);
+        assert_eq!(a.token_row, [0, 1, 1]);
+        let keys: Vec<&str> = a
+            .symbols
+            .iter()
+            .map(|&s| loaded.interner.resolve(s).unwrap_or("?"))
+            .collect();
+        assert_eq!(
+            keys,
+            ["cargo build", "cargo test -p <string>", "git status"]
+        );
+        let command = loaded.commands.resolve(a.rows[1].command);
+        assert_eq!(command, Some("cargo test -p <string> ; git status"));
+        assert_eq!(loaded.command_words[a.rows[1].command as usize], (2, 6));
+        assert_eq!((a.rows[1].seq, a.rows[1].token_range()), (3, 1..3));
+        // The editor is a by-hand step: a symbol of its session alone, past the interned ones.
+        let c = &loaded.sessions[1];
+        assert!(c.rows[0].by_hand && !c.rows[1].by_hand);
+        assert_eq!(c.symbols[0], loaded.interner.len() as u32 + 1);
+        assert_eq!(c.symbols[1], a.symbols[0]);
+    }
+
+    #[test]
+    fn a_failure_keeps_its_error_template_and_every_call_its_duration() {
+        let output = "error[E0425]: cannot find value `x` in this scope\n --> src/a.rs:1:1";
+        let (_dir, conn) = store(&[
+            ("a", "cargo build", Some(false), Some(output), Some(1200)),
+            ("a", "cargo build", Some(true), Some("Finished"), Some(-5)),
+        ]);
+        let loaded = loaded(&conn);
+        let rows = &loaded.sessions[0].rows;
+        let error = rows[0].error.expect("the failure's error template");
+        let template = loaded.errors.template(error).expect("a stored template");
+        assert!(template.contains("cannot find value"), "{template}");
+        assert_eq!(rows[0].duration(), Some(1200));
+        // A success keeps no error; a negative duration is read as 0.
+        assert_eq!((rows[1].error, rows[1].duration()), (None, Some(0)));
+        assert_eq!(rows[0].command, rows[1].command);
+    }
+
+    #[test]
+    fn a_repeated_command_is_tokenized_once() {
+        let tokenizer = Tokenizer::default();
+        let mut cache = CommandCache::new(&tokenizer);
+        let mut loaded = Loaded::new();
+        let call = |input| CallText {
+            source: "claude-code",
+            tool: "Bash",
+            input,
+            ok: Some(true),
+        };
+        let command = |a: Result<Option<Abstracted>, MineError>| {
+            a.expect("no error").expect("a command").command
+        };
+        let line = r#"{"command":"cargo test -p a"}"#;
+        let first = command(cache.abstracted(&mut loaded, &call(line), "s", 1));
+        let again = command(cache.abstracted(&mut loaded, &call(line), "s", 2));
+        assert_eq!((first, again), (0, 0));
+        // Another value is another line, tokenized again: the same command.
+        let line = r#"{"command":"cargo test -p b"}"#;
+        assert_eq!(
+            command(cache.abstracted(&mut loaded, &call(line), "s", 3)),
+            0
+        );
+        assert_eq!(cache.cache.len(), 2);
+        assert_eq!(loaded.commands.len(), 1);
+        let noise = cache.abstracted(&mut loaded, &call(r#"{"command":"ls"}"#), "s", 4);
+        assert!(noise.expect("no error").is_none());
+    }
+
+    #[test]
+    fn a_workflow_seen_in_enough_sessions_is_a_sequence() {
+        let workflow = [
+            ran("", "cargo build"),
+            ran("", "git diff"),
+            ran("", "cargo test"),
+            ran("", "cargo clippy"),
+        ];
+        let mut calls = in_sessions(&["s1", "s2", "s3"], &workflow);
+        calls.push(ran("s4", "cargo build"));
+        let (_dir, conn) = store(&calls);
+        let loaded = loaded(&conn);
+        let options = MineOptions::default();
+        let sequences = find_sequences(&loaded, &options, 3).expect("mining runs");
+        assert!(!sequences.truncated);
+        let whole = ["cargo build", "git diff", "cargo test", "cargo clippy"];
+        let f = sequences
+            .found
+            .iter()
+            .find(|f| f.keys == whole)
+            .expect("the whole workflow");
+        assert_eq!((f.support, f.count, f.occurrences.len()), (3, 3, 3));
+        assert_eq!(f.occurrences[0].positions, [0, 1, 2, 3]);
+        assert!(f.bound > 0.0);
+        // The other candidates are the workflow with a step skipped (a gap of one is allowed);
+        // `cargo build` alone, seen in a fourth session too, is one step: not a sequence.
+        for f in &sequences.found {
+            assert_eq!(f.support, 3, "{:?}", f.keys);
+            assert!(f.keys.len() >= 3, "{:?}", f.keys);
+            assert!(f.keys.iter().all(|k| whole.contains(&k.as_str())));
+        }
+    }
+
+    #[test]
+    fn complex_commands_with_varying_arguments_and_slow_ones_are_found() {
+        let mut calls = Vec::new();
+        for (session, service) in [("s1", "web"), ("s2", "api"), ("s3", "db")] {
+            let up = ["docker compose -f dev.yml up -d --build ", service].concat();
+            calls.push((session, up, Some(true), None, Some(2_000)));
+            calls.push((
+                session,
+                "cargo build --release".into(),
+                Some(true),
+                None,
+                Some(90_000),
+            ));
+            calls.push((session, "git status".into(), Some(true), None, Some(100)));
+        }
+        let calls: Vec<Call<'_>> = calls
+            .iter()
+            .map(|(s, c, ok, o, ms)| (*s, c.as_str(), *ok, *o, *ms))
+            .collect();
+        let (_dir, conn) = store(&calls);
+        let loaded = loaded(&conn);
+        let found = find_commands(&loaded, &MineOptions::default(), 3);
+        let mut shapes: Vec<(PatternKind, String, u32, bool)> = found
+            .iter()
+            .map(|f| (f.kind, f.keys.join(" ; "), f.support, f.single))
+            .collect();
+        shapes.sort_by(|a, b| a.1.cmp(&b.1));
+        assert_eq!(
+            shapes,
+            [
+                (PatternKind::Slow, "cargo build --release".into(), 3, false),
+                (
+                    PatternKind::Sequence,
+                    "docker compose up --build -d -f <path> <string>".into(),
+                    3,
+                    true
+                ),
+            ]
+        );
+        // Seen in two sessions only: not enough.
+        assert!(find_commands(&loaded, &MineOptions::default(), 4).is_empty());
+    }
+
+    #[test]
+    fn a_failure_fixed_the_same_way_in_each_session_is_a_recovery() {
+        let output = "error[E0425]: cannot find value `x` in this scope";
+        let fix = [
+            ("", "cargo build", Some(false), Some(output), None),
+            ran("", "cargo fix --allow-dirty"),
+            ran("", "cargo build"),
+        ];
+        let (_dir, conn) = store(&in_sessions(&["s1", "s2", "s3"], &fix));
+        let loaded = loaded(&conn);
+        let found = find_recovery_habits(&loaded, &MineOptions::default(), 3);
+        assert_eq!(found.len(), 1);
+        let f = &found[0];
+        assert_eq!(f.kind, PatternKind::Recovery);
+        assert_eq!(f.keys, ["cargo build", "cargo fix --allow-dirty"]);
+        assert_eq!((f.support, f.count, f.calls_per_occurrence), (3, 3, 2.0));
+        assert!(
+            f.trigger
+                .as_deref()
+                .is_some_and(|t| t.contains("cannot find value")),
+            "{:?}",
+            f.trigger
+        );
+        // The failed command's token, then the recovery's.
+        assert_eq!(f.occurrences[0].positions, [0, 1]);
+    }
+
+    #[test]
+    fn candidates_are_ranked_by_their_upper_bound() {
+        let candidate = |keys: &[&str], support, count| Found {
+            kind: PatternKind::Sequence,
+            keys: keys.iter().map(|k| (*k).to_owned()).collect(),
+            support,
+            count,
+            occurrences: Vec::new(),
+            trigger: None,
+            calls_per_occurrence: keys.len() as f64,
+            single: false,
+            bound: 0.0,
+        };
+        let mut found = vec![
+            candidate(&["a", "b"], 3, 3),
+            candidate(&["c", "d"], 30, 40),
+            candidate(&["a", "a"], 3, 3),
+        ];
+        rank(&mut found);
+        let order: Vec<String> = found.iter().map(|f| f.keys.join(" ")).collect();
+        assert_eq!(order, ["c d", "a a", "a b"]);
+        assert!(found[0].bound > found[1].bound);
+        assert_eq!(found[1].bound, found[2].bound);
+    }
+
+    #[test]
+    fn a_run_aligns_scores_and_stores_its_patterns() {
+        let mut calls = Vec::new();
+        for (session, package) in [("s1", "core"), ("s2", "cli"), ("s3", "web")] {
+            calls.push((session, format!("cargo build -p {package}")));
+            calls.push((session, format!("cargo test -p {package}")));
+            calls.push((session, "git push".to_owned()));
+        }
+        let calls: Vec<Call<'_>> = calls.iter().map(|(s, c)| ran(s, c)).collect();
+        let (_dir, mut conn) = store(&calls);
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        assert_eq!((report.sessions, report.actions, report.tokens), (3, 9, 9));
+        assert_eq!((report.min_support, report.last_action), (3, 9));
+        let best = &report.patterns[0];
+        assert_eq!(best.kind, PatternKind::Sequence);
+        assert_eq!(
+            best.templates,
+            [
+                "cargo build -p <package>",
+                "cargo test -p <package>",
+                "git push"
+            ]
+        );
+        assert_eq!(best.params.len(), 1);
+        assert_eq!(best.evidence.len(), 3);
+        assert_eq!(report.summary()["patterns"], report.patterns.len());
+        assert_eq!(last_mined_action(&conn).expect("read"), 0);
+        let fresh = store_patterns(&mut conn, &report).expect("stored");
+        assert_eq!(fresh.len(), report.patterns.len());
+        assert_eq!(last_mined_action(&conn).expect("read"), 9);
+        // The same patterns again are not new.
+        assert!(
+            store_patterns(&mut conn, &report)
+                .expect("stored")
+                .is_empty()
+        );
+    }
 }

@@ -203,11 +203,50 @@ fn printed(output: &str, value: &str) -> bool {
     })
 }
 
+/// One occurrence's placeholder values: per step, per placeholder, the value (a run joined
+/// with spaces), the kind of its first slot and the run.
+type OccurrenceValues = Vec<Vec<(String, SlotKind, Vec<String>)>>;
+
 /// Aligns the occurrences of a pattern of `steps` steps. Occurrences whose tokens do not fit the
 /// first one's templates are left out. `None` when none fits.
 pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned> {
     let first = occurrences.first()?;
-    let templates: Vec<Vec<Vec<Segment>>> = first
+    let templates = step_templates(first);
+    let (fitting, values) = fitting_occurrences(occurrences, &templates);
+    if fitting.is_empty() {
+        return None;
+    }
+    let n = fitting.len();
+    let roles = assign_roles(&templates, &values, &fitting, first);
+    let steps = fill_steps(&templates, &roles, &values, first, &fitting);
+    let one_pipeline = steps.iter().skip(1).all(|s| s.piped);
+    let evidence = fill_evidence(
+        &templates,
+        &roles,
+        &values,
+        &fitting,
+        one_pipeline,
+        max_evidence,
+    );
+    let cwds: Vec<Option<&str>> = fitting
+        .iter()
+        .map(|o| o.tokens.first().and_then(|t| t.cwd.as_deref()))
+        .collect();
+    let workspace_varies = cwds.iter().any(|c| *c != cwds[0]);
+    Some(Aligned {
+        steps,
+        consistency: roles.consistency() * (n as f64 / occurrences.len() as f64),
+        params: roles.params,
+        internals: roles.internals,
+        evidence,
+        success_rate: fitting.iter().filter(|o| o.ok).count() as f64 / n as f64,
+        workspace_varies,
+    })
+}
+
+/// The first occurrence's token templates, each cut into words of text and placeholders.
+fn step_templates(first: &AlignInput) -> Vec<Vec<Vec<Segment>>> {
+    first
         .tokens
         .iter()
         .map(|t| {
@@ -217,8 +256,14 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                 .map(segments)
                 .collect()
         })
-        .collect();
-    // values[occurrence][step][placeholder]
+        .collect()
+}
+
+/// The occurrences whose tokens fit `templates`, with their placeholder values.
+fn fitting_occurrences<'a>(
+    occurrences: &'a [AlignInput],
+    templates: &[Vec<Vec<Segment>>],
+) -> (Vec<&'a AlignInput>, Vec<OccurrenceValues>) {
     let mut fitting = Vec::new();
     let mut values = Vec::new();
     for occ in occurrences {
@@ -228,7 +273,7 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
         let per_step: Option<Vec<_>> = occ
             .tokens
             .iter()
-            .zip(&templates)
+            .zip(templates)
             .map(|(token, template)| placeholder_values(template, &token.slots))
             .collect();
         if let Some(per_step) = per_step {
@@ -236,160 +281,244 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
             values.push(per_step);
         }
     }
-    if fitting.is_empty() {
-        return None;
-    }
-    let n = fitting.len();
+    (fitting, values)
+}
 
-    // Roles: (step, placeholder index) with the values across occurrences.
-    #[derive(Debug)]
-    enum Role {
-        Literal(String),
-        Param(usize),
-        Internal(usize),
-    }
-    let mut roles: HashMap<(usize, usize), Role> = HashMap::new();
-    let mut params: Vec<Param> = Vec::new();
-    let mut param_values: Vec<Vec<String>> = Vec::new();
-    let mut internals: Vec<Internal> = Vec::new();
-    let mut captures: BTreeMap<usize, String> = BTreeMap::new();
-    let mut literal_or_typed = 0usize;
-    let mut total_roles = 0usize;
+/// What one placeholder is across the occurrences.
+#[derive(Debug, Clone, PartialEq)]
+enum Role {
+    /// The same value everywhere.
+    Literal(String),
+    /// A parameter, by index.
+    Param(usize),
+    /// A value an earlier step printed, by index of the internal variable.
+    Internal(usize),
+}
+
+/// The roles of a pattern's placeholders, keyed by (step, placeholder index), with the
+/// parameters and internal variables they make.
+#[derive(Debug, Default)]
+struct Roles {
+    of: HashMap<(usize, usize), Role>,
+    params: Vec<Param>,
+    /// Per parameter, its value in each fitting occurrence.
+    param_values: Vec<Vec<String>>,
+    internals: Vec<Internal>,
+    /// Per step whose output a later step reads, the variable holding it.
+    captures: BTreeMap<usize, String>,
+    /// Placeholders that are literals, typed parameters or internal variables.
+    literal_or_typed: usize,
+    /// Placeholders.
+    total: usize,
+}
+
+/// One placeholder's values across the fitting occurrences.
+struct Column<'t> {
+    step: usize,
+    index: usize,
+    /// Its name in the template.
+    name: &'t str,
+    variadic: bool,
+    values: Vec<String>,
+    kinds: Vec<SlotKind>,
+    /// The first value of its run in the first fitting occurrence.
+    first_value: String,
+}
+
+/// Decides every placeholder's role, step by step.
+fn assign_roles(
+    templates: &[Vec<Vec<Segment>>],
+    values: &[OccurrenceValues],
+    fitting: &[&AlignInput],
+    first: &AlignInput,
+) -> Roles {
+    let mut roles = Roles::default();
     for (step, template) in templates.iter().enumerate() {
-        let names: Vec<(&str, bool)> = template
-            .iter()
-            .flatten()
-            .filter_map(|seg| match seg {
-                Segment::Slot { name, variadic } => Some((name.as_str(), *variadic)),
-                Segment::Text(_) => None,
-            })
-            .collect();
-        for (index, (name, variadic)) in names.into_iter().enumerate() {
-            total_roles += 1;
-            let column: Vec<String> = values
-                .iter()
-                .map(|occ| occ[step][index].0.clone())
-                .collect();
-            let kinds: Vec<SlotKind> = values.iter().map(|occ| occ[step][index].1).collect();
-            // A value redacted at ingest is a secret the tool must be given: a parameter of its
-            // own, even when every occurrence shows the same placeholder.
-            let secret = column.iter().any(|v| v.contains(PLACEHOLDER_START));
-            if secret {
-                literal_or_typed += 1;
-            } else if column.iter().all(|v| *v == column[0]) {
-                roles.insert((step, index), Role::Literal(column[0].clone()));
-                literal_or_typed += 1;
-                continue;
-            }
-            // The same values as an existing parameter: the same parameter.
-            if !secret && let Some(p) = param_values.iter().position(|vals| *vals == column) {
-                roles.insert((step, index), Role::Param(p));
-                literal_or_typed += 1;
-                continue;
-            }
-            // Printed by an earlier step in every occurrence: an internal variable.
-            let source = (0..step).filter(|_| !secret).find(|&earlier| {
-                fitting.iter().zip(&column).all(|(occ, v)| {
-                    occ.outputs
-                        .get(earlier)
-                        .and_then(|o| o.as_deref())
-                        .is_some_and(|o| printed(o, v))
-                })
-            });
-            if let Some(from) = source {
-                let var = captures
-                    .entry(from)
-                    .or_insert_with(|| format!("out_{}", from + 1))
-                    .clone();
-                internals.push(Internal {
-                    name: var,
-                    from_step: from,
-                    to_step: step,
-                });
-                roles.insert((step, index), Role::Internal(internals.len() - 1));
-                literal_or_typed += 1;
-                continue;
-            }
-            let kind = param_kind(&kinds, &column);
-            let distinct = {
-                let mut d: Vec<&String> = column.iter().collect();
-                d.sort();
-                d.dedup();
-                d.len()
-            };
-            if !secret && (kind != "string" && kind != "text" || distinct < n) {
-                literal_or_typed += 1;
-            }
-            let mut base = param_name(name);
-            if secret && (matches!(base.as_str(), "string" | "arg") || base.len() <= 1) {
-                base = "secret".into();
-            } else if base == "string" || base == "arg" {
-                base = match kind {
-                    "path" => "path".into(),
-                    "sha" => "commit".into(),
-                    "url" => "url".into(),
-                    "number" => "number".into(),
-                    "glob" => "pattern".into(),
-                    "text" => "message".into(),
-                    _ => "value".into(),
-                };
-            }
-            let mut unique = base.clone();
-            let mut k = 2;
-            while params.iter().any(|p| p.name == unique) {
-                unique = format!("{base}_{k}");
-                k += 1;
-            }
-            let mut counts: HashMap<&String, usize> = HashMap::new();
-            for v in &column {
-                *counts.entry(v).or_default() += 1;
-            }
-            let mut examples: Vec<(&String, usize)> = counts.into_iter().collect();
-            examples.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-            let flag = first.tokens[step]
-                .slots
-                .iter()
-                .find(|s| s.value == values[0][step][index].2[0])
-                .and_then(|s| s.flag.clone());
-            params.push(Param {
-                name: unique,
-                kind: kind.to_owned(),
-                named_from: match flag {
-                    Some(f) => format!("flag {f}"),
-                    None => format!(
-                        "position {} of `{}`",
-                        index + 1,
-                        first.tokens[step].template
-                    ),
-                },
-                examples: examples
-                    .into_iter()
-                    .take(5)
-                    .map(|(v, _)| v.clone())
-                    .collect(),
+        let names = template.iter().flatten().filter_map(|seg| match seg {
+            Segment::Slot { name, variadic } => Some((name.as_str(), *variadic)),
+            Segment::Text(_) => None,
+        });
+        for (index, (name, variadic)) in names.enumerate() {
+            let column = Column {
+                step,
+                index,
+                name,
                 variadic,
-                secret,
-            });
-            param_values.push(column);
-            roles.insert((step, index), Role::Param(params.len() - 1));
+                values: values
+                    .iter()
+                    .map(|occ| occ[step][index].0.clone())
+                    .collect(),
+                kinds: values.iter().map(|occ| occ[step][index].1).collect(),
+                first_value: values[0][step][index].2[0].clone(),
+            };
+            let role = roles.role_of(column, fitting, &first.tokens[step]);
+            roles.of.insert((step, index), role);
         }
     }
+    roles
+}
 
-    let steps: Vec<Step> = templates
+impl Roles {
+    /// The role of one placeholder: a literal when its value never changes; an existing
+    /// parameter when it always holds that one's values; an internal variable when an earlier
+    /// step printed it in every occurrence; else a new parameter. A value redacted at ingest is
+    /// a secret the tool must be given: always a parameter of its own, even when every
+    /// occurrence shows the same placeholder.
+    fn role_of(&mut self, column: Column<'_>, fitting: &[&AlignInput], token: &Token) -> Role {
+        self.total += 1;
+        let secret = column.values.iter().any(|v| v.contains(PLACEHOLDER_START));
+        if !secret {
+            if column.values.iter().all(|v| *v == column.values[0]) {
+                self.literal_or_typed += 1;
+                return Role::Literal(column.values[0].clone());
+            }
+            if let Some(p) = self.param_values.iter().position(|v| *v == column.values) {
+                self.literal_or_typed += 1;
+                return Role::Param(p);
+            }
+            if let Some(from) = printed_earlier(fitting, column.step, &column.values) {
+                self.literal_or_typed += 1;
+                return Role::Internal(self.internal(from, column.step));
+            }
+        }
+        let param = new_param(&column, secret, token, &self.params);
+        if secret || typed_or_repeating(&param.kind, &column.values, fitting.len()) {
+            self.literal_or_typed += 1;
+        }
+        self.params.push(param);
+        self.param_values.push(column.values);
+        Role::Param(self.params.len() - 1)
+    }
+
+    /// A new internal variable carrying step `from`'s output to step `to`; its index.
+    fn internal(&mut self, from: usize, to: usize) -> usize {
+        let name = self
+            .captures
+            .entry(from)
+            .or_insert_with(|| format!("out_{}", from + 1))
+            .clone();
+        self.internals.push(Internal {
+            name,
+            from_step: from,
+            to_step: to,
+        });
+        self.internals.len() - 1
+    }
+
+    /// Share of the placeholders that are literal or typed (see [`super::score`]).
+    fn consistency(&self) -> f64 {
+        if self.total == 0 {
+            1.0
+        } else {
+            self.literal_or_typed as f64 / self.total as f64
+        }
+    }
+}
+
+/// The first step before `step` whose output shows, in every occurrence, that occurrence's
+/// value.
+fn printed_earlier(fitting: &[&AlignInput], step: usize, values: &[String]) -> Option<usize> {
+    (0..step).find(|&earlier| {
+        fitting.iter().zip(values).all(|(occ, v)| {
+            occ.outputs
+                .get(earlier)
+                .and_then(|o| o.as_deref())
+                .is_some_and(|o| printed(o, v))
+        })
+    })
+}
+
+/// Whether a parameter says something of its own: a type more precise than a string, or a
+/// value that repeats across the `n` occurrences.
+fn typed_or_repeating(kind: &str, values: &[String], n: usize) -> bool {
+    let mut distinct: Vec<&String> = values.iter().collect();
+    distinct.sort();
+    distinct.dedup();
+    kind != "string" && kind != "text" || distinct.len() < n
+}
+
+/// The parameter a placeholder becomes: typed from its values, named from its flag, its
+/// template name or its type (unique among `params`), with its most common values.
+fn new_param(column: &Column<'_>, secret: bool, token: &Token, params: &[Param]) -> Param {
+    let kind = param_kind(&column.kinds, &column.values);
+    let mut base = param_name(column.name);
+    if secret && (matches!(base.as_str(), "string" | "arg") || base.len() <= 1) {
+        base = "secret".into();
+    } else if base == "string" || base == "arg" {
+        base = match kind {
+            "path" => "path".into(),
+            "sha" => "commit".into(),
+            "url" => "url".into(),
+            "number" => "number".into(),
+            "glob" => "pattern".into(),
+            "text" => "message".into(),
+            _ => "value".into(),
+        };
+    }
+    let mut unique = base.clone();
+    let mut k = 2;
+    while params.iter().any(|p| p.name == unique) {
+        unique = format!("{base}_{k}");
+        k += 1;
+    }
+    let flag = token
+        .slots
+        .iter()
+        .find(|s| s.value == column.first_value)
+        .and_then(|s| s.flag.clone());
+    Param {
+        name: unique,
+        kind: kind.to_owned(),
+        named_from: match flag {
+            Some(f) => format!("flag {f}"),
+            None => format!("position {} of `{}`", column.index + 1, token.template),
+        },
+        examples: most_common(&column.values, 5),
+        variadic: column.variadic,
+        secret,
+    }
+}
+
+/// Up to `max` distinct values, the most frequent first (ties in value order).
+fn most_common(values: &[String], max: usize) -> Vec<String> {
+    let mut counts: HashMap<&String, usize> = HashMap::new();
+    for v in values {
+        *counts.entry(v).or_default() += 1;
+    }
+    let mut examples: Vec<(&String, usize)> = counts.into_iter().collect();
+    examples.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    examples
+        .into_iter()
+        .take(max)
+        .map(|(v, _)| v.clone())
+        .collect()
+}
+
+/// The pattern's steps: each template with literals, parameters and internal variables.
+fn fill_steps(
+    templates: &[Vec<Vec<Segment>>],
+    roles: &Roles,
+    values: &[OccurrenceValues],
+    first: &AlignInput,
+    fitting: &[&AlignInput],
+) -> Vec<Step> {
+    templates
         .iter()
         .enumerate()
         .map(|(step, template)| {
             let words = fill_words(template, |index, lone_run| {
-                match roles.get(&(step, index)) {
+                match roles.of.get(&(step, index)) {
                     // A constant run of arguments (`git add a.rs b.rs` every time) stays a run
                     // of words, not one word holding them all.
                     Some(Role::Literal(_)) if lone_run => {
                         Filled::Spread(values[0][step][index].2.clone())
                     }
                     Some(Role::Literal(v)) => Filled::Piece(Piece::Literal(v.clone())),
-                    Some(Role::Param(p)) => Filled::Piece(Piece::Param(params[*p].name.clone())),
+                    Some(Role::Param(p)) => {
+                        Filled::Piece(Piece::Param(roles.params[*p].name.clone()))
+                    }
                     Some(Role::Internal(i)) => {
-                        Filled::Piece(Piece::Internal(internals[*i].name.clone()))
+                        Filled::Piece(Piece::Internal(roles.internals[*i].name.clone()))
                     }
                     None => Filled::Piece(Piece::Literal(String::new())),
                 }
@@ -403,7 +532,7 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                 words,
                 key: first.tokens[step].key.clone(),
                 agent_tool: first.tokens[step].kind == TokenKind::Tool,
-                captures: captures.get(&step).cloned(),
+                captures: roles.captures.get(&step).cloned(),
                 // Piped only when every occurrence piped it: the tool runs one way.
                 piped: step > 0
                     && fitting
@@ -411,24 +540,32 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                         .all(|occ| occ.piped.get(step).copied().unwrap_or(false)),
             }
         })
-        .collect();
-    let one_pipeline = steps.iter().skip(1).all(|s| s.piped);
+        .collect()
+}
 
-    let evidence = fitting
+/// The evidence: up to `max_evidence` occurrences with their parameters' values and their
+/// commands as they were run; a replay only when the pattern is one pipeline.
+fn fill_evidence(
+    templates: &[Vec<Vec<Segment>>],
+    roles: &Roles,
+    values: &[OccurrenceValues],
+    fitting: &[&AlignInput],
+    one_pipeline: bool,
+    max_evidence: usize,
+) -> Vec<Evidence> {
+    fitting
         .iter()
         .enumerate()
         .take(max_evidence)
         .map(|(o, occ)| {
-            let params_here: BTreeMap<String, String> = params
+            let params_here: BTreeMap<String, String> = roles
+                .params
                 .iter()
-                .zip(&param_values)
+                .zip(&roles.param_values)
                 .map(|(p, vals)| (p.name.clone(), vals[o].clone()))
                 .collect();
-            let commands = occ
-                .tokens
-                .iter()
-                .enumerate()
-                .map(|(step, _)| {
+            let commands = (0..occ.tokens.len())
+                .map(|step| {
                     let words = fill_words(&templates[step], |index, lone_run| {
                         let run = &values[o][step][index].2;
                         // Each argument of a run is a word of its own, as it was run.
@@ -453,26 +590,7 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                 replay: occ.replay.clone().filter(|_| one_pipeline),
             }
         })
-        .collect();
-
-    let cwds: Vec<Option<&str>> = fitting
-        .iter()
-        .map(|o| o.tokens.first().and_then(|t| t.cwd.as_deref()))
-        .collect();
-    let workspace_varies = cwds.iter().any(|c| *c != cwds[0]);
-    Some(Aligned {
-        steps,
-        params,
-        internals,
-        evidence,
-        consistency: if total_roles == 0 {
-            1.0
-        } else {
-            literal_or_typed as f64 / total_roles as f64
-        } * (n as f64 / occurrences.len() as f64),
-        success_rate: fitting.iter().filter(|o| o.ok).count() as f64 / n as f64,
-        workspace_varies,
-    })
+        .collect()
 }
 
 /// What fills one placeholder of a template.
@@ -780,5 +898,197 @@ mod tests {
         assert_eq!(param_name("--test-threads"), "test_threads");
         assert_eq!(param_name("2nd"), "arg_2nd");
         assert_eq!(param_name("--"), "arg");
+    }
+
+    #[test]
+    fn occurrences_that_do_not_fit_the_first_ones_templates_are_left_out() {
+        let occs = vec![
+            occurrence("s1", &["cargo test -p core", "git push"], &["", ""], "/r"),
+            occurrence("s2", &["cargo test -p cli", "git push"], &["", ""], "/r"),
+            // One step short.
+            occurrence("s3", &["cargo test -p web"], &[""], "/r"),
+            // Two packages where the template has one.
+            occurrence("s4", &["cargo test -p a -p b", "git push"], &["", ""], "/r"),
+            occurrence("s5", &["cargo test -p core", "git push"], &["", ""], "/r"),
+        ];
+        let templates = step_templates(&occs[0]);
+        assert_eq!(templates.len(), 2);
+        assert_eq!(
+            templates[0].last(),
+            Some(&vec![Segment::Slot {
+                name: "package".into(),
+                variadic: false
+            }])
+        );
+        let (fitting, values) = fitting_occurrences(&occs, &templates);
+        let sessions: Vec<&str> = fitting.iter().map(|o| o.session.as_str()).collect();
+        assert_eq!(sessions, ["s1", "s2", "s5"]);
+        assert_eq!(values[1][0][0].0, "cli");
+        assert_eq!(values[1][1].len(), 0);
+        // Three of five fit (the package repeats, so it is a parameter worth its name).
+        let a = align(&occs, 10).expect("aligned");
+        assert_eq!(a.consistency, 0.6);
+        assert_eq!(a.evidence.len(), 3);
+        assert!(align(&[], 10).is_none());
+    }
+
+    #[test]
+    fn each_placeholder_gets_one_role() {
+        let occs = vec![
+            occurrence(
+                "s1",
+                &[
+                    "git rev-parse HEAD",
+                    "git show 3f2a9c1b7d",
+                    "git tag v1 -m one",
+                    "git push -f",
+                ],
+                &["3f2a9c1b7d\n", "", "", ""],
+                "/r",
+            ),
+            occurrence(
+                "s2",
+                &[
+                    "git rev-parse HEAD",
+                    "git show 9e8d7c6b5a",
+                    "git tag v2 -m two",
+                    "git push -f",
+                ],
+                &["9e8d7c6b5a\n", "", "", ""],
+                "/r",
+            ),
+        ];
+        let templates = step_templates(&occs[0]);
+        let (fitting, values) = fitting_occurrences(&occs, &templates);
+        let roles = assign_roles(&templates, &values, &fitting, &occs[0]);
+        // `HEAD` never changes; the sha was printed by step 0; the tag and message vary.
+        assert_eq!(roles.of[&(0, 0)], Role::Literal("HEAD".into()));
+        assert_eq!(roles.of[&(1, 0)], Role::Internal(0));
+        assert_eq!(roles.captures.get(&0).map(String::as_str), Some("out_1"));
+        let names: Vec<(&str, &str)> = roles
+            .params
+            .iter()
+            .map(|p| (p.name.as_str(), p.named_from.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("message", "flag -m"),
+                ("value", "position 2 of `git tag -m <message> <string>`")
+            ]
+        );
+        assert_eq!(roles.param_values[0], ["one", "two"]);
+        // Two placeholders always varying as plain strings: the literal, the internal, and no
+        // more.
+        assert_eq!((roles.literal_or_typed, roles.total), (2, 4));
+        assert_eq!(roles.consistency(), 0.5);
+    }
+
+    #[test]
+    fn a_placeholder_holding_a_parameters_values_is_that_parameter() {
+        let occs = vec![
+            occurrence(
+                "s1",
+                &["cargo build -p core", "cargo test -p core"],
+                &["", ""],
+                "/r",
+            ),
+            occurrence(
+                "s2",
+                &["cargo build -p cli", "cargo test -p cli"],
+                &["", ""],
+                "/r",
+            ),
+        ];
+        let templates = step_templates(&occs[0]);
+        let (fitting, values) = fitting_occurrences(&occs, &templates);
+        let roles = assign_roles(&templates, &values, &fitting, &occs[0]);
+        assert_eq!(roles.params.len(), 1);
+        assert_eq!(roles.of[&(0, 0)], Role::Param(0));
+        assert_eq!(roles.of[&(1, 0)], Role::Param(0));
+    }
+
+    #[test]
+    fn parameter_names_types_and_examples() {
+        let values = |vs: &[&str]| vs.iter().map(|v| (*v).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            most_common(&values(&["b", "a", "b", "c", "a", "b"]), 2),
+            ["b", "a"]
+        );
+        assert!(typed_or_repeating("path", &values(&["a", "b"]), 2));
+        assert!(typed_or_repeating("string", &values(&["a", "a", "b"]), 3));
+        assert!(!typed_or_repeating("string", &values(&["a", "b"]), 2));
+        assert!(!typed_or_repeating("text", &values(&["a b", "c d"]), 2));
+        assert_eq!(
+            param_kind(&[SlotKind::Number; 2], &values(&["1", "2"])),
+            "number"
+        );
+        assert_eq!(
+            param_kind(&[SlotKind::Number; 2], &values(&["1.5", "2"])),
+            "string"
+        );
+        assert_eq!(
+            param_kind(&[SlotKind::Path, SlotKind::String], &values(&["a", "b"])),
+            "string"
+        );
+        assert_eq!(
+            param_kind(&[SlotKind::Hex; 2], &values(&["a1b2c3d", "b"])),
+            "sha"
+        );
+        // A name already taken gets a number; a secret without a better name is `secret`.
+        let token = &occurrence("s", &["git add a.rs b.rs"], &[""], "/r").tokens[0];
+        let column = |name: &'static str, kinds, vs: &[&str]| Column {
+            step: 0,
+            index: 0,
+            name,
+            variadic: true,
+            values: values(vs),
+            kinds,
+            first_value: "a.rs".into(),
+        };
+        let paths = column("path", vec![SlotKind::Path; 2], &["a.rs b.rs", "c.rs"]);
+        let first = new_param(&paths, false, token, &[]);
+        assert_eq!((first.name.as_str(), first.kind.as_str()), ("path", "text"));
+        assert_eq!(first.named_from, "position 1 of `git add <path>...`");
+        assert!(first.variadic && !first.secret);
+        let second = new_param(&paths, false, token, std::slice::from_ref(&first));
+        assert_eq!(second.name, "path_2");
+        let secret = column(
+            "string",
+            vec![SlotKind::String; 2],
+            &["[REDACTED:x]", "[REDACTED:x]"],
+        );
+        assert_eq!(new_param(&secret, true, token, &[]).name, "secret");
+        let plain = column(
+            "string",
+            vec![SlotKind::Url; 2],
+            &["http://a.b/c", "http://d.e/f"],
+        );
+        assert_eq!(new_param(&plain, false, token, &[]).name, "url");
+    }
+
+    #[test]
+    fn a_value_printed_earlier_is_found_by_its_step() {
+        let occs = [
+            occurrence(
+                "s1",
+                &["make id", "make tag", "deploy abc123x"],
+                &["id abc123x", "x", ""],
+                "/r",
+            ),
+            occurrence(
+                "s2",
+                &["make id", "make tag", "deploy def456y"],
+                &["def456y\n", "y", ""],
+                "/r",
+            ),
+        ];
+        let fitting: Vec<&AlignInput> = occs.iter().collect();
+        let values = vec!["abc123x".to_owned(), "def456y".to_owned()];
+        assert_eq!(printed_earlier(&fitting, 2, &values), Some(0));
+        assert_eq!(printed_earlier(&fitting, 0, &values), None);
+        // Inside a longer word is not printed.
+        assert!(!printed("xabc123x", "abc123x"));
+        assert!(printed("(abc123x)", "abc123x"));
     }
 }

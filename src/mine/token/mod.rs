@@ -1,0 +1,686 @@
+//! Action abstraction: each [`Action`] becomes the tokens sequence mining works on.
+//!
+//! A shell action (an agent's `Bash`/`shell`/`exec_command` call, a history line, an OpenHands
+//! `run`) is parsed with [`crate::mine::shell`] and gives one token per simple command it runs.
+//! An agent tool call (`Read`, `Edit`, `Grep`, `apply_patch`, …) gives one token of the tool and
+//! the kinds of its arguments. SWE-agent's own commands (`open`, `edit`, `str_replace_editor`, …)
+//! are command lines and are read as such.
+//!
+//! # What a token is
+//!
+//! A token has a **key**, the stable canonical text used to intern it as a `u32` symbol
+//! ([`Interner`]), a readable **template**, and the concrete **slots** of this occurrence. For
+//! `cd web && cargo test --release -p core`, run in `/src/app`:
+//!
+//! ```text
+//! key       cargo test --release -p <string>
+//! template  cargo test --release -p <package>
+//! slots     [{kind: string, flag: "-p", position: 0, value: "core"}]
+//! cwd       /src/app/web
+//! ```
+//!
+//! How the key is built, for a shell command:
+//! - **Dropped wrappers**: `time`, `nohup`, `command`, `builtin`, `exec`, `noglob`, `env` (its
+//!   `NAME=value` operands become assignments), `timeout DURATION`, `nice`, `ionice`, `stdbuf`.
+//!   `sudo`/`doas`, `xargs`, `watch` and the like are kept: they change what runs.
+//! - **Assignments** (`RUST_LOG=debug cargo …`) come first, sorted: `RUST_LOG=<string>`.
+//! - **Program**: the basename of the first word. **Sub-commands** of the CLIs in the table
+//!   below (`git stash pop`, `docker compose up`, `gh pr create`, `kubectl get pods`,
+//!   `npm run build`, `make test`, `python -m pytest`) stay literal: they say what the command
+//!   does. Runners (`uv run`, `poetry run`, `npx`, `pnpm exec`, `sudo`, `xargs`, …) are followed
+//!   by the program they run, itself tokenized with its own table entry.
+//! - **Flags** are kept literally and sorted, so their order does not matter; a flag's value
+//!   (`-p core`, `--features=x`, `-j4`, `-am msg`) becomes a slot: `-p <string>`. Which flags
+//!   take a value is known per CLI (unknown flags are taken to be boolean, except
+//!   `--flag=value`). After `--`, words go to another program: flags keep their order group.
+//! - **Positional arguments** become slots typed by [`classify`], in order; consecutive slots of
+//!   one kind are written once with `...` (`git add <path>...`), so the number of files does not
+//!   split a habit. `NAME=value` arguments (`make CC=clang`) are written `NAME=<kind>`.
+//! - **Redirections** to files are part of the key (`> <path>`, `< <path>`); here-documents are
+//!   `<<EOF`; fd duplications (`2>&1`) and `/dev/null`-like targets are left out.
+//!
+//! For an agent tool, the key is the tool's name, then its named options (`glob=<glob>`,
+//! `output_mode=content`), then its main arguments (`Grep <string> <path>`). Unknown tools (MCP
+//! tools and the like) get every short scalar field as `name=<kind>`.
+//!
+//! A slot's `position` is its ordinal among the token's slots of the same flag (for positional
+//! arguments, among the positional slots), so `(flag, position)` names the same role in every
+//! occurrence of a key.
+//!
+//! # Noise
+//!
+//! Actions that look around rather than do something would sit between every two steps of
+//! every habit, so they are dropped ([`NoiseRules::default`], configurable):
+//! - programs: `cd`, `pushd`, `popd`, `pwd`, `ls`, `ll`, `tree`, `echo`, `printf`, `cat`, `head`,
+//!   `tail`, `less`, `more`, `clear`, `true`, `false`, `:`, `test`, `[`, `[[`, shell builtins
+//!   with no effect outside the shell (`set`, `exit`, `read`, `local`, …), `which`, `type`,
+//!   `whoami`, `date`, `history`, `printenv` — **unless** the command writes a file through a
+//!   redirection (`echo x > f`, `cat > f <<EOF`) or feeds a pipe (`cat f | jq .`);
+//! - pipe filters that only trim output when they read from a pipe: `head`, `tail`, `less`,
+//!   `more`, `cat`, `column` (`cargo test 2>&1 | tail -5` is `cargo test`);
+//! - agent tools: `TodoWrite`, `TodoRead`, `update_plan`, `ExitPlanMode`, `BashOutput`,
+//!   `write_stdin` (polling a running command), `think`, `LS` and SWE-agent's `goto`,
+//!   `scroll_up`, `scroll_down`, `submit`;
+//! - keyboard input sent to a running command (OpenHands `run` with `is_input`);
+//! - empty commands and commands that are only assignments.
+//!
+//! A command line the shell parser rejects still yields one [`TokenKind::Unparsed`] token,
+//! `<program> <unparsed>`, holding the line as its only slot.
+//!
+//! # Parts
+//!
+//! - `mod.rs`: the token types, the noise rules and the [`Tokenizer`], which sends a shell
+//!   action to `line.rs` and a tool call to `agent_tools.rs`.
+//! - `line.rs`: a command line into tokens, one per simple command: pipes, data written out in
+//!   the line, redirections, noise.
+//! - `argv.rs`: one simple command's words (wrappers, sub-commands, flags, runners) into a draft.
+//! - `tables.rs`: what is known about each CLI: sub-commands, flags that take values, runners.
+//! - `classify.rs`: the [`SlotKind`] of a word ([`classify`]) and the word shapes `argv.rs`
+//!   reads (flags, `NAME=value`, identifiers).
+//! - `draft.rs`: a token being built, rendered into its key, template and slots.
+//! - `agent_tools.rs`: the tokens of agent tool calls and `apply_patch` patches.
+//! - `intern.rs`: the [`Interner`] of keys into `u32` symbols.
+
+mod agent_tools;
+mod argv;
+mod classify;
+mod draft;
+mod intern;
+mod line;
+mod tables;
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ingest::action::{Action, Source};
+use crate::mine::shell::{self, Dialect};
+
+use agent_tools::tool_token;
+pub use classify::{SlotKind, classify};
+pub use intern::{InternError, Interner};
+
+/// The concrete value of one slot in one occurrence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotValue {
+    /// The slot's type.
+    pub kind: SlotKind,
+    /// The flag the value belongs to (`-p`), the variable (`RUST_LOG`), the redirection (`>`) or
+    /// the tool's input field (`file_path`); `None` for a positional argument.
+    pub flag: Option<String>,
+    /// The ordinal of this slot among the token's slots with the same `flag`.
+    pub position: usize,
+    /// The value as the program received it (quotes removed).
+    pub value: String,
+}
+
+/// Where a token came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenKind {
+    /// A simple command of a shell command line.
+    Shell,
+    /// An agent tool call.
+    Tool,
+    /// A command line the shell parser rejected.
+    Unparsed,
+}
+
+/// One abstracted step: what was done, with the concrete values of this occurrence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Token {
+    /// Where it came from.
+    pub kind: TokenKind,
+    /// Canonical text, stable across occurrences: `cargo test -p <string>`.
+    pub key: String,
+    /// The key with slots named rather than typed: `cargo test -p <package>`.
+    pub template: String,
+    /// The program (basename) or the tool's name.
+    pub program: String,
+    /// The literal words after the program that say what it does (`test`, `stash pop`,
+    /// `-m pytest`), if any.
+    pub subcommand: Option<String>,
+    /// This occurrence's values, in the order the key shows them.
+    pub slots: Vec<SlotValue>,
+    /// The working directory: the action's, with a `cd DIR &&` prefix applied.
+    pub cwd: Option<String>,
+    /// Index of the simple command within the action's command line (0 for tool calls).
+    pub step: usize,
+    /// The `step` of the command whose output this one reads through a pipe, when that
+    /// command has a token of its own.
+    pub pipe_from: Option<usize>,
+    /// Text the line gave this command as its whole input, written out in the line: a
+    /// here-document or here-string, or a leading `echo`/`printf`/`cat <<EOF` feeding it
+    /// through a pipe. Kept for [`TEXT_FILTERS`] only, so that what they made of it can be
+    /// replayed as a test.
+    pub stdin: Option<String>,
+}
+
+/// Programs that only transform text: they read stdin or the files they are given and write
+/// stdout.
+pub const TEXT_FILTERS: [&str; 11] = [
+    "jq", "sed", "awk", "grep", "sort", "uniq", "cut", "tr", "head", "tail", "wc",
+];
+
+/// Most bytes of inline input kept with a token.
+pub const MAX_INLINE_INPUT: usize = 64 * 1024;
+
+/// Which actions and commands are dropped as noise. See the module documentation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoiseRules {
+    /// Programs dropped unless they write a file or feed a pipe.
+    pub programs: Vec<String>,
+    /// Programs dropped when they read from a pipe (unless they write a file).
+    pub pipe_filters: Vec<String>,
+    /// Agent tools dropped entirely.
+    pub tools: Vec<String>,
+}
+
+impl Default for NoiseRules {
+    fn default() -> Self {
+        let strings = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect();
+        NoiseRules {
+            programs: strings(&[
+                "cd", "pushd", "popd", "pwd", "ls", "ll", "la", "dir", "tree", "echo", "printf",
+                "cat", "head", "tail", "less", "more", "clear", "true", "false", ":", "test", "[",
+                "[[", "set", "unset", "exit", "return", "break", "continue", "shift", "wait",
+                "read", "local", "declare", "typeset", "shopt", "alias", "unalias", "trap",
+                "history", "which", "type", "whoami", "date", "printenv", "hash", "command",
+            ]),
+            pipe_filters: strings(&["head", "tail", "less", "more", "cat", "column"]),
+            tools: strings(&[
+                "TodoWrite",
+                "TodoRead",
+                "update_plan",
+                "ExitPlanMode",
+                "BashOutput",
+                "write_stdin",
+                "think",
+                "LS",
+                "goto",
+                "scroll_up",
+                "scroll_down",
+                "submit",
+            ]),
+        }
+    }
+}
+
+/// Turns actions into tokens under a set of [`NoiseRules`].
+#[derive(Debug, Clone)]
+pub struct Tokenizer {
+    programs: HashSet<String>,
+    pipe_filters: HashSet<String>,
+    tools: HashSet<String>,
+}
+
+impl Default for Tokenizer {
+    fn default() -> Self {
+        Tokenizer::new(&NoiseRules::default())
+    }
+}
+
+static DEFAULT: LazyLock<Tokenizer> = LazyLock::new(Tokenizer::default);
+
+/// The tokens of an action under the default [`NoiseRules`]; see [`Tokenizer::tokens`].
+///
+/// ```
+/// use serde_json::json;
+/// use toolsmith::ingest::action::{Action, Source};
+/// use toolsmith::mine::token::tokens_of;
+/// let action = Action {
+///     session: "s".into(), seq: 1, ts: None, source: Source::ClaudeCode,
+///     cwd: Some("/src/app".into()), tool: "Bash".into(),
+///     input: json!({"command": "cd web && cargo test -p core 2>&1 | tail -5"}),
+///     call_id: None, parent_session: None, result: None,
+/// };
+/// let tokens = tokens_of(&action);
+/// assert_eq!(tokens.len(), 1);
+/// assert_eq!(tokens[0].key, "cargo test -p <string>");
+/// assert_eq!(tokens[0].template, "cargo test -p <package>");
+/// assert_eq!(tokens[0].slots[0].value, "core");
+/// assert_eq!(tokens[0].cwd.as_deref(), Some("/src/app/web"));
+/// ```
+pub fn tokens_of(action: &Action) -> Vec<Token> {
+    DEFAULT.tokens(action)
+}
+
+/// Tool names whose input's `command` (or `cmd`) is a shell command line.
+const SHELL_TOOLS: &[&str] = &[
+    "Bash",
+    "bash",
+    "shell",
+    "exec_command",
+    "shell_command",
+    "container.exec",
+    "local_shell",
+    "execute_bash",
+    "run_shell_command",
+    "run_terminal_cmd",
+];
+
+/// SWE-agent commands whose first line is the command and the rest a text body.
+const SWE_BODY_COMMANDS: &[&str] = &["edit", "insert", "append"];
+
+impl Tokenizer {
+    /// A tokenizer dropping what `rules` calls noise.
+    pub fn new(rules: &NoiseRules) -> Self {
+        let set = |list: &[String]| list.iter().cloned().collect();
+        Tokenizer {
+            programs: set(&rules.programs),
+            pipe_filters: set(&rules.pipe_filters),
+            tools: set(&rules.tools),
+        }
+    }
+
+    /// The tokens of an action, in order: one per simple command of a shell action (noise
+    /// dropped), one for a tool call, none for a noise tool or an empty command.
+    pub fn tokens(&self, action: &Action) -> Vec<Token> {
+        if self.tools.contains(&action.tool)
+            || action.input.get("is_input").and_then(Value::as_bool) == Some(true)
+        {
+            return Vec::new();
+        }
+        if let Some(line) = shell_line(action) {
+            let dialect = if action.source == Source::Fish {
+                Dialect::Fish
+            } else {
+                Dialect::Posix
+            };
+            return self.line_tokens(line, dialect, action.cwd.as_deref());
+        }
+        if action.source == Source::SweAgent
+            && let Some(line) = action.input.get("command").and_then(Value::as_str)
+        {
+            // `edit 10:20⏎<body>⏎end_of_edit` is a command line and a text body; the newer
+            // `edit 'search' 'replace'` is one command whose quotes span lines.
+            let whole = || matches!(shell::parse(line), Ok(commands) if commands.len() == 1);
+            let line = if SWE_BODY_COMMANDS.contains(&action.tool.as_str()) && !whole() {
+                line.lines().next().unwrap_or("")
+            } else {
+                line
+            };
+            return self.line_tokens(line, Dialect::Posix, action.cwd.as_deref());
+        }
+        tool_token(&action.tool, &action.input, action.cwd.as_deref())
+            .into_iter()
+            .collect()
+    }
+}
+
+/// The command line of a shell action, if the action is one.
+fn shell_line(action: &Action) -> Option<&str> {
+    let tool = action.tool.as_str();
+    let is_shell = SHELL_TOOLS.contains(&tool)
+        || (tool == "run" && action.source == Source::Openhands)
+        || matches!(action.source, Source::Bash | Source::Zsh | Source::Fish);
+    if !is_shell {
+        return None;
+    }
+    action
+        .input
+        .get("command")
+        .or_else(|| action.input.get("cmd"))
+        .and_then(Value::as_str)
+}
+
+/// The last path component of a program word (`/usr/bin/git` → `git`).
+fn basename(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+/// Actions and command lines for the unit tests of every part.
+#[cfg(test)]
+mod testing {
+    use serde_json::{Value, json};
+
+    use super::{Token, tokens_of};
+    use crate::ingest::action::{Action, Source};
+
+    pub(super) fn action(source: Source, tool: &str, input: Value, cwd: Option<&str>) -> Action {
+        Action {
+            session: "s".into(),
+            seq: 0,
+            ts: None,
+            source,
+            cwd: cwd.map(str::to_owned),
+            tool: tool.into(),
+            input,
+            call_id: None,
+            parent_session: None,
+            result: None,
+        }
+    }
+
+    pub(super) fn bash(command: &str) -> Vec<Token> {
+        tokens_of(&action(
+            Source::ClaudeCode,
+            "Bash",
+            json!({ "command": command }),
+            Some("/w"),
+        ))
+    }
+
+    pub(super) fn keys(command: &str) -> Vec<String> {
+        bash(command).into_iter().map(|t| t.key).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{action, bash};
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn token_serializes() {
+        let t = &bash("cargo test -p foo")[0];
+        let json = serde_json::to_value(t).unwrap();
+        assert_eq!(json["kind"], "shell");
+        assert_eq!(json["slots"][0]["kind"], "string");
+        let back: Token = serde_json::from_value(json).unwrap();
+        assert_eq!(&back, t);
+    }
+
+    #[test]
+    fn noise_rules_are_configurable() {
+        let mut rules = NoiseRules::default();
+        rules.programs.retain(|p| p != "ls");
+        rules.programs.push("cargo".into());
+        rules.tools.retain(|t| t != "TodoWrite");
+        let tokenizer = Tokenizer::new(&rules);
+        let run = |command: &str| {
+            tokenizer
+                .tokens(&action(
+                    Source::Zsh,
+                    "shell",
+                    json!({ "command": command }),
+                    None,
+                ))
+                .into_iter()
+                .map(|t| t.key)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run("ls -la && cargo build"), ["ls -la"]);
+        let todo = action(Source::ClaudeCode, "TodoWrite", json!({"todos": []}), None);
+        assert_eq!(tokenizer.tokens(&todo)[0].key, "TodoWrite");
+        assert!(tokens_of(&todo).is_empty());
+    }
+
+    #[test]
+    fn shell_sources_and_tools() {
+        let cases: &[(Source, &str, Value, &[&str])] = &[
+            (
+                Source::Codex,
+                "shell_command",
+                json!({"command": "cargo build"}),
+                &["cargo build"],
+            ),
+            (
+                Source::Codex,
+                "exec_command",
+                json!({"cmd": "git status"}),
+                &["git status"],
+            ),
+            (
+                Source::Openhands,
+                "run",
+                json!({"command": "ls && make"}),
+                &["make"],
+            ),
+            (
+                Source::Openhands,
+                "run",
+                json!({"command": "y", "is_input": true}),
+                &[],
+            ),
+            (
+                Source::Zsh,
+                "shell",
+                json!({"command": "git pull"}),
+                &["git pull"],
+            ),
+            (
+                Source::Fish,
+                "shell",
+                json!({"command": "git commit -m (date); and git push"}),
+                &["git commit -m <string>", "git push"],
+            ),
+            (
+                Source::Aider,
+                "shell",
+                json!({"command": "pytest -q"}),
+                &["pytest -q"],
+            ),
+            (
+                Source::SweAgent,
+                "shell",
+                json!({"command": "python reproduce.py"}),
+                &["python <path>"],
+            ),
+            (
+                Source::SweAgent,
+                "open",
+                json!({"command": "open src/x.py 100"}),
+                &["open <path> <number>"],
+            ),
+            (
+                Source::SweAgent,
+                "edit",
+                json!({"command": "edit 10:20\n    x = 'unbalanced\nend_of_edit"}),
+                &["edit <string>"],
+            ),
+            (
+                Source::SweAgent,
+                "edit",
+                json!({"command": "edit 10:12\nfoo()\nend_of_edit"}),
+                &["edit <string>"],
+            ),
+            (
+                Source::SweAgent,
+                "edit",
+                json!({"command": "edit 'return a\n' '# rounded\nreturn b'"}),
+                &["edit <string>..."],
+            ),
+            (
+                Source::SweAgent,
+                "str_replace_editor",
+                json!({"command": "str_replace_editor view /r/a.py --view_range 1 50"}),
+                &["str_replace_editor view --view_range <number> <number> <path>"],
+            ),
+            (Source::SweAgent, "goto", json!({"command": "goto 50"}), &[]),
+            (
+                Source::SweAgent,
+                "submit",
+                json!({"command": "submit"}),
+                &[],
+            ),
+            (
+                Source::ClaudeCode,
+                "Read",
+                json!({"file_path": "/w/src/main.rs", "offset": 10}),
+                &["Read <path>"],
+            ),
+            (
+                Source::ClaudeCode,
+                "Write",
+                json!({"file_path": "/w/a.ts", "content": "x"}),
+                &["Write <path>"],
+            ),
+            (
+                Source::ClaudeCode,
+                "Edit",
+                json!({"file_path": "/w/a.rs", "old_string": "a", "new_string": "b"}),
+                &["Edit <path>"],
+            ),
+            (
+                Source::ClaudeCode,
+                "Grep",
+                json!({"pattern": "fn main", "path": "src", "glob": "*.rs", "output_mode": "content"}),
+                &["Grep glob=<glob> output_mode=content <string> <path>"],
+            ),
+            (
+                Source::ClaudeCode,
+                "Glob",
+                json!({"pattern": "**/*.md"}),
+                &["Glob <glob>"],
+            ),
+            (
+                Source::ClaudeCode,
+                "WebFetch",
+                json!({"url": "https://docs.rs/x", "prompt": "summarize"}),
+                &["WebFetch <url>"],
+            ),
+            (
+                Source::ClaudeCode,
+                "Task",
+                json!({"subagent_type": "general-purpose", "prompt": "long text"}),
+                &["Task subagent_type=general-purpose"],
+            ),
+            (
+                Source::ClaudeCode,
+                "TodoWrite",
+                json!({"todos": [{"content": "x"}]}),
+                &[],
+            ),
+            (
+                Source::ClaudeCode,
+                "BashOutput",
+                json!({"bash_id": "1"}),
+                &[],
+            ),
+            (
+                Source::Openhands,
+                "read",
+                json!({"path": "/r/a.py", "start": 0}),
+                &["read <path>"],
+            ),
+            (
+                Source::Openhands,
+                "edit",
+                json!({"path": "/r/a.py", "command": "str_replace"}),
+                &["edit command=str_replace <path>"],
+            ),
+            (
+                Source::Openhands,
+                "browse",
+                json!({"url": "http://localhost:8000"}),
+                &["browse <url>"],
+            ),
+            (Source::Aider, "Edit", json!({}), &["Edit"]),
+            (
+                Source::Native,
+                "mcp__github__create_issue",
+                json!({"owner": "o", "repo": "r", "title": "Bug", "body": "long\ntext", "draft": false, "n": 3}),
+                &[
+                    "mcp__github__create_issue draft=false n=<number> owner=<string> repo=<string> title=<string>",
+                ],
+            ),
+            (
+                Source::Native,
+                "custom",
+                json!("not an object"),
+                &["custom"],
+            ),
+        ];
+        for (source, tool, input, expected) in cases {
+            let tokens = tokens_of(&action(*source, tool, input.clone(), Some("/w")));
+            let got: Vec<&str> = tokens.iter().map(|t| t.key.as_str()).collect();
+            assert_eq!(&got, expected, "{tool} {input}");
+        }
+        let read = &tokens_of(&action(
+            Source::ClaudeCode,
+            "Read",
+            json!({"file_path": "/w/a.rs"}),
+            Some("/w"),
+        ))[0];
+        assert_eq!(read.kind, TokenKind::Tool);
+        assert_eq!(read.template, "Read <path>");
+        assert_eq!(read.slots[0].flag.as_deref(), Some("file_path"));
+        assert_eq!(read.cwd.as_deref(), Some("/w"));
+    }
+
+    /// Random command lines and tool inputs never panic.
+    #[test]
+    fn garbage_never_panics() {
+        const PIECES: &[&str] = &[
+            " ",
+            "-",
+            "--",
+            "-p",
+            "=",
+            "'",
+            "\"",
+            "\\",
+            "$(",
+            ")",
+            "(",
+            "|",
+            "&&",
+            ";",
+            ">",
+            "<<",
+            "2>&1",
+            "cd",
+            "sudo",
+            "env",
+            "time",
+            "timeout",
+            "npx",
+            "uv",
+            "run",
+            "python",
+            "-m",
+            "git",
+            "stash",
+            "cargo",
+            "+",
+            "find",
+            "-exec",
+            "\\;",
+            "make",
+            "-j",
+            "jq",
+            "--arg",
+            "x=1",
+            "é",
+            "*.rs",
+            "a/b",
+            "\n",
+            "EOF",
+            "apply_patch",
+            "*** Update File: ",
+            "xargs",
+            "docker",
+            "compose",
+            "gh",
+            "pr",
+            "{}",
+            "#",
+        ];
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for round in 0..4_000 {
+            let len = next(24);
+            let line: String = (0..len).map(|_| PIECES[next(PIECES.len())]).collect();
+            let source = [Source::ClaudeCode, Source::Fish, Source::SweAgent][round % 3];
+            let tool = ["Bash", "edit", "apply_patch", "Grep", "mystery"][next(5)];
+            let input = match next(3) {
+                0 => json!({ "command": line }),
+                1 => json!({ "patch": line, "pattern": line, "x": [line] }),
+                _ => json!(line),
+            };
+            for token in tokens_of(&action(source, tool, input, Some("/w"))) {
+                assert!(!token.key.is_empty());
+                assert!(token.slots.iter().all(|s| !s.kind.as_str().is_empty()));
+            }
+        }
+    }
+}
