@@ -114,3 +114,112 @@ impl Registry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::super::fixture;
+    use super::*;
+
+    /// Whether another process could take the lock now (a non-blocking try on its own open
+    /// file, as a second toolsmith would hold it).
+    fn free(registry: &Registry) -> bool {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(registry.repo.path().join(LOCK))
+            .expect("open the lock");
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok()
+    }
+
+    #[test]
+    fn a_turn_holds_the_lock_and_its_marker_until_it_ends() {
+        let (_dir, registry) = fixture::registry();
+        let marker = registry.repo.path().join(BUSY);
+        let turn = registry.exclusive().expect("turn");
+        assert!(!free(&registry), "a second holder is refused while the turn lasts");
+        assert!(marker.exists());
+        drop(turn);
+        assert!(!marker.exists(), "a turn that ended well leaves no marker");
+        assert!(free(&registry));
+    }
+
+    #[test]
+    fn a_second_holder_waits_for_the_first() {
+        let (dir, registry) = fixture::registry();
+        let root = registry.root().to_owned();
+        let turn = registry.exclusive().expect("first turn");
+        let released = Arc::new(AtomicBool::new(false));
+        let (trying, tried) = std::sync::mpsc::channel();
+        let second = std::thread::spawn({
+            let released = released.clone();
+            move || {
+                let other = Registry::open(&root).expect("open again");
+                trying.send(()).expect("send");
+                let _turn = other.exclusive().expect("second turn");
+                released.load(Ordering::SeqCst)
+            }
+        });
+        tried.recv().expect("the second holder started");
+        // Give it time to block on the lock (not an assertion: it must wait however long).
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        released.store(true, Ordering::SeqCst);
+        drop(turn);
+        assert!(
+            second.join().expect("second holder"),
+            "the second holder had its turn only after the first ended"
+        );
+        drop(dir);
+    }
+
+    /// Sets a file's modification time `secs` seconds into the past.
+    fn age(path: &std::path::Path, secs: u64) {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .expect("open");
+        file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(secs))
+            .expect("set mtime");
+    }
+
+    #[test]
+    fn git_locks_left_by_a_holder_that_died_are_removed() {
+        let (_dir, registry) = fixture::registry();
+        let git_dir = registry.repo.path().to_owned();
+        // A holder died mid-change: its marker, and the git lock files it left.
+        std::fs::write(git_dir.join(BUSY), b"").expect("marker");
+        let left = [
+            git_dir.join("index.lock"),
+            git_dir.join("refs/heads/main.lock"),
+        ];
+        for lock in &left {
+            std::fs::write(lock, b"").expect("lock");
+            age(lock, 60);
+        }
+        let turn = registry.exclusive().expect("turn");
+        for lock in &left {
+            assert!(!lock.exists(), "{} left behind", lock.display());
+        }
+        drop(turn);
+        // With them gone, git can move main again.
+        let main = registry.main_commit().expect("main");
+        let sig = git2::Signature::now("User", "user@example.org").expect("sig");
+        let tree = main.tree().expect("tree");
+        registry
+            .repo
+            .commit(Some("refs/heads/main"), &sig, &sig, "next", &tree, &[&main])
+            .expect("main moves");
+    }
+
+    #[test]
+    fn git_locks_are_left_alone_when_no_holder_died() {
+        let (_dir, registry) = fixture::registry();
+        // A git command of the user's, at work (or a lock of theirs): no toolsmith died.
+        let lock = registry.repo.path().join("refs/heads/main.lock");
+        std::fs::write(&lock, b"").expect("lock");
+        age(&lock, 60);
+        drop(registry.exclusive().expect("turn"));
+        assert!(lock.exists());
+    }
+}

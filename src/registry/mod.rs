@@ -23,6 +23,8 @@ pub mod approval;
 pub mod auto;
 mod checkout;
 pub mod digest;
+#[cfg(test)]
+mod fixture;
 mod history;
 pub mod index;
 mod journal;
