@@ -571,6 +571,12 @@ impl Registry {
             .clone()
             .unwrap_or_else(|| review.branch.replace('/', "-"));
         let keep = format!("{REJECTED_PREFIX}{keep}");
+        // The reason lives in the ref's log, which git keeps by default only for branches,
+        // remotes, notes and HEAD: asked for, so that `rejection_of` can read it back.
+        self.git(
+            &format!("keep {keep}"),
+            self.repo.reference_ensure_log(&keep),
+        )?;
         self.git(
             &format!("keep {keep}"),
             self.repo.reference(
@@ -603,5 +609,215 @@ impl Registry {
             })
         });
         Some(reason.unwrap_or_else(|| "rejected".to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{self, git, has_ref};
+    use super::*;
+
+    const REVIEWER: &str = "Reviewer <r@example.org>";
+
+    #[test]
+    fn a_proposal_makes_a_review_branch_that_awaits_review() {
+        let (_dir, registry) = fixture::registry();
+        let main = registry.main_id().expect("main");
+        let review = fixture::propose(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        assert_eq!(review.branch, "review/demo/1.0.0");
+        assert_eq!(review.version, "1.0.0");
+        assert_eq!(review.candidate.as_deref(), Some("c-1"));
+        assert_eq!(review.subject, "tool(demo): add 1.0.0");
+        assert_eq!(review.bump, None, "a first version");
+        assert!(has_ref(&registry, "refs/heads/review/demo/1.0.0"));
+        assert_eq!(registry.main_id().expect("main"), main, "main does not move");
+        assert!(!registry.root().join("tools/demo").exists());
+        assert_eq!(registry.reviews().expect("reviews"), vec![review.clone()]);
+        // The commit says why, and carries the trailers and the candidate.
+        let message = git(registry.root(), &["log", "-1", "--format=%B", &review.branch]);
+        assert!(message.contains("seen in 3 sessions"), "{message}");
+        assert_eq!(
+            trailers(&message),
+            [
+                ("Origin".to_owned(), "mined-sequence".to_owned()),
+                ("Candidate".to_owned(), "c-1".to_owned())
+            ]
+        );
+        // Proposing the same candidate again is the same proposal.
+        assert_eq!(
+            fixture::propose(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n"),
+            review
+        );
+        assert_eq!(registry.reviews().expect("reviews").len(), 1);
+    }
+
+    #[test]
+    fn a_proposal_is_found_by_candidate_branch_or_tool() {
+        let (_dir, registry) = fixture::registry();
+        let first = fixture::propose(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        assert_eq!(registry.review("c-1").expect("by candidate"), first);
+        assert_eq!(registry.review("demo").expect("by tool"), first);
+        assert_eq!(registry.review("demo/1.0.0").expect("by branch"), first);
+        assert_eq!(registry.review("review/demo/1.0.0").expect("branch"), first);
+        // A second proposal of the same tool gets a version of its own.
+        let second = fixture::propose(&registry, "c-2", "demo", "#!/bin/sh\necho 2\n");
+        assert_eq!(second.version, "1.1.0");
+        assert!(matches!(
+            registry.review("demo"),
+            Err(RegistryError::Ambiguous(_, ref which))
+                if which == "review/demo/1.0.0, review/demo/1.1.0"
+        ));
+        assert!(matches!(
+            registry.review("c-3"),
+            Err(RegistryError::NoSuchReview(_))
+        ));
+    }
+
+    #[test]
+    fn a_file_outside_the_tool_is_refused() {
+        let (_dir, registry) = fixture::registry();
+        for bad in ["../escape", ".gitattributes", "tests/../../x", ""] {
+            let mut files = fixture::tool("demo", "#!/bin/sh\n");
+            files.insert(bad.to_owned(), "x\n".to_owned());
+            let result = registry.propose(&Proposal {
+                candidate: "c-1".into(),
+                files,
+                why: String::new(),
+                trailers: Vec::new(),
+            });
+            match result {
+                Err(RegistryError::Invalid { problem, .. }) => {
+                    assert!(problem.contains("is not allowed"), "{problem}")
+                }
+                other => panic!("`{bad}` accepted: {other:?}"),
+            }
+        }
+        assert_eq!(registry.reviews().expect("reviews"), vec![]);
+    }
+
+    #[test]
+    fn approval_lands_the_tool_on_main_tags_it_and_removes_the_branch() {
+        let (_dir, registry) = fixture::registry();
+        let review = fixture::propose(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        let landed = registry
+            .approve("c-1", REVIEWER, Some("looks right"))
+            .expect("approve");
+        assert_eq!(landed.tag, "demo/v1.0.0");
+        assert_eq!(landed.via, "toolsmith");
+        assert_eq!(landed.commit, registry.main_id().expect("main"));
+        assert!(!has_ref(&registry, "refs/heads/review/demo/1.0.0"));
+        assert!(registry.reviews().expect("reviews").is_empty());
+        let tag = git(registry.root(), &["cat-file", "-t", "demo/v1.0.0"]);
+        assert_eq!(tag.trim(), "tag", "an annotated tag");
+        let message = git(registry.root(), &["log", "-1", "--format=%B", "main"]);
+        assert!(message.contains("Review note: looks right"), "{message}");
+        assert!(
+            message.trim_end().ends_with(&format!("Approved-by: {REVIEWER}")),
+            "{message}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(registry.root().join("tools/demo/run.sh")).expect("run.sh"),
+            "#!/bin/sh\necho 1\n"
+        );
+        assert_eq!(git(registry.root(), &["status", "--porcelain"]), "");
+        assert_eq!(
+            registry.landed_candidate("c-1"),
+            Some((landed.commit.clone(), REVIEWER.to_owned()))
+        );
+        // The next proposal of it is a patch on top of it.
+        let next = fixture::propose(&registry, "c-2", "demo", "#!/bin/sh\necho 2\n");
+        assert_eq!(next.version, "1.0.1");
+        assert_eq!(next.bump, Some(Bump::Patch));
+        assert_eq!(next.subject, "tool(demo): update 1.0.1");
+        assert_ne!(next.commit, review.commit);
+    }
+
+    #[test]
+    fn a_proposal_behind_main_is_reapplied_on_it() {
+        let (_dir, registry) = fixture::registry();
+        fixture::propose(&registry, "c-1", "one", "#!/bin/sh\necho 1\n");
+        fixture::propose(&registry, "c-2", "two", "#!/bin/sh\necho 2\n");
+        registry.approve("c-1", REVIEWER, None).expect("approve one");
+        let behind = registry.review("c-2").expect("two");
+        assert!(behind.behind_main);
+        registry.approve("c-2", REVIEWER, None).expect("approve two");
+        let names: Vec<String> = registry
+            .tools()
+            .expect("tools")
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(names, ["one", "two"]);
+        let index = std::fs::read_to_string(registry.root().join(index::FILE_NAME)).expect("md");
+        assert!(index.contains("one") && index.contains("two"), "{index}");
+    }
+
+    #[test]
+    fn a_branch_made_with_git_is_not_approved() {
+        let (_dir, registry) = fixture::registry();
+        // As every command does first: the ledger starts from what the registry holds.
+        registry.reconcile().expect("reconcile");
+        let root = registry.root();
+        git(root, &["checkout", "-q", "-b", "review/hand/1.0.0"]);
+        std::fs::create_dir_all(root.join("tools/hand")).expect("mkdir");
+        std::fs::write(root.join("tools/hand/run.sh"), "echo hand\n").expect("write");
+        git(root, &["add", "tools/hand"]);
+        git(root, &["commit", "-q", "-m", "tool(hand): add 1.0.0"]);
+        git(root, &["checkout", "-q", "main"]);
+        let err = registry
+            .approve("hand", REVIEWER, None)
+            .expect_err("not proposed by toolsmith");
+        assert!(err.to_string().contains("was not proposed by toolsmith"), "{err}");
+        assert!(!has_ref(&registry, "refs/tags/hand/v1.0.0"));
+        assert!(!root.join("tools/hand").exists());
+    }
+
+    #[test]
+    fn a_rejected_proposal_is_kept_with_its_reason() {
+        let (_dir, registry) = fixture::registry();
+        let review = fixture::propose(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        assert_eq!(registry.rejection_of("c-1"), None);
+        registry
+            .reject("c-1", "too narrow\nfor anyone")
+            .expect("reject");
+        assert!(!has_ref(&registry, "refs/heads/review/demo/1.0.0"));
+        assert_eq!(
+            registry
+                .repo
+                .refname_to_id("refs/toolsmith/rejected/c-1")
+                .expect("kept")
+                .to_string(),
+            review.commit
+        );
+        assert_eq!(
+            registry.rejection_of("c-1").as_deref(),
+            Some("too narrow for anyone")
+        );
+        assert!(matches!(
+            registry.review("c-1"),
+            Err(RegistryError::NoSuchReview(_))
+        ));
+    }
+
+    #[test]
+    fn a_diff_shows_what_a_proposal_changes() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        let review = fixture::propose(&registry, "c-2", "demo", "#!/bin/sh\necho 2\n");
+        let diff = registry.review_diff(&review).expect("diff");
+        assert!(diff.contains("-echo 1\n+echo 2\n"), "{diff}");
+        assert!(!diff.contains("TOOLS.md"), "only the tool's files: {diff}");
+        // A tool changed on main without review: the diff is against what was approved.
+        std::fs::write(registry.root().join("tools/demo/run.sh"), "echo sneaky\n").expect("w");
+        git(registry.root(), &["commit", "-q", "-am", "by hand"]);
+        let diff = registry.review_diff(&review).expect("diff");
+        assert!(
+            diff.starts_with(
+                "# tools/demo on main was changed without review: the diff is against the \
+                 version approved as demo/v1.0.0\n"
+            ),
+            "{diff}"
+        );
+        assert!(diff.contains("-echo 1\n+echo 2\n"), "{diff}");
     }
 }
