@@ -202,3 +202,91 @@ impl Registry {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{self, git};
+    use super::*;
+
+    const V1: &str = "#!/bin/sh\necho 1\n";
+    const V2: &str = "#!/bin/sh\necho 2\n";
+
+    #[test]
+    fn rolling_back_returns_to_the_version_before() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", V1);
+        fixture::approved(&registry, "c-2", "demo", V2);
+        let (from, to, commit) = registry.rollback("demo").expect("rollback");
+        assert_eq!((from.as_str(), to.as_deref()), ("1.0.1", Some("1.0.0")));
+        assert_eq!(registry.main_id().expect("main"), commit);
+        let script = registry.root().join("tools/demo/run.sh");
+        assert_eq!(std::fs::read_to_string(script).expect("run.sh"), V1);
+        assert_eq!(git(registry.root(), &["status", "--porcelain"]), "");
+        let message = git(registry.root(), &["log", "-1", "--format=%B"]);
+        assert!(message.starts_with("tool(demo): revert 1.0.1\n"), "{message}");
+        // What it went back to is the approved 1.0.0: it runs.
+        let (manifest, _) = registry.runnable("demo").expect("runnable");
+        assert_eq!(manifest.version.to_string(), "1.0.0");
+        let index = std::fs::read_to_string(registry.root().join(index::FILE_NAME)).expect("md");
+        assert!(index.contains("1.0.0") && !index.contains("1.0.1"), "{index}");
+    }
+
+    #[test]
+    fn rolling_back_a_first_version_removes_the_tool() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", V1);
+        let (from, to, _) = registry.rollback("demo").expect("rollback");
+        assert_eq!((from.as_str(), to), ("1.0.0", None));
+        assert!(registry.tools().expect("tools").is_empty());
+        assert!(!registry.root().join("tools/demo").exists());
+        assert!(matches!(
+            registry.rollback("demo"),
+            Err(RegistryError::NoSuchTool(_))
+        ));
+    }
+
+    #[test]
+    fn a_change_made_with_git_is_what_a_rollback_undoes() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", V1);
+        std::fs::write(registry.root().join("tools/demo/run.sh"), "echo hand\n").expect("w");
+        git(registry.root(), &["commit", "-q", "-am", "by hand"]);
+        assert!(registry.runnable("demo").is_err());
+        let (from, to, _) = registry.rollback("demo").expect("rollback");
+        assert_eq!((from.as_str(), to.as_deref()), ("1.0.0", Some("1.0.0")));
+        assert_eq!(
+            std::fs::read_to_string(registry.root().join("tools/demo/run.sh")).expect("run"),
+            V1
+        );
+        registry.runnable("demo").expect("the approved version runs again");
+    }
+
+    #[test]
+    fn deprecation_is_a_tagged_patch_version_that_says_so() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", V1);
+        fixture::approved(&registry, "c-2", "other", V2);
+        assert!(matches!(
+            registry.deprecate("demo", Some("absent"), "gone"),
+            Err(RegistryError::NoSuchTool(_))
+        ));
+        let landed = registry
+            .deprecate("demo", Some("other"), "Superseded.")
+            .expect("deprecate");
+        assert_eq!(landed.version, "1.0.1");
+        assert_eq!(landed.tag, "demo/v1.0.1");
+        assert_eq!(landed.commit, registry.main_id().expect("main"));
+        let entry = registry.tool("demo").expect("demo");
+        assert!(entry.deprecated);
+        assert_eq!(entry.problem, None, "a deprecated version is still valid");
+        let readme = registry.tool_readme("demo").expect("readme").expect("some");
+        assert!(
+            readme.starts_with("> **Deprecated** since 1.0.1: Superseded. Use `other` instead.\n"),
+            "{readme}"
+        );
+        let manifest = registry.runnable("demo").expect("runnable").0;
+        let deprecation = manifest.deprecated.expect("in the manifest");
+        assert_eq!(deprecation.replaced_by.as_deref(), Some("other"));
+        assert_eq!(git(registry.root(), &["status", "--porcelain"]), "");
+    }
+}

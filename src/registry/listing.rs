@@ -280,3 +280,99 @@ impl Registry {
         times
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{self, git};
+    use super::*;
+
+    #[test]
+    fn approved_tools_are_listed_with_what_their_manifest_says() {
+        let (_dir, registry) = fixture::registry();
+        assert!(registry.tools().expect("tools").is_empty());
+        fixture::approved(&registry, "c-1", "beta", "#!/bin/sh\necho b\n");
+        fixture::approved(&registry, "c-2", "alpha", "#!/bin/sh\necho a\n");
+        // Proposals awaiting review are not tools.
+        fixture::propose(&registry, "c-3", "gamma", "#!/bin/sh\necho c\n");
+        let tools = registry.tools().expect("tools");
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["alpha", "beta"]);
+        let alpha = &tools[0];
+        assert_eq!(alpha.problem, None);
+        assert_eq!(alpha.version.as_deref(), Some("1.0.0"));
+        assert_eq!(
+            alpha.description,
+            "Run the tests of one package and print only the failures."
+        );
+        assert!(!alpha.deprecated);
+        let params = alpha.params.as_ref().expect("params").get();
+        assert!(params.contains("\"package\""), "{params}");
+        assert_eq!(alpha.output, Some(manifest::OutputKind::Text));
+        let listed = registry.listed_manifest(alpha).expect("manifest");
+        assert_eq!(listed.name, "alpha");
+        // Listed again from the cache: the same.
+        let again = registry.tools().expect("tools");
+        assert_eq!(
+            serde_json::to_value(&again).expect("json"),
+            serde_json::to_value(&tools).expect("json")
+        );
+        let one = registry.tool("beta").expect("beta");
+        assert_eq!(one.problem, None);
+        assert_eq!(one.manifest.expect("read whole").name, "beta");
+        assert_eq!(
+            registry.tool_readme("beta").expect("readme").as_deref(),
+            Some("# beta\n")
+        );
+        assert!(matches!(
+            registry.tool("gamma"),
+            Err(RegistryError::NoSuchTool(_))
+        ));
+    }
+
+    #[test]
+    fn a_tool_changed_after_validation_is_listed_with_its_problem() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        assert_eq!(registry.tools().expect("tools")[0].problem, None, "cached");
+        std::fs::write(registry.root().join("tools/demo/run.sh"), "echo changed\n").expect("w");
+        git(registry.root(), &["commit", "-q", "-am", "by hand"]);
+        let tools = registry.tools().expect("tools");
+        let problem = tools[0].problem.as_deref().expect("a problem");
+        assert!(
+            problem.contains("do not match the digest") && problem.contains("toolsmith adopt demo"),
+            "{problem}"
+        );
+        assert!(tools[0].params.is_none());
+        assert!(registry.listed_manifest(&tools[0]).is_none());
+        assert_eq!(registry.tool("demo").expect("demo").problem, tools[0].problem);
+    }
+
+    #[test]
+    fn a_listing_binds_each_tool_to_its_tag_whatever_it_cached() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        assert_eq!(registry.tools().expect("tools")[0].problem, None);
+        // The tree is the same, and cached as valid; the approval is gone.
+        registry.repo.tag_delete("demo/v1.0.0").expect("delete the tag");
+        let problem = registry.tools().expect("tools")[0].problem.clone();
+        assert!(problem.is_some(), "listed as approved without its tag");
+        assert_eq!(registry.tool("demo").expect("demo").problem, problem);
+    }
+
+    #[test]
+    fn approval_times_come_from_the_tags() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        let mut known = std::collections::HashMap::new();
+        let times = registry.approval_times(&mut known);
+        let key = ("demo".to_owned(), "1.0.0".to_owned());
+        let tag = registry.repo.revparse_single("demo/v1.0.0").expect("tag");
+        let tagged = tag.as_tag().expect("annotated").tagger().expect("tagger");
+        assert_eq!(times.get(&key), Some(&(tagged.when().seconds() * 1000)));
+        assert_eq!(known.len(), 1, "remembered by tag object");
+        // A lightweight tag approves nothing and has no time.
+        git(registry.root(), &["tag", "demo/v2.0.0"]);
+        let times = registry.approval_times(&mut known);
+        assert_eq!(times.len(), 1, "{times:?}");
+    }
+}

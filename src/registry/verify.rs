@@ -190,3 +190,87 @@ impl Registry {
         Ok(m)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{self, git};
+    use super::*;
+
+    #[test]
+    fn an_approved_tool_is_runnable_from_its_directory() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        let (manifest, dir) = registry.runnable("demo").expect("runnable");
+        assert_eq!(manifest.name, "demo");
+        assert_eq!(manifest.version.to_string(), "1.0.0");
+        assert_eq!(dir, registry.root().join("tools/demo"));
+        let report = registry.verify().expect("verify");
+        assert_eq!((report.tags, report.tools), (1, 1));
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        assert!(matches!(
+            registry.runnable("../etc"),
+            Err(RegistryError::NoSuchTool(_))
+        ));
+        assert!(matches!(
+            registry.runnable("absent"),
+            Err(RegistryError::NoSuchTool(_))
+        ));
+    }
+
+    #[test]
+    fn a_tool_changed_on_disk_is_not_run_and_verify_says_so() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        registry.runnable("demo").expect("runnable, and remembered valid");
+        std::fs::write(registry.root().join("tools/demo/run.sh"), "rm -rf ~\n").expect("w");
+        match registry.runnable("demo") {
+            Err(RegistryError::Invalid { problem, .. }) => assert!(
+                problem.contains("its files on disk differ from main (tools/demo/run.sh was \
+                                  changed)"),
+                "{problem}"
+            ),
+            other => panic!("ran a changed file: {other:?}"),
+        }
+        let report = registry.verify().expect("verify");
+        assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+        assert!(
+            report.problems[0].starts_with("main: tools/demo: its files on disk differ"),
+            "{:?}",
+            report.problems
+        );
+    }
+
+    #[test]
+    fn a_tool_without_its_approval_is_not_run() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        registry.runnable("demo").expect("runnable, and remembered valid");
+        registry.repo.tag_delete("demo/v1.0.0").expect("delete the tag");
+        let err = registry.runnable("demo").expect_err("its tag is gone");
+        assert!(
+            err.to_string()
+                .contains("it is not run until main holds a valid version"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn verify_names_tags_that_approve_nothing() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        git(registry.root(), &["tag", "demo/v7.0.0"]);
+        git(registry.root(), &["tag", "-a", "-m", "by hand", "demo/v8.0.0"]);
+        let report = registry.verify().expect("verify");
+        assert_eq!(report.tags, 3);
+        let problems = report.problems.join("\n");
+        assert!(
+            problems.contains("tag demo/v7.0.0: a lightweight tag, which approves nothing"),
+            "{problems}"
+        );
+        assert!(
+            problems.contains("tag demo/v8.0.0: not made or received by toolsmith"),
+            "{problems}"
+        );
+        assert_eq!(report.problems.len(), 2, "{problems}");
+    }
+}
