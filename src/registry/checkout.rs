@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use git2::{ObjectType, Oid};
 
+#[cfg(test)]
+use super::index;
 use super::repo::{MAIN, Registry, RegistryError, tool_path};
 
 /// Removes the empty directories under `dir` (not `dir` itself).
@@ -240,5 +242,127 @@ impl Registry {
                 self.root.display(),
             )
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{self, git};
+    use super::*;
+
+    #[test]
+    fn a_checkout_makes_the_paths_hold_the_commit_and_nothing_else() {
+        let (_dir, registry) = fixture::registry();
+        let review = fixture::propose(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        let new = Oid::from_str(&review.commit).expect("oid");
+        let root = registry.root().to_owned();
+        let dir = root.join("tools/demo");
+        std::fs::create_dir_all(dir.join("tests/old")).expect("mkdir");
+        std::fs::write(dir.join("tests/old/stale.txt"), "x").expect("write");
+        std::fs::write(dir.join("run.sh"), "stale\n").expect("write");
+        let paths = ["tools/demo".to_owned()];
+        registry.checkout_paths(new, &paths).expect("checkout");
+        let mut on_disk: Vec<String> = registry
+            .disk_files_under("tools/demo")
+            .into_iter()
+            .map(|(f, plain)| {
+                assert!(plain, "{f}");
+                f
+            })
+            .collect();
+        on_disk.sort();
+        assert_eq!(
+            on_disk,
+            [
+                "tools/demo/README.md",
+                "tools/demo/run.sh",
+                "tools/demo/tool.yaml"
+            ]
+        );
+        assert!(!dir.join("tests").exists(), "emptied directories go");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("run.sh")).expect("run.sh"),
+            "#!/bin/sh\necho 1\n"
+        );
+        let expected = registry.files_under(new, "tools/demo").expect("files");
+        assert!(
+            registry
+                .disk_differences(&expected, "tools/demo")
+                .is_empty()
+        );
+        // The index holds them too: to git, the work tree is the proposal's there.
+        let staged = git(
+            &root,
+            &[
+                "diff",
+                "--cached",
+                "--name-only",
+                &review.commit,
+                "--",
+                "tools/demo",
+            ],
+        );
+        assert_eq!(staged, "");
+        // Back to main: the directory goes.
+        let main = registry.main_commit().expect("main").id();
+        registry.checkout_paths(main, &paths).expect("checkout");
+        assert!(!dir.exists());
+        assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    }
+
+    #[test]
+    fn each_difference_from_the_commit_is_named() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        let main = registry.main_commit().expect("main").id();
+        let expected = registry.files_under(main, "tools/demo").expect("files");
+        assert!(
+            registry
+                .disk_differences(&expected, "tools/demo")
+                .is_empty()
+        );
+        assert_eq!(registry.disk_problem("demo", main).expect("problem"), None);
+        let dir = registry.root().join("tools/demo");
+        std::fs::write(dir.join("run.sh"), "changed\n").expect("write");
+        std::fs::remove_file(dir.join("README.md")).expect("rm");
+        std::fs::write(dir.join("extra.sh"), "new\n").expect("write");
+        std::os::unix::fs::symlink("/etc/passwd", dir.join("link")).expect("link");
+        let mut found = registry.disk_differences(&expected, "tools/demo");
+        found.sort();
+        assert_eq!(
+            found,
+            [
+                ("tools/demo/README.md".to_owned(), "is missing"),
+                ("tools/demo/extra.sh".to_owned(), "is not on main"),
+                ("tools/demo/link".to_owned(), "is not a plain file"),
+                ("tools/demo/run.sh".to_owned(), "was changed"),
+            ]
+        );
+        match registry.check_clean(main, &["tools/demo".to_owned()]) {
+            Err(RegistryError::Dirty { paths, .. }) => assert_eq!(
+                paths,
+                "tools/demo/README.md, tools/demo/extra.sh, tools/demo/link, tools/demo/run.sh"
+            ),
+            other => panic!("a dirty tool passed as clean: {other:?}"),
+        }
+        // Other paths are not looked at.
+        registry
+            .check_clean(main, &[index::FILE_NAME.to_owned()])
+            .expect("TOOLS.md is clean");
+    }
+
+    #[test]
+    fn a_change_staged_in_the_index_is_not_clean() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        let main = registry.main_commit().expect("main").id();
+        let run = registry.root().join("tools/demo/run.sh");
+        std::fs::write(&run, "staged\n").expect("write");
+        git(registry.root(), &["add", "tools/demo/run.sh"]);
+        std::fs::write(&run, "#!/bin/sh\necho 1\n").expect("write back");
+        match registry.check_clean(main, &["tools/demo".to_owned()]) {
+            Err(RegistryError::Dirty { paths, .. }) => assert_eq!(paths, "tools/demo/run.sh"),
+            other => panic!("a staged change passed as clean: {other:?}"),
+        }
     }
 }

@@ -223,12 +223,18 @@ mod tests {
         assert_eq!(std::fs::read_to_string(script).expect("run.sh"), V1);
         assert_eq!(git(registry.root(), &["status", "--porcelain"]), "");
         let message = git(registry.root(), &["log", "-1", "--format=%B"]);
-        assert!(message.starts_with("tool(demo): revert 1.0.1\n"), "{message}");
+        assert!(
+            message.starts_with("tool(demo): revert 1.0.1\n"),
+            "{message}"
+        );
         // What it went back to is the approved 1.0.0: it runs.
         let (manifest, _) = registry.runnable("demo").expect("runnable");
         assert_eq!(manifest.version.to_string(), "1.0.0");
         let index = std::fs::read_to_string(registry.root().join(index::FILE_NAME)).expect("md");
-        assert!(index.contains("1.0.0") && !index.contains("1.0.1"), "{index}");
+        assert!(
+            index.contains("1.0.0") && !index.contains("1.0.1"),
+            "{index}"
+        );
     }
 
     #[test]
@@ -258,7 +264,9 @@ mod tests {
             std::fs::read_to_string(registry.root().join("tools/demo/run.sh")).expect("run"),
             V1
         );
-        registry.runnable("demo").expect("the approved version runs again");
+        registry
+            .runnable("demo")
+            .expect("the approved version runs again");
     }
 
     #[test]

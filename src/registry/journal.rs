@@ -218,7 +218,10 @@ mod tests {
 
         let done = registry.reconcile().expect("reconcile");
         let said = done.journal.expect("the journal was read");
-        assert!(said.starts_with("undid an interrupted move of main"), "{said}");
+        assert!(
+            said.starts_with("undid an interrupted move of main"),
+            "{said}"
+        );
         assert_eq!(registry.main_commit().expect("main").id(), old);
         assert!(!registry.root().join("tools/demo").exists());
         assert!(!registry.repo.path().join(JOURNAL).exists());

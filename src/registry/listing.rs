@@ -344,7 +344,10 @@ mod tests {
         );
         assert!(tools[0].params.is_none());
         assert!(registry.listed_manifest(&tools[0]).is_none());
-        assert_eq!(registry.tool("demo").expect("demo").problem, tools[0].problem);
+        assert_eq!(
+            registry.tool("demo").expect("demo").problem,
+            tools[0].problem
+        );
     }
 
     #[test]
@@ -353,7 +356,10 @@ mod tests {
         fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
         assert_eq!(registry.tools().expect("tools")[0].problem, None);
         // The tree is the same, and cached as valid; the approval is gone.
-        registry.repo.tag_delete("demo/v1.0.0").expect("delete the tag");
+        registry
+            .repo
+            .tag_delete("demo/v1.0.0")
+            .expect("delete the tag");
         let problem = registry.tools().expect("tools")[0].problem.clone();
         assert!(problem.is_some(), "listed as approved without its tag");
         assert_eq!(registry.tool("demo").expect("demo").problem, problem);

@@ -138,7 +138,10 @@ mod tests {
         let (_dir, registry) = fixture::registry();
         let marker = registry.repo.path().join(BUSY);
         let turn = registry.exclusive().expect("turn");
-        assert!(!free(&registry), "a second holder is refused while the turn lasts");
+        assert!(
+            !free(&registry),
+            "a second holder is refused while the turn lasts"
+        );
         assert!(marker.exists());
         drop(turn);
         assert!(!marker.exists(), "a turn that ended well leaves no marker");

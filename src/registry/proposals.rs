@@ -630,11 +630,18 @@ mod tests {
         assert_eq!(review.subject, "tool(demo): add 1.0.0");
         assert_eq!(review.bump, None, "a first version");
         assert!(has_ref(&registry, "refs/heads/review/demo/1.0.0"));
-        assert_eq!(registry.main_id().expect("main"), main, "main does not move");
+        assert_eq!(
+            registry.main_id().expect("main"),
+            main,
+            "main does not move"
+        );
         assert!(!registry.root().join("tools/demo").exists());
         assert_eq!(registry.reviews().expect("reviews"), vec![review.clone()]);
         // The commit says why, and carries the trailers and the candidate.
-        let message = git(registry.root(), &["log", "-1", "--format=%B", &review.branch]);
+        let message = git(
+            registry.root(),
+            &["log", "-1", "--format=%B", &review.branch],
+        );
         assert!(message.contains("seen in 3 sessions"), "{message}");
         assert_eq!(
             trailers(&message),
@@ -712,7 +719,9 @@ mod tests {
         let message = git(registry.root(), &["log", "-1", "--format=%B", "main"]);
         assert!(message.contains("Review note: looks right"), "{message}");
         assert!(
-            message.trim_end().ends_with(&format!("Approved-by: {REVIEWER}")),
+            message
+                .trim_end()
+                .ends_with(&format!("Approved-by: {REVIEWER}")),
             "{message}"
         );
         assert_eq!(
@@ -737,10 +746,14 @@ mod tests {
         let (_dir, registry) = fixture::registry();
         fixture::propose(&registry, "c-1", "one", "#!/bin/sh\necho 1\n");
         fixture::propose(&registry, "c-2", "two", "#!/bin/sh\necho 2\n");
-        registry.approve("c-1", REVIEWER, None).expect("approve one");
+        registry
+            .approve("c-1", REVIEWER, None)
+            .expect("approve one");
         let behind = registry.review("c-2").expect("two");
         assert!(behind.behind_main);
-        registry.approve("c-2", REVIEWER, None).expect("approve two");
+        registry
+            .approve("c-2", REVIEWER, None)
+            .expect("approve two");
         let names: Vec<String> = registry
             .tools()
             .expect("tools")
@@ -767,7 +780,10 @@ mod tests {
         let err = registry
             .approve("hand", REVIEWER, None)
             .expect_err("not proposed by toolsmith");
-        assert!(err.to_string().contains("was not proposed by toolsmith"), "{err}");
+        assert!(
+            err.to_string().contains("was not proposed by toolsmith"),
+            "{err}"
+        );
         assert!(!has_ref(&registry, "refs/tags/hand/v1.0.0"));
         assert!(!root.join("tools/hand").exists());
     }

@@ -146,3 +146,106 @@ impl Registry {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{self, git, has_ref};
+    use super::*;
+
+    #[test]
+    fn a_review_branch_merged_with_git_is_an_approval() {
+        let (_dir, registry) = fixture::registry();
+        registry.reconcile().expect("start the ledger");
+        let review = fixture::propose(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        git(
+            registry.root(),
+            &["merge", "-q", "--ff-only", &review.branch],
+        );
+        let done = registry.reconcile().expect("reconcile");
+        assert_eq!(done.journal, None);
+        assert_eq!(done.landed.len(), 1, "{:?}", done.landed);
+        let landed = &done.landed[0];
+        assert_eq!(landed.via, "git");
+        assert_eq!(landed.tag, "demo/v1.0.0");
+        assert_eq!(landed.commit, review.commit);
+        assert_eq!(landed.approved_by, "User <user@example.org>");
+        assert!(!has_ref(
+            &registry,
+            &format!("refs/heads/{}", review.branch)
+        ));
+        registry.runnable("demo").expect("approved, it runs");
+        assert!(registry.reconcile().expect("again").landed.is_empty());
+    }
+
+    #[test]
+    fn a_branch_made_with_git_and_merged_approves_nothing() {
+        let (_dir, registry) = fixture::registry();
+        registry.reconcile().expect("start the ledger");
+        let root = registry.root();
+        git(root, &["checkout", "-q", "-b", "review/hand/1.0.0"]);
+        let files = fixture::tool("hand", "#!/bin/sh\necho hand\n");
+        std::fs::create_dir_all(root.join("tools/hand")).expect("mkdir");
+        for (name, text) in &files {
+            std::fs::write(root.join("tools/hand").join(name), text).expect("write");
+        }
+        git(root, &["add", "tools/hand"]);
+        git(root, &["commit", "-q", "-m", "tool(hand): add 1.0.0"]);
+        git(root, &["checkout", "-q", "main"]);
+        git(root, &["merge", "-q", "--ff-only", "review/hand/1.0.0"]);
+        let done = registry.reconcile().expect("reconcile");
+        assert!(done.landed.is_empty(), "{:?}", done.landed);
+        assert!(!has_ref(&registry, "refs/tags/hand/v1.0.0"));
+        assert!(
+            has_ref(&registry, "refs/heads/review/hand/1.0.0"),
+            "kept for reject"
+        );
+        assert!(registry.runnable("hand").is_err());
+    }
+
+    #[test]
+    fn an_approval_interrupted_after_main_moved_is_tagged() {
+        let (_dir, registry) = fixture::registry();
+        registry.reconcile().expect("start the ledger");
+        fixture::propose(&registry, "c-1", "one", "#!/bin/sh\necho 1\n");
+        fixture::approved(&registry, "c-0", "zero", "#!/bin/sh\necho 0\n");
+        // Killed between the move of main and the tag: main holds the re-applied commit (the
+        // proposal was behind main), the tag is missing and the branch is still there.
+        let review = registry.review("c-1").expect("review");
+        let main = registry.main_commit().expect("main");
+        let proposed = registry
+            .repo
+            .find_commit(Oid::from_str(&review.commit).expect("oid"))
+            .expect("proposal");
+        let path = tool_path("one");
+        let tool = registry.subtree_id(&proposed.tree().expect("tree"), &path);
+        let tree = registry
+            .with_tool(&main.tree().expect("tree"), "one", tool, None)
+            .expect("tree");
+        let tree = registry.repo.find_tree(tree).expect("tree");
+        let sig = git2::Signature::now("Reviewer", "r@example.org").expect("sig");
+        let message = format!(
+            "{}\n\nCandidate: c-1\nApproved-by: Reviewer <r@example.org>\n",
+            review.subject
+        );
+        let commit = registry
+            .repo
+            .commit(None, &sig, &sig, &message, &tree, &[&main])
+            .expect("commit");
+        registry
+            .land(main.id(), commit, &[path], "test: approve")
+            .expect("land");
+
+        let done = registry.reconcile().expect("reconcile");
+        assert_eq!(done.landed.len(), 1, "{:?}", done.landed);
+        let landed = &done.landed[0];
+        assert_eq!(landed.via, "toolsmith");
+        assert_eq!(landed.commit, commit.to_string());
+        assert_eq!(landed.approved_by, "Reviewer <r@example.org>");
+        assert!(has_ref(&registry, "refs/tags/one/v1.0.0"));
+        assert!(!has_ref(&registry, "refs/heads/review/one/1.0.0"));
+        assert_eq!(
+            registry.landed_candidate("c-1"),
+            Some((commit.to_string(), "Reviewer <r@example.org>".to_owned()))
+        );
+    }
+}

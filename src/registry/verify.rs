@@ -221,12 +221,16 @@ mod tests {
     fn a_tool_changed_on_disk_is_not_run_and_verify_says_so() {
         let (_dir, registry) = fixture::registry();
         fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
-        registry.runnable("demo").expect("runnable, and remembered valid");
+        registry
+            .runnable("demo")
+            .expect("runnable, and remembered valid");
         std::fs::write(registry.root().join("tools/demo/run.sh"), "rm -rf ~\n").expect("w");
         match registry.runnable("demo") {
             Err(RegistryError::Invalid { problem, .. }) => assert!(
-                problem.contains("its files on disk differ from main (tools/demo/run.sh was \
-                                  changed)"),
+                problem.contains(
+                    "its files on disk differ from main (tools/demo/run.sh was \
+                                  changed)"
+                ),
                 "{problem}"
             ),
             other => panic!("ran a changed file: {other:?}"),
@@ -244,8 +248,13 @@ mod tests {
     fn a_tool_without_its_approval_is_not_run() {
         let (_dir, registry) = fixture::registry();
         fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
-        registry.runnable("demo").expect("runnable, and remembered valid");
-        registry.repo.tag_delete("demo/v1.0.0").expect("delete the tag");
+        registry
+            .runnable("demo")
+            .expect("runnable, and remembered valid");
+        registry
+            .repo
+            .tag_delete("demo/v1.0.0")
+            .expect("delete the tag");
         let err = registry.runnable("demo").expect_err("its tag is gone");
         assert!(
             err.to_string()
@@ -259,7 +268,10 @@ mod tests {
         let (_dir, registry) = fixture::registry();
         fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
         git(registry.root(), &["tag", "demo/v7.0.0"]);
-        git(registry.root(), &["tag", "-a", "-m", "by hand", "demo/v8.0.0"]);
+        git(
+            registry.root(),
+            &["tag", "-a", "-m", "by hand", "demo/v8.0.0"],
+        );
         let report = registry.verify().expect("verify");
         assert_eq!(report.tags, 3);
         let problems = report.problems.join("\n");
