@@ -128,6 +128,341 @@ type Running = (
     Option<Reply>,
 );
 
+/// When `job` last started, as the store remembers it: mining from `mine_runs`, the other
+/// scheduled jobs from `job_runs`; `None` when it never ran (or the store cannot say).
+async fn last_started(store: &Store, job: &'static str) -> Option<jiff::Timestamp> {
+    if job == MINE {
+        return store
+            .call(|conn| {
+                Ok(
+                    conn.query_row("SELECT MAX(started_at) FROM mine_runs", [], |r| {
+                        r.get::<_, Option<i64>>(0)
+                    })?,
+                )
+            })
+            .await
+            .ok()
+            .flatten()
+            .and_then(|s| jiff::Timestamp::from_second(s).ok());
+    }
+    store
+        .call(move |conn| {
+            Ok(conn.query_row(
+                "SELECT max(started_ms) FROM job_runs WHERE job = ?1",
+                [job],
+                |r| r.get::<_, Option<i64>>(0),
+            )?)
+        })
+        .await
+        .ok()
+        .flatten()
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+}
+
+/// Puts `job` on `timetable` with its schedule in `config`, anchored at when it last started.
+fn add_job(
+    timetable: &mut Timetable,
+    job: &'static str,
+    config: &Config,
+    last: Option<jiff::Timestamp>,
+) {
+    match Schedule::parse(&schedule_of(config, job).value) {
+        Ok(schedule) => timetable.add(job, schedule, last, jiff::Timestamp::now()),
+        // The configuration was validated; this only guards a change in the parser.
+        Err(err) => tracing::error!("{job}.schedule not usable: {err}"),
+    }
+}
+
+/// The timetable of the scheduled jobs (mining and [`OTHERS`]), each anchored at when it last
+/// started.
+async fn timetable(store: &Store, config: &Config) -> Timetable {
+    let mut timetable = Timetable::new(local_time_zone());
+    for job in [MINE, HEALTH, SYNC] {
+        let last = last_started(store, job).await;
+        add_job(&mut timetable, job, config, last);
+    }
+    timetable
+}
+
+/// Puts candidates a stopped daemon (or a killed one-shot command) left half-done back to
+/// `proposed`, so they are resumed, never left stuck; whether any candidate waits for
+/// generation.
+async fn resume_interrupted(store: &Store, state_dir: std::path::PathBuf) -> bool {
+    let proposed = store
+        .call(move |conn| {
+            let recover = || -> Result<usize, candidates::CandidateError> {
+                let resumed = candidates::recover_interrupted(conn, &state_dir)?;
+                if !resumed.is_empty() {
+                    tracing::info!(
+                        candidates = ?resumed,
+                        "interrupted candidates put back to proposed"
+                    );
+                }
+                Ok(candidates::in_state(conn, State::Proposed)?.len())
+            };
+            Ok(recover().map_err(|e| e.to_string()))
+        })
+        .await;
+    match proposed {
+        Ok(Ok(0)) => false,
+        Ok(Ok(_)) => true,
+        Ok(Err(e)) => {
+            tracing::error!("cannot resume interrupted candidates: {e}");
+            false
+        }
+        Err(e) => {
+            tracing::error!("cannot resume interrupted candidates: {e}");
+            false
+        }
+    }
+}
+
+/// Queues a generation pass after a successful mining run, unless one queued after mining
+/// (by nobody's request) already waits.
+fn queue_pass_after_mining(queue: &mut GenerateQueue) {
+    if !queue
+        .iter()
+        .any(|(job, reply)| *job == Job::Pending && reply.is_none())
+    {
+        queue.push_back((Job::Pending, None));
+    }
+}
+
+/// The mining job's state between runs.
+struct Mining {
+    /// The run under way.
+    running: Option<tokio::task::JoinHandle<Result<Value, String>>>,
+    /// Its `job_runs` id.
+    run: Option<i64>,
+    /// What the next run is started by.
+    trigger: Trigger,
+    /// Actions ingested since the last run started.
+    new_actions: u64,
+    /// Requests the run under way answers (or the next, when none is).
+    waiting: Vec<Reply>,
+    /// Requests that came while a run was under way: the next run answers them.
+    after_waiting: Vec<Reply>,
+}
+
+/// The jobs' state, owned by [`run`]'s loop: each step of the loop is one method.
+struct Jobs {
+    store: Store,
+    events: EventBus,
+    config: Arc<Config>,
+    /// Given to the jobs started, which stop at their next step on shutdown.
+    stop_signal: watch::Receiver<bool>,
+    timetable: Timetable,
+    mining: Mining,
+    /// Runs of [`OTHERS`] under way.
+    others: tokio::task::JoinSet<OtherDone>,
+    /// Requests each run of [`OTHERS`] under way answers.
+    other_waiting: std::collections::HashMap<&'static str, Vec<Reply>>,
+    /// Requests that came while a run was under way: its next run answers them.
+    other_after: std::collections::HashMap<&'static str, Vec<Reply>>,
+    generate_queue: GenerateQueue,
+    generating: Option<Running>,
+}
+
+impl Jobs {
+    /// Starts the next generation run queued, when none is under way.
+    fn start_generation(&mut self) {
+        if self.generating.is_none()
+            && let Some((job, reply)) = self.generate_queue.pop_front()
+        {
+            let task = tokio::spawn(generate_once(
+                self.store.clone(),
+                self.events.clone(),
+                Arc::clone(&self.config),
+                job,
+                self.stop_signal.clone(),
+            ));
+            self.generating = Some((task, reply));
+        }
+    }
+
+    /// The wall-clock alarm rang: starts the jobs of [`OTHERS`] that are due; whether mining
+    /// is.
+    async fn on_due(&mut self) -> bool {
+        let due = self.timetable.take_due(jiff::Timestamp::now());
+        for job in OTHERS.iter().filter(|j| due.iter().any(|d| d == *j)) {
+            self.start_other(job, Trigger::Schedule).await;
+        }
+        self.mining.trigger = Trigger::Schedule;
+        due.iter().any(|d| d == MINE)
+    }
+
+    /// A request to run a job now; whether mining starts.
+    async fn on_request(&mut self, request: JobRequest) -> bool {
+        if request.job == GENERATE {
+            let job = request.generate.unwrap_or(Job::Pending);
+            self.generate_queue.push_back((job, Some(request.reply)));
+            false
+        } else if let Some(job) = OTHERS.iter().find(|j| **j == request.job) {
+            if self.timetable.demand(job, jiff::Timestamp::now()) {
+                self.other_waiting
+                    .entry(job)
+                    .or_default()
+                    .push(request.reply);
+                self.start_other(job, Trigger::Demand).await;
+            } else {
+                self.other_after.entry(job).or_default().push(request.reply);
+            }
+            false
+        } else if request.job != MINE {
+            let _ = request.reply.send(Err(format!("no job `{}`", request.job)));
+            false
+        } else {
+            self.mining.trigger = Trigger::Demand;
+            if self.mining.running.is_some() {
+                self.mining.after_waiting.push(request.reply);
+            } else {
+                self.mining.waiting.push(request.reply);
+            }
+            self.timetable.demand(MINE, jiff::Timestamp::now())
+        }
+    }
+
+    /// `new` actions were ingested; whether mining starts (enough of them since the last run).
+    fn on_new_actions(&mut self, new: u64) -> bool {
+        self.mining.new_actions += new;
+        self.mining.trigger = Trigger::Demand;
+        self.mining.new_actions >= u64::from(self.config.mine.after_new_actions.value)
+            && self.timetable.demand(MINE, jiff::Timestamp::now())
+    }
+
+    /// The configuration changed: the jobs whose schedule changed are put on the timetable
+    /// again (keeping when they last started).
+    fn on_config(&mut self, new: Arc<Config>) {
+        for job in [MINE, HEALTH, SYNC] {
+            if schedule_of(&new, job) != schedule_of(&self.config, job) {
+                let last = self
+                    .timetable
+                    .jobs()
+                    .iter()
+                    .find(|j| j.name == job)
+                    .and_then(|j| j.last_started);
+                add_job(&mut self.timetable, job, &new, last);
+            }
+        }
+        self.config = new;
+    }
+
+    /// A mining run ended: a generation pass is queued after a success, the requests it
+    /// answers get its result, the end is recorded; whether mining runs again at once (it was
+    /// asked for meanwhile).
+    async fn on_mined(&mut self, result: Result<Value, String>) -> bool {
+        self.mining.running = None;
+        if result.is_ok() {
+            queue_pass_after_mining(&mut self.generate_queue);
+        }
+        let outcome = outcome_of(&result, mine_summary);
+        for reply in self.mining.waiting.drain(..) {
+            let _ = reply.send(result.clone());
+        }
+        self.mining.waiting.append(&mut self.mining.after_waiting);
+        record_end(&self.store, self.mining.run.take(), outcome.clone()).await;
+        let again = self.timetable.finish(MINE, jiff::Timestamp::now(), outcome);
+        if again {
+            self.mining.trigger = Trigger::Pending;
+        }
+        again
+    }
+
+    /// A run of one of [`OTHERS`] ended: recorded, answered, and started again when it was
+    /// asked for meanwhile.
+    async fn on_other_done(&mut self, (job, run, result): OtherDone) {
+        if let Err(err) = &result {
+            tracing::error!("{job} failed: {err}");
+        }
+        let outcome = outcome_of(&result, other_summary);
+        record_end(&self.store, run, outcome.clone()).await;
+        for reply in self.other_waiting.remove(job).unwrap_or_default() {
+            let _ = reply.send(result.clone());
+        }
+        if self.timetable.finish(job, jiff::Timestamp::now(), outcome) {
+            let after = self.other_after.remove(job).unwrap_or_default();
+            self.other_waiting.insert(job, after);
+            self.start_other(job, Trigger::Pending).await;
+        }
+    }
+
+    /// The generation run under way ended: whoever asked for it gets its result.
+    fn on_generated(&mut self, result: Result<Value, String>) {
+        if let Some((_, Some(reply))) = self.generating.take() {
+            let _ = reply.send(result);
+        } else if let Err(e) = result {
+            tracing::error!("generation failed: {e}");
+        }
+    }
+
+    /// Starts a mining run, recorded, unless one is under way.
+    async fn start_mining(&mut self) {
+        if self.mining.running.is_some() {
+            return;
+        }
+        self.mining.new_actions = 0;
+        self.mining.run = record_start(&self.store, MINE, self.mining.trigger).await;
+        self.mining.running = Some(tokio::spawn(mine_once(
+            self.store.clone(),
+            self.events.clone(),
+            MineOptions::from_settings(&self.config.mine),
+        )));
+    }
+
+    /// Starts a run of `job` (one of [`OTHERS`]), recorded.
+    async fn start_other(&mut self, job: &'static str, trigger: Trigger) {
+        start_other(
+            &mut self.others,
+            job,
+            trigger,
+            &self.store,
+            &self.events,
+            &self.config,
+            &self.stop_signal,
+        )
+        .await;
+    }
+
+    /// At shutdown: the runs under way end (a mining run finishes, its result one
+    /// transaction; the others saw the shutdown and stop at their next step), are recorded and
+    /// answered; requests still waiting are told the daemon is stopping.
+    async fn stop(mut self) {
+        if let Some(handle) = self.mining.running.take() {
+            let result = handle
+                .await
+                .unwrap_or_else(|e| Err(format!("the mining task failed: {e}")));
+            let outcome = outcome_of(&result, mine_summary);
+            record_end(&self.store, self.mining.run.take(), outcome).await;
+        }
+        // The health check saw the shutdown and stops at its next step; a sync finishes.
+        while let Some(joined) = self.others.join_next().await {
+            if let Ok((job, run, result)) = joined {
+                record_end(&self.store, run, outcome_of(&result, other_summary)).await;
+                for reply in self.other_waiting.remove(job).unwrap_or_default() {
+                    let _ = reply.send(result.clone());
+                }
+            }
+        }
+        for reply in self.other_after.into_values().flatten() {
+            let _ = reply.send(Err("the daemon is stopping".into()));
+        }
+        if let Some((handle, reply)) = self.generating {
+            // It saw the shutdown too and stops at its next step.
+            let result = handle
+                .await
+                .unwrap_or_else(|e| Err(format!("the generation task failed: {e}")));
+            if let Some(reply) = reply {
+                let _ = reply.send(result);
+            }
+        }
+        for (_, reply) in self.generate_queue {
+            if let Some(reply) = reply {
+                let _ = reply.send(Err("the daemon is stopping: no generation now".into()));
+            }
+        }
+    }
+}
+
 /// Runs the jobs until `shutdown`.
 pub(super) async fn run(
     store: Store,
@@ -146,98 +481,37 @@ pub(super) async fn run(
             None
         }
     };
-    let mut config = Arc::clone(&configs.borrow_and_update());
-    let last_started = store
-        .call(|conn| {
-            Ok(
-                conn.query_row("SELECT MAX(started_at) FROM mine_runs", [], |r| {
-                    r.get::<_, Option<i64>>(0)
-                })?,
-            )
-        })
-        .await
-        .ok()
-        .flatten()
-        .and_then(|s| jiff::Timestamp::from_second(s).ok());
-    let mut timetable = Timetable::new(local_time_zone());
-    let add_job = |timetable: &mut Timetable,
-                   job: &'static str,
-                   config: &Config,
-                   last: Option<jiff::Timestamp>| {
-        match Schedule::parse(&schedule_of(config, job).value) {
-            Ok(schedule) => timetable.add(job, schedule, last, jiff::Timestamp::now()),
-            // The configuration was validated; this only guards a change in the parser.
-            Err(err) => tracing::error!("{job}.schedule not usable: {err}"),
-        }
+    let config = Arc::clone(&configs.borrow_and_update());
+    let timetable = timetable(&store, &config).await;
+    let mut generate_queue = GenerateQueue::new();
+    if resume_interrupted(&store, config.paths.state.value.clone()).await {
+        generate_queue.push_back((Job::Pending, None));
+    }
+    let mut jobs = Jobs {
+        store,
+        events,
+        config,
+        // A copy for the jobs started inside the loop, which waits on `shutdown` itself.
+        stop_signal: shutdown.clone(),
+        timetable,
+        mining: Mining {
+            running: None,
+            run: None,
+            trigger: Trigger::Schedule,
+            new_actions: 0,
+            waiting: Vec::new(),
+            after_waiting: Vec::new(),
+        },
+        others: tokio::task::JoinSet::new(),
+        other_waiting: Default::default(),
+        other_after: Default::default(),
+        generate_queue,
+        generating: None,
     };
-    add_job(&mut timetable, MINE, &config, last_started);
-    for job in OTHERS {
-        let last = store
-            .call(move |conn| {
-                Ok(conn.query_row(
-                    "SELECT max(started_ms) FROM job_runs WHERE job = ?1",
-                    [job],
-                    |r| r.get::<_, Option<i64>>(0),
-                )?)
-            })
-            .await
-            .ok()
-            .flatten()
-            .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok());
-        add_job(&mut timetable, job, &config, last);
-    }
-    let mut others: tokio::task::JoinSet<OtherDone> = tokio::task::JoinSet::new();
-    let mut other_waiting: std::collections::HashMap<&'static str, Vec<Reply>> = Default::default();
-    let mut other_after: std::collections::HashMap<&'static str, Vec<Reply>> = Default::default();
-    let mut mine_run: Option<i64> = None;
-    // A copy for the jobs started inside the loop, which waits on `shutdown` itself.
-    let stop_signal = shutdown.clone();
-    let mut mine_trigger = Trigger::Schedule;
-    let mut new_actions: u64 = 0;
-    let mut waiting: Vec<oneshot::Sender<Result<Value, String>>> = Vec::new();
-    let mut after_waiting: Vec<oneshot::Sender<Result<Value, String>>> = Vec::new();
-    let mut running: Option<tokio::task::JoinHandle<Result<Value, String>>> = None;
-    let mut generate_queue: GenerateQueue = VecDeque::new();
-    let mut generating: Option<Running> = None;
-    // Work a stopped daemon (or a killed one-shot command) left half-done is resumed, never
-    // left stuck.
-    let state_dir = config.paths.state.value.clone();
-    let proposed = store
-        .call(move |conn| {
-            let recover = || -> Result<usize, candidates::CandidateError> {
-                let resumed = candidates::recover_interrupted(conn, &state_dir)?;
-                if !resumed.is_empty() {
-                    tracing::info!(
-                        candidates = ?resumed,
-                        "interrupted candidates put back to proposed"
-                    );
-                }
-                Ok(candidates::in_state(conn, State::Proposed)?.len())
-            };
-            Ok(recover().map_err(|e| e.to_string()))
-        })
-        .await;
-    match proposed {
-        Ok(Ok(0)) => {}
-        Ok(Ok(_)) => generate_queue.push_back((Job::Pending, None)),
-        Ok(Err(e)) => tracing::error!("cannot resume interrupted candidates: {e}"),
-        Err(e) => tracing::error!("cannot resume interrupted candidates: {e}"),
-    }
 
     loop {
-        if generating.is_none()
-            && let Some((job, reply)) = generate_queue.pop_front()
-        {
-            let task = tokio::spawn(generate_once(
-                store.clone(),
-                events.clone(),
-                Arc::clone(&config),
-                job,
-                shutdown.clone(),
-            ));
-            generating = Some((task, reply));
-        }
-        let next_wake = timetable.next_wake();
+        jobs.start_generation();
+        let next_wake = jobs.timetable.next_wake();
         let sleep = async {
             match (alarm.as_mut(), next_wake) {
                 (Some(alarm), Some(at)) => {
@@ -249,46 +523,11 @@ pub(super) async fn run(
         let start = tokio::select! {
             // The guard `wait_for` returns is not `Send`: dropped before any branch awaits.
             () = async { let _ = shutdown.wait_for(|stop| *stop).await; } => break,
-            () = sleep => {
-                let due = timetable.take_due(jiff::Timestamp::now());
-                for job in OTHERS.iter().filter(|j| due.iter().any(|d| d == *j)) {
-                    start_other(&mut others, job, Trigger::Schedule, &store, &events, &config, &stop_signal).await;
-                }
-                mine_trigger = Trigger::Schedule;
-                due.iter().any(|d| d == MINE)
-            }
-            Some(request) = requests.recv() => {
-                if request.job == GENERATE {
-                    let job = request.generate.unwrap_or(Job::Pending);
-                    generate_queue.push_back((job, Some(request.reply)));
-                    false
-                } else if let Some(job) = OTHERS.iter().find(|j| **j == request.job) {
-                    if timetable.demand(job, jiff::Timestamp::now()) {
-                        other_waiting.entry(job).or_default().push(request.reply);
-                        start_other(&mut others, job, Trigger::Demand, &store, &events, &config, &stop_signal).await;
-                    } else {
-                        other_after.entry(job).or_default().push(request.reply);
-                    }
-                    false
-                } else if request.job != MINE {
-                    let _ = request.reply.send(Err(format!("no job `{}`", request.job)));
-                    continue;
-                } else {
-                mine_trigger = Trigger::Demand;
-                if running.is_some() {
-                    after_waiting.push(request.reply);
-                } else {
-                    waiting.push(request.reply);
-                }
-                timetable.demand(MINE, jiff::Timestamp::now())
-                }
-            }
+            () = sleep => jobs.on_due().await,
+            Some(request) = requests.recv() => jobs.on_request(request).await,
             event = bus.recv() => match event {
                 Ok(event) if event.kind == "ingest.actions" => {
-                    new_actions += event.data["new"].as_u64().unwrap_or(0);
-                    mine_trigger = Trigger::Demand;
-                    new_actions >= u64::from(config.mine.after_new_actions.value)
-                        && timetable.demand(MINE, jiff::Timestamp::now())
+                    jobs.on_new_actions(event.data["new"].as_u64().unwrap_or(0))
                 }
                 Ok(_) => false,
                 Err(broadcast::error::RecvError::Lagged(_)) => false,
@@ -298,121 +537,42 @@ pub(super) async fn run(
                 if changed.is_err() {
                     break;
                 }
-                let new = Arc::clone(&configs.borrow_and_update());
-                for job in [MINE, HEALTH, SYNC] {
-                    if schedule_of(&new, job) != schedule_of(&config, job) {
-                        let last = timetable.jobs().iter().find(|j| j.name == job).and_then(|j| j.last_started);
-                        add_job(&mut timetable, job, &new, last);
-                    }
-                }
-                config = new;
+                jobs.on_config(Arc::clone(&configs.borrow_and_update()));
                 false
             }
             joined = async {
-                match running.as_mut() {
+                match jobs.mining.running.as_mut() {
                     Some(handle) => handle.await,
                     None => std::future::pending().await,
                 }
             } => {
-                running = None;
                 let result = joined.unwrap_or_else(|e| Err(format!("the mining task failed: {e}")));
-                if result.is_ok()
-                    && !generate_queue.iter().any(|(job, reply)| *job == Job::Pending && reply.is_none())
-                {
-                    generate_queue.push_back((Job::Pending, None));
-                }
-                let outcome = outcome_of(&result, mine_summary);
-                for reply in waiting.drain(..) {
-                    let _ = reply.send(result.clone());
-                }
-                waiting.append(&mut after_waiting);
-                record_end(&store, mine_run.take(), outcome.clone()).await;
-                let again = timetable.finish(MINE, jiff::Timestamp::now(), outcome);
-                if again {
-                    mine_trigger = Trigger::Pending;
-                }
-                again
+                jobs.on_mined(result).await
             }
-            Some(joined) = others.join_next(), if !others.is_empty() => {
-                let Ok((job, run, result)) = joined else {
-                    tracing::error!("a scheduled job's task failed");
-                    continue;
-                };
-                if let Err(err) = &result {
-                    tracing::error!("{job} failed: {err}");
-                }
-                let outcome = outcome_of(&result, other_summary);
-                record_end(&store, run, outcome.clone()).await;
-                for reply in other_waiting.remove(job).unwrap_or_default() {
-                    let _ = reply.send(result.clone());
-                }
-                if timetable.finish(job, jiff::Timestamp::now(), outcome) {
-                    other_waiting.insert(job, other_after.remove(job).unwrap_or_default());
-                    start_other(&mut others, job, Trigger::Pending, &store, &events, &config, &stop_signal).await;
+            Some(joined) = jobs.others.join_next(), if !jobs.others.is_empty() => {
+                match joined {
+                    Ok(done) => jobs.on_other_done(done).await,
+                    Err(_) => tracing::error!("a scheduled job's task failed"),
                 }
                 false
             }
             joined = async {
-                match generating.as_mut() {
+                match jobs.generating.as_mut() {
                     Some((handle, _)) => handle.await,
                     None => std::future::pending().await,
                 }
             } => {
-                let result = joined
-                    .unwrap_or_else(|e| Err(format!("the generation task failed: {e}")));
-                if let Some((_, Some(reply))) = generating.take() {
-                    let _ = reply.send(result);
-                } else if let Err(e) = result {
-                    tracing::error!("generation failed: {e}");
-                }
+                jobs.on_generated(
+                    joined.unwrap_or_else(|e| Err(format!("the generation task failed: {e}"))),
+                );
                 false
             }
         };
-
-        if start && running.is_none() {
-            new_actions = 0;
-            mine_run = record_start(&store, MINE, mine_trigger).await;
-            running = Some(tokio::spawn(mine_once(
-                store.clone(),
-                events.clone(),
-                MineOptions::from_settings(&config.mine),
-            )));
+        if start {
+            jobs.start_mining().await;
         }
     }
-    if let Some(handle) = running {
-        // A run in progress finishes: its result is one transaction, never half-written.
-        let result = handle
-            .await
-            .unwrap_or_else(|e| Err(format!("the mining task failed: {e}")));
-        let outcome = outcome_of(&result, mine_summary);
-        record_end(&store, mine_run.take(), outcome).await;
-    }
-    // The health check saw the shutdown and stops at its next step; a sync finishes.
-    while let Some(joined) = others.join_next().await {
-        if let Ok((job, run, result)) = joined {
-            record_end(&store, run, outcome_of(&result, other_summary)).await;
-            for reply in other_waiting.remove(job).unwrap_or_default() {
-                let _ = reply.send(result.clone());
-            }
-        }
-    }
-    for reply in other_after.into_values().flatten() {
-        let _ = reply.send(Err("the daemon is stopping".into()));
-    }
-    if let Some((handle, reply)) = generating {
-        // It saw the shutdown too and stops at its next step.
-        let result = handle
-            .await
-            .unwrap_or_else(|e| Err(format!("the generation task failed: {e}")));
-        if let Some(reply) = reply {
-            let _ = reply.send(result);
-        }
-    }
-    for (_, reply) in generate_queue {
-        if let Some(reply) = reply {
-            let _ = reply.send(Err("the daemon is stopping: no generation now".into()));
-        }
-    }
+    jobs.stop().await;
 }
 
 /// Starts a run of `job` (one of [`OTHERS`]), recorded, on `others`.
@@ -572,5 +732,195 @@ fn release_freed_memory() {
     // SAFETY: malloc_trim only walks and trims the allocator's own free lists.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ConfigRequest, Env};
+
+    /// A home directory and nothing else: the configuration's defaults.
+    struct Home(std::path::PathBuf);
+
+    impl Env for Home {
+        fn var(&self, name: &str) -> Option<String> {
+            (name == "HOME").then(|| self.0.to_string_lossy().into_owned())
+        }
+        fn is_root(&self) -> bool {
+            false
+        }
+    }
+
+    /// The default configuration with its state in `dir`, and its store.
+    fn setup(dir: &std::path::Path) -> (Config, Store) {
+        let config = ConfigRequest {
+            config_file: None,
+            state_dir: Some(dir.join("state")),
+        }
+        .load_with(&Home(dir.to_owned()))
+        .expect("config");
+        std::fs::create_dir_all(&config.paths.state.value).expect("state dir");
+        let store = Store::open(&config.store_path()).expect("store");
+        (config, store)
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn each_job_is_anchored_at_its_last_run_in_the_store() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (config, store) = setup(dir.path());
+        for job in [MINE, HEALTH, SYNC] {
+            assert_eq!(last_started(&store, job).await, None, "{job}");
+        }
+        let health = jiff::Timestamp::from_millisecond(1_790_000_000_123).expect("time");
+        store
+            .call(move |conn| schedule::record_start(conn, HEALTH, "demand", health))
+            .await
+            .expect("record");
+        let before = jiff::Timestamp::now();
+        let path = store.path().to_owned();
+        let options = MineOptions::from_settings(&config.mine);
+        let report = tokio::task::spawn_blocking(move || {
+            let conn = store::open_read_only(&path).expect("read-only");
+            miner::mine(&conn, &options).expect("mine")
+        })
+        .await
+        .expect("mining task");
+        store
+            .call(move |conn| miner::store_patterns(conn, &report))
+            .await
+            .expect("store the run");
+
+        assert_eq!(last_started(&store, HEALTH).await, Some(health));
+        assert_eq!(last_started(&store, SYNC).await, None);
+        let mined = last_started(&store, MINE).await.expect("mined");
+        // `mine_runs` keeps seconds.
+        assert!(
+            mined.as_second() >= before.as_second(),
+            "{mined} < {before}"
+        );
+        let timetable = timetable(&store, &config).await;
+        let last: Vec<(&str, Option<jiff::Timestamp>)> = timetable
+            .jobs()
+            .iter()
+            .map(|j| (j.name.as_str(), j.last_started))
+            .collect();
+        assert_eq!(
+            last,
+            [(MINE, Some(mined)), (HEALTH, Some(health)), (SYNC, None)]
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn candidates_left_half_done_are_resumed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (config, store) = setup(dir.path());
+        let state = config.paths.state.value.clone();
+        assert!(
+            !resume_interrupted(&store, state.clone()).await,
+            "nothing waits"
+        );
+        let id = store
+            .call(|conn| {
+                let left = || -> Result<String, candidates::CandidateError> {
+                    let c = candidates::create(
+                        conn,
+                        &candidates::NewCandidate {
+                            tool: "demo".into(),
+                            origin: "request".into(),
+                            pattern: None,
+                            request: Some("Build one package".into()),
+                        },
+                    )?;
+                    candidates::transition(conn, &c.id, State::Generating, None)?;
+                    Ok(c.id)
+                };
+                Ok(left())
+            })
+            .await
+            .expect("store")
+            .expect("a candidate left generating");
+        assert!(resume_interrupted(&store, state).await, "a pass resumes it");
+        let resumed = store
+            .call(move |conn| Ok(candidates::get(conn, &id)))
+            .await
+            .expect("store")
+            .expect("get");
+        assert_eq!(resumed.state, State::Proposed);
+        assert_eq!(
+            resumed.reason.as_deref(),
+            Some("interrupted while generating; resumed")
+        );
+    }
+
+    #[test]
+    fn a_pass_after_mining_is_queued_once() {
+        let mut queue = GenerateQueue::new();
+        let (asked, _answer) = oneshot::channel();
+        // A pass somebody asked for is theirs: it does not stand for the pass after mining.
+        queue.push_back((Job::Pending, Some(asked)));
+        queue_pass_after_mining(&mut queue);
+        queue_pass_after_mining(&mut queue);
+        let passes: Vec<(bool, bool)> = queue
+            .iter()
+            .map(|(job, reply)| (*job == Job::Pending, reply.is_some()))
+            .collect();
+        assert_eq!(passes, [(true, true), (true, false)]);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn requests_are_answered_and_runs_recorded() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (config, store) = setup(dir.path());
+        let events = EventBus::new();
+        let mut published = events.subscribe();
+        let (_config_tx, configs) = watch::channel(Arc::new(config));
+        let (requests, requests_rx) = mpsc::channel(4);
+        let (stop, shutdown) = watch::channel(false);
+        let task = tokio::spawn(run(
+            store.clone(),
+            events.clone(),
+            configs,
+            requests_rx,
+            shutdown,
+        ));
+        let ask = |job: &'static str| {
+            let requests = requests.clone();
+            async move {
+                let (reply, answer) = oneshot::channel();
+                requests
+                    .send(JobRequest {
+                        job,
+                        generate: None,
+                        reply,
+                    })
+                    .await
+                    .expect("send");
+                answer.await.expect("answered")
+            }
+        };
+        assert_eq!(ask("nope").await, Err("no job `nope`".to_owned()));
+        let mined = ask(MINE).await.expect("mined");
+        assert_eq!(mined["patterns"], 0, "{mined}");
+        loop {
+            let event = published.recv().await.expect("event");
+            if event.kind == "mine.finished" {
+                assert_eq!(event.data, mined);
+                break;
+            }
+        }
+        stop.send(true).expect("stop");
+        task.await.expect("the jobs stop");
+        let runs = store
+            .call(|conn| schedule::last_runs(conn))
+            .await
+            .expect("job runs");
+        let mine = runs
+            .iter()
+            .find(|r| r.job == MINE)
+            .expect("mining recorded");
+        assert_eq!(mine.trigger, "demand");
+        assert_eq!(mine.ok, Some(true));
+        assert_eq!(mine.summary.as_deref(), Some("0 patterns"));
     }
 }

@@ -6,8 +6,13 @@
 //! - [`manifest`]: `tools/<name>/tool.yaml`, read as untrusted input;
 //! - [`digest`]: the digest of a tool version's profile and files;
 //! - [`ledger`]: the tags and proposals toolsmith made or received;
-//! - [`repo`]: the git repository — proposals, approval, rejection, rollback, deprecation,
-//!   verification, and what a crash or plain git left behind;
+//! - [`repo`]: the git repository — [`repo::Registry`], opened or made from the template, and
+//!   the plumbing its parts share; beside it, each part as `impl Registry` blocks (their
+//!   types re-exported from `repo`): `proposals` (propose, review, approve, reject),
+//!   `journal` (every move of `main`, finished or undone after a crash), `lock` (turns at
+//!   changing it), `checkout` (the work tree), `reconcile` (what a crash or plain git left
+//!   behind), `listing` (the tools on `main`), `verify` (what may run, and `verify`),
+//!   `history` (rollback, deprecation);
 //! - [`review`]: approval and rejection recorded in git and in the store;
 //! - [`run`]: an approved tool run in the sandbox and recorded;
 //! - [`sync`]: sharing through a git remote;
@@ -16,14 +21,24 @@
 
 pub mod approval;
 pub mod auto;
+mod checkout;
 pub mod digest;
+#[cfg(test)]
+mod fixture;
+mod history;
 pub mod index;
+mod journal;
 pub mod ledger;
+mod listing;
+mod lock;
 pub mod manifest;
+mod proposals;
+mod reconcile;
 pub mod repo;
 pub mod review;
 pub mod run;
 pub mod sync;
+mod verify;
 pub mod versions;
 
 /// Tunes libgit2 for a registry of many tools, once per process, before its first repository
