@@ -10,6 +10,9 @@
 //! `cargo bench --bench ingest_throughput` (set `TOOLSMITH_BENCH_MB` to change the size;
 //! `TOOLSMITH_BENCH_ONLY=e2e`, `bare` or `latency` runs one part alone, e.g. under a profiler).
 
+// A benchmark may panic on what it sets up itself.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -21,6 +21,9 @@
 //!   whitespace runs become one space (rule DS), then `<*>.<*>` (DV) and `<*><*>` (CV) are folded
 //!   into `<*>` until nothing changes.
 
+// A benchmark may panic on what it sets up itself.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

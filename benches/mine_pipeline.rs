@@ -10,6 +10,9 @@
 //!
 //! `cargo bench --bench mine_pipeline` (`TOOLSMITH_BENCH_SESSIONS=1000,10000` by default).
 
+// A benchmark may panic on what it sets up itself.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;

@@ -16,6 +16,9 @@
 //!
 //! `cargo bench --bench prefixspan`. `TOOLSMITH_BENCH_REPS` changes the repetitions (default 3).
 
+// A benchmark may panic on what it sets up itself.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -15,6 +15,9 @@
 //! `cargo bench --bench registry_scale` (`TOOLSMITH_BENCH_TOOLS`, default 10000;
 //! `TOOLSMITH_BENCH_ROUNDS`, default 15).
 
+// A benchmark may panic on what it sets up itself.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

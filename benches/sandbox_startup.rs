@@ -23,6 +23,9 @@
 //! `cargo bench --bench sandbox_startup` (`TOOLSMITH_BENCH_ROUNDS`, default 200).
 //! `scripts/install-bench-peers.sh` installs bubblewrap.
 
+// A benchmark may panic on what it sets up itself.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[path = "support/mcp.rs"]
 mod mcp;
 

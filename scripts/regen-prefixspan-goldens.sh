@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates tests/golden/prefixspan/: deterministic input sequences (<name>.in) and Python
-# prefixspan's frequent() output for each (<name>.out), which tests/prefixspan_golden.rs compares
+# prefixspan's frequent() output for each (<name>.out), which tests/it/prefixspan_golden.rs compares
 # the unconstrained sequence miner with. CI only reads the committed files.
 #
 # Usage: pip install prefixspan==0.5.2; scripts/regen-prefixspan-goldens.sh

@@ -9,4 +9,4 @@
 set -eu
 cd "$(dirname "$0")/.."
 TOOLSMITH_SOAK_SECS="${1:-3600}" TOOLSMITH_SOAK_RATE="${2:-150}" \
-    exec cargo test --release --test soak -- --nocapture
+    exec cargo test --release --test it -- soak:: --nocapture

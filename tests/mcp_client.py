@@ -1,7 +1,7 @@
 """`toolsmith mcp` driven by the official Python MCP SDK (the `mcp` package pinned in
 tests/requirements-mcp.txt).
 
-Run by tests/mcp.rs, in an isolated environment whose registry holds one approved tool and one
+Run by tests/it/mcp.rs, in an isolated environment whose registry holds one approved tool and one
 proposal awaiting review:
 
     python3 tests/mcp_client.py TOOLSMITH STATE_DIR BUILD_TOOL NEW_TOOL NEW_CANDIDATE

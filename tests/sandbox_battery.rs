@@ -22,7 +22,16 @@
 //!
 //! Every case prints `pass/case | tried | host observed | ok`; the test fails listing every case
 //! that did not hold. Run with `-- --nocapture` to see the table.
+//!
+//! A test binary of its own, apart from `tests/it`: its cases aim at this test process (ptrace,
+//! kill, `/proc/<pid>/environ`), open a terminal whose descriptors every child spawned meanwhile
+//! would inherit, and run fork bombs and floods that must not share the process, or the two
+//! cores, with the rest of the suite.
 
+// Tests may panic on what they set up themselves.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::ffi::CString;

@@ -1,5 +1,5 @@
 //! A `toolsmith mcp` session over pipes, spoken by hand (JSON lines; the client SDKs are tested
-//! in tests/mcp.rs). Shared by the benchmarks (`#[path = "support/mcp.rs"] mod mcp;`).
+//! in tests/it/mcp.rs). Shared by the benchmarks (`#[path = "support/mcp.rs"] mod mcp;`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

@@ -28,6 +28,8 @@ use super::redact::{Found, Keyword, Redactor, classify_name, name_kind, value_is
 /// is not split at all. Whole words of three letters or more: a short prefix (`ch…`, `7z`)
 /// would make the search stop at every other word. (Mostly the words that make a command one of the table's, rather than
 /// its program, so that `git status` costs one search.)
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
 static COMMAND_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
     let words = [
         "configure",
@@ -92,6 +94,8 @@ static COMMAND_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
 
 /// `ALTER USER … PASSWORD '…'`, `CREATE USER … IDENTIFIED BY '…'` (SQL, in a `psql -c`, a
 /// `mysql -e` or a migration file).
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
 static SQL_PASSWORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?i-u:\b(?:password|identified(?:[ \t]+with[ \t]+[a-z_0-9]+)?[ \t]+by)[ \t]*=?[ \t]*)'((?:[^'\\\r\n]|''|\\.)*)'",
@@ -100,6 +104,8 @@ static SQL_PASSWORD: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Literals one of which a command printing a secret contains (see [`output_of_command`]).
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
 static OUTPUT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?i-u:pass|pwd|token|secret|key|cred|auth|netrc|pgpass|printenv|security|vault|kubectl|ssm)|(?-u:\bop (?:read|item|inject)\b)",
@@ -2048,6 +2054,8 @@ pub fn input_file_kind(input: &serde_json::Value) -> OutputKind {
 
 /// `.netrc`: the values after `password` and `account` (whitespace-separated tokens, on one
 /// line or several; a line may carry a `cat -n`-style number).
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
 static NETRC: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?:^|[\s→"'])(?:password|passwd|account)[ \t\r\n]+([^\s"'\\]+)"#)
         .expect("netrc pattern compiles")
@@ -2056,6 +2064,8 @@ static NETRC: LazyLock<Regex> = LazyLock::new(|| {
 /// `.pgpass`: `host:port:database:user:password` (a `\:` escapes a colon), one per line, maybe
 /// after a line number or a patch's `+`; or one such word in a command line (`echo 'h:5432:…'
 /// >> ~/.pgpass`).
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
 static PGPASS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r#"(?m)(?:^[ \t]*(?:[0-9]+(?:→|\t))?\+?|[\s"'])(?:\[[0-9A-Fa-f:.]*\]|(?:[^:\s#"'\\]|\\:)*):(?:[0-9]{1,5}|\*):(?:[^:\s"'\\]|\\:)+:(?:[^:\s"'\\]|\\:)+:((?:[^\r\n"'\\]|\\[:\\])+?)(?:[ \t]*$|["'])"#,

@@ -39,7 +39,7 @@
 //!
 //! [`SequenceMinerConfig::unconstrained`] (no gap limit, no closure, no folding, any length)
 //! yields exactly the patterns and supports of Python `prefixspan`'s
-//! `PrefixSpan(db).frequent(min_support)` (whose `maxlen` is 1000); `tests/prefixspan_golden.rs`
+//! `PrefixSpan(db).frequent(min_support)` (whose `maxlen` is 1000); `tests/it/prefixspan_golden.rs`
 //! checks that against the package's committed outputs.
 //!
 //! # Algorithm

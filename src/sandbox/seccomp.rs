@@ -243,7 +243,9 @@ pub(crate) fn install(programs: &[BpfProgram]) -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
+// Two attributes, not `cfg(all(test, …))`: clippy only sees a plain `cfg(test)` as test code.
+#[cfg(test)]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod tests {
     use super::*;
     use nix::sys::wait::{WaitStatus, waitpid};

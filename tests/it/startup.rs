@@ -8,7 +8,7 @@
 //! Needs `strace` (`.ci/run` installs it) and permission to trace: skipped with a message when
 //! either is missing, except under `CI=true`, where that is a failure.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

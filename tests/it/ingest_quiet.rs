@@ -2,7 +2,7 @@
 //! is skipped and shown by `toolsmith sources`, never blocks reading, reloading or stopping; and
 //! an idle daemon with more sessions than it keeps open does no work.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

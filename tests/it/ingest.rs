@@ -1,7 +1,7 @@
 //! Ingest through the real binaries: one-shot on the corpus, and the daemon tailing files that
 //! grow, rotate, shrink and survive `kill -9` — always ending equal to a one-shot ingest.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! `toolsmith demo`: the whole loop on the shipped demo logs, end to end, as a new user runs it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! the one-shot CLI, mined by `toolsmith mine`, and read back with `toolsmith patterns`; the
 //! daemon mines on request and after enough new actions.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! `toolsmith health`: recorded executions fed into the real store give the documented scores
 //! and statuses, error classes with their severities, and the most frequent errors.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! `toolsmith install --user` and `uninstall --user` on a temporary home: the units and the
 //! default configuration it writes, what it refuses to overwrite, and what it removes.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -5,7 +5,7 @@
 //! with nonsense, with 429s, 500s and not at all — every case ends in a clear candidate state
 //! and the daemon keeps running; a restart resumes interrupted candidates.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! formats: good replies, retries with backoff and `Retry-After`, timeouts, malformed replies,
 //! the circuit breaker, the response cache and the daily token budget.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

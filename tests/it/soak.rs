@@ -5,10 +5,10 @@
 //! registry passes `toolsmith verify`, no candidate stuck, the daemon's memory and open files
 //! flat over the steady phase — and the figures printed.
 //!
-//! `cargo test --test soak` runs it for `TOOLSMITH_SOAK_SECS` (30 by default: the shortened form
-//! `.ci/run` runs); `scripts/soak.sh` runs it at full length (an hour, release build).
+//! `cargo test --test it soak::` runs it for `TOOLSMITH_SOAK_SECS` (30 by default: the shortened
+//! form `.ci/run` runs); `scripts/soak.sh` runs it at full length (an hour, release build).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;

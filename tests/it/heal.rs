@@ -4,7 +4,7 @@
 //! regression cases from the failing runs, and proposed; a bad new version is rolled back by the
 //! health check, or flagged REQUIRES_ATTENTION when the policy says so.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! half-sent connections are closed (subscriptions stay), and the CLI gives up on a daemon that
 //! does not answer, saying so.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, Read};
 use std::time::Duration;

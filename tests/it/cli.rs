@@ -1,6 +1,6 @@
 //! The CLI's own commands (no daemon needed), with snapshots of what users read.
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! The daemon's lifecycle and control socket, tested through the real binaries.
 
-mod common;
+use crate::common;
 
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;

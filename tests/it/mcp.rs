@@ -2,7 +2,7 @@
 //! child process here (both lifecycles: the `initialize` session of 2025-11-25 and the
 //! subscriptions of 2026-07-28), and the official Python SDK in `tests/mcp_client.py`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

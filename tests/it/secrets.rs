@@ -6,7 +6,7 @@
 //! habit became a tool that asks for the token as a parameter instead of replaying the
 //! redaction placeholder.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! approval (by toolsmith and by `git merge`), rejection, tags never moved, rollback (by
 //! toolsmith and by `git revert`), tampering refused, `verify`, and approvals killed half-way.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -936,7 +936,7 @@ fn registries_made_apart_merge_and_an_unrelated_repository_is_refused() {
 #[test]
 fn auto_approval_only_by_an_explicit_policy_rule() {
     let env = TestEnv::new();
-    let default = include_str!("../policies/default.toml");
+    let default = include_str!("../../policies/default.toml");
     let policy = env.path().join("policy.toml");
     std::fs::write(
         &policy,
@@ -1188,7 +1188,7 @@ fn exported_skills(env: &TestEnv) -> Vec<String> {
     names
 }
 
-/// Asserts that `name` is refused everywhere it can be used (but MCP, see tests/mcp.rs), each
+/// Asserts that `name` is refused everywhere it can be used (but MCP, see tests/it/mcp.rs), each
 /// refusal naming the tool and saying what to do; `expect` is in every message.
 fn refused_everywhere(env: &TestEnv, name: &str, expect: &str) {
     let (code, problems) = verify_problems(env);
@@ -1588,7 +1588,7 @@ fn limits_above_the_policy_are_said_not_lowered_silently() {
     let (id, name, _) = request(&env, "Build one package", "build");
     env.cli().args(["approve", &id]).assert().success();
     // A policy lowered since the tool was approved.
-    let default = include_str!("../policies/default.toml");
+    let default = include_str!("../../policies/default.toml");
     let policy = env.path().join("policy.toml");
     assert!(default.contains("\nmemory_mb = 4096\n"));
     std::fs::write(

@@ -1,0 +1,33 @@
+//! The integration tests, one binary with a module per area: linking the crate and its
+//! dependencies (git2, bundled SQLite, rustls, rmcp) once instead of once per file.
+//!
+//! Each module spawns the real binaries with temporary directories (`common`). Run one area with
+//! `cargo test --test it AREA::` (e.g. `cargo test --test it registry::`). The escape battery
+//! (`tests/sandbox_battery.rs`) is a binary of its own: it aims real escapes at its own test
+//! process and runs floods under an outer guard, which other tests must not share.
+
+// Tests may panic on what they set up themselves.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+mod cli;
+mod control_timeouts;
+mod daemon;
+mod demo;
+mod generate;
+mod heal;
+mod health;
+mod ingest;
+mod ingest_quiet;
+mod install;
+mod llm;
+mod mcp;
+mod mine;
+mod prefixspan_golden;
+mod registry;
+mod sandbox;
+mod secrets;
+mod soak;
+mod startup;
+mod systemd_units;
