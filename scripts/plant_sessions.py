@@ -2,7 +2,7 @@
 """Writes planted Claude Code sessions, and the manifest of the habits planted in them, for
 measuring how faithfully toolsmith turns habits into tools (issue 20).
 
-    scripts/plant_sessions.py OUT_DIR [--sessions N] [--seed S]
+    scripts/plant_sessions.py OUT_DIR [--sessions N (20)] [--seed S (20)]
 
 OUT_DIR gets `-home-dev-<project>/<sessionId>.jsonl` transcripts in the format Claude Code 2.x
 writes (`~/.claude/projects/<dir>/<session>.jsonl`: `assistant` records with `tool_use` blocks,
@@ -331,7 +331,7 @@ def session_steps(rng, habits_in_order, occurrences, sid, subagent_for=None):
             steps.append(task)
             subagent_for = None
         else:
-            if rng.chance(0.45):
+            if rng.chance(0.6):
                 steps.append(stray(rng))
             steps.extend(occ_steps)
             if rng.chance(0.25):
@@ -484,8 +484,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", help="directory to write into (created; must hold no .jsonl yet)")
-    ap.add_argument("--sessions", type=int, default=12,
-                    help="main sessions (default 12; at least 4)")
+    ap.add_argument("--sessions", type=int, default=20,
+                    help="main sessions (default 20; at least 4)")
     ap.add_argument("--seed", type=int, default=20, help="random seed (default 20)")
     args = ap.parse_args(argv)
     if args.sessions < 4:
