@@ -18,6 +18,7 @@
 
 use serde_json::json;
 
+use super::logged::Recorded;
 use super::spec::{
     Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec, shell_quote,
 };
@@ -457,6 +458,8 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
                 replay: e.replay.clone().filter(|r| {
                     !r.stdin.contains(PLACEHOLDER_START) && !r.stdout.contains(PLACEHOLDER_START)
                 }),
+                logged: Vec::new(),
+                failure_output: None,
             }
         })
         .collect();
@@ -599,7 +602,10 @@ impl ToolSpec {
         {
             first.insert_str(0, "on-failure:");
         }
-        spec.trigger = error_template.map(|error_template| TriggerSpec { error_template });
+        spec.trigger = error_template.map(|error_template| TriggerSpec {
+            error_template,
+            captures: Default::default(),
+        });
         Ok(spec)
     }
 
@@ -721,6 +727,20 @@ impl ToolSpec {
                 description,
             );
             spec.keys = keys;
+            // The examples are what was run: each occurrence's range names its examples.
+            let recorded: Vec<Vec<Recorded>> = spec
+                .occurrences
+                .iter()
+                .map(|o| {
+                    (o.evidence.first_seq..=o.evidence.last_seq)
+                        .filter_map(|seq| {
+                            let line = examples.get(usize::try_from(seq).ok()?.checked_sub(1)?)?;
+                            Some(Recorded::example(seq, line))
+                        })
+                        .collect()
+                })
+                .collect();
+            super::logged::attach(&mut spec, &recorded);
             spec
         };
         spec.request = Some(text);

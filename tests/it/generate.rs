@@ -1083,6 +1083,8 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
     use toolsmith::generate::spec::{
         Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec,
     };
+    use toolsmith::generate::logged::Recorded;
+    use toolsmith::mine::shell::Dialect;
     use toolsmith::registry::manifest::{Evidence, Language, Origin, OutputKind};
     let lit = |s: &str| vec![Piece::Literal(s.into())];
     let param = |s: &str| vec![Piece::Param(s.into())];
@@ -1150,12 +1152,35 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
         });
         spec.trigger = Some(TriggerSpec {
             error_template: "error: <*> is out of date (run 'make deps')".into(),
+            captures: BTreeMap::new(),
         });
     }
-    for (session, path, count) in [
-        ("s1", "src/a.rs src/it's b.rs", "3"),
-        ("s2", "README.md", "10"),
+    // What the log recorded for each occurrence, read as the pipeline reads the store.
+    let mut recorded = Vec::new();
+    for (session, path, count, logged_path) in [
+        ("s1", "src/a.rs src/it's b.rs", "3", r#"src/a.rs "src/it's" b.rs"#),
+        ("s2", "README.md", "10", "README.md"),
     ] {
+        let line = |seq: u64, line: String, output: &str| Recorded {
+            seq,
+            line: Some(line),
+            dialect: Dialect::Posix,
+            output: Some(output.to_owned()),
+        };
+        let mut actions = Vec::new();
+        if recovery {
+            actions.push(line(
+                1,
+                format!("make check {logged_path}"),
+                "error: src/a.rs is out of date (run 'make deps')\n",
+            ));
+        }
+        actions.extend([
+            line(2, format!("git add -- {logged_path}"), ""),
+            line(3, "git rev-parse HEAD".into(), "9fceb02\n"),
+            line(4, format!("git log -n{count} 9fceb02"), "commit 9fceb02"),
+        ]);
+        recorded.push(actions);
         let params: BTreeMap<String, String> = [
             ("path".to_owned(), path.to_owned()),
             ("count".to_owned(), count.to_owned()),
@@ -1172,8 +1197,11 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
             params,
             commands,
             replay: None,
+            logged: Vec::new(),
+            failure_output: None,
         });
     }
+    toolsmith::generate::logged::attach(&mut spec, &recorded);
     spec
 }
 
