@@ -362,6 +362,12 @@ pub fn choose_captures(spec: &mut ToolSpec) {
     }
 }
 
+/// The template miner's wildcard.
+const WILDCARD: &str = "<*>";
+
+/// A whole word's value, without the quotes around it, if any.
+const QUOTED_VALUE: &str = "['\"`]?([^[:space:]'\"`]+)['\"`]?";
+
 /// Characters escaped in a template's fixed text to make it an extended regular expression.
 const ERE_SPECIAL: &str = r"\.^$|?*+()[]{}";
 
@@ -376,7 +382,11 @@ pub fn capture_regex(template: &str, k: usize) -> String {
         let pieces: Vec<&str> = token.split("<*>").collect();
         for (i, fixed) in pieces.iter().enumerate() {
             if i > 0 {
-                if hole == k {
+                if hole == k && token == WILDCARD {
+                    // A whole word: a value the template miner took with its quotes
+                    // (`'left-pad'`, `'chalk'` → `<*>`) is the text inside them.
+                    part.push_str(QUOTED_VALUE);
+                } else if hole == k {
                     let stop = pieces[i]
                         .chars()
                         .next()
@@ -643,8 +653,18 @@ mod tests {
             r"Cannot[[:space:]]+find[[:space:]]+module[[:space:]]+'([^[:space:]']+)'[[:space:]]+\(.*\)"
         );
         assert_eq!(
-            capture_regex("No module named <*>", 0),
-            r"No[[:space:]]+module[[:space:]]+named[[:space:]]+([^[:space:]]+)"
+            capture_regex("No module named x<*>", 0),
+            r"No[[:space:]]+module[[:space:]]+named[[:space:]]+x([^[:space:]]+)"
         );
+        // A whole word's value is read inside its quotes, if it has any.
+        let re = regex::Regex::new(&capture_regex("Cannot find module <*> from <*>", 0))
+            .expect("regex");
+        for (line, value) in [
+            ("Cannot find module 'left-pad' from 'src/app.js'", "left-pad"),
+            ("  Cannot find module \"@scope/x\" from x", "@scope/x"),
+            ("Cannot find module chalk from x", "chalk"),
+        ] {
+            assert_eq!(&re.captures(line).expect(line)[1], value);
+        }
     }
 }
