@@ -16,6 +16,7 @@ pub mod host;
 pub mod ingest;
 pub mod invoke;
 pub mod logging;
+pub mod quote;
 pub mod mcp;
 pub mod mine;
 pub mod registry;

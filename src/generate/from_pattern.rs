@@ -19,9 +19,10 @@
 use serde_json::json;
 
 use super::spec::{
-    Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec, shell_quote,
+    Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec,
 };
 use crate::ingest::action::{Action, Source};
+use crate::quote::shell_quote;
 use crate::ingest::redact::{PLACEHOLDER_START, placeholder_kinds, replace_placeholders};
 use crate::mine::params::{AlignInput, align, piped_flags};
 use crate::mine::pattern::{self, Pattern, PatternKind};

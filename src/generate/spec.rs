@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::quote::shell_quote;
 use crate::registry::manifest::{
     self, Evidence, Interface, Language, Limits, Manifest, Origin, OutputKind, Provenance, Runtime,
     SandboxProfile, WorkspaceAccess,
@@ -176,27 +177,6 @@ impl StepSpec {
             [Piece::Literal(p)] => Some(p.rsplit('/').next().unwrap_or(p)),
             _ => None,
         }
-    }
-}
-
-/// Quotes a word the way the generated tools print commands in a dry run: as is when it holds
-/// only safe characters, else in single quotes.
-///
-/// ```
-/// use toolsmith::generate::spec::shell_quote;
-/// assert_eq!(shell_quote("src/main.rs"), "src/main.rs");
-/// assert_eq!(shell_quote("fix the tests"), "'fix the tests'");
-/// assert_eq!(shell_quote("it's"), r"'it'\''s'");
-/// ```
-pub fn shell_quote(word: &str) -> String {
-    let safe = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_./:=@%+,~-".contains(&b));
-    if safe {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
 

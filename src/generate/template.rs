@@ -17,7 +17,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::spec::{Occurrence, ParamKind, Piece, StepSpec, ToolSpec, shell_quote};
+use super::spec::{Occurrence, ParamKind, Piece, StepSpec, ToolSpec};
+use crate::quote::shell_quote;
 use crate::invoke;
 use crate::registry::manifest::{Language, Origin};
 use crate::validate::cases::{Case, Cases, Expect};

@@ -5,7 +5,7 @@
 //! The tool follows the calling convention of [`crate::invoke`] exactly as `template/sh@1`
 //! does: `--name VALUE` options (an array repeats its option), `--help`, exit code 2 with a
 //! message on a missing, bad or unknown parameter, and `TOOLSMITH_DRY_RUN=1` printing each
-//! command, quoted as [`super::spec::shell_quote`] quotes, instead of running it. Commands run
+//! command, quoted as [`crate::quote::shell_quote`] quotes, instead of running it. Commands run
 //! with argument lists (`subprocess`, never a shell; piped steps joined by real pipes), so no value is re-read as code. The
 //! spec is embedded as data (JSON literals, which are Python literals too), never spliced
 //! into code. Its tests are the ones [`super::template::derived_cases`] derives.

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::pattern::{Evidence, Internal, Param, Piece, Replay, Step};
 use super::token::{SlotKind, SlotValue, Token, TokenKind};
-use crate::generate::spec::shell_quote;
+use crate::quote::shell_quote;
 use crate::ingest::redact::PLACEHOLDER_START;
 
 /// One occurrence of a pattern, as the aligner needs it.

@@ -261,7 +261,7 @@ pub fn command_line(name: &str, params: &Map<String, Value>) -> String {
                 other => other.to_string(),
             };
             words.push("--param".into());
-            words.push(crate::generate::spec::shell_quote(&format!("{key}={text}")));
+            words.push(crate::quote::shell_quote(&format!("{key}={text}")));
         }
     }
     words.join(" ")
