@@ -203,7 +203,7 @@ pub(super) fn tools(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(),
             deprecated: bool,
             problem: Option<&'a str>,
             params: Option<&'a serde_json::value::RawValue>,
-            output: Option<crate::registry::manifest::OutputKind>,
+            output: Option<crate::package::manifest::OutputKind>,
         }
         let list: Vec<Listed<'_>> = tools
             .iter()

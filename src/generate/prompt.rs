@@ -12,7 +12,7 @@ use super::contract;
 use super::llm::Message;
 use super::spec::{ParamKind, ToolSpec};
 use crate::invoke;
-use crate::registry::manifest::{Language, Origin, OutputKind};
+use crate::package::manifest::{Language, Origin, OutputKind};
 
 /// The files a model must answer with for a tool in `language`.
 pub fn reply_files(language: Language) -> [&'static str; 3] {

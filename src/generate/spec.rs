@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::quote::shell_quote;
-use crate::registry::manifest::{
-    self, Evidence, Interface, Language, Limits, Manifest, Origin, OutputKind, Provenance, Runtime,
-    SandboxProfile, WorkspaceAccess,
+use crate::package::manifest::{
+    self, Evidence, Interface, Language, Manifest, Origin, OutputKind, Provenance, Runtime,
 };
+use crate::quote::shell_quote;
+use crate::sandbox::{Limits, SandboxProfile, WorkspaceAccess};
 
 /// The kind of value a parameter holds (what a mined slot looked like).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

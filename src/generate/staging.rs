@@ -340,9 +340,9 @@ impl Staging {
     pub fn write_manifest(
         &self,
         n: u32,
-        manifest: &crate::registry::manifest::Manifest,
+        manifest: &crate::package::manifest::Manifest,
     ) -> Result<(), StagingError> {
-        let path = self.tool_dir(n).join(crate::registry::manifest::FILE_NAME);
+        let path = self.tool_dir(n).join(crate::package::manifest::FILE_NAME);
         replace(&path, &manifest.to_yaml())
     }
 

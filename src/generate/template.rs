@@ -18,9 +18,9 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use super::spec::{Occurrence, ParamKind, Piece, StepSpec, ToolSpec};
-use crate::quote::shell_quote;
 use crate::invoke;
-use crate::registry::manifest::{Language, Origin};
+use crate::package::manifest::{Language, Origin};
+use crate::quote::shell_quote;
 use crate::validate::cases::{Case, Cases, Expect};
 
 /// The generator's name, recorded in provenance.
@@ -747,7 +747,7 @@ pub fn generate(
         derived_cases(spec).to_json(),
     );
     files.insert(
-        crate::registry::manifest::FILE_NAME.to_owned(),
+        crate::package::manifest::FILE_NAME.to_owned(),
         manifest.to_yaml(),
     );
     files.insert("README.md".to_owned(), readme(spec));
@@ -759,7 +759,7 @@ pub fn generate(
 pub(crate) mod tests_support {
     use super::*;
     use crate::generate::spec::{Occurrence, ParamSpec};
-    use crate::registry::manifest::{Evidence, OutputKind};
+    use crate::package::manifest::{Evidence, OutputKind};
 
     fn lit(s: &str) -> Vec<Piece> {
         vec![Piece::Literal(s.into())]
@@ -868,7 +868,7 @@ mod tests {
     use super::tests_support::sequence_spec;
     use super::*;
     use crate::generate::spec::TriggerSpec;
-    use crate::registry::manifest::Manifest;
+    use crate::package::manifest::Manifest;
 
     fn lit(s: &str) -> Vec<Piece> {
         vec![Piece::Literal(s.into())]

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::spec::{ParamKind, Piece, StepSpec, ToolSpec};
 use super::template::{TemplateError, is_snake_case};
 use crate::invoke;
-use crate::registry::manifest::Language;
+use crate::package::manifest::Language;
 
 /// The generator's name, recorded in provenance.
 pub const GENERATOR: &str = "template/py@1";

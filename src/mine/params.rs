@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::pattern::{Evidence, Internal, Param, Piece, Replay, Step};
 use super::token::{SlotKind, SlotValue, Token, TokenKind};
-use crate::quote::shell_quote;
 use crate::ingest::redact::PLACEHOLDER_START;
+use crate::quote::shell_quote;
 
 /// One occurrence of a pattern, as the aligner needs it.
 #[derive(Debug, Clone)]

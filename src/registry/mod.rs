@@ -1,10 +1,8 @@
-//! The registry: approved tools in a git repository, and the manifest format they are
-//! described by.
+//! The registry: approved tools in a git repository (their package format is
+//! [`crate::package`]).
 //!
 //! - [`approval`]: the binding of `main` to what was approved (each version's annotated tag);
 //! - [`auto`]: auto-approval, only by explicit policy rules;
-//! - [`manifest`]: `tools/<name>/tool.yaml`, read as untrusted input;
-//! - [`digest`]: the digest of a tool version's profile and files;
 //! - [`ledger`]: the tags and proposals toolsmith made or received;
 //! - [`repo`]: the git repository — proposals, approval, rejection, rollback, deprecation,
 //!   verification, and what a crash or plain git left behind;
@@ -16,10 +14,8 @@
 
 pub mod approval;
 pub mod auto;
-pub mod digest;
 pub mod index;
 pub mod ledger;
-pub mod manifest;
 pub mod repo;
 pub mod review;
 pub mod run;

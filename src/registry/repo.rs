@@ -33,8 +33,8 @@ use serde::Serialize;
 
 use super::index::{self, Row};
 use super::ledger::{Kind, Known};
-use super::manifest::{self, Manifest};
 use super::versions::{self, Bump};
+use crate::package::manifest::{self, Manifest};
 
 /// The format of registry this build reads and writes (`registry.toml`'s `format`).
 pub const FORMAT: i64 = 1;
@@ -1886,8 +1886,8 @@ impl Registry {
                 other => other.to_string(),
             })?;
             // `check` accepted the recorded digest's form, so there is one to compare with.
-            let found =
-                super::digest::recompute(&validation.digest, &files, &m).unwrap_or_default();
+            let found = crate::package::digest::recompute(&validation.digest, &files, &m)
+                .unwrap_or_default();
             if found != validation.digest {
                 return Err(format!(
                     "its files do not match the digest it was validated with ({} recorded, \

@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::manifest::{Manifest, WorkspaceAccess};
 use super::repo::{Registry, RegistryError};
 use crate::health::classify::classify;
 use crate::health::executions::{self, Caller, Execution};
 use crate::invoke::{self, ParamError};
+use crate::package::manifest::Manifest;
+use crate::sandbox::WorkspaceAccess;
 use crate::sandbox::{
     self, Exit, OwnPlaces, Profile, RunReport, SandboxError, SandboxPolicy, SandboxSpec,
 };

@@ -31,8 +31,8 @@ use nix::unistd::{chdir, pivot_root};
 use serde::{Deserialize, Serialize};
 
 use super::landlock::{Access, Rule};
+use super::profile::WorkspaceAccess;
 use super::protocol::{Failure, Step};
-use crate::registry::manifest::WorkspaceAccess;
 
 /// The work directory, `HOME`.
 pub(crate) const WORK: &str = "/work";

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::landlock::Rule;
 use super::limits::CgroupBounds;
 use super::mounts::MountPlan;
+use super::profile::Limits;
 use super::{Enforcement, Exit};
-use crate::registry::manifest::Limits;
 
 /// Largest request the helper reads: a request is a few KiB; more is not one.
 pub(crate) const MAX_SPEC_BYTES: u64 = 4 << 20;

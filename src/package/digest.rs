@@ -71,7 +71,7 @@ fn hex(hash: Sha256) -> String {
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use toolsmith::registry::digest::digest;
+/// use toolsmith::package::digest::digest;
 /// let mut files = BTreeMap::new();
 /// files.insert("run.sh".to_owned(), "echo hi\n".to_owned());
 /// let d = digest(&files);
@@ -135,8 +135,8 @@ fn canonical(value: &Value, out: &mut String) {
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use toolsmith::registry::digest::{digest_v2, V2};
-/// use toolsmith::registry::manifest::{Manifest, WorkspaceAccess};
+/// use toolsmith::package::digest::{digest_v2, V2};
+/// use toolsmith::package::manifest::{Manifest, WorkspaceAccess};
 /// let yaml = "apiVersion: toolsmith/v1\nname: say-hi\nversion: 1.0.0\n\
 ///             description: Say hi.\ninterface: {params: {type: object}, output: text}\n\
 ///             runtime: {language: sh, entrypoint: run.sh}\n\
@@ -177,8 +177,9 @@ pub fn recompute(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::manifest::tests_support::manifest;
-    use crate::registry::manifest::{Language, OutputKind, WorkspaceAccess};
+    use crate::package::manifest::tests_support::manifest;
+    use crate::package::manifest::{Language, OutputKind};
+    use crate::sandbox::WorkspaceAccess;
 
     fn files(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
