@@ -44,7 +44,7 @@ use super::llm::gateway::Gateway;
 use super::llm::{LlmClient, LlmSettings, Provider, find_api_key};
 use super::prompt::{self, SimilarTool};
 use super::spec::ToolSpec;
-use super::staging::{CheckReport, Diagnostics, Staging, StagingError};
+use super::staging::{Staging, StagingError};
 use super::template;
 use crate::config::{Config, GenerateSettings, LlmConfig};
 use crate::events::EventBus;
@@ -57,6 +57,7 @@ use crate::package::manifest::{self, Manifest, Origin};
 use crate::registry::auto::AutoApproval;
 use crate::registry::repo::{Landed, Proposal, Registry, RegistryError, Review};
 use crate::store::{Store, StoreError};
+use crate::validate::report::{CheckReport, Diagnostics};
 use crate::validate::run::{Outcome, Validator, ValidatorError};
 
 /// The credential file read from `$CREDENTIALS_DIRECTORY` for the model's API key.

@@ -1,5 +1,5 @@
 //! The sandbox profile a tool asks for: its access to the workspace and its resource limits.
-//! The sandbox owns these types; the tool package's manifest (`crate::package::manifest`)
+//! The sandbox owns these types; the tool package's manifest (`package/manifest.rs`)
 //! carries them, and the policy bounds them at run time.
 
 use std::fmt;

@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::generate::staging::{CheckReport, Diagnostics};
+use super::report::{CheckReport, Diagnostics};
 use crate::package::digest::digest_v2;
 use crate::package::manifest::{self, Language, Manifest, OutputKind, TestCounts};
 use crate::sandbox::Limits;
