@@ -22,6 +22,10 @@ pub const SOCKET_FILE_NAME: &str = "control.sock";
 /// The directory inside the state directory where validation makes its scratch workspaces.
 pub const SCRATCH_DIR: &str = "scratch";
 
+/// Where runs are logged as native JSONL actions, under the state directory; ingest reads it
+/// like any agent's log, so the miner sees the tools in use among the commands still typed.
+pub const RUNS_DIR: &str = "runs";
+
 /// A configuration that could not be found, read or accepted.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {

@@ -21,6 +21,7 @@ pub mod mine;
 pub mod package;
 pub mod quote;
 pub mod registry;
+pub mod run;
 pub mod sandbox;
 pub mod schedule;
 pub mod store;

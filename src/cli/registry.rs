@@ -11,11 +11,11 @@ use super::output::{self, Style};
 use super::{Cli, Failure, load_config};
 use crate::config::Config;
 use crate::exit::ExitCode;
+use crate::generate::review::{self, ReviewError};
 use crate::health::executions::Caller;
 use crate::invoke;
 use crate::registry::repo::{Registry, RegistryError};
-use crate::registry::review::{self, ReviewError};
-use crate::registry::run::{RunError, RunRecorder, RunRequest, run_recorded};
+use crate::run::{RunError, RunRecorder, RunRequest, run_recorded};
 use crate::sandbox::SandboxPolicy;
 use crate::store;
 

@@ -13,9 +13,9 @@ use crate::control::RpcError;
 use crate::control::protocol;
 use crate::control::server::{Limits, Methods, Stats};
 use crate::events::EventBus;
+use crate::generate::review;
 use crate::logging::Logging;
 use crate::registry::repo::Registry;
-use crate::registry::review;
 use crate::store::{self, DaemonRun, Store};
 
 /// What the API is built from.

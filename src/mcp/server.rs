@@ -41,7 +41,7 @@ use super::transport::LineTransport;
 use crate::health::executions::{Caller, Execution};
 use crate::package::manifest::{Manifest, OutputKind};
 use crate::registry::repo::{Registry, RegistryError, ToolEntry};
-use crate::registry::run::{self, PreparedRun, RunError, RunRecorder, RunRequest, ToolRun};
+use crate::run::{self, PreparedRun, RunError, RunRecorder, RunRequest, ToolRun};
 use crate::sandbox::WorkspaceAccess;
 use crate::sandbox::{Exit, LimitHit, OwnPlaces, SandboxPolicy};
 use crate::store;

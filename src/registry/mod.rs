@@ -6,8 +6,6 @@
 //! - [`ledger`]: the tags and proposals toolsmith made or received;
 //! - [`repo`]: the git repository — proposals, approval, rejection, rollback, deprecation,
 //!   verification, and what a crash or plain git left behind;
-//! - [`review`]: approval and rejection recorded in git and in the store;
-//! - [`run`]: an approved tool run in the sandbox and recorded;
 //! - [`sync`]: sharing through a git remote;
 //! - [`versions`]: semantic versions from the interface diff;
 //! - [`index`]: `TOOLS.md`, rewritten with every change.
@@ -17,8 +15,6 @@ pub mod auto;
 pub mod index;
 pub mod ledger;
 pub mod repo;
-pub mod review;
-pub mod run;
 pub mod sync;
 pub mod versions;
 
