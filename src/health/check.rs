@@ -319,7 +319,7 @@ pub async fn check_at(
                         json!({"name": name, "version": version, "score": h.score,
                                "status": h.status.as_str()}),
                     );
-                    match generator.heal(name, false).await {
+                    match super::repair::heal(generator, policy, name, false).await {
                         Ok(c) => report
                             .repairs
                             .push(format!("{name}: {} ({})", c.id, c.state)),
