@@ -98,9 +98,10 @@ impl DaemonApi {
     pub(super) async fn reload(&self) -> Result<Value, RpcError> {
         let _serial = self.reload_lock.lock().await;
         let request = self.request.clone();
-        let loaded = tokio::task::spawn_blocking(move || request.load())
-            .await
-            .map_err(|e| RpcError::new(protocol::INTERNAL_ERROR, e.to_string()))?;
+        let loaded =
+            tokio::task::spawn_blocking(move || request.load(&crate::daemon::checks::STAGES))
+                .await
+                .map_err(|e| RpcError::new(protocol::INTERNAL_ERROR, e.to_string()))?;
         let new = match loaded {
             Ok(config) => config,
             Err(err) => {
