@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::spec::{Occurrence, ParamKind, Piece, StepSpec, ToolSpec};
+use super::spec::{Occurrence, ParamKind, Piece, StepSpec, TemplateError, ToolSpec, is_snake_case};
 use crate::invoke;
 use crate::package::manifest::{Language, Origin};
 use crate::quote::shell_quote;
@@ -48,16 +48,6 @@ pub const MAX_OCCURRENCE_CASES: usize = 12;
 
 /// The characters a dry run prints without quotes (as [`shell_quote`]).
 const SAFE: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,~-";
-
-/// Why a spec cannot be written as a template tool.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the template generator cannot write `{tool}`: {why}")]
-pub struct TemplateError {
-    /// The tool.
-    pub tool: String,
-    /// Why.
-    pub why: String,
-}
 
 /// Text from a log or a request as one line of plain text: control characters (a newline could
 /// end a comment or the usage here-document and start code) become spaces.
@@ -852,15 +842,6 @@ pub(crate) mod tests_support {
             regression_cases: Vec::new(),
         }
     }
-}
-
-/// Whether a parameter name is snake_case ASCII starting with a letter: names become option names
-/// and variables in generated code, so nothing else may reach it.
-pub(crate) fn is_snake_case(name: &str) -> bool {
-    name.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
 #[cfg(test)]

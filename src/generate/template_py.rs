@@ -8,14 +8,13 @@
 //! command, quoted as [`crate::quote::shell_quote`] quotes, instead of running it. Commands run
 //! with argument lists (`subprocess`, never a shell; piped steps joined by real pipes), so no value is re-read as code. The
 //! spec is embedded as data (JSON literals, which are Python literals too), never spliced
-//! into code. Its tests are the ones [`super::template::derived_cases`] derives.
+//! into code. Its tests are the ones `template::derived_cases` derives.
 
 use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::spec::{ParamKind, Piece, StepSpec, ToolSpec};
-use super::template::{TemplateError, is_snake_case};
+use super::spec::{ParamKind, Piece, StepSpec, TemplateError, ToolSpec, is_snake_case};
 use crate::invoke;
 use crate::package::manifest::Language;
 

@@ -14,8 +14,7 @@ use super::score::{HealthPolicy, Status};
 use crate::config::Config;
 use crate::generate::candidates::{self, Candidate, State};
 use crate::generate::pipeline::{self, GenerateError, Generator, HealFuture, Healer};
-use crate::generate::prompt;
-use crate::generate::spec::ToolSpec;
+use crate::generate::spec::{HealContext, ToolSpec};
 use crate::generate::staging::Staging;
 use crate::package::manifest::Origin;
 use crate::registry::repo::{Registry, RegistryError};
@@ -185,7 +184,7 @@ pub async fn heal(
     spec.origin = Origin::Heal;
     spec.pattern = None;
     spec.regression_cases = gathered.cases.clone();
-    spec.heal = Some(prompt::HealContext {
+    spec.heal = Some(HealContext {
         code,
         failures: health
             .top_errors
