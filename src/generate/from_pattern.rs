@@ -19,8 +19,8 @@
 use serde_json::json;
 
 use super::spec::{Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec};
-use crate::ingest::action::{Action, Source};
-use crate::ingest::redact::{PLACEHOLDER_START, placeholder_kinds, replace_placeholders};
+use crate::action::placeholder::{PLACEHOLDER_START, placeholder_kinds, replace_placeholders};
+use crate::action::{Action, Source};
 use crate::mine::params::{AlignInput, align, piped_flags};
 use crate::mine::pattern::{self, Pattern, PatternKind};
 use crate::mine::token::tokens_of;

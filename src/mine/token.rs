@@ -74,8 +74,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::ingest::action::{Action, Source};
-use crate::ingest::redact::PLACEHOLDER_START;
+use crate::action::placeholder::PLACEHOLDER_START;
+use crate::action::{Action, Source};
 use crate::mine::shell::{self, Dialect, RedirOp, SimpleCommand, Word};
 
 /// The type of a slot value.
@@ -242,7 +242,7 @@ static DEFAULT: LazyLock<Tokenizer> = LazyLock::new(Tokenizer::default);
 ///
 /// ```
 /// use serde_json::json;
-/// use toolsmith::ingest::action::{Action, Source};
+/// use toolsmith::action::{Action, Source};
 /// use toolsmith::mine::token::tokens_of;
 /// let action = Action {
 ///     session: "s".into(), seq: 1, ts: None, source: Source::ClaudeCode,
@@ -799,7 +799,7 @@ pub fn classify(word: &str) -> SlotKind {
     // A secret redacted at ingest is not a glob for its brackets: the word is classified as if
     // a plain value stood in the placeholder's place.
     if word.contains(PLACEHOLDER_START)
-        && let Some(plain) = crate::ingest::redact::replace_placeholders(word, |_| "x".into())
+        && let Some(plain) = crate::action::placeholder::replace_placeholders(word, |_| "x".into())
     {
         return classify(&plain);
     }
