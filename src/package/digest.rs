@@ -136,7 +136,8 @@ fn canonical(value: &Value, out: &mut String) {
 /// ```
 /// use std::collections::BTreeMap;
 /// use toolsmith::package::digest::{digest_v2, V2};
-/// use toolsmith::package::manifest::{Manifest, WorkspaceAccess};
+/// use toolsmith::package::manifest::Manifest;
+/// use toolsmith::sandbox::WorkspaceAccess;
 /// let yaml = "apiVersion: toolsmith/v1\nname: say-hi\nversion: 1.0.0\n\
 ///             description: Say hi.\ninterface: {params: {type: object}, output: text}\n\
 ///             runtime: {language: sh, entrypoint: run.sh}\n\
