@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::spec::{Piece, StepSpec, ToolSpec};
-use crate::ingest::action::Source;
+use crate::action::Source;
 use crate::ingest::store::StoredAction;
 use crate::mine::shell::{self, Dialect, SimpleCommand, Word};
 
@@ -234,7 +234,10 @@ pub fn logged_occurrence(
     let mut commands: Vec<Vec<String>> = Vec::new();
     let mut owner: Vec<usize> = Vec::new();
     for (a, action) in actions.iter().enumerate() {
-        let Some(parsed) = action.line.as_deref().and_then(|l| commands_of(l, action.dialect))
+        let Some(parsed) = action
+            .line
+            .as_deref()
+            .and_then(|l| commands_of(l, action.dialect))
         else {
             continue;
         };
@@ -415,7 +418,7 @@ pub fn capture_regex(template: &str, k: usize) -> String {
 mod tests {
     use super::*;
     use crate::generate::spec::{Occurrence, ParamKind, ParamSpec, TriggerSpec};
-    use crate::registry::manifest::{Evidence, Language, Origin, OutputKind};
+    use crate::package::manifest::{Evidence, Language, Origin, OutputKind};
 
     fn lit(s: &str) -> Vec<Piece> {
         vec![Piece::Literal(s.into())]
@@ -534,7 +537,8 @@ mod tests {
             &["m"],
         );
         let params = occurrence(&[("m", "Fix it\n\nfor good")]).params;
-        let line = "git add src/a.rs && git commit -m \"$(cat <<'EOF'\nFix it\n\nfor good\nEOF\n)\"";
+        let line =
+            "git add src/a.rs && git commit -m \"$(cat <<'EOF'\nFix it\n\nfor good\nEOF\n)\"";
         let logged = logged_occurrence(&s, &params, &[recorded(5, line, "")]).expect("logged");
         assert_eq!(
             logged.commands,
@@ -657,10 +661,13 @@ mod tests {
             r"No[[:space:]]+module[[:space:]]+named[[:space:]]+x([^[:space:]]+)"
         );
         // A whole word's value is read inside its quotes, if it has any.
-        let re = regex::Regex::new(&capture_regex("Cannot find module <*> from <*>", 0))
-            .expect("regex");
+        let re =
+            regex::Regex::new(&capture_regex("Cannot find module <*> from <*>", 0)).expect("regex");
         for (line, value) in [
-            ("Cannot find module 'left-pad' from 'src/app.js'", "left-pad"),
+            (
+                "Cannot find module 'left-pad' from 'src/app.js'",
+                "left-pad",
+            ),
             ("  Cannot find module \"@scope/x\" from x", "@scope/x"),
             ("Cannot find module chalk from x", "chalk"),
         ] {

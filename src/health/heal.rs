@@ -25,7 +25,7 @@ use super::score::{HealthPolicy, Status};
 use crate::generate::logged;
 use crate::generate::spec::{Occurrence, Piece, StepSpec, ToolSpec};
 use crate::mine::shell;
-use crate::registry::manifest::Evidence;
+use crate::package::manifest::Evidence;
 use crate::store::StoreError;
 use crate::validate::cases::{Case, Expect};
 

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::invoke;
-use crate::registry::manifest::Manifest;
+use crate::package::manifest::Manifest;
 
 /// Path of the cases inside a tool's directory.
 pub const CASES_FILE: &str = "tests/cases.json";
@@ -443,11 +443,7 @@ provenance: { origin: request, generator: human, created: 2026-11-22T10:00:00Z }
         assert!(!r.passed);
         assert!(r.problems[0].contains("stdout differs"), "{:?}", r.problems);
         // A dry run's commands are compared word for word: the first difference is named.
-        let r = check(
-            &cases[0],
-            &m,
-            &observed(0, "cargo -p build core\n", ""),
-        );
+        let r = check(&cases[0], &m, &observed(0, "cargo -p build core\n", ""));
         assert!(
             r.problems[0].contains(
                 "command 1 word 2: expected `build`, got `-p` — expected `cargo build -p core`, \
@@ -502,7 +498,12 @@ provenance: { origin: request, generator: human, created: 2026-11-22T10:00:00Z }
         assert_eq!(
             dry_run_commands("git commit -m 'it'\\''s\ndone'\nnpm test\n"),
             Some(vec![
-                vec!["git".to_owned(), "commit".into(), "-m".into(), "it's\ndone".into()],
+                vec![
+                    "git".to_owned(),
+                    "commit".into(),
+                    "-m".into(),
+                    "it's\ndone".into()
+                ],
                 vec!["npm".to_owned(), "test".into()],
             ])
         );

@@ -1080,12 +1080,12 @@ fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
 /// step to the next, a number, and (for `recovery`) a failing command to recover from.
 fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
     use std::collections::BTreeMap;
+    use toolsmith::generate::logged::Recorded;
     use toolsmith::generate::spec::{
         Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec,
     };
-    use toolsmith::generate::logged::Recorded;
     use toolsmith::mine::shell::Dialect;
-    use toolsmith::registry::manifest::{Evidence, Language, Origin, OutputKind};
+    use toolsmith::package::manifest::{Evidence, Language, Origin, OutputKind};
     let lit = |s: &str| vec![Piece::Literal(s.into())];
     let param = |s: &str| vec![Piece::Param(s.into())];
     let p = |name: &str, kind, variadic| ParamSpec {
@@ -1158,7 +1158,12 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
     // What the log recorded for each occurrence, read as the pipeline reads the store.
     let mut recorded = Vec::new();
     for (session, path, count, logged_path) in [
-        ("s1", "src/a.rs src/it's b.rs", "3", r#"src/a.rs "src/it's" b.rs"#),
+        (
+            "s1",
+            "src/a.rs src/it's b.rs",
+            "3",
+            r#"src/a.rs "src/it's" b.rs"#,
+        ),
         ("s2", "README.md", "10", "README.md"),
     ] {
         let line = |seq: u64, line: String, output: &str| Recorded {
@@ -1237,7 +1242,7 @@ fn template_variants_pass_their_own_tests_in_the_sandbox() {
 #[test]
 fn pure_text_transformations_become_python_tools_that_pass_in_the_sandbox() {
     use toolsmith::generate::spec::ToolSpec;
-    use toolsmith::registry::manifest::Language;
+    use toolsmith::package::manifest::Language;
     use toolsmith::validate::cases::{Case, Cases, Expect};
     let dir = tempfile::tempdir().expect("tempdir");
     let validator = sandbox_validator(&dir.path().join("scratch"));
@@ -1482,7 +1487,7 @@ fn a_text_transformation_the_log_holds_whole_is_replayed_as_a_test() {
 #[test]
 fn pipelines_run_as_pipelines_in_both_templates() {
     use toolsmith::generate::spec::ToolSpec;
-    use toolsmith::registry::manifest::Language;
+    use toolsmith::package::manifest::Language;
     use toolsmith::validate::cases::{Case, Cases, Expect};
     let dir = tempfile::tempdir().expect("tempdir");
     let validator = sandbox_validator(&dir.path().join("scratch"));
@@ -1542,14 +1547,11 @@ fn pipelines_run_as_pipelines_in_both_templates() {
 
 /// A sequence tool's spec, its steps as given, and what the log recorded for its one
 /// occurrence (`line`), attached as the pipeline attaches it.
-fn logged_spec(
-    steps: Vec<Vec<&str>>,
-    lines: &[&str],
-) -> toolsmith::generate::spec::ToolSpec {
+fn logged_spec(steps: Vec<Vec<&str>>, lines: &[&str]) -> toolsmith::generate::spec::ToolSpec {
     use toolsmith::generate::logged::Recorded;
     use toolsmith::generate::spec::{Occurrence, Piece, StepSpec, ToolSpec};
     use toolsmith::mine::shell::Dialect;
-    use toolsmith::registry::manifest::{Evidence, Language, Origin, OutputKind};
+    use toolsmith::package::manifest::{Evidence, Language, Origin, OutputKind};
     let steps: Vec<StepSpec> = steps
         .into_iter()
         .map(|words| StepSpec {
@@ -1619,18 +1621,40 @@ fn a_tool_that_reorders_a_logged_command_fails_its_own_tests_and_a_faithful_one_
         "ls -la",
         "openssl verify -CAfile certs/ca.pem certs/api.pem",
     ];
-    let verify = vec!["openssl", "verify", "-CAfile", "certs/ca.pem", "certs/api.pem"];
+    let verify = vec![
+        "openssl",
+        "verify",
+        "-CAfile",
+        "certs/ca.pem",
+        "certs/api.pem",
+    ];
     // What the miner once made of it: the flags sorted, whatever the agent ran.
     let reordered = logged_spec(
         vec![
-            vec!["openssl", "x509", "-enddate", "-in", "certs/api.pem", "-noout", "-subject"],
+            vec![
+                "openssl",
+                "x509",
+                "-enddate",
+                "-in",
+                "certs/api.pem",
+                "-noout",
+                "-subject",
+            ],
             verify.clone(),
         ],
         &log,
     );
     let faithful = logged_spec(
         vec![
-            vec!["openssl", "x509", "-in", "certs/api.pem", "-noout", "-subject", "-enddate"],
+            vec![
+                "openssl",
+                "x509",
+                "-in",
+                "certs/api.pem",
+                "-noout",
+                "-subject",
+                "-enddate",
+            ],
             verify,
         ],
         &log,
@@ -1670,7 +1694,10 @@ fn a_tool_that_reorders_a_logged_command_fails_its_own_tests_and_a_faithful_one_
 /// each time), `npm install` of that module fixes it, and `npm test` passes.
 fn npm_recovery_log(dir: &Path) -> PathBuf {
     let mut lines = Vec::new();
-    for (i, module) in ["left-pad", "node-fetch", "chalk", "dotenv"].iter().enumerate() {
+    for (i, module) in ["left-pad", "node-fetch", "chalk", "dotenv"]
+        .iter()
+        .enumerate()
+    {
         let s = format!("s{i}");
         let failure = format!(
             "Exit code 1\n\n> ui@0.4.0 test\n> jest\n\n FAIL  src/app.test.js\n  ● Test suite \
