@@ -25,7 +25,7 @@ use serde_json::Value;
 use super::spec::{Piece, StepSpec, ToolSpec};
 use crate::action::Source;
 use crate::ingest::store::StoredAction;
-use crate::mine::shell::{self, Dialect, SimpleCommand, Word};
+use crate::mine::shell::{self, Dialect, Word};
 
 /// One action as the log recorded it, as far as the expectation needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,14 +103,35 @@ fn word_value(word: &Word) -> String {
 /// The argv of each simple command of a line, as the shell would run it; `None` when the line
 /// does not parse.
 pub fn commands_of(line: &str, dialect: Dialect) -> Option<Vec<Vec<String>>> {
+    Some(parsed(line, dialect)?.into_iter().map(|c| c.argv).collect())
+}
+
+/// A logged command, and whether it only writes out data into a pipe.
+struct Command {
+    argv: Vec<String>,
+    /// `printf 'b\na\n' | sort`, `echo x | jq .`, `cat <<'EOF' | …`: the data a text filter
+    /// reads, written out in the line — a tool's input (a replay case feeds it), not a step.
+    feeds_pipe: bool,
+}
+
+fn parsed(line: &str, dialect: Dialect) -> Option<Vec<Command>> {
     let commands = shell::parse_dialect(line, dialect).ok()?;
-    Some(
-        commands
-            .iter()
-            .filter(|c| !c.words.is_empty())
-            .map(|c: &SimpleCommand| c.words.iter().map(word_value).collect())
-            .collect(),
-    )
+    let mut reads_pipe = false;
+    let mut out = Vec::new();
+    for c in &commands {
+        let from_pipe = reads_pipe;
+        reads_pipe = c.connector == Some(shell::Connector::Pipe);
+        if c.words.is_empty() {
+            continue;
+        }
+        let writes_data = matches!(c.program(), Some("echo" | "printf"))
+            || (c.program() == Some("cat") && c.words.len() == 1);
+        out.push(Command {
+            argv: c.words.iter().map(word_value).collect(),
+            feeds_pipe: writes_data && reads_pipe && !from_pipe,
+        });
+    }
+    Some(out)
 }
 
 /// A step's words for one occurrence's values: a variadic parameter spread into its items, a
@@ -232,17 +253,19 @@ pub fn logged_occurrence(
 ) -> Option<Logged> {
     // Every command of the range, with the action it belongs to.
     let mut commands: Vec<Vec<String>> = Vec::new();
+    let mut feeds: Vec<bool> = Vec::new();
     let mut owner: Vec<usize> = Vec::new();
     for (a, action) in actions.iter().enumerate() {
-        let Some(parsed) = action
+        let Some(found) = action
             .line
             .as_deref()
-            .and_then(|l| commands_of(l, action.dialect))
+            .and_then(|l| parsed(l, action.dialect))
         else {
             continue;
         };
-        for argv in parsed {
-            commands.push(argv);
+        for c in found {
+            commands.push(c.argv);
+            feeds.push(c.feeds_pipe);
             owner.push(a);
         }
     }
@@ -280,8 +303,13 @@ pub fn logged_occurrence(
             printed.push((*c, name.clone(), value.to_owned()));
         }
     }
+    let is_matched = |c: usize| matched.contains(&Some(c));
     for (c, argv) in commands.iter().enumerate() {
         if !step_actions.contains(&owner[c]) {
+            continue;
+        }
+        // Data written out for the next command, which a step runs: the tool's input.
+        if feeds[c] && !is_matched(c) && is_matched(c + 1) && owner.get(c + 1) == Some(&owner[c]) {
             continue;
         }
         let argv = argv
@@ -551,6 +579,27 @@ mod tests {
                     "Fix it\n\nfor good".into()
                 ],
             ]
+        );
+    }
+
+    #[test]
+    fn data_written_out_for_a_filter_is_its_input_not_a_command() {
+        let mut uniq = step(vec![lit("uniq"), lit("-c")]);
+        uniq.piped = true;
+        let s = spec(vec![step(vec![lit("sort")]), uniq], &[]);
+        let none = BTreeMap::new();
+        for line in [
+            "printf 'b\\na\\n' | sort | uniq -c",
+            "echo one | sort | uniq -c",
+        ] {
+            let logged = logged_occurrence(&s, &none, &[recorded(1, line, "")]).expect(line);
+            assert_eq!(logged.commands, [argv("sort"), argv("uniq -c")], "{line}");
+        }
+        // Anything else before the pipe is a command the tool must run too.
+        let logged = logged_occurrence(&s, &none, &[recorded(1, "git log | sort | uniq -c", "")]);
+        assert_eq!(
+            logged.expect("logged").commands,
+            [argv("git log"), argv("sort"), argv("uniq -c")]
         );
     }
 
