@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use super::spec::{Piece, StepSpec, ToolSpec};
 use crate::action::Source;
+use crate::action::placeholder::replace_placeholders;
 use crate::ingest::store::StoredAction;
 use crate::mine::shell::{self, Dialect, Word};
 
@@ -341,7 +342,18 @@ pub fn attach(spec: &mut ToolSpec, per_occurrence: &[Vec<Recorded>]) {
         .collect();
     for (occ, logged) in spec.occurrences.iter_mut().zip(found) {
         if let Some(logged) = logged {
-            occ.logged = logged.commands;
+            // A secret the log held redacted has the stand-in its parameter's value has.
+            occ.logged = logged
+                .commands
+                .into_iter()
+                .map(|argv| {
+                    argv.into_iter()
+                        .map(|w| {
+                            replace_placeholders(&w, |kind| format!("example-{kind}")).unwrap_or(w)
+                        })
+                        .collect()
+                })
+                .collect();
             occ.failure_output = logged.failure_output;
         }
     }
@@ -579,6 +591,32 @@ mod tests {
                     "Fix it\n\nfor good".into()
                 ],
             ]
+        );
+    }
+
+    #[test]
+    fn a_secret_the_log_held_redacted_gets_its_parameter_s_stand_in() {
+        let mut s = spec(
+            vec![step(vec![lit("make"), lit("deploy"), {
+                vec![
+                    Piece::Literal("TOKEN=".into()),
+                    Piece::Param("token".into()),
+                ]
+            }])],
+            &["token"],
+        );
+        s.occurrences = vec![occurrence(&[("token", "example-github-token")])];
+        attach(
+            &mut s,
+            &[vec![recorded(
+                1,
+                "make deploy TOKEN=[REDACTED:github-token]",
+                "",
+            )]],
+        );
+        assert_eq!(
+            s.occurrences[0].logged,
+            [argv("make deploy TOKEN=example-github-token")]
         );
     }
 
