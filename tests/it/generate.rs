@@ -1771,6 +1771,21 @@ fn a_recovery_tool_takes_the_fix_s_value_from_the_failure_it_replays() {
         "{:#}",
         attempt["diagnostics"]
     );
+    // `sh -n` and shellcheck (when installed) had nothing to say about the extraction.
+    let statics: Vec<&Value> = attempt["diagnostics"]["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["layer"] == "static")
+        .collect();
+    assert!(!statics.is_empty(), "{:#}", attempt["diagnostics"]);
+    for c in statics {
+        assert!(
+            c["details"].as_array().is_none_or(Vec::is_empty),
+            "{c:#}\n{}",
+            attempt["files"]["run.sh"]
+        );
+    }
     // Each occurrence's dry run replays its own recorded failure and must print its own fix.
     let files = &attempt["files"];
     let cases: Value =
