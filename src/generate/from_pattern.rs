@@ -9,7 +9,9 @@
 //! - the **parameters**, typed with [`ParamKind::from_mined`], all required (every occurrence
 //!   had a value);
 //! - the **steps** and, for a recovery, the failing command and its error's template;
-//! - the **occurrences** the derived tests replay, rendered the way the dry run prints them;
+//! - the **occurrences** the derived tests replay: their values, the steps rendered with them
+//!   (for people and models), and for a request the examples as logged (a pattern's occurrences
+//!   get theirs from the store: [`super::logged`]);
 //! - the **sandbox profile**: limits from the median duration, the workspace read-only when
 //!   every step only looks, writable otherwise;
 //! - the host programs it **requires**;
@@ -428,9 +430,10 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
         heal: None,
         regression_cases: Vec::new(),
     };
-    // The commands are rendered again rather than taken from the log: a dry run quotes each
-    // word as a whole and cannot know what an earlier step would have printed. A secret the log
-    // held redacted is given a stand-in (`example-<kind>`), never the placeholder.
+    // The steps rendered with each occurrence's values, for people and models; what the tests
+    // expect is what the log recorded (`Occurrence::logged`, filled by `super::logged`). A
+    // secret the log held redacted is given a stand-in (`example-<kind>`), never the
+    // placeholder.
     spec.occurrences = parts
         .evidence
         .iter()
