@@ -180,7 +180,7 @@ fn latency() {
         std::thread::sleep(Duration::from_millis(10));
     };
     let mut samples = Vec::new();
-    for i in 0..200i64 {
+    for i in 0..200u64 {
         let line = format!(
             "{{\"v\":1,\"session\":\"lat\",\"tool\":\"shell\",\"input\":{{\"command\":\"echo {i}\"}},\"ok\":true}}\n"
         );
@@ -191,13 +191,7 @@ fn latency() {
             .and_then(|mut f| f.write_all(line.as_bytes()))
             .expect("append");
         loop {
-            let n: i64 = conn
-                .query_row(
-                    "SELECT count(*) FROM actions WHERE session = 'lat'",
-                    [],
-                    |r| r.get(0),
-                )
-                .unwrap_or(0);
+            let n = toolsmith::ingest::store::count_actions(&conn, Some("lat")).unwrap_or(0);
             if n > i {
                 break;
             }

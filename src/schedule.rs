@@ -402,6 +402,17 @@ pub fn record_end(
     Ok(())
 }
 
+/// When `job` last started (`None` when it never ran).
+pub fn last_started(
+    conn: &rusqlite::Connection,
+    job: &str,
+) -> Result<Option<Timestamp>, crate::store::StoreError> {
+    let ms: Option<i64> = conn
+        .prepare_cached("SELECT max(started_ms) FROM job_runs WHERE job = ?1")?
+        .query_row([job], |r| r.get(0))?;
+    Ok(ms.and_then(|ms| Timestamp::from_millisecond(ms).ok()))
+}
+
 /// The newest run of each job.
 pub fn last_runs(conn: &rusqlite::Connection) -> Result<Vec<JobRun>, crate::store::StoreError> {
     let mut stmt = conn.prepare_cached(

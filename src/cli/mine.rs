@@ -9,6 +9,7 @@ use super::output::{self, Style};
 use super::{Cli, Failure, connect, load_config};
 use crate::daemon::lock::{self, LockError};
 use crate::exit::ExitCode;
+use crate::generate::candidates;
 use crate::mine::miner::{self, MineError, MineOptions};
 use crate::mine::pattern::{self, PatternKind, StoredPattern};
 use crate::store::{self, Store};
@@ -38,7 +39,8 @@ pub(super) fn mine(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), 
                     Ok(report) => report,
                     Err(err) => return Ok(Err(err)),
                 };
-                miner::store_patterns(conn, &report)?;
+                let outcomes = candidates::pattern_outcomes(conn)?;
+                miner::store_patterns(conn, &report, &outcomes)?;
                 Ok(Ok(report))
             })??;
             report.summary()

@@ -145,11 +145,7 @@ impl DaemonApi {
         let config = self.config();
         let counts = self
             .store
-            .call(|conn| {
-                let runs: i64 =
-                    conn.query_row("SELECT count(*) FROM daemon_runs", [], |r| r.get(0))?;
-                Ok(runs)
-            })
+            .call(|conn| store::daemon_run_count(conn))
             .await
             .map_err(|e| RpcError::new(protocol::INTERNAL_ERROR, e.to_string()))?;
         let mut counters = self.stats.to_json();

@@ -133,30 +133,16 @@ type Running = (
 async fn last_started(store: &Store, job: &'static str) -> Option<jiff::Timestamp> {
     if job == MINE {
         return store
-            .call(|conn| {
-                Ok(
-                    conn.query_row("SELECT MAX(started_at) FROM mine_runs", [], |r| {
-                        r.get::<_, Option<i64>>(0)
-                    })?,
-                )
-            })
+            .call(|conn| miner::last_run_started(conn))
             .await
             .ok()
-            .flatten()
-            .and_then(|s| jiff::Timestamp::from_second(s).ok());
+            .flatten();
     }
     store
-        .call(move |conn| {
-            Ok(conn.query_row(
-                "SELECT max(started_ms) FROM job_runs WHERE job = ?1",
-                [job],
-                |r| r.get::<_, Option<i64>>(0),
-            )?)
-        })
+        .call(move |conn| schedule::last_started(conn, job))
         .await
         .ok()
         .flatten()
-        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
 }
 
 /// Puts `job` on `timetable` with its schedule in `config`, anchored at when it last started.
@@ -701,7 +687,10 @@ async fn mine_once(store: Store, events: EventBus, options: MineOptions) -> Resu
     let report = Arc::new(report);
     let stored = Arc::clone(&report);
     let fresh = store
-        .call(move |conn| miner::store_patterns(conn, &stored))
+        .call(move |conn| {
+            let outcomes = candidates::pattern_outcomes(conn)?;
+            miner::store_patterns(conn, &stored, &outcomes)
+        })
         .await
         .map_err(|e| e.to_string())?;
     for id in &fresh {
@@ -787,7 +776,10 @@ mod tests {
         .await
         .expect("mining task");
         store
-            .call(move |conn| miner::store_patterns(conn, &report))
+            .call(move |conn| {
+                let outcomes = candidates::pattern_outcomes(conn)?;
+                miner::store_patterns(conn, &report, &outcomes)
+            })
             .await
             .expect("store the run");
 

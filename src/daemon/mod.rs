@@ -363,7 +363,7 @@ async fn healthy(store: &Store, server: &tokio::task::JoinHandle<()>) -> Result<
     if server.is_finished() {
         return Err("the control server is not running".into());
     }
-    let ping = store.call(|conn| Ok(conn.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?));
+    let ping = store.call(|conn| store::ping(conn));
     match tokio::time::timeout(Duration::from_secs(5), ping).await {
         Ok(Ok(1)) => Ok(()),
         Ok(Ok(other)) => Err(format!("the store answered {other} to SELECT 1")),

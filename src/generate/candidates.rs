@@ -23,6 +23,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 use super::staging::Staging;
+use crate::mine::pattern::{CandidateOutcomes, Rejection};
 use crate::store::{StoreError, unix_now};
 
 /// Where a candidate stands.
@@ -357,6 +358,42 @@ pub fn in_state(conn: &Connection, state: State) -> Result<Vec<Candidate>, Candi
         .query_map([state.as_str()], row)?
         .collect::<Result<_, _>>()?;
     Ok(rows)
+}
+
+/// What the candidates made from patterns came to, per pattern, for mining to keep the
+/// patterns' statuses up to date: rejected ones with the newest rejection's reason, approved
+/// ones, and those with a candidate under way.
+pub fn pattern_outcomes(conn: &Connection) -> Result<CandidateOutcomes, StoreError> {
+    let mut outcomes = CandidateOutcomes::default();
+    let mut stmt = conn.prepare_cached(
+        "SELECT pattern, state, reason FROM candidates WHERE pattern IS NOT NULL
+         AND state IN ('rejected', 'approved', 'proposed', 'generating', 'validating',
+                       'awaiting-review')
+         ORDER BY updated_at DESC, rowid DESC",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let state: String = r.get(1)?;
+        Ok((r.get::<_, String>(0)?, State::from_name(&state), r.get(2)?))
+    })?;
+    for row in rows {
+        let (pattern, state, reason): (String, Option<State>, Option<String>) = row?;
+        // Newest first: a pattern's first rejection met is its newest.
+        let list = match state {
+            Some(State::Rejected) => {
+                if !outcomes.rejected.iter().any(|r| r.pattern == pattern) {
+                    outcomes.rejected.push(Rejection { pattern, reason });
+                }
+                continue;
+            }
+            Some(State::Approved) => &mut outcomes.approved,
+            Some(_) => &mut outcomes.under_way,
+            None => continue,
+        };
+        if !list.contains(&pattern) {
+            list.push(pattern);
+        }
+    }
+    Ok(outcomes)
 }
 
 /// Whether `c` was interrupted: left `generating` or `validating` by a process that is gone

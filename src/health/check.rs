@@ -189,11 +189,7 @@ pub async fn check_at(
                     .and_then(|c| Staging::new(&state_dir, &c.id).spec())
                     .map(|s| s.keys)
                     .unwrap_or_default();
-                let total_runs: i64 = conn.query_row(
-                    "SELECT count(*) FROM executions WHERE tool = ?1 AND version = ?2",
-                    [&name, &version],
-                    |r| r.get(0),
-                )?;
+                let total_runs = executions::run_count(conn, &name, &version)?;
                 let done = actions::history(conn, &name, 50)?
                     .into_iter()
                     .filter(|a| a.version == version)

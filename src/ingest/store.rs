@@ -493,6 +493,212 @@ pub fn recent_actions(
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// How many actions are stored (of `session`, if given).
+pub fn count_actions(conn: &Connection, session: Option<&str>) -> Result<u64, StoreError> {
+    let n: i64 = conn
+        .prepare_cached("SELECT count(*) FROM actions WHERE ?1 IS NULL OR session = ?1")?
+        .query_row([session], |r| r.get(0))?;
+    Ok(n.max(0) as u64)
+}
+
+/// A stored action as mining reads it, borrowed from the row (mining reads every action: no
+/// copy per row).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ActionView<'r> {
+    /// Row id: increasing in storage order.
+    pub id: i64,
+    /// Session.
+    pub session: &'r str,
+    /// Ordering key within the session (a stored negative reads as 0).
+    pub seq: u64,
+    /// Source format name.
+    pub source: &'r str,
+    /// Tool name.
+    pub tool: &'r str,
+    /// Input object, as JSON text.
+    pub input: &'r str,
+    /// `None` while the result is unknown.
+    pub ok: Option<bool>,
+    /// The output excerpt, of failed calls only.
+    pub failed_output: Option<&'r str>,
+    /// Duration as stored (an overflowed one can read negative).
+    pub duration_ms: Option<i64>,
+}
+
+/// Calls `each` with every stored action, in session order (session, then seq), stopping at
+/// the first error `each` returns.
+pub fn for_each_action<E: From<StoreError>>(
+    conn: &Connection,
+    mut each: impl FnMut(ActionView<'_>) -> Result<(), E>,
+) -> Result<(), E> {
+    let query = |e: rusqlite::Error| E::from(StoreError::Query(e));
+    let mut stmt = conn
+        .prepare(
+            "SELECT id, session, seq, source, tool, input, ok,
+                    CASE WHEN ok = 0 THEN output END, duration_ms
+             FROM actions ORDER BY session, seq",
+        )
+        .map_err(query)?;
+    let mut rows = stmt.query([]).map_err(query)?;
+    while let Some(row) = rows.next().map_err(query)? {
+        let str_at = |i: usize| -> rusqlite::Result<&str> {
+            row.get_ref(i)?.as_str().map_err(rusqlite::Error::from)
+        };
+        let view = ActionView {
+            id: row.get(0).map_err(query)?,
+            session: str_at(1).map_err(query)?,
+            seq: row.get::<_, i64>(2).map_err(query)?.max(0) as u64,
+            source: str_at(3).map_err(query)?,
+            tool: str_at(4).map_err(query)?,
+            input: str_at(5).map_err(query)?,
+            ok: row.get(6).map_err(query)?,
+            failed_output: row
+                .get_ref(7)
+                .and_then(|v| v.as_str_or_null().map_err(rusqlite::Error::from))
+                .map_err(query)?,
+            duration_ms: row.get(8).map_err(query)?,
+        };
+        each(view)?;
+    }
+    Ok(())
+}
+
+/// A stored call looked up by its place in a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredCall {
+    /// Source format name.
+    pub source: String,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// Tool name.
+    pub tool: String,
+    /// Input object, as JSON text.
+    pub input: String,
+    /// `None` while the result is unknown.
+    pub ok: Option<bool>,
+    /// Output excerpt.
+    pub output: Option<String>,
+}
+
+/// Looks stored calls up by (session, seq) with one prepared statement, for callers that look
+/// up many.
+pub struct CallLookup<'c> {
+    stmt: rusqlite::Statement<'c>,
+}
+
+impl<'c> CallLookup<'c> {
+    /// Prepares the lookup on `conn`.
+    pub fn new(conn: &'c Connection) -> Result<Self, StoreError> {
+        Ok(CallLookup {
+            stmt: conn.prepare(
+                "SELECT source, cwd, tool, input, ok, output FROM actions
+                 WHERE session = ?1 AND seq = ?2",
+            )?,
+        })
+    }
+
+    /// The call at `seq` in `session`, if stored.
+    pub fn get(&mut self, session: &str, seq: u64) -> Result<Option<StoredCall>, StoreError> {
+        Ok(self
+            .stmt
+            .query_row(params![session, seq as i64], |row| {
+                Ok(StoredCall {
+                    source: row.get(0)?,
+                    cwd: row.get(1)?,
+                    tool: row.get(2)?,
+                    input: row.get(3)?,
+                    ok: row.get(4)?,
+                    output: row.get(5)?,
+                })
+            })
+            .optional()?)
+    }
+}
+
+/// A successful call's input, with where it was made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallInput {
+    /// Session.
+    pub session: String,
+    /// Ordering key within the session.
+    pub seq: i64,
+    /// Input object, as JSON text.
+    pub input: String,
+}
+
+/// The newest `limit` successful calls whose input text contains `needle`, newest first.
+pub fn recent_successes_mentioning(
+    conn: &Connection,
+    needle: &str,
+    limit: u32,
+) -> Result<Vec<CallInput>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT session, seq, input FROM actions
+         WHERE ok = 1 AND instr(input, ?1) > 0 ORDER BY id DESC LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![needle, limit], |r| {
+        Ok(CallInput {
+            session: r.get(0)?,
+            seq: r.get(1)?,
+            input: r.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Stores `actions` as read from `path` in one batch (the checkpoint names `path`, with the
+/// first action's source as source and format): for actions that come from elsewhere than a
+/// tailed file, such as an import or a test.
+pub fn store_actions(
+    conn: &mut Connection,
+    path: &str,
+    actions: Vec<Action>,
+) -> Result<Applied, StoreError> {
+    let format = actions
+        .first()
+        .map_or("native", |a| a.source.as_str())
+        .to_owned();
+    let batch = Batch {
+        checkpoint: Checkpoint {
+            source: format.clone(),
+            format,
+            path: path.to_owned(),
+            ..Checkpoint::default()
+        },
+        records: actions.len() as u64,
+        items: actions.into_iter().map(Item::Action).collect(),
+        ..Batch::default()
+    };
+    apply_batch(conn, &batch)
+}
+
+/// Where reading one file stands, as `toolsmith sources` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileOffset {
+    /// The source's name.
+    pub source: String,
+    /// The format's name.
+    pub format: String,
+    /// The file.
+    pub path: String,
+    /// Bytes consumed.
+    pub offset: u64,
+}
+
+/// Every file read, with how far.
+pub fn file_offsets(conn: &Connection) -> Result<Vec<FileOffset>, StoreError> {
+    let mut stmt = conn.prepare("SELECT source, format, path, offset FROM ingest_files")?;
+    let rows = stmt.query_map([], |r| {
+        Ok(FileOffset {
+            source: r.get(0)?,
+            format: r.get(1)?,
+            path: r.get(2)?,
+            offset: r.get::<_, i64>(3)?.max(0) as u64,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// One source's figures, for `toolsmith sources`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SourceSummary {

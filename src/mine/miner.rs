@@ -26,7 +26,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::params::{AlignInput, Aligned, align};
-use super::pattern::{Pattern, PatternKind, Replay, Trigger, pattern_id, replace_patterns};
+use super::pattern::{
+    CandidateOutcomes, Pattern, PatternKind, Replay, Trigger, apply_outcomes, pattern_id,
+    replace_patterns,
+};
 use super::recovery::{
     AsAttempt, Attempt, RecoveryGroup, error_line, find_recoveries, group_recoveries,
 };
@@ -36,6 +39,7 @@ use super::templates::{TemplateId, TemplateMiner, TemplateMinerConfig};
 use super::token::{InternError, Interner, NoiseRules, Token, Tokenizer};
 use crate::config::MineSettings;
 use crate::ingest::action::{Action, ActionResult, Source};
+use crate::ingest::store as ingest_store;
 use crate::store::{self, StoreError};
 
 /// Programs a person drives by hand (editors, pagers, monitors, shells, REPLs without a
@@ -387,64 +391,42 @@ struct Abstracted {
 /// Distinct commands remembered per run before the cache starts over (bounds its memory).
 const TOKEN_CACHE_ENTRIES: usize = 200_000;
 
-/// Every action, in session order; the columns [`load`] reads by index.
-const LOAD_SQL: &str = "SELECT id, session, seq, source, cwd, tool, input, ok,
-                CASE WHEN ok = 0 THEN output END, duration_ms
-         FROM actions ORDER BY session, seq";
-
 /// Reads every action, session by session, keeping what mining needs of each (see the module
 /// documentation, step 1).
 fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
-    let mut stmt = conn.prepare(LOAD_SQL)?;
-    let mut rows = stmt.query([])?;
     let mut loaded = Loaded::new();
     let mut current = Session::default();
     let mut cache = CommandCache::new(tokenizer);
-    while let Some(row) = rows.next()? {
-        let id: i64 = row.get(0)?;
-        let seq = row.get::<_, i64>(2)?.max(0) as u64;
-        let ok: Option<bool> = row.get(7)?;
+    ingest_store::for_each_action(conn, |row| -> Result<(), MineError> {
         loaded.actions += 1;
-        loaded.last_action = loaded.last_action.max(id);
-        let session = text(row, 1)?;
-        if session != current.id {
+        loaded.last_action = loaded.last_action.max(row.id);
+        if row.session != current.id {
             loaded.close_session(&mut current);
-            current.id = session.to_owned();
+            current.id = row.session.to_owned();
         }
         let call = CallText {
-            source: text(row, 3)?,
-            tool: text(row, 5)?,
-            input: text(row, 6)?,
-            ok,
+            source: row.source,
+            tool: row.tool,
+            input: row.input,
+            ok: row.ok,
         };
-        let Some(abstracted) = cache.abstracted(&mut loaded, &call, &current.id, seq)? else {
-            continue;
+        let Some(abstracted) = cache.abstracted(&mut loaded, &call, &current.id, row.seq)? else {
+            return Ok(());
         };
-        let error = if ok == Some(false) {
-            let output = row
-                .get_ref(8)?
-                .as_str_or_null()
-                .map_err(rusqlite::Error::from)?;
-            loaded.error_template(output)
+        let error = if row.ok == Some(false) {
+            loaded.error_template(row.failed_output)
         } else {
             None
         };
         let duration_ms = row
-            .get::<_, Option<i64>>(9)?
+            .duration_ms
             .map(|d| u32::try_from(d.max(0)).unwrap_or(u32::MAX));
-        current.push(seq, ok, error, duration_ms, &abstracted);
-    }
+        current.push(row.seq, row.ok, error, duration_ms, &abstracted);
+        Ok(())
+    })?;
     loaded.close_session(&mut current);
     loaded.own_barriers();
     Ok(loaded)
-}
-
-/// The text in column `index` of a row.
-fn text<'r>(row: &'r rusqlite::Row<'_>, index: usize) -> Result<&'r str, MineError> {
-    Ok(row
-        .get_ref(index)?
-        .as_str()
-        .map_err(rusqlite::Error::from)?)
 }
 
 /// The columns of a stored action that say what it ran, borrowed from the row.
@@ -622,7 +604,7 @@ impl Session {
 
 /// Reads actions back for alignment, tokenized, with their outputs; cached within a run.
 struct Refetch<'c> {
-    stmt: rusqlite::Statement<'c>,
+    calls: ingest_store::CallLookup<'c>,
     tokenizer: &'c Tokenizer,
     cache: HashMap<(String, u64), Refetched>,
 }
@@ -630,10 +612,7 @@ struct Refetch<'c> {
 impl<'c> Refetch<'c> {
     fn new(conn: &'c Connection, tokenizer: &'c Tokenizer) -> Result<Self, MineError> {
         Ok(Refetch {
-            stmt: conn.prepare(
-                "SELECT source, cwd, tool, input, ok, output FROM actions
-                 WHERE session = ?1 AND seq = ?2",
-            )?,
+            calls: ingest_store::CallLookup::new(conn)?,
             tokenizer,
             cache: HashMap::new(),
         })
@@ -642,17 +621,16 @@ impl<'c> Refetch<'c> {
     fn action(&mut self, session: &str, seq: u64) -> Result<Option<&Refetched>, MineError> {
         let key = (session.to_owned(), seq);
         if !self.cache.contains_key(&key) {
-            let mut rows = self.stmt.query(params![session, seq as i64])?;
-            let Some(row) = rows.next()? else {
+            let Some(row) = self.calls.get(session, seq)? else {
                 return Ok(None);
             };
-            let output: Option<String> = row.get(5)?;
+            let output = row.output;
             let action = StoredCall {
-                source: row.get(0)?,
-                cwd: row.get(1)?,
-                tool: row.get(2)?,
-                input: row.get(3)?,
-                ok: row.get(4)?,
+                source: row.source,
+                cwd: row.cwd,
+                tool: row.tool,
+                input: row.input,
+                ok: row.ok,
             }
             .into_action(session, seq);
             let tokens = self.tokenizer.tokens(&action);
@@ -1304,37 +1282,21 @@ fn score_input(
     }
 }
 
-/// Stores a run's patterns and the run itself, and brings the statuses up to date with the
-/// candidates: a pattern whose candidate was rejected is `rejected` (with the reason), one with a
-/// candidate under way is `proposed`, one whose candidate was approved is `covered`.
+/// Stores a run's patterns and the run itself, and brings the statuses up to date with what the
+/// candidates came to (`outcomes`, from the stage that owns candidates): a pattern whose candidate
+/// was rejected is `rejected` (with the reason), one with a candidate under way is `proposed`, one
+/// whose candidate was approved is `covered`.
 ///
 /// Returns the ids of the patterns found for the first time.
 pub fn store_patterns(
     conn: &mut Connection,
     report: &MineReport,
+    outcomes: &CandidateOutcomes,
 ) -> Result<Vec<String>, StoreError> {
     let now = store::unix_now();
     let fresh = replace_patterns(conn, &report.patterns, now)?;
     let tx = conn.transaction()?;
-    tx.execute(
-        "UPDATE patterns SET status = 'rejected',
-             reason = (SELECT reason FROM candidates c WHERE c.pattern = patterns.id
-                       AND c.state = 'rejected' ORDER BY updated_at DESC LIMIT 1)
-         WHERE id IN (SELECT pattern FROM candidates WHERE state = 'rejected')",
-        [],
-    )?;
-    tx.execute(
-        "UPDATE patterns SET status = 'covered', reason = 'an approved tool does it'
-         WHERE status != 'rejected'
-           AND id IN (SELECT pattern FROM candidates WHERE state = 'approved')",
-        [],
-    )?;
-    tx.execute(
-        "UPDATE patterns SET status = 'proposed', reason = NULL
-         WHERE status = 'new' AND id IN (SELECT pattern FROM candidates
-             WHERE state IN ('proposed', 'generating', 'validating', 'awaiting-review'))",
-        [],
-    )?;
+    apply_outcomes(&tx, outcomes)?;
     tx.execute(
         "INSERT INTO mine_runs (started_at, duration_ms, last_action, sessions, actions, patterns)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -1360,9 +1322,15 @@ pub fn last_mined_action(conn: &Connection) -> Result<i64, StoreError> {
     )?)
 }
 
+/// When the last run started (`None` before any run).
+pub fn last_run_started(conn: &Connection) -> Result<Option<jiff::Timestamp>, StoreError> {
+    let seconds: Option<i64> =
+        conn.query_row("SELECT MAX(started_at) FROM mine_runs", [], |r| r.get(0))?;
+    Ok(seconds.and_then(|s| jiff::Timestamp::from_second(s).ok()))
+}
+
 #[cfg(test)]
 mod tests {
-    use rusqlite::params;
     use tempfile::TempDir;
 
     use super::*;
@@ -1381,25 +1349,33 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("state.db");
         drop(Store::open(&path).expect("the store opens"));
-        let conn = open_for_update(&path).expect("a connection");
-        let mut seqs: HashMap<&str, i64> = HashMap::new();
+        let mut conn = open_for_update(&path).expect("a connection");
+        let mut seqs: HashMap<&str, u64> = HashMap::new();
+        let mut actions = Vec::new();
         for (session, command, ok, output, ms) in calls {
             let seq = seqs.entry(session).or_default();
             *seq += 1;
-            conn.execute(
-                "INSERT INTO actions (session, seq, source, tool, input, ok, output, duration_ms)
-                 VALUES (?1, ?2, 'claude-code', 'Bash', ?3, ?4, ?5, ?6)",
-                params![
-                    session,
-                    *seq,
-                    serde_json::json!({ "command": command }).to_string(),
+            actions.push(Action {
+                session: (*session).to_owned(),
+                seq: *seq,
+                ts: None,
+                source: Source::ClaudeCode,
+                cwd: None,
+                tool: "Bash".into(),
+                input: serde_json::json!({ "command": command }),
+                call_id: None,
+                parent_session: None,
+                result: ok.map(|ok| ActionResult {
                     ok,
-                    output,
-                    ms
-                ],
-            )
-            .expect("the action is stored");
+                    exit_code: None,
+                    output: output.unwrap_or_default().to_owned(),
+                    // Stored as i64 again: a negative duration reads back as it was given.
+                    duration_ms: ms.map(|ms| ms as u64),
+                }),
+            });
         }
+        ingest_store::store_actions(&mut conn, "/logs/session.jsonl", actions)
+            .expect("the actions are stored");
         (dir, conn)
     }
 
@@ -1656,12 +1632,13 @@ mod tests {
         assert_eq!(best.evidence.len(), 3);
         assert_eq!(report.summary()["patterns"], report.patterns.len());
         assert_eq!(last_mined_action(&conn).expect("read"), 0);
-        let fresh = store_patterns(&mut conn, &report).expect("stored");
+        let fresh =
+            store_patterns(&mut conn, &report, &CandidateOutcomes::default()).expect("stored");
         assert_eq!(fresh.len(), report.patterns.len());
         assert_eq!(last_mined_action(&conn).expect("read"), 9);
         // The same patterns again are not new.
         assert!(
-            store_patterns(&mut conn, &report)
+            store_patterns(&mut conn, &report, &CandidateOutcomes::default())
                 .expect("stored")
                 .is_empty()
         );

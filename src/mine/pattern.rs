@@ -335,6 +335,52 @@ pub fn replace_patterns(
     Ok(fresh)
 }
 
+/// What the candidates made from patterns came to, as the stage that owns candidates reports
+/// it: mining brings the patterns' statuses up to date with it after each run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CandidateOutcomes {
+    /// Patterns with a rejected candidate, each with its newest rejection's reason.
+    pub rejected: Vec<Rejection>,
+    /// Patterns with an approved candidate.
+    pub approved: Vec<String>,
+    /// Patterns with a candidate under way (proposed, generating, validating, awaiting review).
+    pub under_way: Vec<String>,
+}
+
+/// A pattern whose candidate was rejected at review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// The pattern.
+    pub pattern: String,
+    /// The reviewer's reason, if one was given.
+    pub reason: Option<String>,
+}
+
+/// Brings statuses up to date with `outcomes`: a pattern whose candidate was rejected is
+/// `rejected` (with the reason), one whose candidate was approved is `covered` (unless rejected),
+/// one still `new` with a candidate under way is `proposed`.
+pub fn apply_outcomes(conn: &Connection, outcomes: &CandidateOutcomes) -> Result<(), StoreError> {
+    let mut rejected =
+        conn.prepare_cached("UPDATE patterns SET status = 'rejected', reason = ?2 WHERE id = ?1")?;
+    for r in &outcomes.rejected {
+        rejected.execute(params![r.pattern, r.reason])?;
+    }
+    let mut covered = conn.prepare_cached(
+        "UPDATE patterns SET status = 'covered', reason = 'an approved tool does it'
+         WHERE id = ?1 AND status != 'rejected'",
+    )?;
+    for id in &outcomes.approved {
+        covered.execute(params![id])?;
+    }
+    let mut proposed = conn.prepare_cached(
+        "UPDATE patterns SET status = 'proposed', reason = NULL WHERE id = ?1 AND status = 'new'",
+    )?;
+    for id in &outcomes.under_way {
+        proposed.execute(params![id])?;
+    }
+    Ok(())
+}
+
 /// Sets a pattern's status (a candidate was made, rejected, or a tool covers it).
 pub fn set_status(
     conn: &Connection,

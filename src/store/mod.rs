@@ -332,6 +332,16 @@ pub fn record_start(conn: &Connection, pid: u32, version: &str) -> Result<i64, S
     Ok(conn.last_insert_rowid())
 }
 
+/// How many daemon runs the store has seen.
+pub fn daemon_run_count(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.query_row("SELECT count(*) FROM daemon_runs", [], |r| r.get(0))?)
+}
+
+/// Whether the connection answers a query: `SELECT 1` gives 1.
+pub fn ping(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.query_row("SELECT 1", [], |r| r.get(0))?)
+}
+
 /// Marks a daemon run as stopped cleanly.
 pub fn record_stop(conn: &Connection, run_id: i64) -> Result<(), StoreError> {
     conn.execute(
