@@ -202,7 +202,7 @@ fn latency() {
             std::thread::sleep(Duration::from_micros(500));
         }
         samples.push(start.elapsed().as_secs_f64() * 1000.0);
-        std::thread::sleep(Duration::from_millis(5 + (i % 7) as u64 * 3));
+        std::thread::sleep(Duration::from_millis(5 + (i % 7) * 3));
     }
     let _ = daemon.kill();
     let _ = daemon.wait();

@@ -598,4 +598,20 @@ mod tests {
         assert_eq!(alarm.sleep_until(soon).await.expect("wake"), Wake::Due);
         assert!(Timestamp::now() >= soon);
     }
+
+    #[test]
+    fn the_last_start_of_a_job_is_read_from_its_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::store::Store::open(&dir.path().join("s.db")).expect("store");
+        let (health, sync) = store
+            .call_blocking(|conn| {
+                record_start(conn, "health", "schedule", at("2026-03-01T10:00:00Z"))?;
+                let id = record_start(conn, "health", "demand", at("2026-03-02T10:00:00Z"))?;
+                record_end(conn, id, at("2026-03-02T10:00:05Z"), &ok())?;
+                Ok((last_started(conn, "health")?, last_started(conn, "sync")?))
+            })
+            .expect("store");
+        assert_eq!(health, Some(at("2026-03-02T10:00:00Z")));
+        assert_eq!(sync, None);
+    }
 }

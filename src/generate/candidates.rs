@@ -564,4 +564,48 @@ mod tests {
             state_dir.path()
         ));
     }
+
+    #[test]
+    fn pattern_outcomes_name_each_patterns_newest_rejection_approval_and_work_under_way() {
+        let (_dir, conn) = conn();
+        let make = |pattern: Option<&str>, path: &[State], reason: Option<&str>| {
+            let c = create(
+                &conn,
+                &NewCandidate {
+                    tool: "t".into(),
+                    origin: "pattern".into(),
+                    pattern: pattern.map(str::to_owned),
+                    request: None,
+                },
+            )
+            .expect("created");
+            for (i, to) in path.iter().enumerate() {
+                let why = (i + 1 == path.len()).then_some(reason).flatten();
+                transition(&conn, &c.id, *to, why).expect("allowed");
+            }
+        };
+        let reviewed = [State::Generating, State::Validating, State::AwaitingReview];
+        let rejected = [&reviewed[..], &[State::Rejected]].concat();
+        let approved = [&reviewed[..], &[State::Approved]].concat();
+        make(Some("p-1"), &rejected, Some("older"));
+        make(Some("p-1"), &rejected, Some("newest"));
+        make(Some("p-2"), &approved, None);
+        make(Some("p-2"), &approved, None);
+        make(Some("p-3"), &[], None);
+        make(Some("p-4"), &reviewed, None);
+        make(Some("p-5"), &[State::Failed], Some("gave up"));
+        make(None, &approved, None);
+        let outcomes = pattern_outcomes(&conn).expect("read");
+        assert_eq!(
+            outcomes.rejected,
+            [Rejection {
+                pattern: "p-1".into(),
+                reason: Some("newest".into())
+            }]
+        );
+        assert_eq!(outcomes.approved, ["p-2"]);
+        let mut under_way = outcomes.under_way;
+        under_way.sort();
+        assert_eq!(under_way, ["p-3", "p-4"]);
+    }
 }

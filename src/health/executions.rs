@@ -421,4 +421,54 @@ mod tests {
         assert_eq!((v3.runs, v3.status), (0, Status::Healthy));
         assert_eq!(rate, (1.0, 5));
     }
+
+    #[test]
+    fn runs_are_listed_counted_and_grouped_by_hour() {
+        let (_dir, store) = store();
+        let (all, of_u, count, failed, hours) = store
+            .call_blocking(|conn| {
+                let mut with_params = run("t", "1.0.0", false, Some(ErrorClass::CodeError), "boom");
+                with_params.params = Some(r#"{"x":"1"}"#.into());
+                record(conn, &run("t", "1.0.0", true, None, ""))?;
+                record(conn, &with_params)?;
+                record(conn, &run("t", "1.0.0", false, None, "no params kept"))?;
+                let mut later = run("u", "2.0.0", true, None, "");
+                later.started_ms += 3_600_000;
+                later.caller = Caller::Mcp;
+                record(conn, &later)?;
+                Ok((
+                    list(conn, None)?,
+                    list(conn, Some("u"))?,
+                    run_count(conn, "t", "1.0.0")?,
+                    failed_runs_with_params(conn, "t", "1.0.0", 10)?,
+                    runs_by_hour(conn, 1_763_800_000_000)?,
+                ))
+            })
+            .expect("store");
+        assert_eq!(all.len(), 4);
+        assert_eq!(all[1].error_class, Some(ErrorClass::CodeError));
+        assert_eq!(all[1].params.as_deref(), Some(r#"{"x":"1"}"#));
+        assert_eq!(of_u.len(), 1);
+        assert_eq!((of_u[0].caller, of_u[0].ok), (Caller::Mcp, true));
+        assert_eq!(count, 3);
+        assert_eq!(
+            failed,
+            [FailedRun {
+                params: r#"{"x":"1"}"#.into(),
+                error_excerpt: Some("boom".into())
+            }]
+        );
+        let mut hours: Vec<(String, i64, i64)> = hours
+            .into_iter()
+            .map(|h| (h.tool, h.runs, h.last_ms - h.hour_ms))
+            .collect();
+        hours.sort();
+        // 1_763_800_000_000 is 1_600_000 ms into its hour.
+        assert_eq!(
+            hours,
+            [("t".into(), 3, 1_600_000), ("u".into(), 1, 1_600_000)]
+        );
+        assert_eq!(Caller::from_name("mcp"), Some(Caller::Mcp));
+        assert_eq!(Caller::from_name("robot"), None);
+    }
 }

@@ -965,4 +965,116 @@ mod tests {
             })
             .expect("store operations");
     }
+
+    fn call(session: &str, seq: u64, command: &str, result: Option<(bool, &str)>) -> Action {
+        Action {
+            session: session.into(),
+            seq,
+            ts: None,
+            source: Source::Bash,
+            cwd: Some("/w".into()),
+            tool: "shell".into(),
+            input: serde_json::json!({ "command": command }),
+            call_id: None,
+            parent_session: None,
+            result: result.map(|(ok, output)| ActionResult {
+                ok,
+                exit_code: None,
+                output: output.into(),
+                duration_ms: Some(7),
+            }),
+        }
+    }
+
+    #[test]
+    fn stored_actions_read_back_typed_in_session_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::store::Store::open(&dir.path().join("s.db")).expect("open");
+        let checks = store
+            .call_blocking(|conn| {
+                let applied = store_actions(
+                    conn,
+                    "/logs/history",
+                    vec![
+                        call("s2", 1, "make", Some((true, "built"))),
+                        call("s1", 2, "cargo test", Some((false, "error: boom"))),
+                        call("s1", 1, "cargo build", None),
+                    ],
+                )?;
+                let mut seen = Vec::new();
+                for_each_action(conn, |a| -> Result<(), StoreError> {
+                    seen.push((
+                        a.session.to_owned(),
+                        a.seq,
+                        a.source.to_owned(),
+                        a.ok,
+                        a.failed_output.map(str::to_owned),
+                        a.duration_ms,
+                    ));
+                    Ok(())
+                })?;
+                let mut first_only = 0;
+                let stopped = for_each_action(conn, |_| {
+                    first_only += 1;
+                    Err(StoreError::Closed)
+                });
+                let mut lookup = CallLookup::new(conn)?;
+                Ok((
+                    applied,
+                    seen,
+                    (first_only, stopped.is_err()),
+                    (lookup.get("s2", 1)?, lookup.get("s9", 1)?),
+                    (count_actions(conn, None)?, count_actions(conn, Some("s1"))?),
+                    recent_successes_mentioning(conn, "make", 10)?,
+                    recent_successes_mentioning(conn, "cargo", 10)?,
+                    file_offsets(conn)?,
+                ))
+            })
+            .expect("store");
+        let (applied, seen, stopped, lookups, counts, make, cargo, files) = checks;
+        assert_eq!(applied.inserted, 3);
+        let bash = || "bash".to_owned();
+        assert_eq!(
+            seen,
+            [
+                ("s1".into(), 1, bash(), None, None, None),
+                (
+                    "s1".into(),
+                    2,
+                    bash(),
+                    Some(false),
+                    Some("error: boom".into()),
+                    Some(7)
+                ),
+                ("s2".into(), 1, bash(), Some(true), None, Some(7)),
+            ]
+        );
+        assert_eq!(stopped, (1, true));
+        let found = lookups.0.expect("s2's call");
+        assert_eq!(found.input, r#"{"command":"make"}"#);
+        assert_eq!(
+            (found.cwd.as_deref(), found.ok, found.output.as_deref()),
+            (Some("/w"), Some(true), Some("built"))
+        );
+        assert_eq!(lookups.1, None);
+        assert_eq!(counts, (3, 2));
+        assert_eq!(
+            make,
+            [CallInput {
+                session: "s2".into(),
+                seq: 1,
+                input: r#"{"command":"make"}"#.into()
+            }]
+        );
+        assert!(cargo.is_empty(), "neither cargo call succeeded: {cargo:?}");
+        assert_eq!(
+            files,
+            [FileOffset {
+                source: "bash".into(),
+                format: "bash".into(),
+                path: "/logs/history".into(),
+                offset: 0
+            }]
+        );
+    }
 }

@@ -1632,10 +1632,12 @@ mod tests {
         assert_eq!(best.evidence.len(), 3);
         assert_eq!(report.summary()["patterns"], report.patterns.len());
         assert_eq!(last_mined_action(&conn).expect("read"), 0);
+        assert_eq!(last_run_started(&conn).expect("read"), None);
         let fresh =
             store_patterns(&mut conn, &report, &CandidateOutcomes::default()).expect("stored");
         assert_eq!(fresh.len(), report.patterns.len());
         assert_eq!(last_mined_action(&conn).expect("read"), 9);
+        assert!(last_run_started(&conn).expect("read").is_some());
         // The same patterns again are not new.
         assert!(
             store_patterns(&mut conn, &report, &CandidateOutcomes::default())

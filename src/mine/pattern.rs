@@ -497,4 +497,65 @@ mod tests {
             )
         );
     }
+
+    fn pattern(id: &str) -> Pattern {
+        Pattern {
+            id: id.into(),
+            kind: PatternKind::Sequence,
+            support: 3,
+            occurrences: 3,
+            score: 50.0,
+            score_parts: crate::mine::score::score(&crate::mine::score::ScoreInput {
+                support: 3,
+                ..Default::default()
+            }),
+            templates: vec!["make build".into()],
+            steps: Vec::new(),
+            params: Vec::new(),
+            internals: Vec::new(),
+            workspace_varies: false,
+            trigger: None,
+            median_ms: None,
+            evidence: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn candidate_outcomes_set_rejected_covered_and_proposed_statuses() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.db");
+        drop(crate::store::Store::open(&path).expect("migrate"));
+        let mut conn = crate::store::open_for_update(&path).expect("a connection");
+        let ids = ["p-1", "p-2", "p-3", "p-4"];
+        let patterns: Vec<Pattern> = ids.iter().map(|id| pattern(id)).collect();
+        replace_patterns(&mut conn, &patterns, 1).expect("stored");
+        let outcomes = CandidateOutcomes {
+            rejected: vec![Rejection {
+                pattern: "p-1".into(),
+                reason: Some("not useful".into()),
+            }],
+            // A rejection wins over an approval; an approval over work under way.
+            approved: vec!["p-1".into(), "p-2".into()],
+            under_way: vec!["p-2".into(), "p-3".into(), "p-unknown".into()],
+        };
+        apply_outcomes(&conn, &outcomes).expect("applied");
+        let status = |id: &str| {
+            let p = get_pattern(&conn, id).expect("read").expect("stored");
+            (p.status, p.reason)
+        };
+        assert_eq!(
+            status("p-1"),
+            (PatternStatus::Rejected, Some("not useful".into()))
+        );
+        assert_eq!(
+            status("p-2"),
+            (
+                PatternStatus::Covered,
+                Some("an approved tool does it".into())
+            )
+        );
+        assert_eq!(status("p-3"), (PatternStatus::Proposed, None));
+        assert_eq!(status("p-4"), (PatternStatus::New, None));
+        assert_eq!(get_pattern(&conn, "p-unknown").expect("read"), None);
+    }
 }

@@ -445,4 +445,19 @@ mod tests {
             .expect("select 1");
         assert_eq!(one, 1);
     }
+
+    #[test]
+    fn daemon_runs_are_counted_and_a_ping_answers_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("state.db")).expect("open");
+        let (before, after, ping) = store
+            .call_blocking(|conn| {
+                let before = daemon_run_count(conn)?;
+                record_start(conn, 10, "0.1.0")?;
+                record_start(conn, 11, "0.1.0")?;
+                Ok((before, daemon_run_count(conn)?, ping(conn)?))
+            })
+            .expect("query");
+        assert_eq!((before, after, ping), (0, 2, 1));
+    }
 }
