@@ -12,7 +12,7 @@ use crate::config::{Config, ConfigRequest};
 use crate::control::RpcError;
 use crate::control::protocol;
 use crate::control::server::{Limits, Methods, Stats};
-use crate::events::EventBus;
+use crate::events::{Event, EventBus};
 use crate::logging::Logging;
 use crate::registry::repo::Registry;
 use crate::registry::review;
@@ -105,8 +105,9 @@ impl DaemonApi {
             Ok(config) => config,
             Err(err) => {
                 let message = format!("configuration not reloaded, the previous one stays: {err}");
-                self.events
-                    .publish("config.reload_failed", json!({"error": err.to_string()}));
+                self.events.publish(Event::ConfigReloadFailed {
+                    error: err.to_string(),
+                });
                 return Err(RpcError::new(protocol::FAILED, message));
             }
         };
@@ -137,7 +138,10 @@ impl DaemonApi {
             "config_file": file,
             "restart_required": restart_required,
         });
-        self.events.publish("config.reloaded", outcome.clone());
+        self.events.publish(Event::ConfigReloaded {
+            config_file: file,
+            restart_required: restart_required.iter().map(|k| (*k).to_owned()).collect(),
+        });
         Ok(outcome)
     }
 
@@ -349,7 +353,7 @@ impl Methods for DaemonApi {
                     .call(move |conn| review::record_landed(conn, &[recorded]))
                     .await
                     .map_err(|e| RpcError::new(protocol::FAILED, e.to_string()))?;
-                self.events.publish("tool.approved", json!(landed));
+                self.events.publish(landed.event());
                 Ok(json!(landed))
             }
             "daemon.shutdown" => {

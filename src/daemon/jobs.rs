@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::config::Config;
-use crate::events::EventBus;
+use crate::events::{Event, EventBus, Published};
 use crate::generate::candidates::{self, State};
 use crate::generate::pipeline::{self, Job};
 use crate::mine::miner::{self, MineOptions};
@@ -512,8 +512,8 @@ pub(super) async fn run(
             () = sleep => jobs.on_due().await,
             Some(request) = requests.recv() => jobs.on_request(request).await,
             event = bus.recv() => match event {
-                Ok(event) if event.kind == "ingest.actions" => {
-                    jobs.on_new_actions(event.data["new"].as_u64().unwrap_or(0))
+                Ok(Published { event: Event::IngestActions { new, .. }, .. }) => {
+                    jobs.on_new_actions(new)
                 }
                 Ok(_) => false,
                 Err(broadcast::error::RecvError::Lagged(_)) => false,
@@ -611,7 +611,9 @@ async fn health_once(
     .map_err(|e| e.to_string())?;
     tracing::info!("health check: {}", report.summary());
     let value = report.to_json();
-    events.publish("health.finished", value.clone());
+    events.publish(Event::HealthFinished {
+        report: value.clone(),
+    });
     Ok(value)
 }
 
@@ -641,9 +643,11 @@ async fn sync_once(events: EventBus, config: Arc<Config>) -> Result<Value, Strin
         report.pushed.len()
     );
     for landed in &report.landed {
-        events.publish("tool.approved", json!(landed));
+        events.publish(landed.event());
     }
-    events.publish("registry.synced", json!(report));
+    events.publish(Event::RegistrySynced {
+        report: json!(report),
+    });
     let mut value = json!(report);
     value["summary"] = json!(summary);
     Ok(value)
@@ -663,10 +667,10 @@ async fn generate_once(
         .with_cancel(shutdown);
     let report = generator.run(job).await.map_err(|e| e.to_string())?;
     let summary = json!(report);
-    events.publish(
-        "generate.finished",
-        json!({"candidates": report.candidates.len(), "skipped": report.skipped.len()}),
-    );
+    events.publish(Event::GenerateFinished {
+        candidates: report.candidates.len(),
+        skipped: report.skipped.len(),
+    });
     tracing::info!(
         candidates = report.candidates.len(),
         skipped = report.skipped.len(),
@@ -695,10 +699,12 @@ async fn mine_once(store: Store, events: EventBus, options: MineOptions) -> Resu
         .map_err(|e| e.to_string())?;
     for id in &fresh {
         if let Some(p) = report.patterns.iter().find(|p| &p.id == id) {
-            events.publish(
-                "pattern.found",
-                json!({"id": p.id, "kind": p.kind, "support": p.support, "score": p.score}),
-            );
+            events.publish(Event::PatternFound {
+                id: p.id.clone(),
+                kind: p.kind.as_str().to_owned(),
+                support: p.support,
+                score: p.score,
+            });
         }
     }
     let summary = report.summary();
@@ -710,7 +716,9 @@ async fn mine_once(store: Store, events: EventBus, options: MineOptions) -> Resu
     );
     drop(report);
     release_freed_memory();
-    events.publish("mine.finished", summary.clone());
+    events.publish(Event::MineFinished {
+        summary: summary.clone(),
+    });
     Ok(summary)
 }
 
@@ -896,8 +904,8 @@ mod tests {
         assert_eq!(mined["patterns"], 0, "{mined}");
         loop {
             let event = published.recv().await.expect("event");
-            if event.kind == "mine.finished" {
-                assert_eq!(event.data, mined);
+            if event.kind() == "mine.finished" {
+                assert_eq!(event.data(), mined);
                 break;
             }
         }

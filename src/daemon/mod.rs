@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::config::{Config, ConfigError, ConfigRequest};
 use crate::control::server::{Limits, Server, Stats};
-use crate::events::EventBus;
+use crate::events::{Event, EventBus};
 use crate::exit::ExitCode;
 use crate::ingest;
 use crate::logging::{self, LogFilterError};
@@ -243,10 +243,10 @@ async fn serve(
         NotifyState::Ready,
         NotifyState::Status(&format!("listening on {}", socket.path.display())),
     ]);
-    events.publish(
-        "daemon.started",
-        serde_json::json!({"pid": pid, "version": version}),
-    );
+    events.publish(Event::DaemonStarted {
+        pid,
+        version: version.to_owned(),
+    });
 
     let reason = loop {
         tokio::select! {
@@ -285,7 +285,9 @@ async fn serve(
         NotifyState::Stopping,
         NotifyState::Status(&format!("stopping ({reason})")),
     ]);
-    events.publish("daemon.stopping", serde_json::json!({"reason": reason}));
+    events.publish(Event::DaemonStopping {
+        reason: reason.to_owned(),
+    });
     let _ = shutdown_tx.send(true);
     if !server_task.is_finished() {
         let _ = server_task.await;
@@ -354,7 +356,7 @@ async fn supervise_ingest(
             return;
         }
         tracing::info!("log sources or ingest settings changed: ingest restarted");
-        events.publish("ingest.restarted", serde_json::json!({}));
+        events.publish(Event::IngestRestarted);
     }
 }
 

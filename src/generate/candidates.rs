@@ -101,6 +101,35 @@ impl State {
     }
 }
 
+impl From<State> for crate::events::CandidateState {
+    fn from(state: State) -> Self {
+        use crate::events::CandidateState as S;
+        match state {
+            State::Proposed => S::Proposed,
+            State::Generating => S::Generating,
+            State::Validating => S::Validating,
+            State::AwaitingReview => S::AwaitingReview,
+            State::Approved => S::Approved,
+            State::Rejected => S::Rejected,
+            State::Failed => S::Failed,
+        }
+    }
+}
+
+impl Candidate {
+    /// The candidate as events describe it.
+    pub fn event_info(&self) -> crate::events::CandidateInfo {
+        crate::events::CandidateInfo {
+            id: self.id.clone(),
+            tool: self.tool.clone(),
+            version: self.version.clone(),
+            state: self.state.into(),
+            reason: self.reason.clone(),
+            attempts: self.attempts,
+        }
+    }
+}
+
 impl std::fmt::Display for State {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

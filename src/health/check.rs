@@ -24,7 +24,7 @@ use serde_json::json;
 use super::actions::{self, ActionKind, ActionTrigger};
 use super::executions::{self, VersionHealth};
 use super::score::{HealthPolicy, Status};
-use crate::events::EventBus;
+use crate::events::{Event, EventBus};
 use crate::generate::candidates;
 use crate::generate::pipeline::{GenerateError, Generator};
 use crate::generate::staging::Staging;
@@ -219,9 +219,9 @@ pub async fn check_at(
         })
         .await?;
     report.checked = seen.len() as u32;
-    let publish = |kind: &str, data: serde_json::Value| {
+    let publish = |event: Event| {
         if let Some(events) = events {
-            events.publish(kind, data);
+            events.publish(event);
         }
     };
     let now = now.as_millisecond();
@@ -253,11 +253,13 @@ pub async fn check_at(
                         let to_text = to.clone().unwrap_or_else(|| "nothing".into());
                         let detail = format!("{why}: rolled back to {to_text} ({commit:.12})");
                         record(store, name, version, ActionKind::Rollback, "done", &detail).await?;
-                        publish(
-                            "tool.rolled_back",
-                            json!({"name": name, "from": from, "to": to, "commit": commit,
-                                   "reason": why}),
-                        );
+                        publish(Event::ToolRolledBack {
+                            name: name.to_owned(),
+                            from: from.clone(),
+                            to: to.clone(),
+                            commit: commit.clone(),
+                            reason: why.clone(),
+                        });
                         report
                             .rolled_back
                             .push(format!("{name} {from} → {to_text}"));
@@ -310,11 +312,12 @@ pub async fn check_at(
                     }
                 }
                 None => {
-                    publish(
-                        "tool.healing",
-                        json!({"name": name, "version": version, "score": h.score,
-                               "status": h.status.as_str()}),
-                    );
+                    publish(Event::ToolHealing {
+                        name: name.to_owned(),
+                        version: version.to_owned(),
+                        score: h.score,
+                        status: h.status.as_str().to_owned(),
+                    });
                     match generator.heal(name, false).await {
                         Ok(c) => report
                             .repairs
@@ -350,10 +353,12 @@ pub async fn check_at(
                 &detail,
             )
             .await?;
-            publish(
-                "tool.deprecation_proposed",
-                json!({"name": name, "version": version, "reason": since, "command": command}),
-            );
+            publish(Event::ToolDeprecationProposed {
+                name: name.to_owned(),
+                version: version.to_owned(),
+                reason: since.clone(),
+                command,
+            });
             report
                 .proposals
                 .push(format!("{name}: deprecate ({since})"));
@@ -395,10 +400,11 @@ pub async fn check_at(
                 &detail,
             )
             .await?;
-            publish(
-                "tool.merge_proposed",
-                json!({"name": tool.name, "into": keep, "command": command}),
-            );
+            publish(Event::ToolMergeProposed {
+                name: tool.name.clone(),
+                into: keep.to_owned(),
+                command,
+            });
             report
                 .proposals
                 .push(format!("{}: merge into {keep}", tool.name));
@@ -425,10 +431,11 @@ async fn raise_attention(
     )
     .await?;
     if let Some(events) = events {
-        events.publish(
-            "tool.requires_attention",
-            json!({"name": tool, "version": version, "reason": detail}),
-        );
+        events.publish(Event::ToolRequiresAttention {
+            name: tool.to_owned(),
+            version: version.to_owned(),
+            reason: detail.to_owned(),
+        });
     }
     Ok(())
 }
