@@ -264,7 +264,7 @@ impl Methods for DaemonApi {
                     RpcError::new(protocol::FAILED, "the daemon is stopping: no mining now")
                 })?;
                 match answer.await {
-                    Ok(Ok(summary)) => Ok(summary),
+                    Ok(Ok(summary)) => Ok(summary.to_json()),
                     Ok(Err(err)) => Err(RpcError::new(
                         protocol::FAILED,
                         format!("mining failed: {err}"),
@@ -290,7 +290,7 @@ impl Methods for DaemonApi {
                     )
                 })?;
                 match answer.await {
-                    Ok(Ok(report)) => Ok(report),
+                    Ok(Ok(report)) => Ok(report.to_json()),
                     Ok(Err(err)) => Err(RpcError::new(
                         protocol::FAILED,
                         format!("the health check failed: {err}"),
@@ -316,8 +316,8 @@ impl Methods for DaemonApi {
                     )
                 })?;
                 match answer.await {
-                    Ok(Ok(report)) => Ok(report),
-                    Ok(Err(err)) => Err(RpcError::new(protocol::FAILED, err)),
+                    Ok(Ok(report)) => Ok(report.to_json()),
+                    Ok(Err(err)) => Err(RpcError::new(protocol::FAILED, err.to_string())),
                     Err(_) => Err(RpcError::new(
                         protocol::FAILED,
                         "the daemon stopped before generation finished",

@@ -22,7 +22,7 @@ use std::ops::ControlFlow;
 use std::time::Instant;
 
 use rusqlite::{Connection, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::params::{AlignInput, Aligned, align};
@@ -244,32 +244,94 @@ impl MineReport {
     }
 
     /// The summary `toolsmith mine --json` prints and the daemon's `mine.run` returns.
-    pub fn summary(&self) -> Value {
-        serde_json::json!({
-            "sessions": self.sessions,
-            "actions": self.actions,
-            "tokens": self.tokens,
-            "symbols": self.symbols,
-            "duration_ms": self.duration_ms,
-            "truncated": self.truncated,
-            "phases_ms": self.phases_ms,
-            "min_support": self.min_support,
-            "patterns": self.patterns.len(),
-            "kinds": {
-                "sequence": self.count(PatternKind::Sequence),
-                "recovery": self.count(PatternKind::Recovery),
-                "slow": self.count(PatternKind::Slow),
+    pub fn summary(&self) -> MineSummary {
+        MineSummary {
+            sessions: self.sessions,
+            actions: self.actions,
+            tokens: self.tokens,
+            symbols: self.symbols,
+            duration_ms: self.duration_ms,
+            truncated: self.truncated,
+            phases_ms: self.phases_ms,
+            min_support: self.min_support,
+            patterns: self.patterns.len(),
+            kinds: KindCounts {
+                sequence: self.count(PatternKind::Sequence),
+                recovery: self.count(PatternKind::Recovery),
+                slow: self.count(PatternKind::Slow),
             },
-            "top": self.patterns.iter().take(10).map(|p| serde_json::json!({
-                "id": p.id, "kind": p.kind, "support": p.support, "score": p.score,
-                "steps": p.steps_text(),
-            })).collect::<Vec<_>>(),
-        })
+            top: self
+                .patterns
+                .iter()
+                .take(10)
+                .map(|p| TopPattern {
+                    id: p.id.clone(),
+                    kind: p.kind,
+                    support: p.support,
+                    score: p.score,
+                    steps: p.steps_text(),
+                })
+                .collect(),
+        }
     }
 }
 
+/// What a run did, in short: what `toolsmith mine --json` prints and the daemon's `mine.run`
+/// answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MineSummary {
+    /// Sessions read.
+    pub sessions: usize,
+    /// Actions read.
+    pub actions: usize,
+    /// Tokens (steps) they became.
+    pub tokens: usize,
+    /// Distinct token keys.
+    pub symbols: usize,
+    /// How long the run took.
+    pub duration_ms: u64,
+    /// Whether the sequence miner hit its pattern cap.
+    pub truncated: bool,
+    /// Where the time went.
+    pub phases_ms: Phases,
+    /// The support patterns needed.
+    pub min_support: u32,
+    /// Patterns found.
+    pub patterns: usize,
+    /// Patterns found, per kind.
+    pub kinds: KindCounts,
+    /// The ten best.
+    pub top: Vec<TopPattern>,
+}
+
+/// Patterns found, per kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindCounts {
+    /// Sequences.
+    pub sequence: usize,
+    /// Error→recovery habits.
+    pub recovery: usize,
+    /// Slow operations.
+    pub slow: usize,
+}
+
+/// One of a run's best patterns, in short.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopPattern {
+    /// Its id.
+    pub id: String,
+    /// Its kind.
+    pub kind: PatternKind,
+    /// Sessions it was seen in.
+    pub support: u32,
+    /// Its score, 0–100.
+    pub score: f64,
+    /// Its steps as readable templates.
+    pub steps: Vec<String>,
+}
+
 /// Milliseconds spent in each phase of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Phases {
     /// Reading and tokenizing the actions.
     pub load: u64,
@@ -1630,7 +1692,7 @@ mod tests {
         );
         assert_eq!(best.params.len(), 1);
         assert_eq!(best.evidence.len(), 3);
-        assert_eq!(report.summary()["patterns"], report.patterns.len());
+        assert_eq!(report.summary().patterns, report.patterns.len());
         assert_eq!(last_mined_action(&conn).expect("read"), 0);
         assert_eq!(last_run_started(&conn).expect("read"), None);
         let fresh =
