@@ -43,7 +43,7 @@ use super::llm::gateway::Gateway;
 use super::llm::{LlmClient, LlmSettings, Provider, find_api_key};
 use super::prompt::{self, SimilarTool};
 use super::spec::ToolSpec;
-use super::staging::{CheckReport, Diagnostics, Staging, StagingError};
+use super::staging::{CheckLayer, CheckReport, Diagnostics, Staging, StagingError};
 use super::template;
 use crate::config::{Config, GenerateSettings, LlmConfig};
 use crate::events::{Event, EventBus};
@@ -1272,7 +1272,7 @@ impl Generator {
         .await
         .unwrap_or_else(|e| Outcome {
             checks: vec![CheckReport {
-                layer: "validate".into(),
+                layer: CheckLayer::Validate,
                 name: "runner".into(),
                 passed: false,
                 details: vec![format!("the validation task failed: {e}")],
@@ -1476,7 +1476,7 @@ impl Generator {
                         generator: generator.clone(),
                         passed: false,
                         checks: vec![CheckReport {
-                            layer: "contract".into(),
+                            layer: CheckLayer::Contract,
                             name: "output contract".into(),
                             passed: false,
                             details: vec![e.problem.clone()],
