@@ -152,14 +152,14 @@ pub fn configured(config: &Config, store: Store) -> Result<Generator, ValidatorE
             crate::sandbox::policy::DEFAULT_FILE,
         ),
     }
-    .map_err(ValidatorError::Review)?;
+    .map_err(|e| ValidatorError::Review(e.to_string()))?;
     let settings = Settings::from_config(&config.generate);
     let llm_wanted = settings.backend == Backend::Llm;
     let mut generator = Generator::new(store.clone(), state, settings, validator)
         .with_registry(config.paths.registry.value.clone());
     generator.auto_approval = auto;
     generator.health_policy = HealthPolicy::configured(config.generate.policy.value.as_deref())
-        .map_err(ValidatorError::Review)?;
+        .map_err(|e| ValidatorError::Review(e.to_string()))?;
     if llm_wanted {
         let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from);
         match llm_client(&config.llm, credentials.as_deref(), |name| {
