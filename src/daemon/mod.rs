@@ -368,7 +368,7 @@ async fn healthy(store: &Store, server: &tokio::task::JoinHandle<()>) -> Result<
     let ping = store.call(|conn| store::ping(conn));
     match tokio::time::timeout(Duration::from_secs(5), ping).await {
         Ok(Ok(1)) => Ok(()),
-        Ok(Ok(other)) => Err(format!("the store answered {other} to SELECT 1")),
+        Ok(Ok(other)) => Err(format!("the store answered its ping with {other}, not 1")),
         Ok(Err(e)) => Err(format!("the store failed: {e}")),
         Err(_) => Err("the store did not answer within 5 s".into()),
     }
