@@ -25,7 +25,7 @@ use serde_json::Value;
 use super::spec::{Piece, StepSpec, ToolSpec};
 use crate::action::Source;
 use crate::action::placeholder::replace_placeholders;
-use crate::ingest::store::StoredAction;
+use crate::action::stored::StoredAction;
 use crate::mine::shell::{self, Dialect, Word};
 
 /// One action as the log recorded it, as far as the expectation needs.
