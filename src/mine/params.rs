@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::pattern::{Evidence, Internal, Param, Piece, Replay, Step};
-use super::token::{SlotKind, SlotValue, Token, TokenKind};
+use super::token::{SlotKind, SlotValue, Token, TokenKind, joins_run};
 use crate::generate::spec::shell_quote;
 use crate::ingest::redact::PLACEHOLDER_START;
 
@@ -112,8 +112,13 @@ fn placeholder_values(
             let mut run = vec![first.value.clone()];
             next += 1;
             if *variadic {
+                // The run the tokenizer wrote once: positional paths and globs, never a value
+                // redacted at ingest.
                 while let Some(s) = slots.get(next) {
-                    if s.flag.is_some() || s.kind != first.kind {
+                    if s.flag.is_some()
+                        || !joins_run(s.kind)
+                        || s.value.contains(PLACEHOLDER_START)
+                    {
                         break;
                     }
                     run.push(s.value.clone());

@@ -10,7 +10,7 @@ use super::{
     MAX_INLINE_INPUT, SlotKind, SlotValue, TEXT_FILTERS, Token, TokenKind, Tokenizer, basename,
     classify,
 };
-use crate::mine::shell::{self, Dialect, RedirOp, SimpleCommand};
+use crate::mine::shell::{self, Dialect, RedirOp, SimpleCommand, Word};
 
 impl Tokenizer {
     /// The tokens of one command line.
@@ -87,8 +87,10 @@ impl Tokenizer {
         for a in &cmd.assignments {
             draft.assigns.push(FlagPart::assign(&a.name, &a.value.text));
         }
-        let start = strip_wrappers(&cmd.words, &mut draft)?;
-        let (program_word, args) = cmd.words.get(start..)?.split_first()?;
+        // `git commit -m "$(cat <<'EOF' … EOF)"`: the message is the here-document's text.
+        let words: Vec<Word> = cmd.words.iter().map(heredoc_value).collect();
+        let start = strip_wrappers(&words, &mut draft)?;
+        let (program_word, args) = words.get(start..)?.split_first()?;
         let program = basename(&program_word.text);
         if program.is_empty() {
             return None;
@@ -97,7 +99,10 @@ impl Tokenizer {
             return patch_token(line, cwd, step);
         }
         draft.program = program.to_owned();
-        draft.segments.push(Segment::with_head(program));
+        // The program as it was run: `./gradlew` is the project's, `gradlew` one on `PATH`.
+        draft
+            .segments
+            .push(Segment::with_program(&program_word.text, program));
         draft.innermost = program.to_owned();
         command_args(cli(program), args, &mut draft, 0);
 
@@ -183,6 +188,58 @@ impl Tokenizer {
             pipe_from: None,
             stdin: None,
         })
+    }
+}
+
+/// A word that is only a here-document read by `cat` in a command substitution (Claude Code's
+/// `-m "$(cat <<'EOF'⏎…⏎EOF⏎)"`), as the word the program receives: the here-document's text,
+/// its trailing newlines removed as a substitution removes them. Any other word as it is,
+/// and this one too when its text would be expanded (an unquoted delimiter and a `$` or a
+/// backquote in the body) or split (the substitution not in double quotes).
+fn heredoc_value(word: &Word) -> Word {
+    let body = match word.substitutions.as_slice() {
+        [inner]
+            if word.text.len() == inner.len() + 3
+                && word.text.starts_with("$(")
+                && word.text.ends_with(')')
+                && word.raw.starts_with('"')
+                && word.raw.ends_with('"') =>
+        {
+            cat_heredoc(inner)
+        }
+        _ => None,
+    };
+    match body {
+        Some(body) => Word {
+            text: body.trim_end_matches('\n').to_owned(),
+            raw: word.raw.clone(),
+            quoted: true,
+            expanded: false,
+            substitutions: Vec::new(),
+        },
+        None => word.clone(),
+    }
+}
+
+/// The text `cat <<'EOF'⏎…⏎EOF` prints, when that is all `inner` runs and its body expands
+/// nothing.
+fn cat_heredoc(inner: &str) -> Option<String> {
+    let commands = shell::parse(inner).ok()?;
+    let [cmd] = commands.as_slice() else {
+        return None;
+    };
+    let [program] = cmd.words.as_slice() else {
+        return None;
+    };
+    if program.text != "cat" || !program.is_plain() || !cmd.assignments.is_empty() {
+        return None;
+    }
+    match cmd.redirections.as_slice() {
+        [r] if matches!(r.op, RedirOp::HereDoc { .. }) => {
+            let body = r.body.as_ref()?;
+            (r.target.quoted || !(body.contains('$') || body.contains('`'))).then(|| body.clone())
+        }
+        _ => None,
     }
 }
 
@@ -306,18 +363,18 @@ mod tests {
             (tokens[0].key.clone(), tokens[0].stdin.clone())
         };
         let cases: &[(&str, &str, &str)] = &[
-            ("echo '{\"a\": 1}' | jq .a", "jq <string>", "{\"a\": 1}\n"),
-            ("echo -n a b | tr a-z A-Z", "tr <string>...", "a b"),
+            ("echo '{\"a\": 1}' | jq .a", "jq <arg>", "{\"a\": 1}\n"),
+            ("echo -n a b | tr a-z A-Z", "tr <arg> <arg>", "a b"),
             ("printf 'b\\na\\n' | sort", "sort", "b\na\n"),
             ("printf '%s\\n' b a b | sort -u", "sort -u", "b\na\nb\n"),
             (
                 "jq -r .name <<< '{\"name\":\"x\"}'",
-                "jq -r <string>",
+                "jq -r <arg>",
                 "{\"name\":\"x\"}\n",
             ),
             (
                 "jq .a <<'EOF'\n{\"a\": \"$HOME\"}\nEOF",
-                "jq <string>",
+                "jq <arg>",
                 "{\"a\": \"$HOME\"}\n",
             ),
             ("cat <<EOF | wc -l\none\ntwo\nEOF", "wc -l", "one\ntwo\n"),
@@ -353,7 +410,7 @@ mod tests {
         assert_eq!(
             shape,
             [
-                ("jq <string>", None, Some("[3,1]\n")),
+                ("jq <arg>", None, Some("[3,1]\n")),
                 ("sort -n", Some(1), None),
                 ("uniq -c", Some(2), None)
             ]
@@ -390,16 +447,16 @@ mod tests {
         // Kept: writing a file, feeding a pipe.
         assert_eq!(
             keys("echo '{\"a\": 1}' > config.json"),
-            ["echo <string> > <path>"]
+            ["echo <arg> > <arg>"]
         );
         assert_eq!(
             keys("cat data.json | jq .name"),
-            ["cat <path>", "jq <string>"]
+            ["cat <arg>", "jq <arg>"]
         );
         // A pipe filter that writes a file is kept.
         assert_eq!(
             keys("make 2>&1 | tail -5 > last.log"),
-            ["make", "tail <number> > <path>"]
+            ["make", "tail <arg> > <arg>"]
         );
     }
 
@@ -479,7 +536,7 @@ mod tests {
             .collect();
         assert_eq!(
             shape,
-            [("echo <string>", None, false), ("wc -c", Some(0), false)]
+            [("echo <arg>", None, false), ("wc -c", Some(0), false)]
         );
         assert_eq!(keys("true | wc -l"), ["true", "wc -l"]);
     }

@@ -100,6 +100,7 @@ use crate::mine::shell::{self, Dialect};
 
 use agent_tools::tool_token;
 pub use classify::{SlotKind, classify};
+pub use draft::joins_run;
 pub use intern::{InternError, Interner};
 
 /// The concrete value of one slot in one occurrence.
@@ -238,7 +239,7 @@ static DEFAULT: LazyLock<Tokenizer> = LazyLock::new(Tokenizer::default);
 /// };
 /// let tokens = tokens_of(&action);
 /// assert_eq!(tokens.len(), 1);
-/// assert_eq!(tokens[0].key, "cargo test -p <string>");
+/// assert_eq!(tokens[0].key, "cargo test -p <arg>");
 /// assert_eq!(tokens[0].template, "cargo test -p <package>");
 /// assert_eq!(tokens[0].slots[0].value, "core");
 /// assert_eq!(tokens[0].cwd.as_deref(), Some("/src/app/web"));
@@ -446,7 +447,7 @@ mod tests {
                 Source::Fish,
                 "shell",
                 json!({"command": "git commit -m (date); and git push"}),
-                &["git commit -m <string>", "git push"],
+                &["git commit -m <arg>", "git push"],
             ),
             (
                 Source::Aider,
@@ -458,37 +459,37 @@ mod tests {
                 Source::SweAgent,
                 "shell",
                 json!({"command": "python reproduce.py"}),
-                &["python <path>"],
+                &["python <arg>"],
             ),
             (
                 Source::SweAgent,
                 "open",
                 json!({"command": "open src/x.py 100"}),
-                &["open <path> <number>"],
+                &["open <arg> <arg>"],
             ),
             (
                 Source::SweAgent,
                 "edit",
                 json!({"command": "edit 10:20\n    x = 'unbalanced\nend_of_edit"}),
-                &["edit <string>"],
+                &["edit <arg>"],
             ),
             (
                 Source::SweAgent,
                 "edit",
                 json!({"command": "edit 10:12\nfoo()\nend_of_edit"}),
-                &["edit <string>"],
+                &["edit <arg>"],
             ),
             (
                 Source::SweAgent,
                 "edit",
                 json!({"command": "edit 'return a\n' '# rounded\nreturn b'"}),
-                &["edit <string>..."],
+                &["edit <arg> <arg>"],
             ),
             (
                 Source::SweAgent,
                 "str_replace_editor",
                 json!({"command": "str_replace_editor view /r/a.py --view_range 1 50"}),
-                &["str_replace_editor view --view_range <number> <number> <path>"],
+                &["str_replace_editor view <arg> --view_range <arg> <arg>"],
             ),
             (Source::SweAgent, "goto", json!({"command": "goto 50"}), &[]),
             (
@@ -501,37 +502,37 @@ mod tests {
                 Source::ClaudeCode,
                 "Read",
                 json!({"file_path": "/w/src/main.rs", "offset": 10}),
-                &["Read <path>"],
+                &["Read <arg>"],
             ),
             (
                 Source::ClaudeCode,
                 "Write",
                 json!({"file_path": "/w/a.ts", "content": "x"}),
-                &["Write <path>"],
+                &["Write <arg>"],
             ),
             (
                 Source::ClaudeCode,
                 "Edit",
                 json!({"file_path": "/w/a.rs", "old_string": "a", "new_string": "b"}),
-                &["Edit <path>"],
+                &["Edit <arg>"],
             ),
             (
                 Source::ClaudeCode,
                 "Grep",
                 json!({"pattern": "fn main", "path": "src", "glob": "*.rs", "output_mode": "content"}),
-                &["Grep glob=<glob> output_mode=content <string> <path>"],
+                &["Grep glob=<arg> output_mode=content <arg> <arg>"],
             ),
             (
                 Source::ClaudeCode,
                 "Glob",
                 json!({"pattern": "**/*.md"}),
-                &["Glob <glob>"],
+                &["Glob <arg>"],
             ),
             (
                 Source::ClaudeCode,
                 "WebFetch",
                 json!({"url": "https://docs.rs/x", "prompt": "summarize"}),
-                &["WebFetch <url>"],
+                &["WebFetch <arg>"],
             ),
             (
                 Source::ClaudeCode,
@@ -555,19 +556,19 @@ mod tests {
                 Source::Openhands,
                 "read",
                 json!({"path": "/r/a.py", "start": 0}),
-                &["read <path>"],
+                &["read <arg>"],
             ),
             (
                 Source::Openhands,
                 "edit",
                 json!({"path": "/r/a.py", "command": "str_replace"}),
-                &["edit command=str_replace <path>"],
+                &["edit command=str_replace <arg>"],
             ),
             (
                 Source::Openhands,
                 "browse",
                 json!({"url": "http://localhost:8000"}),
-                &["browse <url>"],
+                &["browse <arg>"],
             ),
             (Source::Aider, "Edit", json!({}), &["Edit"]),
             (
@@ -575,7 +576,7 @@ mod tests {
                 "mcp__github__create_issue",
                 json!({"owner": "o", "repo": "r", "title": "Bug", "body": "long\ntext", "draft": false, "n": 3}),
                 &[
-                    "mcp__github__create_issue draft=false n=<number> owner=<string> repo=<string> title=<string>",
+                    "mcp__github__create_issue draft=false n=<arg> owner=<arg> repo=<arg> title=<arg>",
                 ],
             ),
             (
