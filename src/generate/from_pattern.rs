@@ -25,7 +25,7 @@ use crate::ingest::action::{Action, Source};
 use crate::ingest::redact::{PLACEHOLDER_START, placeholder_kinds, replace_placeholders};
 use crate::mine::params::{AlignInput, align, piped_flags};
 use crate::mine::pattern::{self, Pattern, PatternKind};
-use crate::mine::token::tokens_of;
+use crate::mine::token::{UNPARSED, tokens_of};
 use crate::registry::manifest::{
     Evidence, Language, Origin, OutputKind, WorkspaceAccess, valid_name,
 };
@@ -517,6 +517,20 @@ impl ToolSpec {
                 step.template
             )));
         }
+        // A command line the shell parser could not read (an unbalanced quote, syntax it does
+        // not know) is one opaque step: its words are not known, so no tool can run them.
+        let unparsed_step = pattern
+            .steps
+            .iter()
+            .chain(pattern.trigger.as_ref().map(|t| &t.step))
+            .find(|s| s.key.ends_with(UNPARSED));
+        if let Some(step) = unparsed_step {
+            return Err(fail(&format!(
+                "its step `{}` is a command line the shell parser could not read, so its words \
+                 are not known; a tool is made only from commands that parse",
+                step.key
+            )));
+        }
         let steps: Vec<StepSpec> = pattern.steps.iter().map(convert_step).collect();
         let trigger_step = pattern.trigger.as_ref().map(|t| convert_step(&t.step));
         if let Some(step) = step_with_redacted_literal(trigger_step.iter().chain(&steps)) {
@@ -978,6 +992,22 @@ mod tests {
         assert!(
             err.to_string()
                 .contains("`Read <path>` is an agent's tool call"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_command_line_that_does_not_parse_is_never_a_tool() {
+        let mut p = sequence();
+        p.steps[0] = Step {
+            template: "git <unparsed>".into(),
+            key: "git <unparsed>".into(),
+            ..step(vec![lit("git"), param("unparsed")])
+        };
+        let err = ToolSpec::from_pattern(&p, &|_| false).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("`git <unparsed>` is a command line the shell parser could not read"),
             "{err}"
         );
     }

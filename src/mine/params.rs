@@ -447,9 +447,13 @@ fn typed_or_repeating(kind: &str, values: &[String], n: usize) -> bool {
 fn new_param(column: &Column<'_>, secret: bool, token: &Token, params: &[Param]) -> Param {
     let kind = param_kind(&column.kinds, &column.values);
     let mut base = param_name(column.name);
+    // A name the first occurrence's kind gave (`<path>` for `feature/login`) says nothing when
+    // the values are of several kinds (`main`): the joined kind names it.
+    let kinds_differ = column.kinds.iter().any(|k| *k != column.kinds[0]);
+    let kind_name = column.kinds.iter().any(|k| k.as_str() == base);
     if secret && (matches!(base.as_str(), "string" | "arg") || base.len() <= 1) {
         base = "secret".into();
-    } else if base == "string" || base == "arg" {
+    } else if base == "string" || base == "arg" || (kinds_differ && kind_name) {
         base = match kind {
             "path" => "path".into(),
             "sha" => "commit".into(),
@@ -859,7 +863,7 @@ mod tests {
             );
         }
         assert_eq!(
-            a.steps[1].template, "mysql -e 'select 1' -p<secret_2> -u root shop",
+            a.steps[1].template, "mysql -uroot -p<secret_2> shop -e 'select 1'",
             "{:?}",
             a.steps[1]
         );
@@ -978,11 +982,11 @@ mod tests {
         assert_eq!(
             names,
             [
-                ("message", "flag -m"),
-                ("value", "position 2 of `git tag -m <message> <string>`")
+                ("value", "position 1 of `git tag <string> -m <message>`"),
+                ("message", "flag -m")
             ]
         );
-        assert_eq!(roles.param_values[0], ["one", "two"]);
+        assert_eq!(roles.param_values[1], ["one", "two"]);
         // Two placeholders always varying as plain strings: the literal, the internal, and no
         // more.
         assert_eq!((roles.literal_or_typed, roles.total), (2, 4));
@@ -1095,5 +1099,157 @@ mod tests {
         // Inside a longer word is not printed.
         assert!(!printed("xabc123x", "abc123x"));
         assert!(printed("(abc123x)", "abc123x"));
+    }
+
+    /// The words a command line gives its program, as the shell splits them.
+    fn argv(line: &str) -> Vec<String> {
+        crate::mine::shell::parse(line)
+            .expect("the line parses")
+            .iter()
+            .flat_map(|c| c.words.iter().map(|w| w.text.clone()))
+            .collect()
+    }
+
+    /// Aligns one-step occurrences of `lines` and checks what issue 20 asks: the step's words
+    /// in the order they were logged, each occurrence's command word for word, and a flag's
+    /// value next to its flag. Returns the alignment.
+    fn faithful(lines: &[&str], template: &str) -> Aligned {
+        let occs: Vec<AlignInput> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| occurrence(&format!("s{i}"), &[l], &[""], "/w"))
+            .collect();
+        let a = align(&occs, 20).expect("aligned");
+        assert_eq!(a.evidence.len(), lines.len(), "every occurrence fits");
+        assert_eq!(a.steps[0].template, template);
+        for (line, evidence) in lines.iter().zip(&a.evidence) {
+            assert_eq!(argv(&evidence.commands[0]), argv(line), "{line}");
+        }
+        a
+    }
+
+    fn names(a: &Aligned) -> Vec<(&str, &str)> {
+        a.params
+            .iter()
+            .map(|p| (p.name.as_str(), p.kind.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn issue_20_objdump_keeps_its_order_and_each_flag_its_value() {
+        let a = faithful(
+            &[
+                "objdump -d build/agent --start-address 0x4013b0 --stop-address 0x402c60",
+                "objdump -d build/agent --start-address 0x4064f0 --stop-address 0x406850",
+                "objdump -d out/loader --start-address 0x401000 --stop-address 0x401200",
+            ],
+            "objdump -d <path> --start-address <start_address> --stop-address <stop_address>",
+        );
+        assert_eq!(
+            names(&a),
+            [
+                ("path", "path"),
+                ("start_address", "string"),
+                ("stop_address", "string")
+            ]
+        );
+        assert_eq!(a.params[1].named_from, "flag --start-address");
+    }
+
+    #[test]
+    fn issue_20_openssl_x509_keeps_its_order() {
+        faithful(
+            &[
+                "openssl x509 -in certs/relay.example.com.pem -noout -subject -enddate",
+                "openssl x509 -in tls/mqtt-broker.pem -noout -subject -enddate",
+            ],
+            "openssl x509 -in <in> -noout -subject -enddate",
+        );
+    }
+
+    #[test]
+    fn issue_20_an_unknown_cli_keeps_its_sub_command_first_and_its_flag_values() {
+        // `coverage` has no table entry: the sub-command is the same in every occurrence, so
+        // it is a literal, in its place; `--include=…` stays one word.
+        faithful(
+            &[
+                "coverage report -m --include=src/storage/*",
+                "coverage report -m --include=src/cli/*",
+            ],
+            "coverage report -m --include=<include>",
+        );
+        faithful(
+            &[
+                "coverage run -m pytest tests/test_cli.py -q",
+                "coverage run -m pytest tests/test_storage.py -q",
+            ],
+            "coverage run -m pytest <path> -q",
+        );
+    }
+
+    #[test]
+    fn issue_20_a_project_script_keeps_its_path() {
+        let a = faithful(
+            &[
+                "./scripts/check.sh --module auth",
+                "./scripts/check.sh --module billing",
+            ],
+            "./scripts/check.sh --module <module>",
+        );
+        assert_eq!(names(&a), [("module", "string")]);
+        faithful(&["./gradlew test --tests Foo", "./gradlew test --tests Bar"], "./gradlew test --tests <tests>");
+    }
+
+    #[test]
+    fn issue_20_the_heredoc_commit_message_is_the_value() {
+        let commit = |subject: &str| {
+            format!(
+                "git add src/cache.py && git commit -m \"$(cat <<'EOF'\n{subject}\n\nThe TTL was wrong.\n\n🤖 Generated with [Claude Code](https://claude.com/claude-code)\nEOF\n)\""
+            )
+        };
+        let lines = [commit("Expire cache entries"), commit("Fix the parser")];
+        let occs: Vec<AlignInput> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| occurrence(&format!("s{i}"), &[l], &[""], "/w"))
+            .collect();
+        let a = align(&occs, 20).expect("aligned");
+        // `a && b` keeps both.
+        let templates: Vec<&str> = a.steps.iter().map(|s| s.template.as_str()).collect();
+        assert_eq!(templates, ["git add src/cache.py", "git commit -m <message>"]);
+        assert_eq!(names(&a), [("message", "text")]);
+        let message = &a.evidence[1].params["message"];
+        assert!(message.starts_with("Fix the parser\n\nThe TTL"), "{message}");
+        assert!(message.ends_with("(https://claude.com/claude-code)"), "{message}");
+        assert!(!message.contains("EOF") && !message.contains("$("), "{message}");
+        assert_eq!(
+            argv(&a.evidence[1].commands[1]),
+            ["git", "commit", "-m", message.as_str()]
+        );
+    }
+
+    #[test]
+    fn issue_20_branch_values_of_any_shape_are_one_parameter() {
+        let a = faithful(
+            &[
+                "git pull --rebase origin main",
+                "git pull --rebase origin feature/login",
+                "git pull --rebase origin fix-1432",
+                "git pull --rebase origin deps/bump-tokio",
+            ],
+            "git pull --rebase origin <value>",
+        );
+        assert_eq!(names(&a), [("value", "string")]);
+        assert_eq!(
+            a.params[0].examples,
+            ["deps/bump-tokio", "feature/login", "fix-1432", "main"]
+        );
+        // The first occurrence's value a path, the others not: still one parameter of the
+        // joined kind, named by it.
+        let a = faithful(
+            &["git checkout feature/login", "git checkout fix-1432"],
+            "git checkout <value>",
+        );
+        assert_eq!(names(&a), [("value", "string")]);
     }
 }

@@ -554,6 +554,89 @@ mod tests {
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
+    /// The words of a token's template, its placeholders filled with its slots' values in
+    /// order: what a tool made of it would run.
+    fn filled(line: &str) -> Vec<String> {
+        let token = crate::mine::token::testing::bash(line).remove(0);
+        let mut slots = token.slots.iter();
+        let mut words = Vec::new();
+        for word in token.template.split(' ') {
+            let Some(open) = word.find('<').filter(|_| word.ends_with('>') || word.ends_with("...")) else {
+                words.push(word.to_owned());
+                continue;
+            };
+            let value = slots.next().map(|s| s.value.clone()).unwrap_or_default();
+            words.push(format!("{}{value}", &word[..open]));
+            if word.ends_with("...") {
+                words.extend(slots.by_ref().map(|s| s.value.clone()));
+            }
+        }
+        words
+    }
+
+    /// Issue 20: the tables only add knowledge; a command's words come back in the order they
+    /// were logged, each flag with its value.
+    #[test]
+    fn words_stay_in_logged_order_with_their_values() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "objdump -d build/agent --start-address 0x4013b0 --stop-address 0x402c60",
+                "objdump -d <arg> --start-address <arg> --stop-address <arg>",
+                "objdump -d <path> --start-address <start_address> --stop-address <stop_address>",
+            ),
+            (
+                "openssl x509 -in certs/x.pem -noout -subject -enddate",
+                "openssl x509 -in <arg> -noout -subject -enddate",
+                "openssl x509 -in <in> -noout -subject -enddate",
+            ),
+            (
+                "coverage report -m --include=src/storage/*",
+                "coverage <arg> -m --include=<arg>",
+                "coverage <string> -m --include=<include>",
+            ),
+            (
+                "./scripts/check.sh --module auth",
+                "./scripts/check.sh --module <arg>",
+                "./scripts/check.sh --module <module>",
+            ),
+            (
+                "make -C auth test",
+                "make -C <arg> test",
+                "make -C <dir> test",
+            ),
+            (
+                "git -C ../r commit -am 'fix it' src/a.rs",
+                "git -C <arg> commit -am <arg> <arg>",
+                "git -C <dir> commit -am <am> <path>",
+            ),
+            (
+                "python3 -u -m pytest -x tests/ -k slow",
+                "python3 -u -m pytest -x <arg> -k <arg>",
+                "python3 -u -m pytest -x <path> -k <keyword>",
+            ),
+            (
+                "find . -name '*.rs' -exec wc -l {} +",
+                "find <arg> -name <arg> -exec <arg> <arg> <arg> +",
+                "find <path> -name <name> -exec <exec> <exec> <exec> +",
+            ),
+        ];
+        for (line, key, template) in cases {
+            let t = crate::mine::token::testing::bash(line).remove(0);
+            assert_eq!((t.key.as_str(), t.template.as_str()), (*key, *template), "{line}");
+            let logged: Vec<String> = words(line).into_iter().map(|w| w.text).collect();
+            assert_eq!(filled(line), logged, "{line}");
+        }
+        // A flag of a program the tables do not know takes the next word as its value, and a
+        // value that is a flag is not one.
+        let t = &crate::mine::token::testing::bash("objdump --start-address 0x1 -d --demangle")[0];
+        let flags: Vec<(Option<&str>, &str)> = t
+            .slots
+            .iter()
+            .map(|s| (s.flag.as_deref(), s.value.as_str()))
+            .collect();
+        assert_eq!(flags, [(Some("--start-address"), "0x1")]);
+    }
+
     #[test]
     fn wrappers_are_skipped_and_env_assignments_kept() {
         let w = words("env -u HOME FOO=1 timeout -s KILL 30 nice -n 5 cargo test");

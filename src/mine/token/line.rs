@@ -7,8 +7,8 @@ use super::argv::{command_args, strip_wrappers};
 use super::draft::{Draft, FlagPart, RedirPart, Segment};
 use super::tables::cli;
 use super::{
-    MAX_INLINE_INPUT, SlotKind, SlotValue, TEXT_FILTERS, Token, TokenKind, Tokenizer, basename,
-    classify,
+    MAX_INLINE_INPUT, SlotKind, SlotValue, TEXT_FILTERS, Token, TokenKind, Tokenizer, UNPARSED,
+    basename, classify,
 };
 use crate::mine::shell::{self, Dialect, RedirOp, SimpleCommand, Word};
 
@@ -173,8 +173,8 @@ impl Tokenizer {
         }
         Some(Token {
             kind: TokenKind::Unparsed,
-            key: format!("{program} <unparsed>"),
-            template: format!("{program} <unparsed>"),
+            key: format!("{program}{UNPARSED}"),
+            template: format!("{program}{UNPARSED}"),
             program: program.to_owned(),
             subcommand: None,
             slots: vec![SlotValue {
@@ -485,6 +485,34 @@ mod tests {
     }
 
     #[test]
+    fn claude_code_s_heredoc_commit_message_is_the_value_and_both_commands_stay() {
+        let line = "git add src/a.rs && git commit -m \"$(cat <<'EOF'\nFix the parser\n\nIt dropped a word.\n\nCo-Authored-By: Claude <noreply@anthropic.com>\nEOF\n)\"";
+        let tokens = bash(line);
+        let keys: Vec<&str> = tokens.iter().map(|t| t.key.as_str()).collect();
+        assert_eq!(keys, ["git add <arg>", "git commit -m <arg>"]);
+        let message = &tokens[1].slots[0];
+        assert_eq!(message.flag.as_deref(), Some("-m"));
+        assert_eq!(
+            message.value,
+            "Fix the parser\n\nIt dropped a word.\n\nCo-Authored-By: Claude <noreply@anthropic.com>"
+        );
+        // `<<-` strips tabs; an unquoted delimiter with nothing to expand is the same text.
+        let t = &bash("git commit -m \"$(cat <<-EOF\n\tSubject\n\tEOF\n)\"")[0];
+        assert_eq!(t.slots[0].value, "Subject");
+        // What the shell would expand or split is not known: kept as written.
+        for line in [
+            "git commit -m \"$(cat <<EOF\nBump to $VERSION\nEOF\n)\"",
+            "git commit -m $(cat <<'EOF'\nSubject\nEOF\n)",
+            "git commit -m \"$(cat <<'EOF'\nSubject\nEOF\n) and more\"",
+            "git commit -m \"$(cat notes.txt)\"",
+        ] {
+            let t = &bash(line)[0];
+            assert_eq!(t.key, "git commit -m <arg>", "{line}");
+            assert!(t.slots[0].value.starts_with("$(cat"), "{line}: {:?}", t.slots);
+        }
+    }
+
+    #[test]
     fn unparsable_lines_still_give_a_token() {
         let tokens = bash("git commit -m 'unterminated");
         assert_eq!(tokens.len(), 1);
@@ -497,6 +525,16 @@ mod tests {
         assert_eq!(keys("| sed s/i//g\""), ["sed <unparsed>"]);
         assert_eq!(keys("\"foo(bar"), ["foo <unparsed>"]);
         assert!(keys("'(((").is_empty());
+        // An unbalanced quote mid-line, or syntax the parser does not know: one opaque step,
+        // never words guessed from it.
+        for line in ["objdump -d \"build/agent --start-address 0x1", "make <(<(", "a && && b"] {
+            let tokens = bash(line);
+            assert!(tokens.len() <= 1, "{line}: {tokens:?}");
+            assert!(
+                tokens.iter().all(|t| t.kind == TokenKind::Unparsed && t.key.ends_with(UNPARSED)),
+                "{line}: {tokens:?}"
+            );
+        }
         // A multi-line text whose first line parses gives that line's command.
         assert_eq!(keys("make test\nthen 'junk"), ["make test"]);
     }

@@ -159,6 +159,9 @@ pub struct Token {
     pub stdin: Option<String>,
 }
 
+/// How a key ends for a command line the shell parser rejected: `git <unparsed>`.
+pub const UNPARSED: &str = " <unparsed>";
+
 /// Programs that only transform text: they read stdin or the files they are given and write
 /// stdout.
 pub const TEXT_FILTERS: [&str; 11] = [
