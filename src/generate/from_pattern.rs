@@ -1066,7 +1066,7 @@ mod tests {
         assert_eq!(spec.origin, Origin::Request);
         assert_eq!(spec.params.len(), 1, "{:?}", spec.params);
         assert_eq!(spec.occurrences.len(), 2);
-        assert_eq!(spec.occurrences[1].commands, ["cargo test --lib -p cli"]);
+        assert_eq!(spec.occurrences[1].commands, ["cargo test -p cli --lib"]);
         // Different shapes: one sequence, all literal.
         let spec = ToolSpec::from_request(
             "format then lint",
