@@ -1438,10 +1438,7 @@ mod tests {
             .iter()
             .map(|&s| loaded.interner.resolve(s).unwrap_or("?"))
             .collect();
-        assert_eq!(
-            keys,
-            ["cargo build", "cargo test -p <arg>", "git status"]
-        );
+        assert_eq!(keys, ["cargo build", "cargo test -p <arg>", "git status"]);
         let command = loaded.commands.resolve(a.rows[1].command);
         assert_eq!(command, Some("cargo test -p <arg> ; git status"));
         assert_eq!(loaded.command_words[a.rows[1].command as usize], (2, 6));

@@ -115,9 +115,7 @@ fn placeholder_values(
                 // The run the tokenizer wrote once: positional paths and globs, never a value
                 // redacted at ingest.
                 while let Some(s) = slots.get(next) {
-                    if s.flag.is_some()
-                        || !joins_run(s.kind)
-                        || s.value.contains(PLACEHOLDER_START)
+                    if s.flag.is_some() || !joins_run(s.kind) || s.value.contains(PLACEHOLDER_START)
                     {
                         break;
                     }
@@ -1197,7 +1195,10 @@ mod tests {
             "./scripts/check.sh --module <module>",
         );
         assert_eq!(names(&a), [("module", "string")]);
-        faithful(&["./gradlew test --tests Foo", "./gradlew test --tests Bar"], "./gradlew test --tests <tests>");
+        faithful(
+            &["./gradlew test --tests Foo", "./gradlew test --tests Bar"],
+            "./gradlew test --tests <tests>",
+        );
     }
 
     #[test]
@@ -1216,12 +1217,24 @@ mod tests {
         let a = align(&occs, 20).expect("aligned");
         // `a && b` keeps both.
         let templates: Vec<&str> = a.steps.iter().map(|s| s.template.as_str()).collect();
-        assert_eq!(templates, ["git add src/cache.py", "git commit -m <message>"]);
+        assert_eq!(
+            templates,
+            ["git add src/cache.py", "git commit -m <message>"]
+        );
         assert_eq!(names(&a), [("message", "text")]);
         let message = &a.evidence[1].params["message"];
-        assert!(message.starts_with("Fix the parser\n\nThe TTL"), "{message}");
-        assert!(message.ends_with("(https://claude.com/claude-code)"), "{message}");
-        assert!(!message.contains("EOF") && !message.contains("$("), "{message}");
+        assert!(
+            message.starts_with("Fix the parser\n\nThe TTL"),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("(https://claude.com/claude-code)"),
+            "{message}"
+        );
+        assert!(
+            !message.contains("EOF") && !message.contains("$("),
+            "{message}"
+        );
         assert_eq!(
             argv(&a.evidence[1].commands[1]),
             ["git", "commit", "-m", message.as_str()]

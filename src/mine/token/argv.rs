@@ -422,10 +422,7 @@ mod tests {
             ("git checkout a1b2c3d", &["git checkout <arg>"]),
             ("git checkout -b feature/x", &["git checkout -b <arg>"]),
             ("git stash pop", &["git stash pop"]),
-            (
-                "git add src/a.rs src/b.rs README.md",
-                &["git add <arg>..."],
-            ),
+            ("git add src/a.rs src/b.rs README.md", &["git add <arg>..."]),
             ("git push -u origin main", &["git push -u <arg> <arg>"]),
             ("npm run build", &["npm run build"]),
             ("npm run test -- src/a.test.ts", &["npm run test -- <arg>"]),
@@ -445,10 +442,7 @@ mod tests {
                 "python3 -m pip install -r requirements.txt",
                 &["python3 -m pip install -r <arg>"],
             ),
-            (
-                "python scripts/gen.py -m fast",
-                &["python <arg> -m <arg>"],
-            ),
+            ("python scripts/gen.py -m fast", &["python <arg> -m <arg>"]),
             ("make -j8 test", &["make -j<arg> test"]),
             (
                 "make -j 8 build CC=clang",
@@ -459,10 +453,7 @@ mod tests {
                 &["docker compose -f <arg> up -d"],
             ),
             ("docker logs -f web", &["docker logs -f <arg>"]),
-            (
-                "kubectl get pods -n prod",
-                &["kubectl get pods -n <arg>"],
-            ),
+            ("kubectl get pods -n prod", &["kubectl get pods -n <arg>"]),
             (
                 "kubectl rollout status deployment/api",
                 &["kubectl rollout status <arg>"],
@@ -480,10 +471,7 @@ mod tests {
             ("env -i FOO=1 make", &["FOO=<arg> make"]),
             ("nohup ./server --port 8080 &", &["./server --port <arg>"]),
             ("grep -rn 'fn main' src/", &["grep -rn <arg> <arg>"]),
-            (
-                "grep -e 'a.*' -e b *.rs",
-                &["grep -e <arg> -e <arg> <arg>"],
-            ),
+            ("grep -e 'a.*' -e b *.rs", &["grep -e <arg> -e <arg> <arg>"]),
             ("rg -t rust TODO", &["rg -t <arg> <arg>"]),
             (
                 "find . -name '*.rs' -exec wc -l {} \\;",
@@ -493,10 +481,7 @@ mod tests {
                 "find . \\( -name a -o -name b \\) -type f",
                 &["find <arg> ( -name <arg> -o -name <arg> ) -type <arg>"],
             ),
-            (
-                "jq -r '.items[] | .name' data.json",
-                &["jq -r <arg> <arg>"],
-            ),
+            ("jq -r '.items[] | .name' data.json", &["jq -r <arg> <arg>"]),
             (
                 "jq --arg n 1 '.x' f.json",
                 &["jq --arg <arg> <arg> <arg> <arg>"],
@@ -520,28 +505,19 @@ mod tests {
             ("echo hi >> notes.md", &["echo <arg> >> <arg>"]),
             ("sort < in.txt", &["sort < <arg>"]),
             ("xargs -I{} rm {}", &["xargs -I<arg> rm {}"]),
-            (
-                "mysql -uroot -psecret db",
-                &["mysql -u<arg> -p<arg> <arg>"],
-            ),
+            ("mysql -uroot -psecret db", &["mysql -u<arg> -p<arg> <arg>"]),
             (
                 "git commit -m \"$(cat <<'EOF'\nFix it\nEOF\n)\" && git push",
                 &["git commit -m <arg>", "git push"],
             ),
-            (
-                "for f in *.rs; do rustfmt \"$f\"; done",
-                &["rustfmt <arg>"],
-            ),
+            ("for f in *.rs; do rustfmt \"$f\"; done", &["rustfmt <arg>"]),
             ("/usr/bin/python3.12 -V", &["/usr/bin/python3.12 -V"]),
             ("hub pull-request -m x", &["hub pull-request -m <arg>"]),
             (
                 "hg commit -m 'x' && jj git push",
                 &["hg commit -m <arg>", "jj git push"],
             ),
-            (
-                "npx next dev --port 3000",
-                &["npx next dev --port <arg>"],
-            ),
+            ("npx next dev --port 3000", &["npx next dev --port <arg>"]),
             ("pyenv install 3.12.1", &["pyenv install <arg>"]),
             ("screen -S build make all", &["screen -S <arg> make all"]),
         ];
@@ -561,7 +537,10 @@ mod tests {
         let mut slots = token.slots.iter();
         let mut words = Vec::new();
         for word in token.template.split(' ') {
-            let Some(open) = word.find('<').filter(|_| word.ends_with('>') || word.ends_with("...")) else {
+            let Some(open) = word
+                .find('<')
+                .filter(|_| word.ends_with('>') || word.ends_with("..."))
+            else {
                 words.push(word.to_owned());
                 continue;
             };
@@ -622,7 +601,11 @@ mod tests {
         ];
         for (line, key, template) in cases {
             let t = crate::mine::token::testing::bash(line).remove(0);
-            assert_eq!((t.key.as_str(), t.template.as_str()), (*key, *template), "{line}");
+            assert_eq!(
+                (t.key.as_str(), t.template.as_str()),
+                (*key, *template),
+                "{line}"
+            );
             let logged: Vec<String> = words(line).into_iter().map(|w| w.text).collect();
             assert_eq!(filled(line), logged, "{line}");
         }
@@ -699,6 +682,9 @@ mod tests {
         let d = draft("cargo test -- --nocapture");
         let heads: Vec<&[String]> = d.segments.iter().map(|s| s.head.as_slice()).collect();
         assert_eq!(heads, [&["cargo", "test"][..], &["--"][..]]);
-        assert_eq!(d.segments[1].flags().next().map(|f| f.name.as_str()), Some("--nocapture"));
+        assert_eq!(
+            d.segments[1].flags().next().map(|f| f.name.as_str()),
+            Some("--nocapture")
+        );
     }
 }

@@ -365,7 +365,7 @@ impl Draft {
     }
 }
 
-    #[cfg(test)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::mine::token::testing::bash;

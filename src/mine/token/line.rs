@@ -100,9 +100,18 @@ impl Tokenizer {
         }
         draft.program = program.to_owned();
         // The program as it was run: `./gradlew` is the project's, `gradlew` one on `PATH`.
-        draft
-            .segments
-            .push(Segment::with_program(&program_word.text, program));
+        // A word with an expansion (`$HOME/bin/x`) or a space cannot be written back as one
+        // literal word: its name then.
+        let written = if program_word.expanded
+            || program_word
+                .text
+                .contains(|c: char| c.is_whitespace() || c == '<' || c == '>')
+        {
+            program
+        } else {
+            program_word.text.as_str()
+        };
+        draft.segments.push(Segment::with_program(written, program));
         draft.innermost = program.to_owned();
         command_args(cli(program), args, &mut draft, 0);
 
@@ -449,10 +458,7 @@ mod tests {
             keys("echo '{\"a\": 1}' > config.json"),
             ["echo <arg> > <arg>"]
         );
-        assert_eq!(
-            keys("cat data.json | jq .name"),
-            ["cat <arg>", "jq <arg>"]
-        );
+        assert_eq!(keys("cat data.json | jq .name"), ["cat <arg>", "jq <arg>"]);
         // A pipe filter that writes a file is kept.
         assert_eq!(
             keys("make 2>&1 | tail -5 > last.log"),
@@ -508,7 +514,11 @@ mod tests {
         ] {
             let t = &bash(line)[0];
             assert_eq!(t.key, "git commit -m <arg>", "{line}");
-            assert!(t.slots[0].value.starts_with("$(cat"), "{line}: {:?}", t.slots);
+            assert!(
+                t.slots[0].value.starts_with("$(cat"),
+                "{line}: {:?}",
+                t.slots
+            );
         }
     }
 
@@ -527,11 +537,17 @@ mod tests {
         assert!(keys("'(((").is_empty());
         // An unbalanced quote mid-line, or syntax the parser does not know: one opaque step,
         // never words guessed from it.
-        for line in ["objdump -d \"build/agent --start-address 0x1", "make <(<(", "a && && b"] {
+        for line in [
+            "objdump -d \"build/agent --start-address 0x1",
+            "make <(<(",
+            "a && && b",
+        ] {
             let tokens = bash(line);
             assert!(tokens.len() <= 1, "{line}: {tokens:?}");
             assert!(
-                tokens.iter().all(|t| t.kind == TokenKind::Unparsed && t.key.ends_with(UNPARSED)),
+                tokens
+                    .iter()
+                    .all(|t| t.kind == TokenKind::Unparsed && t.key.ends_with(UNPARSED)),
                 "{line}: {tokens:?}"
             );
         }

@@ -13,35 +13,52 @@
 //! `cd web && cargo test --release -p core`, run in `/src/app`:
 //!
 //! ```text
-//! key       cargo test --release -p <string>
+//! key       cargo test --release -p <arg>
 //! template  cargo test --release -p <package>
 //! slots     [{kind: string, flag: "-p", position: 0, value: "core"}]
 //! cwd       /src/app/web
 //! ```
 //!
+//! **Words stay as logged.** Key and template hold the command's words in the order the agent
+//! wrote them; what is known of a CLI only decides which words are literal and which are
+//! slots, never where a word goes, so a tool made from a token runs the argv that was run.
+//! Every slot is written `<arg>` in the key, whatever its value looks like (`main`,
+//! `feature/login`, `fix-1432`, a sha): a value's shape never splits a habit. The slot keeps
+//! its kind ([`classify`]), from which the parameter's type is joined across occurrences.
+//!
 //! How the key is built, for a shell command:
 //! - **Dropped wrappers**: `time`, `nohup`, `command`, `builtin`, `exec`, `noglob`, `env` (its
 //!   `NAME=value` operands become assignments), `timeout DURATION`, `nice`, `ionice`, `stdbuf`.
 //!   `sudo`/`doas`, `xargs`, `watch` and the like are kept: they change what runs.
-//! - **Assignments** (`RUST_LOG=debug cargo …`) come first, sorted: `RUST_LOG=<string>`.
-//! - **Program**: the basename of the first word. **Sub-commands** of the CLIs in the table
-//!   below (`git stash pop`, `docker compose up`, `gh pr create`, `kubectl get pods`,
+//! - **Assignments** (`RUST_LOG=debug cargo …`) come first, in order: `RUST_LOG=<arg>`.
+//! - **Program**: the first word as it was written when it is a path (`./gradlew`,
+//!   `./scripts/check.sh`: the project's own programs, never one looked up on `PATH`), else
+//!   its name; the table entry is found by its basename. **Sub-commands** of the CLIs in the
+//!   table below (`git stash pop`, `docker compose up`, `gh pr create`, `kubectl get pods`,
 //!   `npm run build`, `make test`, `python -m pytest`) stay literal: they say what the command
 //!   does. Runners (`uv run`, `poetry run`, `npx`, `pnpm exec`, `sudo`, `xargs`, …) are followed
 //!   by the program they run, itself tokenized with its own table entry.
-//! - **Flags** are kept literally and sorted, so their order does not matter; a flag's value
-//!   (`-p core`, `--features=x`, `-j4`, `-am msg`) becomes a slot: `-p <string>`. Which flags
-//!   take a value is known per CLI (unknown flags are taken to be boolean, except
-//!   `--flag=value`). After `--`, words go to another program: flags keep their order group.
-//! - **Positional arguments** become slots typed by [`classify`], in order; consecutive slots of
-//!   one kind are written once with `...` (`git add <path>...`), so the number of files does not
-//!   split a habit. `NAME=value` arguments (`make CC=clang`) are written `NAME=<kind>`.
-//! - **Redirections** to files are part of the key (`> <path>`, `< <path>`); here-documents are
-//!   `<<EOF`; fd duplications (`2>&1`) and `/dev/null`-like targets are left out.
+//! - **Flags** are kept literally, where they were, each written as it was (`-p core`,
+//!   `--features=x`, `-j4`, `-am msg`), its value a slot: `-p <arg>`, `--features=<arg>`,
+//!   `-j<arg>`. Which flags take a value is known per CLI; for a program the tables do not
+//!   know (and after `--`), the word after a flag named with two letters or more
+//!   (`--start-address 0x4013b0`, `-CAfile ca.pem`) is its value, and every other word a
+//!   positional slot: which ones are literals (the same in every occurrence) and which are
+//!   parameters is decided when a pattern's occurrences are aligned (`params.rs`).
+//! - **Positional arguments** become slots typed by [`classify`], in order; consecutive paths
+//!   and globs are written once with `...` (`git add <arg>...`, [`joins_run`]), so the number
+//!   of files does not split a habit. `NAME=value` arguments (`make CC=clang`) are written
+//!   `NAME=<arg>`.
+//! - Claude Code's commit idiom `-m "$(cat <<'EOF' … EOF)"` passes the here-document's text:
+//!   that text is the word's value (when nothing in it would be expanded).
+//! - **Redirections** to files are part of the key (`> <arg>`, `< <arg>`), after the words;
+//!   here-documents are `<<EOF`; fd duplications (`2>&1`) and `/dev/null`-like targets are left
+//!   out.
 //!
-//! For an agent tool, the key is the tool's name, then its named options (`glob=<glob>`,
-//! `output_mode=content`), then its main arguments (`Grep <string> <path>`). Unknown tools (MCP
-//! tools and the like) get every short scalar field as `name=<kind>`.
+//! For an agent tool, the key is the tool's name, then its named options sorted (a JSON
+//! object's fields have no order: `glob=<arg>`, `output_mode=content`), then its main
+//! arguments (`Grep <arg> <arg>`). Unknown tools (MCP tools and the like) get every short
+//! scalar field as `name=<arg>`.
 //!
 //! A slot's `position` is its ordinal among the token's slots of the same flag (for positional
 //! arguments, among the positional slots), so `(flag, position)` names the same role in every
@@ -65,7 +82,8 @@
 //! - empty commands and commands that are only assignments.
 //!
 //! A command line the shell parser rejects still yields one [`TokenKind::Unparsed`] token,
-//! `<program> <unparsed>`, holding the line as its only slot.
+//! `<program> <unparsed>`, holding the line as its only slot: a habit is still seen, but its
+//! words are not known, so it never becomes a tool.
 //!
 //! # Parts
 //!
@@ -134,7 +152,8 @@ pub enum TokenKind {
 pub struct Token {
     /// Where it came from.
     pub kind: TokenKind,
-    /// Canonical text, stable across occurrences: `cargo test -p <string>`.
+    /// Canonical text, stable across occurrences, the words in logged order: `cargo test -p
+    /// <arg>`.
     pub key: String,
     /// The key with slots named rather than typed: `cargo test -p <package>`.
     pub template: String,
