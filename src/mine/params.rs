@@ -5,9 +5,13 @@
 //! same value are one parameter. A working directory that varies makes the tool work on its
 //! workspace.
 //!
-//! The steps' words come from the first occurrence's token templates (`cargo test -p <package>`):
-//! each `<name>` placeholder takes the next slot of the token, a variadic `<name>...` takes the
-//! run of positional slots of one kind it stands for.
+//! The steps' words come from one occurrence's token templates (`cargo test -p <package>`), in
+//! the order the agent wrote them: each `<name>` placeholder takes the next slot of the token, a
+//! variadic `<name>...` takes the run of positional files it stands for (one or several: a
+//! variadic parameter only where some occurrence had several). The occurrence is the one with
+//! the most values among those of the first one's keys, so that one file and several never
+//! split a habit. A value's kind never decides whether an occurrence fits: a parameter's type
+//! is the join of its values' kinds.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -211,9 +215,29 @@ fn printed(output: &str, value: &str) -> bool {
 type OccurrenceValues = Vec<Vec<(String, SlotKind, Vec<String>)>>;
 
 /// Aligns the occurrences of a pattern of `steps` steps. Occurrences whose tokens do not fit the
-/// first one's templates are left out. `None` when none fits.
+/// templates (those of the first occurrence's key with the most values) are left out. `None`
+/// when none fits.
 pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned> {
-    let first = occurrences.first()?;
+    // The templates come from the occurrence with the most values (the longest runs of files:
+    // `git add a.rs b.rs` rather than `git add a.rs`), so every occurrence of the key fits.
+    let same_keys = |o: &AlignInput| {
+        o.tokens.len() == occurrences[0].tokens.len()
+            && o.tokens
+                .iter()
+                .zip(&occurrences[0].tokens)
+                .all(|(a, b)| a.key == b.key)
+    };
+    let model = (0..occurrences.len())
+        .rev()
+        .filter(|&i| same_keys(&occurrences[i]))
+        .max_by_key(|&i| {
+            occurrences[i]
+                .tokens
+                .iter()
+                .map(|t| t.slots.len())
+                .sum::<usize>()
+        })?;
+    let first = occurrences.get(model)?;
     let templates = step_templates(first);
     let (fitting, values) = fitting_occurrences(occurrences, &templates);
     if fitting.is_empty() {
@@ -324,7 +348,7 @@ struct Column<'t> {
     variadic: bool,
     values: Vec<String>,
     kinds: Vec<SlotKind>,
-    /// The first value of its run in the first fitting occurrence.
+    /// The first value of its run in the occurrence the templates come from.
     first_value: String,
 }
 
@@ -336,6 +360,11 @@ fn assign_roles(
     first: &AlignInput,
 ) -> Roles {
     let mut roles = Roles::default();
+    // The occurrence the templates come from: it fits them.
+    let model = fitting
+        .iter()
+        .position(|o| std::ptr::eq(*o, first))
+        .unwrap_or(0);
     for (step, template) in templates.iter().enumerate() {
         let names = template.iter().flatten().filter_map(|seg| match seg {
             Segment::Slot { name, variadic } => Some((name.as_str(), *variadic)),
@@ -352,7 +381,12 @@ fn assign_roles(
                     .map(|occ| occ[step][index].0.clone())
                     .collect(),
                 kinds: values.iter().map(|occ| occ[step][index].1).collect(),
-                first_value: values[0][step][index].2[0].clone(),
+                first_value: values[model][step][index].2[0].clone(),
+            };
+            // A run of files is a variadic parameter only where some occurrence had several.
+            let column = Column {
+                variadic: variadic && values.iter().any(|occ| occ[step][index].2.len() > 1),
+                ..column
             };
             let role = roles.role_of(column, fitting, &first.tokens[step]);
             roles.of.insert((step, index), role);
@@ -1239,6 +1273,22 @@ mod tests {
             argv(&a.evidence[1].commands[1]),
             ["git", "commit", "-m", message.as_str()]
         );
+    }
+
+    #[test]
+    fn issue_20_one_file_or_several_is_one_habit() {
+        let a = faithful(
+            &[
+                "git add README.md",
+                "git add src/a.py tests/test_a.py",
+                "git add pyproject.toml",
+            ],
+            "git add <path>",
+        );
+        assert!(a.params[0].variadic, "{:?}", a.params);
+        // Never more than one file: a plain parameter.
+        let a = faithful(&["git add README.md", "git add src/a.py"], "git add <path>");
+        assert!(!a.params[0].variadic, "{:?}", a.params);
     }
 
     #[test]

@@ -368,6 +368,7 @@ fn flag_name_len(flag: &str) -> usize {
 mod tests {
     use super::*;
     use crate::mine::shell;
+    use crate::mine::token::joins_run;
     use crate::mine::token::testing::keys;
 
     /// The words of the first simple command of `line`.
@@ -422,7 +423,7 @@ mod tests {
             ("git checkout a1b2c3d", &["git checkout <arg>"]),
             ("git checkout -b feature/x", &["git checkout -b <arg>"]),
             ("git stash pop", &["git stash pop"]),
-            ("git add src/a.rs src/b.rs README.md", &["git add <arg>..."]),
+            ("git add src/a.rs src/b.rs README.md", &["git add <arg>"]),
             ("git push -u origin main", &["git push -u <arg> <arg>"]),
             ("npm run build", &["npm run build"]),
             ("npm run test -- src/a.test.ts", &["npm run test -- <arg>"]),
@@ -534,7 +535,7 @@ mod tests {
     /// order: what a tool made of it would run.
     fn filled(line: &str) -> Vec<String> {
         let token = crate::mine::token::testing::bash(line).remove(0);
-        let mut slots = token.slots.iter();
+        let mut slots = token.slots.iter().peekable();
         let mut words = Vec::new();
         for word in token.template.split(' ') {
             let Some(open) = word
@@ -546,8 +547,10 @@ mod tests {
             };
             let value = slots.next().map(|s| s.value.clone()).unwrap_or_default();
             words.push(format!("{}{value}", &word[..open]));
-            if word.ends_with("...") {
-                words.extend(slots.by_ref().map(|s| s.value.clone()));
+            while word.ends_with("...")
+                && let Some(s) = slots.next_if(|s| s.flag.is_none() && joins_run(s.kind))
+            {
+                words.push(s.value.clone());
             }
         }
         words
@@ -561,7 +564,7 @@ mod tests {
             (
                 "objdump -d build/agent --start-address 0x4013b0 --stop-address 0x402c60",
                 "objdump -d <arg> --start-address <arg> --stop-address <arg>",
-                "objdump -d <path> --start-address <start_address> --stop-address <stop_address>",
+                "objdump -d <path>... --start-address <start_address> --stop-address <stop_address>",
             ),
             (
                 "openssl x509 -in certs/x.pem -noout -subject -enddate",
@@ -586,17 +589,17 @@ mod tests {
             (
                 "git -C ../r commit -am 'fix it' src/a.rs",
                 "git -C <arg> commit -am <arg> <arg>",
-                "git -C <dir> commit -am <am> <path>",
+                "git -C <dir> commit -am <am> <path>...",
             ),
             (
                 "python3 -u -m pytest -x tests/ -k slow",
                 "python3 -u -m pytest -x <arg> -k <arg>",
-                "python3 -u -m pytest -x <path> -k <keyword>",
+                "python3 -u -m pytest -x <path>... -k <keyword>",
             ),
             (
                 "find . -name '*.rs' -exec wc -l {} +",
                 "find <arg> -name <arg> -exec <arg> <arg> <arg> +",
-                "find <path> -name <name> -exec <exec> <exec> <exec> +",
+                "find <path>... -name <name> -exec <exec> <exec> <exec> +",
             ),
         ];
         for (line, key, template) in cases {

@@ -17,8 +17,8 @@ use crate::ingest::redact::PLACEHOLDER_START;
 /// How a slot is written in a key: one placeholder for every kind of value.
 pub(super) const KEY_SLOT: &str = "<arg>";
 
-/// Whether slots of this kind make a run written once (`git add <arg>...`): files, whose
-/// number varies from one occurrence to the next. Only paths and globs: a run of words of
+/// Whether slots of this kind make a run written once (`git add <arg>`, templated
+/// `git add <path>...`): files, whose number varies from one occurrence to the next. Only paths and globs: a run of words of
 /// any shape would swallow the literal before a value (`origin main`).
 pub fn joins_run(kind: SlotKind) -> bool {
     matches!(kind, SlotKind::Path | SlotKind::Glob)
@@ -332,8 +332,11 @@ impl Draft {
                     }
                     run += 1;
                 }
-                let dots = if run > 1 { "..." } else { "" };
-                out.key.push(format!("{KEY_SLOT}{dots}"));
+                // One file or several: one key (the number of files never splits a habit); the
+                // template marks where a run may stand, and alignment says whether one did.
+                let _ = run;
+                out.key.push(KEY_SLOT.to_owned());
+                let dots = if collapsible { "..." } else { "" };
                 out.template.push(format!("<{label}>{dots}"));
             }
         }
@@ -386,7 +389,7 @@ mod tests {
         assert_eq!(t.key, "cargo test -p <arg> --features <arg> -p <arg> <arg>");
         assert_eq!(
             t.template,
-            "cargo test -p <package> --features <features> -p <package> <path>"
+            "cargo test -p <package> --features <features> -p <package> <path>..."
         );
         assert_eq!(t.program, "cargo");
         assert_eq!(t.subcommand.as_deref(), Some("test"));
@@ -406,7 +409,8 @@ mod tests {
         );
         // Collapsed runs of files keep one slot per value.
         let t = &bash("git add a.rs b.rs")[0];
-        assert_eq!(t.key, "git add <arg>...");
+        assert_eq!(t.key, "git add <arg>");
+        assert_eq!(t.key, bash("git add a.rs")[0].key);
         assert_eq!(t.template, "git add <path>...");
         let positions: Vec<(usize, &str)> = t
             .slots
@@ -494,7 +498,7 @@ mod tests {
         let token = draft.finish(TokenKind::Shell, Some("/w".into()), 2);
         assert_eq!(
             token.key,
-            "RUST_LOG=<arg> CC=<arg> cargo test -p <arg> --release <arg>... -j<arg> --features=<arg> > <arg>"
+            "RUST_LOG=<arg> CC=<arg> cargo test -p <arg> --release <arg> -j<arg> --features=<arg> > <arg>"
         );
         assert_eq!(
             token.template,
@@ -550,8 +554,8 @@ mod tests {
         }
         draft.segments.push(seg);
         let token = draft.finish(TokenKind::Shell, None, 0);
-        assert_eq!(token.key, "mysql -p<arg> <arg> <arg> <arg>...");
-        assert_eq!(token.template, "mysql -p<p> <path> <path> <path>...");
+        assert_eq!(token.key, "mysql -p<arg> <arg> <arg> <arg>");
+        assert_eq!(token.template, "mysql -p<p> <path>... <path> <path>...");
         assert_eq!(token.slots.len(), 5);
     }
 }
