@@ -13,9 +13,9 @@ use crate::control::RpcError;
 use crate::control::protocol;
 use crate::control::server::{Limits, Methods, Stats};
 use crate::events::EventBus;
+use crate::generate::review;
 use crate::logging::Logging;
 use crate::registry::repo::Registry;
-use crate::registry::review;
 use crate::store::{self, DaemonRun, Store};
 
 /// What the API is built from.
@@ -98,9 +98,10 @@ impl DaemonApi {
     pub(super) async fn reload(&self) -> Result<Value, RpcError> {
         let _serial = self.reload_lock.lock().await;
         let request = self.request.clone();
-        let loaded = tokio::task::spawn_blocking(move || request.load())
-            .await
-            .map_err(|e| RpcError::new(protocol::INTERNAL_ERROR, e.to_string()))?;
+        let loaded =
+            tokio::task::spawn_blocking(move || request.load(&crate::daemon::checks::STAGES))
+                .await
+                .map_err(|e| RpcError::new(protocol::INTERNAL_ERROR, e.to_string()))?;
         let new = match loaded {
             Ok(config) => config,
             Err(err) => {

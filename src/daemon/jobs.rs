@@ -27,7 +27,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use crate::config::Config;
 use crate::events::EventBus;
 use crate::generate::candidates::{self, State};
-use crate::generate::pipeline::{self, Job};
+use crate::generate::pipeline::Job;
 use crate::mine::miner::{self, MineOptions};
 use crate::schedule::{self, Outcome, Schedule, Timetable, Trigger, WallAlarm, local_time_zone};
 use crate::store::{self, Store};
@@ -608,11 +608,9 @@ async fn health_once(
     config: Arc<Config>,
     shutdown: watch::Receiver<bool>,
 ) -> Result<Value, String> {
-    let generator = pipeline::configured(&config, store.clone())
-        .map_err(|e| e.to_string())?
-        .with_events(events.clone())
-        .with_cancel(shutdown);
-    let policy = generator.health_policy.clone();
+    let (generator, policy) =
+        crate::health::repair::configured(&config, store.clone()).map_err(|e| e.to_string())?;
+    let generator = generator.with_events(events.clone()).with_cancel(shutdown);
     let report = crate::health::check::check(
         &store,
         config.paths.registry.value.clone(),
@@ -671,8 +669,9 @@ async fn generate_once(
     job: Job,
     shutdown: watch::Receiver<bool>,
 ) -> Result<Value, String> {
-    let generator = pipeline::configured(&config, store)
+    let generator = crate::health::repair::configured(&config, store)
         .map_err(|e| e.to_string())?
+        .0
         .with_events(events.clone())
         .with_cancel(shutdown);
     let report = generator.run(job).await.map_err(|e| e.to_string())?;
@@ -758,7 +757,7 @@ mod tests {
             config_file: None,
             state_dir: Some(dir.join("state")),
         }
-        .load_with(&Home(dir.to_owned()))
+        .load_with(&crate::daemon::checks::STAGES, &Home(dir.to_owned()))
         .expect("config");
         std::fs::create_dir_all(&config.paths.state.value).expect("state dir");
         let store = Store::open(&config.store_path()).expect("store");

@@ -7,6 +7,7 @@
 //! the old one in force.
 
 mod api;
+pub mod checks;
 mod jobs;
 pub mod listener;
 pub mod lock;
@@ -110,7 +111,7 @@ pub fn run(args: Args) -> Result<(), DaemonError> {
         config_file: args.config,
         state_dir: args.state,
     };
-    let config = request.load()?;
+    let config = request.load(&crate::daemon::checks::STAGES)?;
     let logging = logging::init(args.log_level.as_deref(), &config.daemon.log_level.value)?;
     listener::ensure_private_dir(&config.paths.state.value)?;
     let _lock = lock::acquire(&config.lock_path())?;

@@ -16,8 +16,8 @@ use tokio::sync::{mpsc, watch};
 
 use crate::config::Config;
 use crate::events::EventBus;
+use crate::generate::review;
 use crate::registry::repo::Registry;
-use crate::registry::review;
 use crate::store::Store;
 
 /// How long to wait for a burst of ref updates (a merge writes several) to settle.

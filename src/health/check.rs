@@ -5,7 +5,7 @@
 //!    higher than the previous version's by `regression.worse_by` is rolled back (a revert
 //!    commit, as `toolsmith rollback`) when `regression.auto_rollback`, else REQUIRES_ATTENTION.
 //! 2. **Healing**: a FAILING or DEGRADED version whose error classes are all auto-healable gets a
-//!    repair candidate ([`Generator::heal`]), within `max_heal_attempts`; otherwise, or once the
+//!    repair candidate ([`super::repair::heal`]), within `max_heal_attempts`; otherwise, or once the
 //!    attempts are used up, REQUIRES_ATTENTION.
 //! 3. **Sprawl**: a tool unused for `unused_days` (and approved before that) is proposed for
 //!    deprecation; two tools whose commands have the same canonical keys are proposed for
@@ -319,7 +319,7 @@ pub async fn check_at(
                         json!({"name": name, "version": version, "score": h.score,
                                "status": h.status.as_str()}),
                     );
-                    match generator.heal(name, false).await {
+                    match super::repair::heal(generator, policy, name, false).await {
                         Ok(c) => report
                             .repairs
                             .push(format!("{name}: {} ({})", c.id, c.state)),

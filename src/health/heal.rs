@@ -24,7 +24,7 @@ use super::executions::VersionHealth;
 use super::score::{HealthPolicy, Status};
 use crate::generate::spec::{Occurrence, Piece, StepSpec, ToolSpec};
 use crate::mine::shell;
-use crate::registry::manifest::Evidence;
+use crate::package::manifest::Evidence;
 use crate::store::StoreError;
 use crate::validate::cases::{Case, Expect};
 

@@ -5,8 +5,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::action::{Action, ActionResult};
 use super::adapters::Item;
+use crate::action::{Action, ActionResult};
 use crate::store::{Pending, Store, StoreError, unix_now};
 
 /// How many problems are kept per file (all are counted).
@@ -665,7 +665,7 @@ pub fn source_summaries(conn: &Connection) -> Result<Vec<SourceSummary>, StoreEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::action::Source;
+    use crate::action::Source;
     use crate::ingest::adapters::LateResult;
 
     fn action(seq: u64, call: &str, result: Option<ActionResult>) -> Item {

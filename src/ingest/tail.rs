@@ -144,11 +144,7 @@ pub fn resolve_sources(config: &Config) -> (Vec<SourceSpec>, Vec<SourceProblem>)
         config.sources.clone()
     };
     // toolsmith's own log of tool runs is always read: it is how the miner sees tools in use.
-    let runs = config
-        .paths
-        .state
-        .value
-        .join(crate::registry::run::RUNS_DIR);
+    let runs = config.paths.state.value.join(crate::config::RUNS_DIR);
     let settings =
         settings.into_iter().chain(
             std::fs::create_dir_all(&runs)

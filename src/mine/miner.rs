@@ -34,8 +34,8 @@ use super::score::{SECONDS_PER_CALL, ScoreInput, score};
 use super::sequences::{self, PatternRef, SequenceMiner, SequenceMinerConfig, SequenceMinerError};
 use super::templates::{TemplateId, TemplateMiner, TemplateMinerConfig};
 use super::token::{InternError, Interner, NoiseRules, Token, Tokenizer};
+use crate::action::{Action, ActionResult, Source};
 use crate::config::MineSettings;
-use crate::ingest::action::{Action, ActionResult, Source};
 use crate::store::{self, StoreError};
 
 /// Programs a person drives by hand (editors, pagers, monitors, shells, REPLs without a

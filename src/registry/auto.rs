@@ -14,8 +14,9 @@
 
 use serde::Deserialize;
 
-use super::manifest::{Manifest, WorkspaceAccess};
 use super::versions::Bump;
+use crate::package::manifest::Manifest;
+use crate::sandbox::WorkspaceAccess;
 
 /// The auto-approval rules of a policy.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -120,8 +121,8 @@ max_bump = "patch"
 max_workspace = "read"
 "#;
         let policy = AutoApproval::from_toml(text, "p.toml").expect("policy");
-        let mut m = crate::registry::manifest::tests_support::manifest();
-        m.provenance.origin = crate::registry::manifest::Origin::MinedSequence;
+        let mut m = crate::package::manifest::tests_support::manifest();
+        m.provenance.origin = crate::package::manifest::Origin::MinedSequence;
         m.sandbox.workspace = WorkspaceAccess::Read;
         assert_eq!(
             policy
@@ -137,7 +138,7 @@ max_workspace = "read"
         m.sandbox.workspace = WorkspaceAccess::Write;
         assert!(policy.approving_rule(&m, Some(Bump::Patch)).is_none());
         m.sandbox.workspace = WorkspaceAccess::None;
-        m.provenance.origin = crate::registry::manifest::Origin::Request;
+        m.provenance.origin = crate::package::manifest::Origin::Request;
         assert!(policy.approving_rule(&m, Some(Bump::Patch)).is_none());
         let bad = "[[review.auto_approve]]\nid = \"x\"\nmax_bump = \"patch\"\nanything = 1\n";
         let err = AutoApproval::from_toml(bad, "p.toml").expect_err("unknown key");

@@ -10,12 +10,12 @@ use serde::Serialize;
 
 use super::index;
 use super::ledger::Kind;
-use super::manifest::{self, Manifest};
 use super::repo::{
     REJECTED_PREFIX, REVIEW_PREFIX, Registry, RegistryError, message, tag_name, tool_path,
     toolsmith_signature, trailer, trailers,
 };
 use super::versions::{self, Bump};
+use crate::package::manifest::{self, Manifest};
 
 /// A proposal to make: a validated candidate's files and why it was made.
 #[derive(Debug, Clone)]

@@ -25,9 +25,9 @@ use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
+use super::profile::Limits;
 use super::{Bound, Exit, LimitHit};
 use crate::host::run_cgroup_owner as run_owner;
-use crate::registry::manifest::Limits;
 
 const MIB: u64 = 1024 * 1024;
 

@@ -25,9 +25,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::generate::staging::{CheckReport, Diagnostics};
-use crate::registry::digest::digest_v2;
-use crate::registry::manifest::{self, Language, Limits, Manifest, OutputKind, TestCounts};
+use super::report::{CheckReport, Diagnostics};
+use crate::package::digest::digest_v2;
+use crate::package::manifest::{self, Language, Manifest, OutputKind, TestCounts};
+use crate::sandbox::Limits;
 use crate::sandbox::{self, Exit, OwnPlaces, Profile, SandboxPolicy, SandboxSpec, WorkspaceAccess};
 use crate::validate::cases::{self, CASES_FILE, Cases, Observed};
 use crate::validate::policy::{CodePolicy, Severity};

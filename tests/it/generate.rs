@@ -1083,7 +1083,7 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
     use toolsmith::generate::spec::{
         Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec,
     };
-    use toolsmith::registry::manifest::{Evidence, Language, Origin, OutputKind};
+    use toolsmith::package::manifest::{Evidence, Language, Origin, OutputKind};
     let lit = |s: &str| vec![Piece::Literal(s.into())];
     let param = |s: &str| vec![Piece::Param(s.into())];
     let p = |name: &str, kind, variadic| ParamSpec {
@@ -1209,7 +1209,7 @@ fn template_variants_pass_their_own_tests_in_the_sandbox() {
 #[test]
 fn pure_text_transformations_become_python_tools_that_pass_in_the_sandbox() {
     use toolsmith::generate::spec::ToolSpec;
-    use toolsmith::registry::manifest::Language;
+    use toolsmith::package::manifest::Language;
     use toolsmith::validate::cases::{Case, Cases, Expect};
     let dir = tempfile::tempdir().expect("tempdir");
     let validator = sandbox_validator(&dir.path().join("scratch"));
@@ -1454,7 +1454,7 @@ fn a_text_transformation_the_log_holds_whole_is_replayed_as_a_test() {
 #[test]
 fn pipelines_run_as_pipelines_in_both_templates() {
     use toolsmith::generate::spec::ToolSpec;
-    use toolsmith::registry::manifest::Language;
+    use toolsmith::package::manifest::Language;
     use toolsmith::validate::cases::{Case, Cases, Expect};
     let dir = tempfile::tempdir().expect("tempdir");
     let validator = sandbox_validator(&dir.path().join("scratch"));

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use super::{SlotKind, SlotValue, Token, TokenKind, classify};
-use crate::ingest::redact::PLACEHOLDER_START;
+use crate::action::placeholder::PLACEHOLDER_START;
 
 /// How a slot is written in a key: one placeholder for every kind of value.
 pub(super) const KEY_SLOT: &str = "<arg>";
