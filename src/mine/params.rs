@@ -1175,14 +1175,14 @@ mod tests {
                 "objdump -d build/agent --start-address 0x4064f0 --stop-address 0x406850",
                 "objdump -d out/loader --start-address 0x401000 --stop-address 0x401200",
             ],
-            "objdump -d <path> --start-address <start_address> --stop-address <stop_address>",
+            "objdump -d <path> --start-address <number> --stop-address <number_2>",
         );
         assert_eq!(
             names(&a),
             [
                 ("path", "path"),
-                ("start_address", "string"),
-                ("stop_address", "string")
+                ("number", "string"),
+                ("number_2", "string")
             ]
         );
         assert_eq!(a.params[1].named_from, "flag --start-address");
@@ -1226,9 +1226,10 @@ mod tests {
                 "./scripts/check.sh --module auth",
                 "./scripts/check.sh --module billing",
             ],
-            "./scripts/check.sh --module <module>",
+            "./scripts/check.sh --module <value>",
         );
-        assert_eq!(names(&a), [("module", "string")]);
+        assert_eq!(names(&a), [("value", "string")]);
+        assert_eq!(a.params[0].named_from, "flag --module");
         faithful(
             &["./gradlew test --tests Foo", "./gradlew test --tests Bar"],
             "./gradlew test --tests <tests>",

@@ -335,13 +335,17 @@ fn flag(
         }
     }
     // A program the tables do not know: a word after a named flag (`--start-address
-    // 0x4013b0`, `-CAfile ca.pem`) is taken to be its value. Where it is the same in every
-    // occurrence it is a literal all the same; where it varies, a parameter named by the flag.
+    // 0x4013b0`, `-CAfile ca.pem`) is taken to be its value, and stays beside it. Where it is
+    // the same in every occurrence it is a literal all the same; where it varies, a parameter
+    // given to that flag. Its name comes from its kind, as a positional's: a guess is not
+    // knowledge, and a tool's interface then survives the CLI renaming its flag.
     if spec.guess_values
         && flag_name_len(t) >= 2
         && let Some(value) = next.filter(|v| !is_flag(v) && *v != "--" && !is_punct(v))
     {
-        add(t, vec![value], Form::Apart, draft);
+        let kind = classify(value);
+        let part = FlagPart::valued(t, vec![(kind, value.to_owned())], kind.as_str().to_owned());
+        draft.segment().push_flag(part);
         return 2;
     }
     add(t, vec![], Form::Apart, draft);
@@ -564,7 +568,7 @@ mod tests {
             (
                 "objdump -d build/agent --start-address 0x4013b0 --stop-address 0x402c60",
                 "objdump -d <arg> --start-address <arg> --stop-address <arg>",
-                "objdump -d <path>... --start-address <start_address> --stop-address <stop_address>",
+                "objdump -d <path>... --start-address <number> --stop-address <number>",
             ),
             (
                 "openssl x509 -in certs/x.pem -noout -subject -enddate",
@@ -579,7 +583,7 @@ mod tests {
             (
                 "./scripts/check.sh --module auth",
                 "./scripts/check.sh --module <arg>",
-                "./scripts/check.sh --module <module>",
+                "./scripts/check.sh --module <string>",
             ),
             (
                 "make -C auth test",
