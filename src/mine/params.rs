@@ -1185,7 +1185,6 @@ mod tests {
                 ("number_2", "string")
             ]
         );
-        assert_eq!(a.params[1].named_from, "flag --start-address");
     }
 
     #[test]
@@ -1229,7 +1228,6 @@ mod tests {
             "./scripts/check.sh --module <value>",
         );
         assert_eq!(names(&a), [("value", "string")]);
-        assert_eq!(a.params[0].named_from, "flag --module");
         faithful(
             &["./gradlew test --tests Foo", "./gradlew test --tests Bar"],
             "./gradlew test --tests <tests>",

@@ -7,7 +7,7 @@ use super::classify::{
     SlotKind, classify, env_like, is_flag, is_identifier_like, is_number, is_punct,
 };
 use super::draft::{ArgPart, Draft, FlagPart, Segment};
-use super::tables::{Cli, Sub, UNKNOWN, cli, cli_of_module};
+use super::tables::{Cli, GENERIC, Sub, cli, cli_of_module};
 use crate::action::placeholder::PLACEHOLDER_START;
 use crate::mine::shell::Word;
 
@@ -83,7 +83,7 @@ fn count_flags(words: &[Word], with_value: &[&str]) -> usize {
 /// Adds the arguments of a program to the draft's last segment (and more segments for `--`,
 /// modules and programs run by runners).
 pub(super) fn command_args(known: Option<&Cli>, args: &[Word], draft: &mut Draft, depth: usize) {
-    let spec = known.unwrap_or(&UNKNOWN);
+    let spec = known.unwrap_or(&GENERIC);
     let mut sub: Option<String> = None;
     let mut expect_sub = spec.sub == Sub::First;
     let mut runner_next = spec.sub == Sub::Runner;
@@ -120,7 +120,7 @@ pub(super) fn command_args(known: Option<&Cli>, args: &[Word], draft: &mut Draft
                 command_args(cli_of_module(name), &args[k + 2..], draft, depth + 1);
                 return;
             }
-            let spec_for_flags = if known_flags { spec } else { &UNKNOWN };
+            let spec_for_flags = if known_flags { spec } else { &GENERIC };
             k += flag(
                 spec_for_flags,
                 sub.as_deref(),
@@ -334,20 +334,6 @@ fn flag(
             return 2;
         }
     }
-    // A program the tables do not know: a word after a named flag (`--start-address
-    // 0x4013b0`, `-CAfile ca.pem`) is taken to be its value, and stays beside it. Where it is
-    // the same in every occurrence it is a literal all the same; where it varies, a parameter
-    // given to that flag. Its name comes from its kind, as a positional's: a guess is not
-    // knowledge, and a tool's interface then survives the CLI renaming its flag.
-    if spec.guess_values
-        && flag_name_len(t) >= 2
-        && let Some(value) = next.filter(|v| !is_flag(v) && *v != "--" && !is_punct(v))
-    {
-        let kind = classify(value);
-        let part = FlagPart::valued(t, vec![(kind, value.to_owned())], kind.as_str().to_owned());
-        draft.segment().push_flag(part);
-        return 2;
-    }
     add(t, vec![], Form::Apart, draft);
     1
 }
@@ -361,11 +347,6 @@ enum Form {
     Eq,
     /// `-j4`.
     Attached,
-}
-
-/// The length of a flag's name without its dashes (`--stop-address` → 12, `-d` → 1).
-fn flag_name_len(flag: &str) -> usize {
-    flag.trim_start_matches('-').chars().count()
 }
 
 #[cfg(test)]
@@ -616,15 +597,10 @@ mod tests {
             let logged: Vec<String> = words(line).into_iter().map(|w| w.text).collect();
             assert_eq!(filled(line), logged, "{line}");
         }
-        // A flag of a program the tables do not know takes the next word as its value, and a
-        // value that is a flag is not one.
+        // A word after a flag of a program the tables do not know stays beside it, a slot of
+        // its own: constant, a literal; varying, a parameter the tool passes right there.
         let t = &crate::mine::token::testing::bash("objdump --start-address 0x1 -d --demangle")[0];
-        let flags: Vec<(Option<&str>, &str)> = t
-            .slots
-            .iter()
-            .map(|s| (s.flag.as_deref(), s.value.as_str()))
-            .collect();
-        assert_eq!(flags, [(Some("--start-address"), "0x1")]);
+        assert_eq!(t.key, "objdump --start-address <arg> -d --demangle");
     }
 
     #[test]

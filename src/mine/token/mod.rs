@@ -41,13 +41,13 @@
 //! - **Flags** are kept literally, where they were, each written as it was (`-p core`,
 //!   `--features=x`, `-j4`, `-am msg`), its value a slot: `-p <arg>`, `--features=<arg>`,
 //!   `-j<arg>`. Which flags take a value is known per CLI; for a program the tables do not
-//!   know (and after `--`), the word after a flag named with two letters or more
-//!   (`--start-address 0x4013b0`, `-CAfile ca.pem`) is its value, and every other word a
-//!   positional slot: which ones are literals (the same in every occurrence) and which are
-//!   parameters is decided when a pattern's occurrences are aligned (`params.rs`).
+//!   know (and after `--`), flags are literal words and every other word a positional slot, in
+//!   its place (`objdump -d <arg> --start-address <arg>`): which slots are literals (the same
+//!   in every occurrence) and which are parameters is decided when a pattern's occurrences are
+//!   aligned (`params.rs`), and a varying value after a flag stays right after it.
 //! - **Positional arguments** become slots typed by [`classify`], in order; consecutive paths
-//!   and globs are written once with `...` (`git add <arg>...`, [`joins_run`]), so the number
-//!   of files does not split a habit. `NAME=value` arguments (`make CC=clang`) are written
+//!   and globs are one slot of the key (`git add <arg>`, [`joins_run`]) and a run in the
+//!   template (`git add <path>...`), so the number of files does not split a habit. `NAME=value` arguments (`make CC=clang`) are written
 //!   `NAME=<arg>`.
 //! - Claude Code's commit idiom `-m "$(cat <<'EOF' … EOF)"` passes the here-document's text:
 //!   that text is the word's value (when nothing in it would be expanded).

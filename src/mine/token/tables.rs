@@ -1,6 +1,7 @@
 //! What is known about each CLI: its sub-commands, which flags take a value, its runners and
 //! modules, how its positionals read. One entry per CLI; a program not in the table is read
-//! with [`UNKNOWN`]. The tables only say what a word is; no word ever moves because of them.
+//! with [`GENERIC`]: its words stay where they were, and which are literals and which parameters
+//! is decided across occurrences, by what varies. The tables only say what a word is; no word ever moves because of them.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -52,9 +53,6 @@ pub(super) struct Cli {
     pub(super) plus_toolchain: bool,
     /// Long names of short flags, for template placeholders.
     pub(super) long: &'static [(&'static str, &'static str)],
-    /// Nothing is known of the program: a word after a flag with a name of two letters or
-    /// more is taken to be that flag's value ([`UNKNOWN`]).
-    pub(super) guess_values: bool,
 }
 
 pub(super) const GENERIC: Cli = Cli {
@@ -75,16 +73,6 @@ pub(super) const GENERIC: Cli = Cli {
     script_host: false,
     plus_toolchain: false,
     long: &[],
-    guess_values: false,
-};
-
-/// What is assumed of a program the table does not have (and of the words after `--`, passed
-/// to a program the table cannot tell): no sub-commands, and a word after a named flag is its
-/// value. Its words stay where they were; which ones are literals and which parameters is
-/// decided across occurrences, by what varies.
-pub(super) const UNKNOWN: Cli = Cli {
-    guess_values: true,
-    ..GENERIC
 };
 
 /// Programs whose positionals are all targets or goals, literal (`make test`, `mvn package`).
