@@ -2,8 +2,10 @@
 //! writes actions, mining and generation read them; the type sits below all three.
 //!
 //! - [`placeholder`]: the `[REDACTED:<kind>]` placeholders redaction leaves in an action's text.
+//! - [`stored`]: the `actions` table, every query of it (ingest writes, mining and health read).
 
 pub mod placeholder;
+pub mod stored;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -64,7 +64,7 @@ fn run_job(cli: &Cli, job: Job) -> Result<Value, Failure> {
                 let line = progress.handle();
                 let follow = tokio::spawn(async move {
                     while let Ok(event) = seen.recv().await {
-                        line.say(progress_line(&event.kind, &event.data));
+                        line.say(progress_line(event.kind(), &event.data()));
                     }
                 });
                 // What a killed process left half-way is put back first (`run` does it).

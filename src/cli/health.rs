@@ -23,7 +23,7 @@ use crate::store;
 /// The `[health]` table of the configured policy file (the built-in one by default).
 pub(super) fn health_policy(config: &Config) -> Result<HealthPolicy, Failure> {
     HealthPolicy::configured(config.generate.policy.value.as_deref())
-        .map_err(|e| Failure::new(ExitCode::InvalidConfig, e))
+        .map_err(|e| Failure::new(ExitCode::InvalidConfig, e.to_string()))
 }
 
 /// The health of a version that was never run: nothing against it yet.

@@ -34,7 +34,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::json;
 use tokio::sync::watch;
 
 use super::candidates::{self, Candidate, CandidateError, NewCandidate, State};
@@ -47,13 +46,13 @@ use super::spec::ToolSpec;
 use super::staging::{Staging, StagingError};
 use super::template;
 use crate::config::{Config, GenerateSettings, LlmConfig};
-use crate::events::EventBus;
+use crate::events::{Event, EventBus};
 use crate::mine::pattern::{self, PatternStatus};
 use crate::package::manifest::{self, Manifest, Origin};
 use crate::registry::auto::AutoApproval;
 use crate::registry::repo::{Landed, Proposal, Registry, RegistryError, Review};
 use crate::store::{Store, StoreError};
-use crate::validate::report::{CheckReport, Diagnostics};
+use crate::validate::report::{CheckLayer, CheckReport, Diagnostics};
 use crate::validate::run::{Outcome, Validator, ValidatorError};
 
 /// The credential file read from `$CREDENTIALS_DIRECTORY` for the model's API key.
@@ -150,7 +149,7 @@ pub fn configured(config: &Config, store: Store) -> Result<Generator, ValidatorE
             crate::sandbox::policy::DEFAULT_FILE,
         ),
     }
-    .map_err(ValidatorError::Review)?;
+    .map_err(|e| ValidatorError::Review(e.to_string()))?;
     let settings = Settings::from_config(&config.generate);
     let llm_wanted = settings.backend == Backend::Llm;
     let mut generator = Generator::new(store.clone(), state, settings, validator)
@@ -447,16 +446,9 @@ impl Generator {
         self.cancel.as_ref().is_some_and(|c| *c.borrow())
     }
 
-    fn publish(&self, kind: &str, c: &Candidate, extra: serde_json::Value) {
+    fn publish(&self, event: Event) {
         if let Some(events) = &self.events {
-            let mut data = json!({
-                "id": c.id, "tool": c.tool, "version": c.version, "state": c.state,
-                "reason": c.reason, "attempts": c.attempts,
-            });
-            if let (Some(map), serde_json::Value::Object(more)) = (data.as_object_mut(), extra) {
-                map.extend(more);
-            }
-            events.publish(kind, data);
+            events.publish(event);
         }
     }
 
@@ -480,7 +472,7 @@ impl Generator {
         let c = self
             .db(move |conn| candidates::transition(conn, &id, to, reason.as_deref()))
             .await?;
-        self.publish(&format!("candidate.{}", to.as_str()), &c, json!({}));
+        self.publish(Event::CandidateMoved(c.event_info()));
         Ok(c)
     }
 
@@ -685,7 +677,10 @@ impl Generator {
                 candidates::get(conn, &c.id)
             })
             .await?;
-        self.publish("candidate.proposed", &c, json!({"origin": ADOPT}));
+        self.publish(Event::CandidateProposed {
+            candidate: c.event_info(),
+            origin: ADOPT.to_owned(),
+        });
         let c = self
             .transition(&c.id, State::Generating, Some("adopted from main".into()))
             .await?;
@@ -948,7 +943,10 @@ impl Generator {
                 .await?;
             return Err(e.into());
         }
-        self.publish("candidate.proposed", &c, json!({"origin": c.origin}));
+        self.publish(Event::CandidateProposed {
+            candidate: c.event_info(),
+            origin: c.origin.clone(),
+        });
         Ok(c)
     }
 
@@ -1128,7 +1126,7 @@ impl Generator {
         .await
         .unwrap_or_else(|e| Outcome {
             checks: vec![CheckReport {
-                layer: "validate".into(),
+                layer: CheckLayer::Validate,
                 name: "runner".into(),
                 passed: false,
                 details: vec![format!("the validation task failed: {e}")],
@@ -1148,13 +1146,14 @@ impl Generator {
         let (id, g, v) = (c.id.clone(), generator.to_owned(), version.to_string());
         self.db(move |conn| candidates::record_attempt(conn, &id, n, &g, &v))
             .await?;
-        if let Some(events) = &self.events {
-            events.publish(
-                "candidate.attempt",
-                json!({"id": c.id, "tool": c.tool, "attempt": n, "generator": generator,
-                       "passed": outcome.passed(), "summary": outcome.summary()}),
-            );
-        }
+        self.publish(Event::CandidateAttempt {
+            id: c.id.clone(),
+            tool: c.tool.clone(),
+            attempt: n,
+            generator: generator.to_owned(),
+            passed: outcome.passed(),
+            summary: outcome.summary(),
+        });
         Ok((outcome, n))
     }
 
@@ -1229,19 +1228,17 @@ impl Generator {
                     self.db(move |conn| candidates::set_version(conn, &id, &v))
                         .await?;
                     reason = format!("{reason}; proposed on {}", review.branch);
-                    if let Some(events) = &self.events {
-                        events.publish(
-                            "candidate.proposed",
-                            json!({"id": c.id, "tool": review.name, "version": review.version,
-                                   "branch": review.branch, "commit": review.commit}),
-                        );
-                    }
+                    self.publish(Event::CandidateOnBranch {
+                        id: c.id.clone(),
+                        tool: review.name.clone(),
+                        version: review.version.clone(),
+                        branch: review.branch.clone(),
+                        commit: review.commit.clone(),
+                    });
                     if let Some(landed) = landed {
                         self.transition(&c.id, State::AwaitingReview, Some(reason))
                             .await?;
-                        if let Some(events) = &self.events {
-                            events.publish("tool.approved", json!(landed));
-                        }
+                        self.publish(landed.event());
                         let why = format!("approved by {} as {}", landed.approved_by, landed.tag);
                         return self.transition(&c.id, State::Approved, Some(why)).await;
                     }
@@ -1333,7 +1330,7 @@ impl Generator {
                         generator: generator.clone(),
                         passed: false,
                         checks: vec![CheckReport {
-                            layer: "contract".into(),
+                            layer: CheckLayer::Contract,
                             name: "output contract".into(),
                             passed: false,
                             details: vec![e.problem.clone()],

@@ -382,7 +382,7 @@ fn collect(dir: &Path, prefix: &str, out: &mut BTreeMap<String, String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::validate::report::CheckReport;
+    use crate::validate::report::{CheckLayer, CheckReport};
 
     fn files(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
@@ -437,7 +437,7 @@ mod tests {
             generator: "template/sh@1".into(),
             passed: false,
             checks: vec![CheckReport {
-                layer: "static".into(),
+                layer: CheckLayer::Static,
                 name: "sh -n".into(),
                 passed: false,
                 details: vec!["run.sh: 3: Syntax error".into()],

@@ -42,7 +42,7 @@ pub fn configured(
 ) -> Result<(Generator, HealthPolicy), ValidatorError> {
     let generator = pipeline::configured(config, store)?;
     let policy = HealthPolicy::configured(config.generate.policy.value.as_deref())
-        .map_err(ValidatorError::Review)?;
+        .map_err(|e| ValidatorError::Review(e.to_string()))?;
     let repairs = Repairs {
         policy: policy.clone(),
     };

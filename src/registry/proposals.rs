@@ -70,6 +70,27 @@ pub struct Landed {
     pub via: String,
 }
 
+impl From<&Landed> for crate::events::Approval {
+    fn from(l: &Landed) -> Self {
+        crate::events::Approval {
+            name: l.name.clone(),
+            version: l.version.clone(),
+            candidate: l.candidate.clone(),
+            commit: l.commit.clone(),
+            tag: l.tag.clone(),
+            approved_by: l.approved_by.clone(),
+            via: l.via.clone(),
+        }
+    }
+}
+
+impl Landed {
+    /// The `tool.approved` event announcing it.
+    pub fn event(&self) -> crate::events::Event {
+        crate::events::Event::ToolApproved(self.into())
+    }
+}
+
 /// The version a proposal gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NextVersion {

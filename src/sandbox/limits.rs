@@ -117,7 +117,7 @@ pub(crate) fn cgroup_available() -> Result<(), String> {
 /// `Delegate=yes`), it moves itself into a `supervisor` leaf first. A cgroup shared with other
 /// processes (a login session) is left alone: rlimits are used instead.
 fn prepare_base() -> Result<PathBuf, String> {
-    let own = crate::host::own_cgroup_dir()?;
+    let own = crate::host::own_cgroup_dir().map_err(|e| e.to_string())?;
     let read = |name: &str| fs::read_to_string(own.join(name)).unwrap_or_default();
     let controllers = read("cgroup.controllers");
     let has = |c: &str| controllers.split_whitespace().any(|x| x == c);

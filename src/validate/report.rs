@@ -17,11 +17,59 @@ pub struct Diagnostics {
     pub finished: String,
 }
 
+/// A validation layer: which kind of check a [`CheckReport`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckLayer {
+    /// What the generator handed back is a tool at all (the pipeline's own check).
+    Contract,
+    /// The manifest and the test cases parse and agree.
+    Manifest,
+    /// Static checkers (`sh -n`, shellcheck, …).
+    Static,
+    /// The runtime's requirements are met.
+    Requires,
+    /// The policy rules.
+    Policy,
+    /// The test cases, run in the sandbox.
+    Tests,
+    /// The output matches the declared schema.
+    Schema,
+    /// Validation itself could not run.
+    Validate,
+    /// A layer this build does not know (written by another version).
+    #[serde(other)]
+    Other,
+}
+
+impl CheckLayer {
+    /// The layer's name, as diagnostics and `toolsmith show` write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckLayer::Contract => "contract",
+            CheckLayer::Manifest => "manifest",
+            CheckLayer::Static => "static",
+            CheckLayer::Requires => "requires",
+            CheckLayer::Policy => "policy",
+            CheckLayer::Tests => "tests",
+            CheckLayer::Schema => "schema",
+            CheckLayer::Validate => "validate",
+            CheckLayer::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for CheckLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One validation layer's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckReport {
-    /// The layer: `contract`, `manifest`, `static`, `policy`, `tests`, `schema`.
-    pub layer: String,
+    /// The layer.
+    pub layer: CheckLayer,
     /// The check within it, e.g. `sh -n`, `shellcheck`, a rule id, a test's name.
     pub name: String,
     /// Whether it passed.
@@ -44,5 +92,33 @@ impl Diagnostics {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_layers_are_written_by_name_and_unknown_ones_still_read() {
+        let report = CheckReport {
+            layer: CheckLayer::Requires,
+            name: "runtime.requires".into(),
+            passed: true,
+            details: Vec::new(),
+        };
+        let text = serde_json::to_string(&report).expect("json");
+        assert_eq!(
+            text,
+            r#"{"layer":"requires","name":"runtime.requires","passed":true}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<CheckReport>(&text).expect("read"),
+            report
+        );
+        let newer: CheckReport =
+            serde_json::from_str(r#"{"layer":"fuzz","name":"x","passed":false}"#).expect("read");
+        assert_eq!(newer.layer, CheckLayer::Other);
+        assert_eq!(format!("[{}]", CheckLayer::Static), "[static]");
     }
 }

@@ -14,10 +14,8 @@ use std::path::{Path, PathBuf};
 /// The layers, bottom first. A module may import modules of the layers below its own, never
 /// one of its own layer or above. Keep this list and ARCHITECTURE.md's "Layers" the same.
 const LAYERS: &[&[&str]] = &[
-    &[
-        "store", "events", "host", "exit", "logging", "quote", "action",
-    ],
-    &["sandbox", "control", "schedule"],
+    &["store", "events", "host", "exit", "logging", "quote"],
+    &["action", "sandbox", "control", "schedule"],
     &["config"],
     &["package"],
     &["invoke"],

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use common::llm_server::{LlmServer, Reply};
 use common::{Daemon, PATIENCE, TestEnv, json_of};
 use serde_json::{Value, json};
+use toolsmith::validate::report::CheckLayer;
 
 /// One action as a native log line.
 fn call(session: &str, seq: u64, command: &str, ms: u64) -> String {
@@ -978,7 +979,7 @@ fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
         let schema = outcome
             .checks
             .iter()
-            .find(|c| c.layer == "schema")
+            .find(|c| c.layer == CheckLayer::Schema)
             .unwrap_or_else(|| panic!("no schema check: {:#?}", outcome.checks));
         if broken {
             assert!(!outcome.passed());
@@ -1042,7 +1043,7 @@ fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
     let requires = outcome
         .checks
         .iter()
-        .find(|c| c.layer == "requires")
+        .find(|c| c.layer == CheckLayer::Requires)
         .unwrap_or_else(|| panic!("no requires check: {:#?}", outcome.checks));
     assert!(!requires.passed, "{requires:#?}");
     assert_eq!(requires.details.len(), 1, "wc is found: {requires:#?}");
@@ -1058,7 +1059,7 @@ fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
         outcome
             .checks
             .iter()
-            .any(|c| c.layer == "tests" && c.name == "not run" && !c.passed),
+            .any(|c| c.layer == CheckLayer::Tests && c.name == "not run" && !c.passed),
         "{:#?}",
         outcome.checks
     );
@@ -1194,7 +1195,11 @@ fn template_variants_pass_their_own_tests_in_the_sandbox() {
             files["run.sh"]
         );
         // Every static check passed without a word to say (shellcheck too, when installed).
-        for c in outcome.checks.iter().filter(|c| c.layer == "static") {
+        for c in outcome
+            .checks
+            .iter()
+            .filter(|c| c.layer == CheckLayer::Static)
+        {
             assert!(c.details.is_empty(), "{c:#?}\n{}", files["run.sh"]);
         }
         let cases = &files["tests/cases.json"];
@@ -1506,7 +1511,11 @@ fn pipelines_run_as_pipelines_in_both_templates() {
         let tool = dir.path().join(&spec.name);
         let outcome = validate_in(&validator, &tool, &files);
         assert!(outcome.passed(), "{}: {:#?}", spec.name, outcome.checks);
-        for c in outcome.checks.iter().filter(|c| c.layer == "static") {
+        for c in outcome
+            .checks
+            .iter()
+            .filter(|c| c.layer == CheckLayer::Static)
+        {
             assert!(c.details.is_empty(), "{c:#?}");
         }
     }

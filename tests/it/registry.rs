@@ -235,13 +235,11 @@ fn propose_approve_tag_run_and_the_run_is_recorded() {
         .code(2);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("nope"));
     let conn = rusqlite::Connection::open(env.state().join("state.db")).expect("store");
-    let runs: Vec<(String, String, i64)> = conn
-        .prepare("SELECT tool, version, ok FROM executions ORDER BY id")
-        .expect("query")
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+    let runs: Vec<(String, String, i64)> = toolsmith::health::executions::list(&conn, None)
         .expect("rows")
-        .collect::<Result<_, _>>()
-        .expect("rows");
+        .into_iter()
+        .map(|run| (run.tool, run.version, i64::from(run.ok)))
+        .collect();
     assert_eq!(
         runs,
         [
