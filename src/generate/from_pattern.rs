@@ -26,7 +26,7 @@ use crate::action::placeholder::{PLACEHOLDER_START, placeholder_kinds, replace_p
 use crate::action::{Action, Source};
 use crate::mine::params::{AlignInput, align, piped_flags};
 use crate::mine::pattern::{self, Pattern, PatternKind};
-use crate::mine::token::tokens_of;
+use crate::mine::token::{UNPARSED, tokens_of};
 use crate::package::manifest::{Evidence, Language, Origin, OutputKind, valid_name};
 use crate::quote::shell_quote;
 use crate::sandbox::WorkspaceAccess;
@@ -521,6 +521,20 @@ impl ToolSpec {
                 step.template
             )));
         }
+        // A command line the shell parser could not read (an unbalanced quote, syntax it does
+        // not know) is one opaque step: its words are not known, so no tool can run them.
+        let unparsed_step = pattern
+            .steps
+            .iter()
+            .chain(pattern.trigger.as_ref().map(|t| &t.step))
+            .find(|s| s.key.ends_with(UNPARSED));
+        if let Some(step) = unparsed_step {
+            return Err(fail(&format!(
+                "its step `{}` is a command line the shell parser could not read, so its words \
+                 are not known; a tool is made only from commands that parse",
+                step.key
+            )));
+        }
         let steps: Vec<StepSpec> = pattern.steps.iter().map(convert_step).collect();
         let trigger_step = pattern.trigger.as_ref().map(|t| convert_step(&t.step));
         if let Some(step) = step_with_redacted_literal(trigger_step.iter().chain(&steps)) {
@@ -1004,6 +1018,22 @@ mod tests {
     }
 
     #[test]
+    fn a_command_line_that_does_not_parse_is_never_a_tool() {
+        let mut p = sequence();
+        p.steps[0] = Step {
+            template: "git <unparsed>".into(),
+            key: "git <unparsed>".into(),
+            ..step(vec![lit("git"), param("unparsed")])
+        };
+        let err = ToolSpec::from_pattern(&p, &|_| false).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("`git <unparsed>` is a command line the shell parser could not read"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_recovery_runs_its_command_around_the_fix_and_reads_only_when_it_can() {
         let mut p = sequence();
         p.kind = PatternKind::Recovery;
@@ -1057,7 +1087,7 @@ mod tests {
         assert_eq!(spec.origin, Origin::Request);
         assert_eq!(spec.params.len(), 1, "{:?}", spec.params);
         assert_eq!(spec.occurrences.len(), 2);
-        assert_eq!(spec.occurrences[1].commands, ["cargo test --lib -p cli"]);
+        assert_eq!(spec.occurrences[1].commands, ["cargo test -p cli --lib"]);
         // Different shapes: one sequence, all literal.
         let spec = ToolSpec::from_request(
             "format then lint",
