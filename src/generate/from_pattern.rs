@@ -9,7 +9,9 @@
 //! - the **parameters**, typed with [`ParamKind::from_mined`], all required (every occurrence
 //!   had a value);
 //! - the **steps** and, for a recovery, the failing command and its error's template;
-//! - the **occurrences** the derived tests replay, rendered the way the dry run prints them;
+//! - the **occurrences** the derived tests replay: their values, the steps rendered with them
+//!   (for people and models), and for a request the examples as logged (a pattern's occurrences
+//!   get theirs from the store: [`super::logged`]);
 //! - the **sandbox profile**: limits from the median duration, the workspace read-only when
 //!   every step only looks, writable otherwise;
 //! - the host programs it **requires**;
@@ -18,6 +20,7 @@
 
 use serde_json::json;
 
+use super::logged::Recorded;
 use super::spec::{Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec};
 use crate::action::placeholder::{PLACEHOLDER_START, placeholder_kinds, replace_placeholders};
 use crate::action::{Action, Source};
@@ -427,9 +430,10 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
         heal: None,
         regression_cases: Vec::new(),
     };
-    // The commands are rendered again rather than taken from the log: a dry run quotes each
-    // word as a whole and cannot know what an earlier step would have printed. A secret the log
-    // held redacted is given a stand-in (`example-<kind>`), never the placeholder.
+    // The steps rendered with each occurrence's values, for people and models; what the tests
+    // expect is what the log recorded (`Occurrence::logged`, filled by `super::logged`). A
+    // secret the log held redacted is given a stand-in (`example-<kind>`), never the
+    // placeholder.
     spec.occurrences = parts
         .evidence
         .iter()
@@ -455,6 +459,8 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
                 replay: e.replay.clone().filter(|r| {
                     !r.stdin.contains(PLACEHOLDER_START) && !r.stdout.contains(PLACEHOLDER_START)
                 }),
+                logged: Vec::new(),
+                failure_output: None,
             }
         })
         .collect();
@@ -611,7 +617,10 @@ impl ToolSpec {
         {
             first.insert_str(0, "on-failure:");
         }
-        spec.trigger = error_template.map(|error_template| TriggerSpec { error_template });
+        spec.trigger = error_template.map(|error_template| TriggerSpec {
+            error_template,
+            captures: Default::default(),
+        });
         Ok(spec)
     }
 
@@ -733,6 +742,20 @@ impl ToolSpec {
                 description,
             );
             spec.keys = keys;
+            // The examples are what was run: each occurrence's range names its examples.
+            let recorded: Vec<Vec<Recorded>> = spec
+                .occurrences
+                .iter()
+                .map(|o| {
+                    (o.evidence.first_seq..=o.evidence.last_seq)
+                        .filter_map(|seq| {
+                            let line = examples.get(usize::try_from(seq).ok()?.checked_sub(1)?)?;
+                            Some(Recorded::example(seq, line))
+                        })
+                        .collect()
+                })
+                .collect();
+            super::logged::attach(&mut spec, &recorded);
             spec
         };
         spec.request = Some(text);
