@@ -600,3 +600,137 @@ async fn record(
         })
         .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::health::classify::ErrorClass;
+    use crate::health::score::{Issue, Severity};
+
+    fn seen(name: &str, status: Status, issues: Vec<Issue>) -> Seen {
+        Seen {
+            name: name.into(),
+            version: "1.1.0".into(),
+            health: VersionHealth {
+                tool: name.into(),
+                version: "1.1.0".into(),
+                runs: 10,
+                successes: 4,
+                score: 40.0,
+                status,
+                issues,
+                top_errors: Vec::new(),
+                last_run_ms: None,
+            },
+            previous: None,
+            rate: (0.0, 0),
+            last_run_ms: None,
+            approved_ms: None,
+            keys: Vec::new(),
+            total_runs: 0,
+            done: Vec::new(),
+            heal_attempts: 0,
+            repairing: false,
+        }
+    }
+
+    fn issue(class: ErrorClass, auto_heal: bool) -> Issue {
+        Issue {
+            class,
+            severity: Severity::High,
+            count: 3,
+            penalty: 20.0,
+            auto_heal,
+        }
+    }
+
+    #[test]
+    fn a_regression_needs_runs_and_a_worse_rate_than_the_previous_version() {
+        let r = RegressionPolicy {
+            min_runs: 5,
+            worse_by: 0.2,
+            auto_rollback: true,
+        };
+        let mut tool = seen("fmt", Status::Failing, Vec::new());
+        tool.rate = (0.6, 10);
+        assert_eq!(regression(&tool, &r), None, "no previous version");
+        tool.previous = Some(("1.0.0".into(), 0.1, 8));
+        assert_eq!(
+            regression(&tool, &r).as_deref(),
+            Some("fmt 1.1.0 fails 60% of 10 runs against 10% of 8 for 1.0.0")
+        );
+        tool.rate = (0.6, 4);
+        assert_eq!(regression(&tool, &r), None, "too few runs");
+        tool.rate = (0.25, 10);
+        assert_eq!(regression(&tool, &r), None, "not worse by enough");
+        tool.rate = (0.6, 10);
+        tool.previous = Some(("1.0.0".into(), 0.0, 0));
+        assert_eq!(
+            regression(&tool, &r),
+            None,
+            "the previous version never ran"
+        );
+    }
+
+    #[test]
+    fn only_auto_healable_failures_within_the_attempts_are_repaired() {
+        let healthy = seen("a", Status::Healthy, Vec::new());
+        assert_eq!(heal_decision(&healthy, 3), None);
+        let mut failing = seen("a", Status::Failing, vec![issue(ErrorClass::Timeout, true)]);
+        assert_eq!(heal_decision(&failing, 3), Some(None), "repair it");
+        failing.heal_attempts = 3;
+        let why = heal_decision(&failing, 3).flatten().unwrap_or_default();
+        assert!(why.contains("after 3 repair attempts"), "{why}");
+        failing.repairing = true;
+        assert_eq!(heal_decision(&failing, 3), None, "a repair is under way");
+        let auth = seen("a", Status::Degraded, vec![issue(ErrorClass::Auth, false)]);
+        let why = heal_decision(&auth, 3).flatten().unwrap_or_default();
+        assert!(why.contains("with auth errors"), "{why}");
+    }
+
+    #[test]
+    fn a_tool_is_unused_when_approved_and_not_run_for_the_days() {
+        let day = 86_400_000_i64;
+        let now = 100 * day;
+        let mut tool = seen("a", Status::Healthy, Vec::new());
+        assert_eq!(unused(&tool, 30, now), None, "never approved");
+        tool.approved_ms = Some(now - 31 * day);
+        assert_eq!(
+            unused(&tool, 30, now).as_deref(),
+            Some("never run in the 30 days since its approval")
+        );
+        assert_eq!(unused(&tool, 0, now), None, "the rule is off");
+        tool.last_run_ms = Some(now - 40 * day);
+        assert_eq!(
+            unused(&tool, 30, now).as_deref(),
+            Some("not run for over 30 days")
+        );
+        tool.last_run_ms = Some(now - day);
+        assert_eq!(unused(&tool, 30, now), None, "run yesterday");
+    }
+
+    #[test]
+    fn duplicates_merge_into_the_most_run() {
+        let keys = vec!["git status".to_owned()];
+        let mut a = seen("a", Status::Healthy, Vec::new());
+        let mut b = seen("b", Status::Healthy, Vec::new());
+        let mut c = seen("c", Status::Healthy, Vec::new());
+        let lone = seen("lone", Status::Healthy, Vec::new());
+        (a.keys, a.total_runs) = (keys.clone(), 3);
+        (b.keys, b.total_runs) = (keys.clone(), 9);
+        (c.keys, c.total_runs) = (keys, 1);
+        let all = [a, b, c, lone];
+        let found: Vec<_> = merges(&all)
+            .iter()
+            .map(|m| (m.tool.name.clone(), m.keep.to_owned(), m.keep_runs))
+            .collect();
+        assert_eq!(
+            found,
+            [("a".into(), "b".into(), 9), ("c".into(), "b".into(), 9)]
+        );
+        let mut all = all;
+        all[0].done.push(ActionKind::Merge.as_str().into());
+        let found: Vec<_> = merges(&all).iter().map(|m| m.tool.name.clone()).collect();
+        assert_eq!(found, ["c"], "a merge is proposed once");
+    }
+}
