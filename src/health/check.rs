@@ -459,13 +459,12 @@ impl Steps<'_> {
     ) -> Result<ControlFlow<()>, CheckError> {
         let (name, version) = (tool.name.as_str(), tool.version.as_str());
         match heal_decision(tool, self.policy.max_heal_attempts) {
-            None => {}
-            Some(Some(why)) => {
-                if !tool.done(ActionKind::Attention) {
-                    raise_attention(self.store, self.events, name, version, &why).await?;
-                    report.attention.push(format!("{name} {version}: {why}"));
-                }
+            Some(Some(why)) if !tool.done(ActionKind::Attention) => {
+                raise_attention(self.store, self.events, name, version, &why).await?;
+                report.attention.push(format!("{name} {version}: {why}"));
             }
+            // Healthy, under repair, or attention already raised.
+            None | Some(Some(_)) => {}
             Some(None) => {
                 let h = &tool.health;
                 self.publish(Event::ToolHealing {
