@@ -213,8 +213,10 @@ fn main() {
         println!("bwrap not available (scripts/install-bench-peers.sh installs it): peer skipped");
     }
     let mut spec = SandboxSpec::new(vec!["/bin/true".into()]);
-    // As the binaries run it: the helper binary beside them.
+    // As the daemon runs it: the helper binary beside it, executed.
     spec.helper = Some(env!("CARGO_BIN_EXE_toolsmith-sandbox-helper").into());
+    // As the CLI and MCP server run it: this single-threaded process forks its helper.
+    let forked_spec = SandboxSpec::new(vec!["/bin/true".into()]);
     // One run first: it must work, and it says which layers are in force and where its time
     // went.
     let first = match sandbox::run(&spec) {
@@ -260,7 +262,14 @@ fn main() {
     call_tool();
 
     let mut plain = Samples::new("plain /bin/true", rounds);
-    let mut lib = Samples::new("toolsmith::sandbox::run(/bin/true), all layers", rounds);
+    let mut lib = Samples::new(
+        "toolsmith::sandbox::run(/bin/true), all layers, helper executed",
+        rounds,
+    );
+    let mut lib_forked = Samples::new(
+        "toolsmith::sandbox::run(/bin/true), all layers, helper forked",
+        rounds,
+    );
     let mut cli = Samples::new("toolsmith sandbox -- /bin/true (CLI)", rounds);
     let mut cli_true = Samples::new("toolsmith sandbox -- true (CLI)", rounds);
     let mut bwrap = Samples::new("bwrap --unshare-all … /bin/true", rounds);
@@ -311,6 +320,10 @@ fn main() {
                 }
             }
         }
+        lib_forked.ms.push(timed(|| {
+            let report = sandbox::run(&forked_spec).expect("sandboxed /bin/true, forked");
+            assert_eq!(report.helper, sandbox::HelperStart::Forked);
+        }));
         cli.ms.push(timed(|| {
             assert!(run_quiet(Command::new(toolsmith).args([
                 "sandbox",
@@ -360,6 +373,7 @@ fn main() {
     println!("{rounds} rounds, contenders alternating within each round");
     let plain_m = plain.report();
     let lib_m = lib.report();
+    let lib_forked_m = lib_forked.report();
     let cli_m = cli.report();
     let version_m = version.report();
     let cli_true_m = cli_true.report();
@@ -368,6 +382,12 @@ fn main() {
     if have_bwrap {
         let bwrap_m = bwrap.report();
         ratio("sandbox::run / bwrap", lib_m, bwrap_m, Some(1.0));
+        ratio(
+            "sandbox::run, helper forked / bwrap",
+            lib_forked_m,
+            bwrap_m,
+            Some(1.0),
+        );
         ratio("CLI sandbox / bwrap", cli_m, bwrap_m, Some(1.5));
     }
     ratio(

@@ -38,7 +38,7 @@ use super::protocol::{
 use super::{Enforcement, Exit, HELPER_ARG0, landlock, limits, mounts, seccomp};
 
 /// Exit status of a helper whose set-up failed (the report pipe says why).
-const SETUP_FAILED: u8 = 125;
+pub(super) const SETUP_FAILED: u8 = 125;
 
 /// Runs the helper when this process was started as one.
 pub(crate) fn main_if_helper() -> Option<ExitCode> {
@@ -47,7 +47,7 @@ pub(crate) fn main_if_helper() -> Option<ExitCode> {
     if Path::new(&arg0).file_name()? != HELPER_ARG0 {
         return None;
     }
-    Some(helper(&args.collect::<Vec<_>>()))
+    Some(ExitCode::from(serve(&args.collect::<Vec<_>>())))
 }
 
 /// The report pipe.
@@ -82,7 +82,10 @@ fn inherited_fd(arg: Option<&OsString>) -> Option<OwnedFd> {
     Some(owned)
 }
 
-fn helper(args: &[OsString]) -> ExitCode {
+/// The helper's work, whichever way it started (re-executed under [`HELPER_ARG0`], or forked
+/// from a single-threaded caller): `args` are the request's and the report's descriptor
+/// numbers and the parent's pid. Returns the helper's exit status.
+pub(super) fn serve(args: &[OsString]) -> u8 {
     // First: this process dies with the thread that started it (the parent's `run`), and that
     // process must still be there, or the signal was armed too late to ever come.
     let parent = args
@@ -92,7 +95,7 @@ fn helper(args: &[OsString]) -> ExitCode {
         && (prctl::set_pdeathsig(Signal::SIGKILL).is_err()
             || nix::unistd::getppid().as_raw() != parent)
     {
-        return ExitCode::from(SETUP_FAILED);
+        return SETUP_FAILED;
     }
     let (Some(spec_fd), Some(report_fd), Some(_)) = (
         inherited_fd(args.first()),
@@ -103,7 +106,7 @@ fn helper(args: &[OsString]) -> ExitCode {
             "{HELPER_ARG0}: toolsmith's sandbox helper is started by toolsmith with its request \
              on a pipe; it is not run by hand (try `toolsmith sandbox -- CMD`)"
         );
-        return ExitCode::from(SETUP_FAILED);
+        return SETUP_FAILED;
     };
     let reporter = Reporter { fd: report_fd };
     let result = read_spec(spec_fd).and_then(|spec| {
@@ -111,10 +114,10 @@ fn helper(args: &[OsString]) -> ExitCode {
         supervisor(&spec, &reporter, spec_read)
     });
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(failure) => {
             reporter.send(&failure.into_message());
-            ExitCode::from(SETUP_FAILED)
+            SETUP_FAILED
         }
     }
 }

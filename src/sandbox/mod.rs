@@ -137,8 +137,9 @@ pub struct SandboxSpec {
     pub stdin: Stdin,
     /// The policy: required layers and maxima.
     pub policy: SandboxPolicy,
-    /// The binary that serves as the helper (it must call [`helper_main`] first); by default
-    /// this process's own executable. Tests and other binaries pass the `toolsmith` binary.
+    /// The binary that serves as the helper (it must call [`helper_main`] first). By default a
+    /// single-threaded caller forks and runs the helper in place, and any other starts
+    /// `toolsmith-sandbox-helper` beside its executable (else the executable itself).
     pub helper: Option<PathBuf>,
     /// toolsmith's own directories and files (state, runtime, registry, configuration): a
     /// workspace that is, holds or lies inside one is refused, whoever asks for the run.
@@ -328,8 +329,22 @@ pub struct RunReport {
     pub layers: AppliedLayers,
     /// What the caller should know: limits lowered by the policy, a limit not enforceable here.
     pub warnings: Vec<String>,
+    /// How the helper started: forked from this (single-threaded) process, or executed.
+    pub helper: HelperStart,
     /// Where the run's time went.
     pub timings: Timings,
+}
+
+/// How a run's helper started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HelperStart {
+    /// Forked from the caller and run in place, without an `execve`: a single-threaded caller
+    /// that named no helper (the CLI, an MCP server) saves the helper's start-up.
+    Forked,
+    /// Started with `posix_spawn` from the helper binary (a multi-threaded caller, such as the
+    /// daemon, may not fork and go on, or the caller named the binary).
+    Executed,
 }
 
 /// Where a run's time went, in microseconds, measured on the monotonic clock by the parent,

@@ -31,8 +31,8 @@ use super::protocol::{
     now_ns,
 };
 use super::{
-    AppliedLayers, Enforcement, Exit, HELPER_ARG0, LimitHit, Output, RunReport, SandboxError,
-    SandboxSpec, Stdin, Timings, WorkspaceAccess,
+    AppliedLayers, Enforcement, Exit, HELPER_ARG0, HelperStart, LimitHit, Output, RunReport,
+    SandboxError, SandboxSpec, Stdin, Timings, WorkspaceAccess,
 };
 use super::{mounts, seccomp};
 use crate::host;
@@ -122,12 +122,13 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
     let (request, scratch) = request(spec, &dirs, &limits, cgroup.as_ref(), isolated)?;
     warnings.extend(request.warning);
     let helper = match &spec.helper {
-        Some(path) => path.clone(),
-        None => default_helper()?,
+        Some(path) => Some(path.clone()),
+        None if single_threaded() => None,
+        None => Some(default_helper()?),
     };
     marks.spawn = now_ns();
     let talk = converse(
-        &helper,
+        helper.as_deref(),
         spec.stdin,
         &request.bytes,
         &limits,
@@ -149,7 +150,10 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
         return Err(SandboxError::Protocol(format!(
             "{} ended ({}) without reporting how the command ended (is it a binary whose main \
              calls toolsmith::sandbox::helper_main first?); its stderr: {}",
-            helper.display(),
+            helper.as_deref().map_or_else(
+                || "the forked sandbox helper".into(),
+                |h| h.display().to_string()
+            ),
             talk.status,
             String::from_utf8_lossy(&tail).trim()
         )));
@@ -187,6 +191,11 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
             memory: memory_bound,
         },
         warnings,
+        helper: if helper.is_some() {
+            HelperStart::Executed
+        } else {
+            HelperStart::Forked
+        },
         timings: timings(&marks),
     })
 }
@@ -368,7 +377,7 @@ struct Conversation {
 
 /// Starts the helper, feeds it the request, watches the run to its end and reaps the helper.
 fn converse(
-    helper: &Path,
+    helper: Option<&Path>,
     stdin: Stdin,
     request: &[u8],
     limits: &Limits,
@@ -748,6 +757,75 @@ impl Drop for Helper {
     }
 }
 
+/// Forks the helper (this process must be single-threaded): the child places `placed` at
+/// their descriptors, closes every other one, takes default signal dispositions, an empty
+/// mask and an empty environment, as a fresh `posix_spawn` would give it, serves the request
+/// and exits without running anything of this process's exit path (no buffer is flushed
+/// twice). `ours` are the parent's ends, which the child must not keep: a request pipe whose
+/// write end it held would never end.
+fn fork_helper(
+    stdin: Stdin,
+    placed: &[(OwnedFd, RawFd)],
+    ours: &[RawFd],
+    parent: &str,
+) -> Result<Pid, SandboxError> {
+    let args = [
+        std::ffi::OsString::from(REQUEST_FD.to_string()),
+        std::ffi::OsString::from(REPORT_FD.to_string()),
+        std::ffi::OsString::from(parent),
+    ];
+    // SAFETY: the caller checked that this process is single-threaded, so the child may run
+    // any code the parent could; it leaves only through `_exit`.
+    match unsafe { nix::unistd::fork() } {
+        Err(e) => Err(SandboxError::Spawn {
+            helper: PathBuf::from("(forked)"),
+            source: e.into(),
+        }),
+        Ok(nix::unistd::ForkResult::Parent { child }) => Ok(child),
+        Ok(nix::unistd::ForkResult::Child) => {
+            let code = if become_helper(stdin, placed, ours) {
+                super::child::serve(&args)
+            } else {
+                super::child::SETUP_FAILED
+            };
+            // SAFETY: ends this process at once, as an exec'ed helper's exit would.
+            unsafe { libc::_exit(i32::from(code)) }
+        }
+    }
+}
+
+/// In the forked child: the descriptors, signals and environment a spawned helper starts
+/// with. False when one could not be set (the helper then exits 125 without a report, and
+/// the parent says the helper ended without one).
+fn become_helper(stdin: Stdin, placed: &[(OwnedFd, RawFd)], ours: &[RawFd]) -> bool {
+    // SAFETY: plain system calls on descriptors, signal dispositions and the environment of
+    // this single-threaded child; every pointer is a valid NUL-terminated string or set.
+    unsafe {
+        if stdin == Stdin::Null || ours.contains(&0) {
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
+            if null < 0 || (null != 0 && libc::dup2(null, 0) != 0) {
+                return false;
+            }
+        }
+        for (fd, at) in placed {
+            if libc::dup2(fd.as_raw_fd(), *at) != *at {
+                return false;
+            }
+        }
+        if libc::syscall(libc::SYS_close_range, REPORT_FD + 1, libc::c_uint::MAX, 0) != 0 {
+            return false;
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &raw const none, std::ptr::null_mut());
+        // SIGKILL and SIGSTOP refuse a disposition; every other returns to its default.
+        for signal in 1..=libc::SIGRTMAX() {
+            libc::signal(signal, libc::SIG_DFL);
+        }
+        libc::clearenv() == 0
+    }
+}
+
 /// The parent's ends of the helper's pipes.
 struct Pipes {
     request: OwnedFd,
@@ -760,12 +838,28 @@ struct Pipes {
 const REQUEST_FD: RawFd = 3;
 const REPORT_FD: RawFd = 4;
 
-/// Starts the helper with `posix_spawn` (glibc's is a `vfork`: nothing of a large parent, such as
-/// the daemon or an MCP server, is copied), its stdout and stderr and the request and report
-/// pipes at descriptors 1 to 4, an empty environment, default signal dispositions and mask.
-/// The helper ties its life to this thread itself (a parent-death signal, armed first thing,
-/// then a check that this process is still its parent).
-fn spawn(helper: &Path, stdin: Stdin) -> Result<(Helper, Pipes), SandboxError> {
+/// Whether this process has a single thread, read from `/proc/self/stat`: only then may it
+/// fork and go on running Rust code in the child (after a fork of a multi-threaded process,
+/// only async-signal-safe calls are allowed until `execve`). Unknown counts as no.
+fn single_threaded() -> bool {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return false;
+    };
+    // The fields after the command name, which is in parentheses and may hold anything;
+    // `num_threads` is the 20th field, the 18th after the name.
+    stat.rsplit_once(')')
+        .and_then(|(_, fields)| fields.split_ascii_whitespace().nth(17))
+        == Some("1")
+}
+
+/// Starts the helper with its stdout and stderr and the request and report pipes at
+/// descriptors 1 to 4, an empty environment, default signal dispositions and mask: executed
+/// from `helper` with `posix_spawn` (glibc's is a `vfork`: nothing of a large parent, such as
+/// the daemon, is copied), or, when `helper` is `None`, forked from this single-threaded
+/// process and run in place, which saves the helper's `execve` and start-up. The helper ties
+/// its life to this thread itself (a parent-death signal, armed first thing, then a check
+/// that this process is still its parent).
+fn spawn(helper: Option<&Path>, stdin: Stdin) -> Result<(Helper, Pipes), SandboxError> {
     let io = |what: String, source: std::io::Error| SandboxError::Io { what, source };
     let pipe = |what: &str| {
         pipe2(OFlag::O_CLOEXEC).map_err(|e| io(format!("creating the {what} pipe"), e.into()))
@@ -797,6 +891,25 @@ fn spawn(helper: &Path, stdin: Stdin) -> Result<(Helper, Pipes), SandboxError> {
         (high(report_write)?, REPORT_FD),
     ];
     let parent = std::process::id().to_string();
+    let Some(helper) = helper else {
+        let ours = [
+            request_write.as_raw_fd(),
+            report_read.as_raw_fd(),
+            stdout_read.as_raw_fd(),
+            stderr_read.as_raw_fd(),
+        ];
+        let pid = fork_helper(stdin, &placed, &ours, &parent)?;
+        drop(placed);
+        return Ok((
+            Helper { pid, reaped: false },
+            Pipes {
+                request: request_write,
+                report: report_read,
+                stdout: stdout_read,
+                stderr: stderr_read,
+            },
+        ));
+    };
     let c = |text: &str| {
         CString::new(text).map_err(|_| SandboxError::Invalid(format!("{text:?} contains NUL")))
     };

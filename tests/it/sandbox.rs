@@ -109,6 +109,8 @@ fn a_run_reports_where_its_time_went() {
     }
     let total = timings["total_us"].as_u64().expect("total_us");
     assert_eq!(sum, total, "{timings}");
+    // The CLI is single-threaded: it forks its helper rather than executing one.
+    assert_eq!(report["helper"], "forked", "{report}");
     // The command's own run is `wait`: it slept 200 ms, which no other part holds.
     let wait = timings["wait_us"].as_u64().unwrap_or(0);
     assert!(wait >= 200_000, "{timings}");
@@ -372,6 +374,35 @@ fn the_library_api_runs_commands() {
         "seen\nlibrary\n"
     );
     assert!(report.layers.seccomp);
+    // A named helper binary is executed (so is any helper of a multi-threaded caller).
+    assert_eq!(report.helper, sandbox::HelperStart::Executed);
+}
+
+/// A multi-threaded caller (this test harness, like the daemon, whose validation runs take this
+/// path) executes the lean helper binary, and its command gets the same sandbox as the CLI's
+/// forked helper gives.
+#[test]
+fn a_multi_threaded_caller_executes_the_helper_binary_and_gets_the_same_sandbox() {
+    use toolsmith::sandbox::{self, Exit, HelperStart, SandboxSpec};
+    // Another thread alive for the whole run, whatever the harness does.
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let other = std::thread::spawn(move || stopped.recv());
+    let mut spec = SandboxSpec::new(vec![
+        "sh".into(),
+        "-c".into(),
+        "echo $$; cat /proc/self/status | grep -c '^NoNewPrivs:.*1'".into(),
+    ]);
+    // A test binary has no helper beside it (the daemon's does): name the one cargo built.
+    spec.helper = Some(env!("CARGO_BIN_EXE_toolsmith-sandbox-helper").into());
+    let report = sandbox::run(&spec);
+    drop(stop);
+    let _ = other.join();
+    let report = report.expect("runs");
+    assert_eq!(report.exit, Exit::Code(0), "{report:?}");
+    assert_eq!(report.helper, HelperStart::Executed);
+    // The same sandbox as the CLI's: the shell is pid 1 of its own namespace, no new privileges.
+    assert_eq!(String::from_utf8_lossy(&report.stdout.bytes), "1\n1\n");
+    assert!(report.layers.seccomp && report.layers.namespaces);
 }
 
 /// `toolsmith sandbox -- CMD | head` once `head` has gone: the command's status and its report
