@@ -3,11 +3,12 @@
 //! fork and change its process state freely.
 //!
 //! It runs as two processes:
-//! - the **supervisor** reads the request, joins the run's cgroup, unshares the user, mount,
+//! - the **supervisor** reads the request, opens the run's cgroup files, unshares the user, mount,
 //!   pid, net, ipc and uts namespaces, maps the caller's uid and gid, forks, and then only waits:
 //!   for pid 1 to end (it then reports the exit status and resource usage) or for `SIGTERM` from
 //!   the parent (it then kills pid 1, which takes the whole pid namespace with it);
-//! - **pid 1** of the new pid namespace builds the filesystem view, then in this order: setsid,
+//! - **pid 1** of the new pid namespace joins the run's cgroup, builds the filesystem view,
+//!   then in this order: setsid,
 //!   parent-death signal, closes inherited descriptors, rlimits, Landlock, capabilities,
 //!   no_new_privs, seccomp, and `execve` of the command, which stays pid 1: when it exits, the
 //!   kernel kills everything left in the namespace.
@@ -114,7 +115,17 @@ pub(super) fn serve(args: &[OsString]) -> u8 {
         supervisor(&spec, &reporter, spec_read)
     });
     match result {
-        Ok(()) => 0,
+        Ok(()) => {
+            // The report is complete: the parent sees the ends of its pipes now, not after this
+            // process has torn down its memory and the namespaces, which it does on its own.
+            drop(reporter);
+            // SAFETY: nothing of this process writes to its stdout or stderr any more.
+            unsafe {
+                libc::close(1);
+                libc::close(2);
+            }
+            0
+        }
         Err(failure) => {
             reporter.send(&failure.into_message());
             SETUP_FAILED
@@ -138,16 +149,24 @@ fn read_spec(fd: OwnedFd) -> Result<HelperSpec, Failure> {
 
 /// The supervisor's part: namespaces, the fork, and the wait.
 fn supervisor(spec: &HelperSpec, reporter: &Reporter, spec_read: u64) -> Result<(), Failure> {
-    // `0` is the writer itself; in v1 that is the `tasks` file, which moves this (only)
-    // thread without the global lock `cgroup.procs` takes (see `RunCgroup::procs`).
+    // The run's cgroup files are opened here, before the namespaces (the permission to move a
+    // process is checked against the opener), and written by pid 1 alone: the supervisor stays
+    // out of the cgroup, so the parent can remove it as soon as pid 1 is reaped, without
+    // waiting for the supervisor's own exit (its copy of the caller's memory and the
+    // namespaces it tears down).
+    let mut cgroup_files = Vec::with_capacity(spec.cgroup_join.len());
     for file in &spec.cgroup_join {
-        std::fs::write(file, "0").map_err(|e| {
-            Failure::io(
-                Step::JoinCgroup,
-                &e,
-                format!("writing 0 to {}", file.display()),
-            )
-        })?;
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .open(file)
+            .map_err(|e| {
+                Failure::io(
+                    Step::JoinCgroup,
+                    &e,
+                    format!("opening {} to join the run's cgroup", file.display()),
+                )
+            })?;
+        cgroup_files.push((opened, file.clone()));
     }
     let joined = now_ns();
     if let View::Isolated(_) = spec.view {
@@ -202,7 +221,10 @@ fn supervisor(spec: &HelperSpec, reporter: &Reporter, spec_read: u64) -> Result<
             let started = now_ns();
             drop(lifeline_write);
             drop(exec_read);
-            let failure = match pid1(spec, reporter, lifeline_read, &exec_write, started) {
+            let joined = join_cgroup(&mut cgroup_files);
+            let failure = match joined
+                .and_then(|()| pid1(spec, reporter, lifeline_read, &exec_write, started))
+            {
                 Err(failure) => failure,
                 Ok(never) => match never {},
             };
@@ -217,6 +239,7 @@ fn supervisor(spec: &HelperSpec, reporter: &Reporter, spec_read: u64) -> Result<
             unsafe { libc::_exit(code) }
         }
         Ok(ForkResult::Parent { child }) => {
+            drop(cgroup_files);
             drop(lifeline_read);
             drop(exec_write);
             let marks = SupervisorMarks {
@@ -229,6 +252,23 @@ fn supervisor(spec: &HelperSpec, reporter: &Reporter, spec_read: u64) -> Result<
             result
         }
     }
+}
+
+/// pid 1 joins the run's cgroups, first thing: everything it starts is born inside. `0` is
+/// the writer itself; in v1 the file is `tasks`, which moves this (only) thread without the
+/// global lock `cgroup.procs` takes (see `RunCgroup::procs`).
+fn join_cgroup(files: &mut Vec<(std::fs::File, std::path::PathBuf)>) -> Result<(), Failure> {
+    use std::io::Write;
+    for (mut file, path) in files.drain(..) {
+        file.write_all(b"0").map_err(|e| {
+            Failure::io(
+                Step::JoinCgroup,
+                &e,
+                format!("writing 0 to {}", path.display()),
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Waits for pid 1, killing it on `SIGTERM`; then reports how it ended. The signals come

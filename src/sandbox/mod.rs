@@ -6,7 +6,7 @@
 //! net, ipc and uts namespaces, builds a minimal filesystem view, and confines its pid 1 before
 //! `execve`. The exact order, and what each layer denies:
 //!
-//! 1. **cgroup** (when a cgroup v2 subtree is delegated): the helper joins the run's cgroup,
+//! 1. **cgroup** (when a cgroup v2 subtree is delegated): pid 1 joins the run's cgroup,
 //!    whose `memory.max`, `pids.max` and `cpu.max` bound the whole run. Running as root
 //!    without one, it joins per-run cgroups of the v1 `pids` and `memory` hierarchies instead
 //!    where the host mounts them (the kernel never applies `RLIMIT_NPROC` to uid 0).
@@ -359,7 +359,8 @@ pub struct Timings {
     /// Starting the helper (fork, `execve` of the toolsmith binary, its start-up) until it read
     /// the request.
     pub spawn_us: Option<u64>,
-    /// Limits: the run's cgroup made by the parent and joined by the helper, and the rlimits
+    /// Limits: the run's cgroup made by the parent and its files opened by the helper (pid 1
+    /// joins it), and the rlimits
     /// set by pid 1.
     pub limits_us: Option<u64>,
     /// The namespaces (`unshare`, uid and gid maps) and the fork of pid 1.

@@ -105,6 +105,7 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
         start: now_ns(),
         ..RunMarks::default()
     };
+    reap_lingering();
     let policy = &spec.policy;
     if spec.command.first().is_none_or(|c| c.is_empty()) {
         return Err(SandboxError::Invalid("no command given".into()));
@@ -154,7 +155,8 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
                 || "the forked sandbox helper".into(),
                 |h| h.display().to_string()
             ),
-            talk.status,
+            talk.status
+                .map_or_else(|| "still ending".to_string(), |s| s.to_string()),
             String::from_utf8_lossy(&tail).trim()
         )));
     };
@@ -371,7 +373,9 @@ fn request(
 /// What the parent saw of the helper: what it read, how the helper ended, and how long it ran.
 struct Conversation {
     outcome: Outcome,
-    status: ExitStatus,
+    /// How the helper ended; `None` when it had reported pid 1's end and was left to finish
+    /// on its own (see [`Helper::reap_later`]).
+    status: Option<ExitStatus>,
     runtime: Duration,
 }
 
@@ -395,10 +399,18 @@ fn converse(
     let outputs = [pipes.stdout, pipes.stderr];
     let outcome = watch(&child, outputs, pipes.report, cap, limits.wall_s, cgroup)?;
     let runtime = started.elapsed();
-    let status = child.wait().map_err(|source| SandboxError::Io {
-        what: "waiting for the sandbox helper".into(),
-        source,
-    })?;
+    let reported = outcome
+        .messages
+        .iter()
+        .any(|m| matches!(m, Message::Exited { .. }));
+    let status = if reported {
+        child.reap_later()
+    } else {
+        Some(child.wait().map_err(|source| SandboxError::Io {
+            what: "waiting for the sandbox helper".into(),
+            source,
+        })?)
+    };
     Ok(Conversation {
         outcome,
         status,
@@ -482,7 +494,7 @@ struct Ended {
 fn ending(
     exited: Option<(Exit, u64, u64)>,
     killed_for: Option<LimitHit>,
-    status: ExitStatus,
+    status: Option<ExitStatus>,
     stats: Option<CgroupStats>,
 ) -> Option<Ended> {
     let killed = Ended {
@@ -498,11 +510,11 @@ fn ending(
         }),
         // The supervisor itself was killed (the SIGKILL after the grace, or a SIGTERM before it
         // could block the signal): pid 1 died with it.
-        None if killed_for.is_some() && status.signal().is_some() => Some(killed),
+        None if killed_for.is_some() && status.and_then(|s| s.signal()).is_some() => Some(killed),
         // The out-of-memory killer took the supervisor (pid 1 followed it): the run's memory
         // was full of what no process holds, such as tmpfs pages. That is the memory limit,
         // not a fault of the helper.
-        None if status.signal() == Some(Signal::SIGKILL as i32)
+        None if status.and_then(|s| s.signal()) == Some(Signal::SIGKILL as i32)
             && stats.is_some_and(|s| s.bounds.memory && s.ooms > 0) =>
         {
             Some(killed)
@@ -722,7 +734,44 @@ struct Helper {
     reaped: bool,
 }
 
+/// Helpers that had reported their run's end and were still ending when the run returned:
+/// reaped by a later run (or, when the caller exits first, by whoever inherits them).
+static LINGERING: std::sync::Mutex<Vec<Pid>> = std::sync::Mutex::new(Vec::new());
+
+/// Reaps the lingering helpers that have ended.
+fn reap_lingering() {
+    let Ok(mut lingering) = LINGERING.lock() else {
+        return;
+    };
+    lingering.retain(|pid| {
+        // SAFETY: waitpid on our own child, without a status pointer.
+        let ret = unsafe { libc::waitpid(pid.as_raw(), std::ptr::null_mut(), libc::WNOHANG) };
+        ret == 0
+    });
+}
+
 impl Helper {
+    /// For a helper that has reported pid 1's end, closed its pipes and left the run's cgroup
+    /// (pid 1 alone joined it): its status if it has ended already; else it is left to finish
+    /// tearing down its memory and the namespaces on its own, off this run's path, and reaped
+    /// by a later run. Its pid stays ours (a zombie's pid is never reused), so nothing else can
+    /// be signalled by mistake.
+    fn reap_later(&mut self) -> Option<ExitStatus> {
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, with a valid pointer to an int.
+        let ret = unsafe { libc::waitpid(self.pid.as_raw(), &raw mut status, libc::WNOHANG) };
+        self.reaped = true;
+        if ret == self.pid.as_raw() {
+            return Some(ExitStatus::from_raw(status));
+        }
+        if ret == 0
+            && let Ok(mut lingering) = LINGERING.lock()
+        {
+            lingering.push(self.pid);
+        }
+        None
+    }
+
     /// `SIGKILL`, while it is not reaped (its pid is still its own).
     fn kill(&self) {
         if !self.reaped {
@@ -1456,15 +1505,21 @@ mod tests {
             cpu_ms: None,
         });
         assert_eq!(
-            ending(Some((Exit::Code(1), 300, 2999)), None, exited_0, None),
+            ending(Some((Exit::Code(1), 300, 2999)), None, Some(exited_0), None),
             Some(Ended {
                 exit: Exit::Code(1),
                 maxrss_kb: Some(300),
                 cpu_ms: Some(2),
             })
         );
-        assert_eq!(ending(None, Some(LimitHit::Wall), sigkill, None), killed);
-        assert_eq!(ending(None, Some(LimitHit::Wall), exited_0, None), None);
+        assert_eq!(
+            ending(None, Some(LimitHit::Wall), Some(sigkill), None),
+            killed
+        );
+        assert_eq!(
+            ending(None, Some(LimitHit::Wall), Some(exited_0), None),
+            None
+        );
         let oom = CgroupStats {
             bounds: limits::CgroupBounds {
                 memory: true,
@@ -1473,13 +1528,13 @@ mod tests {
             ooms: 1,
             ..CgroupStats::default()
         };
-        assert_eq!(ending(None, None, sigkill, Some(oom)), killed);
+        assert_eq!(ending(None, None, Some(sigkill), Some(oom)), killed);
         assert_eq!(
-            ending(None, None, sigkill, Some(CgroupStats::default())),
+            ending(None, None, Some(sigkill), Some(CgroupStats::default())),
             None
         );
         assert_eq!(
-            ending(None, None, sigkill, None),
+            ending(None, None, Some(sigkill), None),
             None,
             "a helper that died unexplained"
         );

@@ -643,3 +643,33 @@ fn runs_leave_no_cgroup_behind() {
     );
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// A helper that has reported its command's end is left to tear down its namespaces on its own
+/// (off the run's path) and reaped by a later run: many runs leave no pile of zombies behind.
+#[test]
+fn helpers_left_to_finish_are_reaped_by_later_runs() {
+    use toolsmith::sandbox::{self, Exit, SandboxSpec};
+    let mut spec = SandboxSpec::new(vec!["/bin/true".into()]);
+    spec.helper = Some(env!("CARGO_BIN_EXE_toolsmith-sandbox-helper").into());
+    for _ in 0..30 {
+        let report = sandbox::run(&spec).expect("runs");
+        assert_eq!(report.exit, Exit::Code(0), "{report:?}");
+    }
+    // This process's children that have ended and not been reaped (other tests of this binary
+    // run helpers at the same time, so a few may be between two runs).
+    let mut zombies = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task")
+        .expect("tasks")
+        .flatten()
+    {
+        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for pid in children.split_whitespace() {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+            if state.is_some_and(|s| s.starts_with('Z')) {
+                zombies.push(stat);
+            }
+        }
+    }
+    assert!(zombies.len() < 5, "{} zombies: {zombies:#?}", zombies.len());
+}
