@@ -612,3 +612,60 @@ fn runs_leave_no_cgroup_behind() {
     );
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// The toolchain this machine's `program` resolves into for its user, or `None` (said) when it
+/// has none; under `CI=true`, where CI is a machine like the developers', its absence fails.
+pub fn machine_toolchain(program: &str) -> Option<toolsmith::sandbox::Toolchain> {
+    use toolsmith::sandbox::toolchain::{Resolution, UserEnv, resolve};
+    match resolve(program, &UserEnv::from_process(None), true) {
+        Resolution::Toolchain { toolchain, .. } => Some(toolchain),
+        other => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI runs on a machine with `{program}` from a user's toolchain, this one has: \
+                 {other:?}"
+            );
+            eprintln!("skipped: `{program}` is not from a user's toolchain here ({other:?})");
+            None
+        }
+    }
+}
+
+/// A run with rustup's toolchain bound: cargo and rustc run from it, nothing of it can be
+/// written, and the rest of the home directory is not there.
+#[test]
+fn a_toolchain_is_bound_read_only_and_alone() {
+    use toolsmith::sandbox::{self, Exit, SandboxSpec};
+    let Some(cargo) = machine_toolchain("cargo") else {
+        return;
+    };
+    let tc = cargo.paths[0].display().to_string();
+    let home = cargo.paths[0]
+        .ancestors()
+        .nth(3)
+        .expect("the toolchain lies in a home")
+        .display()
+        .to_string();
+    let script = format!(
+        "cargo --version && rustc --version && echo \"CARGO_HOME=$CARGO_HOME\" && \
+         (touch {tc}/bin/planted 2>/dev/null && echo WROTE-TOOLCHAIN || echo toolchain-ro) && \
+         ls -A {home}"
+    );
+    let mut spec = SandboxSpec::new(vec!["sh".into(), "-c".into(), script]);
+    spec.helper = Some(Path::new(env!("CARGO_BIN_EXE_toolsmith")).to_path_buf());
+    spec.profile.toolchains = vec![cargo.clone()];
+    let report = sandbox::run(&spec).expect("runs");
+    let out = String::from_utf8_lossy(&report.stdout.bytes).into_owned();
+    let err = String::from_utf8_lossy(&report.stderr.bytes).into_owned();
+    assert_eq!(report.exit, Exit::Code(0), "{out}\n{err}");
+    assert!(out.starts_with("cargo 1.") && out.contains("\nrustc 1."), "{out}");
+    assert!(out.contains("CARGO_HOME=/work/.cargo"), "{out}");
+    assert!(out.contains("toolchain-ro") && !out.contains("WROTE"), "{out}");
+    let listed: Vec<&str> = out.lines().skip_while(|l| *l != "toolchain-ro").skip(1).collect();
+    for name in &listed {
+        assert!(
+            cargo.paths.iter().any(|p| p.starts_with(format!("{home}/{name}"))),
+            "{home}/{name} is shown, but only the toolchain's paths are bound: {listed:?}"
+        );
+    }
+}
