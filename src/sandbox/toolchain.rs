@@ -34,7 +34,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
 
-use super::mounts::{TMP, TOOL, WORK, WORKSPACE};
+use super::mounts::{TOOL, WORK, WORKSPACE};
 use super::profile::{Toolchain, ToolchainKind};
 
 /// Directories the sandbox shows anyway: a program resolving into one needs no toolchain.
@@ -42,10 +42,10 @@ const SYSTEM: [&str; 7] = [
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 ];
 
-/// Where a toolchain path may never be: the system directories and the sandbox's own places.
-const RESERVED: [&str; 9] = [
-    "/etc", "/dev", "/proc", "/sys", "/run", TMP, WORK, WORKSPACE, TOOL,
-];
+/// Where a toolchain path may never be, besides the system directories: what the view makes
+/// itself. (`/tmp` and `/work` are tmpfs in the view, mounted before the toolchains: a
+/// toolchain beneath one of those host paths is bound read-only inside it.)
+const RESERVED: [&str; 7] = ["/etc", "/dev", "/proc", "/sys", "/run", WORKSPACE, TOOL];
 
 /// The variables a toolchain entry may set inside the sandbox.
 pub const ALLOWED_ENV: [&str; 12] = [
@@ -801,6 +801,7 @@ mod tests {
         assert_eq!(t.env["CARGO_TARGET_DIR"], "/work/target");
         assert_eq!(t.env["RUSTUP_TOOLCHAIN"], "stable-x86_64-unknown-linux-gnu");
         assert_eq!(bin_dirs(&t), [tc.join("bin"), home.join(".cargo/bin")]);
+        assert!(check_entry(&t).is_ok(), "{t:?}");
         // A writable workspace keeps the build's output where the user's habit put it.
         let t = toolchain(resolve("cargo", &user(path.clone(), &home, &[]), true));
         assert!(!t.env.contains_key("CARGO_TARGET_DIR"));

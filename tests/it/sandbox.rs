@@ -613,30 +613,12 @@ fn runs_leave_no_cgroup_behind() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
-/// The toolchain this machine's `program` resolves into for its user, or `None` (said) when it
-/// has none; under `CI=true`, where CI is a machine like the developers', its absence fails.
-pub fn machine_toolchain(program: &str) -> Option<toolsmith::sandbox::Toolchain> {
-    use toolsmith::sandbox::toolchain::{Resolution, UserEnv, resolve};
-    match resolve(program, &UserEnv::from_process(None), true) {
-        Resolution::Toolchain { toolchain, .. } => Some(toolchain),
-        other => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI runs on a machine with `{program}` from a user's toolchain, this one has: \
-                 {other:?}"
-            );
-            eprintln!("skipped: `{program}` is not from a user's toolchain here ({other:?})");
-            None
-        }
-    }
-}
-
 /// A run with rustup's toolchain bound: cargo and rustc run from it, nothing of it can be
 /// written, and the rest of the home directory is not there.
 #[test]
 fn a_toolchain_is_bound_read_only_and_alone() {
     use toolsmith::sandbox::{self, Exit, SandboxSpec};
-    let Some(cargo) = machine_toolchain("cargo") else {
+    let Some(cargo) = crate::common::machine_toolchain("cargo") else {
         return;
     };
     let tc = cargo.paths[0].display().to_string();
