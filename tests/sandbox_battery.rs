@@ -1817,15 +1817,29 @@ fn toolchain_home(ctx: &Ctx) -> Verdict {
     // And the toolchain works: its python runs, as the venv.
     let python = ctx.sandbox(
         opts(),
-        &["python", "-c", "import sys; print('INFO prefix', sys.prefix)"],
+        &[
+            "python",
+            "-c",
+            "import sys; print('INFO prefix', sys.prefix)",
+        ],
     );
-    let prefix = python.info().first().map(|l| l.to_string()).unwrap_or_default();
+    let prefix = python
+        .info()
+        .first()
+        .map(|l| l.to_string())
+        .unwrap_or_default();
     let mut verdict = ctx.refused(
         &[&read, &hidden],
         vec![
-            (format!("~ lists only the way to the venv ({listed})"), only_the_way),
             (
-                format!("the venv's python runs ({prefix:?}; {})", python.stderr.trim()),
+                format!("~ lists only the way to the venv ({listed})"),
+                only_the_way,
+            ),
+            (
+                format!(
+                    "the venv's python runs ({prefix:?}; {})",
+                    python.stderr.trim()
+                ),
                 prefix == format!("prefix {}", venv.display()),
             ),
         ],

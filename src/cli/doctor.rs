@@ -41,8 +41,11 @@ fn toolchain_lines(user: &UserEnv, policy: &SandboxPolicy, style: Style) -> Vec<
     for program in PROBED {
         let (mark, detail) = match resolve(program, user, true) {
             Resolution::Toolchain { toolchain, .. } => {
-                let paths: Vec<String> =
-                    toolchain.paths.iter().map(|p| p.display().to_string()).collect();
+                let paths: Vec<String> = toolchain
+                    .paths
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect();
                 let granted = policy.grants.allows(toolchain.kind);
                 let note = if granted {
                     String::new()
@@ -57,11 +60,15 @@ fn toolchain_lines(user: &UserEnv, policy: &SandboxPolicy, style: Style) -> Vec<
                 } else {
                     style.warn("refused")
                 };
-                (mark, format!("{}: {}{note}", toolchain.kind, paths.join(", ")))
+                (
+                    mark,
+                    format!("{}: {}{note}", toolchain.kind, paths.join(", ")),
+                )
             }
-            Resolution::System { found } => {
-                (style.good("ok     "), format!("system: {}", found.display()))
-            }
+            Resolution::System { found } => (
+                style.good("ok     "),
+                format!("system: {}", found.display()),
+            ),
             Resolution::NotFound => ("-      ".to_owned(), "not on the PATH".to_owned()),
             Resolution::Unusable { why, .. } => (style.bad("unusable"), why),
         };
@@ -74,7 +81,11 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
     let report = host::probe();
     let config = config_request(cli).load(&crate::daemon::checks::STAGES);
     // The configured policy (generate.policy), else the built-in one.
-    let policy = match config.as_ref().ok().and_then(|c| c.generate.policy.value.clone()) {
+    let policy = match config
+        .as_ref()
+        .ok()
+        .and_then(|c| c.generate.policy.value.clone())
+    {
         Some(file) => SandboxPolicy::load(&file).unwrap_or_default(),
         None => SandboxPolicy::default(),
     };
@@ -192,7 +203,10 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
             writeln!(out, "  {mark}  {name:<16} {}", layer.detail)?;
         }
     }
-    writeln!(out, "\nToolchains (programs a tool may require, as the user's shell finds them)")?;
+    writeln!(
+        out,
+        "\nToolchains (programs a tool may require, as the user's shell finds them)"
+    )?;
     for line in toolchain_lines(&user, &policy, style) {
         writeln!(out, "{line}")?;
     }

@@ -100,7 +100,11 @@ fn write_config(config: &Path, path: Option<&str>) -> Result<&'static str, Failu
             let has_table = old.lines().any(|l| l.trim() == "[sandbox]");
             match path {
                 Some(p) if !has_table => {
-                    let sep = if old.ends_with('\n') || old.is_empty() { "" } else { "\n" };
+                    let sep = if old.ends_with('\n') || old.is_empty() {
+                        ""
+                    } else {
+                        "\n"
+                    };
                     write(&format!(
                         "{old}{sep}\n# Written by `toolsmith install --user`: your shell's PATH, \
                          where a tool's programs are looked up.\n[sandbox]\n{}\n",

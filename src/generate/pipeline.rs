@@ -1547,7 +1547,12 @@ fn proposal_trailers(
         let paths: Vec<String> = tc.paths.iter().map(|p| p.display().to_string()).collect();
         t.push((
             "Toolchain".into(),
-            format!("{} from {}, read-only: {}", tc.program, tc.kind, paths.join(", ")),
+            format!(
+                "{} from {}, read-only: {}",
+                tc.program,
+                tc.kind,
+                paths.join(", ")
+            ),
         ));
     }
     t

@@ -254,7 +254,8 @@ mod tests {
         assert!(!profile.contains("toolchains"), "{profile}");
         assert!(!m.to_yaml().contains("toolchains"));
         assert!(
-            profile.contains(r#""sandbox":{"limits":{"#) && profile.contains(r#""network":false,"workspace":"read"}"#),
+            profile.contains(r#""sandbox":{"limits":{"#)
+                && profile.contains(r#""network":false,"workspace":"read"}"#),
             "{profile}"
         );
     }

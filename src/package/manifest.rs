@@ -670,12 +670,19 @@ provenance:
         );
         let m = Manifest::parse(&with, "t").expect("valid");
         let t = &m.sandbox.toolchains[0];
-        assert_eq!((t.program.as_str(), t.kind), ("cargo", ToolchainKind::Rustup));
+        assert_eq!(
+            (t.program.as_str(), t.kind),
+            ("cargo", ToolchainKind::Rustup)
+        );
         assert_eq!(t.paths.len(), 2);
         assert_eq!(Manifest::parse(&m.to_yaml(), "t").expect("again"), m);
         for (from, to, expect) in [
             ("kind: rustup", "kind: conda", "kind"),
-            ("/home/a/.cargo/bin]", "/home/a/../b]", "`sandbox.toolchains[0]`"),
+            (
+                "/home/a/.cargo/bin]",
+                "/home/a/../b]",
+                "`sandbox.toolchains[0]`",
+            ),
             ("/home/a/.cargo/bin]", "/etc]", "`sandbox.toolchains[0]`"),
             ("CARGO_HOME:", "LD_PRELOAD:", "LD_PRELOAD"),
         ] {

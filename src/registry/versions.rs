@@ -189,14 +189,24 @@ mod tests {
         };
         let none = SandboxProfile::default();
         let mut stable = none.clone();
-        stable.toolchains.push(cargo("/h/.rustup/toolchains/stable"));
+        stable
+            .toolchains
+            .push(cargo("/h/.rustup/toolchains/stable"));
         let reasons = widening(&none, &stable);
         assert_eq!(reasons.len(), 1);
-        assert!(reasons[0].contains("/h/.rustup/toolchains/stable"), "{reasons:?}");
+        assert!(
+            reasons[0].contains("/h/.rustup/toolchains/stable"),
+            "{reasons:?}"
+        );
         assert!(widening(&stable, &stable).is_empty());
-        assert!(widening(&stable, &none).is_empty(), "narrowing is no widening");
+        assert!(
+            widening(&stable, &none).is_empty(),
+            "narrowing is no widening"
+        );
         let mut nightly = none.clone();
-        nightly.toolchains.push(cargo("/h/.rustup/toolchains/nightly"));
+        nightly
+            .toolchains
+            .push(cargo("/h/.rustup/toolchains/nightly"));
         assert_eq!(widening(&stable, &nightly).len(), 1);
     }
     use crate::package::manifest::OutputKind;

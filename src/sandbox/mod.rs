@@ -60,9 +60,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use grants::Grants;
 pub use own::OwnPlaces;
 pub use policy::{Layer, LayerPlan, SandboxPolicy, SandboxPolicyError};
-pub use grants::Grants;
 pub use profile::{Limits, SandboxProfile, Toolchain, ToolchainKind, WorkspaceAccess};
 pub use protocol::Step;
 

@@ -173,14 +173,13 @@ impl SandboxPolicy {
             file: file.into(),
             ..SandboxPolicy::default()
         };
-        policy.grants =
-            Grants::from_table(doc.get("grants")).map_err(|(key, message)| {
-                SandboxPolicyError::Invalid {
-                    file: file.into(),
-                    key,
-                    message,
-                }
-            })?;
+        policy.grants = Grants::from_table(doc.get("grants")).map_err(|(key, message)| {
+            SandboxPolicyError::Invalid {
+                file: file.into(),
+                key,
+                message,
+            }
+        })?;
         let Some(table) = doc.get("sandbox") else {
             return Ok(policy);
         };

@@ -96,10 +96,7 @@ pub struct UserEnv {
 impl UserEnv {
     /// The user's environment: `path` when one is recorded (with its origin), else this
     /// process's `PATH`; the home directory and the toolchain variables from `get`.
-    pub fn new(
-        path: Option<(&str, &str)>,
-        get: &dyn Fn(&str) -> Option<String>,
-    ) -> UserEnv {
+    pub fn new(path: Option<(&str, &str)>, get: &dyn Fn(&str) -> Option<String>) -> UserEnv {
         let (path, origin) = match path {
             Some((path, origin)) => (path.to_owned(), origin.to_owned()),
             None => (
@@ -120,7 +117,9 @@ impl UserEnv {
         UserEnv {
             path,
             origin,
-            home: get("HOME").filter(|h| h.starts_with('/')).map(PathBuf::from),
+            home: get("HOME")
+                .filter(|h| h.starts_with('/'))
+                .map(PathBuf::from),
             vars,
         }
     }
@@ -277,10 +276,7 @@ fn entry<const N: usize>(
         program: program.to_owned(),
         kind,
         paths,
-        env: env
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect(),
+        env: env.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
     }
 }
 
@@ -520,8 +516,7 @@ fn with_interpreter(mut toolchain: Toolchain, found: &Path, user: &UserEnv) -> T
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if let Resolution::Toolchain { toolchain: t, .. } = classify(&name, &interpreter, user, true)
-    {
+    if let Resolution::Toolchain { toolchain: t, .. } = classify(&name, &interpreter, user, true) {
         for path in t.paths {
             if !toolchain.paths.contains(&path) && toolchain.paths.len() < MAX_PATHS {
                 toolchain.paths.push(path);
@@ -618,7 +613,9 @@ pub fn check_entry(t: &Toolchain) -> Result<(), String> {
             ));
         }
         if value.len() > 4096 || value.contains('\0') {
-            return Err(format!("env: {name}'s value is too long or holds a NUL byte"));
+            return Err(format!(
+                "env: {name}'s value is too long or holds a NUL byte"
+            ));
         }
     }
     Ok(())
@@ -681,7 +678,9 @@ pub fn check(t: &Toolchain, uid: u32, home: Option<&Path>) -> Result<(), String>
 
 fn shape_of(kind: ToolchainKind) -> &'static str {
     match kind {
-        ToolchainKind::Rustup => "a directory under `toolchains/` with `bin/`, or a `bin` with rustup",
+        ToolchainKind::Rustup => {
+            "a directory under `toolchains/` with `bin/`, or a `bin` with rustup"
+        }
         ToolchainKind::Pyenv => "a directory under `versions/` with `bin/`, or a Python prefix",
         ToolchainKind::Venv => "a directory with `pyvenv.cfg`, or a Python prefix",
         ToolchainKind::Nvm => "a directory under `versions/node/` with `bin/node`",
@@ -693,14 +692,15 @@ fn shape_of(kind: ToolchainKind) -> &'static str {
 
 /// Whether `path` has the shape of its kind.
 fn shaped(kind: ToolchainKind, path: &Path, meta: &std::fs::Metadata, home: Option<&Path>) -> bool {
-    let parent_named =
-        |name: &str| path.parent().and_then(Path::file_name).is_some_and(|n| n == name);
+    let parent_named = |name: &str| {
+        path.parent()
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == name)
+    };
     let python_prefix = || {
         path.join("bin").is_dir()
             && std::fs::read_dir(path.join("lib")).is_ok_and(|mut d| {
-                d.any(|e| {
-                    e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("python"))
-                })
+                d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("python")))
             })
     };
     let venv = || path.join("pyvenv.cfg").is_file();
@@ -731,7 +731,10 @@ fn shaped(kind: ToolchainKind, path: &Path, meta: &std::fs::Metadata, home: Opti
                 && home.is_some_and(|h| {
                     path.parent() == Some(h.join(".local/bin").as_path())
                         || path.parent()
-                            == h.canonicalize().ok().map(|h| h.join(".local/bin")).as_deref()
+                            == h.canonicalize()
+                                .ok()
+                                .map(|h| h.join(".local/bin"))
+                                .as_deref()
                 }))
                 || (meta.is_dir() && (venv() || python_prefix()))
         }
@@ -829,7 +832,10 @@ mod tests {
         let tmp = tmp();
         let home = tmp.path().canonicalize().expect("canonical");
         let root = home.join(".pyenv");
-        exe(&root.join("shims/python"), "#!/usr/bin/env bash\nexec pyenv exec python\n");
+        exe(
+            &root.join("shims/python"),
+            "#!/usr/bin/env bash\nexec pyenv exec python\n",
+        );
         exe(&root.join("shims/aws"), "");
         exe(&root.join("versions/3.11.7/bin/python"), "");
         exe(&root.join("versions/3.12.1/bin/python"), "");
@@ -870,7 +876,10 @@ mod tests {
         let venv = home.join("proj/.venv");
         std::fs::create_dir_all(venv.join("bin")).expect("bin");
         symlink(base.join("bin/python3"), venv.join("bin/python3")).expect("link");
-        exe(&venv.join("bin/pytest"), &format!("#!{}/bin/python3\n", venv.display()));
+        exe(
+            &venv.join("bin/pytest"),
+            &format!("#!{}/bin/python3\n", venv.display()),
+        );
         std::fs::write(
             venv.join("pyvenv.cfg"),
             format!("home = {}/bin\nversion = 3.11.7\n", base.display()),
@@ -896,14 +905,21 @@ mod tests {
         exe(&home.join("tool-1.2"), "");
         exe(&home.join(".local/bin/mytool"), "");
         symlink(home.join("tool-1.2"), home.join(".local/bin/other")).expect("link");
-        let path = format!("{}/bin:{}/.local/bin:/usr/bin", node.display(), home.display());
+        let path = format!(
+            "{}/bin:{}/.local/bin:/usr/bin",
+            node.display(),
+            home.display()
+        );
         let u = user(path, &home, &[]);
         let t = toolchain(resolve("node", &u, true));
         assert_eq!((t.kind, t.paths.clone()), (ToolchainKind::Nvm, vec![node]));
         let t = toolchain(resolve("mytool", &u, true));
         assert_eq!(t.kind, ToolchainKind::LocalBin);
         assert_eq!(t.paths, [home.join(".local/bin/mytool")]);
-        assert!(matches!(resolve("other", &u, true), Resolution::Unusable { .. }));
+        assert!(matches!(
+            resolve("other", &u, true),
+            Resolution::Unusable { .. }
+        ));
         assert_eq!(resolve("no-such-program", &u, true), Resolution::NotFound);
         assert!(matches!(resolve("sh", &u, true), Resolution::System { .. }));
     }
@@ -928,7 +944,11 @@ mod tests {
             (vec!["/usr/lib/rust".into()], vec![], "/usr"),
             (vec!["/workspace/x".into()], vec![], "/workspace"),
             (vec![], vec![], "1 to 8"),
-            (vec!["/opt/x".into()], vec![("LD_PRELOAD", "/x.so")], "LD_PRELOAD"),
+            (
+                vec!["/opt/x".into()],
+                vec![("LD_PRELOAD", "/x.so")],
+                "LD_PRELOAD",
+            ),
             (vec!["/opt/x".into()], vec![("PATH", "/x")], "PATH"),
         ] {
             let err = check_entry(&tc(paths, &env)).expect_err(wanted);
@@ -938,8 +958,7 @@ mod tests {
         let err = check(&tc(vec![home.clone()], &[]), 0, Some(&home)).expect_err("home");
         assert!(err.contains("never the whole home"), "{err}");
         std::fs::create_dir_all(home.join(".ssh")).expect("mkdir");
-        let err =
-            check(&tc(vec![home.join(".ssh")], &[]), 0, Some(&home)).expect_err("shape");
+        let err = check(&tc(vec![home.join(".ssh")], &[]), 0, Some(&home)).expect_err("shape");
         assert!(err.contains("does not look like"), "{err}");
         let err = check(&tc(vec![home.join("gone")], &[]), 0, Some(&home)).expect_err("gone");
         assert!(err.contains("cannot be used"), "{err}");

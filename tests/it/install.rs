@@ -104,7 +104,10 @@ fn install_records_the_users_path() {
     let config = env.path().join("config/toolsmith/config.toml");
     let text = std::fs::read_to_string(&config).expect("config");
     assert!(text.contains("\n[sandbox]\n"), "{text}");
-    assert!(text.contains(&format!("\npath = \"{user_path}\"\n")), "{text}");
+    assert!(
+        text.contains(&format!("\npath = \"{user_path}\"\n")),
+        "{text}"
+    );
     let shown = env
         .cli()
         .arg("--config")
@@ -117,7 +120,10 @@ fn install_records_the_users_path() {
         .lines()
         .find(|l| l.contains("sandbox.path"))
         .unwrap_or_else(|| panic!("no sandbox.path in:\n{shown}"));
-    assert!(line.contains(user_path) && line.contains("config.toml"), "{line}");
+    assert!(
+        line.contains(user_path) && line.contains("config.toml"),
+        "{line}"
+    );
 
     // A configuration of the user's own without the table gets it, once.
     std::fs::write(&config, "[mine]\nmin_support = 4\n").expect("write");
@@ -131,7 +137,10 @@ fn install_records_the_users_path() {
     assert_eq!(report["files"][2]["status"], "updated");
     let text = std::fs::read_to_string(&config).expect("config");
     assert!(text.starts_with("[mine]\nmin_support = 4\n"), "{text}");
-    assert!(text.contains(&format!("[sandbox]\npath = \"{user_path}\"\n")), "{text}");
+    assert!(
+        text.contains(&format!("[sandbox]\npath = \"{user_path}\"\n")),
+        "{text}"
+    );
     let out = env
         .cli()
         .args(["install", "--user", "--json"])

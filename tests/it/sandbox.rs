@@ -640,13 +640,26 @@ fn a_toolchain_is_bound_read_only_and_alone() {
     let out = String::from_utf8_lossy(&report.stdout.bytes).into_owned();
     let err = String::from_utf8_lossy(&report.stderr.bytes).into_owned();
     assert_eq!(report.exit, Exit::Code(0), "{out}\n{err}");
-    assert!(out.starts_with("cargo 1.") && out.contains("\nrustc 1."), "{out}");
+    assert!(
+        out.starts_with("cargo 1.") && out.contains("\nrustc 1."),
+        "{out}"
+    );
     assert!(out.contains("CARGO_HOME=/work/.cargo"), "{out}");
-    assert!(out.contains("toolchain-ro") && !out.contains("WROTE"), "{out}");
-    let listed: Vec<&str> = out.lines().skip_while(|l| *l != "toolchain-ro").skip(1).collect();
+    assert!(
+        out.contains("toolchain-ro") && !out.contains("WROTE"),
+        "{out}"
+    );
+    let listed: Vec<&str> = out
+        .lines()
+        .skip_while(|l| *l != "toolchain-ro")
+        .skip(1)
+        .collect();
     for name in &listed {
         assert!(
-            cargo.paths.iter().any(|p| p.starts_with(format!("{home}/{name}"))),
+            cargo
+                .paths
+                .iter()
+                .any(|p| p.starts_with(format!("{home}/{name}"))),
             "{home}/{name} is shown, but only the toolchain's paths are bound: {listed:?}"
         );
     }

@@ -67,14 +67,21 @@ fn claude_sessions(dir: &Path, cwd: &Path, sessions: &[Vec<(String, String)>]) {
 fn daemon(env: &TestEnv, logs: &Path, extra: &str) -> Daemon {
     let user_path = std::env::var("PATH").expect("PATH");
     let config = env.write_config(&format!(
-        "[sandbox]\npath = {}\n\n[[source]]\nformat = \"claude-code\"\npath = {}\n{extra}",
+        "[generate]\nmin_score = 10\n\n[sandbox]\npath = {}\n\n[[source]]\nformat = \
+         \"claude-code\"\npath = {}\n{extra}",
         toml_str(&user_path),
         toml_str(&logs.display().to_string())
     ));
     let mut command = env.daemon_command();
     command.arg("--config").arg(&config);
     command.env("PATH", "/usr/bin:/bin");
-    for var in ["PYENV_ROOT", "PYENV_VERSION", "RUSTUP_HOME", "CARGO_HOME", "VIRTUAL_ENV"] {
+    for var in [
+        "PYENV_ROOT",
+        "PYENV_VERSION",
+        "RUSTUP_HOME",
+        "CARGO_HOME",
+        "VIRTUAL_ENV",
+    ] {
         command.env_remove(var);
     }
     Daemon::start(env, command)
@@ -100,13 +107,16 @@ fn wait_ingested(env: &TestEnv, count: usize) {
         if text.contains(&format!("{count} actions")) {
             return;
         }
-        assert!(Instant::now() < deadline, "not {count} actions read:\n{text}");
+        assert!(
+            Instant::now() < deadline,
+            "not {count} actions read:\n{text}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
-/// Mines (the daemon generates after it) and waits for a candidate of the tool whose name
-/// starts with `prefix` to settle; returns it.
+/// Mines (the daemon generates after it) and waits for the candidate of the two-step habit
+/// whose tool's name starts with `prefix` to settle; returns it.
 fn mined_candidate(env: &TestEnv, prefix: &str) -> Value {
     cli(env).arg("mine").assert().success();
     let deadline = Instant::now() + SLOW;
@@ -116,17 +126,20 @@ fn mined_candidate(env: &TestEnv, prefix: &str) -> Value {
             .output()
             .expect("candidates");
         let all: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        let found = all.as_array().and_then(|a| {
-            a.iter()
-                .find(|c| c["tool"].as_str().is_some_and(|t| t.starts_with(prefix)))
-                .cloned()
+        let settled = all.as_array().into_iter().flatten().filter(|c| {
+            c["tool"].as_str().is_some_and(|t| t.starts_with(prefix))
+                && ["awaiting-review", "failed"].contains(&c["state"].as_str().unwrap_or(""))
         });
-        if let Some(c) = &found
-            && ["awaiting-review", "failed"].contains(&c["state"].as_str().unwrap_or(""))
-        {
-            return c.clone();
+        for c in settled {
+            let steps = &shown(env, c["id"].as_str().expect("id"))["spec"]["steps"];
+            if steps.as_array().map(Vec::len) == Some(2) {
+                return c.clone();
+            }
         }
-        assert!(Instant::now() < deadline, "no settled {prefix}… candidate: {all:#}");
+        assert!(
+            Instant::now() < deadline,
+            "no settled {prefix}… candidate: {all:#}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -218,9 +231,11 @@ fn mcp_call(env: &TestEnv, workspace: &Path, tool: &str, arguments: Value) -> Va
         writeln!(input, "{message}").expect("write");
         input.flush().expect("flush");
     };
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "toolchains-test", "version": "0"}}}));
+        "clientInfo": {"name": "toolchains-test", "version": "0"}}}),
+    );
     answer(1);
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -229,6 +244,15 @@ fn mcp_call(env: &TestEnv, workspace: &Path, tool: &str, arguments: Value) -> Va
     drop(input);
     let _ = server.wait();
     result
+}
+
+/// A command before the habit, different in every other session.
+fn before(session: usize) -> String {
+    if session % 2 == 0 {
+        "git status --short".to_owned()
+    } else {
+        "git log --oneline -n 3".to_owned()
+    }
 }
 
 /// A workspace of three crates without dependencies (nothing to fetch), one test each.
@@ -269,11 +293,13 @@ fn a_cargo_build_then_test_habit_builds_and_tests_a_workspace_in_the_sandbox() {
     let ws = env.path().join("shop");
     cargo_workspace(&ws);
     let logs = env.path().join("home/.claude/projects/-shop");
+    // What comes before varies, so the build-then-test pair is a habit of its own.
     let sessions: Vec<Vec<(String, String)>> = ["alpha", "beta", "alpha", "gamma"]
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(i, p)| {
             vec![
-                ("git status --short".to_owned(), String::new()),
+                (before(i), String::new()),
                 (
                     format!("cargo build -p {p}"),
                     format!("   Compiling {p} v0.1.0\n    Finished `dev` profile"),
@@ -293,7 +319,13 @@ fn a_cargo_build_then_test_habit_builds_and_tests_a_workspace_in_the_sandbox() {
 
     // `toolsmith run`: a real build and test of one package, in the sandbox.
     let out = cli(&env)
-        .args(["run", &tool, "--param", &format!("{param}=beta"), "--workspace"])
+        .args([
+            "run",
+            &tool,
+            "--param",
+            &format!("{param}=beta"),
+            "--workspace",
+        ])
         .arg(&ws)
         .timeout(SLOW)
         .assert()
@@ -346,8 +378,16 @@ fn a_pytest_then_coverage_habit_runs_with_pyenvs_python_in_the_sandbox() {
     let env = TestEnv::new();
     let ws = env.path().join("calc");
     for (dir, file, body) in [
-        ("tests/unit", "test_add.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"),
-        ("tests/api", "test_twice.py", "from calc import twice\n\n\ndef test_twice():\n    assert twice(4) == 8\n"),
+        (
+            "tests/unit",
+            "test_add.py",
+            "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        ),
+        (
+            "tests/api",
+            "test_twice.py",
+            "from calc import twice\n\n\ndef test_twice():\n    assert twice(4) == 8\n",
+        ),
     ] {
         std::fs::create_dir_all(ws.join(dir)).expect("mkdir");
         std::fs::write(ws.join(dir).join(file), body).expect("write");
@@ -359,22 +399,24 @@ fn a_pytest_then_coverage_habit_runs_with_pyenvs_python_in_the_sandbox() {
     .expect("write");
     std::fs::write(ws.join("conftest.py"), "").expect("write");
     let logs = env.path().join("home/.claude/projects/-calc");
-    let sessions: Vec<Vec<(String, String)>> = ["tests/unit", "tests/api", "tests/unit", "tests/api"]
-        .iter()
-        .map(|dir| {
-            vec![
-                ("git diff --stat".to_owned(), String::new()),
-                (
-                    format!("python -m coverage run -m pytest -q {dir}"),
-                    "1 passed in 0.01s".to_owned(),
-                ),
-                (
-                    "python -m coverage report".to_owned(),
-                    "Name  Stmts  Miss  Cover\nTOTAL     4     0   100%".to_owned(),
-                ),
-            ]
-        })
-        .collect();
+    let sessions: Vec<Vec<(String, String)>> =
+        ["tests/unit", "tests/api", "tests/unit", "tests/api"]
+            .iter()
+            .enumerate()
+            .map(|(i, dir)| {
+                vec![
+                    (before(i), String::new()),
+                    (
+                        format!("python -m coverage run -m pytest -q {dir}"),
+                        "1 passed in 0.01s".to_owned(),
+                    ),
+                    (
+                        "python -m coverage report".to_owned(),
+                        "Name  Stmts  Miss  Cover\nTOTAL     4     0   100%".to_owned(),
+                    ),
+                ]
+            })
+            .collect();
     claude_sessions(&logs, &ws, &sessions);
     let _daemon = daemon(&env, &logs, "");
     wait_ingested(&env, 12);
@@ -382,20 +424,36 @@ fn a_pytest_then_coverage_habit_runs_with_pyenvs_python_in_the_sandbox() {
     let (tool, param) = review_and_approve(&env, &candidate, &python.paths[0]);
 
     let out = cli(&env)
-        .args(["run", &tool, "--param", &format!("{param}=tests/api"), "--workspace"])
+        .args([
+            "run",
+            &tool,
+            "--param",
+            &format!("{param}=tests/api"),
+            "--workspace",
+        ])
         .arg(&ws)
         .timeout(SLOW)
         .assert()
         .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(stdout.contains("1 passed"), "{stdout}");
-    assert!(stdout.contains("TOTAL"), "coverage reported: {stdout}");
-    assert!(ws.join(".coverage").is_file(), "coverage's data in the workspace");
+    assert!(
+        stdout.contains("TOTAL"),
+        "coverage reported: {stdout}\n{}",
+        String::from_utf8_lossy(&out.get_output().stderr)
+    );
+    assert!(
+        ws.join(".coverage").is_file(),
+        "coverage's data in the workspace"
+    );
 
     let called = mcp_call(&env, &ws, &tool, json!({ param.as_str(): "tests/unit" }));
     assert_eq!(called["result"]["isError"], false, "{called:#}");
     let text = called["result"]["content"].to_string();
-    assert!(text.contains("1 passed") && text.contains("TOTAL"), "{called:#}");
+    assert!(
+        text.contains("1 passed") && text.contains("TOTAL"),
+        "{called:#}"
+    );
 }
 
 /// One action as a native log line.
@@ -421,10 +479,13 @@ fn a_toolchain_the_policy_does_not_grant_is_refused_with_the_line_that_allows_it
     let granted = "toolchains = [\"rustup\", \"pyenv\", \"venv\", \"nvm\", \"local-bin\"]";
     assert!(default.contains(granted));
     let policy: PathBuf = env.path().join("policy.toml");
-    std::fs::write(&policy, default.replace(granted, "toolchains = [\"pyenv\"]"))
-        .expect("write policy");
+    std::fs::write(
+        &policy,
+        default.replace(granted, "toolchains = [\"pyenv\"]"),
+    )
+    .expect("write policy");
     let config = env.write_config(&format!(
-        "[generate]\npolicy = {}\n\n[sandbox]\npath = {}\n",
+        "[generate]\nmin_score = 10\npolicy = {}\n\n[sandbox]\npath = {}\n",
         toml_str(&policy.display().to_string()),
         toml_str(&std::env::var("PATH").expect("PATH"))
     ));
@@ -441,7 +502,11 @@ fn a_toolchain_the_policy_does_not_grant_is_refused_with_the_line_that_allows_it
     };
     let mut ingest = env.cli();
     with_config(&mut ingest);
-    ingest.args(["ingest", "--format", "native"]).arg(&log).assert().success();
+    ingest
+        .args(["ingest", "--format", "native"])
+        .arg(&log)
+        .assert()
+        .success();
     let mut mine = env.cli();
     with_config(&mut mine);
     mine.arg("mine").assert().success();
@@ -456,8 +521,11 @@ fn a_toolchain_the_policy_does_not_grant_is_refused_with_the_line_that_allows_it
     let candidate = report["candidates"]
         .as_array()
         .and_then(|a| {
-            a.iter()
-                .find(|c| c["tool"].as_str().is_some_and(|t| t.starts_with("cargo-build")))
+            a.iter().find(|c| {
+                c["tool"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("cargo-build"))
+            })
         })
         .unwrap_or_else(|| panic!("a cargo candidate: {report:#}"));
     assert_eq!(candidate["state"], "failed", "{candidate:#}");
@@ -471,7 +539,10 @@ fn a_toolchain_the_policy_does_not_grant_is_refused_with_the_line_that_allows_it
     let checks = json_of(out.get_output())["attempts"][0]["diagnostics"]["checks"].clone();
     let manifest = checks
         .as_array()
-        .and_then(|c| c.iter().find(|c| c["layer"] == "manifest" && c["passed"] == false))
+        .and_then(|c| {
+            c.iter()
+                .find(|c| c["layer"] == "manifest" && c["passed"] == false)
+        })
         .unwrap_or_else(|| panic!("the manifest check failed: {checks:#}"));
     let details = manifest["details"].to_string();
     let line = format!(
@@ -479,10 +550,17 @@ fn a_toolchain_the_policy_does_not_grant_is_refused_with_the_line_that_allows_it
         policy.display()
     );
     assert!(details.contains(&line), "{line}\nnot in: {details}");
-    assert!(details.contains(&cargo.paths[0].display().to_string()), "{details}");
+    assert!(
+        details.contains(&cargo.paths[0].display().to_string()),
+        "{details}"
+    );
     // Nothing of it ran: the tests did not run while the manifest was refused.
     assert!(
-        !checks.as_array().expect("checks").iter().any(|c| c["layer"] == "tests" && c["passed"] == true),
+        !checks
+            .as_array()
+            .expect("checks")
+            .iter()
+            .any(|c| c["layer"] == "tests" && c["passed"] == true),
         "{checks:#}"
     );
 }
