@@ -248,7 +248,7 @@ fn mcp_call(env: &TestEnv, workspace: &Path, tool: &str, arguments: Value) -> Va
 
 /// A command before the habit, different in every other session.
 fn before(session: usize) -> String {
-    if session % 2 == 0 {
+    if session.is_multiple_of(2) {
         "git status --short".to_owned()
     } else {
         "git log --oneline -n 3".to_owned()
