@@ -118,10 +118,11 @@ fn install_records_the_users_path() {
     let shown = String::from_utf8_lossy(&shown.get_output().stdout).into_owned();
     let line = shown
         .lines()
-        .find(|l| l.contains("sandbox.path"))
-        .unwrap_or_else(|| panic!("no sandbox.path in:\n{shown}"));
+        .skip_while(|l| *l != "[sandbox]")
+        .find(|l| l.starts_with("path = "))
+        .unwrap_or_else(|| panic!("no [sandbox] path in:\n{shown}"));
     assert!(
-        line.contains(user_path) && line.contains("config.toml"),
+        line.contains(user_path) && line.contains("config.toml:"),
         "{line}"
     );
 
