@@ -1225,6 +1225,53 @@ fn read_some(fd: &OwnedFd, buf: &mut [u8]) -> std::io::Result<usize> {
 mod tests {
     use super::*;
 
+    /// Two toolchains: their `bin` directories first on the `PATH`, in order, each once; their
+    /// caches under the run's work directory wherever that is; a variable two of them set
+    /// differently refused.
+    #[test]
+    fn toolchain_env_orders_the_path_and_rebases_caches() {
+        use super::super::{Toolchain, ToolchainKind};
+        let dir = tempfile::tempdir().expect("tmp");
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        for d in [&a, &b] {
+            std::fs::create_dir_all(d.join("bin")).expect("mkdir");
+        }
+        let tc = |path: &Path, env: &[(&str, &str)]| Toolchain {
+            program: "x".into(),
+            kind: ToolchainKind::Venv,
+            paths: vec![path.to_path_buf()],
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        };
+        let mut spec = SandboxSpec::new(vec!["true".into()]);
+        spec.profile.toolchains = vec![
+            tc(&a, &[("CARGO_HOME", "/work/.cargo")]),
+            tc(&b, &[]),
+            tc(&a, &[("CARGO_HOME", "/work/.cargo")]),
+        ];
+        let env = toolchain_env(&spec, "/scratch/run-1").expect("env");
+        let path = format!(
+            "{}:{}:{}",
+            a.join("bin").display(),
+            b.join("bin").display(),
+            super::super::env::PATH
+        );
+        assert_eq!(
+            env,
+            [
+                ("PATH".to_owned(), path),
+                ("CARGO_HOME".to_owned(), "/scratch/run-1/.cargo".to_owned()),
+            ]
+        );
+        spec.profile.toolchains.push(tc(&b, &[("CARGO_HOME", "/elsewhere")]));
+        let err = toolchain_env(&spec, "/work").expect_err("conflict");
+        assert!(err.to_string().contains("CARGO_HOME"), "{err}");
+        spec.profile.toolchains.clear();
+        assert!(toolchain_env(&spec, "/work").expect("none").is_empty());
+    }
+
     #[test]
     fn captures_keep_up_to_the_cap() {
         let mut c = Capture::new(5);

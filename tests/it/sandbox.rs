@@ -664,3 +664,31 @@ fn a_toolchain_is_bound_read_only_and_alone() {
         );
     }
 }
+
+/// Every run checks the grants, not only validation: a toolchain the policy does not grant is
+/// refused before anything runs, with the line that would allow it.
+#[test]
+fn an_ungranted_toolchain_is_refused_before_anything_runs() {
+    if crate::common::machine_toolchain("cargo").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[grants]\ntoolchains = []\n").expect("write policy");
+    let out = toolsmith()
+        .args(["sandbox", "--policy"])
+        .arg(&policy)
+        .args(["--toolchain", "cargo", "--", "cargo", "--version"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(125));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!(
+            "add \"rustup\" to [grants] toolchains in {} (toolchains = [\"rustup\"])",
+            policy.display()
+        )),
+        "{said}"
+    );
+    assert!(out.stdout.is_empty(), "nothing ran: {:?}", out.stdout);
+}
