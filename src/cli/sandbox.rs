@@ -90,7 +90,9 @@ fn spec(cli: &Cli, args: &SandboxArgs) -> Result<SandboxSpec, Failure> {
         memory_mb: args.memory,
         ..Limits::default()
     };
-    let user = UserEnv::from_process(None);
+    let mut user = UserEnv::from_process(None);
+    // Resolved as the shell you run this from would: here.
+    user.cwd = std::env::current_dir().ok();
     let writable = profile.workspace == WorkspaceAccess::Write;
     for program in &args.toolchain {
         match resolve(program, &user, writable) {

@@ -1265,7 +1265,9 @@ mod tests {
                 ("CARGO_HOME".to_owned(), "/scratch/run-1/.cargo".to_owned()),
             ]
         );
-        spec.profile.toolchains.push(tc(&b, &[("CARGO_HOME", "/elsewhere")]));
+        spec.profile
+            .toolchains
+            .push(tc(&b, &[("CARGO_HOME", "/elsewhere")]));
         let err = toolchain_env(&spec, "/work").expect_err("conflict");
         assert!(err.to_string().contains("CARGO_HOME"), "{err}");
         spec.profile.toolchains.clear();

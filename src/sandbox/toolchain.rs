@@ -91,6 +91,9 @@ pub struct UserEnv {
     /// `RUSTUP_HOME`, `CARGO_HOME`, `RUSTUP_TOOLCHAIN`, `PYENV_ROOT`, `PYENV_VERSION`,
     /// `NVM_DIR`, `VIRTUAL_ENV`, when set.
     pub vars: BTreeMap<String, String>,
+    /// The directory the shell would be in, when known: pyenv reads `.python-version` from it
+    /// and its parents before the global version file.
+    pub cwd: Option<PathBuf>,
 }
 
 impl UserEnv {
@@ -121,6 +124,7 @@ impl UserEnv {
                 .filter(|h| h.starts_with('/'))
                 .map(PathBuf::from),
             vars,
+            cwd: None,
         }
     }
 
@@ -299,9 +303,15 @@ fn rustup(
         .map(PathBuf::from)
         .or_else(|| cargo_home.parent().map(|p| p.join(".rustup")))
         .unwrap_or_default();
-    let name = match user.var("RUSTUP_TOOLCHAIN") {
-        Some(name) => name.to_owned(),
-        None => default_toolchain(&rustup_home)?,
+    // rustup's order: RUSTUP_TOOLCHAIN, a `rust-toolchain(.toml)` in the directory or a
+    // parent, the default.
+    let name = match (
+        user.var("RUSTUP_TOOLCHAIN"),
+        project_toolchain(user.cwd.as_deref()),
+    ) {
+        (Some(name), _) => name.to_owned(),
+        (None, Some(name)) => name,
+        (None, None) => default_toolchain(&rustup_home)?,
     };
     let toolchains = rustup_home.join("toolchains");
     let dir = [name.clone(), format!("{name}-{}", host_triple())]
@@ -339,6 +349,29 @@ fn rustup(
     Ok(t)
 }
 
+/// The toolchain a project's `rust-toolchain.toml` (`[toolchain] channel`) or `rust-toolchain`
+/// names, in `cwd` or a parent.
+fn project_toolchain(cwd: Option<&Path>) -> Option<String> {
+    for dir in cwd?.ancestors() {
+        if let Ok(text) = std::fs::read_to_string(dir.join("rust-toolchain.toml")) {
+            let table: toml::Table = toml::from_str(&text).ok()?;
+            return table
+                .get("toolchain")
+                .and_then(|t| t.get("channel"))
+                .and_then(toml::Value::as_str)
+                .map(str::to_owned);
+        }
+        if let Ok(text) = std::fs::read_to_string(dir.join("rust-toolchain")) {
+            return text
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .map(str::to_owned);
+        }
+    }
+    None
+}
+
 /// `default_toolchain` of rustup's `settings.toml`.
 fn default_toolchain(rustup_home: &Path) -> Result<String, String> {
     let file = rustup_home.join("settings.toml");
@@ -372,9 +405,17 @@ fn host_triple() -> &'static str {
 fn pyenv(program: &str, found: &Path, user: &UserEnv, writable: bool) -> Resolution {
     let shims = found.parent().unwrap_or(Path::new("/"));
     let root = shims.parent().unwrap_or(Path::new("/")).to_path_buf();
-    let (version, from) = match user.var("PYENV_VERSION") {
-        Some(v) => (v.to_owned(), "PYENV_VERSION".to_owned()),
-        None => {
+    // pyenv's order: PYENV_VERSION, `.python-version` in the directory or a parent, the
+    // global version file, else `system`.
+    let local = user.cwd.as_deref().and_then(|cwd| {
+        cwd.ancestors()
+            .map(|d| d.join(".python-version"))
+            .find_map(|f| std::fs::read_to_string(&f).ok().map(|t| (t, f)))
+    });
+    let (version, from) = match (user.var("PYENV_VERSION"), local) {
+        (Some(v), _) => (v.to_owned(), "PYENV_VERSION".to_owned()),
+        (None, Some((text, file))) => (text, file.display().to_string()),
+        (None, None) => {
             let file = root.join("version");
             match std::fs::read_to_string(&file) {
                 Ok(text) => (text, file.display().to_string()),
@@ -815,9 +856,19 @@ mod tests {
             matches!(&r, Resolution::Unusable { why, .. } if why.contains("rustup component add")),
             "{r:?}"
         );
-        // RUSTUP_TOOLCHAIN names another one, by its short name.
+        // A project's rust-toolchain.toml names another one, by its short name.
         let nightly = home.join(".rustup/toolchains/nightly-x86_64-unknown-linux-gnu");
         exe(&nightly.join("bin/cargo"), "");
+        std::fs::create_dir_all(home.join("proj/src")).expect("mkdir");
+        std::fs::write(
+            home.join("proj/rust-toolchain.toml"),
+            "[toolchain]\nchannel = \"nightly\"\n",
+        )
+        .expect("write");
+        let mut inside = user(path.clone(), &home, &[]);
+        inside.cwd = Some(home.join("proj/src"));
+        assert_eq!(toolchain(resolve("cargo", &inside, true)).paths[0], nightly);
+        // RUSTUP_TOOLCHAIN names another one, by its short name.
         let t = toolchain(resolve(
             "cargo",
             &user(path, &home, &[("RUSTUP_TOOLCHAIN", "nightly")]),
@@ -852,6 +903,14 @@ mod tests {
             &user(path.clone(), &home, &[("PYENV_VERSION", "3.12.1")]),
             true,
         ));
+        assert_eq!(t.paths, [root.join("versions/3.12.1")]);
+        // A project's `.python-version` wins over the global file, in its directory and below.
+        let project = home.join("proj/sub");
+        std::fs::create_dir_all(&project).expect("mkdir");
+        std::fs::write(home.join("proj/.python-version"), "3.12.1\n").expect("local");
+        let mut inside = user(path.clone(), &home, &[]);
+        inside.cwd = Some(project);
+        let t = toolchain(resolve("python", &inside, true));
         assert_eq!(t.paths, [root.join("versions/3.12.1")]);
         // A shim of a program the selected version lacks is what pyenv says it is.
         let r = resolve("aws", &user(path.clone(), &home, &[]), true);
