@@ -11,7 +11,12 @@
 //!   goal at most 1.5;
 //! - `toolsmith --version` against `/bin/true`: goal at most 4;
 //! - an MCP `tools/call` of a trivial registered tool, the round trip on an open session
-//!   (`toolsmith mcp`), against `toolsmith sandbox -- true`.
+//!   (`toolsmith mcp`), against `toolsmith sandbox -- true`;
+//! - `sandbox::run(/bin/true)` with the user's toolchains bound (those `cargo` and `python`
+//!   resolve into on this machine's PATH: rustup's, pyenv's), against the same bwrap and
+//!   against `sandbox::run` without them: what binding toolchains costs;
+//! - `rustc --version` from rustup's toolchain, in `sandbox::run` with the toolchain bound
+//!   against bwrap (`--ro-bind / /`, so the toolchain is there too).
 //!
 //! It also prints one run's `timings` and the median of each part over the library's runs:
 //! where a sandboxed run's time goes. Run as root on a host with the cgroup v1 `pids`
@@ -40,7 +45,8 @@ use toolsmith::generate::template;
 use toolsmith::package::digest::digest;
 use toolsmith::package::manifest::{Manifest, TestCounts, Validation};
 use toolsmith::registry::repo::{Proposal, Registry};
-use toolsmith::sandbox::{self, SandboxSpec};
+use toolsmith::sandbox::toolchain::{Resolution, UserEnv, resolve};
+use toolsmith::sandbox::{self, SandboxSpec, Toolchain};
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() - 1) as f64 * p).round() as usize;
@@ -276,6 +282,51 @@ fn main() {
     let mut version = Samples::new("toolsmith --version", rounds);
     let mut mcp = Samples::new("MCP tools/call of a trivial tool, open session", rounds);
     let mut parts: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
+    // The user's toolchains, as generation would bind them for `cargo` and `python`.
+    let user = UserEnv::from_process(None);
+    let toolchains: Vec<Toolchain> = ["cargo", "python"]
+        .iter()
+        .filter_map(|p| match resolve(p, &user, true) {
+            Resolution::Toolchain { toolchain, .. } => Some(toolchain),
+            _ => None,
+        })
+        .collect();
+    let mut with_tc = spec.clone();
+    with_tc.profile.toolchains = toolchains.clone();
+    let rustc = toolchains
+        .iter()
+        .find(|t| t.program == "cargo")
+        .map(|t| t.paths[0].join("bin/rustc"));
+    let mut rustc_tc = rustc.as_ref().map(|r| {
+        let mut s = with_tc.clone();
+        s.command = vec![r.display().to_string(), "--version".into()];
+        s
+    });
+    let bwrap_rustc: Vec<String> = rustc
+        .iter()
+        .flat_map(|r| {
+            bwrap_args[..bwrap_args.len() - 1]
+                .iter()
+                .map(|a| (*a).to_owned())
+                .chain([r.display().to_string(), "--version".into()])
+        })
+        .collect();
+    if toolchains.is_empty() {
+        println!("no user toolchain for cargo or python on this PATH: toolchain figures skipped");
+    } else {
+        let bound: Vec<String> = toolchains
+            .iter()
+            .flat_map(|t| t.paths.iter().map(|p| p.display().to_string()))
+            .collect();
+        println!("toolchains bound: {}", bound.join(", "));
+        if let Some(spec) = &mut rustc_tc {
+            let report = sandbox::run(spec).expect("rustc in the sandbox");
+            assert_eq!(report.exit.status(), 0, "{report:?}");
+        }
+    }
+    let mut lib_tc = Samples::new("sandbox::run(/bin/true), toolchains bound", rounds);
+    let mut rustc_ours = Samples::new("sandbox::run(rustc --version), toolchain bound", rounds);
+    let mut rustc_bwrap = Samples::new("bwrap … rustc --version", rounds);
     let v1_pids = if nix::unistd::geteuid().is_root() {
         own_v1_pids()
     } else {
@@ -340,6 +391,23 @@ fn main() {
             assert!(run_quiet(Command::new(toolsmith).arg("--version")))
         }));
         mcp.ms.push(timed(&mut call_tool));
+        if !toolchains.is_empty() {
+            lib_tc.ms.push(timed(|| {
+                let report = sandbox::run(&with_tc).expect("sandboxed with toolchains");
+                assert_eq!(report.exit.status(), 0);
+            }));
+        }
+        if let Some(spec) = &rustc_tc {
+            rustc_ours.ms.push(timed(|| {
+                let report = sandbox::run(spec).expect("sandboxed rustc");
+                assert_eq!(report.exit.status(), 0);
+            }));
+            if have_bwrap {
+                rustc_bwrap.ms.push(timed(|| {
+                    assert!(run_quiet(Command::new("bwrap").args(&bwrap_rustc)))
+                }));
+            }
+        }
         cli_true.ms.push(timed(|| {
             assert!(run_quiet(
                 Command::new(toolsmith).args(["sandbox", "--", "true"])
@@ -389,6 +457,25 @@ fn main() {
             Some(1.0),
         );
         ratio("CLI sandbox / bwrap", cli_m, bwrap_m, Some(1.5));
+    }
+    if !toolchains.is_empty() {
+        let tc_m = lib_tc.report();
+        println!("toolchain binds over none: {:.2} ms", tc_m - lib_m);
+        if have_bwrap {
+            ratio(
+                "sandbox::run with toolchains / bwrap",
+                tc_m,
+                percentile(&bwrap.ms, 0.5),
+                Some(1.0),
+            );
+        }
+    }
+    if rustc_tc.is_some() {
+        let ours = rustc_ours.report();
+        if have_bwrap {
+            let theirs = rustc_bwrap.report();
+            ratio("rustc --version: sandbox::run / bwrap", ours, theirs, None);
+        }
     }
     ratio(
         "toolsmith --version / /bin/true",

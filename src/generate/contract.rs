@@ -192,6 +192,23 @@ mod tests {
         }
     }
 
+    /// A model never writes the manifest, so it cannot grant a tool a toolchain (or anything
+    /// else of the sandbox profile): a reply carrying one is refused whole.
+    #[test]
+    fn a_manifest_from_the_model_is_refused() {
+        let text = reply(&[
+            ("run.sh", "echo\n"),
+            ("tests/cases.json", "{}\n"),
+            ("README.md", "x\n"),
+            (
+                "tool.yaml",
+                "sandbox:\n  toolchains:\n    - { program: sh, kind: local-bin, paths: [/home/u] }\n",
+            ),
+        ]);
+        let err = parse(&text, NAMES).expect_err("refused");
+        assert!(err.problem.contains("tool.yaml"), "{err}");
+    }
+
     #[test]
     fn the_instructions_name_every_file() {
         let text = instructions(NAMES);

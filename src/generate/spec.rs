@@ -465,6 +465,7 @@ impl ToolSpec {
         SandboxProfile {
             workspace: WorkspaceAccess::Write,
             network: false,
+            toolchains: Vec::new(),
             limits,
         }
     }

@@ -117,14 +117,14 @@ impl Registry {
             .collect())
     }
 
-    /// The version a new proposal of `name` with this interface gets, and the bump with its
-    /// reasons when an earlier version exists: the interface diff against `main` moves the
-    /// highest version seen (on `main`, tagged, or awaiting review), so no two proposals and no
-    /// tag share a version.
+    /// The version a new proposal of `name` with this manifest gets, and the bump with its
+    /// reasons when an earlier version exists: the interface diff against `main`, and the
+    /// sandbox profile's widening (major), move the highest version seen (on `main`, tagged,
+    /// or awaiting review), so no two proposals and no tag share a version.
     pub fn next_version(
         &self,
         name: &str,
-        interface: &manifest::Interface,
+        manifest: &Manifest,
     ) -> Result<NextVersion, RegistryError> {
         let main = self.main_commit()?;
         let tree = self.git("read main", main.tree())?;
@@ -145,7 +145,7 @@ impl Registry {
             });
         };
         let (bump, reasons) = match &current {
-            Some(m) => versions::bump(&m.interface, interface),
+            Some(m) => versions::bump_manifest(m, manifest),
             None => (Bump::Minor, vec!["no version of it is on main".to_owned()]),
         };
         Ok(NextVersion {
@@ -192,7 +192,7 @@ impl Registry {
                 });
             }
         }
-        let NextVersion { version, bump } = self.next_version(&name, &manifest.interface)?;
+        let NextVersion { version, bump } = self.next_version(&name, &manifest)?;
         manifest.version = version.clone();
         let mut files: BTreeMap<String, Vec<u8>> = proposal
             .files

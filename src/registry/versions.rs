@@ -5,10 +5,15 @@
 //!   new one), a parameter's type changed, or the output changed (its kind or its schema);
 //! - **minor**: optional parameters added, nothing else of the above;
 //! - **patch**: the interface unchanged (the implementation, tests or docs changed).
+//!
+//! What the tool may reach moves the version too ([`widening`]): a toolchain it did not have
+//! bound before (or one bound at more paths, or of another kind) is **major**, so a reviewer and
+//! the auto-approval rules see the wider reach as the largest change.
 
 use serde_json::Value;
 
 use crate::package::manifest::Interface;
+use crate::sandbox::SandboxProfile;
 
 /// How far a version moves.
 #[derive(
@@ -102,6 +107,49 @@ pub fn bump(old: &Interface, new: &Interface) -> (Bump, Vec<String>) {
     (level, reasons)
 }
 
+/// What `new` may reach that `old` could not, one reason a line: toolchains added, or bound at
+/// paths they were not, or of another kind. Each is a major change.
+pub fn widening(old: &SandboxProfile, new: &SandboxProfile) -> Vec<String> {
+    let mut reasons = Vec::new();
+    for t in &new.toolchains {
+        let before: Vec<_> = old
+            .toolchains
+            .iter()
+            .filter(|o| o.kind == t.kind)
+            .flat_map(|o| &o.paths)
+            .collect();
+        let added: Vec<String> = t
+            .paths
+            .iter()
+            .filter(|p| !before.contains(p))
+            .map(|p| p.display().to_string())
+            .collect();
+        if !added.is_empty() {
+            reasons.push(format!(
+                "the {} toolchain of `{}` is bound at {} (the sandbox reaches further)",
+                t.kind,
+                t.program,
+                added.join(", ")
+            ));
+        }
+    }
+    reasons
+}
+
+/// [`bump`] of the interfaces, raised to major when the sandbox profile widens.
+pub fn bump_manifest(
+    old: &crate::package::manifest::Manifest,
+    new: &crate::package::manifest::Manifest,
+) -> (Bump, Vec<String>) {
+    let (mut level, mut reasons) = bump(&old.interface, &new.interface);
+    let wider = widening(&old.sandbox, &new.sandbox);
+    if !wider.is_empty() {
+        level = Bump::Major;
+        reasons.extend(wider);
+    }
+    (level, reasons)
+}
+
 /// The properties (name, schema) and required names of a parameter schema.
 fn shape(params: &Value) -> (Vec<(String, Value)>, Vec<String>) {
     let props = params
@@ -129,6 +177,38 @@ fn type_of(schema: &Value) -> Option<&Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_toolchain_added_or_moved_is_major() {
+        use crate::sandbox::{Toolchain, ToolchainKind};
+        let cargo = |path: &str| Toolchain {
+            program: "cargo".into(),
+            kind: ToolchainKind::Rustup,
+            paths: vec![path.into()],
+            env: Default::default(),
+        };
+        let none = SandboxProfile::default();
+        let mut stable = none.clone();
+        stable
+            .toolchains
+            .push(cargo("/h/.rustup/toolchains/stable"));
+        let reasons = widening(&none, &stable);
+        assert_eq!(reasons.len(), 1);
+        assert!(
+            reasons[0].contains("/h/.rustup/toolchains/stable"),
+            "{reasons:?}"
+        );
+        assert!(widening(&stable, &stable).is_empty());
+        assert!(
+            widening(&stable, &none).is_empty(),
+            "narrowing is no widening"
+        );
+        let mut nightly = none.clone();
+        nightly
+            .toolchains
+            .push(cargo("/h/.rustup/toolchains/nightly"));
+        assert_eq!(widening(&stable, &nightly).len(), 1);
+    }
     use crate::package::manifest::OutputKind;
     use serde_json::json;
 

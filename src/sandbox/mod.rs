@@ -44,6 +44,7 @@
 
 mod child;
 mod env;
+pub mod grants;
 mod landlock;
 mod limits;
 mod mounts;
@@ -53,14 +54,16 @@ pub mod policy;
 pub mod profile;
 mod protocol;
 mod seccomp;
+pub mod toolchain;
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use grants::Grants;
 pub use own::OwnPlaces;
 pub use policy::{Layer, LayerPlan, SandboxPolicy, SandboxPolicyError};
-pub use profile::{Limits, SandboxProfile, WorkspaceAccess};
+pub use profile::{Limits, SandboxProfile, Toolchain, ToolchainKind, WorkspaceAccess};
 pub use protocol::Step;
 
 /// The name (`argv[0]`) the helper is started under; [`helper_main`] recognises it.
@@ -80,11 +83,15 @@ pub fn helper_main() -> Option<std::process::ExitCode> {
     child::main_if_helper()
 }
 
-/// What a run may use: workspace access and limits, as a manifest's `sandbox:` asks for them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+/// What a run may use: workspace access, the user's toolchains and limits, as a manifest's
+/// `sandbox:` asks for them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct Profile {
     /// Access to the workspace.
     pub workspace: WorkspaceAccess,
+    /// Toolchains bound read-only (each checked, and granted by the policy, when the run
+    /// starts).
+    pub toolchains: Vec<Toolchain>,
     /// Resource limits (bounded by the policy's maxima when the run starts).
     pub limits: Limits,
 }
@@ -103,6 +110,7 @@ impl TryFrom<&SandboxProfile> for Profile {
         }
         Ok(Profile {
             workspace: profile.workspace,
+            toolchains: profile.toolchains.clone(),
             limits: profile.limits,
         })
     }
@@ -454,13 +462,14 @@ mod tests {
         let asked = SandboxProfile {
             workspace: WorkspaceAccess::Read,
             network: false,
+            toolchains: Vec::new(),
             limits: Limits::default(),
         };
         let profile = Profile::try_from(&asked).expect("valid");
         assert_eq!(profile.workspace, WorkspaceAccess::Read);
         let network = SandboxProfile {
             network: true,
-            ..asked
+            ..asked.clone()
         };
         let err = Profile::try_from(&network)
             .expect_err("refused")

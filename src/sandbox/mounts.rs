@@ -119,6 +119,9 @@ pub(crate) struct Inputs<'a> {
     pub passwd: String,
     /// The synthesized `/etc/group`.
     pub group: String,
+    /// The user's toolchain paths (checked, canonical where they were resolved), bound
+    /// read-only at their own paths.
+    pub toolchains: Vec<PathBuf>,
 }
 
 fn entry(target: impl Into<PathBuf>, what: What) -> Entry {
@@ -204,6 +207,14 @@ pub(crate) fn plan(inputs: &Inputs<'_>, inspect: &dyn Fn(&Path) -> HostEntry) ->
     if let Some(tool) = inputs.tool_dir {
         entries.push(entry(TOOL, bind(tool, false)));
     }
+    // Last, so a toolchain's mount points are made in the root tmpfs, at the paths the
+    // toolchain's own files (scripts' `#!` lines, a venv's links) name.
+    for path in &inputs.toolchains {
+        match inspect(path) {
+            HostEntry::Dir | HostEntry::File => entries.push(entry(path, bind(path, false))),
+            HostEntry::Symlink(_) | HostEntry::Missing => {}
+        }
+    }
     let mut cwd = PathBuf::from(WORK);
     if let Some((dir, access)) = inputs.workspace
         && access != WorkspaceAccess::None
@@ -284,6 +295,11 @@ pub(crate) fn host_rules(
     rules.push(Rule::new(work, Access::Write));
     if let Some(tool) = inputs.tool_dir {
         rules.push(Rule::new(tool, Access::ReadExec));
+    }
+    for path in &inputs.toolchains {
+        if matches!(inspect(path), HostEntry::Dir | HostEntry::File) {
+            rules.push(Rule::new(path, Access::ReadExec));
+        }
     }
     if let Some((dir, access)) = inputs.workspace {
         match access {
@@ -575,7 +591,40 @@ mod tests {
             scratch_mb: 64,
             passwd: "alice:x:1000:1000::/work:/bin/sh\n".into(),
             group: "alice:x:1000:\n".into(),
+            toolchains: Vec::new(),
         }
+    }
+
+    #[test]
+    fn toolchains_are_bound_read_only_at_their_paths_and_nothing_else_of_home() {
+        let tc = "/home/alice/.rustup/toolchains/stable-x86_64-unknown-linux-gnu";
+        let mut with = inputs(None);
+        with.toolchains = vec![tc.into(), "/home/alice/.cargo/bin".into()];
+        let fake = |p: &Path| match p.to_str() {
+            Some(t) if t.starts_with("/home/alice/") => HostEntry::Dir,
+            _ => debian(p),
+        };
+        let plan = plan(&with, &fake);
+        assert_eq!(find(&plan, tc), Some(&bind(tc, false)));
+        assert_eq!(
+            find(&plan, "/home/alice/.cargo/bin"),
+            Some(&bind("/home/alice/.cargo/bin", false))
+        );
+        let home: Vec<&Path> = plan
+            .entries
+            .iter()
+            .map(|e| e.target.as_path())
+            .filter(|t| t.starts_with("/home"))
+            .collect();
+        assert_eq!(home.len(), 2, "only the toolchain's paths: {home:?}");
+        // After the tmpfs mounts, so nothing made later hides them.
+        let position = |t: &str| plan.entries.iter().position(|e| e.target == Path::new(t));
+        assert!(position("/work") < position(tc));
+        let rules = landlock_rules(&plan);
+        assert!(
+            rules.contains(&Rule::new(tc, Access::ReadExec)),
+            "read and execute, never write: {rules:?}"
+        );
     }
 
     fn find<'a>(plan: &'a MountPlan, target: &str) -> Option<&'a What> {

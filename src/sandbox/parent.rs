@@ -34,7 +34,7 @@ use super::{
     AppliedLayers, Enforcement, Exit, HELPER_ARG0, HelperStart, LimitHit, Output, RunReport,
     SandboxError, SandboxSpec, Stdin, Timings, WorkspaceAccess,
 };
-use super::{mounts, seccomp};
+use super::{mounts, seccomp, toolchain};
 use crate::host;
 
 /// How long the supervisor has to end pid 1 and report after `SIGTERM`.
@@ -224,10 +224,12 @@ fn host_dirs(spec: &SandboxSpec) -> Result<HostDirs, SandboxError> {
     };
     // First of all: nothing of toolsmith's own may be shown to the run.
     spec.own.check(workspace.as_deref(), tool_dir.as_deref())?;
+    let toolchains = toolchain_paths(spec)?;
     Ok(HostDirs {
         workspace,
         access,
         tool_dir,
+        toolchains,
     })
 }
 
@@ -236,6 +238,97 @@ struct HostDirs {
     workspace: Option<PathBuf>,
     access: WorkspaceAccess,
     tool_dir: Option<PathBuf>,
+    /// The toolchains' paths, checked, each once.
+    toolchains: Vec<PathBuf>,
+}
+
+/// The profile's toolchain paths, once each, after checking every toolchain: granted by the
+/// policy's `[grants]`, shaped like its kind, the caller's or root's, never the home directory,
+/// clear of toolsmith's own places.
+fn toolchain_paths(spec: &SandboxSpec) -> Result<Vec<PathBuf>, SandboxError> {
+    let toolchains = &spec.profile.toolchains;
+    if toolchains.is_empty() {
+        return Ok(Vec::new());
+    }
+    let uid = getuid();
+    // The home directory as the account names it, and as the environment does.
+    let homes: Vec<PathBuf> = User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.dir)
+        .into_iter()
+        .chain(std::env::var_os("HOME").map(PathBuf::from))
+        .filter(|h| h.is_absolute() && h != Path::new("/"))
+        .collect();
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for t in toolchains {
+        if let Some(why) = spec.policy.grants.toolchain_refusal(t, &spec.policy.file) {
+            return Err(SandboxError::Refused(why));
+        }
+        let checked = if homes.is_empty() {
+            toolchain::check(t, uid.as_raw(), None)
+        } else {
+            homes
+                .iter()
+                .try_for_each(|h| toolchain::check(t, uid.as_raw(), Some(h)))
+        };
+        checked.map_err(|why| {
+            SandboxError::Refused(format!(
+                "the {} toolchain of `{}` is refused: {why}",
+                t.kind, t.program
+            ))
+        })?;
+        for path in &t.paths {
+            spec.own.check_toolchain(path)?;
+            if !paths.contains(path) {
+                paths.push(path.clone());
+            }
+        }
+    }
+    Ok(paths)
+}
+
+/// The toolchains' variables and `PATH` (their `bin` directories first, then the system's),
+/// set before the caller's explicit variables; a cache under the view's work directory goes to
+/// `home`, the run's work directory wherever it is. Two toolchains setting one variable
+/// differently are refused.
+fn toolchain_env(spec: &SandboxSpec, home: &str) -> Result<Vec<(String, String)>, SandboxError> {
+    let toolchains = &spec.profile.toolchains;
+    if toolchains.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut env: Vec<(String, String)> = Vec::new();
+    for t in toolchains {
+        for dir in toolchain::bin_dirs(t) {
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+        for (name, value) in &t.env {
+            let value = match value.strip_prefix(mounts::WORK) {
+                Some(rest) if rest.starts_with('/') => format!("{home}{rest}"),
+                _ => value.clone(),
+            };
+            match env.iter().find(|(n, _)| n == name) {
+                Some((_, v)) if *v != value => {
+                    return Err(SandboxError::Invalid(format!(
+                        "two toolchains set {name} differently ({v} and {value}): give the \
+                         tool one toolchain of each kind"
+                    )));
+                }
+                Some(_) => {}
+                None => env.push((name.clone(), value)),
+            }
+        }
+    }
+    let mut path: Vec<String> = Vec::new();
+    for dir in dirs {
+        path.push(path_str(&dir)?);
+    }
+    path.push(super::env::PATH.to_owned());
+    env.insert(0, ("PATH".to_owned(), path.join(":")));
+    Ok(env)
 }
 
 /// Why namespaces are unavailable, as the probe found it.
@@ -319,6 +412,7 @@ fn request(
         scratch_mb: limits.file_size_mb,
         passwd,
         group,
+        toolchains: dirs.toolchains.clone(),
     };
     let mut scratch = None;
     let mut warning = None;
@@ -345,7 +439,9 @@ fn request(
         ));
         (View::Host { cwd }, rules, home, tmp)
     };
-    let env = super::env::environment(&|n| std::env::var(n).ok(), &home, &tmpdir, &spec.env)
+    let mut explicit = toolchain_env(spec, &home)?;
+    explicit.extend(spec.env.iter().cloned());
+    let env = super::env::environment(&|n| std::env::var(n).ok(), &home, &tmpdir, &explicit)
         .map_err(SandboxError::Invalid)?;
     let request = HelperSpec {
         argv: spec.command.clone(),
@@ -1290,6 +1386,55 @@ fn read_some(fd: &OwnedFd, buf: &mut [u8]) -> std::io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two toolchains: their `bin` directories first on the `PATH`, in order, each once; their
+    /// caches under the run's work directory wherever that is; a variable two of them set
+    /// differently refused.
+    #[test]
+    fn toolchain_env_orders_the_path_and_rebases_caches() {
+        use super::super::{Toolchain, ToolchainKind};
+        let dir = tempfile::tempdir().expect("tmp");
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        for d in [&a, &b] {
+            std::fs::create_dir_all(d.join("bin")).expect("mkdir");
+        }
+        let tc = |path: &Path, env: &[(&str, &str)]| Toolchain {
+            program: "x".into(),
+            kind: ToolchainKind::Venv,
+            paths: vec![path.to_path_buf()],
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        };
+        let mut spec = SandboxSpec::new(vec!["true".into()]);
+        spec.profile.toolchains = vec![
+            tc(&a, &[("CARGO_HOME", "/work/.cargo")]),
+            tc(&b, &[]),
+            tc(&a, &[("CARGO_HOME", "/work/.cargo")]),
+        ];
+        let env = toolchain_env(&spec, "/scratch/run-1").expect("env");
+        let path = format!(
+            "{}:{}:{}",
+            a.join("bin").display(),
+            b.join("bin").display(),
+            super::super::env::PATH
+        );
+        assert_eq!(
+            env,
+            [
+                ("PATH".to_owned(), path),
+                ("CARGO_HOME".to_owned(), "/scratch/run-1/.cargo".to_owned()),
+            ]
+        );
+        spec.profile
+            .toolchains
+            .push(tc(&b, &[("CARGO_HOME", "/elsewhere")]));
+        let err = toolchain_env(&spec, "/work").expect_err("conflict");
+        assert!(err.to_string().contains("CARGO_HOME"), "{err}");
+        spec.profile.toolchains.clear();
+        assert!(toolchain_env(&spec, "/work").expect("none").is_empty());
+    }
 
     #[test]
     fn captures_keep_up_to_the_cap() {

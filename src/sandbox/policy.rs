@@ -18,6 +18,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::grants::Grants;
 use super::profile::Limits;
 use crate::host::HostReport;
 
@@ -85,11 +86,11 @@ pub enum SandboxPolicyError {
         message: String,
     },
     /// A value makes no sense.
-    #[error("{file}: sandbox.{key}: {message}")]
+    #[error("{file}: {key}: {message}")]
     Invalid {
         /// The policy file.
         file: String,
-        /// The key.
+        /// The dotted key (`sandbox.cpus`, `grants.toolchains`).
         key: String,
         /// What is wrong and what to do.
         message: String,
@@ -109,6 +110,8 @@ pub struct SandboxPolicy {
     pub cpus: u32,
     /// The largest limits a profile may ask for.
     pub max: Limits,
+    /// What tools may reach beyond the system directories (the `[grants]` table).
+    pub grants: Grants,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -141,6 +144,7 @@ impl Default for SandboxPolicy {
                 file_size_mb: 4096,
                 open_files: 4096,
             },
+            grants: Grants::default(),
         }
     }
 }
@@ -169,6 +173,13 @@ impl SandboxPolicy {
             file: file.into(),
             ..SandboxPolicy::default()
         };
+        policy.grants = Grants::from_table(doc.get("grants")).map_err(|(key, message)| {
+            SandboxPolicyError::Invalid {
+                file: file.into(),
+                key,
+                message,
+            }
+        })?;
         let Some(table) = doc.get("sandbox") else {
             return Ok(policy);
         };
@@ -178,7 +189,7 @@ impl SandboxPolicy {
             .map_err(|e: toml::de::Error| syntax(e.message().into()))?;
         let invalid = |key: &str, message: &str| SandboxPolicyError::Invalid {
             file: file.into(),
-            key: key.into(),
+            key: format!("sandbox.{key}"),
             message: message.into(),
         };
         if let Some(require) = raw.require {

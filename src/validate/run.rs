@@ -382,6 +382,14 @@ impl Validator {
         }
         // A profile asking for more than the policy allows would run with less than it says
         // (the sandbox lowers it): refused here, so that what is reviewed is what runs.
+        // Validation runs with the grants: a toolchain the policy does not allow is refused
+        // with the line that would allow it, before anything runs.
+        let grants = &self.sandbox_policy.grants;
+        for toolchain in &manifest.sandbox.toolchains {
+            if let Some(why) = grants.toolchain_refusal(toolchain, &self.sandbox_policy.file) {
+                problems.push(why);
+            }
+        }
         for above in self.sandbox_policy.above_max(&manifest.sandbox.limits) {
             problems.push(format!(
                 "{above} is above the maximum of the policy {} ([sandbox.max]): lower it in \
@@ -426,7 +434,19 @@ impl Validator {
         command: Vec<String>,
         tool_dir: &Path,
     ) -> Result<(Option<i32>, String), String> {
+        self.run_checker_with(command, tool_dir, Vec::new())
+    }
+
+    /// [`Validator::run_checker`] with the user's `toolchains` bound (the requires layer looks
+    /// programs up where the tool's runs will).
+    fn run_checker_with(
+        &self,
+        command: Vec<String>,
+        tool_dir: &Path,
+        toolchains: Vec<sandbox::Toolchain>,
+    ) -> Result<(Option<i32>, String), String> {
         let profile = Profile {
+            toolchains,
             workspace: WorkspaceAccess::None,
             limits: Limits {
                 wall_s: STATIC_WALL_S,
@@ -574,7 +594,8 @@ impl Validator {
             "sh".to_owned(),
         ];
         command.extend(requires.iter().cloned());
-        let (code, output) = match self.run_checker(command, tool_dir) {
+        let toolchains = manifest.sandbox.toolchains.clone();
+        let (code, output) = match self.run_checker_with(command, tool_dir, toolchains) {
             Ok(result) => result,
             Err(e) => {
                 checks.push(check(
@@ -615,10 +636,11 @@ impl Validator {
             .map(|program| {
                 format!(
                     "`{program}` (runtime.requires) is not found on the sandbox's PATH \
-                     ({path}): install it in one of those directories, or, if it is installed \
-                     elsewhere (a home directory, /opt), the policy's view does not include it \
-                     (the sandbox sees /usr, /bin, /sbin and /lib* only); else drop it from the \
-                     tool"
+                     ({path}): install it in one of those directories; a program of the \
+                     user's own toolchains (rustup, pyenv, a venv, nvm, ~/.local/bin) is shown \
+                     only when it is found on the user's PATH ([sandbox] path in the \
+                     configuration; `toolsmith doctor` says what it finds) and the manifest's \
+                     sandbox.toolchains binds it; else drop it from the tool"
                 )
             })
             .collect();
@@ -779,7 +801,7 @@ impl Validator {
                     continue;
                 }
             };
-            let mut spec = self.spec(command, tool_dir, profile);
+            let mut spec = self.spec(command, tool_dir, profile.clone());
             spec.env = env;
             spec.workspace = Some(workspace.clone());
             let result = sandbox::run(&spec);

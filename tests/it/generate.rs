@@ -1052,7 +1052,7 @@ fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
         detail.contains("`toolsmith-no-such-program`")
             && detail.contains("/usr/bin")
             && detail.contains("install it")
-            && detail.contains("view does not include it"),
+            && detail.contains("sandbox.toolchains"),
         "{detail}"
     );
     assert!(

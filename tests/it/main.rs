@@ -32,3 +32,4 @@ mod secrets;
 mod soak;
 mod startup;
 mod systemd_units;
+mod toolchains;

@@ -673,3 +673,83 @@ fn helpers_left_to_finish_are_reaped_by_later_runs() {
     }
     assert!(zombies.len() < 5, "{} zombies: {zombies:#?}", zombies.len());
 }
+
+/// A run with rustup's toolchain bound: cargo and rustc run from it, nothing of it can be
+/// written, and the rest of the home directory is not there.
+#[test]
+fn a_toolchain_is_bound_read_only_and_alone() {
+    use toolsmith::sandbox::{self, Exit, SandboxSpec};
+    let Some(cargo) = crate::common::machine_toolchain("cargo") else {
+        return;
+    };
+    let tc = cargo.paths[0].display().to_string();
+    let home = cargo.paths[0]
+        .ancestors()
+        .nth(3)
+        .expect("the toolchain lies in a home")
+        .display()
+        .to_string();
+    let script = format!(
+        "cargo --version && rustc --version && echo \"CARGO_HOME=$CARGO_HOME\" && \
+         (touch {tc}/bin/planted 2>/dev/null && echo WROTE-TOOLCHAIN || echo toolchain-ro) && \
+         ls -A {home}"
+    );
+    let mut spec = SandboxSpec::new(vec!["sh".into(), "-c".into(), script]);
+    spec.helper = Some(Path::new(env!("CARGO_BIN_EXE_toolsmith")).to_path_buf());
+    spec.profile.toolchains = vec![cargo.clone()];
+    let report = sandbox::run(&spec).expect("runs");
+    let out = String::from_utf8_lossy(&report.stdout.bytes).into_owned();
+    let err = String::from_utf8_lossy(&report.stderr.bytes).into_owned();
+    assert_eq!(report.exit, Exit::Code(0), "{out}\n{err}");
+    assert!(
+        out.starts_with("cargo 1.") && out.contains("\nrustc 1."),
+        "{out}"
+    );
+    assert!(out.contains("CARGO_HOME=/work/.cargo"), "{out}");
+    assert!(
+        out.contains("toolchain-ro") && !out.contains("WROTE"),
+        "{out}"
+    );
+    let listed: Vec<&str> = out
+        .lines()
+        .skip_while(|l| *l != "toolchain-ro")
+        .skip(1)
+        .collect();
+    for name in &listed {
+        assert!(
+            cargo
+                .paths
+                .iter()
+                .any(|p| p.starts_with(format!("{home}/{name}"))),
+            "{home}/{name} is shown, but only the toolchain's paths are bound: {listed:?}"
+        );
+    }
+}
+
+/// Every run checks the grants, not only validation: a toolchain the policy does not grant is
+/// refused before anything runs, with the line that would allow it.
+#[test]
+fn an_ungranted_toolchain_is_refused_before_anything_runs() {
+    if crate::common::machine_toolchain("cargo").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[grants]\ntoolchains = []\n").expect("write policy");
+    let out = toolsmith()
+        .args(["sandbox", "--policy"])
+        .arg(&policy)
+        .args(["--toolchain", "cargo", "--", "cargo", "--version"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(125));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!(
+            "add \"rustup\" to [grants] toolchains in {} (toolchains = [\"rustup\"])",
+            policy.display()
+        )),
+        "{said}"
+    );
+    assert!(out.stdout.is_empty(), "nothing ran: {:?}", out.stdout);
+}
