@@ -4,7 +4,8 @@
 //! `run`) is parsed with [`crate::mine::shell`] and gives one token per simple command it runs.
 //! An agent tool call (`Read`, `Edit`, `Grep`, `apply_patch`, …) gives one token of the tool and
 //! the kinds of its arguments. SWE-agent's own commands (`open`, `edit`, `str_replace_editor`, …)
-//! are command lines and are read as such.
+//! are command lines and are read as such, their own command's token being a tool call (it is
+//! the agent's tool, not a program: `edit 15:15` is never a shell step).
 //!
 //! # What a token is
 //!
@@ -302,7 +303,16 @@ impl Tokenizer {
             } else {
                 line
             };
-            return self.line_tokens(line, Dialect::Posix, action.cwd.as_deref());
+            let mut tokens = self.line_tokens(line, Dialect::Posix, action.cwd.as_deref());
+            // The adapter names the action after SWE-agent's own command (`edit`, `open`,
+            // `create`, `find_file`, …): that command is the agent's tool, not a program, so a
+            // pattern holding it is kept but no tool is made of it.
+            for token in &mut tokens {
+                if token.kind == TokenKind::Shell && token.program == action.tool {
+                    token.kind = TokenKind::Tool;
+                }
+            }
+            return tokens;
         }
         tool_token(&action.tool, &action.input, action.cwd.as_deref())
             .into_iter()
@@ -407,6 +417,47 @@ mod tests {
         let todo = action(Source::ClaudeCode, "TodoWrite", json!({"todos": []}), None);
         assert_eq!(tokenizer.tokens(&todo)[0].key, "TodoWrite");
         assert!(tokens_of(&todo).is_empty());
+    }
+
+    #[test]
+    fn swe_agents_own_commands_are_tool_calls_not_programs() {
+        let kinds = |tool: &str, command: &str| -> Vec<(String, TokenKind)> {
+            tokens_of(&action(
+                Source::SweAgent,
+                tool,
+                json!({ "command": command }),
+                None,
+            ))
+            .into_iter()
+            .map(|t| (t.program, t.kind))
+            .collect()
+        };
+        for (tool, command) in [
+            ("edit", "edit 15:15\n    return x\nend_of_edit"),
+            ("open", "open src/x.py 100"),
+            ("create", "create reproduce.py"),
+            ("find_file", "find_file setup.py"),
+            ("search_dir", "search_dir TODO src"),
+            ("str_replace_editor", "str_replace_editor view /r/a.py"),
+        ] {
+            assert_eq!(
+                kinds(tool, command),
+                [(tool.to_owned(), TokenKind::Tool)],
+                "{command}"
+            );
+        }
+        // A command run with it stays a command; a shell action stays one.
+        assert_eq!(
+            kinds("create", "create x.py && python x.py"),
+            [
+                ("create".to_owned(), TokenKind::Tool),
+                ("python".to_owned(), TokenKind::Shell)
+            ]
+        );
+        assert_eq!(
+            kinds("shell", "python reproduce.py"),
+            [("python".to_owned(), TokenKind::Shell)]
+        );
     }
 
     #[test]
