@@ -290,7 +290,15 @@ impl Tokenizer {
             } else {
                 Dialect::Posix
             };
-            return self.line_tokens(line, dialect, action.cwd.as_deref());
+            let mut tokens = self.line_tokens(line, dialect, action.cwd.as_deref());
+            // An aider slash command (`/add src/x.py`, `/ask …`) read as a command line (from an
+            // input history) is the agent's command, not a program at the root.
+            if let Some(first) = tokens.first_mut()
+                && aider_command(line).is_some_and(|name| name == first.program)
+            {
+                first.kind = TokenKind::Tool;
+            }
+            return tokens;
         }
         if action.source == Source::SweAgent
             && let Some(line) = action.input.get("command").and_then(Value::as_str)
@@ -318,6 +326,56 @@ impl Tokenizer {
             .into_iter()
             .collect()
     }
+}
+
+/// aider's own commands (`aider/commands.py`), typed as `/name` in its chat.
+const AIDER_COMMANDS: &[&str] = &[
+    "add",
+    "architect",
+    "ask",
+    "chat-mode",
+    "clear",
+    "code",
+    "commit",
+    "context",
+    "copy",
+    "copy-context",
+    "diff",
+    "drop",
+    "edit",
+    "editor",
+    "editor-model",
+    "exit",
+    "help",
+    "lint",
+    "load",
+    "ls",
+    "map",
+    "map-refresh",
+    "model",
+    "models",
+    "multiline-mode",
+    "paste",
+    "quit",
+    "read-only",
+    "reasoning-effort",
+    "report",
+    "reset",
+    "save",
+    "settings",
+    "think-tokens",
+    "tokens",
+    "undo",
+    "voice",
+    "weak-model",
+    "web",
+];
+
+/// The aider command a command line starts with (`/add x` → `add`), if it does.
+fn aider_command(line: &str) -> Option<&str> {
+    let word = line.trim_start().split_whitespace().next()?;
+    let name = word.strip_prefix('/')?;
+    AIDER_COMMANDS.contains(&name).then_some(name)
 }
 
 /// The command line of a shell action, if the action is one.
@@ -446,6 +504,26 @@ mod tests {
                 "{command}"
             );
         }
+        // aider's slash commands, read from an input history, are its own commands too.
+        let aider = |line: &str| -> Vec<(String, TokenKind)> {
+            tokens_of(&action(
+                Source::Bash,
+                "shell",
+                json!({ "command": line }),
+                None,
+            ))
+            .into_iter()
+            .map(|t| (t.program, t.kind))
+            .collect()
+        };
+        assert_eq!(
+            aider("/add src/x.py"),
+            [("add".to_owned(), TokenKind::Tool)]
+        );
+        assert_eq!(
+            aider("/usr/bin/make test"),
+            [("make".to_owned(), TokenKind::Shell)]
+        );
         // A command run with it stays a command; a shell action stays one.
         assert_eq!(
             kinds("create", "create x.py && python x.py"),
