@@ -351,7 +351,7 @@ fn a_habit_repeated_in_few_sessions_is_one_pattern_and_says_why_it_ranks() {
     assert!(text.contains(stray_id), "{text}");
     let out = env.cli().args(["patterns", stray_id]).assert().success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert!(text.contains(&format!("[folded]")), "{text}");
+    assert!(text.contains("[folded]"), "{text}");
     assert!(text.contains(&format!("folded into {id}")), "{text}");
 
     // With more occurrences required, the habit is not one.

@@ -373,7 +373,7 @@ const AIDER_COMMANDS: &[&str] = &[
 
 /// The aider command a command line starts with (`/add x` → `add`), if it does.
 fn aider_command(line: &str) -> Option<&str> {
-    let word = line.trim_start().split_whitespace().next()?;
+    let word = line.split_whitespace().next()?;
     let name = word.strip_prefix('/')?;
     AIDER_COMMANDS.contains(&name).then_some(name)
 }
