@@ -1264,52 +1264,47 @@ fn align_and_score(
     Ok(patterns)
 }
 
-/// The actions one occurrence covers: its session and its first and last rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The actions one occurrence's steps are: its session and their rows (the actions between
+/// them, allowed by the gap, are not its own).
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Span {
     /// The session's index (a sub-agent's session is its own: its actions are apart).
     session: u32,
-    first: u32,
-    last: u32,
+    /// Sorted, distinct.
+    rows: Vec<u32>,
 }
 
 impl Span {
     fn of(occ: &Occ<'_>) -> Option<Span> {
-        let rows = &occ.session.token_row;
-        let first = *rows.get(*occ.positions.first()?)?;
-        let last = *rows.get(*occ.positions.last()?)?;
-        Some(Span {
+        let mut rows: Vec<u32> = occ
+            .positions
+            .iter()
+            .map(|&p| occ.session.token_row.get(p).copied())
+            .collect::<Option<_>>()?;
+        rows.sort_unstable();
+        rows.dedup();
+        (!rows.is_empty()).then_some(Span {
             session: occ.session.index,
-            first: first.min(last),
-            last: first.max(last),
+            rows,
         })
     }
 
-    fn len(&self) -> u32 {
-        self.last - self.first + 1
-    }
-
-    /// Whether this occurrence lies inside `others`: more than half its actions are in one of
-    /// them, in the same session. A sub-sequence lies inside its habit, and so does a stray
-    /// step's variant (`uname -a → a → b` in `a → b`) or the end of one occurrence with the start
-    /// of the next (`b → a` between two `a → b`); `git status → git diff` does not lie inside
-    /// `git diff → git add → git commit`: they share an action, not a habit.
+    /// Whether this occurrence lies inside `others`: more than half its actions are actions of
+    /// theirs, in the same session. A sub-sequence lies inside its habit, and so does a stray
+    /// step's variant (`uname -a → a → b` in `a → b`) or the end of one occurrence with the
+    /// start of the next (`b → a` between two `a → b`); `git status → git diff` does not lie
+    /// inside `git diff → git add → git commit`: they share an action, not a habit.
     fn inside<'o>(&self, others: impl IntoIterator<Item = &'o Span>) -> bool {
-        let mut parts: Vec<(u32, u32)> = others
+        let others: Vec<&Span> = others
             .into_iter()
-            .filter(|o| o.session == self.session && o.first <= self.last && self.first <= o.last)
-            .map(|o| (o.first.max(self.first), o.last.min(self.last)))
+            .filter(|o| o.session == self.session)
             .collect();
-        parts.sort_unstable();
-        let (mut covered, mut next) = (0u32, self.first);
-        for (from, to) in parts {
-            let from = from.max(next);
-            if from <= to {
-                covered += to - from + 1;
-                next = to + 1;
-            }
-        }
-        2 * covered > self.len()
+        let covered = self
+            .rows
+            .iter()
+            .filter(|r| others.iter().any(|o| o.rows.binary_search(r).is_ok()))
+            .count();
+        2 * covered > self.rows.len()
     }
 }
 
@@ -1356,12 +1351,12 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
         // Per group: how many of this pattern's occurrences lie inside the group's.
         let mut hits: HashMap<usize, usize> = HashMap::new();
         for span in spans {
-            let mut near: HashMap<usize, Vec<Span>> = HashMap::new();
+            let mut near: HashMap<usize, Vec<&Span>> = HashMap::new();
             for (g, other) in by_session.get(&span.session).into_iter().flatten() {
-                near.entry(*g).or_default().push(*other);
+                near.entry(*g).or_default().push(other);
             }
             for (g, others) in near {
-                if span.inside(&others) {
+                if span.inside(others) {
                     *hits.entry(g).or_default() += 1;
                 }
             }
@@ -1394,7 +1389,10 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
             }
         };
         for span in spans {
-            by_session.entry(span.session).or_default().push((g, *span));
+            by_session
+                .entry(span.session)
+                .or_default()
+                .push((g, span.clone()));
         }
     }
     for (head, members) in groups {
@@ -2112,6 +2110,28 @@ mod tests {
             .expect("read")
             .expect("stored");
         assert_eq!(head.status, crate::mine::pattern::PatternStatus::New);
+    }
+
+    #[test]
+    fn an_occurrence_lies_inside_when_most_of_its_actions_are_anothers() {
+        let span = |session, rows: &[u32]| Span {
+            session,
+            rows: rows.to_vec(),
+        };
+        // `a → b` at rows 3–4 and 7–8.
+        let habit = [span(0, &[3, 4]), span(0, &[7, 8])];
+        // A stray step before, or after with a gap: two of three actions.
+        assert!(span(0, &[2, 3, 4]).inside(&habit));
+        assert!(span(0, &[3, 4, 6]).inside(&habit));
+        // `b → a`, from one occurrence into the next.
+        assert!(span(0, &[4, 7]).inside(&habit));
+        // Sharing one action of two is not a habit; another session is not this one.
+        assert!(!span(0, &[1, 3]).inside(&habit));
+        assert!(!span(1, &[3, 4]).inside(&habit));
+        assert_eq!(
+            overlapping(&[span(0, &[2, 3, 4]), span(0, &[5, 6])], &habit),
+            1
+        );
     }
 
     #[test]
