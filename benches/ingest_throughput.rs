@@ -183,7 +183,7 @@ fn latency() {
         std::thread::sleep(Duration::from_millis(10));
     };
     let mut samples = Vec::new();
-    for i in 0..200i64 {
+    for i in 0..200u64 {
         let line = format!(
             "{{\"v\":1,\"session\":\"lat\",\"tool\":\"shell\",\"input\":{{\"command\":\"echo {i}\"}},\"ok\":true}}\n"
         );
@@ -194,13 +194,7 @@ fn latency() {
             .and_then(|mut f| f.write_all(line.as_bytes()))
             .expect("append");
         loop {
-            let n: i64 = conn
-                .query_row(
-                    "SELECT count(*) FROM actions WHERE session = 'lat'",
-                    [],
-                    |r| r.get(0),
-                )
-                .unwrap_or(0);
+            let n = toolsmith::action::stored::count_actions(&conn, Some("lat")).unwrap_or(0);
             if n > i {
                 break;
             }
@@ -211,7 +205,7 @@ fn latency() {
             std::thread::sleep(Duration::from_micros(500));
         }
         samples.push(start.elapsed().as_secs_f64() * 1000.0);
-        std::thread::sleep(Duration::from_millis(5 + (i % 7) as u64 * 3));
+        std::thread::sleep(Duration::from_millis(5 + (i % 7) * 3));
     }
     let _ = daemon.kill();
     let _ = daemon.wait();

@@ -26,9 +26,9 @@ use std::time::Instant;
 use git2::{Repository, Signature};
 use toolsmith::generate::spec::ToolSpec;
 use toolsmith::generate::template;
-use toolsmith::registry::digest::digest;
+use toolsmith::package::digest::digest;
+use toolsmith::package::manifest::{Manifest, TestCounts, Validation};
 use toolsmith::registry::index::{self, Row};
-use toolsmith::registry::manifest::{Manifest, TestCounts, Validation};
 use toolsmith::registry::repo::{Proposal, Registry};
 
 #[path = "support/mcp.rs"]

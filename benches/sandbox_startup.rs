@@ -37,8 +37,8 @@ use std::time::Instant;
 use mcp::Mcp;
 use toolsmith::generate::spec::ToolSpec;
 use toolsmith::generate::template;
-use toolsmith::registry::digest::digest;
-use toolsmith::registry::manifest::{Manifest, TestCounts, Validation};
+use toolsmith::package::digest::digest;
+use toolsmith::package::manifest::{Manifest, TestCounts, Validation};
 use toolsmith::registry::repo::{Proposal, Registry};
 use toolsmith::sandbox::{self, SandboxSpec};
 

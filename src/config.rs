@@ -22,6 +22,10 @@ pub const SOCKET_FILE_NAME: &str = "control.sock";
 /// The directory inside the state directory where validation makes its scratch workspaces.
 pub const SCRATCH_DIR: &str = "scratch";
 
+/// Where runs are logged as native JSONL actions, under the state directory; ingest reads it
+/// like any agent's log, so the miner sees the tools in use among the commands still typed.
+pub const RUNS_DIR: &str = "runs";
+
 /// A configuration that could not be found, read or accepted.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -573,14 +577,27 @@ impl Env for ProcessEnv {
     }
 }
 
+/// The checks of a configuration file that belong to the stages above config: config names
+/// them and the stages answer (`daemon::checks::StageChecks` wires them), so that config
+/// imports no stage it configures.
+pub trait Checks {
+    /// The source formats ingest reads, by the names `format = "…"` accepts.
+    fn format_names(&self) -> Vec<&'static str>;
+    /// Whether a policy file's text (`name` in messages) is usable by validation and the
+    /// sandbox; what is wrong with it when not.
+    fn policy(&self, text: &str, name: &str) -> Result<(), String>;
+}
+
 impl ConfigRequest {
-    /// Finds, reads and validates the configuration from the real environment.
-    pub fn load(&self) -> Result<Config, ConfigError> {
-        self.load_with(&ProcessEnv)
+    /// Finds, reads and validates the configuration from the real environment, the stages'
+    /// parts of it with `checks`.
+    pub fn load(&self, checks: &dyn Checks) -> Result<Config, ConfigError> {
+        self.load_with(checks, &ProcessEnv)
     }
 
-    /// Finds, reads and validates the configuration, reading variables from `env`.
-    pub fn load_with(&self, env: &dyn Env) -> Result<Config, ConfigError> {
+    /// Finds, reads and validates the configuration (the stages' parts with `checks`), reading
+    /// variables from `env`.
+    pub fn load_with(&self, checks: &dyn Checks, env: &dyn Env) -> Result<Config, ConfigError> {
         let file = self.find_file(env)?;
         let raw = match &file {
             Some(found) => {
@@ -594,6 +611,9 @@ impl ConfigRequest {
             }
             None => None,
         };
+        if let Some((raw, path, text)) = &raw {
+            validate(raw, path, text, checks)?;
+        }
         resolve(self, env, file, raw)
     }
 
@@ -652,15 +672,16 @@ fn config_dirs(env: &dyn Env) -> Vec<(PathBuf, &'static str)> {
     dirs
 }
 
-/// Validates one file on its own, as `toolsmith config check FILE` does.
-pub fn check_file(path: &Path) -> Result<(), ConfigError> {
+/// Validates one file on its own, as `toolsmith config check FILE` does (the stages' parts
+/// with `checks`).
+pub fn check_file(path: &Path, checks: &dyn Checks) -> Result<(), ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_owned(),
         named_by: "the command line",
         source,
     })?;
     let raw = parse(path, &text)?;
-    validate(&raw, path, &text)?;
+    validate(&raw, path, &text, checks)?;
     Ok(())
 }
 
@@ -857,7 +878,12 @@ fn invalid<T>(
 }
 
 /// Range checks that the types alone do not express.
-fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError> {
+fn validate(
+    raw: &RawConfig,
+    path: &Path,
+    text: &str,
+    checks: &dyn Checks,
+) -> Result<(), ConfigError> {
     let d = &raw.daemon;
     if let Some(level) = &d.log_level
         && let Err(err) = tracing_subscriber::EnvFilter::builder().parse(level.get_ref())
@@ -1003,7 +1029,7 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
         ));
     }
     if let Some(policy) = &g.policy {
-        check_policy(path, text, policy)?;
+        check_policy(path, text, policy, checks)?;
     }
     let l = &raw.llm;
     check_ranges(
@@ -1092,7 +1118,8 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
     for source in &raw.sources {
         let source = source.get_ref();
         let format = source.format.get_ref();
-        if crate::ingest::formats::by_name(format).is_none() {
+        let known = checks.format_names();
+        if !known.contains(&format.as_str()) {
             return Err(invalid(
                 path,
                 text,
@@ -1100,7 +1127,7 @@ fn validate(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError>
                 "source.format",
                 format!(
                     "unknown format `{format}`; known formats: {}",
-                    crate::ingest::formats::names().join(", ")
+                    known.join(", ")
                 ),
             ));
         }
@@ -1165,7 +1192,12 @@ fn check_ranges(
     Ok(())
 }
 
-fn check_policy(path: &Path, text: &str, policy: &Spanned<PathBuf>) -> Result<(), ConfigError> {
+fn check_policy(
+    path: &Path,
+    text: &str,
+    policy: &Spanned<PathBuf>,
+    checks: &dyn Checks,
+) -> Result<(), ConfigError> {
     let file = policy.get_ref();
     let fail = |message: String| invalid(path, text, policy, "generate.policy", message);
     if !file.is_absolute() {
@@ -1183,15 +1215,9 @@ fn check_policy(path: &Path, text: &str, policy: &Spanned<PathBuf>) -> Result<()
         ))
     })?;
     let name = file.display().to_string();
-    let usable = crate::validate::policy::CodePolicy::from_toml(&policy_text, &name)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-        .and_then(|()| {
-            crate::sandbox::SandboxPolicy::from_toml(&policy_text, &name)
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        });
-    usable.map_err(|e| fail(format!("the policy file is not usable: {e}")))
+    checks
+        .policy(&policy_text, &name)
+        .map_err(|e| fail(format!("the policy file is not usable: {e}")))
 }
 
 fn resolve(
@@ -1201,9 +1227,6 @@ fn resolve(
     raw: Option<(RawConfig, PathBuf, String)>,
 ) -> Result<Config, ConfigError> {
     let (raw, path, text) = raw.unwrap_or_default();
-    if file.is_some() {
-        validate(&raw, &path, &text)?;
-    }
     let from_file = |span: std::ops::Range<usize>| Origin::File {
         path: path.clone(),
         line: line_column(&text, span.start).0,
@@ -1592,6 +1615,7 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::daemon::checks::STAGES;
     use std::collections::HashMap;
 
     struct FakeEnv {
@@ -1631,17 +1655,20 @@ mod tests {
             config_file: Some(path),
             state_dir: None,
         }
-        .load_with(&env(&[("HOME", "/home/u")]))
+        .load_with(&STAGES, &env(&[("HOME", "/home/u")]))
     }
 
     #[test]
     fn no_file_means_defaults_under_xdg() {
         let config = ConfigRequest::default()
-            .load_with(&env(&[
-                ("HOME", "/home/u"),
-                ("XDG_CONFIG_HOME", "/nonexistent/config"),
-                ("XDG_RUNTIME_DIR", "/run/user/1000"),
-            ]))
+            .load_with(
+                &STAGES,
+                &env(&[
+                    ("HOME", "/home/u"),
+                    ("XDG_CONFIG_HOME", "/nonexistent/config"),
+                    ("XDG_RUNTIME_DIR", "/run/user/1000"),
+                ]),
+            )
             .expect("defaults load");
         assert_eq!(config.file, None);
         assert_eq!(config.daemon.max_connections.value, 64);
@@ -1663,14 +1690,17 @@ mod tests {
     #[test]
     fn systemd_directories_win_over_xdg() {
         let config = ConfigRequest::default()
-            .load_with(&env(&[
-                ("HOME", "/root"),
-                ("XDG_CONFIG_HOME", "/nonexistent"),
-                ("STATE_DIRECTORY", "/var/lib/toolsmith:/var/lib/other"),
-                ("RUNTIME_DIRECTORY", "/run/toolsmith"),
-                ("XDG_STATE_HOME", "/xdg/state"),
-                ("XDG_RUNTIME_DIR", "/run/user/0"),
-            ]))
+            .load_with(
+                &STAGES,
+                &env(&[
+                    ("HOME", "/root"),
+                    ("XDG_CONFIG_HOME", "/nonexistent"),
+                    ("STATE_DIRECTORY", "/var/lib/toolsmith:/var/lib/other"),
+                    ("RUNTIME_DIRECTORY", "/run/toolsmith"),
+                    ("XDG_STATE_HOME", "/xdg/state"),
+                    ("XDG_RUNTIME_DIR", "/run/user/0"),
+                ]),
+            )
             .expect("load");
         assert_eq!(
             config.paths.state.value,
@@ -1696,11 +1726,14 @@ mod tests {
             config_file: None,
             state_dir: Some(PathBuf::from("/tmp/s")),
         }
-        .load_with(&env(&[
-            ("HOME", "/home/u"),
-            ("XDG_CONFIG_HOME", "/nonexistent"),
-            ("XDG_RUNTIME_DIR", "/run/user/1000"),
-        ]))
+        .load_with(
+            &STAGES,
+            &env(&[
+                ("HOME", "/home/u"),
+                ("XDG_CONFIG_HOME", "/nonexistent"),
+                ("XDG_RUNTIME_DIR", "/run/user/1000"),
+            ]),
+        )
         .expect("load");
         assert_eq!(
             config.socket_path(),
@@ -1722,7 +1755,7 @@ mod tests {
             ("STATE_DIRECTORY", "/var/lib/toolsmith"),
         ]);
         // Never the user's real registry: a scratch run must not write into it.
-        let config = request(None).load_with(&vars).expect("load");
+        let config = request(None).load_with(&STAGES, &vars).expect("load");
         assert_eq!(
             config.paths.registry.value,
             PathBuf::from("/tmp/s/registry")
@@ -1744,7 +1777,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let file = dir.path().join("config.toml");
         std::fs::write(&file, "[paths]\nregistry = \"/srv/registry\"\n").expect("write");
-        let config = request(Some(file)).load_with(&vars).expect("load");
+        let config = request(Some(file)).load_with(&STAGES, &vars).expect("load");
         assert_eq!(config.paths.registry.value, PathBuf::from("/srv/registry"));
         assert!(
             matches!(config.paths.registry.origin, Origin::File { line: 2, .. }),
@@ -1823,7 +1856,7 @@ mod tests {
             config_file: Some(PathBuf::from("/nonexistent/toolsmith.toml")),
             state_dir: None,
         }
-        .load_with(&env(&[("HOME", "/h")]))
+        .load_with(&STAGES, &env(&[("HOME", "/h")]))
         .expect_err("missing explicit file refused");
         assert!(err.to_string().contains("--config"), "{err}");
     }

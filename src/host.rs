@@ -472,8 +472,30 @@ pub fn sandbox_namespaces() -> Layer {
     }
 }
 
+/// Why our own cgroup v2 directory cannot be found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CgroupError {
+    /// No cgroup2 filesystem is mounted.
+    #[error("no cgroup2 filesystem mounted: boot with systemd.unified_cgroup_hierarchy=1")]
+    NotMounted,
+    /// `/proc/self/cgroup` has no cgroup v2 line.
+    #[error("cgroup2 at {point}, but /proc/self/cgroup has no 0:: line")]
+    NoV2Line {
+        /// The cgroup2 mount point.
+        point: String,
+    },
+    /// Our cgroup is not under the cgroup2 mount (a cgroup namespace showing another subtree).
+    #[error("own cgroup {path} lies outside the cgroup2 mount at {point}")]
+    Outside {
+        /// Our cgroup's path.
+        path: String,
+        /// The cgroup2 mount point.
+        point: String,
+    },
+}
+
 /// Our own cgroup v2 directory (under the cgroup2 mount), for the sandbox's run cgroups.
-pub(crate) fn own_cgroup_dir() -> Result<std::path::PathBuf, String> {
+pub(crate) fn own_cgroup_dir() -> Result<std::path::PathBuf, CgroupError> {
     own_cgroup().map(|own| own.dir)
 }
 
@@ -487,26 +509,25 @@ struct OwnCgroup {
     dir: std::path::PathBuf,
 }
 
-fn own_cgroup() -> Result<OwnCgroup, String> {
+fn own_cgroup() -> Result<OwnCgroup, CgroupError> {
     let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let (root, point) = mounts.lines().find_map(cgroup2_mount).ok_or(
-        "no cgroup2 filesystem mounted: boot with systemd.unified_cgroup_hierarchy=1".to_string(),
-    )?;
+    let (root, point) = mounts
+        .lines()
+        .find_map(cgroup2_mount)
+        .ok_or(CgroupError::NotMounted)?;
     let cgroups = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let path = cgroup_v2_path(&cgroups).ok_or(format!(
-        "cgroup2 at {point}, but /proc/self/cgroup has no 0:: line"
-    ))?;
+    let Some(path) = cgroup_v2_path(&cgroups) else {
+        return Err(CgroupError::NoV2Line { point });
+    };
     // In a cgroup namespace the mount may show a subtree only, and our path is inside it.
     let relative = if root == "/" {
         Some(path.as_str())
     } else {
         path.strip_prefix(&root)
     };
-    let relative = relative
-        .filter(|r| r.is_empty() || r.starts_with('/'))
-        .ok_or(format!(
-            "own cgroup {path} lies outside the cgroup2 mount at {point}"
-        ))?;
+    let Some(relative) = relative.filter(|r| r.is_empty() || r.starts_with('/')) else {
+        return Err(CgroupError::Outside { path, point });
+    };
     let dir = Path::new(&point).join(relative.trim_start_matches('/'));
     Ok(OwnCgroup { point, path, dir })
 }
@@ -650,7 +671,7 @@ fn cgroup_v2_path(text: &str) -> Option<String> {
 }
 
 fn probe_cgroup() -> Result<(Layer, Vec<String>), String> {
-    let OwnCgroup { point, path, dir } = own_cgroup()?;
+    let OwnCgroup { point, path, dir } = own_cgroup().map_err(|e| e.to_string())?;
     let controllers = fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
     let writable = access(&dir, AccessFlags::W_OK).is_ok();
     Ok(cgroup_layer(&point, &path, &controllers, writable))

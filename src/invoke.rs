@@ -20,7 +20,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::registry::manifest::Manifest;
+use crate::package::manifest::Manifest;
 
 /// The environment variable that asks a tool to print its commands instead of running them.
 pub const DRY_RUN_ENV: &str = "TOOLSMITH_DRY_RUN";

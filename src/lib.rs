@@ -4,6 +4,7 @@
 //! See `ARCHITECTURE.md` for the shape of the code: one module per pipeline stage, the daemon
 //! wiring them together, the CLI talking to it over the control socket.
 
+pub mod action;
 pub mod cli;
 pub mod config;
 pub mod control;
@@ -18,7 +19,10 @@ pub mod invoke;
 pub mod logging;
 pub mod mcp;
 pub mod mine;
+pub mod package;
+pub mod quote;
 pub mod registry;
+pub mod run;
 pub mod sandbox;
 pub mod schedule;
 pub mod store;

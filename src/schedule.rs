@@ -402,6 +402,17 @@ pub fn record_end(
     Ok(())
 }
 
+/// When `job` last started (`None` when it never ran).
+pub fn last_started(
+    conn: &rusqlite::Connection,
+    job: &str,
+) -> Result<Option<Timestamp>, crate::store::StoreError> {
+    let ms: Option<i64> = conn
+        .prepare_cached("SELECT max(started_ms) FROM job_runs WHERE job = ?1")?
+        .query_row([job], |r| r.get(0))?;
+    Ok(ms.and_then(|ms| Timestamp::from_millisecond(ms).ok()))
+}
+
 /// The newest run of each job.
 pub fn last_runs(conn: &rusqlite::Connection) -> Result<Vec<JobRun>, crate::store::StoreError> {
     let mut stmt = conn.prepare_cached(
@@ -586,5 +597,21 @@ mod tests {
         let soon = Timestamp::now() + jiff::SignedDuration::from_millis(50);
         assert_eq!(alarm.sleep_until(soon).await.expect("wake"), Wake::Due);
         assert!(Timestamp::now() >= soon);
+    }
+
+    #[test]
+    fn the_last_start_of_a_job_is_read_from_its_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::store::Store::open(&dir.path().join("s.db")).expect("store");
+        let (health, sync) = store
+            .call_blocking(|conn| {
+                record_start(conn, "health", "schedule", at("2026-03-01T10:00:00Z"))?;
+                let id = record_start(conn, "health", "demand", at("2026-03-02T10:00:00Z"))?;
+                record_end(conn, id, at("2026-03-02T10:00:05Z"), &ok())?;
+                Ok((last_started(conn, "health")?, last_started(conn, "sync")?))
+            })
+            .expect("store");
+        assert_eq!(health, Some(at("2026-03-02T10:00:00Z")));
+        assert_eq!(sync, None);
     }
 }

@@ -14,7 +14,7 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
     let report = host::probe();
     // The built-in policy: no configuration key names another policy file yet.
     let sandbox = crate::sandbox::SandboxPolicy::default().plan(&report);
-    let config = config_request(cli).load();
+    let config = config_request(cli).load(&crate::daemon::checks::STAGES);
     let config_check = match &config {
         Ok(c) => Layer {
             available: true,

@@ -16,7 +16,7 @@ use super::{Cli, Failure, connect, load_config};
 use crate::daemon::lock::{self, LockError};
 use crate::exit::ExitCode;
 use crate::generate::candidates::{self, Candidate, CandidateError, State};
-use crate::generate::pipeline::{self, GenerateError, Job};
+use crate::generate::pipeline::{GenerateError, Job};
 use crate::generate::staging::Staging;
 use crate::store::{self, Store};
 
@@ -48,8 +48,9 @@ fn run_job(cli: &Cli, job: Job) -> Result<Value, Failure> {
         Ok(_lock) => {
             let store = Store::open(&config.store_path())?;
             let events = crate::events::EventBus::new();
-            let generator = pipeline::configured(&config, store)
+            let generator = crate::health::repair::configured(&config, store)
                 .map_err(|e| Failure::new(ExitCode::InvalidConfig, e.to_string()))?
+                .0
                 .with_events(events.clone());
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -63,7 +64,7 @@ fn run_job(cli: &Cli, job: Job) -> Result<Value, Failure> {
                 let line = progress.handle();
                 let follow = tokio::spawn(async move {
                     while let Ok(event) = seen.recv().await {
-                        line.say(progress_line(&event.kind, &event.data));
+                        line.say(progress_line(event.kind(), &event.data()));
                     }
                 });
                 // What a killed process left half-way is put back first (`run` does it).

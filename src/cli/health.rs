@@ -23,7 +23,7 @@ use crate::store;
 /// The `[health]` table of the configured policy file (the built-in one by default).
 pub(super) fn health_policy(config: &Config) -> Result<HealthPolicy, Failure> {
     HealthPolicy::configured(config.generate.policy.value.as_deref())
-        .map_err(|e| Failure::new(ExitCode::InvalidConfig, e))
+        .map_err(|e| Failure::new(ExitCode::InvalidConfig, e.to_string()))
 }
 
 /// The health of a version that was never run: nothing against it yet.
@@ -244,9 +244,8 @@ pub(super) fn check(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
     let report = match lock::acquire(&config.lock_path()) {
         Ok(_lock) => {
             let store = store::Store::open(&config.store_path())?;
-            let generator = crate::generate::pipeline::configured(&config, store.clone())
+            let (generator, policy) = crate::health::repair::configured(&config, store.clone())
                 .map_err(|e| Failure::new(ExitCode::InvalidConfig, e.to_string()))?;
-            let policy = generator.health_policy.clone();
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()

@@ -133,7 +133,7 @@ pub(super) fn actions(
     style: Style,
 ) -> Result<(), Failure> {
     let conn = open_store(cli)?;
-    let actions = ingest_store::recent_actions(&conn, session, limit)?;
+    let actions = crate::action::stored::recent_actions(&conn, session, limit)?;
     if cli.json {
         return output::json(out, &json!(actions));
     }
@@ -182,20 +182,14 @@ pub(super) fn sources(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
     let conn = open_store(cli)?;
     let mut summaries = ingest_store::source_summaries(&conn)?;
     // The lag is against the files as they are now, not as they were when last read.
-    let mut stmt = conn
-        .prepare("SELECT source, format, path, offset FROM ingest_files")
-        .map_err(StoreError::from)?;
-    let files: Vec<(String, String, String, i64)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .and_then(|rows| rows.collect())
-        .map_err(StoreError::from)?;
+    let files = ingest_store::file_offsets(&conn)?;
     for summary in &mut summaries {
         summary.lag_bytes = files
             .iter()
-            .filter(|(s, f, _, _)| *s == summary.source && *f == summary.format)
-            .map(|(_, _, path, offset)| {
-                std::fs::metadata(path)
-                    .map(|m| m.size().saturating_sub(*offset as u64))
+            .filter(|f| f.source == summary.source && f.format == summary.format)
+            .map(|f| {
+                std::fs::metadata(&f.path)
+                    .map(|m| m.size().saturating_sub(f.offset))
                     .unwrap_or(0)
             })
             .sum();

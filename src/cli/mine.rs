@@ -9,7 +9,8 @@ use super::output::{self, Style};
 use super::{Cli, Failure, connect, load_config};
 use crate::daemon::lock::{self, LockError};
 use crate::exit::ExitCode;
-use crate::mine::miner::{self, MineError, MineOptions};
+use crate::generate::candidates;
+use crate::mine::miner::{self, MineError, MineOptions, MineSummary};
 use crate::mine::pattern::{self, PatternKind, StoredPattern};
 use crate::store::{self, Store};
 
@@ -38,47 +39,51 @@ pub(super) fn mine(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), 
                     Ok(report) => report,
                     Err(err) => return Ok(Err(err)),
                 };
-                miner::store_patterns(conn, &report)?;
+                let outcomes = candidates::pattern_outcomes(conn)?;
+                miner::store_patterns(conn, &report, &outcomes)?;
                 Ok(Ok(report))
             })??;
             report.summary()
         }
         Err(LockError::Held { .. }) => {
             progress.say("the daemon is mining".into());
-            connect(cli)?.call_job("mine.run", Value::Null)?
+            let answer = connect(cli)?.call_job("mine.run", Value::Null)?;
+            serde_json::from_value::<MineSummary>(answer).map_err(|e| {
+                Failure::new(
+                    ExitCode::Failure,
+                    format!(
+                        "the daemon answered mine.run with a summary this toolsmith cannot \
+                         read ({e}): is toolsmithd the same version as toolsmith?"
+                    ),
+                )
+            })?
         }
         Err(other) => return Err(Failure::new(ExitCode::Failure, other.to_string())),
     };
     progress.done();
     if cli.json {
-        return output::json(out, &summary);
+        // Through a JSON value: its keys in the order `mine.run` answers with.
+        return output::json(out, &json!(summary));
     }
-    let n = |key: &str| summary[key].as_u64().unwrap_or(0);
     writeln!(
         out,
         "mined {} actions in {} sessions ({} steps, {} distinct) in {} ms",
-        n("actions"),
-        n("sessions"),
-        n("tokens"),
-        n("symbols"),
-        n("duration_ms")
+        summary.actions, summary.sessions, summary.tokens, summary.symbols, summary.duration_ms
     )?;
-    let kinds = &summary["kinds"];
+    let kinds = &summary.kinds;
     writeln!(
         out,
         "patterns: {} sequences, {} recoveries, {} slow operations",
-        kinds["sequence"].as_u64().unwrap_or(0),
-        kinds["recovery"].as_u64().unwrap_or(0),
-        kinds["slow"].as_u64().unwrap_or(0)
+        kinds.sequence, kinds.recovery, kinds.slow
     )?;
-    if summary["truncated"].as_bool() == Some(true) {
+    if summary.truncated {
         writeln!(
             out,
             "{}",
             style.warn("the sequence miner hit its pattern cap: raise mine.min_support")
         )?;
     }
-    if n("patterns") > 0 {
+    if summary.patterns > 0 {
         writeln!(out, "see them with `toolsmith patterns`")?;
     }
     Ok(())

@@ -495,7 +495,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
 
 /// The configuration as this command line resolves it.
 fn load_config(cli: &Cli) -> Result<Config, Failure> {
-    Ok(config_request(cli).load()?)
+    Ok(config_request(cli).load(&crate::daemon::checks::STAGES)?)
 }
 
 fn config_request(cli: &Cli) -> ConfigRequest {
@@ -547,7 +547,7 @@ fn own_places(cli: &Cli, config: &Config) -> crate::sandbox::OwnPlaces {
 /// plus the file itself.
 fn own_places_without_config(cli: &Cli) -> crate::sandbox::OwnPlaces {
     let request = config_request(cli);
-    if let Ok(config) = request.load() {
+    if let Ok(config) = request.load(&crate::daemon::checks::STAGES) {
         return own_places(cli, &config);
     }
     let mut own = match request.load_without_file() {
@@ -725,7 +725,7 @@ fn toml_to_json(value: &toml::Value) -> Value {
 }
 
 fn config_check(cli: &Cli, file: &std::path::Path, out: &mut impl Write) -> Result<(), Failure> {
-    config::check_file(file)?;
+    config::check_file(file, &crate::daemon::checks::STAGES)?;
     if cli.json {
         output::json(out, &json!({"file": file, "valid": true}))
     } else {

@@ -11,11 +11,11 @@ use super::output::{self, Style};
 use super::{Cli, Failure, load_config};
 use crate::config::Config;
 use crate::exit::ExitCode;
+use crate::generate::review::{self, ReviewError};
 use crate::health::executions::Caller;
 use crate::invoke;
 use crate::registry::repo::{Registry, RegistryError};
-use crate::registry::review::{self, ReviewError};
-use crate::registry::run::{RunError, RunRecorder, RunRequest, run_recorded};
+use crate::run::{RunError, RunRecorder, RunRequest, run_recorded};
 use crate::sandbox::SandboxPolicy;
 use crate::store;
 
@@ -203,7 +203,7 @@ pub(super) fn tools(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(),
             deprecated: bool,
             problem: Option<&'a str>,
             params: Option<&'a serde_json::value::RawValue>,
-            output: Option<crate::registry::manifest::OutputKind>,
+            output: Option<crate::package::manifest::OutputKind>,
         }
         let list: Vec<Listed<'_>> = tools
             .iter()

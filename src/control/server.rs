@@ -588,10 +588,11 @@ fn subscribe<M>(
             let keep_going = match received {
                 Ok(event) => forward(&out, &kinds, &event).await,
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    let lagged = crate::events::Event::EventsLagged { missed };
                     let note = Notification {
                         jsonrpc: "2.0".into(),
                         method: protocol::EVENT_NOTIFICATION.into(),
-                        params: json!({"kind": "events.lagged", "data": {"missed": missed}}),
+                        params: json!({"kind": lagged.kind(), "data": lagged.data()}),
                     };
                     out.send(encode(&note)).await.is_ok()
                 }
@@ -608,9 +609,9 @@ fn subscribe<M>(
 async fn forward(
     out: &mpsc::Sender<Vec<u8>>,
     kinds: &[String],
-    event: &crate::events::Event,
+    event: &crate::events::Published,
 ) -> bool {
-    if !kinds.is_empty() && !kinds.iter().any(|k| event.kind.starts_with(k.as_str())) {
+    if !kinds.is_empty() && !kinds.iter().any(|k| event.kind().starts_with(k.as_str())) {
         return true;
     }
     let note = Notification {

@@ -12,10 +12,10 @@ use crate::config::{Config, ConfigRequest};
 use crate::control::RpcError;
 use crate::control::protocol;
 use crate::control::server::{Limits, Methods, Stats};
-use crate::events::EventBus;
+use crate::events::{Event, EventBus};
+use crate::generate::review;
 use crate::logging::Logging;
 use crate::registry::repo::Registry;
-use crate::registry::review;
 use crate::store::{self, DaemonRun, Store};
 
 /// What the API is built from.
@@ -98,15 +98,17 @@ impl DaemonApi {
     pub(super) async fn reload(&self) -> Result<Value, RpcError> {
         let _serial = self.reload_lock.lock().await;
         let request = self.request.clone();
-        let loaded = tokio::task::spawn_blocking(move || request.load())
-            .await
-            .map_err(|e| RpcError::new(protocol::INTERNAL_ERROR, e.to_string()))?;
+        let loaded =
+            tokio::task::spawn_blocking(move || request.load(&crate::daemon::checks::STAGES))
+                .await
+                .map_err(|e| RpcError::new(protocol::INTERNAL_ERROR, e.to_string()))?;
         let new = match loaded {
             Ok(config) => config,
             Err(err) => {
                 let message = format!("configuration not reloaded, the previous one stays: {err}");
-                self.events
-                    .publish("config.reload_failed", json!({"error": err.to_string()}));
+                self.events.publish(Event::ConfigReloadFailed {
+                    error: err.to_string(),
+                });
                 return Err(RpcError::new(protocol::FAILED, message));
             }
         };
@@ -137,7 +139,10 @@ impl DaemonApi {
             "config_file": file,
             "restart_required": restart_required,
         });
-        self.events.publish("config.reloaded", outcome.clone());
+        self.events.publish(Event::ConfigReloaded {
+            config_file: file,
+            restart_required: restart_required.iter().map(|k| (*k).to_owned()).collect(),
+        });
         Ok(outcome)
     }
 
@@ -145,11 +150,7 @@ impl DaemonApi {
         let config = self.config();
         let counts = self
             .store
-            .call(|conn| {
-                let runs: i64 =
-                    conn.query_row("SELECT count(*) FROM daemon_runs", [], |r| r.get(0))?;
-                Ok(runs)
-            })
+            .call(|conn| store::daemon_run_count(conn))
             .await
             .map_err(|e| RpcError::new(protocol::INTERNAL_ERROR, e.to_string()))?;
         let mut counters = self.stats.to_json();
@@ -264,7 +265,7 @@ impl Methods for DaemonApi {
                     RpcError::new(protocol::FAILED, "the daemon is stopping: no mining now")
                 })?;
                 match answer.await {
-                    Ok(Ok(summary)) => Ok(summary),
+                    Ok(Ok(summary)) => Ok(summary.to_json()),
                     Ok(Err(err)) => Err(RpcError::new(
                         protocol::FAILED,
                         format!("mining failed: {err}"),
@@ -290,7 +291,7 @@ impl Methods for DaemonApi {
                     )
                 })?;
                 match answer.await {
-                    Ok(Ok(report)) => Ok(report),
+                    Ok(Ok(report)) => Ok(report.to_json()),
                     Ok(Err(err)) => Err(RpcError::new(
                         protocol::FAILED,
                         format!("the health check failed: {err}"),
@@ -316,8 +317,8 @@ impl Methods for DaemonApi {
                     )
                 })?;
                 match answer.await {
-                    Ok(Ok(report)) => Ok(report),
-                    Ok(Err(err)) => Err(RpcError::new(protocol::FAILED, err)),
+                    Ok(Ok(report)) => Ok(report.to_json()),
+                    Ok(Err(err)) => Err(RpcError::new(protocol::FAILED, err.to_string())),
                     Err(_) => Err(RpcError::new(
                         protocol::FAILED,
                         "the daemon stopped before generation finished",
@@ -353,7 +354,7 @@ impl Methods for DaemonApi {
                     .call(move |conn| review::record_landed(conn, &[recorded]))
                     .await
                     .map_err(|e| RpcError::new(protocol::FAILED, e.to_string()))?;
-                self.events.publish("tool.approved", json!(landed));
+                self.events.publish(landed.event());
                 Ok(json!(landed))
             }
             "daemon.shutdown" => {

@@ -25,12 +25,17 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::config::Config;
-use crate::events::EventBus;
+use crate::events::{Event, EventBus, Published};
 use crate::generate::candidates::{self, State};
-use crate::generate::pipeline::{self, Job};
-use crate::mine::miner::{self, MineOptions};
+use crate::generate::pipeline::{self, GenerateError, Job};
+use crate::health::check::{CheckError, CheckReport};
+use crate::mine::miner::{self, MineError, MineOptions, MineSummary};
+use crate::registry::repo::RegistryError;
+use crate::registry::sync::SyncReport;
 use crate::schedule::{self, Outcome, Schedule, Timetable, Trigger, WallAlarm, local_time_zone};
+use crate::store::StoreError;
 use crate::store::{self, Store};
+use crate::validate::run::ValidatorError;
 
 /// The name of the mining job.
 pub const MINE: &str = "mine";
@@ -79,32 +84,120 @@ async fn record_end(store: &Store, id: Option<i64>, outcome: Outcome) {
     }
 }
 
+/// What a job run reports: each job's own report, answered to whoever asked as the JSON it
+/// always was ([`JobReport::to_json`]).
+#[derive(Debug, Clone)]
+pub(super) enum JobReport {
+    /// A mining run's summary.
+    Mine(MineSummary),
+    /// A health check's report.
+    Health(CheckReport),
+    /// A sync's report; `None` when the registry has no remote.
+    Sync(Option<SyncReport>),
+    /// A generation run's report.
+    Generate(pipeline::Report),
+}
+
+/// What `sync` reports when the registry has no remote.
+const NO_REMOTE: &str = "no remote: nothing to sync (`toolsmith sync --remote URL` sets one)";
+
+impl JobReport {
+    /// The line `job_runs` keeps (and `toolsmith schedule` shows).
+    pub(super) fn summary_line(&self) -> String {
+        match self {
+            JobReport::Mine(summary) => format!("{} patterns", summary.patterns),
+            JobReport::Health(report) => report.summary(),
+            JobReport::Sync(None) => NO_REMOTE.to_owned(),
+            JobReport::Sync(Some(report)) => format!(
+                "{} with {}: {} tools received, {} refs pushed",
+                report.main,
+                report.remote,
+                report.received.len(),
+                report.pushed.len()
+            ),
+            JobReport::Generate(report) => format!(
+                "{} candidates, {} skipped",
+                report.candidates.len(),
+                report.skipped.len()
+            ),
+        }
+    }
+
+    /// The report as the job's request is answered with it.
+    pub(super) fn to_json(&self) -> Value {
+        match self {
+            JobReport::Mine(summary) => json!(summary),
+            JobReport::Health(report) => report.to_json(),
+            JobReport::Sync(None) => json!({ "summary": NO_REMOTE }),
+            JobReport::Sync(Some(report)) => {
+                let mut value = json!(report);
+                value["summary"] = json!(self.summary_line());
+                value
+            }
+            JobReport::Generate(report) => json!(report),
+        }
+    }
+}
+
+/// Why a job run failed (or was not run).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum JobError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Mining failed.
+    #[error(transparent)]
+    Mine(#[from] MineError),
+    /// Generation failed.
+    #[error(transparent)]
+    Generate(#[from] GenerateError),
+    /// The generator could not be configured (its validator is not usable).
+    #[error(transparent)]
+    Validator(#[from] ValidatorError),
+    /// The health check failed.
+    #[error(transparent)]
+    Health(#[from] CheckError),
+    /// The registry failed.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The task running the job died.
+    #[error("the {what} task failed: {source}")]
+    Task {
+        /// Which task: `mining`, `sync`, `generation`.
+        what: &'static str,
+        /// How it died.
+        source: tokio::task::JoinError,
+    },
+    /// No job has this name.
+    #[error("no job `{0}`")]
+    Unknown(String),
+    /// The daemon stopped before the job could run.
+    #[error("the daemon is stopping")]
+    Stopping,
+    /// The daemon stopped before a queued generation could run.
+    #[error("the daemon is stopping: no generation now")]
+    StoppingGeneration,
+}
+
+/// A job run's result, shared with everyone waiting for it.
+pub(super) type JobResult = Result<JobReport, Arc<JobError>>;
+
 /// How a run ended, for `job_runs`: its summary line, or why it failed.
-fn outcome_of(result: &Result<Value, String>, summary: fn(&Value) -> String) -> Outcome {
+fn outcome_of(result: &JobResult) -> Outcome {
     match result {
-        Ok(value) => Outcome {
+        Ok(report) => Outcome {
             ok: true,
-            summary: summary(value),
+            summary: report.summary_line(),
         },
         Err(err) => Outcome {
             ok: false,
-            summary: err.clone(),
+            summary: err.to_string(),
         },
     }
 }
 
-/// A mining run's summary line.
-fn mine_summary(summary: &Value) -> String {
-    format!("{} patterns", summary["patterns"].as_u64().unwrap_or(0))
-}
-
-/// The summary line a health check or a sync reports.
-fn other_summary(summary: &Value) -> String {
-    summary["summary"].as_str().unwrap_or("done").to_owned()
-}
-
 /// A finished run of one of [`OTHERS`]: the job, its `job_runs` id, its result.
-type OtherDone = (&'static str, Option<i64>, Result<Value, String>);
+type OtherDone = (&'static str, Option<i64>, JobResult);
 
 /// A request to run a job now, answered when a run that started after it ends.
 pub(super) struct JobRequest {
@@ -113,50 +206,33 @@ pub(super) struct JobRequest {
     /// For [`GENERATE`]: what to generate.
     pub generate: Option<Job>,
     /// Where the run's summary, or why it failed, goes.
-    pub reply: oneshot::Sender<Result<Value, String>>,
+    pub reply: oneshot::Sender<JobResult>,
 }
 
 /// Where a run's summary, or why it failed, goes.
-type Reply = oneshot::Sender<Result<Value, String>>;
+type Reply = oneshot::Sender<JobResult>;
 
 /// Generation runs waiting, in order, with whoever waits for each.
 type GenerateQueue = VecDeque<(Job, Option<Reply>)>;
 
 /// The generation run under way, with whoever waits for it.
-type Running = (
-    tokio::task::JoinHandle<Result<Value, String>>,
-    Option<Reply>,
-);
+type Running = (tokio::task::JoinHandle<JobResult>, Option<Reply>);
 
 /// When `job` last started, as the store remembers it: mining from `mine_runs`, the other
 /// scheduled jobs from `job_runs`; `None` when it never ran (or the store cannot say).
 async fn last_started(store: &Store, job: &'static str) -> Option<jiff::Timestamp> {
     if job == MINE {
         return store
-            .call(|conn| {
-                Ok(
-                    conn.query_row("SELECT MAX(started_at) FROM mine_runs", [], |r| {
-                        r.get::<_, Option<i64>>(0)
-                    })?,
-                )
-            })
+            .call(|conn| miner::last_run_started(conn))
             .await
             .ok()
-            .flatten()
-            .and_then(|s| jiff::Timestamp::from_second(s).ok());
+            .flatten();
     }
     store
-        .call(move |conn| {
-            Ok(conn.query_row(
-                "SELECT max(started_ms) FROM job_runs WHERE job = ?1",
-                [job],
-                |r| r.get::<_, Option<i64>>(0),
-            )?)
-        })
+        .call(move |conn| schedule::last_started(conn, job))
         .await
         .ok()
         .flatten()
-        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
 }
 
 /// Puts `job` on `timetable` with its schedule in `config`, anchored at when it last started.
@@ -231,7 +307,7 @@ fn queue_pass_after_mining(queue: &mut GenerateQueue) {
 /// The mining job's state between runs.
 struct Mining {
     /// The run under way.
-    running: Option<tokio::task::JoinHandle<Result<Value, String>>>,
+    running: Option<tokio::task::JoinHandle<JobResult>>,
     /// Its `job_runs` id.
     run: Option<i64>,
     /// What the next run is started by.
@@ -309,7 +385,9 @@ impl Jobs {
             }
             false
         } else if request.job != MINE {
-            let _ = request.reply.send(Err(format!("no job `{}`", request.job)));
+            let _ = request
+                .reply
+                .send(Err(Arc::new(JobError::Unknown(request.job.to_owned()))));
             false
         } else {
             self.mining.trigger = Trigger::Demand;
@@ -350,12 +428,12 @@ impl Jobs {
     /// A mining run ended: a generation pass is queued after a success, the requests it
     /// answers get its result, the end is recorded; whether mining runs again at once (it was
     /// asked for meanwhile).
-    async fn on_mined(&mut self, result: Result<Value, String>) -> bool {
+    async fn on_mined(&mut self, result: JobResult) -> bool {
         self.mining.running = None;
         if result.is_ok() {
             queue_pass_after_mining(&mut self.generate_queue);
         }
-        let outcome = outcome_of(&result, mine_summary);
+        let outcome = outcome_of(&result);
         for reply in self.mining.waiting.drain(..) {
             let _ = reply.send(result.clone());
         }
@@ -374,7 +452,7 @@ impl Jobs {
         if let Err(err) = &result {
             tracing::error!("{job} failed: {err}");
         }
-        let outcome = outcome_of(&result, other_summary);
+        let outcome = outcome_of(&result);
         record_end(&self.store, run, outcome.clone()).await;
         for reply in self.other_waiting.remove(job).unwrap_or_default() {
             let _ = reply.send(result.clone());
@@ -387,7 +465,7 @@ impl Jobs {
     }
 
     /// The generation run under way ended: whoever asked for it gets its result.
-    fn on_generated(&mut self, result: Result<Value, String>) {
+    fn on_generated(&mut self, result: JobResult) {
         if let Some((_, Some(reply))) = self.generating.take() {
             let _ = reply.send(result);
         } else if let Err(e) = result {
@@ -428,36 +506,42 @@ impl Jobs {
     /// answered; requests still waiting are told the daemon is stopping.
     async fn stop(mut self) {
         if let Some(handle) = self.mining.running.take() {
-            let result = handle
-                .await
-                .unwrap_or_else(|e| Err(format!("the mining task failed: {e}")));
-            let outcome = outcome_of(&result, mine_summary);
+            let result = handle.await.unwrap_or_else(|source| {
+                Err(Arc::new(JobError::Task {
+                    what: "mining",
+                    source,
+                }))
+            });
+            let outcome = outcome_of(&result);
             record_end(&self.store, self.mining.run.take(), outcome).await;
         }
         // The health check saw the shutdown and stops at its next step; a sync finishes.
         while let Some(joined) = self.others.join_next().await {
             if let Ok((job, run, result)) = joined {
-                record_end(&self.store, run, outcome_of(&result, other_summary)).await;
+                record_end(&self.store, run, outcome_of(&result)).await;
                 for reply in self.other_waiting.remove(job).unwrap_or_default() {
                     let _ = reply.send(result.clone());
                 }
             }
         }
         for reply in self.other_after.into_values().flatten() {
-            let _ = reply.send(Err("the daemon is stopping".into()));
+            let _ = reply.send(Err(Arc::new(JobError::Stopping)));
         }
         if let Some((handle, reply)) = self.generating {
             // It saw the shutdown too and stops at its next step.
-            let result = handle
-                .await
-                .unwrap_or_else(|e| Err(format!("the generation task failed: {e}")));
+            let result = handle.await.unwrap_or_else(|source| {
+                Err(Arc::new(JobError::Task {
+                    what: "generation",
+                    source,
+                }))
+            });
             if let Some(reply) = reply {
                 let _ = reply.send(result);
             }
         }
         for (_, reply) in self.generate_queue {
             if let Some(reply) = reply {
-                let _ = reply.send(Err("the daemon is stopping: no generation now".into()));
+                let _ = reply.send(Err(Arc::new(JobError::StoppingGeneration)));
             }
         }
     }
@@ -526,8 +610,8 @@ pub(super) async fn run(
             () = sleep => jobs.on_due().await,
             Some(request) = requests.recv() => jobs.on_request(request).await,
             event = bus.recv() => match event {
-                Ok(event) if event.kind == "ingest.actions" => {
-                    jobs.on_new_actions(event.data["new"].as_u64().unwrap_or(0))
+                Ok(Published { event: Event::IngestActions { new, .. }, .. }) => {
+                    jobs.on_new_actions(new)
                 }
                 Ok(_) => false,
                 Err(broadcast::error::RecvError::Lagged(_)) => false,
@@ -546,7 +630,9 @@ pub(super) async fn run(
                     None => std::future::pending().await,
                 }
             } => {
-                let result = joined.unwrap_or_else(|e| Err(format!("the mining task failed: {e}")));
+                let result = joined.unwrap_or_else(|source| {
+                    Err(Arc::new(JobError::Task { what: "mining", source }))
+                });
                 jobs.on_mined(result).await
             }
             Some(joined) = jobs.others.join_next(), if !jobs.others.is_empty() => {
@@ -562,9 +648,9 @@ pub(super) async fn run(
                     None => std::future::pending().await,
                 }
             } => {
-                jobs.on_generated(
-                    joined.unwrap_or_else(|e| Err(format!("the generation task failed: {e}"))),
-                );
+                jobs.on_generated(joined.unwrap_or_else(|source| {
+                    Err(Arc::new(JobError::Task { what: "generation", source }))
+                }));
                 false
             }
         };
@@ -601,18 +687,24 @@ async fn start_other(
     });
 }
 
-/// One health check with the configuration in force; its report as JSON, with a `summary`.
+/// One health check with the configuration in force.
 async fn health_once(
     store: Store,
     events: EventBus,
     config: Arc<Config>,
     shutdown: watch::Receiver<bool>,
-) -> Result<Value, String> {
-    let generator = pipeline::configured(&config, store.clone())
-        .map_err(|e| e.to_string())?
-        .with_events(events.clone())
-        .with_cancel(shutdown);
-    let policy = generator.health_policy.clone();
+) -> JobResult {
+    Ok(health_report(store, events, config, shutdown).await?)
+}
+
+async fn health_report(
+    store: Store,
+    events: EventBus,
+    config: Arc<Config>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<JobReport, JobError> {
+    let (generator, policy) = crate::health::repair::configured(&config, store.clone())?;
+    let generator = generator.with_events(events.clone()).with_cancel(shutdown);
     let report = crate::health::check::check(
         &store,
         config.paths.registry.value.clone(),
@@ -621,16 +713,21 @@ async fn health_once(
         &policy,
         Some(&events),
     )
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     tracing::info!("health check: {}", report.summary());
-    let value = report.to_json();
-    events.publish("health.finished", value.clone());
-    Ok(value)
+    let report = JobReport::Health(report);
+    events.publish(Event::HealthFinished {
+        report: report.to_json(),
+    });
+    Ok(report)
 }
 
 /// One sync of the registry with its remote, when it has one.
-async fn sync_once(events: EventBus, config: Arc<Config>) -> Result<Value, String> {
+async fn sync_once(events: EventBus, config: Arc<Config>) -> JobResult {
+    Ok(sync_report(events, config).await?)
+}
+
+async fn sync_report(events: EventBus, config: Arc<Config>) -> Result<JobReport, JobError> {
     let dir = config.paths.registry.value.clone();
     let synced = tokio::task::spawn_blocking(move || {
         let registry = crate::registry::repo::Registry::open_or_init(&dir)?;
@@ -640,76 +737,93 @@ async fn sync_once(events: EventBus, config: Arc<Config>) -> Result<Value, Strin
         registry.sync().map(Some)
     })
     .await
-    .map_err(|e| format!("the sync task failed: {e}"))?
-    .map_err(|e: crate::registry::repo::RegistryError| e.to_string())?;
-    let Some(report) = synced else {
-        return Ok(
-            json!({"summary": "no remote: nothing to sync (`toolsmith sync --remote URL` sets one)"}),
-        );
-    };
-    let summary = format!(
-        "{} with {}: {} tools received, {} refs pushed",
-        report.main,
-        report.remote,
-        report.received.len(),
-        report.pushed.len()
-    );
-    for landed in &report.landed {
-        events.publish("tool.approved", json!(landed));
+    .map_err(|source| JobError::Task {
+        what: "sync",
+        source,
+    })?
+    .map_err(JobError::Registry)?;
+    if let Some(report) = &synced {
+        for landed in &report.landed {
+            events.publish(landed.event());
+        }
+        events.publish(Event::RegistrySynced {
+            report: json!(report),
+        });
     }
-    events.publish("registry.synced", json!(report));
-    let mut value = json!(report);
-    value["summary"] = json!(summary);
-    Ok(value)
+    Ok(JobReport::Sync(synced))
 }
 
-/// One generation run with the configuration in force; its report as JSON.
+/// One generation run with the configuration in force.
 async fn generate_once(
     store: Store,
     events: EventBus,
     config: Arc<Config>,
     job: Job,
     shutdown: watch::Receiver<bool>,
-) -> Result<Value, String> {
-    let generator = pipeline::configured(&config, store)
-        .map_err(|e| e.to_string())?
+) -> JobResult {
+    Ok(generate_report(store, events, config, job, shutdown).await?)
+}
+
+async fn generate_report(
+    store: Store,
+    events: EventBus,
+    config: Arc<Config>,
+    job: Job,
+    shutdown: watch::Receiver<bool>,
+) -> Result<JobReport, JobError> {
+    let generator = crate::health::repair::configured(&config, store)?
+        .0
         .with_events(events.clone())
         .with_cancel(shutdown);
-    let report = generator.run(job).await.map_err(|e| e.to_string())?;
-    let summary = json!(report);
-    events.publish(
-        "generate.finished",
-        json!({"candidates": report.candidates.len(), "skipped": report.skipped.len()}),
-    );
+    let report = generator.run(job).await?;
+    events.publish(Event::GenerateFinished {
+        candidates: report.candidates.len(),
+        skipped: report.skipped.len(),
+    });
     tracing::info!(
         candidates = report.candidates.len(),
         skipped = report.skipped.len(),
         "generation done"
     );
-    Ok(summary)
+    Ok(JobReport::Generate(report))
 }
 
 /// One mining run: read through a read-only connection, store through the writer, announce.
-async fn mine_once(store: Store, events: EventBus, options: MineOptions) -> Result<Value, String> {
+async fn mine_once(store: Store, events: EventBus, options: MineOptions) -> JobResult {
+    Ok(mine_report(store, events, options).await?)
+}
+
+async fn mine_report(
+    store: Store,
+    events: EventBus,
+    options: MineOptions,
+) -> Result<JobReport, JobError> {
     let path = store.path().to_owned();
     let report = tokio::task::spawn_blocking(move || {
-        let conn = store::open_read_only(&path).map_err(|e| e.to_string())?;
-        miner::mine(&conn, &options).map_err(|e| e.to_string())
+        let conn = store::open_read_only(&path)?;
+        Ok::<_, JobError>(miner::mine(&conn, &options)?)
     })
     .await
-    .map_err(|e| format!("the mining task failed: {e}"))??;
+    .map_err(|source| JobError::Task {
+        what: "mining",
+        source,
+    })??;
     let report = Arc::new(report);
     let stored = Arc::clone(&report);
     let fresh = store
-        .call(move |conn| miner::store_patterns(conn, &stored))
-        .await
-        .map_err(|e| e.to_string())?;
+        .call(move |conn| {
+            let outcomes = candidates::pattern_outcomes(conn)?;
+            miner::store_patterns(conn, &stored, &outcomes)
+        })
+        .await?;
     for id in &fresh {
         if let Some(p) = report.patterns.iter().find(|p| &p.id == id) {
-            events.publish(
-                "pattern.found",
-                json!({"id": p.id, "kind": p.kind, "support": p.support, "score": p.score}),
-            );
+            events.publish(Event::PatternFound {
+                id: p.id.clone(),
+                kind: p.kind.as_str().to_owned(),
+                support: p.support,
+                score: p.score,
+            });
         }
     }
     let summary = report.summary();
@@ -721,8 +835,11 @@ async fn mine_once(store: Store, events: EventBus, options: MineOptions) -> Resu
     );
     drop(report);
     release_freed_memory();
-    events.publish("mine.finished", summary.clone());
-    Ok(summary)
+    let report = JobReport::Mine(summary);
+    events.publish(Event::MineFinished {
+        summary: report.to_json(),
+    });
+    Ok(report)
 }
 
 /// Gives the memory a mining run freed back to the system: glibc keeps freed heap in its arenas,
@@ -758,7 +875,7 @@ mod tests {
             config_file: None,
             state_dir: Some(dir.join("state")),
         }
-        .load_with(&Home(dir.to_owned()))
+        .load_with(&crate::daemon::checks::STAGES, &Home(dir.to_owned()))
         .expect("config");
         std::fs::create_dir_all(&config.paths.state.value).expect("state dir");
         let store = Store::open(&config.store_path()).expect("store");
@@ -787,7 +904,10 @@ mod tests {
         .await
         .expect("mining task");
         store
-            .call(move |conn| miner::store_patterns(conn, &report))
+            .call(move |conn| {
+                let outcomes = candidates::pattern_outcomes(conn)?;
+                miner::store_patterns(conn, &report, &outcomes)
+            })
             .await
             .expect("store the run");
 
@@ -899,13 +1019,16 @@ mod tests {
                 answer.await.expect("answered")
             }
         };
-        assert_eq!(ask("nope").await, Err("no job `nope`".to_owned()));
-        let mined = ask(MINE).await.expect("mined");
+        assert_eq!(
+            ask("nope").await.map_err(|e| e.to_string()).err(),
+            Some("no job `nope`".to_owned())
+        );
+        let mined = ask(MINE).await.expect("mined").to_json();
         assert_eq!(mined["patterns"], 0, "{mined}");
         loop {
             let event = published.recv().await.expect("event");
-            if event.kind == "mine.finished" {
-                assert_eq!(event.data, mined);
+            if event.kind() == "mine.finished" {
+                assert_eq!(event.data(), mined);
                 break;
             }
         }
@@ -922,5 +1045,52 @@ mod tests {
         assert_eq!(mine.trigger, "demand");
         assert_eq!(mine.ok, Some(true));
         assert_eq!(mine.summary.as_deref(), Some("0 patterns"));
+    }
+
+    #[test]
+    fn job_reports_answer_with_their_json_and_record_a_line() {
+        let none = JobReport::Sync(None);
+        assert_eq!(none.to_json(), json!({ "summary": NO_REMOTE }));
+        assert_eq!(none.summary_line(), NO_REMOTE);
+        let synced = JobReport::Sync(Some(SyncReport {
+            remote: "/remote.git".into(),
+            main: "fast-forward".into(),
+            received: vec!["lint-fix".into()],
+            ..SyncReport::default()
+        }));
+        let line = "fast-forward with /remote.git: 1 tools received, 0 refs pushed";
+        assert_eq!(synced.summary_line(), line);
+        let value = synced.to_json();
+        assert_eq!(value["summary"], line);
+        assert_eq!(value["received"], json!(["lint-fix"]));
+        let health = JobReport::Health(CheckReport {
+            checked: 2,
+            ..CheckReport::default()
+        });
+        assert_eq!(health.to_json()["summary"], health.summary_line());
+        assert_eq!(health.to_json()["checked"], 2);
+        let generated = JobReport::Generate(pipeline::Report::default());
+        assert_eq!(
+            generated.to_json(),
+            json!({"candidates": [], "skipped": []})
+        );
+        assert_eq!(generated.summary_line(), "0 candidates, 0 skipped");
+    }
+
+    #[test]
+    fn job_errors_say_what_failed() {
+        assert_eq!(
+            JobError::Unknown("nope".into()).to_string(),
+            "no job `nope`"
+        );
+        assert_eq!(
+            JobError::StoppingGeneration.to_string(),
+            "the daemon is stopping: no generation now"
+        );
+        let failed = outcome_of(&Err(Arc::new(JobError::Stopping)));
+        assert_eq!(
+            (failed.ok, failed.summary.as_str()),
+            (false, "the daemon is stopping")
+        );
     }
 }

@@ -7,6 +7,7 @@
 //! the old one in force.
 
 mod api;
+pub mod checks;
 mod jobs;
 pub mod listener;
 pub mod lock;
@@ -24,7 +25,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::config::{Config, ConfigError, ConfigRequest};
 use crate::control::server::{Limits, Server, Stats};
-use crate::events::EventBus;
+use crate::events::{Event, EventBus};
 use crate::exit::ExitCode;
 use crate::ingest;
 use crate::logging::{self, LogFilterError};
@@ -110,7 +111,7 @@ pub fn run(args: Args) -> Result<(), DaemonError> {
         config_file: args.config,
         state_dir: args.state,
     };
-    let config = request.load()?;
+    let config = request.load(&crate::daemon::checks::STAGES)?;
     let logging = logging::init(args.log_level.as_deref(), &config.daemon.log_level.value)?;
     listener::ensure_private_dir(&config.paths.state.value)?;
     let _lock = lock::acquire(&config.lock_path())?;
@@ -243,10 +244,10 @@ async fn serve(
         NotifyState::Ready,
         NotifyState::Status(&format!("listening on {}", socket.path.display())),
     ]);
-    events.publish(
-        "daemon.started",
-        serde_json::json!({"pid": pid, "version": version}),
-    );
+    events.publish(Event::DaemonStarted {
+        pid,
+        version: version.to_owned(),
+    });
 
     let reason = loop {
         tokio::select! {
@@ -285,7 +286,9 @@ async fn serve(
         NotifyState::Stopping,
         NotifyState::Status(&format!("stopping ({reason})")),
     ]);
-    events.publish("daemon.stopping", serde_json::json!({"reason": reason}));
+    events.publish(Event::DaemonStopping {
+        reason: reason.to_owned(),
+    });
     let _ = shutdown_tx.send(true);
     if !server_task.is_finished() {
         let _ = server_task.await;
@@ -354,7 +357,7 @@ async fn supervise_ingest(
             return;
         }
         tracing::info!("log sources or ingest settings changed: ingest restarted");
-        events.publish("ingest.restarted", serde_json::json!({}));
+        events.publish(Event::IngestRestarted);
     }
 }
 
@@ -363,10 +366,10 @@ async fn healthy(store: &Store, server: &tokio::task::JoinHandle<()>) -> Result<
     if server.is_finished() {
         return Err("the control server is not running".into());
     }
-    let ping = store.call(|conn| Ok(conn.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?));
+    let ping = store.call(|conn| store::ping(conn));
     match tokio::time::timeout(Duration::from_secs(5), ping).await {
         Ok(Ok(1)) => Ok(()),
-        Ok(Ok(other)) => Err(format!("the store answered {other} to SELECT 1")),
+        Ok(Ok(other)) => Err(format!("the store answered its ping with {other}, not 1")),
         Ok(Err(e)) => Err(format!("the store failed: {e}")),
         Err(_) => Err("the store did not answer within 5 s".into()),
     }

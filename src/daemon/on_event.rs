@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, broadcast, watch};
 
 use crate::config::Config;
-use crate::events::{Event, EventBus};
+use crate::events::{EventBus, Published};
 
 /// Commands running at once.
 const MAX_RUNNING: usize = 4;
@@ -52,13 +52,13 @@ pub(super) async fn run(
                 config.events.on_event_kinds.value.clone(),
             )
         };
-        if command.is_empty() || !chosen(&event.kind, &kinds) {
+        if command.is_empty() || !chosen(event.kind(), &kinds) {
             continue;
         }
         let Ok(permit) = Arc::clone(&running).try_acquire_owned() else {
             tracing::warn!(
                 "on_event: {MAX_RUNNING} commands still running; {} #{} skipped",
-                event.kind,
+                event.kind(),
                 event.seq
             );
             continue;
@@ -70,7 +70,7 @@ pub(super) async fn run(
     }
 }
 
-async fn run_command(command: &[String], event: &Event) {
+async fn run_command(command: &[String], event: &Published) {
     let Some((program, args)) = command.split_first() else {
         return;
     };
@@ -78,7 +78,7 @@ async fn run_command(command: &[String], event: &Event) {
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .env("TOOLSMITH_EVENT", &event.kind)
+        .env("TOOLSMITH_EVENT", event.kind())
         .spawn();
     let mut child = match spawned {
         Ok(child) => child,
@@ -105,14 +105,17 @@ async fn run_command(command: &[String], event: &Event) {
     match waited {
         Ok(Ok(Ok(status))) if status.success() => {}
         Ok(Ok(Ok(status))) => {
-            tracing::warn!("on_event: {program} for {} ended with {status}", event.kind)
+            tracing::warn!(
+                "on_event: {program} for {} ended with {status}",
+                event.kind()
+            )
         }
         Ok(Ok(Err(e))) => tracing::warn!("on_event: {program}: {e}"),
         Ok(Err(e)) => tracing::warn!("on_event: {program}: {e}"),
         Err(_) => {
             tracing::warn!(
                 "on_event: {program} for {} ran over {} s and was killed",
-                event.kind,
+                event.kind(),
                 TIMEOUT.as_secs()
             );
             if let Ok(pid) = i32::try_from(pid) {

@@ -11,13 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
-use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
 use crate::config::Config;
-use crate::events::EventBus;
+use crate::events::{Event, EventBus};
+use crate::generate::review;
 use crate::registry::repo::Registry;
-use crate::registry::review;
 use crate::store::Store;
 
 /// How long to wait for a burst of ref updates (a merge writes several) to settle.
@@ -134,14 +133,17 @@ async fn look(dir: &Path, store: &Store, events: &EventBus, seen: &mut Seen) -> 
             .map_err(|e| e.to_string())??;
     }
     for l in &reconciled.landed {
-        events.publish("tool.approved", json!(l));
+        events.publish(l.event());
     }
     if let Some(note) = &reconciled.journal {
         tracing::warn!("registry: {note}");
     }
     for (tool, problem) in &problems {
         tracing::warn!("registry: tool {tool} is invalid on main: {problem}");
-        events.publish("tool.invalid", json!({"tool": tool, "problem": problem}));
+        events.publish(Event::ToolInvalid {
+            tool: tool.clone(),
+            problem: problem.clone(),
+        });
     }
     if !previous.main.is_empty() && previous.main != main {
         let removed: Vec<&String> = previous
@@ -154,11 +156,12 @@ async fn look(dir: &Path, store: &Store, events: &EventBus, seen: &mut Seen) -> 
             .filter(|(k, v)| previous.trees.get(*k) != Some(v))
             .map(|(k, _)| k)
             .collect();
-        events.publish(
-            "registry.changed",
-            json!({"main": main, "changed": changed, "removed": removed,
-                   "invalid": problems.iter().map(|(t, _)| t).collect::<Vec<_>>()}),
-        );
+        events.publish(Event::RegistryChanged {
+            main: main.clone(),
+            changed: changed.into_iter().cloned().collect(),
+            removed: removed.into_iter().cloned().collect(),
+            invalid: problems.iter().map(|(t, _)| t.clone()).collect(),
+        });
     }
     *seen = Seen { main, trees };
     Ok(())

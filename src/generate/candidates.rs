@@ -23,6 +23,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 use super::staging::Staging;
+use crate::mine::pattern::{CandidateOutcomes, Rejection};
 use crate::store::{StoreError, unix_now};
 
 /// Where a candidate stands.
@@ -97,6 +98,35 @@ impl State {
                 | (AwaitingReview, Rejected)
                 | (AwaitingReview, Failed)
         )
+    }
+}
+
+impl From<State> for crate::events::CandidateState {
+    fn from(state: State) -> Self {
+        use crate::events::CandidateState as S;
+        match state {
+            State::Proposed => S::Proposed,
+            State::Generating => S::Generating,
+            State::Validating => S::Validating,
+            State::AwaitingReview => S::AwaitingReview,
+            State::Approved => S::Approved,
+            State::Rejected => S::Rejected,
+            State::Failed => S::Failed,
+        }
+    }
+}
+
+impl Candidate {
+    /// The candidate as events describe it.
+    pub fn event_info(&self) -> crate::events::CandidateInfo {
+        crate::events::CandidateInfo {
+            id: self.id.clone(),
+            tool: self.tool.clone(),
+            version: self.version.clone(),
+            state: self.state.into(),
+            reason: self.reason.clone(),
+            attempts: self.attempts,
+        }
     }
 }
 
@@ -359,6 +389,42 @@ pub fn in_state(conn: &Connection, state: State) -> Result<Vec<Candidate>, Candi
     Ok(rows)
 }
 
+/// What the candidates made from patterns came to, per pattern, for mining to keep the
+/// patterns' statuses up to date: rejected ones with the newest rejection's reason, approved
+/// ones, and those with a candidate under way.
+pub fn pattern_outcomes(conn: &Connection) -> Result<CandidateOutcomes, StoreError> {
+    let mut outcomes = CandidateOutcomes::default();
+    let mut stmt = conn.prepare_cached(
+        "SELECT pattern, state, reason FROM candidates WHERE pattern IS NOT NULL
+         AND state IN ('rejected', 'approved', 'proposed', 'generating', 'validating',
+                       'awaiting-review')
+         ORDER BY updated_at DESC, rowid DESC",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let state: String = r.get(1)?;
+        Ok((r.get::<_, String>(0)?, State::from_name(&state), r.get(2)?))
+    })?;
+    for row in rows {
+        let (pattern, state, reason): (String, Option<State>, Option<String>) = row?;
+        // Newest first: a pattern's first rejection met is its newest.
+        let list = match state {
+            Some(State::Rejected) => {
+                if !outcomes.rejected.iter().any(|r| r.pattern == pattern) {
+                    outcomes.rejected.push(Rejection { pattern, reason });
+                }
+                continue;
+            }
+            Some(State::Approved) => &mut outcomes.approved,
+            Some(_) => &mut outcomes.under_way,
+            None => continue,
+        };
+        if !list.contains(&pattern) {
+            list.push(pattern);
+        }
+    }
+    Ok(outcomes)
+}
+
 /// Whether `c` was interrupted: left `generating` or `validating` by a process that is gone
 /// (nobody holds its claim under `state_dir`).
 pub fn is_interrupted(c: &Candidate, state_dir: &Path) -> bool {
@@ -526,5 +592,49 @@ mod tests {
             &get(&conn, &d.id).expect("d"),
             state_dir.path()
         ));
+    }
+
+    #[test]
+    fn pattern_outcomes_name_each_patterns_newest_rejection_approval_and_work_under_way() {
+        let (_dir, conn) = conn();
+        let make = |pattern: Option<&str>, path: &[State], reason: Option<&str>| {
+            let c = create(
+                &conn,
+                &NewCandidate {
+                    tool: "t".into(),
+                    origin: "pattern".into(),
+                    pattern: pattern.map(str::to_owned),
+                    request: None,
+                },
+            )
+            .expect("created");
+            for (i, to) in path.iter().enumerate() {
+                let why = (i + 1 == path.len()).then_some(reason).flatten();
+                transition(&conn, &c.id, *to, why).expect("allowed");
+            }
+        };
+        let reviewed = [State::Generating, State::Validating, State::AwaitingReview];
+        let rejected = [&reviewed[..], &[State::Rejected]].concat();
+        let approved = [&reviewed[..], &[State::Approved]].concat();
+        make(Some("p-1"), &rejected, Some("older"));
+        make(Some("p-1"), &rejected, Some("newest"));
+        make(Some("p-2"), &approved, None);
+        make(Some("p-2"), &approved, None);
+        make(Some("p-3"), &[], None);
+        make(Some("p-4"), &reviewed, None);
+        make(Some("p-5"), &[State::Failed], Some("gave up"));
+        make(None, &approved, None);
+        let outcomes = pattern_outcomes(&conn).expect("read");
+        assert_eq!(
+            outcomes.rejected,
+            [Rejection {
+                pattern: "p-1".into(),
+                reason: Some("newest".into())
+            }]
+        );
+        assert_eq!(outcomes.approved, ["p-2"]);
+        let mut under_way = outcomes.under_way;
+        under_way.sort();
+        assert_eq!(under_way, ["p-3", "p-4"]);
     }
 }

@@ -18,17 +18,15 @@
 
 use serde_json::json;
 
-use super::spec::{
-    Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec, shell_quote,
-};
-use crate::ingest::action::{Action, Source};
-use crate::ingest::redact::{PLACEHOLDER_START, placeholder_kinds, replace_placeholders};
+use super::spec::{Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec};
+use crate::action::placeholder::{PLACEHOLDER_START, placeholder_kinds, replace_placeholders};
+use crate::action::{Action, Source};
 use crate::mine::params::{AlignInput, align, piped_flags};
 use crate::mine::pattern::{self, Pattern, PatternKind};
 use crate::mine::token::tokens_of;
-use crate::registry::manifest::{
-    Evidence, Language, Origin, OutputKind, WorkspaceAccess, valid_name,
-};
+use crate::package::manifest::{Evidence, Language, Origin, OutputKind, valid_name};
+use crate::quote::shell_quote;
+use crate::sandbox::WorkspaceAccess;
 
 /// Most example commands a request may give.
 pub const MAX_EXAMPLES: usize = 20;

@@ -9,6 +9,8 @@
 //! - [`template_py`]: the offline Python generator, for pure text transformations;
 //! - [`prompt`]: prompts per origin and the repair turn;
 //! - [`staging`]: each attempt's files and diagnostics, kept;
+//! - [`review`]: review decisions (approval, rejection) recorded in the git registry and in the
+//!   store, for candidates and the patterns they came from;
 //! - [`contract`]: the file-block format a model must answer in, read strictly.
 
 pub mod candidates;
@@ -17,6 +19,7 @@ pub mod from_pattern;
 pub mod llm;
 pub mod pipeline;
 pub mod prompt;
+pub mod review;
 pub mod spec;
 pub mod staging;
 pub mod template;

@@ -34,7 +34,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::json;
 use tokio::sync::watch;
 
 use super::candidates::{self, Candidate, CandidateError, NewCandidate, State};
@@ -44,19 +43,16 @@ use super::llm::gateway::Gateway;
 use super::llm::{LlmClient, LlmSettings, Provider, find_api_key};
 use super::prompt::{self, SimilarTool};
 use super::spec::ToolSpec;
-use super::staging::{CheckReport, Diagnostics, Staging, StagingError};
+use super::staging::{Staging, StagingError};
 use super::template;
 use crate::config::{Config, GenerateSettings, LlmConfig};
-use crate::events::EventBus;
-use crate::health::actions::{self, ActionKind, ActionTrigger};
-use crate::health::executions;
-use crate::health::heal;
-use crate::health::score::{HealthPolicy, Status};
+use crate::events::{Event, EventBus};
 use crate::mine::pattern::{self, PatternStatus};
+use crate::package::manifest::{self, Manifest, Origin};
 use crate::registry::auto::AutoApproval;
-use crate::registry::manifest::{self, Manifest, Origin};
 use crate::registry::repo::{Landed, Proposal, Registry, RegistryError, Review};
 use crate::store::{Store, StoreError};
+use crate::validate::report::{CheckLayer, CheckReport, Diagnostics};
 use crate::validate::run::{Outcome, Validator, ValidatorError};
 
 /// The credential file read from `$CREDENTIALS_DIRECTORY` for the model's API key.
@@ -153,14 +149,12 @@ pub fn configured(config: &Config, store: Store) -> Result<Generator, ValidatorE
             crate::sandbox::policy::DEFAULT_FILE,
         ),
     }
-    .map_err(ValidatorError::Review)?;
+    .map_err(|e| ValidatorError::Review(e.to_string()))?;
     let settings = Settings::from_config(&config.generate);
     let llm_wanted = settings.backend == Backend::Llm;
     let mut generator = Generator::new(store.clone(), state, settings, validator)
         .with_registry(config.paths.registry.value.clone());
     generator.auto_approval = auto;
-    generator.health_policy = HealthPolicy::configured(config.generate.policy.value.as_deref())
-        .map_err(ValidatorError::Review)?;
     if llm_wanted {
         let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from);
         match llm_client(&config.llm, credentials.as_deref(), |name| {
@@ -196,7 +190,8 @@ pub enum Job {
         /// Example commands.
         examples: Vec<String>,
     },
-    /// Make a repair of a registered tool's version on `main` (see [`Generator::heal`]).
+    /// Make a repair of a registered tool's version on `main`, through the [`Healer`] the health
+    /// stage hands the generator (`health::repair::heal`).
     Heal {
         /// The tool.
         tool: String,
@@ -320,14 +315,17 @@ struct Known {
     keys: Vec<String>,
 }
 
-/// What a repair is made from, read in one go from the store.
-struct Gathered {
-    health: executions::VersionHealth,
-    attempts: u32,
-    open: Option<String>,
-    spec: Option<ToolSpec>,
-    evidence: Vec<heal::EvidenceCommand>,
-    cases: Vec<crate::validate::cases::Case>,
+/// A repair's future, as a [`Healer`] returns it.
+pub type HealFuture<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Candidate, GenerateError>> + Send + 'a>,
+>;
+
+/// Repairs of registered tools. Healing is the health stage's (above generation): it reads the
+/// runs, decides whether a repair may be made, prepares its spec and hands it back to
+/// [`Generator::propose_repair`]. Generation declares this so that `Job::Heal` runs through it.
+pub trait Healer: Send + Sync {
+    /// Makes a repair of `tool`'s version on `main` with `generator` (`manual`: a person asked).
+    fn heal<'a>(&'a self, generator: &'a Generator, tool: &'a str, manual: bool) -> HealFuture<'a>;
 }
 
 /// The generation loop. Cheap to share behind an `Arc`; one run at a time.
@@ -343,8 +341,8 @@ pub struct Generator {
     cancel: Option<watch::Receiver<bool>>,
     /// The policy's auto-approval rules (none by default).
     pub auto_approval: AutoApproval,
-    /// The policy's `[health]` table: what a repair may be made for, and how many times.
-    pub health_policy: HealthPolicy,
+    /// The health stage's repairs, through which `Job::Heal` runs (none: refused).
+    healer: Option<Arc<dyn Healer>>,
 }
 
 impl std::fmt::Debug for Generator {
@@ -404,7 +402,7 @@ impl Generator {
             events: None,
             cancel: None,
             auto_approval: AutoApproval::default(),
-            health_policy: HealthPolicy::default(),
+            healer: None,
         }
     }
 
@@ -438,25 +436,25 @@ impl Generator {
         self
     }
 
+    /// Runs `Job::Heal` through `healer` (the health stage's repairs).
+    pub fn with_healer(mut self, healer: Arc<dyn Healer>) -> Self {
+        self.healer = Some(healer);
+        self
+    }
+
     fn cancelled(&self) -> bool {
         self.cancel.as_ref().is_some_and(|c| *c.borrow())
     }
 
-    fn publish(&self, kind: &str, c: &Candidate, extra: serde_json::Value) {
+    fn publish(&self, event: Event) {
         if let Some(events) = &self.events {
-            let mut data = json!({
-                "id": c.id, "tool": c.tool, "version": c.version, "state": c.state,
-                "reason": c.reason, "attempts": c.attempts,
-            });
-            if let (Some(map), serde_json::Value::Object(more)) = (data.as_object_mut(), extra) {
-                map.extend(more);
-            }
-            events.publish(kind, data);
+            events.publish(event);
         }
     }
 
     /// Runs `f` on the store's writer.
-    async fn db<R, F>(&self, f: F) -> Result<R, GenerateError>
+    /// Runs `f` on the store's connection, its errors as a generation error.
+    pub async fn db<R, F>(&self, f: F) -> Result<R, GenerateError>
     where
         R: Send + 'static,
         F: FnOnce(&mut rusqlite::Connection) -> Result<R, CandidateError> + Send + 'static,
@@ -474,7 +472,7 @@ impl Generator {
         let c = self
             .db(move |conn| candidates::transition(conn, &id, to, reason.as_deref()))
             .await?;
-        self.publish(&format!("candidate.{}", to.as_str()), &c, json!({}));
+        self.publish(Event::CandidateMoved(c.event_info()));
         Ok(c)
     }
 
@@ -586,7 +584,13 @@ impl Generator {
                 report.candidates.push(CandidateReport::from(&c));
             }
             Job::Heal { tool, manual } => {
-                let c = self.heal(&tool, manual).await?;
+                let Some(healer) = self.healer.clone() else {
+                    return Err(GenerateError::Heal(
+                        "no health stage to repair tools with (see `health::repair::configured`)"
+                            .into(),
+                    ));
+                };
+                let c = healer.heal(self, &tool, manual).await?;
                 report.candidates.push(CandidateReport::from(&c));
             }
             Job::Adopt { tool } => {
@@ -673,7 +677,10 @@ impl Generator {
                 candidates::get(conn, &c.id)
             })
             .await?;
-        self.publish("candidate.proposed", &c, json!({"origin": ADOPT}));
+        self.publish(Event::CandidateProposed {
+            candidate: c.event_info(),
+            origin: ADOPT.to_owned(),
+        });
         let c = self
             .transition(&c.id, State::Generating, Some("adopted from main".into()))
             .await?;
@@ -722,144 +729,14 @@ impl Generator {
             .await
     }
 
-    /// Makes a repair of `tool`'s version on `main` and takes it through validation to review,
-    /// like any candidate: its failures (error templates with examples) and the new evidence of
-    /// how its commands are run go to the model; without a model, the templates rewrite its
-    /// steps from that evidence (a renamed flag). Regression cases from the failing runs join
-    /// its tests. Attempts are bounded per version (`health.max_heal_attempts`) and each is
-    /// recorded, made or not.
-    pub async fn heal(&self, tool: &str, manual: bool) -> Result<Candidate, GenerateError> {
-        let trigger = if manual {
-            ActionTrigger::Manual
-        } else {
-            ActionTrigger::Schedule
-        };
-        let Some(dir) = self.registry_dir.clone() else {
-            return Err(GenerateError::Heal("no registry to repair tools in".into()));
-        };
-        let name = tool.to_owned();
-        let (manifest, code) = tokio::task::spawn_blocking(move || {
-            let registry = Registry::open(&dir)?;
-            let (manifest, dir) = registry.runnable(&name)?;
-            let code =
-                std::fs::read_to_string(dir.join(&manifest.runtime.entrypoint)).unwrap_or_default();
-            Ok::<_, RegistryError>((manifest, code))
-        })
-        .await
-        .map_err(|e| GenerateError::Heal(format!("reading {tool} failed: {e}")))?
-        .map_err(|e| GenerateError::Heal(e.to_string()))?;
-        let version = manifest.version.to_string();
-        let policy = self.health_policy.clone();
-        let (t, v) = (tool.to_owned(), version.clone());
-        let state_dir = self.state_dir.clone();
-        let gathered = self
-            .store
-            .call(move |conn| {
-                let gather = || -> Result<Gathered, GenerateError> {
-                    let health = executions::version_health(conn, &t, &v, &policy)?;
-                    let attempts = actions::count(conn, &t, &v, ActionKind::Heal)?;
-                    let open = candidates::open_repair(conn, &t)?.map(|c| c.id);
-                    let spec = candidates::made_version(conn, &t, &v)?
-                        .and_then(|c| Staging::new(&state_dir, &c.id).spec());
-                    let evidence = match &spec {
-                        Some(spec) => heal::new_evidence(conn, spec)?,
-                        None => Vec::new(),
-                    };
-                    let cases = heal::regression_cases(conn, &t, &v)?;
-                    Ok(Gathered {
-                        health,
-                        attempts,
-                        open,
-                        spec,
-                        evidence,
-                        cases,
-                    })
-                };
-                Ok(gather())
-            })
-            .await??;
-        let refuse = |why: String| self.heal_refused(tool, &version, trigger, why);
-        if let Some(open) = &gathered.open {
-            return Err(GenerateError::Heal(format!(
-                "a repair of {tool} is already under way: candidate {open} (`toolsmith show {open}`)"
-            )));
-        }
-        let health = &gathered.health;
-        if health.runs == 0 || health.successes == health.runs {
-            return Err(GenerateError::Heal(format!(
-                "{tool} {version} has no failed run among its last {} ({}): nothing to repair",
-                health.runs,
-                health.status.as_str()
-            )));
-        }
-        if !manual && !matches!(health.status, Status::Failing | Status::Degraded) {
-            return Err(GenerateError::Heal(format!(
-                "{tool} {version} is {} ({:.0}): not repaired automatically",
-                health.status.as_str(),
-                health.score
-            )));
-        }
-        if gathered.attempts >= self.health_policy.max_heal_attempts {
-            return Err(GenerateError::Heal(format!(
-                "{tool} {version}: {} repair attempts made, the most health.max_heal_attempts                  allows; `toolsmith health {tool}` shows them — fix it by hand, or raise the                  bound in the policy",
-                gathered.attempts
-            )));
-        }
-        let Some(mut spec) = gathered.spec.clone() else {
-            return refuse(format!(
-                "{tool} {version} has no generation record here (it was not made by toolsmith on                  this machine, or its staging was removed): repair it by hand and propose it                  with git"
-            ))
-            .await;
-        };
-        let patched = heal::patch_spec(&spec, &gathered.evidence);
-        let with_model = self.settings.backend == Backend::Llm && self.llm.is_some();
-        let how = match (&patched, with_model) {
-            (Some(p), false) => format!(
-                "steps rewritten from new evidence: {}",
-                p.changes.join("; ")
-            ),
-            (Some(p), true) => format!(
-                "repaired by the model, steps already rewritten from new evidence: {}",
-                p.changes.join("; ")
-            ),
-            (None, true) => "repaired by the model from its failures".to_owned(),
-            (None, false) => {
-                let why = if gathered.evidence.is_empty() {
-                    "the recorded commands show no new way of running its steps"
-                } else {
-                    "the new evidence changes the steps' shape (options added or removed)"
-                };
-                return refuse(format!(
-                    "templates cannot repair {tool} {version}: {why}; configure a model ([llm]                      and generate.backend = \"llm\") or fix it by hand"
-                ))
-                .await;
-            }
-        };
-        if let Some(p) = &patched {
-            spec = p.spec.clone();
-        }
-        spec.name = tool.to_owned();
-        spec.origin = Origin::Heal;
-        spec.pattern = None;
-        spec.regression_cases = gathered.cases.clone();
-        spec.heal = Some(prompt::HealContext {
-            code,
-            failures: health
-                .top_errors
-                .iter()
-                .map(|t| {
-                    format!(
-                        "{} [{}; {} runs] e.g. {}",
-                        t.template,
-                        t.class.as_str(),
-                        t.count,
-                        t.examples.join(" | ")
-                    )
-                })
-                .collect(),
-            new_evidence: gathered.evidence.iter().map(|e| e.line.clone()).collect(),
-            steps_repaired: patched.is_some(),
-        });
+    /// Makes a candidate of a repair's `spec` (the health stage prepares it: see
+    /// `health::repair`) under `tool`'s name and its next version, and takes it through
+    /// validation to review like any candidate.
+    pub async fn propose_repair(
+        &self,
+        tool: &str,
+        spec: ToolSpec,
+    ) -> Result<Candidate, GenerateError> {
         let known = self.known().await?;
         let (_, next) = Self::name_and_version(tool, |k| k.name == tool, &known);
         let new = NewCandidate {
@@ -869,55 +746,27 @@ impl Generator {
             request: None,
         };
         let c = self.create(new, &spec, &next).await?;
-        let made = self.process(c, spec, next, &known).await?;
-        let outcome = match made.state {
-            State::AwaitingReview | State::Approved => "proposed",
-            _ => "failed",
-        };
-        let detail = match &made.reason {
-            Some(reason) if outcome == "failed" => format!("{how}; {reason}"),
-            _ => how,
-        };
-        let (t, v, id) = (tool.to_owned(), version.clone(), made.id.clone());
-        self.db(move |conn| {
-            Ok(actions::record(
-                conn,
-                &t,
-                &v,
-                ActionKind::Heal,
-                trigger,
-                outcome,
-                Some(&id),
-                &detail,
-            )?)
-        })
-        .await?;
-        Ok(made)
+        self.process(c, spec, next, &known).await
     }
 
-    /// Records a repair that could not be made, and says why.
-    async fn heal_refused(
-        &self,
-        tool: &str,
-        version: &str,
-        trigger: ActionTrigger,
-        why: String,
-    ) -> Result<Candidate, GenerateError> {
-        let (t, v, w) = (tool.to_owned(), version.to_owned(), why.clone());
-        self.db(move |conn| {
-            Ok(actions::record(
-                conn,
-                &t,
-                &v,
-                ActionKind::Heal,
-                trigger,
-                "failed",
-                None,
-                &w,
-            )?)
-        })
-        .await?;
-        Err(GenerateError::Heal(why))
+    /// The registry this generator proposes to, when it has one.
+    pub fn registry_dir(&self) -> Option<&Path> {
+        self.registry_dir.as_deref()
+    }
+
+    /// The state directory (staging lives under it).
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// The store candidates are recorded in.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Whether a model writes the code (the LLM backend, set up).
+    pub fn has_model(&self) -> bool {
+        self.settings.backend == Backend::Llm && self.llm.is_some()
     }
 
     /// The tools known already: registered ones and every candidate (one given up keeps its
@@ -1094,7 +943,10 @@ impl Generator {
                 .await?;
             return Err(e.into());
         }
-        self.publish("candidate.proposed", &c, json!({"origin": c.origin}));
+        self.publish(Event::CandidateProposed {
+            candidate: c.event_info(),
+            origin: c.origin.clone(),
+        });
         Ok(c)
     }
 
@@ -1274,7 +1126,7 @@ impl Generator {
         .await
         .unwrap_or_else(|e| Outcome {
             checks: vec![CheckReport {
-                layer: "validate".into(),
+                layer: CheckLayer::Validate,
                 name: "runner".into(),
                 passed: false,
                 details: vec![format!("the validation task failed: {e}")],
@@ -1294,13 +1146,14 @@ impl Generator {
         let (id, g, v) = (c.id.clone(), generator.to_owned(), version.to_string());
         self.db(move |conn| candidates::record_attempt(conn, &id, n, &g, &v))
             .await?;
-        if let Some(events) = &self.events {
-            events.publish(
-                "candidate.attempt",
-                json!({"id": c.id, "tool": c.tool, "attempt": n, "generator": generator,
-                       "passed": outcome.passed(), "summary": outcome.summary()}),
-            );
-        }
+        self.publish(Event::CandidateAttempt {
+            id: c.id.clone(),
+            tool: c.tool.clone(),
+            attempt: n,
+            generator: generator.to_owned(),
+            passed: outcome.passed(),
+            summary: outcome.summary(),
+        });
         Ok((outcome, n))
     }
 
@@ -1375,19 +1228,17 @@ impl Generator {
                     self.db(move |conn| candidates::set_version(conn, &id, &v))
                         .await?;
                     reason = format!("{reason}; proposed on {}", review.branch);
-                    if let Some(events) = &self.events {
-                        events.publish(
-                            "candidate.proposed",
-                            json!({"id": c.id, "tool": review.name, "version": review.version,
-                                   "branch": review.branch, "commit": review.commit}),
-                        );
-                    }
+                    self.publish(Event::CandidateOnBranch {
+                        id: c.id.clone(),
+                        tool: review.name.clone(),
+                        version: review.version.clone(),
+                        branch: review.branch.clone(),
+                        commit: review.commit.clone(),
+                    });
                     if let Some(landed) = landed {
                         self.transition(&c.id, State::AwaitingReview, Some(reason))
                             .await?;
-                        if let Some(events) = &self.events {
-                            events.publish("tool.approved", json!(landed));
-                        }
+                        self.publish(landed.event());
                         let why = format!("approved by {} as {}", landed.approved_by, landed.tag);
                         return self.transition(&c.id, State::Approved, Some(why)).await;
                     }
@@ -1479,7 +1330,7 @@ impl Generator {
                         generator: generator.clone(),
                         passed: false,
                         checks: vec![CheckReport {
-                            layer: "contract".into(),
+                            layer: CheckLayer::Contract,
                             name: "output contract".into(),
                             passed: false,
                             details: vec![e.problem.clone()],

@@ -10,9 +10,9 @@ use std::fmt::Write as _;
 
 use super::contract;
 use super::llm::Message;
-use super::spec::{ParamKind, ToolSpec};
+use super::spec::{HealContext, ParamKind, ToolSpec};
 use crate::invoke;
-use crate::registry::manifest::{Language, Origin, OutputKind};
+use crate::package::manifest::{Language, Origin, OutputKind};
 
 /// The files a model must answer with for a tool in `language`.
 pub fn reply_files(language: Language) -> [&'static str; 3] {
@@ -29,21 +29,6 @@ pub struct SimilarTool {
     pub name: String,
     /// Its description.
     pub description: String,
-}
-
-/// What a repair prompt needs of the tool being repaired.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HealContext {
-    /// The current implementation.
-    pub code: String,
-    /// Recent failures: error templates with examples.
-    pub failures: Vec<String>,
-    /// Recent evidence of how the underlying commands are now called (e.g. a renamed flag).
-    pub new_evidence: Vec<String>,
-    /// Whether the spec's steps were already repaired from that evidence (so the templates
-    /// can write the repair when the model cannot be used).
-    #[serde(default)]
-    pub steps_repaired: bool,
 }
 
 const SYSTEM: &str = "You write small, dependable command-line tools that a coding agent calls \

@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::registry::manifest::{
-    self, Evidence, Interface, Language, Limits, Manifest, Origin, OutputKind, Provenance, Runtime,
-    SandboxProfile, WorkspaceAccess,
+use crate::package::manifest::{
+    self, Evidence, Interface, Language, Manifest, Origin, OutputKind, Provenance, Runtime,
 };
+use crate::quote::shell_quote;
+use crate::sandbox::{Limits, SandboxProfile, WorkspaceAccess};
 
 /// The kind of value a parameter holds (what a mined slot looked like).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,25 +180,38 @@ impl StepSpec {
     }
 }
 
-/// Quotes a word the way the generated tools print commands in a dry run: as is when it holds
-/// only safe characters, else in single quotes.
-///
-/// ```
-/// use toolsmith::generate::spec::shell_quote;
-/// assert_eq!(shell_quote("src/main.rs"), "src/main.rs");
-/// assert_eq!(shell_quote("fix the tests"), "'fix the tests'");
-/// assert_eq!(shell_quote("it's"), r"'it'\''s'");
-/// ```
-pub fn shell_quote(word: &str) -> String {
-    let safe = !word.is_empty()
-        && word
+/// What a repair prompt needs of the tool being repaired.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HealContext {
+    /// The current implementation.
+    pub code: String,
+    /// Recent failures: error templates with examples.
+    pub failures: Vec<String>,
+    /// Recent evidence of how the underlying commands are now called (e.g. a renamed flag).
+    pub new_evidence: Vec<String>,
+    /// Whether the spec's steps were already repaired from that evidence (so the templates
+    /// can write the repair when the model cannot be used).
+    #[serde(default)]
+    pub steps_repaired: bool,
+}
+
+/// Why a spec cannot be written as a template tool.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the template generator cannot write `{tool}`: {why}")]
+pub struct TemplateError {
+    /// The tool.
+    pub tool: String,
+    /// Why.
+    pub why: String,
+}
+
+/// Whether a parameter name is snake_case ASCII starting with a letter: names become option names
+/// and variables in generated code, so nothing else may reach it.
+pub fn is_snake_case(name: &str) -> bool {
+    name.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
+        && name
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_./:=@%+,~-".contains(&b));
-    if safe {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// The failure a recovery tool answers.
@@ -267,7 +281,7 @@ pub struct ToolSpec {
     pub keys: Vec<String>,
     /// For a repair: the tool's code, its failures and new evidence, for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub heal: Option<super::prompt::HealContext>,
+    pub heal: Option<HealContext>,
     /// For a repair: cases built from the runs that failed in use, added to the candidate's
     /// tests whoever writes them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

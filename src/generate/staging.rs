@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use crate::validate::report::Diagnostics;
 
 /// Largest file written to staging.
 pub const MAX_FILE_BYTES: usize = 512 * 1024;
@@ -63,50 +63,6 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StagingError + '_ {
     move |source| StagingError::Io {
         path: path.to_owned(),
         source,
-    }
-}
-
-/// How an attempt went: each check's verdict and the details a person (or the model, in the
-/// repair loop) needs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Diagnostics {
-    /// The generator that wrote the attempt.
-    pub generator: String,
-    /// Whether every check passed.
-    pub passed: bool,
-    /// Each check, in the order run.
-    pub checks: Vec<CheckReport>,
-    /// When the attempt finished (RFC 3339).
-    pub finished: String,
-}
-
-/// One validation layer's verdict.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CheckReport {
-    /// The layer: `contract`, `manifest`, `static`, `policy`, `tests`, `schema`.
-    pub layer: String,
-    /// The check within it, e.g. `sh -n`, `shellcheck`, a rule id, a test's name.
-    pub name: String,
-    /// Whether it passed.
-    pub passed: bool,
-    /// What it found.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub details: Vec<String>,
-}
-
-impl Diagnostics {
-    /// The failed checks as text, for the repair prompt and `toolsmith show`.
-    pub fn failures(&self) -> String {
-        let mut out = String::new();
-        for c in self.checks.iter().filter(|c| !c.passed) {
-            out.push_str(&format!("- [{}] {}\n", c.layer, c.name));
-            for d in &c.details {
-                for line in d.lines() {
-                    out.push_str(&format!("    {line}\n"));
-                }
-            }
-        }
-        out
     }
 }
 
@@ -340,9 +296,9 @@ impl Staging {
     pub fn write_manifest(
         &self,
         n: u32,
-        manifest: &crate::registry::manifest::Manifest,
+        manifest: &crate::package::manifest::Manifest,
     ) -> Result<(), StagingError> {
-        let path = self.tool_dir(n).join(crate::registry::manifest::FILE_NAME);
+        let path = self.tool_dir(n).join(crate::package::manifest::FILE_NAME);
         replace(&path, &manifest.to_yaml())
     }
 
@@ -426,6 +382,7 @@ fn collect(dir: &Path, prefix: &str, out: &mut BTreeMap<String, String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::validate::report::{CheckLayer, CheckReport};
 
     fn files(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
@@ -480,7 +437,7 @@ mod tests {
             generator: "template/sh@1".into(),
             passed: false,
             checks: vec![CheckReport {
-                layer: "static".into(),
+                layer: CheckLayer::Static,
                 name: "sh -n".into(),
                 passed: false,
                 details: vec!["run.sh: 3: Syntax error".into()],

@@ -17,9 +17,10 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::spec::{Occurrence, ParamKind, Piece, StepSpec, ToolSpec, shell_quote};
+use super::spec::{Occurrence, ParamKind, Piece, StepSpec, TemplateError, ToolSpec, is_snake_case};
 use crate::invoke;
-use crate::registry::manifest::{Language, Origin};
+use crate::package::manifest::{Language, Origin};
+use crate::quote::shell_quote;
 use crate::validate::cases::{Case, Cases, Expect};
 
 /// The generator's name, recorded in provenance.
@@ -47,16 +48,6 @@ pub const MAX_OCCURRENCE_CASES: usize = 12;
 
 /// The characters a dry run prints without quotes (as [`shell_quote`]).
 const SAFE: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,~-";
-
-/// Why a spec cannot be written as a template tool.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the template generator cannot write `{tool}`: {why}")]
-pub struct TemplateError {
-    /// The tool.
-    pub tool: String,
-    /// Why.
-    pub why: String,
-}
 
 /// Text from a log or a request as one line of plain text: control characters (a newline could
 /// end a comment or the usage here-document and start code) become spaces.
@@ -746,7 +737,7 @@ pub fn generate(
         derived_cases(spec).to_json(),
     );
     files.insert(
-        crate::registry::manifest::FILE_NAME.to_owned(),
+        crate::package::manifest::FILE_NAME.to_owned(),
         manifest.to_yaml(),
     );
     files.insert("README.md".to_owned(), readme(spec));
@@ -758,7 +749,7 @@ pub fn generate(
 pub(crate) mod tests_support {
     use super::*;
     use crate::generate::spec::{Occurrence, ParamSpec};
-    use crate::registry::manifest::{Evidence, OutputKind};
+    use crate::package::manifest::{Evidence, OutputKind};
 
     fn lit(s: &str) -> Vec<Piece> {
         vec![Piece::Literal(s.into())]
@@ -853,21 +844,12 @@ pub(crate) mod tests_support {
     }
 }
 
-/// Whether a parameter name is snake_case ASCII starting with a letter: names become option names
-/// and variables in generated code, so nothing else may reach it.
-pub(crate) fn is_snake_case(name: &str) -> bool {
-    name.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-}
-
 #[cfg(test)]
 mod tests {
     use super::tests_support::sequence_spec;
     use super::*;
     use crate::generate::spec::TriggerSpec;
-    use crate::registry::manifest::Manifest;
+    use crate::package::manifest::Manifest;
 
     fn lit(s: &str) -> Vec<Piece> {
         vec![Piece::Literal(s.into())]

@@ -5,19 +5,18 @@
 //! The tool follows the calling convention of [`crate::invoke`] exactly as `template/sh@1`
 //! does: `--name VALUE` options (an array repeats its option), `--help`, exit code 2 with a
 //! message on a missing, bad or unknown parameter, and `TOOLSMITH_DRY_RUN=1` printing each
-//! command, quoted as [`super::spec::shell_quote`] quotes, instead of running it. Commands run
+//! command, quoted as [`crate::quote::shell_quote`] quotes, instead of running it. Commands run
 //! with argument lists (`subprocess`, never a shell; piped steps joined by real pipes), so no value is re-read as code. The
 //! spec is embedded as data (JSON literals, which are Python literals too), never spliced
-//! into code. Its tests are the ones [`super::template::derived_cases`] derives.
+//! into code. Its tests are the ones `template::derived_cases` derives.
 
 use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::spec::{ParamKind, Piece, StepSpec, ToolSpec};
-use super::template::{TemplateError, is_snake_case};
+use super::spec::{ParamKind, Piece, StepSpec, TemplateError, ToolSpec, is_snake_case};
 use crate::invoke;
-use crate::registry::manifest::Language;
+use crate::package::manifest::Language;
 
 /// The generator's name, recorded in provenance.
 pub const GENERATOR: &str = "template/py@1";

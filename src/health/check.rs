@@ -5,7 +5,7 @@
 //!    higher than the previous version's by `regression.worse_by` is rolled back (a revert
 //!    commit, as `toolsmith rollback`) when `regression.auto_rollback`, else REQUIRES_ATTENTION.
 //! 2. **Healing**: a FAILING or DEGRADED version whose error classes are all auto-healable gets a
-//!    repair candidate ([`Generator::heal`]), within `max_heal_attempts`; otherwise, or once the
+//!    repair candidate ([`super::repair::heal`]), within `max_heal_attempts`; otherwise, or once the
 //!    attempts are used up, REQUIRES_ATTENTION.
 //! 3. **Sprawl**: a tool unused for `unused_days` (and approved before that) is proposed for
 //!    deprecation; two tools whose commands have the same canonical keys are proposed for
@@ -24,7 +24,7 @@ use serde_json::json;
 use super::actions::{self, ActionKind, ActionTrigger};
 use super::executions::{self, VersionHealth};
 use super::score::{HealthPolicy, Status};
-use crate::events::EventBus;
+use crate::events::{Event, EventBus};
 use crate::generate::candidates;
 use crate::generate::pipeline::{GenerateError, Generator};
 use crate::generate::staging::Staging;
@@ -189,11 +189,7 @@ pub async fn check_at(
                     .and_then(|c| Staging::new(&state_dir, &c.id).spec())
                     .map(|s| s.keys)
                     .unwrap_or_default();
-                let total_runs: i64 = conn.query_row(
-                    "SELECT count(*) FROM executions WHERE tool = ?1 AND version = ?2",
-                    [&name, &version],
-                    |r| r.get(0),
-                )?;
+                let total_runs = executions::run_count(conn, &name, &version)?;
                 let done = actions::history(conn, &name, 50)?
                     .into_iter()
                     .filter(|a| a.version == version)
@@ -223,9 +219,9 @@ pub async fn check_at(
         })
         .await?;
     report.checked = seen.len() as u32;
-    let publish = |kind: &str, data: serde_json::Value| {
+    let publish = |event: Event| {
         if let Some(events) = events {
-            events.publish(kind, data);
+            events.publish(event);
         }
     };
     let now = now.as_millisecond();
@@ -257,11 +253,13 @@ pub async fn check_at(
                         let to_text = to.clone().unwrap_or_else(|| "nothing".into());
                         let detail = format!("{why}: rolled back to {to_text} ({commit:.12})");
                         record(store, name, version, ActionKind::Rollback, "done", &detail).await?;
-                        publish(
-                            "tool.rolled_back",
-                            json!({"name": name, "from": from, "to": to, "commit": commit,
-                                   "reason": why}),
-                        );
+                        publish(Event::ToolRolledBack {
+                            name: name.to_owned(),
+                            from: from.clone(),
+                            to: to.clone(),
+                            commit: commit.clone(),
+                            reason: why.clone(),
+                        });
                         report
                             .rolled_back
                             .push(format!("{name} {from} → {to_text}"));
@@ -314,12 +312,13 @@ pub async fn check_at(
                     }
                 }
                 None => {
-                    publish(
-                        "tool.healing",
-                        json!({"name": name, "version": version, "score": h.score,
-                               "status": h.status.as_str()}),
-                    );
-                    match generator.heal(name, false).await {
+                    publish(Event::ToolHealing {
+                        name: name.to_owned(),
+                        version: version.to_owned(),
+                        score: h.score,
+                        status: h.status.as_str().to_owned(),
+                    });
+                    match super::repair::heal(generator, policy, name, false).await {
                         Ok(c) => report
                             .repairs
                             .push(format!("{name}: {} ({})", c.id, c.state)),
@@ -354,10 +353,12 @@ pub async fn check_at(
                 &detail,
             )
             .await?;
-            publish(
-                "tool.deprecation_proposed",
-                json!({"name": name, "version": version, "reason": since, "command": command}),
-            );
+            publish(Event::ToolDeprecationProposed {
+                name: name.to_owned(),
+                version: version.to_owned(),
+                reason: since.clone(),
+                command,
+            });
             report
                 .proposals
                 .push(format!("{name}: deprecate ({since})"));
@@ -399,10 +400,11 @@ pub async fn check_at(
                 &detail,
             )
             .await?;
-            publish(
-                "tool.merge_proposed",
-                json!({"name": tool.name, "into": keep, "command": command}),
-            );
+            publish(Event::ToolMergeProposed {
+                name: tool.name.clone(),
+                into: keep.to_owned(),
+                command,
+            });
             report
                 .proposals
                 .push(format!("{}: merge into {keep}", tool.name));
@@ -429,10 +431,11 @@ async fn raise_attention(
     )
     .await?;
     if let Some(events) = events {
-        events.publish(
-            "tool.requires_attention",
-            json!({"name": tool, "version": version, "reason": detail}),
-        );
+        events.publish(Event::ToolRequiresAttention {
+            name: tool.to_owned(),
+            version: version.to_owned(),
+            reason: detail.to_owned(),
+        });
     }
     Ok(())
 }

@@ -32,6 +32,13 @@ impl Caller {
             Caller::Daemon => "daemon",
         }
     }
+
+    /// Parses a stored name.
+    pub fn from_name(name: &str) -> Option<Caller> {
+        [Caller::Cli, Caller::Mcp, Caller::Daemon]
+            .into_iter()
+            .find(|c| c.as_str() == name)
+    }
 }
 
 /// One run of a registered tool.
@@ -225,6 +232,105 @@ pub fn failure_rate(
     Ok((failed as f64 / runs as f64, runs as u32))
 }
 
+/// The recorded runs (of `tool`, if given), oldest first.
+pub fn list(conn: &Connection, tool: Option<&str>) -> Result<Vec<Execution>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT tool, version, caller, started_ms, duration_ms, ok, exit_code, signal, limit_hit,
+                error_class, error_excerpt, peak_memory_kb, params
+         FROM executions WHERE ?1 IS NULL OR tool = ?1 ORDER BY id",
+    )?;
+    let rows = stmt.query_map([tool], |r| {
+        let caller: String = r.get(2)?;
+        let class: Option<String> = r.get(9)?;
+        Ok(Execution {
+            tool: r.get(0)?,
+            version: r.get(1)?,
+            // A caller written by a newer build reads as the daemon's rather than failing.
+            caller: Caller::from_name(&caller).unwrap_or(Caller::Daemon),
+            started_ms: r.get(3)?,
+            duration_ms: r.get::<_, i64>(4)?.max(0) as u64,
+            ok: r.get(5)?,
+            exit_code: r.get(6)?,
+            signal: r.get(7)?,
+            limit_hit: r.get(8)?,
+            error_class: class.as_deref().and_then(ErrorClass::from_name),
+            error_excerpt: r.get(10)?,
+            peak_memory_kb: r.get::<_, Option<i64>>(11)?.map(|k| k.max(0) as u64),
+            params: r.get(12)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// How many runs of `tool` at `version` were recorded.
+pub fn run_count(conn: &Connection, tool: &str, version: &str) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT count(*) FROM executions WHERE tool = ?1 AND version = ?2")?
+        .query_row(params![tool, version], |r| r.get(0))?)
+}
+
+/// A failed run that kept its parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedRun {
+    /// The parameters it was given, as JSON text.
+    pub params: String,
+    /// The end of its error output.
+    pub error_excerpt: Option<String>,
+}
+
+/// The newest `limit` failed runs of `tool` at `version` that kept their parameters, newest
+/// first.
+pub fn failed_runs_with_params(
+    conn: &Connection,
+    tool: &str,
+    version: &str,
+    limit: u32,
+) -> Result<Vec<FailedRun>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT params, error_excerpt FROM executions
+         WHERE tool = ?1 AND version = ?2 AND NOT ok AND params IS NOT NULL
+         ORDER BY id DESC LIMIT ?3",
+    )?;
+    let rows = stmt.query_map(params![tool, version, limit], |r| {
+        Ok(FailedRun {
+            params: r.get(0)?,
+            error_excerpt: r.get(1)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The runs of one tool within one hour.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HourlyRuns {
+    /// The tool.
+    pub tool: String,
+    /// The hour's start (Unix ms, a multiple of 3,600,000).
+    pub hour_ms: i64,
+    /// Runs started in that hour.
+    pub runs: i64,
+    /// The last of them (Unix ms).
+    pub last_ms: i64,
+}
+
+/// The runs started at or after `since_ms`, counted per tool and hour (a handful of rows per
+/// tool, however many runs).
+pub fn runs_by_hour(conn: &Connection, since_ms: i64) -> Result<Vec<HourlyRuns>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT tool, started_ms / 3600000, COUNT(*), MAX(started_ms) FROM executions
+         WHERE started_ms >= ?1 GROUP BY tool, started_ms / 3600000",
+    )?;
+    let rows = stmt.query_map([since_ms], |r| {
+        Ok(HourlyRuns {
+            tool: r.get(0)?,
+            hour_ms: r.get::<_, i64>(1)? * 3_600_000,
+            runs: r.get(2)?,
+            last_ms: r.get(3)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// The versions of `tool` that were run, most recent first, with their last run (Unix ms).
 pub fn versions_run(conn: &Connection, tool: &str) -> Result<Vec<(String, i64)>, StoreError> {
     let mut stmt = conn.prepare_cached(
@@ -314,5 +420,55 @@ mod tests {
         // No runs: no evidence against it.
         assert_eq!((v3.runs, v3.status), (0, Status::Healthy));
         assert_eq!(rate, (1.0, 5));
+    }
+
+    #[test]
+    fn runs_are_listed_counted_and_grouped_by_hour() {
+        let (_dir, store) = store();
+        let (all, of_u, count, failed, hours) = store
+            .call_blocking(|conn| {
+                let mut with_params = run("t", "1.0.0", false, Some(ErrorClass::CodeError), "boom");
+                with_params.params = Some(r#"{"x":"1"}"#.into());
+                record(conn, &run("t", "1.0.0", true, None, ""))?;
+                record(conn, &with_params)?;
+                record(conn, &run("t", "1.0.0", false, None, "no params kept"))?;
+                let mut later = run("u", "2.0.0", true, None, "");
+                later.started_ms += 3_600_000;
+                later.caller = Caller::Mcp;
+                record(conn, &later)?;
+                Ok((
+                    list(conn, None)?,
+                    list(conn, Some("u"))?,
+                    run_count(conn, "t", "1.0.0")?,
+                    failed_runs_with_params(conn, "t", "1.0.0", 10)?,
+                    runs_by_hour(conn, 1_763_800_000_000)?,
+                ))
+            })
+            .expect("store");
+        assert_eq!(all.len(), 4);
+        assert_eq!(all[1].error_class, Some(ErrorClass::CodeError));
+        assert_eq!(all[1].params.as_deref(), Some(r#"{"x":"1"}"#));
+        assert_eq!(of_u.len(), 1);
+        assert_eq!((of_u[0].caller, of_u[0].ok), (Caller::Mcp, true));
+        assert_eq!(count, 3);
+        assert_eq!(
+            failed,
+            [FailedRun {
+                params: r#"{"x":"1"}"#.into(),
+                error_excerpt: Some("boom".into())
+            }]
+        );
+        let mut hours: Vec<(String, i64, i64)> = hours
+            .into_iter()
+            .map(|h| (h.tool, h.runs, h.last_ms - h.hour_ms))
+            .collect();
+        hours.sort();
+        // 1_763_800_000_000 is 1_600_000 ms into its hour.
+        assert_eq!(
+            hours,
+            [("t".into(), 3, 1_600_000), ("u".into(), 1, 1_600_000)]
+        );
+        assert_eq!(Caller::from_name("mcp"), Some(Caller::Mcp));
+        assert_eq!(Caller::from_name("robot"), None);
     }
 }

@@ -16,15 +16,16 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 use serde_json::{Map, Value};
 
 use super::actions::{self, ActionKind};
 use super::executions::VersionHealth;
 use super::score::{HealthPolicy, Status};
+use crate::action::stored::{self as actions_table, CallInput};
 use crate::generate::spec::{Occurrence, Piece, StepSpec, ToolSpec};
 use crate::mine::shell;
-use crate::registry::manifest::Evidence;
+use crate::package::manifest::Evidence;
 use crate::store::StoreError;
 use crate::validate::cases::{Case, Expect};
 
@@ -123,16 +124,13 @@ pub fn new_evidence(
     // Each step's newest matching command decides whether that step changed.
     let mut decided: Vec<Option<bool>> = vec![None; steps(spec).count()];
     for program in programs {
-        let mut stmt = conn.prepare_cached(
-            "SELECT session, seq, input FROM actions
-             WHERE ok = 1 AND instr(input, ?1) > 0 ORDER BY id DESC LIMIT ?2",
-        )?;
-        let rows: Vec<(String, i64, String)> = stmt
-            .query_map(params![program, EVIDENCE_WINDOW], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?
-            .collect::<Result<_, _>>()?;
-        for (session, seq, input) in rows {
+        let rows = actions_table::recent_successes_mentioning(conn, program, EVIDENCE_WINDOW)?;
+        for CallInput {
+            session,
+            seq,
+            input,
+        } in rows
+        {
             let Ok(input) = serde_json::from_str::<Value>(&input) else {
                 continue;
             };
@@ -295,18 +293,12 @@ pub fn regression_cases(
     tool: &str,
     version: &str,
 ) -> Result<Vec<Case>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT params, error_excerpt FROM executions
-         WHERE tool = ?1 AND version = ?2 AND NOT ok AND params IS NOT NULL
-         ORDER BY id DESC LIMIT 200",
-    )?;
-    let rows: Vec<(String, Option<String>)> = stmt
-        .query_map(params![tool, version], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
+    let rows = super::executions::failed_runs_with_params(conn, tool, version, 200)?;
     let mut seen: Vec<Map<String, Value>> = Vec::new();
     let mut cases = Vec::new();
-    for (params, excerpt) in rows {
-        let Ok(Value::Object(params)) = serde_json::from_str::<Value>(&params) else {
+    for run in rows {
+        let excerpt = run.error_excerpt;
+        let Ok(Value::Object(params)) = serde_json::from_str::<Value>(&run.params) else {
             continue;
         };
         if seen.contains(&params) {
@@ -413,6 +405,7 @@ pub fn overall_status(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::action::{Action, ActionResult, Source};
     use crate::generate::spec::{ParamKind, ParamSpec};
 
     fn lit(t: &str) -> Vec<Piece> {
@@ -491,13 +484,25 @@ mod tests {
     fn evidence_is_the_newest_way_the_commands_are_run() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = crate::store::Store::open(&dir.path().join("s.db")).expect("store");
-        let add = |conn: &Connection, seq: i64, command: &str, ok: bool| {
-            conn.execute(
-                "INSERT INTO actions (session, seq, source, tool, input, ok)
-                 VALUES ('s', ?1, 'claude_code', 'Bash', ?2, ?3)",
-                params![seq, serde_json::json!({"command": command}).to_string(), ok],
-            )
-            .map(|_| ())
+        let add = |conn: &mut Connection, seq: u64, command: &str, ok: bool| {
+            let action = Action {
+                session: "s".into(),
+                seq,
+                ts: None,
+                source: Source::ClaudeCode,
+                cwd: None,
+                tool: "Bash".into(),
+                input: serde_json::json!({"command": command}),
+                call_id: None,
+                parent_session: None,
+                result: Some(ActionResult {
+                    ok,
+                    exit_code: None,
+                    output: String::new(),
+                    duration_ms: None,
+                }),
+            };
+            crate::ingest::store::store_actions(conn, "/logs/s.jsonl", vec![action]).map(|_| ())
         };
         let s = spec();
         let (before, after) = store

@@ -139,13 +139,67 @@ impl Default for HealthPolicy {
     }
 }
 
+/// A `[health]` table that cannot be used: which file, what is wrong, what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum HealthPolicyError {
+    /// The policy file cannot be read.
+    #[error("cannot read the policy file {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not TOML.
+    #[error("{file}: {reason}")]
+    Toml {
+        /// The file.
+        file: String,
+        /// The parser's message.
+        reason: String,
+    },
+    /// The `[health]` table has an unknown key or a value of the wrong type.
+    #[error("{file}: [health]: {reason}")]
+    Table {
+        /// The file.
+        file: String,
+        /// The parser's message.
+        reason: String,
+    },
+    /// `health.window_runs` is 0.
+    #[error("{file}: health.window_runs must be at least 1")]
+    WindowRuns {
+        /// The file.
+        file: String,
+    },
+    /// `health.classes` names an error class that does not exist.
+    #[error("{file}: health.classes.{name}: unknown error class; known: {known}")]
+    UnknownClass {
+        /// The file.
+        file: String,
+        /// The name given.
+        name: String,
+        /// The classes there are, comma-separated.
+        known: String,
+    },
+    /// `health.regression.worse_by` is outside 0–1.
+    #[error("{file}: health.regression.worse_by must be between 0 and 1")]
+    WorseBy {
+        /// The file.
+        file: String,
+    },
+}
+
 impl HealthPolicy {
     /// The `[health]` table of the policy file at `path`, or of the built-in policy.
-    pub fn configured(path: Option<&std::path::Path>) -> Result<HealthPolicy, String> {
+    pub fn configured(path: Option<&std::path::Path>) -> Result<HealthPolicy, HealthPolicyError> {
         match path {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read the policy file {}: {e}", path.display()))?;
+                let text =
+                    std::fs::read_to_string(path).map_err(|source| HealthPolicyError::Read {
+                        path: path.to_owned(),
+                        source,
+                    })?;
                 HealthPolicy::from_toml(&text, &path.display().to_string())
             }
             None => HealthPolicy::from_toml(
@@ -156,37 +210,47 @@ impl HealthPolicy {
     }
 
     /// Reads the `[health]` table of a policy file's text; what it leaves out keeps the defaults.
-    pub fn from_toml(text: &str, file: &str) -> Result<HealthPolicy, String> {
-        let doc: toml::Table = toml::from_str(text).map_err(|e| format!("{file}: {e}"))?;
+    pub fn from_toml(text: &str, file: &str) -> Result<HealthPolicy, HealthPolicyError> {
+        let doc: toml::Table = toml::from_str(text).map_err(|e| HealthPolicyError::Toml {
+            file: file.to_owned(),
+            reason: e.to_string(),
+        })?;
         let mut policy = HealthPolicy::default();
         let Some(table) = doc.get("health") else {
             return Ok(policy);
         };
-        let raw: RawHealth = table
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| format!("{file}: [health]: {}", e.message()))?;
+        let raw: RawHealth =
+            table
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| HealthPolicyError::Table {
+                    file: file.to_owned(),
+                    reason: e.message().to_owned(),
+                })?;
         if let Some(w) = raw.window_runs {
             if w == 0 {
-                return Err(format!("{file}: health.window_runs must be at least 1"));
+                return Err(HealthPolicyError::WindowRuns {
+                    file: file.to_owned(),
+                });
             }
             policy.window_runs = w;
         }
         for (name, class) in raw.classes {
-            let key = ErrorClass::from_name(&name).ok_or_else(|| {
+            let Some(key) = ErrorClass::from_name(&name) else {
                 let known: Vec<_> = ErrorClass::ALL.iter().map(|c| c.as_str()).collect();
-                format!(
-                    "{file}: health.classes.{name}: unknown error class; known: {}",
-                    known.join(", ")
-                )
-            })?;
+                return Err(HealthPolicyError::UnknownClass {
+                    file: file.to_owned(),
+                    name,
+                    known: known.join(", "),
+                });
+            };
             policy.classes.insert(key, class);
         }
         if let Some(r) = raw.regression {
             if !(0.0..=1.0).contains(&r.worse_by) {
-                return Err(format!(
-                    "{file}: health.regression.worse_by must be between 0 and 1"
-                ));
+                return Err(HealthPolicyError::WorseBy {
+                    file: file.to_owned(),
+                });
             }
             policy.regression = r;
         }
@@ -388,7 +452,9 @@ auto_rollback = false
                 "unknown variant",
             ),
         ] {
-            let err = HealthPolicy::from_toml(bad, "p.toml").expect_err(bad);
+            let err = HealthPolicy::from_toml(bad, "p.toml")
+                .expect_err(bad)
+                .to_string();
             assert!(err.contains(expect), "{bad}: {err}");
         }
     }

@@ -1,4 +1,4 @@
-//! Ingest: agent and shell logs in, as normalized [`action::Action`]s, exactly once, with
+//! Ingest: agent and shell logs in, as normalized [`crate::action::Action`]s, exactly once, with
 //! secrets out.
 //!
 //! - [`adapters`]: one per format, turning records into items (pure functions of the bytes);
@@ -12,7 +12,6 @@
 //! - [`oneshot`]: `toolsmith ingest` — files and directories read to their end;
 //! - [`tail`]: the daemon's live tailing (start-up scan, inotify, debounce, rotation).
 
-pub mod action;
 pub mod adapters;
 pub mod formats;
 pub mod framing;

@@ -25,7 +25,6 @@ use std::collections::{HashMap, VecDeque};
 use regex::Regex;
 use serde_json::{Value, json};
 
-use super::action::Action;
 use super::adapters::{Item, LateResult};
 use super::reader::cap_excerpt;
 use super::redact::{Found, Redactor};
@@ -33,6 +32,7 @@ use super::redact_shell::{
     OutputKind, input_file_kind, is_script, output_of_call, redact_commands, redact_file_formats,
     redact_secret_output,
 };
+use crate::action::Action;
 
 /// The key of the sanitizer's part in a checkpoint's parser state.
 const STATE_KEY: &str = "toolsmith.redact";
@@ -427,7 +427,7 @@ fn for_each_string(value: &mut Value, f: &mut impl FnMut(&mut String)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::action::{ActionResult, Source};
+    use crate::action::{ActionResult, Source};
 
     const S: &str = "Zq8vR2mW4kT9xLp3Hs7N";
 

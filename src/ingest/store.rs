@@ -5,8 +5,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::action::{Action, ActionResult};
 use super::adapters::Item;
+use crate::action::Action;
+use crate::action::stored::{insert_action, join_result};
 use crate::store::{Pending, Store, StoreError, unix_now};
 
 /// How many problems are kept per file (all are counted).
@@ -328,166 +329,54 @@ fn upsert_checkpoint(conn: &Connection, batch: &Batch) -> Result<i64, StoreError
         .query_row([&c.path], |row| row.get(0))?)
 }
 
-/// Inserts an action unless already stored; joins a result that arrived before its call.
-fn insert_action(
-    conn: &Connection,
-    action: &Action,
-    input: &str,
-    ts: Option<&str>,
-    file_id: i64,
-) -> Result<bool, StoreError> {
-    let result = action.result.as_ref();
-    let inserted = conn.prepare_cached("INSERT OR IGNORE INTO actions (session, seq, ts, source, cwd, tool, input, call_id, ok,
-                                        exit_code, output, duration_ms, file_id)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")?.execute(
-        params![
-            action.session,
-            action.seq as i64,
-            ts,
-            action.source.as_str(),
-            action.cwd,
-            action.tool,
-            input,
-            action.call_id,
-            result.map(|r| r.ok),
-            result.and_then(|r| r.exit_code),
-            result.map(|r| r.output.as_str()),
-            result.and_then(|r| r.duration_ms).map(|d| d as i64),
-            file_id
-        ],
-    )? == 1;
-    if !inserted {
-        return Ok(false);
-    }
-    if let (Some(call_id), None) = (&action.call_id, result) {
-        let pending = conn
-            .prepare_cached(
-                "DELETE FROM pending_results WHERE session = ?1 AND call_id = ?2
-                 RETURNING ok, exit_code, output, duration_ms",
-            )?
-            .query_row(params![action.session, call_id], |row| {
-                Ok(ActionResult {
-                    ok: row.get(0)?,
-                    exit_code: row.get(1)?,
-                    output: row.get(2)?,
-                    duration_ms: row.get::<_, Option<i64>>(3)?.map(|d| d as u64),
-                })
-            })
-            .optional()?;
-        if let Some(result) = pending {
-            join_result(conn, &action.session, call_id, &result)?;
-        }
-    }
-    Ok(true)
+/// Stores `actions` as read from `path` in one batch (the checkpoint names `path`, with the
+/// first action's source as source and format): for actions that come from elsewhere than a
+/// tailed file, such as an import or a test.
+pub fn store_actions(
+    conn: &mut Connection,
+    path: &str,
+    actions: Vec<Action>,
+) -> Result<Applied, StoreError> {
+    let format = actions
+        .first()
+        .map_or("native", |a| a.source.as_str())
+        .to_owned();
+    let batch = Batch {
+        checkpoint: Checkpoint {
+            source: format.clone(),
+            format,
+            path: path.to_owned(),
+            ..Checkpoint::default()
+        },
+        records: actions.len() as u64,
+        items: actions.into_iter().map(Item::Action).collect(),
+        ..Batch::default()
+    };
+    apply_batch(conn, &batch)
 }
 
-/// Joins a result to its stored call; keeps it pending when the call is not stored yet.
-fn join_result(
-    conn: &Connection,
-    session: &str,
-    call_id: &str,
-    result: &ActionResult,
-) -> Result<bool, StoreError> {
-    let updated = conn
-        .prepare_cached(
-            "UPDATE actions SET ok = ?3, exit_code = ?4, output = ?5, duration_ms = ?6
-         WHERE session = ?1 AND call_id = ?2 AND ok IS NULL",
-        )?
-        .execute(params![
-            session,
-            call_id,
-            result.ok,
-            result.exit_code,
-            result.output,
-            result.duration_ms.map(|d| d as i64)
-        ])?;
-    if updated > 0 {
-        return Ok(true);
-    }
-    let call_exists: bool = conn
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM actions WHERE session = ?1 AND call_id = ?2)",
-        )?
-        .query_row(params![session, call_id], |row| row.get(0))?;
-    if !call_exists {
-        conn.prepare_cached(
-            "INSERT OR REPLACE INTO pending_results (session, call_id, ok, exit_code, output,
-                                                     duration_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?
-        .execute(params![
-            session,
-            call_id,
-            result.ok,
-            result.exit_code,
-            result.output,
-            result.duration_ms.map(|d| d as i64)
-        ])?;
-    }
-    Ok(false)
-}
-
-/// An action as stored, for listing.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StoredAction {
-    /// Row id.
-    pub id: i64,
-    /// Session.
-    pub session: String,
-    /// Ordering key within the session.
-    pub seq: u64,
-    /// RFC 3339 time.
-    pub ts: Option<String>,
-    /// Source format name.
+/// Where reading one file stands, as `toolsmith sources` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileOffset {
+    /// The source's name.
     pub source: String,
-    /// Working directory.
-    pub cwd: Option<String>,
-    /// Tool name.
-    pub tool: String,
-    /// Input object.
-    pub input: Value,
-    /// Call id.
-    pub call_id: Option<String>,
-    /// `None` while the result is unknown.
-    pub ok: Option<bool>,
-    /// Exit code.
-    pub exit_code: Option<i32>,
-    /// Output excerpt.
-    pub output: Option<String>,
-    /// Duration.
-    pub duration_ms: Option<u64>,
+    /// The format's name.
+    pub format: String,
+    /// The file.
+    pub path: String,
+    /// Bytes consumed.
+    pub offset: u64,
 }
 
-/// The most recent `limit` actions (of one session, if given), oldest first.
-pub fn recent_actions(
-    conn: &Connection,
-    session: Option<&str>,
-    limit: u64,
-) -> Result<Vec<StoredAction>, StoreError> {
-    let mut stmt = conn.prepare(
-        "SELECT * FROM (
-            SELECT id, session, seq, ts, source, cwd, tool, input, call_id, ok, exit_code, output,
-                   duration_ms
-            FROM actions WHERE ?1 IS NULL OR session = ?1
-            ORDER BY id DESC LIMIT ?2
-         ) ORDER BY session, seq",
-    )?;
-    let rows = stmt.query_map(params![session, limit as i64], |row| {
-        let input: String = row.get(7)?;
-        Ok(StoredAction {
-            id: row.get(0)?,
-            session: row.get(1)?,
-            seq: row.get::<_, i64>(2)? as u64,
-            ts: row.get(3)?,
-            source: row.get(4)?,
-            cwd: row.get(5)?,
-            tool: row.get(6)?,
-            input: serde_json::from_str(&input).unwrap_or(Value::String(input)),
-            call_id: row.get(8)?,
-            ok: row.get(9)?,
-            exit_code: row.get(10)?,
-            output: row.get(11)?,
-            duration_ms: row.get::<_, Option<i64>>(12)?.map(|d| d as u64),
+/// Every file read, with how far.
+pub fn file_offsets(conn: &Connection) -> Result<Vec<FileOffset>, StoreError> {
+    let mut stmt = conn.prepare("SELECT source, format, path, offset FROM ingest_files")?;
+    let rows = stmt.query_map([], |r| {
+        Ok(FileOffset {
+            source: r.get(0)?,
+            format: r.get(1)?,
+            path: r.get(2)?,
+            offset: r.get::<_, i64>(3)?.max(0) as u64,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -665,7 +554,8 @@ pub fn source_summaries(conn: &Connection) -> Result<Vec<SourceSummary>, StoreEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::action::Source;
+    use crate::action::stored::*;
+    use crate::action::{ActionResult, Source};
     use crate::ingest::adapters::LateResult;
 
     fn action(seq: u64, call: &str, result: Option<ActionResult>) -> Item {
@@ -758,5 +648,117 @@ mod tests {
                 Ok(())
             })
             .expect("store operations");
+    }
+
+    fn call(session: &str, seq: u64, command: &str, result: Option<(bool, &str)>) -> Action {
+        Action {
+            session: session.into(),
+            seq,
+            ts: None,
+            source: Source::Bash,
+            cwd: Some("/w".into()),
+            tool: "shell".into(),
+            input: serde_json::json!({ "command": command }),
+            call_id: None,
+            parent_session: None,
+            result: result.map(|(ok, output)| ActionResult {
+                ok,
+                exit_code: None,
+                output: output.into(),
+                duration_ms: Some(7),
+            }),
+        }
+    }
+
+    #[test]
+    fn stored_actions_read_back_typed_in_session_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::store::Store::open(&dir.path().join("s.db")).expect("open");
+        let checks = store
+            .call_blocking(|conn| {
+                let applied = store_actions(
+                    conn,
+                    "/logs/history",
+                    vec![
+                        call("s2", 1, "make", Some((true, "built"))),
+                        call("s1", 2, "cargo test", Some((false, "error: boom"))),
+                        call("s1", 1, "cargo build", None),
+                    ],
+                )?;
+                let mut seen = Vec::new();
+                for_each_action(conn, |a| -> Result<(), StoreError> {
+                    seen.push((
+                        a.session.to_owned(),
+                        a.seq,
+                        a.source.to_owned(),
+                        a.ok,
+                        a.failed_output.map(str::to_owned),
+                        a.duration_ms,
+                    ));
+                    Ok(())
+                })?;
+                let mut first_only = 0;
+                let stopped = for_each_action(conn, |_| {
+                    first_only += 1;
+                    Err(StoreError::Closed)
+                });
+                let mut lookup = CallLookup::new(conn)?;
+                Ok((
+                    applied,
+                    seen,
+                    (first_only, stopped.is_err()),
+                    (lookup.get("s2", 1)?, lookup.get("s9", 1)?),
+                    (count_actions(conn, None)?, count_actions(conn, Some("s1"))?),
+                    recent_successes_mentioning(conn, "make", 10)?,
+                    recent_successes_mentioning(conn, "cargo", 10)?,
+                    file_offsets(conn)?,
+                ))
+            })
+            .expect("store");
+        let (applied, seen, stopped, lookups, counts, make, cargo, files) = checks;
+        assert_eq!(applied.inserted, 3);
+        let bash = || "bash".to_owned();
+        assert_eq!(
+            seen,
+            [
+                ("s1".into(), 1, bash(), None, None, None),
+                (
+                    "s1".into(),
+                    2,
+                    bash(),
+                    Some(false),
+                    Some("error: boom".into()),
+                    Some(7)
+                ),
+                ("s2".into(), 1, bash(), Some(true), None, Some(7)),
+            ]
+        );
+        assert_eq!(stopped, (1, true));
+        let found = lookups.0.expect("s2's call");
+        assert_eq!(found.input, r#"{"command":"make"}"#);
+        assert_eq!(
+            (found.cwd.as_deref(), found.ok, found.output.as_deref()),
+            (Some("/w"), Some(true), Some("built"))
+        );
+        assert_eq!(lookups.1, None);
+        assert_eq!(counts, (3, 2));
+        assert_eq!(
+            make,
+            [CallInput {
+                session: "s2".into(),
+                seq: 1,
+                input: r#"{"command":"make"}"#.into()
+            }]
+        );
+        assert!(cargo.is_empty(), "neither cargo call succeeded: {cargo:?}");
+        assert_eq!(
+            files,
+            [FileOffset {
+                source: "bash".into(),
+                format: "bash".into(),
+                path: "/logs/history".into(),
+                offset: 0
+            }]
+        );
     }
 }

@@ -31,7 +31,7 @@ use super::reader::{self, OpenError, ReadError, ReadOptions};
 use super::redact::Redactor;
 use super::store::{self as ingest_store, Applied};
 use crate::config::{Config, SourceSetting};
-use crate::events::EventBus;
+use crate::events::{Event, EventBus};
 use crate::store::{Store, StoreError};
 
 /// At most this many files are kept open; the least recently read are closed first.
@@ -144,11 +144,7 @@ pub fn resolve_sources(config: &Config) -> (Vec<SourceSpec>, Vec<SourceProblem>)
         config.sources.clone()
     };
     // toolsmith's own log of tool runs is always read: it is how the miner sees tools in use.
-    let runs = config
-        .paths
-        .state
-        .value
-        .join(crate::registry::run::RUNS_DIR);
+    let runs = config.paths.state.value.join(crate::config::RUNS_DIR);
     let settings =
         settings.into_iter().chain(
             std::fs::create_dir_all(&runs)
@@ -783,13 +779,10 @@ impl Tailer {
                     Ok((owned, applied)) => {
                         state = Some(owned);
                         if applied.inserted > 0 || applied.joined > 0 {
-                            events.publish(
-                                "ingest.actions",
-                                serde_json::json!({
-                                    "new": applied.inserted,
-                                    "results": applied.joined,
-                                }),
-                            );
+                            events.publish(Event::IngestActions {
+                                new: applied.inserted,
+                                results: applied.joined,
+                            });
                         }
                     }
                     Err(err) => {

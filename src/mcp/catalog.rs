@@ -11,7 +11,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::Connection;
 
+use crate::health::executions;
 use crate::registry::repo::ToolEntry;
+use crate::store::StoreError;
 
 /// Days after which a run counts half as much.
 pub const HALF_LIFE_DAYS: f64 = 14.0;
@@ -42,23 +44,16 @@ struct ToolUsage {
 impl Usage {
     /// Reads the runs of the last [`HORIZON_DAYS`] days, grouped by hour (a handful of rows per
     /// tool, however many runs).
-    pub fn load(conn: &Connection, now_ms: i64) -> rusqlite::Result<Usage> {
-        let mut statement = conn.prepare(
-            "SELECT tool, started_ms / 3600000, COUNT(*), MAX(started_ms) FROM executions
-             WHERE started_ms >= ?1 GROUP BY tool, started_ms / 3600000",
-        )?;
-        let rows = statement.query_map([now_ms - HORIZON_DAYS * DAY_MS], |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, i64>(1)?,
-                row.get::<_, i64>(2)?,
-                row.get::<_, i64>(3)?,
-            ))
-        })?;
+    pub fn load(conn: &Connection, now_ms: i64) -> Result<Usage, StoreError> {
         let mut usage = Usage::default();
-        for row in rows {
-            let (tool, hour, count, last) = row?;
-            usage.add(&tool, hour * 3_600_000, count as f64, last, now_ms);
+        for hour in executions::runs_by_hour(conn, now_ms - HORIZON_DAYS * DAY_MS)? {
+            usage.add(
+                &hour.tool,
+                hour.hour_ms,
+                hour.runs as f64,
+                hour.last_ms,
+                now_ms,
+            );
         }
         Ok(usage)
     }
@@ -312,22 +307,34 @@ mod tests {
 
     #[test]
     fn usage_is_read_from_the_executions_table() {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(
-            "CREATE TABLE executions (tool TEXT, version TEXT, started_ms INTEGER);",
-        )
-        .unwrap();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::store::Store::open(&dir.path().join("s.db")).expect("store");
+        let conn = crate::store::open_for_update(store.path()).expect("a connection");
         for (tool, at) in [
             ("a", NOW - 1000),
             ("a", NOW - 2000),
             ("b", NOW - 10 * DAY_MS),
             ("c", NOW - 200 * DAY_MS),
         ] {
-            conn.execute(
-                "INSERT INTO executions (tool, version, started_ms) VALUES (?1, '1.0.0', ?2)",
-                rusqlite::params![tool, at],
+            executions::record(
+                &conn,
+                &executions::Execution {
+                    tool: tool.into(),
+                    version: "1.0.0".into(),
+                    caller: executions::Caller::Mcp,
+                    started_ms: at,
+                    duration_ms: 10,
+                    ok: true,
+                    exit_code: Some(0),
+                    signal: None,
+                    limit_hit: None,
+                    error_class: None,
+                    error_excerpt: None,
+                    peak_memory_kb: None,
+                    params: None,
+                },
             )
-            .unwrap();
+            .expect("the run is recorded");
         }
         let usage = Usage::load(&conn, NOW).unwrap();
         let a = usage.by_tool["a"];

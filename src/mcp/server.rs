@@ -39,9 +39,10 @@ use tokio::sync::mpsc;
 use super::catalog::{self, Usage};
 use super::transport::LineTransport;
 use crate::health::executions::{Caller, Execution};
-use crate::registry::manifest::{Manifest, OutputKind, WorkspaceAccess};
+use crate::package::manifest::{Manifest, OutputKind};
 use crate::registry::repo::{Registry, RegistryError, ToolEntry};
-use crate::registry::run::{self, PreparedRun, RunError, RunRecorder, RunRequest, ToolRun};
+use crate::run::{self, PreparedRun, RunError, RunRecorder, RunRequest, ToolRun};
+use crate::sandbox::WorkspaceAccess;
 use crate::sandbox::{Exit, LimitHit, OwnPlaces, SandboxPolicy};
 use crate::store;
 

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::invoke;
-use crate::registry::manifest::{Manifest, valid_name};
+use crate::package::manifest::{Manifest, valid_name};
 
 /// The marker in an exported skill's frontmatter.
 pub const MARKER: &str = "generated-by: toolsmith";
@@ -72,15 +72,15 @@ pub fn skill_md(m: &Manifest) -> String {
     let _ = writeln!(out, "{}\n", m.description);
     let _ = writeln!(out, "## When to use it\n");
     let why = match m.provenance.origin {
-        crate::registry::manifest::Origin::MinedSequence => {
+        crate::package::manifest::Origin::MinedSequence => {
             "Instead of typing the same sequence of commands by hand: this tool runs them in one \
              step, checked and in the sandbox."
         }
-        crate::registry::manifest::Origin::ErrorRecovery => {
+        crate::package::manifest::Origin::ErrorRecovery => {
             "When the command it wraps fails with the error it knows: it applies the usual fix and \
              retries."
         }
-        crate::registry::manifest::Origin::SlowOperation => {
+        crate::package::manifest::Origin::SlowOperation => {
             "Instead of running the slow command it wraps by hand."
         }
         _ => "Whenever its description matches what you are about to do by hand.",

@@ -22,11 +22,14 @@ use std::ops::ControlFlow;
 use std::time::Instant;
 
 use rusqlite::{Connection, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::params::{AlignInput, Aligned, align};
-use super::pattern::{Folded, Pattern, PatternKind, Replay, Trigger, pattern_id, replace_patterns};
+use super::pattern::{
+    CandidateOutcomes, Folded, Pattern, PatternKind, Replay, Trigger, apply_outcomes, pattern_id,
+    replace_patterns,
+};
 use super::recovery::{
     AsAttempt, Attempt, RecoveryGroup, error_line, find_recoveries, group_recoveries,
 };
@@ -34,8 +37,9 @@ use super::score::{SECONDS_PER_CALL, ScoreInput, score};
 use super::sequences::{self, PatternRef, SequenceMiner, SequenceMinerConfig, SequenceMinerError};
 use super::templates::{TemplateId, TemplateMiner, TemplateMinerConfig};
 use super::token::{InternError, Interner, NoiseRules, Token, Tokenizer};
+use crate::action::stored as actions_table;
+use crate::action::{Action, ActionResult, Source};
 use crate::config::MineSettings;
-use crate::ingest::action::{Action, ActionResult, Source};
 use crate::store::{self, StoreError};
 
 /// Programs a person drives by hand (editors, pagers, monitors, shells, REPLs without a
@@ -247,34 +251,106 @@ impl MineReport {
     }
 
     /// The summary `toolsmith mine --json` prints and the daemon's `mine.run` returns.
-    pub fn summary(&self) -> Value {
-        serde_json::json!({
-            "sessions": self.sessions,
-            "actions": self.actions,
-            "tokens": self.tokens,
-            "symbols": self.symbols,
-            "duration_ms": self.duration_ms,
-            "truncated": self.truncated,
-            "phases_ms": self.phases_ms,
-            "min_support": self.min_support,
-            "min_occurrences": self.min_occurrences,
-            "patterns": self.patterns.len(),
-            "folded": self.patterns.iter().filter(|p| p.folded_into.is_some()).count(),
-            "kinds": {
-                "sequence": self.count(PatternKind::Sequence),
-                "recovery": self.count(PatternKind::Recovery),
-                "slow": self.count(PatternKind::Slow),
+    pub fn summary(&self) -> MineSummary {
+        MineSummary {
+            sessions: self.sessions,
+            actions: self.actions,
+            tokens: self.tokens,
+            symbols: self.symbols,
+            duration_ms: self.duration_ms,
+            truncated: self.truncated,
+            phases_ms: self.phases_ms,
+            min_support: self.min_support,
+            min_occurrences: self.min_occurrences,
+            patterns: self.patterns.len(),
+            folded: self
+                .patterns
+                .iter()
+                .filter(|p| p.folded_into.is_some())
+                .count(),
+            kinds: KindCounts {
+                sequence: self.count(PatternKind::Sequence),
+                recovery: self.count(PatternKind::Recovery),
+                slow: self.count(PatternKind::Slow),
             },
-            "top": self.patterns.iter().take(10).map(|p| serde_json::json!({
-                "id": p.id, "kind": p.kind, "support": p.support, "score": p.score,
-                "steps": p.steps_text(),
-            })).collect::<Vec<_>>(),
-        })
+            top: self
+                .patterns
+                .iter()
+                .take(10)
+                .map(|p| TopPattern {
+                    id: p.id.clone(),
+                    kind: p.kind,
+                    support: p.support,
+                    score: p.score,
+                    steps: p.steps_text(),
+                })
+                .collect(),
+        }
     }
 }
 
+/// What a run did, in short: what `toolsmith mine --json` prints and the daemon's `mine.run`
+/// answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MineSummary {
+    /// Sessions read.
+    pub sessions: usize,
+    /// Actions read.
+    pub actions: usize,
+    /// Tokens (steps) they became.
+    pub tokens: usize,
+    /// Distinct token keys.
+    pub symbols: usize,
+    /// How long the run took.
+    pub duration_ms: u64,
+    /// Whether the sequence miner hit its pattern cap.
+    pub truncated: bool,
+    /// Where the time went.
+    pub phases_ms: Phases,
+    /// The support patterns needed.
+    pub min_support: u32,
+    /// The occurrences that qualify a pattern seen in fewer sessions.
+    #[serde(default)]
+    pub min_occurrences: u32,
+    /// Patterns found.
+    pub patterns: usize,
+    /// Of which folded into another (the same habit).
+    #[serde(default)]
+    pub folded: usize,
+    /// Patterns found, per kind.
+    pub kinds: KindCounts,
+    /// The ten best.
+    pub top: Vec<TopPattern>,
+}
+
+/// Patterns found, per kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindCounts {
+    /// Sequences.
+    pub sequence: usize,
+    /// Error→recovery habits.
+    pub recovery: usize,
+    /// Slow operations.
+    pub slow: usize,
+}
+
+/// One of a run's best patterns, in short.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopPattern {
+    /// Its id.
+    pub id: String,
+    /// Its kind.
+    pub kind: PatternKind,
+    /// Sessions it was seen in.
+    pub support: u32,
+    /// Its score, 0–100.
+    pub score: f64,
+    /// Its steps as readable templates.
+    pub steps: Vec<String>,
+}
+
 /// Milliseconds spent in each phase of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Phases {
     /// Reading and tokenizing the actions.
     pub load: u64,
@@ -403,68 +479,46 @@ struct Abstracted {
 /// Distinct commands remembered per run before the cache starts over (bounds its memory).
 const TOKEN_CACHE_ENTRIES: usize = 200_000;
 
-/// Every action, in session order; the columns [`load`] reads by index.
-/// The last column is the session's parent, recorded by ingest for a sub-agent's session.
-const LOAD_SQL: &str = "SELECT a.id, a.session, a.seq, a.source, a.cwd, a.tool, a.input, a.ok,
-                CASE WHEN a.ok = 0 THEN a.output END, a.duration_ms, s.parent
-         FROM actions a LEFT JOIN sessions s ON s.id = a.session
-         ORDER BY a.session, a.seq";
-
 /// Reads every action, session by session, keeping what mining needs of each (see the module
 /// documentation, step 1).
 fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
-    let mut stmt = conn.prepare(LOAD_SQL)?;
-    let mut rows = stmt.query([])?;
     let mut loaded = Loaded::new();
     let mut current = Session::default();
     let mut cache = CommandCache::new(tokenizer);
-    while let Some(row) = rows.next()? {
-        let id: i64 = row.get(0)?;
-        let seq = row.get::<_, i64>(2)?.max(0) as u64;
-        let ok: Option<bool> = row.get(7)?;
+    // A sub-agent's session counts with its parent's.
+    let parents = actions_table::session_parents(conn)?;
+    actions_table::for_each_action(conn, |row| -> Result<(), MineError> {
         loaded.actions += 1;
-        loaded.last_action = loaded.last_action.max(id);
-        let session = text(row, 1)?;
-        if session != current.id {
+        loaded.last_action = loaded.last_action.max(row.id);
+        if row.session != current.id {
             loaded.close_session(&mut current);
-            current.id = session.to_owned();
-            let parent: Option<&str> = row.get_ref(10)?.as_str_or_null().ok().flatten();
-            current.family = loaded.family(parent.unwrap_or(session));
+            current.id = row.session.to_owned();
+            let family = parents.get(row.session).map_or(row.session, String::as_str);
+            current.family = loaded.family(family);
         }
         let call = CallText {
-            source: text(row, 3)?,
-            tool: text(row, 5)?,
-            input: text(row, 6)?,
-            ok,
+            source: row.source,
+            tool: row.tool,
+            input: row.input,
+            ok: row.ok,
         };
-        let Some(abstracted) = cache.abstracted(&mut loaded, &call, &current.id, seq)? else {
-            continue;
+        let Some(abstracted) = cache.abstracted(&mut loaded, &call, &current.id, row.seq)? else {
+            return Ok(());
         };
-        let error = if ok == Some(false) {
-            let output = row
-                .get_ref(8)?
-                .as_str_or_null()
-                .map_err(rusqlite::Error::from)?;
-            loaded.error_template(output)
+        let error = if row.ok == Some(false) {
+            loaded.error_template(row.failed_output)
         } else {
             None
         };
         let duration_ms = row
-            .get::<_, Option<i64>>(9)?
+            .duration_ms
             .map(|d| u32::try_from(d.max(0)).unwrap_or(u32::MAX));
-        current.push(seq, ok, error, duration_ms, &abstracted);
-    }
+        current.push(row.seq, row.ok, error, duration_ms, &abstracted);
+        Ok(())
+    })?;
     loaded.close_session(&mut current);
     loaded.own_barriers();
     Ok(loaded)
-}
-
-/// The text in column `index` of a row.
-fn text<'r>(row: &'r rusqlite::Row<'_>, index: usize) -> Result<&'r str, MineError> {
-    Ok(row
-        .get_ref(index)?
-        .as_str()
-        .map_err(rusqlite::Error::from)?)
 }
 
 /// The columns of a stored action that say what it ran, borrowed from the row.
@@ -659,7 +713,7 @@ impl Session {
 
 /// Reads actions back for alignment, tokenized, with their outputs; cached within a run.
 struct Refetch<'c> {
-    stmt: rusqlite::Statement<'c>,
+    calls: actions_table::CallLookup<'c>,
     tokenizer: &'c Tokenizer,
     cache: HashMap<(String, u64), Refetched>,
 }
@@ -667,10 +721,7 @@ struct Refetch<'c> {
 impl<'c> Refetch<'c> {
     fn new(conn: &'c Connection, tokenizer: &'c Tokenizer) -> Result<Self, MineError> {
         Ok(Refetch {
-            stmt: conn.prepare(
-                "SELECT source, cwd, tool, input, ok, output FROM actions
-                 WHERE session = ?1 AND seq = ?2",
-            )?,
+            calls: actions_table::CallLookup::new(conn)?,
             tokenizer,
             cache: HashMap::new(),
         })
@@ -679,17 +730,16 @@ impl<'c> Refetch<'c> {
     fn action(&mut self, session: &str, seq: u64) -> Result<Option<&Refetched>, MineError> {
         let key = (session.to_owned(), seq);
         if !self.cache.contains_key(&key) {
-            let mut rows = self.stmt.query(params![session, seq as i64])?;
-            let Some(row) = rows.next()? else {
+            let Some(row) = self.calls.get(session, seq)? else {
                 return Ok(None);
             };
-            let output: Option<String> = row.get(5)?;
+            let output = row.output;
             let action = StoredCall {
-                source: row.get(0)?,
-                cwd: row.get(1)?,
-                tool: row.get(2)?,
-                input: row.get(3)?,
-                ok: row.get(4)?,
+                source: row.source,
+                cwd: row.cwd,
+                tool: row.tool,
+                input: row.input,
+                ok: row.ok,
             }
             .into_action(session, seq);
             let tokens = self.tokenizer.tokens(&action);
@@ -1553,37 +1603,21 @@ fn score_input(
     }
 }
 
-/// Stores a run's patterns and the run itself, and brings the statuses up to date with the
-/// candidates: a pattern whose candidate was rejected is `rejected` (with the reason), one with a
-/// candidate under way is `proposed`, one whose candidate was approved is `covered`.
+/// Stores a run's patterns and the run itself, and brings the statuses up to date with what the
+/// candidates came to (`outcomes`, from the stage that owns candidates): a pattern whose candidate
+/// was rejected is `rejected` (with the reason), one with a candidate under way is `proposed`, one
+/// whose candidate was approved is `covered`.
 ///
 /// Returns the ids of the patterns found for the first time.
 pub fn store_patterns(
     conn: &mut Connection,
     report: &MineReport,
+    outcomes: &CandidateOutcomes,
 ) -> Result<Vec<String>, StoreError> {
     let now = store::unix_now();
     let fresh = replace_patterns(conn, &report.patterns, now)?;
     let tx = conn.transaction()?;
-    tx.execute(
-        "UPDATE patterns SET status = 'rejected',
-             reason = (SELECT reason FROM candidates c WHERE c.pattern = patterns.id
-                       AND c.state = 'rejected' ORDER BY updated_at DESC LIMIT 1)
-         WHERE id IN (SELECT pattern FROM candidates WHERE state = 'rejected')",
-        [],
-    )?;
-    tx.execute(
-        "UPDATE patterns SET status = 'covered', reason = 'an approved tool does it'
-         WHERE status != 'rejected'
-           AND id IN (SELECT pattern FROM candidates WHERE state = 'approved')",
-        [],
-    )?;
-    tx.execute(
-        "UPDATE patterns SET status = 'proposed', reason = NULL
-         WHERE status = 'new' AND id IN (SELECT pattern FROM candidates
-             WHERE state IN ('proposed', 'generating', 'validating', 'awaiting-review'))",
-        [],
-    )?;
+    apply_outcomes(&tx, outcomes)?;
     tx.execute(
         "INSERT INTO mine_runs (started_at, duration_ms, last_action, sessions, actions, patterns)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -1609,12 +1643,19 @@ pub fn last_mined_action(conn: &Connection) -> Result<i64, StoreError> {
     )?)
 }
 
+/// When the last run started (`None` before any run).
+pub fn last_run_started(conn: &Connection) -> Result<Option<jiff::Timestamp>, StoreError> {
+    let seconds: Option<i64> =
+        conn.query_row("SELECT MAX(started_at) FROM mine_runs", [], |r| r.get(0))?;
+    Ok(seconds.and_then(|s| jiff::Timestamp::from_second(s).ok()))
+}
+
 #[cfg(test)]
 mod tests {
-    use rusqlite::params;
     use tempfile::TempDir;
 
     use super::*;
+    use crate::ingest::store as ingest_store;
     use crate::store::{Store, open_for_update};
 
     /// One stored Bash call: session, command line, outcome, output, duration (ms).
@@ -1630,25 +1671,33 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("state.db");
         drop(Store::open(&path).expect("the store opens"));
-        let conn = open_for_update(&path).expect("a connection");
-        let mut seqs: HashMap<&str, i64> = HashMap::new();
+        let mut conn = open_for_update(&path).expect("a connection");
+        let mut seqs: HashMap<&str, u64> = HashMap::new();
+        let mut actions = Vec::new();
         for (session, command, ok, output, ms) in calls {
             let seq = seqs.entry(session).or_default();
             *seq += 1;
-            conn.execute(
-                "INSERT INTO actions (session, seq, source, tool, input, ok, output, duration_ms)
-                 VALUES (?1, ?2, 'claude-code', 'Bash', ?3, ?4, ?5, ?6)",
-                params![
-                    session,
-                    *seq,
-                    serde_json::json!({ "command": command }).to_string(),
+            actions.push(Action {
+                session: (*session).to_owned(),
+                seq: *seq,
+                ts: None,
+                source: Source::ClaudeCode,
+                cwd: None,
+                tool: "Bash".into(),
+                input: serde_json::json!({ "command": command }),
+                call_id: None,
+                parent_session: None,
+                result: ok.map(|ok| ActionResult {
                     ok,
-                    output,
-                    ms
-                ],
-            )
-            .expect("the action is stored");
+                    exit_code: None,
+                    output: output.unwrap_or_default().to_owned(),
+                    // Stored as i64 again: a negative duration reads back as it was given.
+                    duration_ms: ms.map(|ms| ms as u64),
+                }),
+            });
         }
+        ingest_store::store_actions(&mut conn, "/logs/session.jsonl", actions)
+            .expect("the actions are stored");
         (dir, conn)
     }
 
@@ -1911,14 +1960,17 @@ mod tests {
         );
         assert_eq!(best.params.len(), 1);
         assert_eq!(best.evidence.len(), 3);
-        assert_eq!(report.summary()["patterns"], report.patterns.len());
+        assert_eq!(report.summary().patterns, report.patterns.len());
         assert_eq!(last_mined_action(&conn).expect("read"), 0);
-        let fresh = store_patterns(&mut conn, &report).expect("stored");
+        assert_eq!(last_run_started(&conn).expect("read"), None);
+        let fresh =
+            store_patterns(&mut conn, &report, &CandidateOutcomes::default()).expect("stored");
         assert_eq!(fresh.len(), report.patterns.len());
         assert_eq!(last_mined_action(&conn).expect("read"), 9);
+        assert!(last_run_started(&conn).expect("read").is_some());
         // The same patterns again are not new.
         assert!(
-            store_patterns(&mut conn, &report)
+            store_patterns(&mut conn, &report, &CandidateOutcomes::default())
                 .expect("stored")
                 .is_empty()
         );
@@ -2005,7 +2057,7 @@ mod tests {
             .filter(|p| p.templates.iter().any(|t| t.contains("check.sh")))
             .collect();
         assert_eq!(proposed.len(), 1, "{:#?}", report.patterns);
-        store_patterns(&mut conn, &report).expect("stored");
+        store_patterns(&mut conn, &report, &CandidateOutcomes::default()).expect("stored");
         // Ten occurrences are not eleven.
         let stricter = MineOptions {
             min_occurrences: 11,
@@ -2093,7 +2145,7 @@ mod tests {
             assert!(habit.folded.iter().any(|f| f.id == p.id));
         }
         // Stored: the variant is `folded`, with where to; the habit is new.
-        store_patterns(&mut conn, &report).expect("stored");
+        store_patterns(&mut conn, &report, &CandidateOutcomes::default()).expect("stored");
         let stored = crate::mine::pattern::get_pattern(&conn, &stray[0].id)
             .expect("read")
             .expect("stored");

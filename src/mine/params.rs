@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::pattern::{Evidence, Internal, Param, Piece, Replay, Step};
 use super::token::{SlotKind, SlotValue, Token, TokenKind};
-use crate::generate::spec::shell_quote;
-use crate::ingest::redact::PLACEHOLDER_START;
+use crate::action::placeholder::PLACEHOLDER_START;
+use crate::quote::shell_quote;
 
 /// One occurrence of a pattern, as the aligner needs it.
 #[derive(Debug, Clone)]
@@ -648,7 +648,7 @@ fn render(words: &[Vec<Piece>], piece: impl Fn(&Piece) -> String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::action::{Action, ActionResult, Source};
+    use crate::action::{Action, ActionResult, Source};
     use crate::mine::token::tokens_of;
     use serde_json::json;
 

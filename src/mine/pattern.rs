@@ -379,6 +379,53 @@ pub fn replace_patterns(
     Ok(fresh)
 }
 
+/// What the candidates made from patterns came to, as the stage that owns candidates reports
+/// it: mining brings the patterns' statuses up to date with it after each run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CandidateOutcomes {
+    /// Patterns with a rejected candidate, each with its newest rejection's reason.
+    pub rejected: Vec<Rejection>,
+    /// Patterns with an approved candidate.
+    pub approved: Vec<String>,
+    /// Patterns with a candidate under way (proposed, generating, validating, awaiting review).
+    pub under_way: Vec<String>,
+}
+
+/// A pattern whose candidate was rejected at review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// The pattern.
+    pub pattern: String,
+    /// The reviewer's reason, if one was given.
+    pub reason: Option<String>,
+}
+
+/// Brings statuses up to date with `outcomes`: a pattern whose candidate was rejected is
+/// `rejected` (with the reason), one whose candidate was approved is `covered` (unless rejected),
+/// one still `new` with a candidate under way is `proposed`.
+pub fn apply_outcomes(conn: &Connection, outcomes: &CandidateOutcomes) -> Result<(), StoreError> {
+    let mut rejected =
+        conn.prepare_cached("UPDATE patterns SET status = 'rejected', reason = ?2 WHERE id = ?1")?;
+    for r in &outcomes.rejected {
+        rejected.execute(params![r.pattern, r.reason])?;
+    }
+    let mut covered = conn.prepare_cached(
+        "UPDATE patterns SET status = 'covered', reason = 'an approved tool does it'
+         WHERE id = ?1 AND status != 'rejected'",
+    )?;
+    for id in &outcomes.approved {
+        covered.execute(params![id])?;
+    }
+    let mut proposed = conn.prepare_cached(
+        "UPDATE patterns SET status = 'proposed', reason = NULL
+         WHERE id = ?1 AND status IN ('new', 'folded')",
+    )?;
+    for id in &outcomes.under_way {
+        proposed.execute(params![id])?;
+    }
+    Ok(())
+}
+
 /// Sets a pattern's status (a candidate was made, rejected, or a tool covers it).
 pub fn set_status(
     conn: &Connection,
@@ -494,5 +541,68 @@ mod tests {
                 Some("x")
             )
         );
+    }
+
+    fn pattern(id: &str) -> Pattern {
+        Pattern {
+            id: id.into(),
+            kind: PatternKind::Sequence,
+            support: 3,
+            occurrences: 3,
+            score: 50.0,
+            score_parts: crate::mine::score::score(&crate::mine::score::ScoreInput {
+                support: 3,
+                ..Default::default()
+            }),
+            templates: vec!["make build".into()],
+            steps: Vec::new(),
+            params: Vec::new(),
+            internals: Vec::new(),
+            workspace_varies: false,
+            trigger: None,
+            median_ms: None,
+            evidence: Vec::new(),
+            folded_into: None,
+            folded: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn candidate_outcomes_set_rejected_covered_and_proposed_statuses() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.db");
+        drop(crate::store::Store::open(&path).expect("migrate"));
+        let mut conn = crate::store::open_for_update(&path).expect("a connection");
+        let ids = ["p-1", "p-2", "p-3", "p-4"];
+        let patterns: Vec<Pattern> = ids.iter().map(|id| pattern(id)).collect();
+        replace_patterns(&mut conn, &patterns, 1).expect("stored");
+        let outcomes = CandidateOutcomes {
+            rejected: vec![Rejection {
+                pattern: "p-1".into(),
+                reason: Some("not useful".into()),
+            }],
+            // A rejection wins over an approval; an approval over work under way.
+            approved: vec!["p-1".into(), "p-2".into()],
+            under_way: vec!["p-2".into(), "p-3".into(), "p-unknown".into()],
+        };
+        apply_outcomes(&conn, &outcomes).expect("applied");
+        let status = |id: &str| {
+            let p = get_pattern(&conn, id).expect("read").expect("stored");
+            (p.status, p.reason)
+        };
+        assert_eq!(
+            status("p-1"),
+            (PatternStatus::Rejected, Some("not useful".into()))
+        );
+        assert_eq!(
+            status("p-2"),
+            (
+                PatternStatus::Covered,
+                Some("an approved tool does it".into())
+            )
+        );
+        assert_eq!(status("p-3"), (PatternStatus::Proposed, None));
+        assert_eq!(status("p-4"), (PatternStatus::New, None));
+        assert_eq!(get_pattern(&conn, "p-unknown").expect("read"), None);
     }
 }

@@ -429,7 +429,7 @@ impl Registry {
     /// `main` holds an approved version (nothing to adopt), and when a file cannot be a tool's
     /// (a link, a submodule, a `.git…` file, not UTF-8 text).
     pub fn unapproved(&self, name: &str) -> Result<Unapproved, RegistryError> {
-        if !super::manifest::valid_name(name) {
+        if !crate::package::manifest::valid_name(name) {
             return Err(RegistryError::NoSuchTool(name.to_owned()));
         }
         let main = self.main_commit()?;

@@ -14,8 +14,9 @@
 
 use serde::Deserialize;
 
-use super::manifest::{Manifest, WorkspaceAccess};
 use super::versions::Bump;
+use crate::package::manifest::Manifest;
+use crate::sandbox::WorkspaceAccess;
 
 /// The auto-approval rules of a policy.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -65,17 +66,42 @@ fn access_rank(a: WorkspaceAccess) -> u8 {
     }
 }
 
+/// A `[review]` table that cannot be used: which file, and what the parser said.
+#[derive(Debug, thiserror::Error)]
+pub enum AutoApprovalError {
+    /// The file is not TOML.
+    #[error("{file}: {reason}")]
+    Toml {
+        /// The file.
+        file: String,
+        /// The parser's message.
+        reason: String,
+    },
+    /// The `[review]` table has an unknown key or a value of the wrong type.
+    #[error("{file}: [review]: {reason}")]
+    Review {
+        /// The file.
+        file: String,
+        /// The parser's message.
+        reason: String,
+    },
+}
+
 impl AutoApproval {
     /// Reads the `[review]` table of a policy file's text; `file` names it in errors.
-    pub fn from_toml(text: &str, file: &str) -> Result<AutoApproval, String> {
-        let doc: toml::Table =
-            toml::from_str(text).map_err(|e| format!("{file}: {}", e.message()))?;
+    pub fn from_toml(text: &str, file: &str) -> Result<AutoApproval, AutoApprovalError> {
+        let doc: toml::Table = toml::from_str(text).map_err(|e| AutoApprovalError::Toml {
+            file: file.to_owned(),
+            reason: e.message().to_owned(),
+        })?;
         let Some(value) = doc.get("review") else {
             return Ok(AutoApproval::default());
         };
         let table = toml::to_string(value).unwrap_or_default();
-        let raw: RawReview =
-            toml::from_str(&table).map_err(|e| format!("{file}: [review]: {}", e.message()))?;
+        let raw: RawReview = toml::from_str(&table).map_err(|e| AutoApprovalError::Review {
+            file: file.to_owned(),
+            reason: e.message().to_owned(),
+        })?;
         Ok(AutoApproval {
             rules: raw.auto_approve,
         })
@@ -120,8 +146,8 @@ max_bump = "patch"
 max_workspace = "read"
 "#;
         let policy = AutoApproval::from_toml(text, "p.toml").expect("policy");
-        let mut m = crate::registry::manifest::tests_support::manifest();
-        m.provenance.origin = crate::registry::manifest::Origin::MinedSequence;
+        let mut m = crate::package::manifest::tests_support::manifest();
+        m.provenance.origin = crate::package::manifest::Origin::MinedSequence;
         m.sandbox.workspace = WorkspaceAccess::Read;
         assert_eq!(
             policy
@@ -137,10 +163,12 @@ max_workspace = "read"
         m.sandbox.workspace = WorkspaceAccess::Write;
         assert!(policy.approving_rule(&m, Some(Bump::Patch)).is_none());
         m.sandbox.workspace = WorkspaceAccess::None;
-        m.provenance.origin = crate::registry::manifest::Origin::Request;
+        m.provenance.origin = crate::package::manifest::Origin::Request;
         assert!(policy.approving_rule(&m, Some(Bump::Patch)).is_none());
         let bad = "[[review.auto_approve]]\nid = \"x\"\nmax_bump = \"patch\"\nanything = 1\n";
-        let err = AutoApproval::from_toml(bad, "p.toml").expect_err("unknown key");
+        let err = AutoApproval::from_toml(bad, "p.toml")
+            .expect_err("unknown key")
+            .to_string();
         assert!(err.contains("anything"), "{err}");
     }
 }

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use super::digest;
-use super::manifest::tests_support::manifest;
-use super::manifest::{TestCounts, Validation};
 use super::repo::{Proposal, Registry, Review};
+use crate::package::digest;
+use crate::package::manifest::tests_support::manifest;
+use crate::package::manifest::{TestCounts, Validation};
 
 /// A registry made from the template in a temp dir (kept alive by the first element).
 pub(super) fn registry() -> (tempfile::TempDir, Registry) {

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use git2::{Commit, Oid};
 
 use super::index;
-use super::manifest;
 use super::proposals::Landed;
 use super::repo::{Registry, RegistryError, message, tag_name, tool_path};
 use super::versions::Bump;
+use crate::package::manifest;
 
 impl Registry {
     /// The commit on `main` that brought the tool's current files: the newest first-parent

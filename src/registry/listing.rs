@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use git2::{ObjectType, Oid};
 use serde::Serialize;
 
-use super::manifest::{self, Manifest};
 use super::repo::{LISTING_CACHE, Registry, RegistryError, tool_path};
+use crate::package::manifest::{self, Manifest};
 
 /// A tool on `main`.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
@@ -157,8 +157,8 @@ impl Registry {
                 other => other.to_string(),
             })?;
             // `check` accepted the recorded digest's form, so there is one to compare with.
-            let found =
-                super::digest::recompute(&validation.digest, &files, &m).unwrap_or_default();
+            let found = crate::package::digest::recompute(&validation.digest, &files, &m)
+                .unwrap_or_default();
             if found != validation.digest {
                 return Err(format!(
                     "its files do not match the digest it was validated with ({} recorded, \

@@ -1,10 +1,8 @@
-//! The registry: approved tools in a git repository, and the manifest format they are
-//! described by.
+//! The registry: approved tools in a git repository (their package format is
+//! [`crate::package`]).
 //!
 //! - [`approval`]: the binding of `main` to what was approved (each version's annotated tag);
 //! - [`auto`]: auto-approval, only by explicit policy rules;
-//! - [`manifest`]: `tools/<name>/tool.yaml`, read as untrusted input;
-//! - [`digest`]: the digest of a tool version's profile and files;
 //! - [`ledger`]: the tags and proposals toolsmith made or received;
 //! - [`repo`]: the git repository — [`repo::Registry`], opened or made from the template, and
 //!   the plumbing its parts share; beside it, each part as `impl Registry` blocks (their
@@ -13,8 +11,6 @@
 //!   changing it), `checkout` (the work tree), `reconcile` (what a crash or plain git left
 //!   behind), `listing` (the tools on `main`), `verify` (what may run, and `verify`),
 //!   `history` (rollback, deprecation);
-//! - [`review`]: approval and rejection recorded in git and in the store;
-//! - [`run`]: an approved tool run in the sandbox and recorded;
 //! - [`sync`]: sharing through a git remote;
 //! - [`versions`]: semantic versions from the interface diff;
 //! - [`index`]: `TOOLS.md`, rewritten with every change.
@@ -22,7 +18,6 @@
 pub mod approval;
 pub mod auto;
 mod checkout;
-pub mod digest;
 #[cfg(test)]
 mod fixture;
 mod history;
@@ -31,21 +26,17 @@ mod journal;
 pub mod ledger;
 mod listing;
 mod lock;
-pub mod manifest;
 mod proposals;
 mod reconcile;
 pub mod repo;
-pub mod review;
-pub mod run;
 pub mod sync;
 mod verify;
 pub mod versions;
 
 /// Tunes libgit2 for a registry of many tools, once per process, before its first repository
 /// is opened: [`repo::Registry`] calls it on every open, so a command that opens no registry
-/// never initialises libgit2 (nor, through it, OpenSSL and the system's CA certificates, which
-/// cost tens of milliseconds: `toolsmith --version`, `status`, `sandbox` and the sandbox
-/// helper never pay for them).
+/// never initialises libgit2 (`toolsmith --version`, `status`, `sandbox` and the sandbox helper
+/// never pay for it; libgit2 is built without TLS, so none loads OpenSSL or CA certificates).
 ///
 /// libgit2 caches no tree larger than 4 KiB, and `tools/` holds one entry per tool (about
 /// 400 KiB at 10,000 tools): every lookup of a tool would read, inflate and hash it again.

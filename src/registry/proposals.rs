@@ -10,12 +10,12 @@ use serde::Serialize;
 
 use super::index;
 use super::ledger::Kind;
-use super::manifest::{self, Manifest};
 use super::repo::{
     REJECTED_PREFIX, REVIEW_PREFIX, Registry, RegistryError, message, tag_name, tool_path,
     toolsmith_signature, trailer, trailers,
 };
 use super::versions::{self, Bump};
+use crate::package::manifest::{self, Manifest};
 
 /// A proposal to make: a validated candidate's files and why it was made.
 #[derive(Debug, Clone)]
@@ -68,6 +68,27 @@ pub struct Landed {
     pub approved_by: String,
     /// `toolsmith` or `git` (merged by hand).
     pub via: String,
+}
+
+impl From<&Landed> for crate::events::Approval {
+    fn from(l: &Landed) -> Self {
+        crate::events::Approval {
+            name: l.name.clone(),
+            version: l.version.clone(),
+            candidate: l.candidate.clone(),
+            commit: l.commit.clone(),
+            tag: l.tag.clone(),
+            approved_by: l.approved_by.clone(),
+            via: l.via.clone(),
+        }
+    }
+}
+
+impl Landed {
+    /// The `tool.approved` event announcing it.
+    pub fn event(&self) -> crate::events::Event {
+        crate::events::Event::ToolApproved(self.into())
+    }
 }
 
 /// The version a proposal gets.

@@ -27,7 +27,7 @@ use git2::{
 
 use super::index::{self, Row};
 use super::lock::{BUSY, LOCK};
-use super::manifest::{self, Manifest};
+use crate::package::manifest::{self, Manifest};
 
 pub use super::listing::ToolEntry;
 pub use super::proposals::{Landed, NextVersion, Proposal, Review};

@@ -8,8 +8,8 @@ use git2::{ObjectType, Oid};
 use serde::Serialize;
 
 use super::ledger::Known;
-use super::manifest::{self, Manifest};
 use super::repo::{Registry, RegistryError, tool_path};
+use crate::package::manifest::{self, Manifest};
 
 /// What `verify` found.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::manifest::Interface;
+use crate::package::manifest::Interface;
 
 /// How far a version moves.
 #[derive(
@@ -129,7 +129,7 @@ fn type_of(schema: &Value) -> Option<&Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::manifest::OutputKind;
+    use crate::package::manifest::OutputKind;
     use serde_json::json;
 
     fn interface(params: Value) -> Interface {

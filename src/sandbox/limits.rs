@@ -25,9 +25,9 @@ use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
+use super::profile::Limits;
 use super::{Bound, Exit, LimitHit};
 use crate::host::run_cgroup_owner as run_owner;
-use crate::registry::manifest::Limits;
 
 const MIB: u64 = 1024 * 1024;
 
@@ -117,7 +117,7 @@ pub(crate) fn cgroup_available() -> Result<(), String> {
 /// `Delegate=yes`), it moves itself into a `supervisor` leaf first. A cgroup shared with other
 /// processes (a login session) is left alone: rlimits are used instead.
 fn prepare_base() -> Result<PathBuf, String> {
-    let own = crate::host::own_cgroup_dir()?;
+    let own = crate::host::own_cgroup_dir().map_err(|e| e.to_string())?;
     let read = |name: &str| fs::read_to_string(own.join(name)).unwrap_or_default();
     let controllers = read("cgroup.controllers");
     let has = |c: &str| controllers.split_whitespace().any(|x| x == c);

@@ -50,6 +50,7 @@ mod mounts;
 mod own;
 mod parent;
 pub mod policy;
+pub mod profile;
 mod protocol;
 mod seccomp;
 
@@ -57,10 +58,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::registry::manifest::SandboxProfile;
-pub use crate::registry::manifest::{Limits, WorkspaceAccess};
 pub use own::OwnPlaces;
 pub use policy::{Layer, LayerPlan, SandboxPolicy, SandboxPolicyError};
+pub use profile::{Limits, SandboxProfile, WorkspaceAccess};
 pub use protocol::Step;
 
 /// The name (`argv[0]`) the helper is started under; [`helper_main`] recognises it.

@@ -28,11 +28,10 @@ use nix::fcntl::{OFlag, open};
 use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use nix::sys::stat::{Mode, SFlag, fstat};
 use nix::unistd::{chdir, pivot_root};
-use serde::{Deserialize, Serialize};
 
 use super::landlock::{Access, Rule};
-use super::protocol::{Failure, Step};
-use crate::registry::manifest::WorkspaceAccess;
+use super::profile::WorkspaceAccess;
+use super::protocol::{Entry, Failure, MountPlan, Step, What};
 
 /// The work directory, `HOME`.
 pub(crate) const WORK: &str = "/work";
@@ -120,65 +119,6 @@ pub(crate) struct Inputs<'a> {
     pub passwd: String,
     /// The synthesized `/etc/group`.
     pub group: String,
-}
-
-/// One thing placed in the view.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum What {
-    /// A bind mount of a host path, read-only unless `writable`, recursive, nosuid, nodev.
-    Bind {
-        /// The host path.
-        source: PathBuf,
-        /// Writable.
-        writable: bool,
-    },
-    /// A device node bound from the host's `/dev`.
-    Device {
-        /// The host path.
-        source: PathBuf,
-    },
-    /// A symlink.
-    Symlink {
-        /// Its target.
-        to: PathBuf,
-    },
-    /// A small file written into the root tmpfs.
-    File {
-        /// Its contents.
-        contents: String,
-    },
-    /// A tmpfs.
-    Tmpfs {
-        /// Size limit, MiB.
-        size_mb: u32,
-        /// Mode of its root.
-        mode: u32,
-    },
-    /// A new procfs.
-    Proc,
-    /// A path of the view (under `/proc`) bound onto itself read-only, when it exists.
-    ReadOnly,
-}
-
-/// One entry of the plan: `what` at `target`, a path of the view.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Entry {
-    /// The path inside the view.
-    pub target: PathBuf,
-    /// What goes there.
-    pub what: What,
-}
-
-/// The whole view, in the order it is built.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct MountPlan {
-    /// The entries.
-    pub entries: Vec<Entry>,
-    /// The command's working directory in the view.
-    pub cwd: PathBuf,
-    /// The hostname.
-    pub hostname: String,
 }
 
 fn entry(target: impl Into<PathBuf>, what: What) -> Entry {

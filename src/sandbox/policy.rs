@@ -18,8 +18,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::profile::Limits;
 use crate::host::HostReport;
-use crate::registry::manifest::Limits;
 
 /// A layer of the sandbox the policy can require.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -10,9 +10,70 @@ use serde::{Deserialize, Serialize};
 
 use super::landlock::Rule;
 use super::limits::CgroupBounds;
-use super::mounts::MountPlan;
+use super::profile::Limits;
 use super::{Enforcement, Exit};
-use crate::registry::manifest::Limits;
+
+// The filesystem view the parent plans (`mounts::plan`) and the helper builds
+// (`mounts::build`), entry by entry.
+
+/// One thing placed in the view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum What {
+    /// A bind mount of a host path, read-only unless `writable`, recursive, nosuid, nodev.
+    Bind {
+        /// The host path.
+        source: PathBuf,
+        /// Writable.
+        writable: bool,
+    },
+    /// A device node bound from the host's `/dev`.
+    Device {
+        /// The host path.
+        source: PathBuf,
+    },
+    /// A symlink.
+    Symlink {
+        /// Its target.
+        to: PathBuf,
+    },
+    /// A small file written into the root tmpfs.
+    File {
+        /// Its contents.
+        contents: String,
+    },
+    /// A tmpfs.
+    Tmpfs {
+        /// Size limit, MiB.
+        size_mb: u32,
+        /// Mode of its root.
+        mode: u32,
+    },
+    /// A new procfs.
+    Proc,
+    /// A path of the view (under `/proc`) bound onto itself read-only, when it exists.
+    ReadOnly,
+}
+
+/// One entry of the plan: `what` at `target`, a path of the view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Entry {
+    /// The path inside the view.
+    pub target: PathBuf,
+    /// What goes there.
+    pub what: What,
+}
+
+/// The whole view, in the order it is built.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct MountPlan {
+    /// The entries.
+    pub entries: Vec<Entry>,
+    /// The command's working directory in the view.
+    pub cwd: PathBuf,
+    /// The hostname.
+    pub hostname: String,
+}
 
 /// Largest request the helper reads: a request is a few KiB; more is not one.
 pub(crate) const MAX_SPEC_BYTES: u64 = 4 << 20;

@@ -332,6 +332,16 @@ pub fn record_start(conn: &Connection, pid: u32, version: &str) -> Result<i64, S
     Ok(conn.last_insert_rowid())
 }
 
+/// How many daemon runs the store has seen.
+pub fn daemon_run_count(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.query_row("SELECT count(*) FROM daemon_runs", [], |r| r.get(0))?)
+}
+
+/// Whether the connection answers a query: `SELECT 1` gives 1.
+pub fn ping(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.query_row("SELECT 1", [], |r| r.get(0))?)
+}
+
 /// Marks a daemon run as stopped cleanly.
 pub fn record_stop(conn: &Connection, run_id: i64) -> Result<(), StoreError> {
     conn.execute(
@@ -434,5 +444,20 @@ mod tests {
             .await
             .expect("select 1");
         assert_eq!(one, 1);
+    }
+
+    #[test]
+    fn daemon_runs_are_counted_and_a_ping_answers_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("state.db")).expect("open");
+        let (before, after, ping) = store
+            .call_blocking(|conn| {
+                let before = daemon_run_count(conn)?;
+                record_start(conn, 10, "0.1.0")?;
+                record_start(conn, 11, "0.1.0")?;
+                Ok((before, daemon_run_count(conn)?, ping(conn)?))
+            })
+            .expect("query");
+        assert_eq!((before, after, ping), (0, 2, 1));
     }
 }

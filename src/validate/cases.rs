@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::invoke;
-use crate::registry::manifest::Manifest;
+use crate::package::manifest::Manifest;
 
 /// Path of the cases inside a tool's directory.
 pub const CASES_FILE: &str = "tests/cases.json";

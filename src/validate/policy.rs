@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::registry::manifest::Language;
+use crate::package::manifest::Language;
 
 /// Why a policy could not be used.
 #[derive(Debug, thiserror::Error)]

@@ -25,9 +25,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::generate::staging::{CheckReport, Diagnostics};
-use crate::registry::digest::digest_v2;
-use crate::registry::manifest::{self, Language, Limits, Manifest, OutputKind, TestCounts};
+use super::report::{CheckLayer, CheckReport, Diagnostics};
+use crate::package::digest::digest_v2;
+use crate::package::manifest::{self, Language, Manifest, OutputKind, TestCounts};
+use crate::sandbox::Limits;
 use crate::sandbox::{self, Exit, OwnPlaces, Profile, SandboxPolicy, SandboxSpec, WorkspaceAccess};
 use crate::validate::cases::{self, CASES_FILE, Cases, Observed};
 use crate::validate::policy::{CodePolicy, Severity};
@@ -81,7 +82,10 @@ impl Outcome {
         if self.passed() {
             return format!(
                 "passed {} checks and {} tests",
-                self.checks.iter().filter(|c| c.layer != "tests").count(),
+                self.checks
+                    .iter()
+                    .filter(|c| c.layer != CheckLayer::Tests)
+                    .count(),
                 self.tests.passed
             );
         }
@@ -166,9 +170,9 @@ pub enum ValidatorError {
     Review(String),
 }
 
-fn check(layer: &str, name: &str, passed: bool, details: Vec<String>) -> CheckReport {
+fn check(layer: CheckLayer, name: &str, passed: bool, details: Vec<String>) -> CheckReport {
     CheckReport {
-        layer: layer.to_owned(),
+        layer,
         name: name.to_owned(),
         passed,
         details,
@@ -276,7 +280,7 @@ impl Validator {
         let policy_ok = self.policy_layer(&manifest, files, &mut outcome.checks);
         if !(static_ok && policy_ok) {
             outcome.checks.push(check(
-                "tests",
+                CheckLayer::Tests,
                 "not run",
                 false,
                 vec![format!(
@@ -292,7 +296,7 @@ impl Validator {
         }
         if !self.requires_layer(&manifest, tool_dir, &mut outcome.checks) {
             outcome.checks.push(check(
-                "tests",
+                CheckLayer::Tests,
                 "not run",
                 false,
                 vec!["the tests do not run while a required program is missing".into()],
@@ -303,10 +307,14 @@ impl Validator {
         let schema_ok = self.schema_layer(&manifest, &runs, &mut outcome.checks);
         if outcome.checks.iter().all(|c| c.passed) && schema_ok {
             let mut names: Vec<String> = Vec::new();
-            for c in outcome.checks.iter().filter(|c| c.layer != "tests") {
+            for c in outcome
+                .checks
+                .iter()
+                .filter(|c| c.layer != CheckLayer::Tests)
+            {
                 // Static checks are named by checker and file; the other layers by layer.
-                let name = if c.layer != "static" {
-                    c.layer.clone()
+                let name = if c.layer != CheckLayer::Static {
+                    c.layer.as_str().to_owned()
                 } else {
                     c.name.clone()
                 };
@@ -334,7 +342,7 @@ impl Validator {
     ) -> Option<(Manifest, Cases)> {
         let Some(text) = files.get(manifest::FILE_NAME) else {
             checks.push(check(
-                "manifest",
+                CheckLayer::Manifest,
                 manifest::FILE_NAME,
                 false,
                 vec!["the tool has no tool.yaml".into()],
@@ -345,7 +353,7 @@ impl Validator {
             Ok(m) => m,
             Err(e) => {
                 checks.push(check(
-                    "manifest",
+                    CheckLayer::Manifest,
                     manifest::FILE_NAME,
                     false,
                     vec![e.to_string()],
@@ -382,7 +390,7 @@ impl Validator {
             ));
         }
         checks.push(check(
-            "manifest",
+            CheckLayer::Manifest,
             manifest::FILE_NAME,
             problems.is_empty(),
             problems,
@@ -393,7 +401,7 @@ impl Validator {
         };
         match cases {
             Ok(cases) => {
-                checks.push(check("manifest", CASES_FILE, true, Vec::new()));
+                checks.push(check(CheckLayer::Manifest, CASES_FILE, true, Vec::new()));
                 if checks.iter().all(|c| c.passed) {
                     Some((manifest, cases))
                 } else {
@@ -401,7 +409,12 @@ impl Validator {
                 }
             }
             Err(problem) => {
-                checks.push(check("manifest", CASES_FILE, false, vec![problem]));
+                checks.push(check(
+                    CheckLayer::Manifest,
+                    CASES_FILE,
+                    false,
+                    vec![problem],
+                ));
                 None
             }
         }
@@ -501,14 +514,16 @@ impl Validator {
                 match self.run_checker(command, tool_dir) {
                     Err(e) => push(
                         check(
-                            "static",
+                            CheckLayer::Static,
                             &label,
                             false,
                             vec![format!("could not run in the sandbox: {e}")],
                         ),
                         checks,
                     ),
-                    Ok((Some(0), _)) => push(check("static", &label, true, Vec::new()), checks),
+                    Ok((Some(0), _)) => {
+                        push(check(CheckLayer::Static, &label, true, Vec::new()), checks)
+                    }
                     Ok((code, output)) => {
                         // shellcheck's warnings are reported; only its errors fail the check.
                         let passed = checker == "shellcheck"
@@ -525,7 +540,7 @@ impl Validator {
                                 None => "was killed (a limit or a signal)".into(),
                             });
                         }
-                        push(check("static", &label, passed, details), checks);
+                        push(check(CheckLayer::Static, &label, passed, details), checks);
                     }
                 }
             }
@@ -544,7 +559,12 @@ impl Validator {
     ) -> bool {
         let requires = &manifest.runtime.requires;
         if requires.is_empty() {
-            checks.push(check("requires", "runtime.requires", true, Vec::new()));
+            checks.push(check(
+                CheckLayer::Requires,
+                "runtime.requires",
+                true,
+                Vec::new(),
+            ));
             return true;
         }
         let mut command = vec![
@@ -558,7 +578,7 @@ impl Validator {
             Ok(result) => result,
             Err(e) => {
                 checks.push(check(
-                    "requires",
+                    CheckLayer::Requires,
                     "runtime.requires",
                     false,
                     vec![format!(
@@ -578,7 +598,7 @@ impl Validator {
         }
         if code != Some(0) || path.is_empty() {
             checks.push(check(
-                "requires",
+                CheckLayer::Requires,
                 "runtime.requires",
                 false,
                 vec![format!(
@@ -603,7 +623,12 @@ impl Validator {
             })
             .collect();
         let passed = details.is_empty();
-        checks.push(check("requires", "runtime.requires", passed, details));
+        checks.push(check(
+            CheckLayer::Requires,
+            "runtime.requires",
+            passed,
+            details,
+        ));
         passed
     }
 
@@ -653,7 +678,7 @@ impl Validator {
             .map(|f| format!("[{}] {}", f.rule, detail(f)))
             .collect();
         if denied.is_empty() {
-            checks.push(check("policy", "policy", true, warned));
+            checks.push(check(CheckLayer::Policy, "policy", true, warned));
             return true;
         }
         let mut by_rule: BTreeMap<&str, Vec<String>> = BTreeMap::new();
@@ -661,10 +686,10 @@ impl Validator {
             by_rule.entry(f.rule.as_str()).or_default().push(detail(f));
         }
         for (rule, details) in by_rule {
-            checks.push(check("policy", rule, false, details));
+            checks.push(check(CheckLayer::Policy, rule, false, details));
         }
         if !warned.is_empty() {
-            checks.push(check("policy", "warnings", true, warned));
+            checks.push(check(CheckLayer::Policy, "warnings", true, warned));
         }
         false
     }
@@ -682,7 +707,7 @@ impl Validator {
             Ok(p) => p,
             Err(e) => {
                 outcome.checks.push(check(
-                    "tests",
+                    CheckLayer::Tests,
                     "sandbox profile",
                     false,
                     vec![e.to_string()],
@@ -695,7 +720,7 @@ impl Validator {
         for case in &cases.cases {
             if stop() {
                 outcome.checks.push(check(
-                    "tests",
+                    CheckLayer::Tests,
                     "interrupted",
                     false,
                     vec!["validation was stopped before every case ran".into()],
@@ -713,7 +738,7 @@ impl Validator {
                 if invocation.stdin.len() > MAX_STDIN_BYTES {
                     outcome.tests.failed += 1;
                     outcome.checks.push(check(
-                        "tests",
+                        CheckLayer::Tests,
                         &case.name,
                         false,
                         vec![format!(
@@ -742,7 +767,7 @@ impl Validator {
                 Ok(dir) => dir,
                 Err(e) => {
                     outcome.checks.push(check(
-                        "tests",
+                        CheckLayer::Tests,
                         &case.name,
                         false,
                         vec![format!(
@@ -766,7 +791,7 @@ impl Validator {
                 Err(e) => {
                     outcome.tests.failed += 1;
                     outcome.checks.push(check(
-                        "tests",
+                        CheckLayer::Tests,
                         &case.name,
                         false,
                         vec![format!("the sandbox could not run it: {e}")],
@@ -802,9 +827,12 @@ impl Validator {
             } else {
                 outcome.tests.failed += 1;
             }
-            outcome
-                .checks
-                .push(check("tests", &result.name, result.passed, result.problems));
+            outcome.checks.push(check(
+                CheckLayer::Tests,
+                &result.name,
+                result.passed,
+                result.problems,
+            ));
             runs.push(CaseRun {
                 name: case.name.clone(),
                 dry_run: case.dry_run,
@@ -833,7 +861,7 @@ impl Validator {
                 Ok(v) => Some(v),
                 Err(e) => {
                     checks.push(check(
-                        "schema",
+                        CheckLayer::Schema,
                         "output schema",
                         false,
                         vec![format!("the manifest's output schema is invalid: {e}")],
@@ -870,7 +898,7 @@ impl Validator {
                 "no test case runs the tool for real and succeeds, so no output was checked".into(),
             );
         }
-        checks.push(check("schema", "output", passed, details));
+        checks.push(check(CheckLayer::Schema, "output", passed, details));
         passed
     }
 }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use common::llm_server::{LlmServer, Reply};
 use common::{Daemon, PATIENCE, TestEnv, json_of};
 use serde_json::{Value, json};
+use toolsmith::validate::report::CheckLayer;
 
 /// One action as a native log line.
 fn call(session: &str, seq: u64, command: &str, ms: u64) -> String {
@@ -978,7 +979,7 @@ fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
         let schema = outcome
             .checks
             .iter()
-            .find(|c| c.layer == "schema")
+            .find(|c| c.layer == CheckLayer::Schema)
             .unwrap_or_else(|| panic!("no schema check: {:#?}", outcome.checks));
         if broken {
             assert!(!outcome.passed());
@@ -1042,7 +1043,7 @@ fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
     let requires = outcome
         .checks
         .iter()
-        .find(|c| c.layer == "requires")
+        .find(|c| c.layer == CheckLayer::Requires)
         .unwrap_or_else(|| panic!("no requires check: {:#?}", outcome.checks));
     assert!(!requires.passed, "{requires:#?}");
     assert_eq!(requires.details.len(), 1, "wc is found: {requires:#?}");
@@ -1058,7 +1059,7 @@ fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
         outcome
             .checks
             .iter()
-            .any(|c| c.layer == "tests" && c.name == "not run" && !c.passed),
+            .any(|c| c.layer == CheckLayer::Tests && c.name == "not run" && !c.passed),
         "{:#?}",
         outcome.checks
     );
@@ -1083,7 +1084,7 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
     use toolsmith::generate::spec::{
         Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec,
     };
-    use toolsmith::registry::manifest::{Evidence, Language, Origin, OutputKind};
+    use toolsmith::package::manifest::{Evidence, Language, Origin, OutputKind};
     let lit = |s: &str| vec![Piece::Literal(s.into())];
     let param = |s: &str| vec![Piece::Param(s.into())];
     let p = |name: &str, kind, variadic| ParamSpec {
@@ -1194,7 +1195,11 @@ fn template_variants_pass_their_own_tests_in_the_sandbox() {
             files["run.sh"]
         );
         // Every static check passed without a word to say (shellcheck too, when installed).
-        for c in outcome.checks.iter().filter(|c| c.layer == "static") {
+        for c in outcome
+            .checks
+            .iter()
+            .filter(|c| c.layer == CheckLayer::Static)
+        {
             assert!(c.details.is_empty(), "{c:#?}\n{}", files["run.sh"]);
         }
         let cases = &files["tests/cases.json"];
@@ -1209,7 +1214,7 @@ fn template_variants_pass_their_own_tests_in_the_sandbox() {
 #[test]
 fn pure_text_transformations_become_python_tools_that_pass_in_the_sandbox() {
     use toolsmith::generate::spec::ToolSpec;
-    use toolsmith::registry::manifest::Language;
+    use toolsmith::package::manifest::Language;
     use toolsmith::validate::cases::{Case, Cases, Expect};
     let dir = tempfile::tempdir().expect("tempdir");
     let validator = sandbox_validator(&dir.path().join("scratch"));
@@ -1454,7 +1459,7 @@ fn a_text_transformation_the_log_holds_whole_is_replayed_as_a_test() {
 #[test]
 fn pipelines_run_as_pipelines_in_both_templates() {
     use toolsmith::generate::spec::ToolSpec;
-    use toolsmith::registry::manifest::Language;
+    use toolsmith::package::manifest::Language;
     use toolsmith::validate::cases::{Case, Cases, Expect};
     let dir = tempfile::tempdir().expect("tempdir");
     let validator = sandbox_validator(&dir.path().join("scratch"));
@@ -1506,7 +1511,11 @@ fn pipelines_run_as_pipelines_in_both_templates() {
         let tool = dir.path().join(&spec.name);
         let outcome = validate_in(&validator, &tool, &files);
         assert!(outcome.passed(), "{}: {:#?}", spec.name, outcome.checks);
-        for c in outcome.checks.iter().filter(|c| c.layer == "static") {
+        for c in outcome
+            .checks
+            .iter()
+            .filter(|c| c.layer == CheckLayer::Static)
+        {
             assert!(c.details.is_empty(), "{c:#?}");
         }
     }

@@ -12,6 +12,8 @@ use std::time::Duration;
 use common::TestEnv;
 use common::llm_server::{LlmServer, Reply};
 use serde_json::{Value, json};
+use toolsmith::health::classify::ErrorClass;
+use toolsmith::health::executions;
 
 /// A fake command-line tool in `/usr/local/bin` (a directory of the sandbox's `PATH`), removed
 /// when dropped. Its one option names the value it builds; the option's name can change.
@@ -350,21 +352,22 @@ fn feed(env: &TestEnv, tool: &str, version: &str, ok: u32, failed: u32) {
     let now = jiff::Timestamp::now().as_millisecond();
     for i in 0..ok + failed {
         let good = i < ok;
-        conn.execute(
-            "INSERT INTO executions (tool, version, caller, started_ms, duration_ms, ok,
-                                     exit_code, error_class, error_excerpt, params)
-             VALUES (?1, ?2, 'mcp', ?3, 12, ?4, ?5, ?6, ?7, '{\"value\":\"core\"}')",
-            rusqlite::params![
-                tool,
-                version,
-                now - 60_000,
-                good,
-                if good { 0 } else { 2 },
-                (!good).then_some("code_error"),
-                (!good).then_some("run.sh: line 9: syntax error")
-            ],
-        )
-        .expect("insert");
+        let run = executions::Execution {
+            tool: tool.to_owned(),
+            version: version.to_owned(),
+            caller: executions::Caller::Mcp,
+            started_ms: now - 60_000,
+            duration_ms: 12,
+            ok: good,
+            exit_code: Some(if good { 0 } else { 2 }),
+            signal: None,
+            limit_hit: None,
+            error_class: (!good).then_some(ErrorClass::CodeError),
+            error_excerpt: (!good).then(|| "run.sh: line 9: syntax error".to_owned()),
+            peak_memory_kb: None,
+            params: Some("{\"value\":\"core\"}".to_owned()),
+        };
+        executions::record(&conn, &run).expect("insert");
     }
 }
 

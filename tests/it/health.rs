@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use common::{TestEnv, json_of};
 use serde_json::Value;
+use toolsmith::health::classify::ErrorClass;
+use toolsmith::health::executions;
 
 /// Approves a tool running `make build -C <dir>`; returns its name.
 fn approved_tool(env: &TestEnv) -> String {
@@ -36,21 +38,22 @@ fn feed(env: &TestEnv, tool: &str, version: &str, ok: u32, failures: &[(&str, &s
     let conn = rusqlite::Connection::open(env.state().join("state.db")).expect("store");
     let now = jiff::Timestamp::now().as_millisecond();
     let insert = |ok: bool, class: Option<&str>, excerpt: Option<&str>| {
-        conn.execute(
-            "INSERT INTO executions (tool, version, caller, started_ms, duration_ms, ok,
-                                     exit_code, error_class, error_excerpt)
-             VALUES (?1, ?2, 'mcp', ?3, 12, ?4, ?5, ?6, ?7)",
-            rusqlite::params![
-                tool,
-                version,
-                now - 60_000,
-                ok,
-                if ok { 0 } else { 1 },
-                class,
-                excerpt
-            ],
-        )
-        .expect("insert");
+        let run = executions::Execution {
+            tool: tool.to_owned(),
+            version: version.to_owned(),
+            caller: executions::Caller::Mcp,
+            started_ms: now - 60_000,
+            duration_ms: 12,
+            ok,
+            exit_code: Some(if ok { 0 } else { 1 }),
+            signal: None,
+            limit_hit: None,
+            error_class: class.map(|c| ErrorClass::from_name(c).expect("a known error class")),
+            error_excerpt: excerpt.map(str::to_owned),
+            peak_memory_kb: None,
+            params: None,
+        };
+        executions::record(&conn, &run).expect("insert");
     };
     for _ in 0..ok {
         insert(true, None, None);

@@ -11,6 +11,7 @@
 
 mod common;
 
+mod architecture;
 mod cli;
 mod control_timeouts;
 mod daemon;

@@ -159,13 +159,10 @@ async fn wait_changed(changed: &Notify, what: &str) {
 
 fn executions(env: &TestEnv, tool: &str) -> Vec<(String, bool)> {
     let conn = rusqlite::Connection::open(env.state().join("state.db")).expect("open store");
-    let mut statement = conn
-        .prepare("SELECT caller, ok FROM executions WHERE tool = ?1 ORDER BY id")
-        .expect("prepare");
-    statement
-        .query_map([tool], |row| Ok((row.get(0)?, row.get::<_, i64>(1)? == 1)))
-        .expect("query")
-        .map(|r| r.expect("row"))
+    toolsmith::health::executions::list(&conn, Some(tool))
+        .expect("the runs are read")
+        .into_iter()
+        .map(|run| (run.caller.as_str().to_owned(), run.ok))
         .collect()
 }
 

@@ -235,13 +235,11 @@ fn propose_approve_tag_run_and_the_run_is_recorded() {
         .code(2);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("nope"));
     let conn = rusqlite::Connection::open(env.state().join("state.db")).expect("store");
-    let runs: Vec<(String, String, i64)> = conn
-        .prepare("SELECT tool, version, ok FROM executions ORDER BY id")
-        .expect("query")
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+    let runs: Vec<(String, String, i64)> = toolsmith::health::executions::list(&conn, None)
         .expect("rows")
-        .collect::<Result<_, _>>()
-        .expect("rows");
+        .into_iter()
+        .map(|run| (run.tool, run.version, i64::from(run.ok)))
+        .collect();
     assert_eq!(
         runs,
         [
@@ -1270,7 +1268,8 @@ fn a_hand_commit_with_its_digest_recomputed_is_refused_everywhere() {
 #[test]
 fn a_widened_manifest_with_its_digest_recomputed_is_refused_everywhere() {
     use common::tamper::{Form, commit_by_hand, edit};
-    use toolsmith::registry::manifest::{Manifest, WorkspaceAccess};
+    use toolsmith::package::manifest::Manifest;
+    use toolsmith::sandbox::WorkspaceAccess;
     let env = TestEnv::new();
     let (id, name, _) = request(&env, "Build one package", "build");
     env.cli().args(["approve", &id]).assert().success();
@@ -1564,7 +1563,7 @@ fn a_tool_changed_by_hand_is_adopted_through_validation_and_review() {
     // what the policy would lower is refused there, not run silently with less.
     edit(&env, &name, "tool.yaml", |t| {
         let mut m =
-            toolsmith::registry::manifest::Manifest::parse(&t, "tool.yaml").expect("manifest");
+            toolsmith::package::manifest::Manifest::parse(&t, "tool.yaml").expect("manifest");
         m.sandbox.limits.memory_mb = 8192;
         m.to_yaml()
     });
@@ -1663,8 +1662,8 @@ fn the_daemon_reports_a_hand_commit_with_a_recomputed_digest() {
 fn a_registry_from_before_the_binding_keeps_working() {
     use toolsmith::generate::spec::ToolSpec;
     use toolsmith::generate::template;
-    use toolsmith::registry::digest;
-    use toolsmith::registry::manifest::{Manifest, TestCounts, Validation};
+    use toolsmith::package::digest;
+    use toolsmith::package::manifest::{Manifest, TestCounts, Validation};
     use toolsmith::registry::repo::{Proposal, Registry};
     let env = TestEnv::new();
     // A version validated by an older toolsmith: its digest covers the files only.

@@ -46,7 +46,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::ingest::action::{Action, ActionResult, Source};
+use crate::action::{Action, ActionResult, Source};
 use crate::ingest::adapters::{Format, Framing, Item, LateResult, Position, Problem, RecordParser};
 
 /// aider's chat history markdown.

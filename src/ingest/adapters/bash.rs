@@ -28,7 +28,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::shell_common::{self, Sessions};
-use crate::ingest::action::Source;
+use crate::action::Source;
 use crate::ingest::adapters::{Format, Framing, Item, Position, Problem, RecordParser};
 
 /// bash history files.
@@ -258,7 +258,7 @@ mod tests {
         testkit::run(&BashHistory, ZshRule::AnyBackslash, Path::new(path), bytes)
     }
 
-    fn command(action: &crate::ingest::action::Action) -> &str {
+    fn command(action: &crate::action::Action) -> &str {
         action.input["command"].as_str().expect("command")
     }
 

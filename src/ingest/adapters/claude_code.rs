@@ -41,7 +41,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::ingest::action::{Action, ActionResult, Source, exit_code_from_text};
+use crate::action::{Action, ActionResult, Source, exit_code_from_text};
 use crate::ingest::adapters::lenient::{Bool, ListOr, Num, Number, Obj, Str};
 use crate::ingest::adapters::{Format, Framing, Item, LateResult, Position, Problem, RecordParser};
 

@@ -64,7 +64,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use crate::ingest::action::{Action, ActionResult, Source, exit_code_from_text};
+use crate::action::{Action, ActionResult, Source, exit_code_from_text};
 use crate::ingest::adapters::{Format, Framing, Item, LateResult, Position, Problem, RecordParser};
 
 /// The Codex CLI rollout format.

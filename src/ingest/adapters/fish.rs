@@ -40,7 +40,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::shell_common::{self, Sessions};
-use crate::ingest::action::Source;
+use crate::action::Source;
 use crate::ingest::adapters::{Format, Framing, Item, Position, Problem, RecordParser};
 
 /// fish history files.
@@ -203,7 +203,7 @@ mod tests {
     use super::shell_common::file_id;
     use super::shell_common::testkit::{self, ZshRule};
     use super::*;
-    use crate::ingest::action::Action;
+    use crate::action::Action;
 
     const KIMHYR: &str = "shell-history/fish__Kimhyr-home.fish_history";
     const DRMINGDRMER: &str = "shell-history/fish__drmingdrmer-homefolder.fish_history";

@@ -22,7 +22,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::action::{Action, ActionResult, Source};
+use crate::action::{Action, ActionResult, Source};
 
 /// How a format's bytes are cut into records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -53,7 +53,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::ingest::action::{Action, ActionResult, Source};
+use crate::action::{Action, ActionResult, Source};
 use crate::ingest::adapters::{Format, Framing, Item, LateResult, Position, Problem, RecordParser};
 
 /// toolsmith's native JSON Lines format.

@@ -46,7 +46,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use crate::ingest::action::{Action, ActionResult, Source, exit_code_from_text};
+use crate::action::{Action, ActionResult, Source, exit_code_from_text};
 use crate::ingest::adapters::{Format, Framing, Item, Position, Problem, RecordParser};
 
 /// OpenHands exported trajectories (a JSON array of events).

@@ -33,7 +33,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use crate::ingest::action::{Action, Source};
+use crate::action::{Action, Source};
 use crate::ingest::adapters::Position;
 
 /// Time between two consecutive timestamped entries above which a new session starts.
@@ -196,7 +196,7 @@ pub mod testkit {
 
     use serde_json::Value;
 
-    use crate::ingest::action::Action;
+    use crate::action::Action;
     use crate::ingest::adapters::{Format, Framing, Item, Position, Problem};
 
     /// Which lines continue a zsh record.

@@ -36,7 +36,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use crate::ingest::action::{Action, ActionResult, Source};
+use crate::action::{Action, ActionResult, Source};
 use crate::ingest::adapters::{Format, Framing, Item, Position, Problem, RecordParser};
 
 /// SWE-agent trajectories (`.traj`).

@@ -55,7 +55,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::shell_common::{self, Sessions};
-use crate::ingest::action::Source;
+use crate::action::Source;
 use crate::ingest::adapters::{Format, Framing, Item, Position, Problem, RecordParser};
 
 /// zsh history files.
@@ -262,7 +262,7 @@ mod tests {
     use super::shell_common::file_id;
     use super::shell_common::testkit::{self, ZshRule};
     use super::*;
-    use crate::ingest::action::Action;
+    use crate::action::Action;
 
     const ANATOFUZ: &str = "shell-history/zsh__AnaTofuZ-Dotfiles.zsh_history";
     const BBISCHOF: &str = "shell-history/zsh__BBischof-dotfiles.zsh_history";

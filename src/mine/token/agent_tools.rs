@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::draft::{ArgPart, Draft, FlagPart, Segment};
 use super::{SlotKind, Token, TokenKind, classify};
-use crate::ingest::redact::PLACEHOLDER_START;
+use crate::action::placeholder::PLACEHOLDER_START;
 
 /// How a tool's input field appears in its token.
 #[derive(Debug, Clone, Copy)]
@@ -283,7 +283,7 @@ pub(super) fn patch_token(text: &str, cwd: Option<String>, step: usize) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::action::Source;
+    use crate::action::Source;
     use crate::mine::token::testing::action;
     use crate::mine::token::tokens_of;
     use serde_json::json;

@@ -8,7 +8,7 @@ use super::classify::{
 };
 use super::draft::{ArgPart, Draft, FlagPart, Segment};
 use super::tables::{Cli, GENERIC, Sub, cli, cli_of_module};
-use crate::ingest::redact::PLACEHOLDER_START;
+use crate::action::placeholder::PLACEHOLDER_START;
 use crate::mine::shell::Word;
 
 /// The most programs a command line may chain through runners (`sudo xargs uv run …`).

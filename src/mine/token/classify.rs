@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ingest::redact::PLACEHOLDER_START;
+use crate::action::placeholder::PLACEHOLDER_START;
 
 /// The type of a slot value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -221,7 +221,7 @@ pub fn classify(word: &str) -> SlotKind {
     // A secret redacted at ingest is not a glob for its brackets: the word is classified as if
     // a plain value stood in the placeholder's place.
     if word.contains(PLACEHOLDER_START)
-        && let Some(plain) = crate::ingest::redact::replace_placeholders(word, |_| "x".into())
+        && let Some(plain) = crate::action::placeholder::replace_placeholders(word, |_| "x".into())
     {
         return classify(&plain);
     }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::{SlotKind, SlotValue, Token, TokenKind, classify};
-use crate::ingest::redact::PLACEHOLDER_START;
+use crate::action::placeholder::PLACEHOLDER_START;
 
 /// A flag, an assignment or a named tool option, with its values.
 #[derive(Debug, Clone)]

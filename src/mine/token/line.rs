@@ -294,7 +294,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::ingest::action::Source;
+    use crate::action::Source;
     use crate::mine::token::testing::{action, bash, keys};
     use crate::mine::token::tokens_of;
 

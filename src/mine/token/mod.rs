@@ -96,7 +96,7 @@ use std::sync::LazyLock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ingest::action::{Action, Source};
+use crate::action::{Action, Source};
 use crate::mine::shell::{self, Dialect};
 
 use agent_tools::tool_token;
@@ -229,7 +229,7 @@ static DEFAULT: LazyLock<Tokenizer> = LazyLock::new(Tokenizer::default);
 ///
 /// ```
 /// use serde_json::json;
-/// use toolsmith::ingest::action::{Action, Source};
+/// use toolsmith::action::{Action, Source};
 /// use toolsmith::mine::token::tokens_of;
 /// let action = Action {
 ///     session: "s".into(), seq: 1, ts: None, source: Source::ClaudeCode,
@@ -405,7 +405,7 @@ mod testing {
     use serde_json::{Value, json};
 
     use super::{Token, tokens_of};
-    use crate::ingest::action::{Action, Source};
+    use crate::action::{Action, Source};
 
     pub(super) fn action(source: Source, tool: &str, input: Value, cwd: Option<&str>) -> Action {
         Action {

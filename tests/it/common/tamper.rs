@@ -69,8 +69,8 @@ fn indexed_files(env: &TestEnv, tool: &str) -> BTreeMap<String, String> {
 /// Stages everything in the work tree, rewrites `tools/<tool>/tool.yaml`'s digest to match the
 /// staged files (in `form`), and commits by hand on `main`.
 pub fn commit_by_hand(env: &TestEnv, tool: &str, form: Form, message: &str) {
-    use toolsmith::registry::digest;
-    use toolsmith::registry::manifest::Manifest;
+    use toolsmith::package::digest;
+    use toolsmith::package::manifest::Manifest;
     git(env, &["add", "-A"]);
     let files = indexed_files(env, tool);
     let path = registry_dir(env).join(format!("tools/{tool}/tool.yaml"));

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::manifest::{FILE_NAME, Manifest};
+use crate::package::manifest::{FILE_NAME, Manifest};
 
 /// The tool's documentation, outside the digest.
 pub const README: &str = "README.md";
@@ -71,7 +71,7 @@ fn hex(hash: Sha256) -> String {
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use toolsmith::registry::digest::digest;
+/// use toolsmith::package::digest::digest;
 /// let mut files = BTreeMap::new();
 /// files.insert("run.sh".to_owned(), "echo hi\n".to_owned());
 /// let d = digest(&files);
@@ -135,8 +135,9 @@ fn canonical(value: &Value, out: &mut String) {
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use toolsmith::registry::digest::{digest_v2, V2};
-/// use toolsmith::registry::manifest::{Manifest, WorkspaceAccess};
+/// use toolsmith::package::digest::{digest_v2, V2};
+/// use toolsmith::package::manifest::Manifest;
+/// use toolsmith::sandbox::WorkspaceAccess;
 /// let yaml = "apiVersion: toolsmith/v1\nname: say-hi\nversion: 1.0.0\n\
 ///             description: Say hi.\ninterface: {params: {type: object}, output: text}\n\
 ///             runtime: {language: sh, entrypoint: run.sh}\n\
@@ -177,8 +178,9 @@ pub fn recompute(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::manifest::tests_support::manifest;
-    use crate::registry::manifest::{Language, OutputKind, WorkspaceAccess};
+    use crate::package::manifest::tests_support::manifest;
+    use crate::package::manifest::{Language, OutputKind};
+    use crate::sandbox::WorkspaceAccess;
 
     fn files(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

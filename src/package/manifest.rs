@@ -32,11 +32,12 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::sandbox::SandboxProfile;
 
 /// The only `apiVersion` this build reads and writes.
 pub const API_VERSION: &str = "toolsmith/v1";
@@ -165,103 +166,6 @@ impl Language {
     }
 }
 
-/// Access a tool gets to the directory it is run in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WorkspaceAccess {
-    /// No access.
-    #[default]
-    None,
-    /// Read-only.
-    Read,
-    /// Read and write.
-    Write,
-}
-
-impl fmt::Display for WorkspaceAccess {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            WorkspaceAccess::None => "none",
-            WorkspaceAccess::Read => "read",
-            WorkspaceAccess::Write => "write",
-        })
-    }
-}
-
-/// The sandbox profile a tool asks for (bounded at run time by the policy's maxima).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SandboxProfile {
-    /// Access to the workspace.
-    #[serde(default)]
-    pub workspace: WorkspaceAccess,
-    /// Always false: tools never get the network. Present so a manifest says so explicitly.
-    #[serde(default)]
-    pub network: bool,
-    /// Resource limits.
-    #[serde(default)]
-    pub limits: Limits,
-}
-
-impl Default for SandboxProfile {
-    fn default() -> Self {
-        SandboxProfile {
-            workspace: WorkspaceAccess::None,
-            network: false,
-            limits: Limits::default(),
-        }
-    }
-}
-
-/// Resource limits of one run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Limits {
-    /// Wall-clock time, seconds.
-    pub wall_s: u32,
-    /// CPU time, seconds.
-    pub cpu_s: u32,
-    /// Memory, MiB.
-    pub memory_mb: u32,
-    /// Processes and threads.
-    pub pids: u32,
-    /// Captured stdout and stderr, KiB each.
-    pub output_kb: u32,
-    /// Largest file written, MiB.
-    pub file_size_mb: u32,
-    /// Open files.
-    pub open_files: u32,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            wall_s: 60,
-            cpu_s: 60,
-            memory_mb: 512,
-            pids: 128,
-            output_kb: 1024,
-            file_size_mb: 256,
-            open_files: 256,
-        }
-    }
-}
-
-impl Limits {
-    /// Each limit, with its key and the largest value a manifest may ask for.
-    fn bounds(&self) -> [(&'static str, u32, u32); 7] {
-        [
-            ("wall_s", self.wall_s, 24 * 3600),
-            ("cpu_s", self.cpu_s, 24 * 3600),
-            ("memory_mb", self.memory_mb, 64 * 1024),
-            ("pids", self.pids, 4096),
-            ("output_kb", self.output_kb, 64 * 1024),
-            ("file_size_mb", self.file_size_mb, 64 * 1024),
-            ("open_files", self.open_files, 65_536),
-        ]
-    }
-}
-
 /// Why a tool was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -339,7 +243,7 @@ pub struct Validation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_memory_kb: Option<u64>,
     /// `sha256v2:<hex>` of the manifest's profile and the tool's files other than this manifest
-    /// and the README (`sha256:<hex>`, files only, in older registries); see `registry::digest`.
+    /// and the README (`sha256:<hex>`, files only, in older registries); see `package::digest`.
     pub digest: String,
 }
 
@@ -371,7 +275,7 @@ pub struct Deprecation {
 /// a file name, a git ref component and an Agent Skills name.
 ///
 /// ```
-/// use toolsmith::registry::manifest::valid_name;
+/// use toolsmith::package::manifest::valid_name;
 /// assert!(valid_name("cargo-failing-tests"));
 /// assert!(!valid_name("Cargo"));
 /// assert!(!valid_name("../etc"));
@@ -588,7 +492,7 @@ impl Manifest {
             ));
         }
         if let Some(v) = &self.validation
-            && super::digest::form(&v.digest).is_none()
+            && crate::package::digest::form(&v.digest).is_none()
         {
             return Err(invalid(
                 "validation.digest",
@@ -700,6 +604,7 @@ pub(crate) mod tests_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandbox::{Limits, WorkspaceAccess};
 
     pub(super) const GOOD: &str = r#"apiVersion: toolsmith/v1
 name: cargo-failing-tests

@@ -7,11 +7,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::manifest::{Manifest, WorkspaceAccess};
-use super::repo::{Registry, RegistryError};
+use crate::config::RUNS_DIR;
 use crate::health::classify::classify;
 use crate::health::executions::{self, Caller, Execution};
 use crate::invoke::{self, ParamError};
+use crate::package::manifest::Manifest;
+use crate::registry::repo::{Registry, RegistryError};
+use crate::sandbox::WorkspaceAccess;
 use crate::sandbox::{
     self, Exit, OwnPlaces, Profile, RunReport, SandboxError, SandboxPolicy, SandboxSpec,
 };
@@ -237,10 +239,6 @@ fn tail(text: &str, max: usize) -> String {
     text[start..].to_owned()
 }
 
-/// Where runs are logged as native JSONL actions, under the state directory; ingest reads it
-/// like any agent's log, so the miner sees the tools in use among the commands still typed.
-pub const RUNS_DIR: &str = "runs";
-
 /// The file runs are appended to, in [`RUNS_DIR`].
 pub const RUNS_FILE: &str = "toolsmith-runs.jsonl";
 
@@ -261,7 +259,7 @@ pub fn command_line(name: &str, params: &Map<String, Value>) -> String {
                 other => other.to_string(),
             };
             words.push("--param".into());
-            words.push(crate::generate::spec::shell_quote(&format!("{key}={text}")));
+            words.push(crate::quote::shell_quote(&format!("{key}={text}")));
         }
     }
     words.join(" ")

@@ -3,9 +3,9 @@
 
 use rusqlite::Connection;
 
-use super::repo::{Landed, Registry, RegistryError, Review};
-use crate::generate::candidates::{self, State};
+use super::candidates::{self, State};
 use crate::mine::pattern::{self, PatternStatus};
+use crate::registry::repo::{Landed, Registry, RegistryError, Review};
 use crate::store::StoreError;
 
 /// A review decision that could not be made or recorded.

@@ -1,4 +1,11 @@
-//! The normalized event every adapter produces: one tool call and its result, joined.
+//! The normalized event every adapter produces: one tool call and its result, joined. Ingest
+//! writes actions, mining and generation read them; the type sits below all three.
+//!
+//! - [`placeholder`]: the `[REDACTED:<kind>]` placeholders redaction leaves in an action's text.
+//! - [`stored`]: the `actions` table, every query of it (ingest writes, mining and health read).
+
+pub mod placeholder;
+pub mod stored;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -59,7 +66,7 @@ impl Source {
     /// Parses a name as written by [`Source::as_str`].
     ///
     /// ```
-    /// use toolsmith::ingest::action::Source;
+    /// use toolsmith::action::Source;
     /// assert_eq!(Source::from_name("claude-code"), Some(Source::ClaudeCode));
     /// assert_eq!(Source::from_name("Claude Code"), None);
     /// ```
@@ -124,7 +131,7 @@ pub struct Action {
 /// Parses "Exit code N" / "Exit code: N" (as Claude Code and Codex write it) from output text.
 ///
 /// ```
-/// use toolsmith::ingest::action::exit_code_from_text;
+/// use toolsmith::action::exit_code_from_text;
 /// assert_eq!(exit_code_from_text("Exit code 2\nerror[E0425]: cannot find value"), Some(2));
 /// assert_eq!(exit_code_from_text("Exit code: 0\nWall time: 0.4 seconds"), Some(0));
 /// assert_eq!(exit_code_from_text("all good"), None);

@@ -1,0 +1,342 @@
+//! The `actions` table (and `pending_results`, results whose call is not stored yet): every
+//! query of them. Ingest writes actions through [`insert_action`] and [`join_result`], inside
+//! its batches' transactions; mining, health and the CLI read them through the functions here,
+//! so the stages beside and above ingest share the table without importing ingest.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Action, ActionResult};
+use crate::store::StoreError;
+
+/// Inserts an action unless already stored (`file_id`: the `ingest_files` row it was read from);
+/// joins a result that arrived before its call. Ingest's batches call it in their transaction.
+pub fn insert_action(
+    conn: &Connection,
+    action: &Action,
+    input: &str,
+    ts: Option<&str>,
+    file_id: i64,
+) -> Result<bool, StoreError> {
+    let result = action.result.as_ref();
+    let inserted = conn.prepare_cached("INSERT OR IGNORE INTO actions (session, seq, ts, source, cwd, tool, input, call_id, ok,
+                                        exit_code, output, duration_ms, file_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")?.execute(
+        params![
+            action.session,
+            action.seq as i64,
+            ts,
+            action.source.as_str(),
+            action.cwd,
+            action.tool,
+            input,
+            action.call_id,
+            result.map(|r| r.ok),
+            result.and_then(|r| r.exit_code),
+            result.map(|r| r.output.as_str()),
+            result.and_then(|r| r.duration_ms).map(|d| d as i64),
+            file_id
+        ],
+    )? == 1;
+    if !inserted {
+        return Ok(false);
+    }
+    if let (Some(call_id), None) = (&action.call_id, result) {
+        let pending = conn
+            .prepare_cached(
+                "DELETE FROM pending_results WHERE session = ?1 AND call_id = ?2
+                 RETURNING ok, exit_code, output, duration_ms",
+            )?
+            .query_row(params![action.session, call_id], |row| {
+                Ok(ActionResult {
+                    ok: row.get(0)?,
+                    exit_code: row.get(1)?,
+                    output: row.get(2)?,
+                    duration_ms: row.get::<_, Option<i64>>(3)?.map(|d| d as u64),
+                })
+            })
+            .optional()?;
+        if let Some(result) = pending {
+            join_result(conn, &action.session, call_id, &result)?;
+        }
+    }
+    Ok(true)
+}
+
+/// Joins a result to its stored call; keeps it pending (`pending_results`) when the call is not
+/// stored yet.
+pub fn join_result(
+    conn: &Connection,
+    session: &str,
+    call_id: &str,
+    result: &ActionResult,
+) -> Result<bool, StoreError> {
+    let updated = conn
+        .prepare_cached(
+            "UPDATE actions SET ok = ?3, exit_code = ?4, output = ?5, duration_ms = ?6
+         WHERE session = ?1 AND call_id = ?2 AND ok IS NULL",
+        )?
+        .execute(params![
+            session,
+            call_id,
+            result.ok,
+            result.exit_code,
+            result.output,
+            result.duration_ms.map(|d| d as i64)
+        ])?;
+    if updated > 0 {
+        return Ok(true);
+    }
+    let call_exists: bool = conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM actions WHERE session = ?1 AND call_id = ?2)",
+        )?
+        .query_row(params![session, call_id], |row| row.get(0))?;
+    if !call_exists {
+        conn.prepare_cached(
+            "INSERT OR REPLACE INTO pending_results (session, call_id, ok, exit_code, output,
+                                                     duration_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![
+            session,
+            call_id,
+            result.ok,
+            result.exit_code,
+            result.output,
+            result.duration_ms.map(|d| d as i64)
+        ])?;
+    }
+    Ok(false)
+}
+
+/// An action as stored, for listing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredAction {
+    /// Row id.
+    pub id: i64,
+    /// Session.
+    pub session: String,
+    /// Ordering key within the session.
+    pub seq: u64,
+    /// RFC 3339 time.
+    pub ts: Option<String>,
+    /// Source format name.
+    pub source: String,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// Tool name.
+    pub tool: String,
+    /// Input object.
+    pub input: Value,
+    /// Call id.
+    pub call_id: Option<String>,
+    /// `None` while the result is unknown.
+    pub ok: Option<bool>,
+    /// Exit code.
+    pub exit_code: Option<i32>,
+    /// Output excerpt.
+    pub output: Option<String>,
+    /// Duration.
+    pub duration_ms: Option<u64>,
+}
+
+/// The most recent `limit` actions (of one session, if given), oldest first.
+pub fn recent_actions(
+    conn: &Connection,
+    session: Option<&str>,
+    limit: u64,
+) -> Result<Vec<StoredAction>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT * FROM (
+            SELECT id, session, seq, ts, source, cwd, tool, input, call_id, ok, exit_code, output,
+                   duration_ms
+            FROM actions WHERE ?1 IS NULL OR session = ?1
+            ORDER BY id DESC LIMIT ?2
+         ) ORDER BY session, seq",
+    )?;
+    let rows = stmt.query_map(params![session, limit as i64], |row| {
+        let input: String = row.get(7)?;
+        Ok(StoredAction {
+            id: row.get(0)?,
+            session: row.get(1)?,
+            seq: row.get::<_, i64>(2)? as u64,
+            ts: row.get(3)?,
+            source: row.get(4)?,
+            cwd: row.get(5)?,
+            tool: row.get(6)?,
+            input: serde_json::from_str(&input).unwrap_or(Value::String(input)),
+            call_id: row.get(8)?,
+            ok: row.get(9)?,
+            exit_code: row.get(10)?,
+            output: row.get(11)?,
+            duration_ms: row.get::<_, Option<i64>>(12)?.map(|d| d as u64),
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// How many actions are stored (of `session`, if given).
+pub fn count_actions(conn: &Connection, session: Option<&str>) -> Result<u64, StoreError> {
+    let n: i64 = conn
+        .prepare_cached("SELECT count(*) FROM actions WHERE ?1 IS NULL OR session = ?1")?
+        .query_row([session], |r| r.get(0))?;
+    Ok(n.max(0) as u64)
+}
+
+/// A stored action as mining reads it, borrowed from the row (mining reads every action: no
+/// copy per row).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ActionView<'r> {
+    /// Row id: increasing in storage order.
+    pub id: i64,
+    /// Session.
+    pub session: &'r str,
+    /// Ordering key within the session (a stored negative reads as 0).
+    pub seq: u64,
+    /// Source format name.
+    pub source: &'r str,
+    /// Tool name.
+    pub tool: &'r str,
+    /// Input object, as JSON text.
+    pub input: &'r str,
+    /// `None` while the result is unknown.
+    pub ok: Option<bool>,
+    /// The output excerpt, of failed calls only.
+    pub failed_output: Option<&'r str>,
+    /// Duration as stored (an overflowed one can read negative).
+    pub duration_ms: Option<i64>,
+}
+
+/// Each sub-agent's session and the session that started it, as ingest recorded them in the
+/// `sessions` table (a link only: the sessions' rows are ingest's), so that mining counts a
+/// sub-agent's session with its parent's.
+pub fn session_parents(
+    conn: &Connection,
+) -> Result<std::collections::HashMap<String, String>, StoreError> {
+    let mut stmt = conn.prepare("SELECT id, parent FROM sessions WHERE parent IS NOT NULL")?;
+    let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Calls `each` with every stored action, in session order (session, then seq), stopping at
+/// the first error `each` returns.
+pub fn for_each_action<E: From<StoreError>>(
+    conn: &Connection,
+    mut each: impl FnMut(ActionView<'_>) -> Result<(), E>,
+) -> Result<(), E> {
+    let query = |e: rusqlite::Error| E::from(StoreError::Query(e));
+    let mut stmt = conn
+        .prepare(
+            "SELECT id, session, seq, source, tool, input, ok,
+                    CASE WHEN ok = 0 THEN output END, duration_ms
+             FROM actions ORDER BY session, seq",
+        )
+        .map_err(query)?;
+    let mut rows = stmt.query([]).map_err(query)?;
+    while let Some(row) = rows.next().map_err(query)? {
+        let str_at = |i: usize| -> rusqlite::Result<&str> {
+            row.get_ref(i)?.as_str().map_err(rusqlite::Error::from)
+        };
+        let view = ActionView {
+            id: row.get(0).map_err(query)?,
+            session: str_at(1).map_err(query)?,
+            seq: row.get::<_, i64>(2).map_err(query)?.max(0) as u64,
+            source: str_at(3).map_err(query)?,
+            tool: str_at(4).map_err(query)?,
+            input: str_at(5).map_err(query)?,
+            ok: row.get(6).map_err(query)?,
+            failed_output: row
+                .get_ref(7)
+                .and_then(|v| v.as_str_or_null().map_err(rusqlite::Error::from))
+                .map_err(query)?,
+            duration_ms: row.get(8).map_err(query)?,
+        };
+        each(view)?;
+    }
+    Ok(())
+}
+
+/// A stored call looked up by its place in a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredCall {
+    /// Source format name.
+    pub source: String,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// Tool name.
+    pub tool: String,
+    /// Input object, as JSON text.
+    pub input: String,
+    /// `None` while the result is unknown.
+    pub ok: Option<bool>,
+    /// Output excerpt.
+    pub output: Option<String>,
+}
+
+/// Looks stored calls up by (session, seq) with one prepared statement, for callers that look
+/// up many.
+pub struct CallLookup<'c> {
+    stmt: rusqlite::Statement<'c>,
+}
+
+impl<'c> CallLookup<'c> {
+    /// Prepares the lookup on `conn`.
+    pub fn new(conn: &'c Connection) -> Result<Self, StoreError> {
+        Ok(CallLookup {
+            stmt: conn.prepare(
+                "SELECT source, cwd, tool, input, ok, output FROM actions
+                 WHERE session = ?1 AND seq = ?2",
+            )?,
+        })
+    }
+
+    /// The call at `seq` in `session`, if stored.
+    pub fn get(&mut self, session: &str, seq: u64) -> Result<Option<StoredCall>, StoreError> {
+        Ok(self
+            .stmt
+            .query_row(params![session, seq as i64], |row| {
+                Ok(StoredCall {
+                    source: row.get(0)?,
+                    cwd: row.get(1)?,
+                    tool: row.get(2)?,
+                    input: row.get(3)?,
+                    ok: row.get(4)?,
+                    output: row.get(5)?,
+                })
+            })
+            .optional()?)
+    }
+}
+
+/// A successful call's input, with where it was made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallInput {
+    /// Session.
+    pub session: String,
+    /// Ordering key within the session.
+    pub seq: i64,
+    /// Input object, as JSON text.
+    pub input: String,
+}
+
+/// The newest `limit` successful calls whose input text contains `needle`, newest first.
+pub fn recent_successes_mentioning(
+    conn: &Connection,
+    needle: &str,
+    limit: u32,
+) -> Result<Vec<CallInput>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT session, seq, input FROM actions
+         WHERE ok = 1 AND instr(input, ?1) > 0 ORDER BY id DESC LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![needle, limit], |r| {
+        Ok(CallInput {
+            session: r.get(0)?,
+            seq: r.get(1)?,
+            input: r.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
