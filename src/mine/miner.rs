@@ -2080,7 +2080,8 @@ mod tests {
         let sessions = ["main", "main:agent:a1", "other"];
         let (_dir, conn) = store(&in_sessions(&sessions, &habit));
         conn.execute(
-            "INSERT INTO sessions (id, source, parent) VALUES ('main:agent:a1', 'claude-code', 'main')",
+            "INSERT INTO sessions (id, source, parent) VALUES ('main:agent:a1', 'claude-code', 'main')
+             ON CONFLICT (id) DO UPDATE SET parent = excluded.parent",
             [],
         )
         .expect("the link is stored");
