@@ -223,7 +223,8 @@ pub struct MineSettings {
     /// Sessions a pattern must be seen in before it is reported, at least (a sub-agent's
     /// session counts with its parent's)…
     pub min_support: Setting<u32>,
-    /// …unless it occurs at least this many times, in however few sessions.
+    /// …unless it occurs at least this many times, in two sessions at least (one for an
+    /// error→recovery habit).
     pub min_occurrences: Setting<u32>,
     /// Share of the sessions (percent) a pattern must be seen in, when that is more.
     pub min_support_percent: Setting<u32>,
@@ -1513,8 +1514,8 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # min_support = 3
 # min_support_percent = 1
 
-# ...unless it occurs at least min_occurrences times (occurrences that do not overlap), in
-# however few sessions: a habit repeated often in one or two long sessions.
+# ...unless it occurs at least min_occurrences times (occurrences that do not overlap): a habit
+# repeated often in few sessions (two at least; one for an error fixed the same way each time).
 # min_occurrences = 4
 
 # Other actions allowed between two consecutive steps of a repeated sequence.

@@ -129,8 +129,9 @@ const BARRIER: u32 = u32::MAX;
 pub struct MineOptions {
     /// Sessions a pattern must be seen in, at least (a sub-agent's count with its parent's)…
     pub min_support: u32,
-    /// …unless it occurs at least this many times (occurrences that do not overlap, in any
-    /// number of sessions): a habit repeated often in few sessions. At least 2.
+    /// …unless it occurs at least this many times (occurrences that do not overlap) in two
+    /// sessions at least (one for a recovery): a habit repeated often in few sessions. At
+    /// least 2.
     pub min_occurrences: u32,
     /// Share of the sessions (percent) a pattern must be seen in, when that is more.
     pub min_support_percent: u32,
@@ -924,7 +925,15 @@ struct Needed {
 }
 
 impl Needed {
+    /// For a sequence or a command: its occurrences qualify it when they are in two sessions
+    /// at least (one long session repeats its own loop; two show a habit).
     fn met(&self, support: u32, occurrences: usize) -> bool {
+        support >= self.support || (support >= 2 && occurrences >= self.occurrences as usize)
+    }
+
+    /// For a recovery: the same failure fixed the same way, often, qualifies it even in one
+    /// session (`npm run lint` failing, then `npm run lint -- --fix`, four times).
+    fn met_by_recovery(&self, support: u32, occurrences: usize) -> bool {
         support >= self.support || occurrences >= self.occurrences as usize
     }
 }
@@ -1055,12 +1064,20 @@ fn sequence_candidate<'s>(
         .iter()
         .map(|&s| loaded.interner.resolve(s).unwrap_or_default().to_owned())
         .collect();
-    // One per session first (the leftmost), then the others, in order.
+    // One per session (the leftmost); for a habit qualified by its occurrences, then the
+    // others, in order. (Only those few need them: the others are aligned, and their actions
+    // read again and held, for nothing more than evidence.)
+    let repeats = if support < needed.support {
+        usize::MAX
+    } else {
+        0
+    };
     let others = p
         .every
         .windows(2)
         .filter(|pair| pair[0].seq == pair[1].seq)
-        .map(|pair| &pair[1]);
+        .map(|pair| &pair[1])
+        .take(repeats);
     f.occurrences = p
         .occurrences
         .iter()
@@ -1212,23 +1229,32 @@ fn find_recovery_habits<'s>(
         .filter_map(|mut group| {
             group.support = loaded.support(group.occurrences.iter().map(|r| r.session));
             needed
-                .met(group.support, group.occurrences.len())
-                .then(|| recovery_candidate(loaded, group, options.max_occurrences))
+                .met_by_recovery(group.support, group.occurrences.len())
+                .then(|| {
+                    let repeats = group.support < needed.support;
+                    recovery_candidate(loaded, group, options.max_occurrences, repeats)
+                })
         })
         .collect()
 }
 
 /// A group of recoveries as a candidate: the failed command then the recovery steps, one
 /// occurrence per session.
-fn recovery_candidate(loaded: &Loaded, group: RecoveryGroup, max_occurrences: usize) -> Found<'_> {
+fn recovery_candidate(
+    loaded: &Loaded,
+    group: RecoveryGroup,
+    max_occurrences: usize,
+    repeats: bool,
+) -> Found<'_> {
     let sessions = &loaded.sessions;
     let mut occurrences = Vec::new();
     let mut seen = BTreeSet::new();
-    // One per session first, then the others.
+    // One per session first, then (for a habit qualified by its occurrences) the others.
     let (first, rest): (Vec<_>, Vec<_>) = group
         .occurrences
         .iter()
         .partition(|r| seen.insert(r.session));
+    let rest = if repeats { rest } else { Vec::new() };
     for r in first.into_iter().chain(rest) {
         if occurrences.len() >= max_occurrences {
             break;
