@@ -159,7 +159,7 @@ impl Default for MineOptions {
     fn default() -> Self {
         MineOptions {
             min_support: 3,
-            min_occurrences: 4,
+            min_occurrences: 8,
             min_support_percent: 1,
             max_gap: 1,
             min_length: 2,
@@ -2056,7 +2056,7 @@ mod tests {
         calls.push(("s3".into(), "cargo build".into(), Some(true), None));
         let (_dir, mut conn) = store(&calls_of(&calls));
         let report = mine(&conn, &MineOptions::default()).expect("the run");
-        assert_eq!((report.min_support, report.min_occurrences), (3, 4));
+        assert_eq!((report.min_support, report.min_occurrences), (3, 8));
         let found = starting_with(&report, "./scripts/check.sh");
         let habit = found
             .iter()

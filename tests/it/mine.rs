@@ -287,7 +287,16 @@ fn a_habit_repeated_in_few_sessions_is_one_pattern_and_says_why_it_ranks() {
         .arg(&log)
         .assert()
         .success();
-    let out = env.cli().args(["--json", "mine"]).assert().success();
+    // Four occurrences suffice (the default is 8): the stray step's variant, seen 6 times,
+    // qualifies too, and is folded.
+    let config = env.write_config("[mine]\nmin_occurrences = 4\n");
+    let out = env
+        .cli()
+        .arg("--config")
+        .arg(&config)
+        .args(["--json", "mine"])
+        .assert()
+        .success();
     let summary = json_of(out.get_output());
     // The sub-agent's session counts with its parent's.
     assert_eq!(summary["sessions"], 2, "{summary:#}");
