@@ -1264,7 +1264,7 @@ fn resolve(
     let m = &raw.mine;
     let mine = MineSettings {
         min_support: pick(&m.min_support, 3, &from_file),
-        min_occurrences: pick(&m.min_occurrences, 8, &from_file),
+        min_occurrences: pick(&m.min_occurrences, 4, &from_file),
         min_support_percent: pick(&m.min_support_percent, 1, &from_file),
         max_gap: pick(&m.max_gap, 1, &from_file),
         min_length: pick(&m.min_length, 2, &from_file),
@@ -1516,7 +1516,7 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 
 # ...unless it occurs at least min_occurrences times (occurrences that do not overlap): a habit
 # repeated often in few sessions (two at least; one for an error fixed the same way each time).
-# min_occurrences = 8
+# min_occurrences = 4
 
 # Other actions allowed between two consecutive steps of a repeated sequence.
 # max_gap = 1

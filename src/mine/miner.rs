@@ -159,7 +159,7 @@ impl Default for MineOptions {
     fn default() -> Self {
         MineOptions {
             min_support: 3,
-            min_occurrences: 8,
+            min_occurrences: 4,
             min_support_percent: 1,
             max_gap: 1,
             min_length: 2,
@@ -717,7 +717,13 @@ struct Refetch<'c> {
     calls: actions_table::CallLookup<'c>,
     tokenizer: &'c Tokenizer,
     cache: HashMap<(String, u64), Refetched>,
+    /// About how many bytes the cache holds (outputs, inline inputs, keys).
+    cached_bytes: usize,
 }
+
+/// Bytes of re-read actions kept per run before the cache starts over: a habit's repeats in
+/// long sessions would otherwise keep thousands of outputs for the whole run.
+const REFETCH_CACHE_BYTES: usize = 4 << 20;
 
 impl<'c> Refetch<'c> {
     fn new(conn: &'c Connection, tokenizer: &'c Tokenizer) -> Result<Self, MineError> {
@@ -725,6 +731,7 @@ impl<'c> Refetch<'c> {
             calls: actions_table::CallLookup::new(conn)?,
             tokenizer,
             cache: HashMap::new(),
+            cached_bytes: 0,
         })
     }
 
@@ -744,6 +751,24 @@ impl<'c> Refetch<'c> {
             }
             .into_action(session, seq);
             let tokens = self.tokenizer.tokens(&action);
+            let bytes = output.as_ref().map_or(0, String::len)
+                + tokens
+                    .iter()
+                    .map(|t| {
+                        t.key.len()
+                            + t.template.len()
+                            + t.stdin.as_ref().map_or(0, String::len)
+                            + t.slots.iter().map(|v| v.value.len() + 32).sum::<usize>()
+                            + 128
+                    })
+                    .sum::<usize>()
+                + session.len()
+                + 64;
+            if self.cached_bytes + bytes > REFETCH_CACHE_BYTES {
+                self.cache = HashMap::new();
+                self.cached_bytes = 0;
+            }
+            self.cached_bytes += bytes;
             self.cache.insert(key.clone(), (tokens, output));
         }
         Ok(self.cache.get(&key))
@@ -862,7 +887,7 @@ struct Found<'s> {
     support: u32,
     /// Occurrences counted (at most one per session for sequences).
     count: u32,
-    /// Some occurrences, one per session first: those aligned.
+    /// Some occurrences, one per session first: the first `aligned` are aligned.
     occurrences: Vec<Occ<'s>>,
     /// Recovery: the failed action's duration total, and the error template.
     trigger: Option<String>,
@@ -872,6 +897,8 @@ struct Found<'s> {
     single: bool,
     /// Upper bound of the score, to choose what to align.
     bound: f64,
+    /// How many of `occurrences`, from the first, are aligned.
+    aligned: usize,
 }
 
 /// Mines the actions of `conn`. Reads only: see [`store_patterns`] to keep the result.
@@ -1054,6 +1081,7 @@ fn sequence_candidate<'s>(
         calls_per_occurrence: p.items.len() as f64,
         single: false,
         bound: 0.0,
+        aligned: 0,
     };
     f.bound = upper_bound(&f);
     if f.bound < threshold {
@@ -1064,34 +1092,37 @@ fn sequence_candidate<'s>(
         .iter()
         .map(|&s| loaded.interner.resolve(s).unwrap_or_default().to_owned())
         .collect();
-    // One per session (the leftmost); for a habit qualified by its occurrences, then the
-    // others, in order. (Only those few need them: the others are aligned, and their actions
-    // read again and held, for nothing more than evidence.)
+    // One per session (the leftmost); for a habit qualified by its occurrences, then others,
+    // in order, up to the occurrences that qualify it: enough to align it and show it. (Every
+    // repeat aligned costs its actions read again and their outputs held; aligning all of them
+    // made the daemon's memory grow with long repetitive sessions, see tests/it/soak.rs.)
     let repeats = if support < needed.support {
-        usize::MAX
+        (needed.occurrences as usize).saturating_sub(p.occurrences.len())
     } else {
         0
     };
-    let others = p
-        .every
-        .windows(2)
-        .filter(|pair| pair[0].seq == pair[1].seq)
-        .map(|pair| &pair[1])
-        .take(repeats);
+    let others = || {
+        p.every
+            .windows(2)
+            .filter(|pair| pair[0].seq == pair[1].seq)
+            .map(|pair| &pair[1])
+    };
+    let occ = |o: &sequences::Occurrence| {
+        let session = &loaded.sessions[o.seq as usize];
+        let positions = sequences::steps(&session.symbols, p.items, o, config.max_gap)?;
+        Some(Occ {
+            session,
+            positions: positions.into_iter().map(|x| x as usize).collect(),
+        })
+    };
     f.occurrences = p
         .occurrences
         .iter()
-        .chain(others)
+        .chain(others().take(repeats))
         .take(options.max_occurrences)
-        .filter_map(|o| {
-            let session = &loaded.sessions[o.seq as usize];
-            let positions = sequences::steps(&session.symbols, p.items, o, config.max_gap)?;
-            Some(Occ {
-                session,
-                positions: positions.into_iter().map(|x| x as usize).collect(),
-            })
-        })
+        .filter_map(occ)
         .collect();
+    f.aligned = f.occurrences.len();
     f.calls_per_occurrence = f
         .occurrences
         .first()
@@ -1130,6 +1161,7 @@ fn find_commands<'s>(loaded: &'s Loaded, options: &MineOptions, needed: Needed) 
                 calls_per_occurrence: 1.5,
                 single: true,
                 bound: 0.0,
+                aligned: usize::MAX,
             });
         }
         found.extend(slow_command(loaded, keys, places, options, needed));
@@ -1212,6 +1244,7 @@ fn slow_command<'s>(
         calls_per_occurrence: 1.0,
         single: false,
         bound: 0.0,
+        aligned: usize::MAX,
     })
 }
 
@@ -1231,20 +1264,25 @@ fn find_recovery_habits<'s>(
             needed
                 .met_by_recovery(group.support, group.occurrences.len())
                 .then(|| {
-                    let repeats = group.support < needed.support;
-                    recovery_candidate(loaded, group, options.max_occurrences, repeats)
+                    let max = if group.support < needed.support {
+                        needed.occurrences as usize
+                    } else {
+                        0
+                    };
+                    recovery_candidate(loaded, group, options.max_occurrences, max)
                 })
         })
         .collect()
 }
 
 /// A group of recoveries as a candidate: the failed command then the recovery steps, one
-/// occurrence per session.
+/// occurrence per session, then repeats up to `max_with_repeats` occurrences in all (for one
+/// qualified by its occurrences).
 fn recovery_candidate(
     loaded: &Loaded,
     group: RecoveryGroup,
     max_occurrences: usize,
-    repeats: bool,
+    max_with_repeats: usize,
 ) -> Found<'_> {
     let sessions = &loaded.sessions;
     let mut occurrences = Vec::new();
@@ -1254,8 +1292,8 @@ fn recovery_candidate(
         .occurrences
         .iter()
         .partition(|r| seen.insert(r.session));
-    let rest = if repeats { rest } else { Vec::new() };
-    for r in first.into_iter().chain(rest) {
+    let aligned = max_with_repeats.max(first.len());
+    for r in first.into_iter().chain(rest).take(aligned) {
         if occurrences.len() >= max_occurrences {
             break;
         }
@@ -1284,6 +1322,7 @@ fn recovery_candidate(
         calls_per_occurrence: 1.0 + group.step_keys.len() as f64,
         single: false,
         bound: 0.0,
+        aligned,
     }
 }
 
@@ -1316,8 +1355,9 @@ fn align_and_score(
         if *taken >= options.max_patterns_per_kind {
             continue;
         }
+        let to_align = &f.occurrences[..f.aligned.min(f.occurrences.len())];
         let Some((aligned, durations)) =
-            align_occurrences(&mut refetch, &f.occurrences, f.trigger.is_some(), options)?
+            align_occurrences(&mut refetch, to_align, f.trigger.is_some(), options)?
         else {
             continue;
         };
@@ -1330,7 +1370,7 @@ fn align_and_score(
         match patterns.get(&pattern.id) {
             Some((existing, _)) if existing.support >= pattern.support => {}
             _ => {
-                let spans = f.occurrences.iter().filter_map(Span::of).collect();
+                let spans = to_align.iter().filter_map(Span::of).collect();
                 patterns.insert(pattern.id.clone(), (pattern, spans));
             }
         }
@@ -1388,6 +1428,9 @@ impl Span {
 fn overlapping(spans: &[Span], others: &[Span]) -> usize {
     spans.iter().filter(|s| s.inside(others)).count()
 }
+
+/// Patterns folded into one that its stored body lists, at most (each folded one names it).
+const MAX_FOLDED_LISTED: usize = 20;
 
 /// One habit, one candidate: a pattern whose occurrences mostly lie inside those of a better
 /// one (or the better one's mostly inside its own) is the same habit: the stray step before
@@ -1487,7 +1530,10 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
                 of: into.of,
             };
             patterns[m].0.folded_into = Some(into);
-            patterns[head].0.folded.push(here);
+            // The best ones are listed (members come best first); each says where it went.
+            if patterns[head].0.folded.len() < MAX_FOLDED_LISTED {
+                patterns[head].0.folded.push(here);
+            }
         }
     }
 }
@@ -1948,6 +1994,7 @@ mod tests {
             calls_per_occurrence: keys.len() as f64,
             single: false,
             bound: 0.0,
+            aligned: 0,
         };
         let mut found = vec![
             candidate(&["a", "b"], 3, 3),
@@ -2056,7 +2103,7 @@ mod tests {
         calls.push(("s3".into(), "cargo build".into(), Some(true), None));
         let (_dir, mut conn) = store(&calls_of(&calls));
         let report = mine(&conn, &MineOptions::default()).expect("the run");
-        assert_eq!((report.min_support, report.min_occurrences), (3, 8));
+        assert_eq!((report.min_support, report.min_occurrences), (3, 4));
         let found = starting_with(&report, "./scripts/check.sh");
         let habit = found
             .iter()
@@ -2070,8 +2117,8 @@ mod tests {
             (2, 10)
         );
         assert!(habit.score > 0.0);
-        // Every occurrence is evidence, not only one per session.
-        assert_eq!(habit.evidence.len(), 10);
+        // Repeats are evidence too, not only one per session: as many as qualify it.
+        assert_eq!(habit.evidence.len(), 4);
         let sessions: BTreeSet<&str> = habit.evidence.iter().map(|e| e.session.as_str()).collect();
         assert_eq!(sessions, BTreeSet::from(["s1", "s2"]));
         // One habit, one pattern proposed: what runs from one occurrence into the next
