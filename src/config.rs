@@ -1514,8 +1514,9 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # min_support = 3
 # min_support_percent = 1
 
-# ...unless it occurs at least min_occurrences times (occurrences that do not overlap): a habit
-# repeated often in few sessions (two at least; one for an error fixed the same way each time).
+# ...unless it occurs at least min_occurrences times (occurrences that do not overlap; never
+# fewer than the sessions needed): a habit repeated often in few sessions (two at least; one for
+# an error fixed the same way each time).
 # min_occurrences = 4
 
 # Other actions allowed between two consecutive steps of a repeated sequence.

@@ -129,9 +129,9 @@ const BARRIER: u32 = u32::MAX;
 pub struct MineOptions {
     /// Sessions a pattern must be seen in, at least (a sub-agent's count with its parent's)…
     pub min_support: u32,
-    /// …unless it occurs at least this many times (occurrences that do not overlap) in two
-    /// sessions at least (one for a recovery): a habit repeated often in few sessions. At
-    /// least 2.
+    /// …unless it occurs at least this many times (occurrences that do not overlap; and at
+    /// least the sessions needed) in two sessions at least (one for a recovery): a habit
+    /// repeated often in few sessions. At least 2.
     pub min_occurrences: u32,
     /// Share of the sessions (percent) a pattern must be seen in, when that is more.
     pub min_support_percent: u32,
@@ -908,9 +908,11 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     let loaded = load(conn, &tokenizer)?;
     let load_ms = elapsed_ms(started);
     let min_support = options.effective_support(loaded.families.len());
+    // Never fewer occurrences than the sessions a pattern would need: with many sessions the
+    // support grows (`min_support_percent`), and so must the occurrences that stand in for it.
     let needed = Needed {
         support: min_support,
-        occurrences: options.min_occurrences.max(2),
+        occurrences: options.min_occurrences.max(2).max(min_support),
     };
     let sequences = find_sequences(&loaded, options, needed)?;
     let mut found = sequences.found;
