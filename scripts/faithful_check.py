@@ -20,7 +20,9 @@ candidate belongs to a habit when one of its occurrences (session, first and las
 overlaps one of the habit's occurrences. For every planted occurrence a candidate holds, it runs
 the candidate's dry run in the real sandbox (`toolsmith sandbox --env TOOLSMITH_DRY_RUN=1
 --tool-dir …`), with the parameters (or arguments, stdin) of the candidate's own dry-run case for
-that occurrence (`tests/cases.json`), else those its spec recorded for it, and compares what it
+that occurrence (`tests/cases.json`; a recovery's case gives the failing command's recorded
+output as `stdin`, which its dry run reads in place of running that command, so it is fed as
+the case says), else those its spec recorded for it, and compares what it
 prints with the commands the log recorded: both parsed as the shell would (quotes removed,
 `$(cat <<'EOF' … EOF)` replaced by its body, split into simple commands at `&&`, `;`, newlines),
 word for word, reporting the first difference.

@@ -885,7 +885,23 @@ fn validate(
     text: &str,
     checks: &dyn Checks,
 ) -> Result<(), ConfigError> {
-    let d = &raw.daemon;
+    // Always in this order, so that of several errors the same one is reported first.
+    check_daemon(&raw.daemon, path, text)?;
+    check_ingest(&raw.ingest, path, text)?;
+    check_mine(&raw.mine, path, text)?;
+    check_schedules(raw, path, text)?;
+    check_generate_limits(&raw.generate, path, text)?;
+    check_events(&raw.events, path, text)?;
+    check_mcp(&raw.mcp, path, text)?;
+    check_generate_backend(&raw.generate, checks, path, text)?;
+    check_llm(&raw.llm, path, text)?;
+    check_llm_backend_has_model(raw, path, text)?;
+    check_sources(&raw.sources, checks, path, text)?;
+    check_paths(&raw.paths, path, text)
+}
+
+/// `[daemon]`: the log filter parses; the limits are in range.
+fn check_daemon(d: &RawDaemon, path: &Path, text: &str) -> Result<(), ConfigError> {
     if let Some(level) = &d.log_level
         && let Err(err) = tracing_subscriber::EnvFilter::builder().parse(level.get_ref())
     {
@@ -917,7 +933,11 @@ fn validate(
             ),
         ],
     )?;
-    let i = &raw.ingest;
+    Ok(())
+}
+
+/// `[ingest]`: the limits are in range.
+fn check_ingest(i: &RawIngest, path: &Path, text: &str) -> Result<(), ConfigError> {
     check_ranges(
         path,
         text,
@@ -927,7 +947,11 @@ fn validate(
             (&i.debounce_ms, "ingest.debounce_ms", 0, 60_000),
         ],
     )?;
-    let m = &raw.mine;
+    Ok(())
+}
+
+/// `[mine]`: the numbers are in range, and `max_length` is at least `min_length`.
+fn check_mine(m: &RawMine, path: &Path, text: &str) -> Result<(), ConfigError> {
     check_ranges(
         path,
         text,
@@ -963,8 +987,13 @@ fn validate(
             ),
         ));
     }
+    Ok(())
+}
+
+/// `mine.schedule`, `health.schedule`, `sync.schedule`: each is a crontab schedule.
+fn check_schedules(raw: &RawConfig, path: &Path, text: &str) -> Result<(), ConfigError> {
     for (schedule, key) in [
-        (&m.schedule, "mine.schedule"),
+        (&raw.mine.schedule, "mine.schedule"),
         (&raw.health.schedule, "health.schedule"),
         (&raw.sync.schedule, "sync.schedule"),
     ] {
@@ -980,7 +1009,11 @@ fn validate(
             ));
         }
     }
-    let g = &raw.generate;
+    Ok(())
+}
+
+/// `[generate]`'s numbers are in range.
+fn check_generate_limits(g: &RawGenerate, path: &Path, text: &str) -> Result<(), ConfigError> {
     check_ranges(
         path,
         text,
@@ -990,7 +1023,12 @@ fn validate(
             (&g.max_per_run, "generate.max_per_run", 1, 1000),
         ],
     )?;
-    if let Some(command) = &raw.events.on_event
+    Ok(())
+}
+
+/// `events.on_event` names a program.
+fn check_events(events: &RawEvents, path: &Path, text: &str) -> Result<(), ConfigError> {
+    if let Some(command) = &events.on_event
         && command
             .get_ref()
             .first()
@@ -1005,16 +1043,32 @@ fn validate(
                 .to_owned(),
         ));
     }
+    Ok(())
+}
+
+/// `[mcp]`: the description budget is in range.
+fn check_mcp(mcp: &RawMcp, path: &Path, text: &str) -> Result<(), ConfigError> {
     check_ranges(
         path,
         text,
         &[(
-            &raw.mcp.description_budget,
+            &mcp.description_budget,
             "mcp.description_budget",
             0,
             10_000_000,
         )],
     )?;
+    Ok(())
+}
+
+/// `generate.backend` is one of [`GENERATE_BACKENDS`]; `generate.policy` names a policy
+/// file that exists and parses (the sandbox's check, handed in).
+fn check_generate_backend(
+    g: &RawGenerate,
+    checks: &dyn Checks,
+    path: &Path,
+    text: &str,
+) -> Result<(), ConfigError> {
     if let Some(backend) = &g.backend
         && !GENERATE_BACKENDS.contains(&backend.get_ref().as_str())
     {
@@ -1032,7 +1086,12 @@ fn validate(
     if let Some(policy) = &g.policy {
         check_policy(path, text, policy, checks)?;
     }
-    let l = &raw.llm;
+    Ok(())
+}
+
+/// `[llm]`: the numbers are in range, the provider known, the URL http(s), the model named,
+/// and `api_key_env` an environment variable's name.
+fn check_llm(l: &RawLlm, path: &Path, text: &str) -> Result<(), ConfigError> {
     check_ranges(
         path,
         text,
@@ -1102,9 +1161,18 @@ fn validate(
             ));
         }
     }
-    if let Some(backend) = &g.backend
+    Ok(())
+}
+
+/// The `llm` backend needs `llm.model`.
+fn check_llm_backend_has_model(
+    raw: &RawConfig,
+    path: &Path,
+    text: &str,
+) -> Result<(), ConfigError> {
+    if let Some(backend) = &raw.generate.backend
         && backend.get_ref() == "llm"
-        && l.model.is_none()
+        && raw.llm.model.is_none()
     {
         return Err(invalid(
             path,
@@ -1116,7 +1184,18 @@ fn validate(
                 .into(),
         ));
     }
-    for source in &raw.sources {
+    Ok(())
+}
+
+/// Each `[[source]]`: a known format (the ingest stage's names, handed in) and a path that is
+/// absolute or under `~/`.
+fn check_sources(
+    sources: &[Spanned<RawSource>],
+    checks: &dyn Checks,
+    path: &Path,
+    text: &str,
+) -> Result<(), ConfigError> {
+    for source in sources {
         let source = source.get_ref();
         let format = source.format.get_ref();
         let known = checks.format_names();
@@ -1143,7 +1222,11 @@ fn validate(
             ));
         }
     }
-    let p = &raw.paths;
+    Ok(())
+}
+
+/// `[paths]`: each is absolute.
+fn check_paths(p: &RawPaths, path: &Path, text: &str) -> Result<(), ConfigError> {
     for (value, key) in [
         (&p.state, "paths.state"),
         (&p.runtime, "paths.runtime"),
@@ -1956,6 +2039,180 @@ mod tests {
             assert!(err.contains("config.toml:3:"), "{file}: {err}");
             assert!(err.contains("generate.policy"), "{file}: {err}");
         }
+    }
+
+    /// Loads `text`, which must be refused, and checks that the error names `key`, says
+    /// `what`, and points into the file.
+    fn refused_naming(text: &str, key: &str, what: &str) {
+        let err = load_text(text).expect_err(text).to_string();
+        assert!(err.contains(key), "{text}: the error names no {key}: {err}");
+        assert!(err.contains(what), "{text}: {err}");
+        assert!(err.contains("config.toml:"), "{text}: {err}");
+    }
+
+    #[test]
+    fn daemon_section_checks() {
+        refused_naming(
+            "[daemon]\nlog_level = \"=[\"\n",
+            "daemon.log_level",
+            "log filter",
+        );
+        refused_naming(
+            "[daemon]\nmax_request_kib = 0\n",
+            "daemon.max_request_kib",
+            "from 1",
+        );
+        refused_naming(
+            "[daemon]\nshutdown_grace_s = 3601\n",
+            "daemon.shutdown_grace_s",
+            "3600",
+        );
+        refused_naming(
+            "[daemon]\nidle_timeout_s = 0\n",
+            "daemon.idle_timeout_s",
+            "from 1",
+        );
+        refused_naming(
+            "[daemon]\npartial_line_timeout_s = 0\n",
+            "daemon.partial_line_timeout_s",
+            "from 1",
+        );
+    }
+
+    #[test]
+    fn ingest_section_checks() {
+        refused_naming(
+            "[ingest]\nmax_record_kib = 0\n",
+            "ingest.max_record_kib",
+            "from 1",
+        );
+        refused_naming(
+            "[ingest]\noutput_cap_kib = 0\n",
+            "ingest.output_cap_kib",
+            "from 1",
+        );
+        refused_naming(
+            "[ingest]\ndebounce_ms = 60001\n",
+            "ingest.debounce_ms",
+            "60000",
+        );
+    }
+
+    #[test]
+    fn mine_section_checks() {
+        refused_naming("[mine]\nmin_support = 1\n", "mine.min_support", "from 2");
+        refused_naming(
+            "[mine]\nmin_support_percent = 101\n",
+            "mine.min_support_percent",
+            "100",
+        );
+        refused_naming("[mine]\nmax_gap = 17\n", "mine.max_gap", "16");
+        refused_naming(
+            "[mine]\nfold_percent = 49\n",
+            "mine.fold_percent",
+            "from 50",
+        );
+        refused_naming("[mine]\nslow_ms = 99\n", "mine.slow_ms", "from 100");
+        refused_naming(
+            "[mine]\nafter_new_actions = 0\n",
+            "mine.after_new_actions",
+            "from 1",
+        );
+        refused_naming(
+            "[mine]\nmin_length = 4\nmax_length = 3\n",
+            "mine.max_length",
+            "below mine.min_length (4)",
+        );
+        load_text("[mine]\nmin_length = 3\nmax_length = 3\n").expect("equal lengths");
+    }
+
+    #[test]
+    fn schedules_are_crontab_schedules() {
+        for table in ["mine", "health", "sync"] {
+            refused_naming(
+                &format!("[{table}]\nschedule = \"every hour\"\n"),
+                &format!("{table}.schedule"),
+                "5 crontab fields",
+            );
+            load_text(&format!("[{table}]\nschedule = \"*/15 * * * *\"\n")).expect(table);
+        }
+    }
+
+    #[test]
+    fn generate_section_checks() {
+        refused_naming("[generate]\nmin_score = 101\n", "generate.min_score", "100");
+        refused_naming(
+            "[generate]\nmax_per_run = 0\n",
+            "generate.max_per_run",
+            "from 1",
+        );
+        refused_naming(
+            "[generate]\nbackend = \"magic\"\n",
+            "generate.backend",
+            "unknown backend",
+        );
+        refused_naming(
+            "[generate]\nbackend = \"llm\"\n",
+            "generate.backend",
+            "set llm.model",
+        );
+    }
+
+    #[test]
+    fn mcp_and_llm_section_checks() {
+        refused_naming(
+            "[mcp]\ndescription_budget = 10000001\n",
+            "mcp.description_budget",
+            "10000000",
+        );
+        refused_naming("[llm]\ntimeout_s = 0\n", "llm.timeout_s", "from 1");
+        refused_naming("[llm]\nmax_retries = 11\n", "llm.max_retries", "10");
+        refused_naming(
+            "[llm]\nbase_url = \"https://a b\"\n",
+            "llm.base_url",
+            "not an http",
+        );
+        refused_naming("[llm]\nmodel = \" \"\n", "llm.model", "is empty");
+        refused_naming(
+            "[llm]\napi_key_env = \"1KEY\"\n",
+            "llm.api_key_env",
+            "variable name",
+        );
+        load_text("[llm]\napi_key_env = \"_MY_KEY2\"\n").expect("a variable name");
+    }
+
+    #[test]
+    fn source_and_paths_section_checks() {
+        let format = STAGES.format_names()[0];
+        refused_naming(
+            "[[source]]\nformat = \"nope\"\npath = \"/var/log/x\"\n",
+            "source.format",
+            &format!("known formats: {format}"),
+        );
+        refused_naming(
+            &format!("[[source]]\nformat = \"{format}\"\npath = \"logs/x\"\n"),
+            "source.path",
+            "absolute or start with ~/",
+        );
+        load_text(&format!(
+            "[[source]]\nformat = \"{format}\"\npath = \"~/logs\"\n"
+        ))
+        .expect("a path under ~/");
+        for key in ["state", "runtime", "registry"] {
+            refused_naming(
+                &format!("[paths]\n{key} = \"rel\"\n"),
+                &format!("paths.{key}"),
+                "relative path",
+            );
+        }
+    }
+
+    #[test]
+    fn of_several_errors_the_earlier_section_is_reported() {
+        let err = load_text("[paths]\nstate = \"rel\"\n\n[daemon]\nmax_connections = 0\n")
+            .expect_err("refused")
+            .to_string();
+        assert!(err.contains("daemon.max_connections"), "{err}");
     }
 
     #[test]

@@ -156,25 +156,54 @@ pub fn recent_actions(
             ORDER BY id DESC LIMIT ?2
          ) ORDER BY session, seq",
     )?;
-    let rows = stmt.query_map(params![session, limit as i64], |row| {
-        let input: String = row.get(7)?;
-        Ok(StoredAction {
-            id: row.get(0)?,
-            session: row.get(1)?,
-            seq: row.get::<_, i64>(2)? as u64,
-            ts: row.get(3)?,
-            source: row.get(4)?,
-            cwd: row.get(5)?,
-            tool: row.get(6)?,
-            input: serde_json::from_str(&input).unwrap_or(Value::String(input)),
-            call_id: row.get(8)?,
-            ok: row.get(9)?,
-            exit_code: row.get(10)?,
-            output: row.get(11)?,
-            duration_ms: row.get::<_, Option<i64>>(12)?.map(|d| d as u64),
-        })
-    })?;
+    let rows = stmt.query_map(params![session, limit as i64], stored_action)?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The actions of `session` whose seq lies in `first..=last`, in order: what one occurrence
+/// of a pattern ran, as the log recorded it (a pattern's evidence names the range).
+pub fn actions_between(
+    conn: &Connection,
+    session: &str,
+    first: u64,
+    last: u64,
+) -> Result<Vec<StoredAction>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, session, seq, ts, source, cwd, tool, input, call_id, ok, exit_code, output,
+                duration_ms
+         FROM actions WHERE session = ?1 AND seq BETWEEN ?2 AND ?3
+         ORDER BY seq",
+    )?;
+    let rows = stmt.query_map(
+        params![
+            session,
+            i64::try_from(first).unwrap_or(i64::MAX),
+            i64::try_from(last).unwrap_or(i64::MAX)
+        ],
+        stored_action,
+    )?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A row of `SELECT id, session, seq, ts, source, cwd, tool, input, call_id, ok, exit_code,
+/// output, duration_ms FROM actions`.
+fn stored_action(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredAction> {
+    let input: String = row.get(7)?;
+    Ok(StoredAction {
+        id: row.get(0)?,
+        session: row.get(1)?,
+        seq: row.get::<_, i64>(2)? as u64,
+        ts: row.get(3)?,
+        source: row.get(4)?,
+        cwd: row.get(5)?,
+        tool: row.get(6)?,
+        input: serde_json::from_str(&input).unwrap_or(Value::String(input)),
+        call_id: row.get(8)?,
+        ok: row.get(9)?,
+        exit_code: row.get(10)?,
+        output: row.get(11)?,
+        duration_ms: row.get::<_, Option<i64>>(12)?.map(|d| d as u64),
+    })
 }
 
 /// How many actions are stored (of `session`, if given).

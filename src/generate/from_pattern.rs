@@ -9,7 +9,9 @@
 //! - the **parameters**, typed with [`ParamKind::from_mined`], all required (every occurrence
 //!   had a value);
 //! - the **steps** and, for a recovery, the failing command and its error's template;
-//! - the **occurrences** the derived tests replay, rendered the way the dry run prints them;
+//! - the **occurrences** the derived tests replay: their values, the steps rendered with them
+//!   (for people and models), and for a request the examples as logged (a pattern's occurrences
+//!   get theirs from the store: [`super::logged`]);
 //! - the **sandbox profile**: limits from the median duration, the workspace read-only when
 //!   every step only looks, writable otherwise;
 //! - the host programs it **requires**;
@@ -18,12 +20,13 @@
 
 use serde_json::json;
 
+use super::logged::Recorded;
 use super::spec::{Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec};
 use crate::action::placeholder::{PLACEHOLDER_START, placeholder_kinds, replace_placeholders};
 use crate::action::{Action, Source};
 use crate::mine::params::{AlignInput, align, piped_flags};
 use crate::mine::pattern::{self, Pattern, PatternKind};
-use crate::mine::token::tokens_of;
+use crate::mine::token::{UNPARSED, tokens_of};
 use crate::package::manifest::{Evidence, Language, Origin, OutputKind, valid_name};
 use crate::quote::shell_quote;
 use crate::sandbox::WorkspaceAccess;
@@ -427,9 +430,10 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
         heal: None,
         regression_cases: Vec::new(),
     };
-    // The commands are rendered again rather than taken from the log: a dry run quotes each
-    // word as a whole and cannot know what an earlier step would have printed. A secret the log
-    // held redacted is given a stand-in (`example-<kind>`), never the placeholder.
+    // The steps rendered with each occurrence's values, for people and models; what the tests
+    // expect is what the log recorded (`Occurrence::logged`, filled by `super::logged`). A
+    // secret the log held redacted is given a stand-in (`example-<kind>`), never the
+    // placeholder.
     spec.occurrences = parts
         .evidence
         .iter()
@@ -455,6 +459,8 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
                 replay: e.replay.clone().filter(|r| {
                     !r.stdin.contains(PLACEHOLDER_START) && !r.stdout.contains(PLACEHOLDER_START)
                 }),
+                logged: Vec::new(),
+                failure_output: None,
             }
         })
         .collect();
@@ -513,6 +519,20 @@ impl ToolSpec {
             return Err(fail(&format!(
                 "its step `{}` is an agent's tool call, not a command a tool can run",
                 step.template
+            )));
+        }
+        // A command line the shell parser could not read (an unbalanced quote, syntax it does
+        // not know) is one opaque step: its words are not known, so no tool can run them.
+        let unparsed_step = pattern
+            .steps
+            .iter()
+            .chain(pattern.trigger.as_ref().map(|t| &t.step))
+            .find(|s| s.key.ends_with(UNPARSED));
+        if let Some(step) = unparsed_step {
+            return Err(fail(&format!(
+                "its step `{}` is a command line the shell parser could not read, so its words \
+                 are not known; a tool is made only from commands that parse",
+                step.key
             )));
         }
         let steps: Vec<StepSpec> = pattern.steps.iter().map(convert_step).collect();
@@ -597,7 +617,10 @@ impl ToolSpec {
         {
             first.insert_str(0, "on-failure:");
         }
-        spec.trigger = error_template.map(|error_template| TriggerSpec { error_template });
+        spec.trigger = error_template.map(|error_template| TriggerSpec {
+            error_template,
+            captures: Default::default(),
+        });
         Ok(spec)
     }
 
@@ -719,6 +742,20 @@ impl ToolSpec {
                 description,
             );
             spec.keys = keys;
+            // The examples are what was run: each occurrence's range names its examples.
+            let recorded: Vec<Vec<Recorded>> = spec
+                .occurrences
+                .iter()
+                .map(|o| {
+                    (o.evidence.first_seq..=o.evidence.last_seq)
+                        .filter_map(|seq| {
+                            let line = examples.get(usize::try_from(seq).ok()?.checked_sub(1)?)?;
+                            Some(Recorded::example(seq, line))
+                        })
+                        .collect()
+                })
+                .collect();
+            super::logged::attach(&mut spec, &recorded);
             spec
         };
         spec.request = Some(text);
@@ -984,6 +1021,22 @@ mod tests {
     }
 
     #[test]
+    fn a_command_line_that_does_not_parse_is_never_a_tool() {
+        let mut p = sequence();
+        p.steps[0] = Step {
+            template: "git <unparsed>".into(),
+            key: "git <unparsed>".into(),
+            ..step(vec![lit("git"), param("unparsed")])
+        };
+        let err = ToolSpec::from_pattern(&p, &|_| false).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("`git <unparsed>` is a command line the shell parser could not read"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_recovery_runs_its_command_around_the_fix_and_reads_only_when_it_can() {
         let mut p = sequence();
         p.kind = PatternKind::Recovery;
@@ -1037,7 +1090,7 @@ mod tests {
         assert_eq!(spec.origin, Origin::Request);
         assert_eq!(spec.params.len(), 1, "{:?}", spec.params);
         assert_eq!(spec.occurrences.len(), 2);
-        assert_eq!(spec.occurrences[1].commands, ["cargo test --lib -p cli"]);
+        assert_eq!(spec.occurrences[1].commands, ["cargo test -p cli --lib"]);
         // Different shapes: one sequence, all literal.
         let spec = ToolSpec::from_request(
             "format then lint",

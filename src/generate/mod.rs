@@ -4,6 +4,7 @@
 //! - [`from_pattern`]: a `ToolSpec` from a mined pattern or a request;
 //! - [`pipeline`]: the generation loop, from an opportunity to a validated candidate;
 //! - [`llm`]: model clients (OpenAI-compatible and Anthropic), retries, cache and budget.
+//! - [`logged`]: what the log recorded for each occurrence, which the derived tests expect;
 //! - [`spec`]: `ToolSpec`, what a tool must do;
 //! - [`template`]: the offline generator (POSIX sh) and the tests derived from evidence;
 //! - [`template_py`]: the offline Python generator, for pure text transformations;
@@ -17,6 +18,7 @@ pub mod candidates;
 pub mod contract;
 pub mod from_pattern;
 pub mod llm;
+pub mod logged;
 pub mod pipeline;
 pub mod prompt;
 pub mod review;

@@ -41,10 +41,12 @@ use super::contract;
 use super::from_pattern::SpecError;
 use super::llm::gateway::Gateway;
 use super::llm::{LlmClient, LlmSettings, Provider, find_api_key};
+use super::logged::{self, Recorded};
 use super::prompt::{self, SimilarTool};
 use super::spec::ToolSpec;
 use super::staging::{Staging, StagingError};
 use super::template;
+use crate::action::stored::actions_between;
 use crate::config::{Config, GenerateSettings, LlmConfig};
 use crate::events::{Event, EventBus};
 use crate::mine::pattern::{self, PatternStatus};
@@ -863,6 +865,7 @@ impl Generator {
         }
         let known = self.known().await?;
         let mut spec = ToolSpec::from_pattern(p, &|n| known.iter().any(|k| k.name == n))?;
+        self.attach_log(&mut spec).await?;
         let (name, version) = Self::name_and_version(
             &spec.name,
             |k| k.pattern.as_deref() == Some(p.id.as_str()) || spec.same_keys(&k.keys),
@@ -970,6 +973,13 @@ impl Generator {
                 .await?;
             spec = stored.and_then(|s| ToolSpec::from_pattern(&s.pattern, &|_| false).ok());
         }
+        if let Some(spec) = spec.as_mut()
+            && spec.origin != Origin::Request
+            && spec.occurrences.iter().all(|o| o.logged.is_empty())
+        {
+            // Saved before the log's commands were kept with it: read them now.
+            self.attach_log(spec).await?;
+        }
         let Some(mut spec) = spec else {
             return self
                 .transition(
@@ -991,6 +1001,35 @@ impl Generator {
             .unwrap_or_else(|| semver::Version::new(1, 0, 0));
         let known = self.known().await?;
         self.process(c, spec, version, &known).await
+    }
+
+    /// Reads what the log recorded for each of `spec`'s occurrences (ingest's own reading of
+    /// the actions in each occurrence's range) into the occurrences, which the derived tests
+    /// then expect word for word.
+    async fn attach_log(&self, spec: &mut ToolSpec) -> Result<(), GenerateError> {
+        let ranges: Vec<(String, u64, u64)> = spec
+            .occurrences
+            .iter()
+            .map(|o| {
+                (
+                    o.evidence.session.clone(),
+                    o.evidence.first_seq,
+                    o.evidence.last_seq,
+                )
+            })
+            .collect();
+        let recorded = self
+            .db(move |conn| {
+                let mut all = Vec::with_capacity(ranges.len());
+                for (session, first, last) in &ranges {
+                    let actions = actions_between(conn, session, *first, *last)?;
+                    all.push(actions.iter().map(Recorded::from_stored).collect());
+                }
+                Ok(all)
+            })
+            .await?;
+        logged::attach(spec, &recorded);
+        Ok(())
     }
 
     /// Generates and validates a proposed candidate until it awaits review or fails.
@@ -1016,6 +1055,18 @@ impl Generator {
                     .await;
             }
         };
+        if !spec.occurrences.is_empty() && spec.occurrences.iter().all(|o| o.logged.is_empty()) {
+            // Its tests would have nothing from the log to hold it to.
+            return self
+                .fail(
+                    &c.id,
+                    "none of its occurrences could be read back from the store's actions, so \
+                     nothing could test it against what was run; mine again \
+                     (`toolsmith mine`) and generate"
+                        .into(),
+                )
+                .await;
+        }
         let c = self
             .transition(&c.id, State::Generating, c.reason.clone())
             .await?;

@@ -147,8 +147,16 @@ fn examples_text(spec: &ToolSpec) -> String {
                 params.join(" ")
             }
         );
-        for c in &occ.commands {
-            let _ = writeln!(text, "    {c}");
+        // What the log recorded, which the tests expect; the miner's rendering when the log
+        // could not be read.
+        if occ.logged.is_empty() {
+            for c in &occ.commands {
+                let _ = writeln!(text, "    {c}");
+            }
+        } else {
+            for line in super::template::dry_run_text(&occ.logged).lines() {
+                let _ = writeln!(text, "    {line}");
+            }
         }
     }
     text

@@ -219,6 +219,10 @@ pub fn is_snake_case(name: &str) -> bool {
 pub struct TriggerSpec {
     /// The error template (variable parts as `<*>`).
     pub error_template: String,
+    /// The values the recovery takes from the failure: for each, which `<*>` of the template
+    /// (0-based) holds it in the failing command's output. The tool extracts them at run time.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub captures: BTreeMap<String, usize>,
 }
 
 /// One observed occurrence: the parameter values and the commands run, for derived tests.
@@ -228,11 +232,22 @@ pub struct Occurrence {
     pub evidence: Evidence,
     /// Each parameter's value.
     pub params: BTreeMap<String, String>,
-    /// The commands as they were run (one per step, canonically quoted).
+    /// The commands as the miner renders them (one per step, canonically quoted): what the
+    /// steps make of this occurrence's values, shown to people and models.
     pub commands: Vec<String>,
     /// For a text transformation the log holds whole: its input and recorded output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::mine::pattern::Replay>,
+    /// The commands as the log recorded them, each the argv the shell would run (quotes
+    /// removed, `a && b` two commands): what the dry run must print, whatever the miner made of
+    /// them ([`super::logged`]). A value an earlier step printed shows as `<name>`, as a dry run
+    /// cannot know it. Empty when the log could not be read: such an occurrence is not a test.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logged: Vec<Vec<String>>,
+    /// For a recovery: the failing command's output as the log recorded it, which the dry run
+    /// reads on stdin in place of running the command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_output: Option<String>,
 }
 
 /// What a tool must do.

@@ -455,16 +455,41 @@ ts_run() {{
             );
             let mut recovery = String::new();
             step_lines(&spec.steps, &mut recovery);
+            // The values the recovery takes from the failure, extracted from its output.
+            let mut extract = String::new();
+            if let Some(name) = &trigger.captures {
+                let Some(&hole) = t.captures.get(name) else {
+                    return Err(fail(&format!(
+                        "the recovery uses a value (`{name}`) of the failing command's output that \
+                         is not where the error's template (`{}`) has a varying part; use the LLM \
+                         backend",
+                        one_line(&t.error_template)
+                    )));
+                };
+                let v = var(name);
+                let sed = format!(
+                    "s/.*{}.*/\\1/p",
+                    super::logged::capture_regex(&t.error_template, hole).replace('/', "\\/")
+                );
+                let _ = writeln!(
+                    extract,
+                    "{v}=$(printf '%s\\n' \"$ts_output\" | sed -nE {sed})\n{v}=${{{v}%%\"$ts_nl\"*}}\nif [ -z \"${v}\" ]; then\n  printf '%s\\n' {msg} >&2\n  exit \"$ts_status\"\nfi",
+                    sed = shell_quote(&sed),
+                    msg = shell_quote(&format!(
+                        "{}: recognised the failure, but not the value <{name}> in it",
+                        spec.name
+                    )),
+                );
+            }
+            // A dry run does not run the failing command: it prints it and reads the output
+            // the command would have given on stdin (a test replays the recorded failure;
+            // nothing is read from a terminal), then goes on as a real run would.
             let _ = writeln!(
                 s,
-                "if [ \"${{TOOLSMITH_DRY_RUN:-}}\" = 1 ]; then\n  ts_trigger \"$@\"\n{rec}  ts_trigger \"$@\"\n  exit 0\nfi\n",
-                rec = indent(&recovery)
-            );
-            let _ = writeln!(
-                s,
-                "ts_status=0\nts_output=$(ts_trigger \"$@\" 2>&1) || ts_status=$?\n[ -z \"$ts_output\" ] || printf '%s\\n' \"$ts_output\"\n[ \"$ts_status\" -ne 0 ] || exit 0\n\n# The failure this tool knows: {template}\nif printf '%s\\n' \"$ts_output\" | grep -Eq -- {regex}; then\n  printf '%s\\n' {notice} >&2\n{rec}  ts_trigger \"$@\"\nelse\n  exit \"$ts_status\"\nfi",
+                "ts_status=0\nif [ \"${{TOOLSMITH_DRY_RUN:-}}\" = 1 ]; then\n  ts_trigger \"$@\"\n  ts_output=\n  [ -t 0 ] || ts_output=$(cat)\n  ts_status=1\nelse\n  ts_output=$(ts_trigger \"$@\" 2>&1) || ts_status=$?\n  [ -z \"$ts_output\" ] || printf '%s\\n' \"$ts_output\"\n  [ \"$ts_status\" -ne 0 ] || exit 0\nfi\n\n# The failure this tool knows: {template}\nif printf '%s\\n' \"$ts_output\" | grep -Eq -- {regex}; then\n{extract}  printf '%s\\n' {notice} >&2\n{rec}  ts_trigger \"$@\"\nelif [ \"${{TOOLSMITH_DRY_RUN:-}}\" = 1 ]; then\n  exit 0\nelse\n  exit \"$ts_status\"\nfi",
                 template = one_line(&t.error_template),
                 regex = shell_quote(&template_regex(&t.error_template)),
+                extract = indent(&extract),
                 notice = shell_quote(&format!(
                     "{}: recognised the failure ({}); recovering",
                     spec.name, t.error_template
@@ -497,20 +522,34 @@ fn occurrence_params(spec: &ToolSpec, occ: &Occurrence) -> Map<String, Value> {
     params
 }
 
+/// Commands (each an argv) as a dry run prints them: one line each, every word quoted as
+/// [`shell_quote`] does.
+pub fn dry_run_text(commands: &[Vec<String>]) -> String {
+    let mut text = String::new();
+    for argv in commands {
+        let line: Vec<String> = argv.iter().map(|w| shell_quote(w)).collect();
+        text.push_str(&line.join(" "));
+        text.push('\n');
+    }
+    text
+}
+
 /// The derived tests: per occurrence, the dry run prints what was run, and, for a text
 /// transformation the log holds whole, the recorded input gives the recorded output; `--help`
 /// lists every parameter; a missing required parameter and an unknown option fail cleanly.
 pub fn derived_cases(spec: &ToolSpec) -> Cases {
     let mut cases = Vec::new();
+    // What the log recorded, not what the miner made of it: an occurrence whose commands the
+    // log does not give is no test. A recovery's dry run reads the recorded failure on stdin.
     for (i, occ) in spec
         .occurrences
         .iter()
+        .filter(|occ| !occ.logged.is_empty())
         .take(MAX_OCCURRENCE_CASES)
         .enumerate()
     {
         let params = occurrence_params(spec, occ);
-        let mut stdout = occ.commands.join("\n");
-        stdout.push('\n');
+        let stdout = dry_run_text(&occ.logged);
         cases.push(Case {
             name: format!(
                 "occurrence {}: session {}, actions {}-{} — the dry run prints what was run",
@@ -522,7 +561,7 @@ pub fn derived_cases(spec: &ToolSpec) -> Cases {
             params: Some(params),
             args: None,
             dry_run: true,
-            stdin: None,
+            stdin: spec.trigger_step.as_ref().and(occ.failure_output.clone()),
             expect: Expect {
                 exit_code: Some(0),
                 stdout: Some(stdout),
@@ -659,8 +698,8 @@ pub fn readme(spec: &ToolSpec) -> String {
         let _ = writeln!(text, "    {line}");
     }
     let mut shown: Vec<&super::spec::Occurrence> = Vec::new();
-    for occ in &spec.occurrences {
-        if shown.len() < 3 && !shown.iter().any(|s| s.commands == occ.commands) {
+    for occ in spec.occurrences.iter().filter(|o| !o.logged.is_empty()) {
+        if shown.len() < 3 && !shown.iter().any(|s| s.logged == occ.logged) {
             shown.push(occ);
         }
     }
@@ -681,10 +720,8 @@ pub fn readme(spec: &ToolSpec) -> String {
                     options.join(" ")
                 ))
             );
-            for command in &occ.commands {
-                for line in command.lines() {
-                    let _ = writeln!(text, "    {line}");
-                }
+            for line in dry_run_text(&occ.logged).lines() {
+                let _ = writeln!(text, "    {line}");
             }
             text.push('\n');
         }
@@ -833,6 +870,18 @@ pub(crate) mod tests_support {
                     r"git commit -m 'fix: it'\''s done'".into(),
                 ],
                 replay: None,
+                // As the log recorded them: `git commit -m "fix: it's done"`.
+                logged: vec![
+                    vec!["cargo".into(), "fmt".into(), "-p".into(), "core".into()],
+                    vec!["cargo".into(), "clippy".into(), "--package=core".into()],
+                    vec![
+                        "git".into(),
+                        "commit".into(),
+                        "-m".into(),
+                        "fix: it's done".into(),
+                    ],
+                ],
+                failure_output: None,
             }],
             request: None,
             examples: vec![],
@@ -954,6 +1003,7 @@ mod tests {
         });
         spec.trigger = Some(TriggerSpec {
             error_template: "error: could not find `Cargo.toml` in <*>".into(),
+            captures: BTreeMap::new(),
         });
         let sh = run_sh(&spec).expect("recovery");
         assert!(sh.contains("ts_trigger() {"), "{sh}");

@@ -23,6 +23,7 @@ use super::actions::{self, ActionKind};
 use super::executions::VersionHealth;
 use super::score::{HealthPolicy, Status};
 use crate::action::stored::{self as actions_table, CallInput};
+use crate::generate::logged;
 use crate::generate::spec::{Occurrence, Piece, StepSpec, ToolSpec};
 use crate::mine::shell;
 use crate::package::manifest::Evidence;
@@ -238,7 +239,7 @@ pub fn patch_spec(spec: &ToolSpec, evidence: &[EvidenceCommand]) -> Option<Patch
                     params.insert(name.clone(), e.words[i].clone());
                 }
             }
-            occurrences.push((e, params));
+            occurrences.push((e, params, index));
         }
     }
     if changes.is_empty() {
@@ -254,16 +255,30 @@ pub fn patch_spec(spec: &ToolSpec, evidence: &[EvidenceCommand]) -> Option<Patch
     }
     let complete: Vec<Occurrence> = occurrences
         .into_iter()
-        .filter(|(_, params)| patched.params.iter().all(|p| params.contains_key(&p.name)))
-        .map(|(e, params)| Occurrence {
-            evidence: Evidence {
-                session: e.session.clone(),
-                first_seq: e.seq,
-                last_seq: e.seq,
-            },
-            commands: patched.dry_run_lines(&params),
-            params,
-            replay: None,
+        .filter(|(_, params, _)| patched.params.iter().all(|p| params.contains_key(&p.name)))
+        .map(|(e, params, index)| {
+            // The evidence's command as logged, the other steps as the repaired tool runs
+            // them (the evidence shows one command, not a whole occurrence).
+            let mut logged = logged::rendered_argv(&patched, &params);
+            let last = logged.len().saturating_sub(1);
+            for (i, argv) in logged.iter_mut().enumerate() {
+                let step = if n_trigger == 1 && i == last { 0 } else { i };
+                if step == index {
+                    argv.clone_from(&e.words);
+                }
+            }
+            Occurrence {
+                evidence: Evidence {
+                    session: e.session.clone(),
+                    first_seq: e.seq,
+                    last_seq: e.seq,
+                },
+                commands: patched.dry_run_lines(&params),
+                params,
+                replay: None,
+                logged,
+                failure_output: None,
+            }
         })
         .collect();
     if !complete.is_empty() {
@@ -275,8 +290,14 @@ pub fn patch_spec(spec: &ToolSpec, evidence: &[EvidenceCommand]) -> Option<Patch
             .iter()
             .map(|o| patched.dry_run_lines(&o.params))
             .collect();
-        for (occ, commands) in patched.occurrences.iter_mut().zip(lines) {
+        let argvs: Vec<Vec<Vec<String>>> = patched
+            .occurrences
+            .iter()
+            .map(|o| logged::rendered_argv(&patched, &o.params))
+            .collect();
+        for ((occ, commands), argv) in patched.occurrences.iter_mut().zip(lines).zip(argvs) {
             occ.commands = commands;
+            occ.logged = argv;
         }
     }
     Some(Patched {

@@ -636,6 +636,12 @@ mod tests {
                     (actions[1].ok, actions[1].exit_code),
                     (Some(false), Some(1))
                 );
+                // An occurrence's range, as a pattern's evidence names it.
+                let between = crate::action::stored::actions_between(conn, "s1", 2, 9)?;
+                assert_eq!(between.len(), 1);
+                assert_eq!(between[0].input["command"], "echo 2");
+                assert_eq!(between[0].output.as_deref(), Some("out"));
+                assert!(crate::action::stored::actions_between(conn, "s2", 0, 9)?.is_empty());
                 let cp = checkpoint(conn, "/logs/a.jsonl")?.expect("checkpoint");
                 assert_eq!(cp.offset, 20);
                 let summary = source_summaries(conn)?;

@@ -1818,12 +1818,9 @@ mod tests {
             .iter()
             .map(|&s| loaded.interner.resolve(s).unwrap_or("?"))
             .collect();
-        assert_eq!(
-            keys,
-            ["cargo build", "cargo test -p <string>", "git status"]
-        );
+        assert_eq!(keys, ["cargo build", "cargo test -p <arg>", "git status"]);
         let command = loaded.commands.resolve(a.rows[1].command);
-        assert_eq!(command, Some("cargo test -p <string> ; git status"));
+        assert_eq!(command, Some("cargo test -p <arg> ; git status"));
         assert_eq!(loaded.command_words[a.rows[1].command as usize], (2, 6));
         assert_eq!((a.rows[1].seq, a.rows[1].token_range()), (3, 1..3));
         // The editor is a by-hand step: a symbol of its own, past the interned ones.
@@ -1947,7 +1944,7 @@ mod tests {
                 (PatternKind::Slow, "cargo build --release".into(), 3, false),
                 (
                     PatternKind::Sequence,
-                    "docker compose up --build -d -f <path> <string>".into(),
+                    "docker compose -f <arg> up -d --build <arg>".into(),
                     3,
                     true
                 ),

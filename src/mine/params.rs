@@ -5,14 +5,18 @@
 //! same value are one parameter. A working directory that varies makes the tool work on its
 //! workspace.
 //!
-//! The steps' words come from the first occurrence's token templates (`cargo test -p <package>`):
-//! each `<name>` placeholder takes the next slot of the token, a variadic `<name>...` takes the
-//! run of positional slots of one kind it stands for.
+//! The steps' words come from one occurrence's token templates (`cargo test -p <package>`), in
+//! the order the agent wrote them: each `<name>` placeholder takes the next slot of the token, a
+//! variadic `<name>...` takes the run of positional files it stands for (one or several: a
+//! variadic parameter only where some occurrence had several). The occurrence is the one with
+//! the most values among those of the first one's keys, so that one file and several never
+//! split a habit. A value's kind never decides whether an occurrence fits: a parameter's type
+//! is the join of its values' kinds.
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::pattern::{Evidence, Internal, Param, Piece, Replay, Step};
-use super::token::{SlotKind, SlotValue, Token, TokenKind};
+use super::token::{SlotKind, SlotValue, Token, TokenKind, joins_run};
 use crate::action::placeholder::PLACEHOLDER_START;
 use crate::quote::shell_quote;
 
@@ -112,8 +116,11 @@ fn placeholder_values(
             let mut run = vec![first.value.clone()];
             next += 1;
             if *variadic {
+                // The run the tokenizer wrote once: positional paths and globs, never a value
+                // redacted at ingest.
                 while let Some(s) = slots.get(next) {
-                    if s.flag.is_some() || s.kind != first.kind {
+                    if s.flag.is_some() || !joins_run(s.kind) || s.value.contains(PLACEHOLDER_START)
+                    {
                         break;
                     }
                     run.push(s.value.clone());
@@ -208,9 +215,29 @@ fn printed(output: &str, value: &str) -> bool {
 type OccurrenceValues = Vec<Vec<(String, SlotKind, Vec<String>)>>;
 
 /// Aligns the occurrences of a pattern of `steps` steps. Occurrences whose tokens do not fit the
-/// first one's templates are left out. `None` when none fits.
+/// templates (those of the first occurrence's key with the most values) are left out. `None`
+/// when none fits.
 pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned> {
-    let first = occurrences.first()?;
+    // The templates come from the occurrence with the most values (the longest runs of files:
+    // `git add a.rs b.rs` rather than `git add a.rs`), so every occurrence of the key fits.
+    let same_keys = |o: &AlignInput| {
+        o.tokens.len() == occurrences[0].tokens.len()
+            && o.tokens
+                .iter()
+                .zip(&occurrences[0].tokens)
+                .all(|(a, b)| a.key == b.key)
+    };
+    let model = (0..occurrences.len())
+        .rev()
+        .filter(|&i| same_keys(&occurrences[i]))
+        .max_by_key(|&i| {
+            occurrences[i]
+                .tokens
+                .iter()
+                .map(|t| t.slots.len())
+                .sum::<usize>()
+        })?;
+    let first = occurrences.get(model)?;
     let templates = step_templates(first);
     let (fitting, values) = fitting_occurrences(occurrences, &templates);
     if fitting.is_empty() {
@@ -321,7 +348,7 @@ struct Column<'t> {
     variadic: bool,
     values: Vec<String>,
     kinds: Vec<SlotKind>,
-    /// The first value of its run in the first fitting occurrence.
+    /// The first value of its run in the occurrence the templates come from.
     first_value: String,
 }
 
@@ -333,6 +360,11 @@ fn assign_roles(
     first: &AlignInput,
 ) -> Roles {
     let mut roles = Roles::default();
+    // The occurrence the templates come from: it fits them.
+    let model = fitting
+        .iter()
+        .position(|o| std::ptr::eq(*o, first))
+        .unwrap_or(0);
     for (step, template) in templates.iter().enumerate() {
         let names = template.iter().flatten().filter_map(|seg| match seg {
             Segment::Slot { name, variadic } => Some((name.as_str(), *variadic)),
@@ -349,7 +381,12 @@ fn assign_roles(
                     .map(|occ| occ[step][index].0.clone())
                     .collect(),
                 kinds: values.iter().map(|occ| occ[step][index].1).collect(),
-                first_value: values[0][step][index].2[0].clone(),
+                first_value: values[model][step][index].2[0].clone(),
+            };
+            // A run of files is a variadic parameter only where some occurrence had several.
+            let column = Column {
+                variadic: variadic && values.iter().any(|occ| occ[step][index].2.len() > 1),
+                ..column
             };
             let role = roles.role_of(column, fitting, &first.tokens[step]);
             roles.of.insert((step, index), role);
@@ -442,9 +479,13 @@ fn typed_or_repeating(kind: &str, values: &[String], n: usize) -> bool {
 fn new_param(column: &Column<'_>, secret: bool, token: &Token, params: &[Param]) -> Param {
     let kind = param_kind(&column.kinds, &column.values);
     let mut base = param_name(column.name);
+    // A name the first occurrence's kind gave (`<path>` for `feature/login`) says nothing when
+    // the values are of several kinds (`main`): the joined kind names it.
+    let kinds_differ = column.kinds.iter().any(|k| *k != column.kinds[0]);
+    let kind_name = column.kinds.iter().any(|k| k.as_str() == base);
     if secret && (matches!(base.as_str(), "string" | "arg") || base.len() <= 1) {
         base = "secret".into();
-    } else if base == "string" || base == "arg" {
+    } else if base == "string" || base == "arg" || (kinds_differ && kind_name) {
         base = match kind {
             "path" => "path".into(),
             "sha" => "commit".into(),
@@ -854,7 +895,7 @@ mod tests {
             );
         }
         assert_eq!(
-            a.steps[1].template, "mysql -e 'select 1' -p<secret_2> -u root shop",
+            a.steps[1].template, "mysql -uroot -p<secret_2> shop -e 'select 1'",
             "{:?}",
             a.steps[1]
         );
@@ -973,11 +1014,11 @@ mod tests {
         assert_eq!(
             names,
             [
-                ("message", "flag -m"),
-                ("value", "position 2 of `git tag -m <message> <string>`")
+                ("value", "position 1 of `git tag <string> -m <message>`"),
+                ("message", "flag -m")
             ]
         );
-        assert_eq!(roles.param_values[0], ["one", "two"]);
+        assert_eq!(roles.param_values[1], ["one", "two"]);
         // Two placeholders always varying as plain strings: the literal, the internal, and no
         // more.
         assert_eq!((roles.literal_or_typed, roles.total), (2, 4));
@@ -1090,5 +1131,187 @@ mod tests {
         // Inside a longer word is not printed.
         assert!(!printed("xabc123x", "abc123x"));
         assert!(printed("(abc123x)", "abc123x"));
+    }
+
+    /// The words a command line gives its program, as the shell splits them.
+    fn argv(line: &str) -> Vec<String> {
+        crate::mine::shell::parse(line)
+            .expect("the line parses")
+            .iter()
+            .flat_map(|c| c.words.iter().map(|w| w.text.clone()))
+            .collect()
+    }
+
+    /// Aligns one-step occurrences of `lines` and checks what issue 20 asks: the step's words
+    /// in the order they were logged, each occurrence's command word for word, and a flag's
+    /// value next to its flag. Returns the alignment.
+    fn faithful(lines: &[&str], template: &str) -> Aligned {
+        let occs: Vec<AlignInput> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| occurrence(&format!("s{i}"), &[l], &[""], "/w"))
+            .collect();
+        let a = align(&occs, 20).expect("aligned");
+        assert_eq!(a.evidence.len(), lines.len(), "every occurrence fits");
+        assert_eq!(a.steps[0].template, template);
+        for (line, evidence) in lines.iter().zip(&a.evidence) {
+            assert_eq!(argv(&evidence.commands[0]), argv(line), "{line}");
+        }
+        a
+    }
+
+    fn names(a: &Aligned) -> Vec<(&str, &str)> {
+        a.params
+            .iter()
+            .map(|p| (p.name.as_str(), p.kind.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn issue_20_objdump_keeps_its_order_and_each_flag_its_value() {
+        let a = faithful(
+            &[
+                "objdump -d build/agent --start-address 0x4013b0 --stop-address 0x402c60",
+                "objdump -d build/agent --start-address 0x4064f0 --stop-address 0x406850",
+                "objdump -d out/loader --start-address 0x401000 --stop-address 0x401200",
+            ],
+            "objdump -d <path> --start-address <number> --stop-address <number_2>",
+        );
+        assert_eq!(
+            names(&a),
+            [
+                ("path", "path"),
+                ("number", "string"),
+                ("number_2", "string")
+            ]
+        );
+    }
+
+    #[test]
+    fn issue_20_openssl_x509_keeps_its_order() {
+        faithful(
+            &[
+                "openssl x509 -in certs/relay.example.com.pem -noout -subject -enddate",
+                "openssl x509 -in tls/mqtt-broker.pem -noout -subject -enddate",
+            ],
+            "openssl x509 -in <in> -noout -subject -enddate",
+        );
+    }
+
+    #[test]
+    fn issue_20_an_unknown_cli_keeps_its_sub_command_first_and_its_flag_values() {
+        // `coverage` has no table entry: the sub-command is the same in every occurrence, so
+        // it is a literal, in its place; `--include=…` stays one word.
+        faithful(
+            &[
+                "coverage report -m --include=src/storage/*",
+                "coverage report -m --include=src/cli/*",
+            ],
+            "coverage report -m --include=<include>",
+        );
+        faithful(
+            &[
+                "coverage run -m pytest tests/test_cli.py -q",
+                "coverage run -m pytest tests/test_storage.py -q",
+            ],
+            "coverage run -m pytest <path> -q",
+        );
+    }
+
+    #[test]
+    fn issue_20_a_project_script_keeps_its_path() {
+        let a = faithful(
+            &[
+                "./scripts/check.sh --module auth",
+                "./scripts/check.sh --module billing",
+            ],
+            "./scripts/check.sh --module <value>",
+        );
+        assert_eq!(names(&a), [("value", "string")]);
+        faithful(
+            &["./gradlew test --tests Foo", "./gradlew test --tests Bar"],
+            "./gradlew test --tests <tests>",
+        );
+    }
+
+    #[test]
+    fn issue_20_the_heredoc_commit_message_is_the_value() {
+        let commit = |subject: &str| {
+            format!(
+                "git add src/cache.py && git commit -m \"$(cat <<'EOF'\n{subject}\n\nThe TTL was wrong.\n\n🤖 Generated with [Claude Code](https://claude.com/claude-code)\nEOF\n)\""
+            )
+        };
+        let lines = [commit("Expire cache entries"), commit("Fix the parser")];
+        let occs: Vec<AlignInput> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| occurrence(&format!("s{i}"), &[l], &[""], "/w"))
+            .collect();
+        let a = align(&occs, 20).expect("aligned");
+        // `a && b` keeps both.
+        let templates: Vec<&str> = a.steps.iter().map(|s| s.template.as_str()).collect();
+        assert_eq!(
+            templates,
+            ["git add src/cache.py", "git commit -m <message>"]
+        );
+        assert_eq!(names(&a), [("message", "text")]);
+        let message = &a.evidence[1].params["message"];
+        assert!(
+            message.starts_with("Fix the parser\n\nThe TTL"),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("(https://claude.com/claude-code)"),
+            "{message}"
+        );
+        assert!(
+            !message.contains("EOF") && !message.contains("$("),
+            "{message}"
+        );
+        assert_eq!(
+            argv(&a.evidence[1].commands[1]),
+            ["git", "commit", "-m", message.as_str()]
+        );
+    }
+
+    #[test]
+    fn issue_20_one_file_or_several_is_one_habit() {
+        let a = faithful(
+            &[
+                "git add README.md",
+                "git add src/a.py tests/test_a.py",
+                "git add pyproject.toml",
+            ],
+            "git add <path>",
+        );
+        assert!(a.params[0].variadic, "{:?}", a.params);
+        // Never more than one file: a plain parameter.
+        let a = faithful(&["git add README.md", "git add src/a.py"], "git add <path>");
+        assert!(!a.params[0].variadic, "{:?}", a.params);
+    }
+
+    #[test]
+    fn issue_20_branch_values_of_any_shape_are_one_parameter() {
+        let a = faithful(
+            &[
+                "git pull --rebase origin main",
+                "git pull --rebase origin feature/login",
+                "git pull --rebase origin fix-1432",
+                "git pull --rebase origin deps/bump-tokio",
+            ],
+            "git pull --rebase origin <value>",
+        );
+        assert_eq!(names(&a), [("value", "string")]);
+        assert_eq!(
+            a.params[0].examples,
+            ["deps/bump-tokio", "feature/login", "fix-1432", "main"]
+        );
+        // The first occurrence's value a path, the others not: still one parameter of the
+        // joined kind, named by it.
+        let a = faithful(
+            &["git checkout feature/login", "git checkout fix-1432"],
+            "git checkout <value>",
+        );
+        assert_eq!(names(&a), [("value", "string")]);
     }
 }

@@ -65,10 +65,24 @@ fn is_error_report(line: &str) -> bool {
         || lower.contains(": error:")
 }
 
+/// Whether a line names something in quotes (`'left-pad'`, `"x.json"`, `` `foo` ``): what a
+/// fix acts on is usually named so (`Cannot find module 'left-pad'`), where a summary line
+/// (`Test suite failed to run`) names nothing.
+fn names_something(line: &str) -> bool {
+    ['\'', '"', '`'].iter().any(|&q| {
+        let mut parts = line.split(q);
+        parts.next();
+        // An opening quote, some text, a closing quote.
+        matches!((parts.next(), parts.next()), (Some(inner), Some(_)) if !inner.trim().is_empty())
+    })
+}
+
 /// The line of `output` that best says what went wrong, from the strongest sign to the
 /// weakest: the last line naming an exception with its message (the one a traceback ends
-/// with), the first error report of a compiler or tool, the first line with an error word,
-/// else the first non-empty line. pytest's `E   ` prefix is taken off. `None` for an output
+/// with), the first error report of a compiler or tool, the first line with an error word that
+/// names something in quotes (what a fix acts on: `Cannot find module 'x'` rather than the
+/// `Test suite failed to run` above it), the first line with an error word, else the first
+/// non-empty line. pytest's `E   ` prefix is taken off. `None` for an output
 /// without text.
 pub fn error_line(output: &str) -> Option<&str> {
     let lines = || {
@@ -80,15 +94,15 @@ pub fn error_line(output: &str) -> Option<&str> {
             })
             .filter(|l| !l.is_empty() && !l.starts_with("Exit code"))
     };
+    let marked = |line: &str| {
+        let lower = line.to_ascii_lowercase();
+        ERROR_MARKERS.iter().any(|m| lower.contains(m))
+    };
     let line = lines()
         .rfind(|l| is_exception(l))
         .or_else(|| lines().find(|l| is_error_report(l)))
-        .or_else(|| {
-            lines().find(|line| {
-                let lower = line.to_ascii_lowercase();
-                ERROR_MARKERS.iter().any(|m| lower.contains(m))
-            })
-        })
+        .or_else(|| lines().find(|l| marked(l) && names_something(l)))
+        .or_else(|| lines().find(|l| marked(l)))
         .or_else(|| lines().next())?;
     if line.len() <= MAX_ERROR_LINE {
         return Some(line);
@@ -278,6 +292,20 @@ mod tests {
         assert_eq!(
             error_line("npm ERR! code ENOENT\nnpm ERR! syscall open"),
             Some("npm ERR! code ENOENT")
+        );
+        // jest names the missing module below its summary line: that line is the one a fix
+        // (`npm install left-pad`) acts on.
+        assert_eq!(
+            error_line(
+                "Exit code 1\n FAIL  src/app.test.js\n  ● Test suite failed to run\n\n    \
+                 Cannot find module 'left-pad' from 'src/app.js'\n"
+            ),
+            Some("Cannot find module 'left-pad' from 'src/app.js'")
+        );
+        assert_eq!(
+            error_line("the run failed\nit's odd"),
+            Some("the run failed"),
+            "a lone apostrophe names nothing"
         );
         assert_eq!(error_line("  \n\n"), None);
         let long = "error: ".to_owned() + &"é".repeat(400);

@@ -23,8 +23,9 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::{Group, Pid, User, getgid, getuid, pipe2};
 
-use super::limits::{self, RunCgroup};
-use super::policy::Layer;
+use super::limits::{self, CgroupStats, RunCgroup};
+use super::policy::{Layer, SandboxPolicy};
+use super::profile::Limits;
 use super::protocol::{
     HelperSpec, MAX_MESSAGE_BYTES, Message, Pid1Marks, Required, Step, SupervisorMarks, View,
     now_ns,
@@ -105,18 +106,101 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
         ..RunMarks::default()
     };
     let policy = &spec.policy;
-    let invalid = |m: String| SandboxError::Invalid(m);
     if spec.command.first().is_none_or(|c| c.is_empty()) {
-        return Err(invalid("no command given".into()));
+        return Err(SandboxError::Invalid("no command given".into()));
     }
     let (limits, mut warnings) = policy.clamp(spec.profile.limits);
+    let dirs = host_dirs(spec)?;
+    refuse_missing_layers(policy, isolated)?;
+
+    let root = nix::unistd::geteuid().is_root();
+    let cgroup_started = now_ns();
+    let cgroup = run_cgroup(&limits, policy, root, &mut warnings)?;
+    marks.cgroup = (cgroup_started, now_ns());
+    let (pids_bound, memory_bound) = RunCgroup::bound_by(cgroup.as_ref(), root);
+
+    let (request, scratch) = request(spec, &dirs, &limits, cgroup.as_ref(), isolated)?;
+    warnings.extend(request.warning);
+    let helper = match &spec.helper {
+        Some(path) => path.clone(),
+        None => default_helper()?,
+    };
+    marks.spawn = now_ns();
+    let talk = converse(
+        &helper,
+        spec.stdin,
+        &request.bytes,
+        &limits,
+        cgroup.as_ref(),
+    )?;
+    // Teardown: the cgroup's counters are read before it goes, with the work directory.
+    let stats = cgroup.as_ref().map(RunCgroup::stats);
+    drop(cgroup);
+    drop(scratch);
+    marks.end = now_ns();
+    let outcome = talk.outcome;
+    warnings.extend(outcome.warnings);
+
+    let reports = read_reports(outcome.messages, &spec.command)?;
+    marks.pid1 = reports.pid1;
+    marks.supervisor = reports.supervisor;
+    let tail = stderr_tail(&outcome.stderr);
+    let Some(ended) = ending(reports.exited, outcome.killed_for, talk.status, stats) else {
+        return Err(SandboxError::Protocol(format!(
+            "{} ended ({}) without reporting how the command ended (is it a binary whose main \
+             calls toolsmith::sandbox::helper_main first?); its stderr: {}",
+            helper.display(),
+            talk.status,
+            String::from_utf8_lossy(&tail).trim()
+        )));
+    };
+    let (landlock, landlock_abi, seccomp) =
+        reports.confined.unwrap_or((Enforcement::None, None, false));
+    warnings.extend(layer_warnings(landlock, seccomp, isolated));
+    let peak_memory_kb = stats.and_then(|s| s.peak_kb).or(ended.maxrss_kb);
+    let limit = limits::classify(&limits::Evidence {
+        killed_for: outcome.killed_for,
+        exit: ended.exit,
+        cpu_ms: ended.cpu_ms,
+        peak_kb: peak_memory_kb,
+        stderr_tail: &tail,
+        cgroup: stats,
+        limits: &limits,
+    });
+    warnings.extend(refused_forks(stats, limit, &limits));
+    Ok(RunReport {
+        exit: ended.exit,
+        limit,
+        runtime_ms: u64::try_from(talk.runtime.as_millis()).unwrap_or(u64::MAX),
+        cpu_ms: ended.cpu_ms,
+        peak_memory_kb,
+        stdout: outcome.stdout,
+        stderr: outcome.stderr,
+        limits,
+        layers: AppliedLayers {
+            namespaces: isolated,
+            landlock,
+            landlock_abi,
+            seccomp,
+            cgroup: stats.is_some(),
+            pids: pids_bound,
+            memory: memory_bound,
+        },
+        warnings,
+        timings: timings(&marks),
+    })
+}
+
+/// The run's directories on the host, canonical: the workspace (when the profile grants
+/// access to one) and the tool directory, both checked clear of toolsmith's own places.
+fn host_dirs(spec: &SandboxSpec) -> Result<HostDirs, SandboxError> {
     let access = spec.profile.workspace;
     let workspace = match (&spec.workspace, access) {
         (Some(dir), WorkspaceAccess::Read | WorkspaceAccess::Write) => {
             Some(canonical_dir(dir, "workspace")?)
         }
         (None, WorkspaceAccess::Read | WorkspaceAccess::Write) => {
-            return Err(invalid(format!(
+            return Err(SandboxError::Invalid(format!(
                 "the profile grants {access} access to the workspace, but no workspace \
                  directory was given"
             )));
@@ -129,59 +213,104 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
     };
     // First of all: nothing of toolsmith's own may be shown to the run.
     spec.own.check(workspace.as_deref(), tool_dir.as_deref())?;
+    Ok(HostDirs {
+        workspace,
+        access,
+        tool_dir,
+    })
+}
 
-    let unavailable = || {
-        NAMESPACES
-            .get()
-            .map_or_else(|| "not probed".to_owned(), |ns| ns.detail.clone())
-    };
+/// The run's directories on the host, from [`host_dirs`].
+struct HostDirs {
+    workspace: Option<PathBuf>,
+    access: WorkspaceAccess,
+    tool_dir: Option<PathBuf>,
+}
+
+/// Why namespaces are unavailable, as the probe found it.
+fn namespaces_detail() -> String {
+    NAMESPACES
+        .get()
+        .map_or_else(|| "not probed".to_owned(), |ns| ns.detail.clone())
+}
+
+/// Refuses a run the policy requires a missing layer for: namespaces (when the run is not
+/// isolated) or Landlock (when the kernel has none). The cgroup is refused where it is made.
+fn refuse_missing_layers(policy: &SandboxPolicy, isolated: bool) -> Result<(), SandboxError> {
     if !isolated && policy.requires(Layer::Namespaces) {
         return Err(SandboxError::Refused(
-            policy.refusal(Layer::Namespaces, &unavailable()),
+            policy.refusal(Layer::Namespaces, &namespaces_detail()),
         ));
     }
     if policy.requires(Layer::Landlock) && host::landlock_abi().is_none() {
         let why = "this kernel offers no Landlock (`toolsmith doctor` says why)";
         return Err(SandboxError::Refused(policy.refusal(Layer::Landlock, why)));
     }
-    let root = nix::unistd::geteuid().is_root();
-    let cgroup_started = now_ns();
-    let cgroup =
-        match limits::cgroup_available().and_then(|()| RunCgroup::create(&limits, policy.cpus)) {
-            Ok(cgroup) => Some(cgroup),
-            Err(why) if policy.requires(Layer::Cgroup) => {
-                return Err(SandboxError::Refused(policy.refusal(Layer::Cgroup, &why)));
-            }
-            // Root is exempt from RLIMIT_NPROC: only a cgroup bounds its processes.
-            Err(_) if root => match RunCgroup::create_v1(&limits) {
-                Ok((cgroup, notes)) => {
-                    warnings.extend(notes);
-                    Some(cgroup)
-                }
-                Err(why) => {
-                    warnings.push(format!(
-                        "the pids limit is not enforced: the kernel exempts uid 0 from \
-                         RLIMIT_NPROC, there is no delegated cgroup v2, and the cgroup v1 \
-                         fallback is unavailable ({why}); run as another user, or under a \
-                         systemd unit with Delegate=yes"
-                    ));
-                    None
-                }
-            },
-            Err(_) => None,
-        };
-    marks.cgroup = (cgroup_started, now_ns());
-    let (pids_bound, memory_bound) = RunCgroup::bound_by(cgroup.as_ref(), root);
+    Ok(())
+}
 
+/// The run's cgroup: a delegated cgroup v2 where there is one; for root without it, the
+/// cgroup v1 fallback (only a cgroup bounds root's processes); else none, with a warning
+/// where that leaves the pids limit unenforced. Refused when the policy requires a cgroup.
+fn run_cgroup(
+    limits: &Limits,
+    policy: &SandboxPolicy,
+    root: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Option<RunCgroup>, SandboxError> {
+    match limits::cgroup_available().and_then(|()| RunCgroup::create(limits, policy.cpus)) {
+        Ok(cgroup) => Ok(Some(cgroup)),
+        Err(why) if policy.requires(Layer::Cgroup) => {
+            Err(SandboxError::Refused(policy.refusal(Layer::Cgroup, &why)))
+        }
+        // Root is exempt from RLIMIT_NPROC: only a cgroup bounds its processes.
+        Err(_) if root => match RunCgroup::create_v1(limits) {
+            Ok((cgroup, notes)) => {
+                warnings.extend(notes);
+                Ok(Some(cgroup))
+            }
+            Err(why) => {
+                warnings.push(format!(
+                    "the pids limit is not enforced: the kernel exempts uid 0 from \
+                     RLIMIT_NPROC, there is no delegated cgroup v2, and the cgroup v1 \
+                     fallback is unavailable ({why}); run as another user, or under a \
+                     systemd unit with Delegate=yes"
+                ));
+                Ok(None)
+            }
+        },
+        Err(_) => Ok(None),
+    }
+}
+
+/// The encoded request for the helper, and the warning the view carries.
+struct Request {
+    bytes: Vec<u8>,
+    /// Without namespaces: what is not guarded.
+    warning: Option<String>,
+}
+
+/// The request for the helper: the view (a planned mount namespace, or the host with a
+/// scratch directory, which is returned to be removed after the run), the Landlock rules,
+/// the environment, the limits and the layers required.
+fn request(
+    spec: &SandboxSpec,
+    dirs: &HostDirs,
+    limits: &Limits,
+    cgroup: Option<&RunCgroup>,
+    isolated: bool,
+) -> Result<(Request, Option<Scratch>), SandboxError> {
+    let policy = &spec.policy;
     let (passwd, group) = identity();
     let inputs = mounts::Inputs {
-        workspace: workspace.as_deref().map(|w| (w, access)),
-        tool_dir: tool_dir.as_deref(),
+        workspace: dirs.workspace.as_deref().map(|w| (w, dirs.access)),
+        tool_dir: dirs.tool_dir.as_deref(),
         scratch_mb: limits.file_size_mb,
         passwd,
         group,
     };
     let mut scratch = None;
+    let mut warning = None;
     let (view, rules, home, tmpdir) = if isolated {
         let plan = mounts::plan(&inputs, &mounts::inspect);
         let rules = mounts::landlock_rules(&plan);
@@ -194,27 +323,27 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
     } else {
         let dir = Scratch::create()?;
         let rules = mounts::host_rules(&inputs, &mounts::inspect, &dir.path);
-        let cwd = workspace.clone().unwrap_or_else(|| dir.path.clone());
+        let cwd = dirs.workspace.clone().unwrap_or_else(|| dir.path.clone());
         let home = path_str(&dir.path)?;
         let tmp = path_str(&dir.path.join("tmp"))?;
         scratch = Some(dir);
-        warnings.push(format!(
+        warning = Some(format!(
             "no namespaces ({}): Landlock alone guards the filesystem, and a process that \
              leaves the session can outlive the run",
-            unavailable()
+            namespaces_detail()
         ));
         (View::Host { cwd }, rules, home, tmp)
     };
     let env = super::env::environment(&|n| std::env::var(n).ok(), &home, &tmpdir, &spec.env)
-        .map_err(invalid)?;
+        .map_err(SandboxError::Invalid)?;
     let request = HelperSpec {
         argv: spec.command.clone(),
         env,
         view,
         landlock: rules,
-        limits,
-        cgroup_limits: cgroup.as_ref().map(RunCgroup::bounds).unwrap_or_default(),
-        cgroup_join: cgroup.as_ref().map(RunCgroup::procs).unwrap_or_default(),
+        limits: *limits,
+        cgroup_limits: cgroup.map(RunCgroup::bounds).unwrap_or_default(),
+        cgroup_join: cgroup.map(RunCgroup::procs).unwrap_or_default(),
         required: Required {
             landlock: policy.requires(Layer::Landlock),
             seccomp: policy.requires(Layer::Seccomp),
@@ -222,49 +351,68 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
         },
         seccomp: seccomp::packed(!isolated),
     };
-    let request = serde_json::to_vec(&request).map_err(|e| {
-        invalid(format!(
+    let bytes = serde_json::to_vec(&request).map_err(|e| {
+        SandboxError::Invalid(format!(
             "the request cannot be encoded: {e} (paths must be UTF-8)"
         ))
     })?;
+    Ok((Request { bytes, warning }, scratch))
+}
 
-    let helper = match &spec.helper {
-        Some(path) => path.clone(),
-        None => default_helper()?,
-    };
+/// What the parent saw of the helper: what it read, how the helper ended, and how long it ran.
+struct Conversation {
+    outcome: Outcome,
+    status: ExitStatus,
+    runtime: Duration,
+}
+
+/// Starts the helper, feeds it the request, watches the run to its end and reaps the helper.
+fn converse(
+    helper: &Path,
+    stdin: Stdin,
+    request: &[u8],
+    limits: &Limits,
+    cgroup: Option<&RunCgroup>,
+) -> Result<Conversation, SandboxError> {
     let started = Instant::now();
-    marks.spawn = now_ns();
-    let (mut child, pipes) = spawn(&helper, spec.stdin)?;
+    let (mut child, pipes) = spawn(helper, stdin)?;
     // A helper that dies before reading says why on the report pipe; a failed write is not
     // the error to show.
-    let _ = std::fs::File::from(pipes.request).write_all(&request);
+    let _ = std::fs::File::from(pipes.request).write_all(request);
 
     let cap = usize::try_from(limits.output_kb)
         .unwrap_or(usize::MAX)
         .saturating_mul(1024);
     let outputs = [pipes.stdout, pipes.stderr];
-    let outcome = watch(
-        &child,
-        outputs,
-        pipes.report,
-        cap,
-        limits.wall_s,
-        cgroup.as_ref(),
-    )?;
+    let outcome = watch(&child, outputs, pipes.report, cap, limits.wall_s, cgroup)?;
     let runtime = started.elapsed();
     let status = child.wait().map_err(|source| SandboxError::Io {
         what: "waiting for the sandbox helper".into(),
         source,
     })?;
-    let stats = cgroup.as_ref().map(RunCgroup::stats);
-    drop(cgroup);
-    drop(scratch);
-    marks.end = now_ns();
-    warnings.extend(outcome.warnings);
+    Ok(Conversation {
+        outcome,
+        status,
+        runtime,
+    })
+}
 
-    let mut confined = None;
-    let mut exited = None;
-    for message in outcome.messages {
+/// What the helper reported: the layers in place, how pid 1 ended, and the marks of both.
+#[derive(Debug, Default, PartialEq)]
+struct Reports {
+    /// Landlock's state, its ABI, and whether seccomp is installed.
+    confined: Option<(Enforcement, Option<u32>, bool)>,
+    /// How pid 1 ended, its peak resident set (KiB) and CPU time (µs).
+    exited: Option<(Exit, u64, u64)>,
+    pid1: Option<Pid1Marks>,
+    supervisor: Option<SupervisorMarks>,
+}
+
+/// Reads the helper's messages in order; the first failure is the run's error (an exec that
+/// failed names the command).
+fn read_reports(messages: Vec<Message>, command: &[String]) -> Result<Reports, SandboxError> {
+    let mut reports = Reports::default();
+    for message in messages {
         match message {
             Message::Failed {
                 step: Step::Exec,
@@ -272,7 +420,7 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
                 detail,
             } => {
                 return Err(SandboxError::Exec {
-                    command: spec.command.first().cloned().unwrap_or_default(),
+                    command: command.first().cloned().unwrap_or_default(),
                     errno: errno.unwrap_or(libc::ENOENT),
                     detail,
                 });
@@ -292,49 +440,76 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
                 landlock,
                 landlock_abi,
                 seccomp,
-                marks: pid1,
+                marks,
             } => {
-                confined = Some((landlock, landlock_abi, seccomp));
-                marks.pid1 = Some(pid1);
+                reports.confined = Some((landlock, landlock_abi, seccomp));
+                reports.pid1 = Some(marks);
             }
             Message::Exited {
                 exit,
                 maxrss_kb,
                 cpu_us,
-                marks: supervisor,
+                marks,
             } => {
-                exited = Some((exit, maxrss_kb, cpu_us));
-                marks.supervisor = Some(supervisor);
+                reports.exited = Some((exit, maxrss_kb, cpu_us));
+                reports.supervisor = Some(marks);
             }
         }
     }
-    let stderr_tail = |o: &Output| o.bytes[o.bytes.len().saturating_sub(STDERR_TAIL)..].to_vec();
-    let (exit, maxrss_kb, cpu_ms) = match exited {
-        Some((exit, maxrss, cpu_us)) => (exit, Some(maxrss), Some(cpu_us / 1000)),
+    Ok(reports)
+}
+
+/// How the command ended, with its peak resident set (KiB) and CPU time (ms) when known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Ended {
+    exit: Exit,
+    maxrss_kb: Option<u64>,
+    cpu_ms: Option<u64>,
+}
+
+/// How the command ended: as the supervisor reported, or, when it could not report, killed
+/// along with it by a limit. `None`: the helper ended without a report, and nothing explains
+/// why (a protocol fault).
+fn ending(
+    exited: Option<(Exit, u64, u64)>,
+    killed_for: Option<LimitHit>,
+    status: ExitStatus,
+    stats: Option<CgroupStats>,
+) -> Option<Ended> {
+    let killed = Ended {
+        exit: Exit::Signal(Signal::SIGKILL as i32),
+        maxrss_kb: None,
+        cpu_ms: None,
+    };
+    match exited {
+        Some((exit, maxrss, cpu_us)) => Some(Ended {
+            exit,
+            maxrss_kb: Some(maxrss),
+            cpu_ms: Some(cpu_us / 1000),
+        }),
         // The supervisor itself was killed (the SIGKILL after the grace, or a SIGTERM before it
         // could block the signal): pid 1 died with it.
-        None if outcome.killed_for.is_some() && status.signal().is_some() => {
-            (Exit::Signal(Signal::SIGKILL as i32), None, None)
-        }
+        None if killed_for.is_some() && status.signal().is_some() => Some(killed),
         // The out-of-memory killer took the supervisor (pid 1 followed it): the run's memory
         // was full of what no process holds, such as tmpfs pages. That is the memory limit,
         // not a fault of the helper.
         None if status.signal() == Some(Signal::SIGKILL as i32)
             && stats.is_some_and(|s| s.bounds.memory && s.ooms > 0) =>
         {
-            (Exit::Signal(Signal::SIGKILL as i32), None, None)
+            Some(killed)
         }
-        None => {
-            let tail = String::from_utf8_lossy(&stderr_tail(&outcome.stderr)).into_owned();
-            return Err(SandboxError::Protocol(format!(
-                "{} ended ({status}) without reporting how the command ended (is it a binary \
-                 whose main calls toolsmith::sandbox::helper_main first?); its stderr: {}",
-                helper.display(),
-                tail.trim()
-            )));
-        }
-    };
-    let (landlock, landlock_abi, seccomp) = confined.unwrap_or((Enforcement::None, None, false));
+        None => None,
+    }
+}
+
+/// The last [`STDERR_TAIL`] bytes of stderr: what the limit classification looks at.
+fn stderr_tail(output: &Output) -> Vec<u8> {
+    output.bytes[output.bytes.len().saturating_sub(STDERR_TAIL)..].to_vec()
+}
+
+/// Warnings for the layers the policy let go: Landlock not enforced, seccomp not installed.
+fn layer_warnings(landlock: Enforcement, seccomp: bool, isolated: bool) -> Vec<String> {
+    let mut warnings = Vec::new();
     if landlock == Enforcement::None {
         warnings.push(if isolated {
             "Landlock was not enforced (the policy does not require it): only the filesystem \
@@ -351,46 +526,22 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
             "the seccomp filters were not installed (the policy does not require them)".into(),
         );
     }
-    let peak_memory_kb = stats.and_then(|s| s.peak_kb).or(maxrss_kb);
-    let tail = stderr_tail(&outcome.stderr);
-    let limit = limits::classify(&limits::Evidence {
-        killed_for: outcome.killed_for,
-        exit,
-        cpu_ms,
-        peak_kb: peak_memory_kb,
-        stderr_tail: &tail,
-        cgroup: stats,
-        limits: &limits,
-    });
-    if let Some(stats) = stats {
-        // Only one limit ended the run; one that refused forks on the way is worth knowing.
-        if stats.bounds.pids && stats.pids_max > 0 && limit != Some(LimitHit::Pids) {
-            warnings.push(format!(
-                "the pids limit ({}) refused {} fork(s) or thread(s) during the run",
-                limits.pids, stats.pids_max
-            ));
-        }
-    }
-    Ok(RunReport {
-        exit,
-        limit,
-        runtime_ms: u64::try_from(runtime.as_millis()).unwrap_or(u64::MAX),
-        cpu_ms,
-        peak_memory_kb,
-        stdout: outcome.stdout,
-        stderr: outcome.stderr,
-        limits,
-        layers: AppliedLayers {
-            namespaces: isolated,
-            landlock,
-            landlock_abi,
-            seccomp,
-            cgroup: stats.is_some(),
-            pids: pids_bound,
-            memory: memory_bound,
-        },
-        warnings,
-        timings: timings(&marks),
+    warnings
+}
+
+/// Only one limit ended the run; a pids limit that refused forks on the way is worth a
+/// warning when it was not that one.
+fn refused_forks(
+    stats: Option<CgroupStats>,
+    limit: Option<LimitHit>,
+    limits: &Limits,
+) -> Option<String> {
+    let stats = stats?;
+    (stats.bounds.pids && stats.pids_max > 0 && limit != Some(LimitHit::Pids)).then(|| {
+        format!(
+            "the pids limit ({}) refused {} fork(s) or thread(s) during the run",
+            limits.pids, stats.pids_max
+        )
     })
 }
 
@@ -1058,6 +1209,206 @@ mod tests {
         assert_eq!(t.namespaces_us, Some(4000), "from the spawn to pid 1");
         assert_eq!(t.teardown_us, Some(10_000));
         assert_eq!(parts(&t), t.total_us);
+    }
+
+    #[test]
+    fn a_run_without_a_command_or_a_granted_workspace_is_invalid() {
+        let err = run_once(&SandboxSpec::new(vec![]), true).unwrap_err();
+        assert!(
+            matches!(&err, SandboxError::Invalid(m) if m == "no command given"),
+            "{err}"
+        );
+        let mut spec = SandboxSpec::new(vec!["true".into()]);
+        spec.profile.workspace = WorkspaceAccess::Read;
+        let err = host_dirs(&spec).err().map(|e| e.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|m| m.contains("no workspace directory was given")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn host_dirs_are_canonical_and_only_granted_workspaces_are_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap();
+        let mut spec = SandboxSpec::new(vec!["true".into()]);
+        spec.workspace = Some(dir.path().join("."));
+        spec.tool_dir = Some(dir.path().join("."));
+        let dirs = host_dirs(&spec).unwrap();
+        assert_eq!(dirs.workspace, None, "the profile grants no access");
+        assert_eq!(dirs.tool_dir.as_deref(), Some(real.as_path()));
+        spec.profile.workspace = WorkspaceAccess::Write;
+        let dirs = host_dirs(&spec).unwrap();
+        assert_eq!(dirs.workspace.as_deref(), Some(real.as_path()));
+        spec.tool_dir = Some(dir.path().join("missing"));
+        let err = host_dirs(&spec).err().map(|e| e.to_string());
+        assert!(
+            err.as_deref().is_some_and(|m| m.contains("tool directory")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_policy_requiring_namespaces_refuses_a_run_without_them() {
+        let mut policy = SandboxPolicy::default();
+        policy.require.remove(&Layer::Landlock);
+        assert!(refuse_missing_layers(&policy, false).is_ok());
+        policy.require.insert(Layer::Namespaces);
+        assert!(refuse_missing_layers(&policy, true).is_ok());
+        let err = refuse_missing_layers(&policy, false).unwrap_err();
+        assert!(matches!(err, SandboxError::Refused(_)), "{err}");
+    }
+
+    fn marks() -> (Pid1Marks, SupervisorMarks) {
+        (
+            Pid1Marks {
+                started: 1,
+                view: 2,
+                prepared: 3,
+                rlimits: 4,
+                landlock: 5,
+                exec: 6,
+            },
+            SupervisorMarks {
+                spec_read: 1,
+                joined: 2,
+                exec_done: Some(7),
+                exited: 8,
+            },
+        )
+    }
+
+    #[test]
+    fn reports_are_read_in_order_and_the_first_failure_is_the_error() {
+        let (pid1, supervisor) = marks();
+        let confined = Message::Confined {
+            landlock: Enforcement::Full,
+            landlock_abi: Some(4),
+            seccomp: true,
+            marks: pid1,
+        };
+        let exited = Message::Exited {
+            exit: Exit::Code(3),
+            maxrss_kb: 2048,
+            cpu_us: 5500,
+            marks: supervisor,
+        };
+        let command = vec!["grep".to_owned(), "x".to_owned()];
+        let reports = read_reports(vec![confined.clone(), exited.clone()], &command).unwrap();
+        assert_eq!(
+            reports,
+            Reports {
+                confined: Some((Enforcement::Full, Some(4), true)),
+                exited: Some((Exit::Code(3), 2048, 5500)),
+                pid1: Some(pid1),
+                supervisor: Some(supervisor),
+            }
+        );
+        let exec = Message::Failed {
+            step: Step::Exec,
+            errno: None,
+            detail: "not found".into(),
+        };
+        let err = read_reports(vec![confined.clone(), exec, exited.clone()], &command).unwrap_err();
+        assert!(
+            matches!(&err, SandboxError::Exec { command, errno, .. }
+                if command == "grep" && *errno == libc::ENOENT),
+            "{err}"
+        );
+        let setup = Message::Failed {
+            step: Step::Landlock,
+            errno: Some(libc::EPERM),
+            detail: "refused".into(),
+        };
+        let err = read_reports(vec![setup, exited], &command).unwrap_err();
+        assert!(matches!(
+            err,
+            SandboxError::Setup {
+                step: Step::Landlock,
+                errno: Some(libc::EPERM),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn the_ending_comes_from_the_report_or_a_limit_that_killed_the_supervisor() {
+        // Wait statuses as the kernel encodes them: exit code in the high byte, or the signal.
+        let exited_0 = ExitStatus::from_raw(0);
+        let sigkill = ExitStatus::from_raw(libc::SIGKILL);
+        let killed = Some(Ended {
+            exit: Exit::Signal(libc::SIGKILL),
+            maxrss_kb: None,
+            cpu_ms: None,
+        });
+        assert_eq!(
+            ending(Some((Exit::Code(1), 300, 2999)), None, exited_0, None),
+            Some(Ended {
+                exit: Exit::Code(1),
+                maxrss_kb: Some(300),
+                cpu_ms: Some(2),
+            })
+        );
+        assert_eq!(ending(None, Some(LimitHit::Wall), sigkill, None), killed);
+        assert_eq!(ending(None, Some(LimitHit::Wall), exited_0, None), None);
+        let oom = CgroupStats {
+            bounds: limits::CgroupBounds {
+                memory: true,
+                pids: true,
+            },
+            ooms: 1,
+            ..CgroupStats::default()
+        };
+        assert_eq!(ending(None, None, sigkill, Some(oom)), killed);
+        assert_eq!(
+            ending(None, None, sigkill, Some(CgroupStats::default())),
+            None
+        );
+        assert_eq!(
+            ending(None, None, sigkill, None),
+            None,
+            "a helper that died unexplained"
+        );
+    }
+
+    #[test]
+    fn layers_let_go_and_refused_forks_are_warned_about() {
+        assert!(layer_warnings(Enforcement::Full, true, true).is_empty());
+        assert!(layer_warnings(Enforcement::Partial, true, false).is_empty());
+        let w = layer_warnings(Enforcement::None, false, true);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("only the filesystem view limits"), "{w:?}");
+        assert!(w[1].contains("seccomp filters were not installed"), "{w:?}");
+        let w = layer_warnings(Enforcement::None, true, false);
+        assert!(w[0].contains("there are no namespaces"), "{w:?}");
+
+        let limits = Limits {
+            pids: 64,
+            ..Limits::default()
+        };
+        let stats = CgroupStats {
+            bounds: limits::CgroupBounds {
+                memory: false,
+                pids: true,
+            },
+            pids_max: 3,
+            ..CgroupStats::default()
+        };
+        assert_eq!(
+            refused_forks(Some(stats), None, &limits).as_deref(),
+            Some("the pids limit (64) refused 3 fork(s) or thread(s) during the run")
+        );
+        assert_eq!(
+            refused_forks(Some(stats), Some(LimitHit::Pids), &limits),
+            None
+        );
+        assert_eq!(refused_forks(None, None, &limits), None);
+        let unbound = CgroupStats {
+            pids_max: 3,
+            ..CgroupStats::default()
+        };
+        assert_eq!(refused_forks(Some(unbound), None, &limits), None);
     }
 
     #[test]

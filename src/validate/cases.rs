@@ -232,6 +232,78 @@ fn excerpt(text: &str) -> String {
     }
 }
 
+/// The commands a dry run printed, each its words: one command a line, words separated by
+/// spaces, a word in single quotes where it needs them (`'it'\''s'`, which may span lines).
+/// `None` for text not in that form.
+pub fn dry_run_commands(text: &str) -> Option<Vec<Vec<String>>> {
+    let mut commands = Vec::new();
+    let mut words: Vec<String> = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        other => w.push(other),
+                    }
+                }
+            }
+            '\\' => word.get_or_insert_with(String::new).push(chars.next()?),
+            ' ' | '\n' => {
+                words.extend(word.take());
+                if c == '\n' && !words.is_empty() {
+                    commands.push(std::mem::take(&mut words));
+                }
+            }
+            other => word.get_or_insert_with(String::new).push(other),
+        }
+    }
+    words.extend(word);
+    if !words.is_empty() {
+        commands.push(words);
+    }
+    Some(commands)
+}
+
+fn short(word: Option<&String>) -> String {
+    word.map_or_else(|| "nothing".to_owned(), |w| format!("`{}`", excerpt(w)))
+}
+
+/// Where the commands a dry run printed first differ from those expected: the command, the
+/// word, and both commands. `None` when they do not differ as commands or do not read as such.
+pub fn first_difference(expected: &str, got: &str) -> Option<String> {
+    let (want, have) = (dry_run_commands(expected)?, dry_run_commands(got)?);
+    let line = |argv: &[String]| excerpt(&argv.join(" ").replace('\n', "\\n"));
+    for i in 0..want.len().max(have.len()) {
+        match (want.get(i), have.get(i)) {
+            (Some(w), Some(h)) if w == h => {}
+            (Some(w), Some(h)) => {
+                let j = (0..w.len().max(h.len())).find(|&j| w.get(j) != h.get(j))?;
+                return Some(format!(
+                    "command {} word {}: expected {}, got {} — expected `{}`, got `{}`",
+                    i + 1,
+                    j + 1,
+                    short(w.get(j)),
+                    short(h.get(j)),
+                    line(w),
+                    line(h)
+                ));
+            }
+            (Some(w), None) => {
+                return Some(format!("command {} missing: `{}`", i + 1, line(w)));
+            }
+            (None, Some(h)) => {
+                return Some(format!("extra command {}: `{}`", i + 1, line(h)));
+            }
+            (None, None) => {}
+        }
+    }
+    None
+}
+
 /// Compares a run with its case.
 pub fn check(case: &Case, manifest: &Manifest, observed: &Observed) -> CaseResult {
     let e = &case.expect;
@@ -253,8 +325,15 @@ pub fn check(case: &Case, manifest: &Manifest, observed: &Observed) -> CaseResul
     if let Some(want) = &e.stdout
         && observed.stdout.trim_end() != want.trim_end()
     {
+        // A dry run prints commands: say where they first differ, word by word.
+        let first = case
+            .dry_run
+            .then(|| first_difference(want, &observed.stdout))
+            .flatten()
+            .map(|d| format!("{d}\n"))
+            .unwrap_or_default();
         problems.push(format!(
-            "stdout differs.\n--- expected\n{}\n--- got\n{}",
+            "stdout differs.\n{first}--- expected\n{}\n--- got\n{}",
             excerpt(want.trim_end()),
             excerpt(observed.stdout.trim_end())
         ));
@@ -363,6 +442,16 @@ provenance: { origin: request, generator: human, created: 2026-11-22T10:00:00Z }
         let r = check(&cases[0], &m, &observed(0, "cargo build -p cor\n", ""));
         assert!(!r.passed);
         assert!(r.problems[0].contains("stdout differs"), "{:?}", r.problems);
+        // A dry run's commands are compared word for word: the first difference is named.
+        let r = check(&cases[0], &m, &observed(0, "cargo -p build core\n", ""));
+        assert!(
+            r.problems[0].contains(
+                "command 1 word 2: expected `build`, got `-p` — expected `cargo build -p core`, \
+                 got `cargo -p build core`"
+            ),
+            "{:?}",
+            r.problems
+        );
         let r = check(&cases[1], &m, &observed(2, "", "sh: 1: bad"));
         assert!(
             r.problems[0].contains("exit code 2 where 0"),
@@ -402,6 +491,36 @@ provenance: { origin: request, generator: human, created: 2026-11-22T10:00:00Z }
             "{:?}",
             r.problems
         );
+    }
+
+    #[test]
+    fn dry_runs_read_as_commands() {
+        assert_eq!(
+            dry_run_commands("git commit -m 'it'\\''s\ndone'\nnpm test\n"),
+            Some(vec![
+                vec![
+                    "git".to_owned(),
+                    "commit".into(),
+                    "-m".into(),
+                    "it's\ndone".into()
+                ],
+                vec!["npm".to_owned(), "test".into()],
+            ])
+        );
+        assert_eq!(dry_run_commands("echo 'open"), None);
+        assert_eq!(
+            first_difference("npm test\nnpm install x\n", "npm test\n").as_deref(),
+            Some("command 2 missing: `npm install x`")
+        );
+        assert_eq!(
+            first_difference("a b\n", "a b\nc\n").as_deref(),
+            Some("extra command 2: `c`")
+        );
+        assert_eq!(
+            first_difference("x -a\n", "x -a -b\n").as_deref(),
+            Some("command 1 word 3: expected nothing, got `-b` — expected `x -a`, got `x -a -b`")
+        );
+        assert_eq!(first_difference("a  b\n", "a b\n"), None);
     }
 
     #[test]

@@ -1081,9 +1081,11 @@ fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
 /// step to the next, a number, and (for `recovery`) a failing command to recover from.
 fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
     use std::collections::BTreeMap;
+    use toolsmith::generate::logged::Recorded;
     use toolsmith::generate::spec::{
         Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec,
     };
+    use toolsmith::mine::shell::Dialect;
     use toolsmith::package::manifest::{Evidence, Language, Origin, OutputKind};
     let lit = |s: &str| vec![Piece::Literal(s.into())];
     let param = |s: &str| vec![Piece::Param(s.into())];
@@ -1151,12 +1153,40 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
         });
         spec.trigger = Some(TriggerSpec {
             error_template: "error: <*> is out of date (run 'make deps')".into(),
+            captures: BTreeMap::new(),
         });
     }
-    for (session, path, count) in [
-        ("s1", "src/a.rs src/it's b.rs", "3"),
-        ("s2", "README.md", "10"),
+    // What the log recorded for each occurrence, read as the pipeline reads the store.
+    let mut recorded = Vec::new();
+    for (session, path, count, logged_path) in [
+        (
+            "s1",
+            "src/a.rs src/it's b.rs",
+            "3",
+            r#"src/a.rs "src/it's" b.rs"#,
+        ),
+        ("s2", "README.md", "10", "README.md"),
     ] {
+        let line = |seq: u64, line: String, output: &str| Recorded {
+            seq,
+            line: Some(line),
+            dialect: Dialect::Posix,
+            output: Some(output.to_owned()),
+        };
+        let mut actions = Vec::new();
+        if recovery {
+            actions.push(line(
+                1,
+                format!("make check {logged_path}"),
+                "error: src/a.rs is out of date (run 'make deps')\n",
+            ));
+        }
+        actions.extend([
+            line(2, format!("git add -- {logged_path}"), ""),
+            line(3, "git rev-parse HEAD".into(), "9fceb02\n"),
+            line(4, format!("git log -n{count} 9fceb02"), "commit 9fceb02"),
+        ]);
+        recorded.push(actions);
         let params: BTreeMap<String, String> = [
             ("path".to_owned(), path.to_owned()),
             ("count".to_owned(), count.to_owned()),
@@ -1173,8 +1203,11 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
             params,
             commands,
             replay: None,
+            logged: Vec::new(),
+            failure_output: None,
         });
     }
+    toolsmith::generate::logged::attach(&mut spec, &recorded);
     spec
 }
 
@@ -1519,4 +1552,303 @@ fn pipelines_run_as_pipelines_in_both_templates() {
             assert!(c.details.is_empty(), "{c:#?}");
         }
     }
+}
+
+/// A sequence tool's spec, its steps as given, and what the log recorded for its one
+/// occurrence (`line`), attached as the pipeline attaches it.
+fn logged_spec(steps: Vec<Vec<&str>>, lines: &[&str]) -> toolsmith::generate::spec::ToolSpec {
+    use toolsmith::generate::logged::Recorded;
+    use toolsmith::generate::spec::{Occurrence, Piece, StepSpec, ToolSpec};
+    use toolsmith::mine::shell::Dialect;
+    use toolsmith::package::manifest::{Evidence, Language, Origin, OutputKind};
+    let steps: Vec<StepSpec> = steps
+        .into_iter()
+        .map(|words| StepSpec {
+            words: words
+                .into_iter()
+                .map(|w| vec![Piece::Literal(w.into())])
+                .collect(),
+            captures: None,
+            piped: false,
+        })
+        .collect();
+    let mut spec = ToolSpec {
+        name: "openssl-x509-verify".into(),
+        description: "Shows a certificate and verifies it.".into(),
+        origin: Origin::MinedSequence,
+        pattern: Some("p-00000002".into()),
+        support: Some(3),
+        params: Vec::new(),
+        steps,
+        trigger_step: None,
+        trigger: None,
+        output: OutputKind::Text,
+        output_schema: None,
+        language: Language::Sh,
+        sandbox: ToolSpec::default_profile(None),
+        requires: Vec::new(),
+        occurrences: vec![Occurrence {
+            evidence: Evidence {
+                session: "s1".into(),
+                first_seq: 1,
+                last_seq: lines.len() as u64,
+            },
+            params: Default::default(),
+            commands: Vec::new(),
+            replay: None,
+            logged: Vec::new(),
+            failure_output: None,
+        }],
+        request: None,
+        examples: Vec::new(),
+        median_ms: None,
+        keys: Vec::new(),
+        heal: None,
+        regression_cases: Vec::new(),
+    };
+    spec.occurrences[0].commands = spec.dry_run_lines(&Default::default());
+    let recorded: Vec<Recorded> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| Recorded {
+            seq: i as u64 + 1,
+            line: Some((*l).into()),
+            dialect: Dialect::Posix,
+            output: Some(String::new()),
+        })
+        .collect();
+    toolsmith::generate::logged::attach(&mut spec, &[recorded]);
+    spec
+}
+
+#[test]
+fn a_tool_that_reorders_a_logged_command_fails_its_own_tests_and_a_faithful_one_passes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let validator = sandbox_validator(&dir.path().join("scratch"));
+    let log = [
+        "openssl x509 -in certs/api.pem -noout -subject -enddate",
+        "ls -la",
+        "openssl verify -CAfile certs/ca.pem certs/api.pem",
+    ];
+    let verify = vec![
+        "openssl",
+        "verify",
+        "-CAfile",
+        "certs/ca.pem",
+        "certs/api.pem",
+    ];
+    // What the miner once made of it: the flags sorted, whatever the agent ran.
+    let reordered = logged_spec(
+        vec![
+            vec![
+                "openssl",
+                "x509",
+                "-enddate",
+                "-in",
+                "certs/api.pem",
+                "-noout",
+                "-subject",
+            ],
+            verify.clone(),
+        ],
+        &log,
+    );
+    let faithful = logged_spec(
+        vec![
+            vec![
+                "openssl",
+                "x509",
+                "-in",
+                "certs/api.pem",
+                "-noout",
+                "-subject",
+                "-enddate",
+            ],
+            verify,
+        ],
+        &log,
+    );
+    // The miner's rendering agrees with its own steps: only the log can tell them apart.
+    assert_eq!(
+        reordered.occurrences[0].commands[0],
+        "openssl x509 -enddate -in certs/api.pem -noout -subject"
+    );
+    for (spec, passes) in [(&reordered, false), (&faithful, true)] {
+        let files = toolsmith::generate::template::generate(spec, semver::Version::new(1, 0, 0))
+            .expect("template");
+        let tool = dir.path().join(format!("tool-{passes}"));
+        let outcome = validate_in(&validator, &tool, &files);
+        assert_eq!(outcome.passed(), passes, "{:#?}", outcome.checks);
+        let dry_run = outcome
+            .checks
+            .iter()
+            .find(|c| {
+                c.layer == CheckLayer::Tests && c.name.contains("the dry run prints what was run")
+            })
+            .expect("the occurrence's dry-run case");
+        assert_eq!(dry_run.passed, passes, "{dry_run:#?}");
+        if !passes {
+            let details = dry_run.details.join("\n");
+            assert!(
+                details.contains(
+                    "command 1 word 3: expected `-in`, got `-enddate` — expected `openssl x509 \
+                     -in certs/api.pem -noout -subject -enddate`, got `openssl x509 -enddate -in \
+                     certs/api.pem -noout -subject`"
+                ),
+                "{details}"
+            );
+        }
+    }
+}
+
+/// Four sessions in which `npm test` fails because jest cannot find a module (another one
+/// each time), `npm install` of that module fixes it, and `npm test` passes.
+fn npm_recovery_log(dir: &Path) -> PathBuf {
+    let mut lines = Vec::new();
+    for (i, module) in ["left-pad", "node-fetch", "chalk", "dotenv"]
+        .iter()
+        .enumerate()
+    {
+        let s = format!("s{i}");
+        let failure = format!(
+            "Exit code 1\n\n> ui@0.4.0 test\n> jest\n\n FAIL  src/app.test.js\n  ● Test suite \
+             failed to run\n\n    Cannot find module '{module}' from 'src/app.js'\n\n    \
+             Require stack:\n      src/app.js\n"
+        );
+        let mut push = |seq: u64, command: &str, ok: bool, output: &str| {
+            lines.push(
+                json!({"v": 1, "session": s, "seq": seq, "cwd": "/work/ui", "tool": "Bash",
+                       "input": {"command": command}, "ok": ok,
+                       "exit_code": if ok { 0 } else { 1 }, "output": output,
+                       "duration_ms": 2000})
+                .to_string(),
+            );
+        };
+        push(1, "git status --short", true, " M src/app.js");
+        push(2, "npm test", false, &failure);
+        push(3, &format!("npm install {module}"), true, "added 1 package");
+        push(4, "npm test", true, "Tests: 12 passed");
+    }
+    let path = dir.join("npm.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write log");
+    path
+}
+
+#[test]
+fn a_recovery_tool_takes_the_fix_s_value_from_the_failure_it_replays() {
+    let env = TestEnv::new();
+    let log = npm_recovery_log(env.path());
+    env.cli()
+        .args(["ingest", "--format", "native"])
+        .arg(&log)
+        .assert()
+        .success();
+    env.cli().arg("mine").assert().success();
+    let out = env
+        .cli()
+        .args(["--json", "patterns", "--limit", "100"])
+        .assert()
+        .success();
+    let patterns = json_of(out.get_output());
+    let recovery = patterns
+        .as_array()
+        .expect("patterns")
+        .iter()
+        .find(|p| p["kind"] == "recovery")
+        .cloned()
+        .unwrap_or_else(|| panic!("no recovery in {patterns:#}"));
+    // The line that names what the fix installs, not jest's summary above it (the template
+    // miner takes the quoted module name whole: `<*>`).
+    assert!(
+        recovery["trigger"]["error_template"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Cannot find module <*>")),
+        "{recovery:#}"
+    );
+    let id = recovery["id"].as_str().expect("id");
+    let out = env
+        .cli()
+        .args(["--json", "generate", "--pattern", id])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    let made = &report["candidates"][0];
+    assert_eq!(made["state"], "awaiting-review", "{report:#}");
+    let shown = show(&env, made["id"].as_str().expect("id"));
+    let attempt = &shown["attempts"][0];
+    assert_eq!(
+        attempt["diagnostics"]["passed"], true,
+        "{:#}",
+        attempt["diagnostics"]
+    );
+    // `sh -n` and shellcheck (when installed) had nothing to say about the extraction.
+    let statics: Vec<&Value> = attempt["diagnostics"]["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["layer"] == "static")
+        .collect();
+    assert!(!statics.is_empty(), "{:#}", attempt["diagnostics"]);
+    for c in statics {
+        assert!(
+            c["details"].as_array().is_none_or(Vec::is_empty),
+            "{c:#}\n{}",
+            attempt["files"]["run.sh"]
+        );
+    }
+    // Each occurrence's dry run replays its own recorded failure and must print its own fix.
+    let files = &attempt["files"];
+    let cases: Value =
+        serde_json::from_str(files["tests/cases.json"].as_str().expect("cases")).expect("json");
+    let replayed: Vec<&Value> = cases["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter(|c| c["stdin"].is_string())
+        .collect();
+    assert_eq!(replayed.len(), 4, "{cases:#}");
+    for case in replayed {
+        let stdin = case["stdin"].as_str().expect("stdin");
+        let module = ["left-pad", "node-fetch", "chalk", "dotenv"]
+            .into_iter()
+            .find(|m| stdin.contains(&format!("module '{m}'")))
+            .expect("a module named");
+        assert_eq!(
+            case["expect"]["stdout"],
+            format!("npm test\nnpm install {module}\nnpm test\n"),
+            "{case:#}"
+        );
+    }
+
+    // The value is read from the output at run time: a module no log named is installed too.
+    let tool = env.path().join("tool");
+    std::fs::create_dir_all(tool.join("tests")).expect("mkdir");
+    for (name, text) in files.as_object().expect("files") {
+        std::fs::write(tool.join(name), text.as_str().expect("text")).expect("write");
+    }
+    let workspace = env.path().join("ws");
+    std::fs::create_dir_all(&workspace).expect("mkdir");
+    let out = env
+        .cli()
+        .args(["sandbox", "--env", "TOOLSMITH_DRY_RUN=1", "--env"])
+        .arg("FAILURE=FAIL src/x.test.js\n    Cannot find module 'is-odd' from 'src/app.js'\n")
+        .arg("--tool-dir")
+        .arg(&tool)
+        .args(["--workspace", "write"])
+        .arg(&workspace)
+        .args([
+            "--",
+            "/bin/sh",
+            "-c",
+            "printf '%s' \"$FAILURE\" | /bin/sh /tool/run.sh",
+        ])
+        .assert()
+        .success();
+    assert_eq!(
+        String::from_utf8_lossy(&out.get_output().stdout),
+        "npm test\nnpm install is-odd\nnpm test\n",
+        "{}",
+        stderr_of(out.get_output())
+    );
 }

@@ -221,7 +221,7 @@ fn scalar(value: &Value) -> Option<String> {
 fn add_field(draft: &mut Draft, key: &str, name: &str, role: Role, value: String) {
     let seg = draft.segment();
     match role {
-        Role::Arg(kind) => seg.args.push(ArgPart::Slot {
+        Role::Arg(kind) => seg.push_arg(ArgPart::Slot {
             kind: kind.unwrap_or_else(|| classify(&value)),
             value,
             name: Some(name.to_owned()),
@@ -232,21 +232,20 @@ fn add_field(draft: &mut Draft, key: &str, name: &str, role: Role, value: String
             let mut part = FlagPart::valued(name, vec![(kind, value)], name.to_owned());
             part.assign = true;
             part.slot_flag = key.to_owned();
-            seg.flags.push(part);
+            seg.push_flag(part);
         }
         Role::Literal
             if value.len() <= MAX_LITERAL
                 && !value.contains(char::is_whitespace)
                 && !value.contains(PLACEHOLDER_START) =>
         {
-            seg.flags
-                .push(FlagPart::boolean(&format!("{name}={value}")));
+            seg.push_flag(FlagPart::boolean(&format!("{name}={value}")));
         }
         Role::Literal => {
             let mut part = FlagPart::valued(name, vec![(SlotKind::String, value)], name.to_owned());
             part.assign = true;
             part.slot_flag = key.to_owned();
-            seg.flags.push(part);
+            seg.push_flag(part);
         }
     }
 }
@@ -270,7 +269,7 @@ pub(super) fn patch_token(text: &str, cwd: Option<String>, step: usize) -> Optio
         .into_iter()
         .find_map(|(prefix, op)| line.strip_prefix(prefix).map(|path| (op, path.trim())));
         if let Some((op, path)) = found {
-            draft.segment().flags.push(FlagPart::valued(
+            draft.segment().push_flag(FlagPart::valued(
                 op,
                 vec![(SlotKind::Path, path.to_owned())],
                 op.to_owned(),
@@ -298,7 +297,7 @@ mod tests {
             None,
         );
         let t = &tokens_of(&codex)[0];
-        assert_eq!(t.key, "apply_patch add <path> update <path> update <path>");
+        assert_eq!(t.key, "apply_patch add <arg> update <arg> update <arg>");
         let values: Vec<(&str, usize, &str)> = t
             .slots
             .iter()
@@ -332,7 +331,7 @@ mod tests {
     fn known_tools_give_their_fields_unknown_ones_their_short_scalars() {
         let input = json!({"pattern": "fn main", "path": "src", "-i": true, "head_limit": 5});
         let t = tool_token("Grep", &input, Some("/w")).expect("a token");
-        assert_eq!(t.key, "Grep -i=true <string> <path>");
+        assert_eq!(t.key, "Grep -i=true <arg> <arg>");
         assert_eq!(t.template, "Grep -i=true <pattern> <path>");
         assert_eq!(t.cwd.as_deref(), Some("/w"));
         let slots: Vec<(Option<&str>, &str)> = t
@@ -344,11 +343,11 @@ mod tests {
         // A literal with spaces is a slot, not part of the key.
         let t =
             tool_token("Task", &json!({"subagent_type": "code reviewer"}), None).expect("a token");
-        assert_eq!(t.key, "Task subagent_type=<string>");
+        assert_eq!(t.key, "Task subagent_type=<arg>");
         // An unknown tool: its fields sorted; long or multi-line strings and arrays left out.
         let input = json!({"b": 2, "a": "v", "long": "x".repeat(201), "body": "a\nb", "list": [1]});
         let t = tool_token("mcp__x__y", &input, None).expect("a token");
-        assert_eq!(t.key, "mcp__x__y a=<string> b=<number>");
+        assert_eq!(t.key, "mcp__x__y a=<arg> b=<arg>");
         assert!(tool_token("", &json!({}), None).is_none());
         assert_eq!(scalar(&json!(1.5)).as_deref(), Some("1.5"));
         assert_eq!(scalar(&json!(null)), None);

@@ -24,7 +24,7 @@ pub enum SlotKind {
 }
 
 impl SlotKind {
-    /// The kind's name, as written in keys (`<path>`).
+    /// The kind's name, as written in templates (`<path>`).
     pub fn as_str(self) -> &'static str {
         match self {
             SlotKind::Path => "path",

@@ -1,10 +1,28 @@
-//! A token being built: its assignments, its segments (head words, flags, arguments) and its
-//! redirections, rendered into the token's key, template and slot values.
+//! A token being built: its assignments, its segments (the program's words, in the order they
+//! were logged: head words, flags with their values, arguments) and its redirections, rendered
+//! into the token's key, template and slot values.
+//!
+//! The words of a shell command are rendered in the order the agent wrote them: what the CLI
+//! tables know (which flags take values, which words are sub-commands) only decides what is a
+//! literal word and what a slot, never where a word goes. In the key every slot is written
+//! `<arg>`, whatever its value looks like, so that values of different shapes (`main`,
+//! `feature/login`) never split a habit; the slot keeps its [`SlotKind`] and the template names
+//! it.
 
 use std::collections::HashMap;
 
 use super::{SlotKind, SlotValue, Token, TokenKind, classify};
 use crate::action::placeholder::PLACEHOLDER_START;
+
+/// How a slot is written in a key: one placeholder for every kind of value.
+pub(super) const KEY_SLOT: &str = "<arg>";
+
+/// Whether slots of this kind make a run written once (`git add <arg>`, templated
+/// `git add <path>...`): files, whose number varies from one occurrence to the next. Only paths and globs: a run of words of
+/// any shape would swallow the literal before a value (`origin main`).
+pub fn joins_run(kind: SlotKind) -> bool {
+    matches!(kind, SlotKind::Path | SlotKind::Glob)
+}
 
 /// A flag, an assignment or a named tool option, with its values.
 #[derive(Debug, Clone)]
@@ -18,8 +36,10 @@ pub(super) struct FlagPart {
     pub(super) placeholder: String,
     /// The flag recorded in the slot values.
     pub(super) slot_flag: String,
-    /// Written with its value in one word (`-p<kind>`, as `mysql -pSECRET` must be).
+    /// Written with its value in one word (`-j4`, `-p<kind>`, as `mysql -pSECRET` must be).
     pub(super) attached: bool,
+    /// Written `--name=value`, one word.
+    pub(super) eq: bool,
 }
 
 impl FlagPart {
@@ -31,6 +51,7 @@ impl FlagPart {
             placeholder: String::new(),
             slot_flag: name.to_owned(),
             attached: false,
+            eq: false,
         }
     }
 
@@ -42,6 +63,7 @@ impl FlagPart {
             placeholder,
             slot_flag: name.to_owned(),
             attached: false,
+            eq: false,
         }
     }
 
@@ -53,6 +75,7 @@ impl FlagPart {
             placeholder: name.to_ascii_lowercase(),
             slot_flag: name.to_owned(),
             attached: false,
+            eq: false,
         }
     }
 }
@@ -70,20 +93,98 @@ pub(super) enum ArgPart {
     },
 }
 
-/// One program's part of a token: its literal head, flags and arguments.
+/// One word (or a flag with its values) of a segment, in the order it was written.
+#[derive(Debug, Clone)]
+pub(super) enum Part {
+    /// A literal word of the head: the program, a sub-command, `-m module`, `--`.
+    Head(String),
+    Flag(FlagPart),
+    Arg(ArgPart),
+}
+
+/// One program's part of a token: its words in logged order, and which of them are its head
+/// (the program and the sub-commands that say what it does).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Segment {
+    /// The program's name and the literal words that say what it does (`git`, `stash`, `pop`).
     pub(super) head: Vec<String>,
-    pub(super) flags: Vec<FlagPart>,
-    pub(super) args: Vec<ArgPart>,
+    /// Every word, in the order it was logged.
+    pub(super) parts: Vec<Part>,
 }
 
 impl Segment {
     pub(super) fn with_head(word: &str) -> Self {
         Segment {
             head: vec![word.to_owned()],
-            ..Segment::default()
+            parts: vec![Part::Head(word.to_owned())],
         }
+    }
+
+    /// A program's segment: named `name` (its basename), written `word` as logged
+    /// (`./scripts/check.sh` stays a program of the project, never one found on `PATH`).
+    pub(super) fn with_program(word: &str, name: &str) -> Self {
+        Segment {
+            head: vec![name.to_owned()],
+            parts: vec![Part::Head(word.to_owned())],
+        }
+    }
+
+    /// Adds a literal word of the head.
+    pub(super) fn push_head(&mut self, word: &str) {
+        self.head.push(word.to_owned());
+        self.parts.push(Part::Head(word.to_owned()));
+    }
+
+    pub(super) fn push_flag(&mut self, flag: FlagPart) {
+        self.parts.push(Part::Flag(flag));
+    }
+
+    pub(super) fn push_arg(&mut self, arg: ArgPart) {
+        self.parts.push(Part::Arg(arg));
+    }
+
+    /// Whether an argument was added yet.
+    pub(super) fn has_args(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::Arg(_)))
+    }
+
+    /// The flags, in order.
+    #[cfg(test)]
+    pub(super) fn flags(&self) -> impl Iterator<Item = &FlagPart> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Flag(f) => Some(f),
+            _ => None,
+        })
+    }
+
+    /// The arguments, in order.
+    #[cfg(test)]
+    pub(super) fn args(&self) -> Vec<&ArgPart> {
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Arg(a) => Some(a),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// An agent tool's options are a JSON object, whose order means nothing: head, then the
+    /// named options sorted, then the main arguments, so one call always has one key.
+    fn canonical(&mut self) {
+        let parts = std::mem::take(&mut self.parts);
+        let (mut heads, mut flags, mut args) = (Vec::new(), Vec::new(), Vec::new());
+        for part in parts {
+            match part {
+                Part::Head(_) => heads.push(part),
+                Part::Flag(f) => flags.push(f),
+                Part::Arg(_) => args.push(part),
+            }
+        }
+        flags.sort_by(|a, b| a.name.cmp(&b.name));
+        heads.extend(flags.into_iter().map(Part::Flag));
+        heads.extend(args);
+        self.parts = heads;
     }
 }
 
@@ -99,9 +200,72 @@ pub(super) struct Draft {
     pub(super) program: String,
     /// The program that finally runs, past runners (`sudo apt` → `apt`): what noise rules see.
     pub(super) innermost: String,
+    /// Leading `NAME=value` assignments, in logged order.
     pub(super) assigns: Vec<FlagPart>,
     pub(super) segments: Vec<Segment>,
     pub(super) redirects: Vec<RedirPart>,
+}
+
+/// The key, template and slots being rendered.
+#[derive(Default)]
+struct Rendered {
+    key: Vec<String>,
+    template: Vec<String>,
+    slots: Vec<SlotValue>,
+    counters: HashMap<Option<String>, usize>,
+}
+
+impl Rendered {
+    fn slot(&mut self, kind: SlotKind, flag: Option<String>, value: String) {
+        let counter = self.counters.entry(flag.clone()).or_insert(0);
+        self.slots.push(SlotValue {
+            kind,
+            flag,
+            position: *counter,
+            value,
+        });
+        *counter += 1;
+    }
+
+    fn word(&mut self, text: String) {
+        self.key.push(text.clone());
+        self.template.push(text);
+    }
+
+    fn flag(&mut self, part: FlagPart) {
+        let FlagPart {
+            name,
+            assign,
+            values,
+            placeholder,
+            slot_flag,
+            attached,
+            eq,
+        } = part;
+        let one_word = if assign || eq {
+            Some("=")
+        } else if attached {
+            Some("")
+        } else {
+            None
+        };
+        match (one_word, values.as_slice()) {
+            (Some(sep), [_]) => {
+                self.key.push(format!("{name}{sep}{KEY_SLOT}"));
+                self.template.push(format!("{name}{sep}<{placeholder}>"));
+            }
+            _ => {
+                self.word(name);
+                for _ in &values {
+                    self.key.push(KEY_SLOT.to_owned());
+                    self.template.push(format!("<{placeholder}>"));
+                }
+            }
+        }
+        for (kind, value) in values {
+            self.slot(kind, Some(slot_flag.clone()), value);
+        }
+    }
 }
 
 impl Draft {
@@ -114,137 +278,93 @@ impl Draft {
     }
 
     pub(super) fn finish(mut self, kind: TokenKind, cwd: Option<String>, step: usize) -> Token {
-        let mut key: Vec<String> = Vec::new();
-        let mut template: Vec<String> = Vec::new();
-        let mut slots: Vec<SlotValue> = Vec::new();
-        let mut counters: HashMap<Option<String>, usize> = HashMap::new();
-        let mut push_slot = |slots: &mut Vec<SlotValue>, kind, flag: Option<String>, value| {
-            let counter = counters.entry(flag.clone()).or_insert(0);
-            slots.push(SlotValue {
-                kind,
-                flag,
-                position: *counter,
-                value,
-            });
-            *counter += 1;
-        };
-
-        self.assigns.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut flag_groups = vec![std::mem::take(&mut self.assigns)];
-        let mut subcommand = None;
-        for (i, seg) in self.segments.iter_mut().enumerate() {
-            if i == 0 && seg.head.len() > 1 {
-                subcommand = Some(seg.head[1..].join(" "));
-            }
-            seg.flags.sort_by(|a, b| a.name.cmp(&b.name));
-            flag_groups.push(std::mem::take(&mut seg.flags));
+        let mut out = Rendered::default();
+        let subcommand = self
+            .segments
+            .first()
+            .filter(|seg| seg.head.len() > 1)
+            .map(|seg| seg.head[1..].join(" "));
+        // Assignments, then each segment's words, in the order they were written.
+        for part in std::mem::take(&mut self.assigns) {
+            out.flag(part);
         }
-        let mut groups = flag_groups.into_iter();
-        // Assignments first, then each segment: head, sorted flags, arguments.
-        for part in groups.next().unwrap_or_default() {
-            render_flag(&part, &mut key, &mut template);
-            for (kind, value) in part.values {
-                push_slot(&mut slots, kind, Some(part.slot_flag.clone()), value);
+        for mut seg in std::mem::take(&mut self.segments) {
+            if kind == TokenKind::Tool {
+                seg.canonical();
             }
-        }
-        for seg in std::mem::take(&mut self.segments) {
-            key.extend(seg.head.iter().cloned());
-            template.extend(seg.head);
-            for part in groups.next().unwrap_or_default() {
-                render_flag(&part, &mut key, &mut template);
-                for (kind, value) in part.values {
-                    push_slot(&mut slots, kind, Some(part.slot_flag.clone()), value);
-                }
-            }
-            let mut args = seg.args.into_iter().peekable();
-            while let Some(arg) = args.next() {
-                match arg {
-                    ArgPart::Lit(text) => {
-                        key.push(text.clone());
-                        template.push(text);
+            let mut parts = seg.parts.into_iter().peekable();
+            while let Some(part) = parts.next() {
+                let (kind, value, name, flag) = match part {
+                    Part::Head(word) | Part::Arg(ArgPart::Lit(word)) => {
+                        out.word(word);
+                        continue;
                     }
-                    ArgPart::Slot {
+                    Part::Flag(flag) => {
+                        out.flag(flag);
+                        continue;
+                    }
+                    Part::Arg(ArgPart::Slot {
                         kind,
                         value,
                         name,
                         flag,
-                    } => {
-                        let label = name.unwrap_or_else(|| kind.as_str().to_owned());
-                        let mut run = 1;
-                        // A secret redacted at ingest is a slot of its own, never part of a run
-                        // (a run is one parameter, and the words around a secret are not).
-                        let collapsible = flag.is_none() && !value.contains(PLACEHOLDER_START);
-                        push_slot(&mut slots, kind, flag, value);
-                        while collapsible
-                            && let Some(ArgPart::Slot {
-                                kind: next_kind,
-                                flag: None,
-                                value: next_value,
-                                ..
-                            }) = args.peek()
-                            && *next_kind == kind
-                            && !next_value.contains(PLACEHOLDER_START)
-                        {
-                            if let Some(ArgPart::Slot { value, .. }) = args.next() {
-                                push_slot(&mut slots, kind, None, value);
-                            }
-                            run += 1;
-                        }
-                        let dots = if run > 1 { "..." } else { "" };
-                        key.push(format!("<{kind}>{dots}"));
-                        template.push(format!("<{label}>{dots}"));
+                    }) => (kind, value, name, flag),
+                };
+                let label = name.unwrap_or_else(|| kind.as_str().to_owned());
+                let mut run = 1;
+                // A secret redacted at ingest is a slot of its own, never part of a run (a run
+                // is one parameter, and the words around a secret are not).
+                let collapsible =
+                    flag.is_none() && joins_run(kind) && !value.contains(PLACEHOLDER_START);
+                out.slot(kind, flag, value);
+                while collapsible
+                    && let Some(Part::Arg(ArgPart::Slot {
+                        kind: next_kind,
+                        flag: None,
+                        value: next_value,
+                        ..
+                    })) = parts.peek()
+                    && joins_run(*next_kind)
+                    && !next_value.contains(PLACEHOLDER_START)
+                {
+                    if let Some(Part::Arg(ArgPart::Slot { kind, value, .. })) = parts.next() {
+                        out.slot(kind, None, value);
                     }
+                    run += 1;
                 }
+                // One file or several: one key (the number of files never splits a habit); the
+                // template marks where a run may stand, and alignment says whether one did.
+                let _ = run;
+                out.key.push(KEY_SLOT.to_owned());
+                let dots = if collapsible { "..." } else { "" };
+                out.template.push(format!("<{label}>{dots}"));
             }
         }
         for r in self.redirects {
-            key.push(r.op.clone());
-            template.push(r.op.clone());
+            out.word(r.op.clone());
             if let Some((kind, value)) = r.slot {
                 let name = if r.op.contains('<') {
                     "input"
                 } else {
                     "output"
                 };
-                key.push(format!("<{kind}>"));
-                template.push(format!("<{name}>"));
-                push_slot(&mut slots, kind, Some(r.op), value);
+                out.key.push(KEY_SLOT.to_owned());
+                out.template.push(format!("<{name}>"));
+                out.slot(kind, Some(r.op), value);
             }
         }
         Token {
             kind,
-            key: key.join(" "),
-            template: template.join(" "),
+            key: out.key.join(" "),
+            template: out.template.join(" "),
             program: self.program,
             subcommand,
-            slots,
+            slots: out.slots,
             cwd,
             step,
             pipe_from: None,
             stdin: None,
         }
-    }
-}
-
-fn render_flag(part: &FlagPart, key: &mut Vec<String>, template: &mut Vec<String>) {
-    if part.assign {
-        let kind = part.values.first().map_or(SlotKind::String, |v| v.0);
-        key.push(format!("{}=<{kind}>", part.name));
-        template.push(format!("{}=<{}>", part.name, part.placeholder));
-        return;
-    }
-    if part.attached
-        && let [(kind, _)] = part.values.as_slice()
-    {
-        key.push(format!("{}<{kind}>", part.name));
-        template.push(format!("{}<{}>", part.name, part.placeholder));
-        return;
-    }
-    key.push(part.name.clone());
-    template.push(part.name.clone());
-    for (kind, _) in &part.values {
-        key.push(format!("<{kind}>"));
-        template.push(format!("<{}>", part.placeholder));
     }
 }
 
@@ -263,16 +383,13 @@ mod tests {
     }
 
     #[test]
-    fn slots_carry_values_in_key_order() {
+    fn slots_carry_values_in_logged_order() {
         let tokens = bash("cargo test -p foo --features x -p bar src/lib.rs");
         let t = &tokens[0];
-        assert_eq!(
-            t.key,
-            "cargo test --features <string> -p <string> -p <string> <path>"
-        );
+        assert_eq!(t.key, "cargo test -p <arg> --features <arg> -p <arg> <arg>");
         assert_eq!(
             t.template,
-            "cargo test --features <features> -p <package> -p <package> <path>"
+            "cargo test -p <package> --features <features> -p <package> <path>..."
         );
         assert_eq!(t.program, "cargo");
         assert_eq!(t.subcommand.as_deref(), Some("test"));
@@ -284,15 +401,16 @@ mod tests {
         assert_eq!(
             slots,
             [
-                (Some("--features"), 0, "x", SlotKind::String),
                 (Some("-p"), 0, "foo", SlotKind::String),
+                (Some("--features"), 0, "x", SlotKind::String),
                 (Some("-p"), 1, "bar", SlotKind::String),
                 (None, 0, "src/lib.rs", SlotKind::Path),
             ]
         );
-        // Collapsed runs keep one slot per value.
+        // Collapsed runs of files keep one slot per value.
         let t = &bash("git add a.rs b.rs")[0];
-        assert_eq!(t.key, "git add <path>...");
+        assert_eq!(t.key, "git add <arg>");
+        assert_eq!(t.key, bash("git add a.rs")[0].key);
         assert_eq!(t.template, "git add <path>...");
         let positions: Vec<(usize, &str)> = t
             .slots
@@ -312,8 +430,42 @@ mod tests {
         );
     }
 
+    /// Issue 20: values of different shapes for one parameter (`main`, `feature/login`,
+    /// `fix-1432`, a sha) give one key, so they never split a habit; each slot keeps its kind.
     #[test]
-    fn a_draft_renders_assignments_sorted_flags_runs_and_redirections() {
+    fn a_value_s_shape_never_changes_the_key() {
+        let lines = [
+            "git pull --rebase origin main",
+            "git pull --rebase origin feature/login",
+            "git pull --rebase origin fix-1432",
+            "git pull --rebase origin a1b2c3d4",
+        ];
+        let tokens: Vec<Token> = lines.iter().map(|l| bash(l).remove(0)).collect();
+        for t in &tokens {
+            assert_eq!(t.key, "git pull --rebase <arg> <arg>", "{t:?}");
+        }
+        let kinds: Vec<SlotKind> = tokens.iter().map(|t| t.slots[1].kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                SlotKind::String,
+                SlotKind::Path,
+                SlotKind::String,
+                SlotKind::Hex
+            ]
+        );
+        assert_eq!(
+            bash("git checkout -b feature/login")[0].key,
+            bash("git checkout -b fix-1432")[0].key
+        );
+        assert_eq!(
+            bash("RUST_LOG=debug cargo run")[0].key,
+            bash("RUST_LOG=4 cargo run")[0].key
+        );
+    }
+
+    #[test]
+    fn a_draft_renders_its_words_in_logged_order() {
         let mut draft = Draft {
             program: "cargo".into(),
             innermost: "cargo".into(),
@@ -322,12 +474,22 @@ mod tests {
         draft.assigns.push(FlagPart::assign("RUST_LOG", "debug"));
         draft.assigns.push(FlagPart::assign("CC", "clang"));
         let mut seg = Segment::with_head("cargo");
-        seg.head.push("test".into());
+        seg.push_head("test");
         let core = vec![(SlotKind::String, "core".to_owned())];
-        seg.flags
-            .push(FlagPart::valued("-p", core, "package".into()));
-        seg.flags.push(FlagPart::boolean("--release"));
-        seg.args.extend([path("a.rs"), path("b.rs")]);
+        seg.push_flag(FlagPart::valued("-p", core, "package".into()));
+        seg.push_flag(FlagPart::boolean("--release"));
+        seg.push_arg(path("a.rs"));
+        seg.push_arg(path("b.rs"));
+        let mut jobs = FlagPart::valued("-j", vec![(SlotKind::Number, "4".into())], "jobs".into());
+        jobs.attached = true;
+        seg.push_flag(jobs);
+        let mut features = FlagPart::valued(
+            "--features",
+            vec![(SlotKind::String, "x".into())],
+            "features".into(),
+        );
+        features.eq = true;
+        seg.push_flag(features);
         draft.segments.push(seg);
         draft.redirects.push(RedirPart {
             op: ">".into(),
@@ -336,11 +498,11 @@ mod tests {
         let token = draft.finish(TokenKind::Shell, Some("/w".into()), 2);
         assert_eq!(
             token.key,
-            "CC=<string> RUST_LOG=<string> cargo test --release -p <string> <path>... > <path>"
+            "RUST_LOG=<arg> CC=<arg> cargo test -p <arg> --release <arg> -j<arg> --features=<arg> > <arg>"
         );
         assert_eq!(
             token.template,
-            "CC=<cc> RUST_LOG=<rust_log> cargo test --release -p <package> <path>... > <output>"
+            "RUST_LOG=<rust_log> CC=<cc> cargo test -p <package> --release <path>... -j<jobs> --features=<features> > <output>"
         );
         assert_eq!(token.subcommand.as_deref(), Some("test"));
         assert_eq!((token.step, token.cwd.as_deref()), (2, Some("/w")));
@@ -352,14 +514,28 @@ mod tests {
         assert_eq!(
             slots,
             [
-                (Some("CC"), 0, "clang"),
                 (Some("RUST_LOG"), 0, "debug"),
+                (Some("CC"), 0, "clang"),
                 (Some("-p"), 0, "core"),
                 (None, 0, "a.rs"),
                 (None, 1, "b.rs"),
+                (Some("-j"), 0, "4"),
+                (Some("--features"), 0, "x"),
                 (Some(">"), 0, "out.log"),
             ]
         );
+    }
+
+    #[test]
+    fn an_agent_tool_s_options_are_sorted_as_json_fields_mean_no_order() {
+        let mut draft = Draft::default();
+        let mut seg = Segment::with_head("Grep");
+        seg.push_arg(path("src"));
+        seg.push_flag(FlagPart::boolean("output_mode=content"));
+        seg.push_flag(FlagPart::boolean("-i=true"));
+        draft.segments.push(seg);
+        let token = draft.finish(TokenKind::Tool, None, 0);
+        assert_eq!(token.key, "Grep -i=true output_mode=content <arg>");
     }
 
     #[test]
@@ -372,17 +548,14 @@ mod tests {
             "p".into(),
         );
         secret.attached = true;
-        seg.flags.push(secret);
-        seg.args.extend([
-            path("a"),
-            path("[REDACTED:user-path]"),
-            path("c"),
-            path("d"),
-        ]);
+        seg.push_flag(secret);
+        for value in ["a", "[REDACTED:user-path]", "c", "d"] {
+            seg.push_arg(path(value));
+        }
         draft.segments.push(seg);
         let token = draft.finish(TokenKind::Shell, None, 0);
-        assert_eq!(token.key, "mysql -p<string> <path> <path> <path>...");
-        assert_eq!(token.template, "mysql -p<p> <path> <path> <path>...");
+        assert_eq!(token.key, "mysql -p<arg> <arg> <arg> <arg>");
+        assert_eq!(token.template, "mysql -p<p> <path>... <path> <path>...");
         assert_eq!(token.slots.len(), 5);
     }
 }

@@ -7,10 +7,10 @@ use super::argv::{command_args, strip_wrappers};
 use super::draft::{Draft, FlagPart, RedirPart, Segment};
 use super::tables::cli;
 use super::{
-    MAX_INLINE_INPUT, SlotKind, SlotValue, TEXT_FILTERS, Token, TokenKind, Tokenizer, basename,
-    classify,
+    MAX_INLINE_INPUT, SlotKind, SlotValue, TEXT_FILTERS, Token, TokenKind, Tokenizer, UNPARSED,
+    basename, classify,
 };
-use crate::mine::shell::{self, Dialect, RedirOp, SimpleCommand};
+use crate::mine::shell::{self, Dialect, RedirOp, SimpleCommand, Word};
 
 impl Tokenizer {
     /// The tokens of one command line.
@@ -87,8 +87,10 @@ impl Tokenizer {
         for a in &cmd.assignments {
             draft.assigns.push(FlagPart::assign(&a.name, &a.value.text));
         }
-        let start = strip_wrappers(&cmd.words, &mut draft)?;
-        let (program_word, args) = cmd.words.get(start..)?.split_first()?;
+        // `git commit -m "$(cat <<'EOF' … EOF)"`: the message is the here-document's text.
+        let words: Vec<Word> = cmd.words.iter().map(heredoc_value).collect();
+        let start = strip_wrappers(&words, &mut draft)?;
+        let (program_word, args) = words.get(start..)?.split_first()?;
         let program = basename(&program_word.text);
         if program.is_empty() {
             return None;
@@ -97,7 +99,19 @@ impl Tokenizer {
             return patch_token(line, cwd, step);
         }
         draft.program = program.to_owned();
-        draft.segments.push(Segment::with_head(program));
+        // The program as it was run: `./gradlew` is the project's, `gradlew` one on `PATH`.
+        // A word with an expansion (`$HOME/bin/x`) or a space cannot be written back as one
+        // literal word: its name then.
+        let written = if program_word.expanded
+            || program_word
+                .text
+                .contains(|c: char| c.is_whitespace() || c == '<' || c == '>')
+        {
+            program
+        } else {
+            program_word.text.as_str()
+        };
+        draft.segments.push(Segment::with_program(written, program));
         draft.innermost = program.to_owned();
         command_args(cli(program), args, &mut draft, 0);
 
@@ -168,8 +182,8 @@ impl Tokenizer {
         }
         Some(Token {
             kind: TokenKind::Unparsed,
-            key: format!("{program} <unparsed>"),
-            template: format!("{program} <unparsed>"),
+            key: format!("{program}{UNPARSED}"),
+            template: format!("{program}{UNPARSED}"),
             program: program.to_owned(),
             subcommand: None,
             slots: vec![SlotValue {
@@ -183,6 +197,58 @@ impl Tokenizer {
             pipe_from: None,
             stdin: None,
         })
+    }
+}
+
+/// A word that is only a here-document read by `cat` in a command substitution (Claude Code's
+/// `-m "$(cat <<'EOF'⏎…⏎EOF⏎)"`), as the word the program receives: the here-document's text,
+/// its trailing newlines removed as a substitution removes them. Any other word as it is,
+/// and this one too when its text would be expanded (an unquoted delimiter and a `$` or a
+/// backquote in the body) or split (the substitution not in double quotes).
+fn heredoc_value(word: &Word) -> Word {
+    let body = match word.substitutions.as_slice() {
+        [inner]
+            if word.text.len() == inner.len() + 3
+                && word.text.starts_with("$(")
+                && word.text.ends_with(')')
+                && word.raw.starts_with('"')
+                && word.raw.ends_with('"') =>
+        {
+            cat_heredoc(inner)
+        }
+        _ => None,
+    };
+    match body {
+        Some(body) => Word {
+            text: body.trim_end_matches('\n').to_owned(),
+            raw: word.raw.clone(),
+            quoted: true,
+            expanded: false,
+            substitutions: Vec::new(),
+        },
+        None => word.clone(),
+    }
+}
+
+/// The text `cat <<'EOF'⏎…⏎EOF` prints, when that is all `inner` runs and its body expands
+/// nothing.
+fn cat_heredoc(inner: &str) -> Option<String> {
+    let commands = shell::parse(inner).ok()?;
+    let [cmd] = commands.as_slice() else {
+        return None;
+    };
+    let [program] = cmd.words.as_slice() else {
+        return None;
+    };
+    if program.text != "cat" || !program.is_plain() || !cmd.assignments.is_empty() {
+        return None;
+    }
+    match cmd.redirections.as_slice() {
+        [r] if matches!(r.op, RedirOp::HereDoc { .. }) => {
+            let body = r.body.as_ref()?;
+            (r.target.quoted || !(body.contains('$') || body.contains('`'))).then(|| body.clone())
+        }
+        _ => None,
     }
 }
 
@@ -306,18 +372,18 @@ mod tests {
             (tokens[0].key.clone(), tokens[0].stdin.clone())
         };
         let cases: &[(&str, &str, &str)] = &[
-            ("echo '{\"a\": 1}' | jq .a", "jq <string>", "{\"a\": 1}\n"),
-            ("echo -n a b | tr a-z A-Z", "tr <string>...", "a b"),
+            ("echo '{\"a\": 1}' | jq .a", "jq <arg>", "{\"a\": 1}\n"),
+            ("echo -n a b | tr a-z A-Z", "tr <arg> <arg>", "a b"),
             ("printf 'b\\na\\n' | sort", "sort", "b\na\n"),
             ("printf '%s\\n' b a b | sort -u", "sort -u", "b\na\nb\n"),
             (
                 "jq -r .name <<< '{\"name\":\"x\"}'",
-                "jq -r <string>",
+                "jq -r <arg>",
                 "{\"name\":\"x\"}\n",
             ),
             (
                 "jq .a <<'EOF'\n{\"a\": \"$HOME\"}\nEOF",
-                "jq <string>",
+                "jq <arg>",
                 "{\"a\": \"$HOME\"}\n",
             ),
             ("cat <<EOF | wc -l\none\ntwo\nEOF", "wc -l", "one\ntwo\n"),
@@ -353,7 +419,7 @@ mod tests {
         assert_eq!(
             shape,
             [
-                ("jq <string>", None, Some("[3,1]\n")),
+                ("jq <arg>", None, Some("[3,1]\n")),
                 ("sort -n", Some(1), None),
                 ("uniq -c", Some(2), None)
             ]
@@ -390,16 +456,13 @@ mod tests {
         // Kept: writing a file, feeding a pipe.
         assert_eq!(
             keys("echo '{\"a\": 1}' > config.json"),
-            ["echo <string> > <path>"]
+            ["echo <arg> > <arg>"]
         );
-        assert_eq!(
-            keys("cat data.json | jq .name"),
-            ["cat <path>", "jq <string>"]
-        );
+        assert_eq!(keys("cat data.json | jq .name"), ["cat <arg>", "jq <arg>"]);
         // A pipe filter that writes a file is kept.
         assert_eq!(
             keys("make 2>&1 | tail -5 > last.log"),
-            ["make", "tail <number> > <path>"]
+            ["make", "tail <arg> > <arg>"]
         );
     }
 
@@ -428,6 +491,38 @@ mod tests {
     }
 
     #[test]
+    fn claude_code_s_heredoc_commit_message_is_the_value_and_both_commands_stay() {
+        let line = "git add src/a.rs && git commit -m \"$(cat <<'EOF'\nFix the parser\n\nIt dropped a word.\n\nCo-Authored-By: Claude <noreply@anthropic.com>\nEOF\n)\"";
+        let tokens = bash(line);
+        let keys: Vec<&str> = tokens.iter().map(|t| t.key.as_str()).collect();
+        assert_eq!(keys, ["git add <arg>", "git commit -m <arg>"]);
+        let message = &tokens[1].slots[0];
+        assert_eq!(message.flag.as_deref(), Some("-m"));
+        assert_eq!(
+            message.value,
+            "Fix the parser\n\nIt dropped a word.\n\nCo-Authored-By: Claude <noreply@anthropic.com>"
+        );
+        // `<<-` strips tabs; an unquoted delimiter with nothing to expand is the same text.
+        let t = &bash("git commit -m \"$(cat <<-EOF\n\tSubject\n\tEOF\n)\"")[0];
+        assert_eq!(t.slots[0].value, "Subject");
+        // What the shell would expand or split is not known: kept as written.
+        for line in [
+            "git commit -m \"$(cat <<EOF\nBump to $VERSION\nEOF\n)\"",
+            "git commit -m $(cat <<'EOF'\nSubject\nEOF\n)",
+            "git commit -m \"$(cat <<'EOF'\nSubject\nEOF\n) and more\"",
+            "git commit -m \"$(cat notes.txt)\"",
+        ] {
+            let t = &bash(line)[0];
+            assert_eq!(t.key, "git commit -m <arg>", "{line}");
+            assert!(
+                t.slots[0].value.starts_with("$(cat"),
+                "{line}: {:?}",
+                t.slots
+            );
+        }
+    }
+
+    #[test]
     fn unparsable_lines_still_give_a_token() {
         let tokens = bash("git commit -m 'unterminated");
         assert_eq!(tokens.len(), 1);
@@ -440,6 +535,22 @@ mod tests {
         assert_eq!(keys("| sed s/i//g\""), ["sed <unparsed>"]);
         assert_eq!(keys("\"foo(bar"), ["foo <unparsed>"]);
         assert!(keys("'(((").is_empty());
+        // An unbalanced quote mid-line, or syntax the parser does not know: one opaque step,
+        // never words guessed from it.
+        for line in [
+            "objdump -d \"build/agent --start-address 0x1",
+            "make <(<(",
+            "a && && b",
+        ] {
+            let tokens = bash(line);
+            assert!(tokens.len() <= 1, "{line}: {tokens:?}");
+            assert!(
+                tokens
+                    .iter()
+                    .all(|t| t.kind == TokenKind::Unparsed && t.key.ends_with(UNPARSED)),
+                "{line}: {tokens:?}"
+            );
+        }
         // A multi-line text whose first line parses gives that line's command.
         assert_eq!(keys("make test\nthen 'junk"), ["make test"]);
     }
@@ -479,7 +590,7 @@ mod tests {
             .collect();
         assert_eq!(
             shape,
-            [("echo <string>", None, false), ("wc -c", Some(0), false)]
+            [("echo <arg>", None, false), ("wc -c", Some(0), false)]
         );
         assert_eq!(keys("true | wc -l"), ["true", "wc -l"]);
     }

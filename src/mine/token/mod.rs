@@ -14,35 +14,52 @@
 //! `cd web && cargo test --release -p core`, run in `/src/app`:
 //!
 //! ```text
-//! key       cargo test --release -p <string>
+//! key       cargo test --release -p <arg>
 //! template  cargo test --release -p <package>
 //! slots     [{kind: string, flag: "-p", position: 0, value: "core"}]
 //! cwd       /src/app/web
 //! ```
 //!
+//! **Words stay as logged.** Key and template hold the command's words in the order the agent
+//! wrote them; what is known of a CLI only decides which words are literal and which are
+//! slots, never where a word goes, so a tool made from a token runs the argv that was run.
+//! Every slot is written `<arg>` in the key, whatever its value looks like (`main`,
+//! `feature/login`, `fix-1432`, a sha): a value's shape never splits a habit. The slot keeps
+//! its kind ([`classify`]), from which the parameter's type is joined across occurrences.
+//!
 //! How the key is built, for a shell command:
 //! - **Dropped wrappers**: `time`, `nohup`, `command`, `builtin`, `exec`, `noglob`, `env` (its
 //!   `NAME=value` operands become assignments), `timeout DURATION`, `nice`, `ionice`, `stdbuf`.
 //!   `sudo`/`doas`, `xargs`, `watch` and the like are kept: they change what runs.
-//! - **Assignments** (`RUST_LOG=debug cargo …`) come first, sorted: `RUST_LOG=<string>`.
-//! - **Program**: the basename of the first word. **Sub-commands** of the CLIs in the table
-//!   below (`git stash pop`, `docker compose up`, `gh pr create`, `kubectl get pods`,
+//! - **Assignments** (`RUST_LOG=debug cargo …`) come first, in order: `RUST_LOG=<arg>`.
+//! - **Program**: the first word as it was written when it is a path (`./gradlew`,
+//!   `./scripts/check.sh`: the project's own programs, never one looked up on `PATH`), else
+//!   its name; the table entry is found by its basename. **Sub-commands** of the CLIs in the
+//!   table below (`git stash pop`, `docker compose up`, `gh pr create`, `kubectl get pods`,
 //!   `npm run build`, `make test`, `python -m pytest`) stay literal: they say what the command
 //!   does. Runners (`uv run`, `poetry run`, `npx`, `pnpm exec`, `sudo`, `xargs`, …) are followed
 //!   by the program they run, itself tokenized with its own table entry.
-//! - **Flags** are kept literally and sorted, so their order does not matter; a flag's value
-//!   (`-p core`, `--features=x`, `-j4`, `-am msg`) becomes a slot: `-p <string>`. Which flags
-//!   take a value is known per CLI (unknown flags are taken to be boolean, except
-//!   `--flag=value`). After `--`, words go to another program: flags keep their order group.
-//! - **Positional arguments** become slots typed by [`classify`], in order; consecutive slots of
-//!   one kind are written once with `...` (`git add <path>...`), so the number of files does not
-//!   split a habit. `NAME=value` arguments (`make CC=clang`) are written `NAME=<kind>`.
-//! - **Redirections** to files are part of the key (`> <path>`, `< <path>`); here-documents are
-//!   `<<EOF`; fd duplications (`2>&1`) and `/dev/null`-like targets are left out.
+//! - **Flags** are kept literally, where they were, each written as it was (`-p core`,
+//!   `--features=x`, `-j4`, `-am msg`), its value a slot: `-p <arg>`, `--features=<arg>`,
+//!   `-j<arg>`. Which flags take a value is known per CLI; for a program the tables do not
+//!   know (and after `--`), flags are literal words and every other word a positional slot, in
+//!   its place (`objdump -d <arg> --start-address <arg>`): which slots are literals (the same
+//!   in every occurrence) and which are parameters is decided when a pattern's occurrences are
+//!   aligned (`params.rs`), and a varying value after a flag stays right after it.
+//! - **Positional arguments** become slots typed by [`classify`], in order; consecutive paths
+//!   and globs are one slot of the key (`git add <arg>`, [`joins_run`]) and a run in the
+//!   template (`git add <path>...`), so the number of files does not split a habit. `NAME=value` arguments (`make CC=clang`) are written
+//!   `NAME=<arg>`.
+//! - Claude Code's commit idiom `-m "$(cat <<'EOF' … EOF)"` passes the here-document's text:
+//!   that text is the word's value (when nothing in it would be expanded).
+//! - **Redirections** to files are part of the key (`> <arg>`, `< <arg>`), after the words;
+//!   here-documents are `<<EOF`; fd duplications (`2>&1`) and `/dev/null`-like targets are left
+//!   out.
 //!
-//! For an agent tool, the key is the tool's name, then its named options (`glob=<glob>`,
-//! `output_mode=content`), then its main arguments (`Grep <string> <path>`). Unknown tools (MCP
-//! tools and the like) get every short scalar field as `name=<kind>`.
+//! For an agent tool, the key is the tool's name, then its named options sorted (a JSON
+//! object's fields have no order: `glob=<arg>`, `output_mode=content`), then its main
+//! arguments (`Grep <arg> <arg>`). Unknown tools (MCP tools and the like) get every short
+//! scalar field as `name=<arg>`.
 //!
 //! A slot's `position` is its ordinal among the token's slots of the same flag (for positional
 //! arguments, among the positional slots), so `(flag, position)` names the same role in every
@@ -66,7 +83,8 @@
 //! - empty commands and commands that are only assignments.
 //!
 //! A command line the shell parser rejects still yields one [`TokenKind::Unparsed`] token,
-//! `<program> <unparsed>`, holding the line as its only slot.
+//! `<program> <unparsed>`, holding the line as its only slot: a habit is still seen, but its
+//! words are not known, so it never becomes a tool.
 //!
 //! # Parts
 //!
@@ -101,6 +119,7 @@ use crate::mine::shell::{self, Dialect};
 
 use agent_tools::tool_token;
 pub use classify::{SlotKind, classify};
+pub use draft::joins_run;
 pub use intern::{InternError, Interner};
 
 /// The concrete value of one slot in one occurrence.
@@ -134,7 +153,8 @@ pub enum TokenKind {
 pub struct Token {
     /// Where it came from.
     pub kind: TokenKind,
-    /// Canonical text, stable across occurrences: `cargo test -p <string>`.
+    /// Canonical text, stable across occurrences, the words in logged order: `cargo test -p
+    /// <arg>`.
     pub key: String,
     /// The key with slots named rather than typed: `cargo test -p <package>`.
     pub template: String,
@@ -158,6 +178,9 @@ pub struct Token {
     /// replayed as a test.
     pub stdin: Option<String>,
 }
+
+/// How a key ends for a command line the shell parser rejected: `git <unparsed>`.
+pub const UNPARSED: &str = " <unparsed>";
 
 /// Programs that only transform text: they read stdin or the files they are given and write
 /// stdout.
@@ -239,7 +262,7 @@ static DEFAULT: LazyLock<Tokenizer> = LazyLock::new(Tokenizer::default);
 /// };
 /// let tokens = tokens_of(&action);
 /// assert_eq!(tokens.len(), 1);
-/// assert_eq!(tokens[0].key, "cargo test -p <string>");
+/// assert_eq!(tokens[0].key, "cargo test -p <arg>");
 /// assert_eq!(tokens[0].template, "cargo test -p <package>");
 /// assert_eq!(tokens[0].slots[0].value, "core");
 /// assert_eq!(tokens[0].cwd.as_deref(), Some("/src/app/web"));
@@ -575,7 +598,7 @@ mod tests {
                 Source::Fish,
                 "shell",
                 json!({"command": "git commit -m (date); and git push"}),
-                &["git commit -m <string>", "git push"],
+                &["git commit -m <arg>", "git push"],
             ),
             (
                 Source::Aider,
@@ -587,37 +610,37 @@ mod tests {
                 Source::SweAgent,
                 "shell",
                 json!({"command": "python reproduce.py"}),
-                &["python <path>"],
+                &["python <arg>"],
             ),
             (
                 Source::SweAgent,
                 "open",
                 json!({"command": "open src/x.py 100"}),
-                &["open <path> <number>"],
+                &["open <arg> <arg>"],
             ),
             (
                 Source::SweAgent,
                 "edit",
                 json!({"command": "edit 10:20\n    x = 'unbalanced\nend_of_edit"}),
-                &["edit <string>"],
+                &["edit <arg>"],
             ),
             (
                 Source::SweAgent,
                 "edit",
                 json!({"command": "edit 10:12\nfoo()\nend_of_edit"}),
-                &["edit <string>"],
+                &["edit <arg>"],
             ),
             (
                 Source::SweAgent,
                 "edit",
                 json!({"command": "edit 'return a\n' '# rounded\nreturn b'"}),
-                &["edit <string>..."],
+                &["edit <arg> <arg>"],
             ),
             (
                 Source::SweAgent,
                 "str_replace_editor",
                 json!({"command": "str_replace_editor view /r/a.py --view_range 1 50"}),
-                &["str_replace_editor view --view_range <number> <number> <path>"],
+                &["str_replace_editor view <arg> --view_range <arg> <arg>"],
             ),
             (Source::SweAgent, "goto", json!({"command": "goto 50"}), &[]),
             (
@@ -630,37 +653,37 @@ mod tests {
                 Source::ClaudeCode,
                 "Read",
                 json!({"file_path": "/w/src/main.rs", "offset": 10}),
-                &["Read <path>"],
+                &["Read <arg>"],
             ),
             (
                 Source::ClaudeCode,
                 "Write",
                 json!({"file_path": "/w/a.ts", "content": "x"}),
-                &["Write <path>"],
+                &["Write <arg>"],
             ),
             (
                 Source::ClaudeCode,
                 "Edit",
                 json!({"file_path": "/w/a.rs", "old_string": "a", "new_string": "b"}),
-                &["Edit <path>"],
+                &["Edit <arg>"],
             ),
             (
                 Source::ClaudeCode,
                 "Grep",
                 json!({"pattern": "fn main", "path": "src", "glob": "*.rs", "output_mode": "content"}),
-                &["Grep glob=<glob> output_mode=content <string> <path>"],
+                &["Grep glob=<arg> output_mode=content <arg> <arg>"],
             ),
             (
                 Source::ClaudeCode,
                 "Glob",
                 json!({"pattern": "**/*.md"}),
-                &["Glob <glob>"],
+                &["Glob <arg>"],
             ),
             (
                 Source::ClaudeCode,
                 "WebFetch",
                 json!({"url": "https://docs.rs/x", "prompt": "summarize"}),
-                &["WebFetch <url>"],
+                &["WebFetch <arg>"],
             ),
             (
                 Source::ClaudeCode,
@@ -684,19 +707,19 @@ mod tests {
                 Source::Openhands,
                 "read",
                 json!({"path": "/r/a.py", "start": 0}),
-                &["read <path>"],
+                &["read <arg>"],
             ),
             (
                 Source::Openhands,
                 "edit",
                 json!({"path": "/r/a.py", "command": "str_replace"}),
-                &["edit command=str_replace <path>"],
+                &["edit command=str_replace <arg>"],
             ),
             (
                 Source::Openhands,
                 "browse",
                 json!({"url": "http://localhost:8000"}),
-                &["browse <url>"],
+                &["browse <arg>"],
             ),
             (Source::Aider, "Edit", json!({}), &["Edit"]),
             (
@@ -704,7 +727,7 @@ mod tests {
                 "mcp__github__create_issue",
                 json!({"owner": "o", "repo": "r", "title": "Bug", "body": "long\ntext", "draft": false, "n": 3}),
                 &[
-                    "mcp__github__create_issue draft=false n=<number> owner=<string> repo=<string> title=<string>",
+                    "mcp__github__create_issue draft=false n=<arg> owner=<arg> repo=<arg> title=<arg>",
                 ],
             ),
             (

@@ -1,6 +1,7 @@
 //! What is known about each CLI: its sub-commands, which flags take a value, its runners and
 //! modules, how its positionals read. One entry per CLI; a program not in the table is read
-//! with [`GENERIC`].
+//! with [`GENERIC`]: its words stay where they were, and which are literals and which parameters
+//! is decided across occurrences, by what varies. The tables only say what a word is; no word ever moves because of them.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
