@@ -1094,35 +1094,63 @@ fn sequence_candidate<'s>(
         .iter()
         .map(|&s| loaded.interner.resolve(s).unwrap_or_default().to_owned())
         .collect();
-    // One per session (the leftmost); for a habit qualified by its occurrences, then others,
-    // in order, up to the occurrences that qualify it: enough to align it and show it. (Every
+    // An occurrence that holds some commands of an action but not all of them is no occurrence:
+    // `git status --short → git commit` inside `git add x && git status --short`, then `git
+    // commit`, would make a tool that commits nothing. Dropped before anything is counted.
+    let positions = |o: &sequences::Occurrence| {
+        let session = &loaded.sessions[o.seq as usize];
+        sequences::steps(&session.symbols, p.items, o, config.max_gap)
+            .map(|steps| steps.into_iter().map(|x| x as usize).collect::<Vec<_>>())
+            .filter(|steps| whole_actions(session, steps))
+    };
+    // In a session of one command per action (most), every occurrence holds whole actions.
+    let fits = |o: &sequences::Occurrence| {
+        let session = &loaded.sessions[o.seq as usize];
+        session.symbols.len() == session.rows.len() || positions(o).is_some()
+    };
+    let every: Vec<&sequences::Occurrence> = p.every.iter().filter(|o| fits(o)).collect();
+    // One per session: the leftmost, else the first of the session's others that fits.
+    let firsts: Vec<&sequences::Occurrence> = p
+        .occurrences
+        .iter()
+        .filter_map(|o| {
+            if fits(o) {
+                return Some(o);
+            }
+            let from = every.partition_point(|e| e.seq < o.seq);
+            every.get(from).copied().filter(|e| e.seq == o.seq)
+        })
+        .collect();
+    let support = loaded.support(firsts.iter().map(|o| o.seq as usize));
+    if !needed.met(support, every.len()) {
+        return None;
+    }
+    f.support = support;
+    f.count = every.len() as u32;
+    // One per session first; for a habit qualified by its occurrences, then others, in
+    // order, up to the occurrences that qualify it: enough to align it and show it. (Every
     // repeat aligned costs its actions read again and their outputs held; aligning all of them
     // made the daemon's memory grow with long repetitive sessions, see tests/it/soak.rs.)
     let repeats = if support < needed.support {
-        (needed.occurrences as usize).saturating_sub(p.occurrences.len())
+        (needed.occurrences as usize).saturating_sub(firsts.len())
     } else {
         0
     };
-    let others = || {
-        p.every
-            .windows(2)
-            .filter(|pair| pair[0].seq == pair[1].seq)
-            .map(|pair| &pair[1])
-    };
-    let occ = |o: &sequences::Occurrence| {
-        let session = &loaded.sessions[o.seq as usize];
-        let positions = sequences::steps(&session.symbols, p.items, o, config.max_gap)?;
-        Some(Occ {
-            session,
-            positions: positions.into_iter().map(|x| x as usize).collect(),
-        })
-    };
-    f.occurrences = p
-        .occurrences
+    let others = every
+        .windows(2)
+        .filter(|pair| pair[0].seq == pair[1].seq)
+        .map(|pair| pair[1]);
+    f.occurrences = firsts
         .iter()
-        .chain(others().take(repeats))
+        .copied()
+        .chain(others.take(repeats))
         .take(options.max_occurrences)
-        .filter_map(occ)
+        .filter_map(|o| {
+            Some(Occ {
+                session: &loaded.sessions[o.seq as usize],
+                positions: positions(o)?,
+            })
+        })
         .collect();
     f.aligned = f.occurrences.len();
     f.calls_per_occurrence = f
@@ -1132,6 +1160,31 @@ fn sequence_candidate<'s>(
         .unwrap_or(1.0);
     f.bound = upper_bound(&f);
     Some(f)
+}
+
+/// Whether the steps at token `positions` (ascending) hold every command of each action they
+/// touch: a habit's step never loses a command the agent ran in the same action.
+fn whole_actions(session: &Session, positions: &[usize]) -> bool {
+    let mut i = 0;
+    while let Some(&first) = positions.get(i) {
+        let Some(row) = session
+            .token_row
+            .get(first)
+            .and_then(|&r| session.rows.get(r as usize))
+        else {
+            return false;
+        };
+        let range = row.token_range();
+        let n = range.len();
+        if !positions
+            .get(i..i + n)
+            .is_some_and(|held| held.iter().copied().eq(range))
+        {
+            return false;
+        }
+        i += n;
+    }
+    true
 }
 
 /// Single complex commands repeated with varying arguments, and slow operations.
@@ -2319,6 +2372,62 @@ mod tests {
         );
         // Its tests fail in every occurrence (the first `npm test`): it still scores.
         assert!(sequence.score > 0.0, "{sequence:#?}");
+    }
+
+    #[test]
+    fn a_step_keeps_every_command_of_its_action() {
+        // `git add X && git status --short`, then `git commit -m …`: the commit habit starts
+        // with the `git add` run in the same action, or it commits nothing.
+        let mut calls = Vec::new();
+        for (i, (file, message)) in [
+            ("src/a.rs", "Fix the race"),
+            ("README.md", "Document env vars"),
+            ("pyproject.toml", "Pin pytest"),
+            ("src/b.rs", "Retry on timeout"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let session = format!("s{i}");
+            let run = |c: String| (session.clone(), c, Some(true), None);
+            calls.push(run(ONE_OFFS[i].to_owned()));
+            calls.push(run(format!("git add {file} && git status --short")));
+            calls.push(run(format!("git commit -m '{message}'")));
+            calls.push(run(ONE_OFFS[i + 1].to_owned()));
+        }
+        // One session stages apart, then checks and commits: `git status → git commit` is seen
+        // in 5 sessions, more than the whole habit, so closure alone does not hide it.
+        for (i, c) in [
+            "git add src/c.rs",
+            "cargo test",
+            "git status --short",
+            "git commit -m 'Bump deps'",
+        ]
+        .iter()
+        .enumerate()
+        {
+            calls.push(("s9".into(), (*c).to_owned(), Some(true), None));
+            calls.push(("s9".into(), ONE_OFFS[i].to_owned(), Some(true), None));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| (&p.templates, p.folded_into.as_ref().map(|f| &f.id)))
+            .collect();
+        let commits: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.templates.iter().any(|t| t.starts_with("git commit")))
+            .collect();
+        assert!(!commits.is_empty(), "{summary:#?}");
+        for p in commits {
+            assert!(
+                p.templates[0].starts_with("git add"),
+                "a pattern lost the `git add` of its first action: {summary:#?}"
+            );
+        }
     }
 
     #[test]
