@@ -1127,8 +1127,8 @@ fn sequence_candidate<'s>(
     }
     f.support = support;
     f.count = every.len() as u32;
-    // One per session first; for a habit qualified by its occurrences, then others, in
-    // order, up to the occurrences that qualify it: enough to align it and show it. (Every
+    // One per session (the leftmost); for a habit qualified by its occurrences, then others,
+    // in order, up to the occurrences that qualify it: enough to align it and show it. (Every
     // repeat aligned costs its actions read again and their outputs held; aligning all of them
     // made the daemon's memory grow with long repetitive sessions, see tests/it/soak.rs.)
     let repeats = if support < needed.support {
@@ -1347,8 +1347,10 @@ fn recovery_candidate(
         .occurrences
         .iter()
         .partition(|r| seen.insert(r.session));
+    // All of them (up to `max_occurrences`) say where the habit lies; the first `aligned` are
+    // aligned.
     let aligned = max_with_repeats.max(first.len());
-    for r in first.into_iter().chain(rest).take(aligned) {
+    for r in first.into_iter().chain(rest) {
         if occurrences.len() >= max_occurrences {
             break;
         }
@@ -1425,7 +1427,7 @@ fn align_and_score(
         match patterns.get(&pattern.id) {
             Some((existing, _)) if existing.support >= pattern.support => {}
             _ => {
-                let spans = to_align.iter().filter_map(Span::of).collect();
+                let spans = f.occurrences.iter().filter_map(Span::of).collect();
                 patterns.insert(pattern.id.clone(), (pattern, spans));
             }
         }
@@ -1435,47 +1437,48 @@ fn align_and_score(
     Ok(patterns)
 }
 
-/// The actions one occurrence's steps are: its session and their rows (the actions between
-/// them, allowed by the gap, are not its own).
+/// The commands one occurrence's steps are: its session and their token positions (the
+/// actions between them, allowed by the gap, are not its own).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Span {
     /// The session's index (a sub-agent's session is its own: its actions are apart).
     session: u32,
     /// Sorted, distinct.
-    rows: Vec<u32>,
+    tokens: Vec<u32>,
 }
 
 impl Span {
     fn of(occ: &Occ<'_>) -> Option<Span> {
-        let mut rows: Vec<u32> = occ
+        let mut tokens: Vec<u32> = occ
             .positions
             .iter()
-            .map(|&p| occ.session.token_row.get(p).copied())
+            .map(|&p| u32::try_from(p).ok())
             .collect::<Option<_>>()?;
-        rows.sort_unstable();
-        rows.dedup();
-        (!rows.is_empty()).then_some(Span {
+        tokens.sort_unstable();
+        tokens.dedup();
+        (!tokens.is_empty()).then_some(Span {
             session: occ.session.index,
-            rows,
+            tokens,
         })
     }
 
-    /// Whether this occurrence lies inside `others`: more than half its actions are actions of
-    /// theirs, in the same session. A sub-sequence lies inside its habit, and so does a stray
-    /// step's variant (`uname -a → a → b` in `a → b`) or the end of one occurrence with the
-    /// start of the next (`b → a` between two `a → b`); `git status → git diff` does not lie
-    /// inside `git diff → git add → git commit`: they share an action, not a habit.
+    /// Whether this occurrence lies inside `others`: more than half its commands are commands
+    /// of theirs, in the same session. A sub-sequence lies inside its habit, and so does a stray
+    /// step's variant (`uname -a → a → b` in `a → b`, and `git diff --stat` after the one action
+    /// `git add … && git commit …`) or the end of one occurrence with the start of the next
+    /// (`b → a` between two `a → b`); `git status → git diff` does not lie inside `git diff →
+    /// git add → git commit`: they share a command, not a habit.
     fn inside<'o>(&self, others: impl IntoIterator<Item = &'o Span>) -> bool {
         let others: Vec<&Span> = others
             .into_iter()
             .filter(|o| o.session == self.session)
             .collect();
         let covered = self
-            .rows
+            .tokens
             .iter()
-            .filter(|r| others.iter().any(|o| o.rows.binary_search(r).is_ok()))
+            .filter(|t| others.iter().any(|o| o.tokens.binary_search(t).is_ok()))
             .count();
-        2 * covered > self.rows.len()
+        2 * covered > self.tokens.len()
     }
 }
 
@@ -2292,9 +2295,9 @@ mod tests {
 
     #[test]
     fn an_occurrence_lies_inside_when_most_of_its_actions_are_anothers() {
-        let span = |session, rows: &[u32]| Span {
+        let span = |session, tokens: &[u32]| Span {
             session,
-            rows: rows.to_vec(),
+            tokens: tokens.to_vec(),
         };
         // `a → b` at rows 3–4 and 7–8.
         let habit = [span(0, &[3, 4]), span(0, &[7, 8])];
@@ -2428,6 +2431,45 @@ mod tests {
                 "a pattern lost the `git add` of its first action: {summary:#?}"
             );
         }
+    }
+
+    #[test]
+    fn a_stray_step_after_a_one_action_habit_folds_into_it() {
+        // `git add F && git commit -m M` is one action of two commands; `git diff --stat` follows
+        // it in 4 sessions of 9. Counted by actions, the variant shares one action of two with
+        // the habit; by commands, two of three: it is the habit with a stray step.
+        let mut calls = Vec::new();
+        for i in 0..9 {
+            let session = format!("s{i}");
+            let run = |c: String| (session.clone(), c, Some(true), None);
+            calls.push(run(ONE_OFFS[i % 6].to_owned()));
+            calls.push(run(format!(
+                "git add src/m{i}.rs && git commit -m 'Change {i}'"
+            )));
+            if i % 2 == 1 {
+                calls.push(run("git diff --stat".into()));
+            }
+            calls.push(run(ONE_OFFS[(i + 1) % 6].to_owned()));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| (&p.templates, p.folded_into.as_ref().map(|f| &f.id)))
+            .collect();
+        let proposed: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.folded_into.is_none())
+            .filter(|p| p.templates.iter().any(|t| t.starts_with("git commit")))
+            .collect();
+        assert_eq!(proposed.len(), 1, "{summary:#?}");
+        assert_eq!(proposed[0].templates.len(), 2, "{summary:#?}");
+        assert!(
+            proposed[0].folded.iter().any(|f| f.steps.len() == 3),
+            "{summary:#?}"
+        );
     }
 
     #[test]
