@@ -114,6 +114,10 @@ fn habits() -> Vec<(&'static str, Vec<Vec<Cmd>>)> {
         (vec!["pyproject.toml"], "Pin pytest below 9"),
     ]
     .iter()
+    // One action already: a tool saves no call, so it takes more sessions to rank (9, as in
+    // `scripts/plant_sessions.py`).
+    .cycle()
+    .take(9)
     .map(|(files, message)| {
         let body = format!("{message}{TRAILER}");
         let mut add = vec!["git".to_owned(), "add".to_owned()];
@@ -276,7 +280,7 @@ struct Planted {
 }
 
 /// Writes the sessions into `dir`: `check-module` 6 and 4 times in two long sessions, every other
-/// habit in five sessions of its own, a stray command before some occurrences (never most of a
+/// habit in sessions of its own (five, nine for the commit), a stray command before some occurrences (never most of a
 /// habit's), the agent's own calls between some. Returns the occurrences and the actions.
 fn plant(dir: &Path) -> (Vec<Planted>, usize) {
     let mut habits = habits();
@@ -578,12 +582,10 @@ fn each_planted_habit_is_one_candidate_whose_dry_run_is_the_log_word_for_word() 
             && *last >= *p.seqs.iter().min().unwrap_or(&0)
     };
     let mut report = BTreeMap::new();
-    // `heredoc-commit` is planted but not yet held to this: its occurrences committing two
-    // files form a pattern apart from those committing one, and the one-file pattern (3
-    // sessions) is folded away, so no candidate is made of it (issue 20, left open).
     for habit in [
         "objdump-range",
         "check-module",
+        "heredoc-commit",
         "branch-sync",
         "npm-missing-module",
     ] {
