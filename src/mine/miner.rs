@@ -1538,6 +1538,25 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
                 }
             }
         }
+        // Where a member's occurrences were only partly looked at (a habit qualified by its
+        // occurrences has some of its repeats aligned), its spans miss most of its variants':
+        // a pattern more than half of whose steps are that member's steps (a stray step
+        // before or after it, or the end of one occurrence with the start of the next) is taken
+        // to lie inside it.
+        let keys = step_keys(&patterns[i].0);
+        let structural = groups.iter().enumerate().find_map(|(g, (_, members))| {
+            members
+                .iter()
+                .any(|&m| {
+                    let (member, seen) = (&patterns[m].0, patterns[m].1.len());
+                    if seen >= member.occurrences as usize {
+                        return false;
+                    }
+                    let inner = step_keys(member);
+                    2 * keys.iter().filter(|k| inner.contains(k)).count() > keys.len()
+                })
+                .then_some((g, 1.0))
+        });
         let joined = hits
             .iter()
             .filter_map(|(&g, &n)| {
@@ -1547,6 +1566,7 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
                 let share = inside.max(holds);
                 (share > 0.5).then_some((g, share))
             })
+            .chain(structural)
             .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(&a.0)));
         let g = match joined {
             Some((g, _)) => {
@@ -1594,6 +1614,16 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
             }
         }
     }
+}
+
+/// A pattern's step keys in order, a recovery's failing command first.
+fn step_keys(p: &Pattern) -> Vec<&str> {
+    p.trigger
+        .as_ref()
+        .map(|t| t.step.key.as_str())
+        .into_iter()
+        .chain(p.steps.iter().map(|s| s.key.as_str()))
+        .collect()
 }
 
 /// The pattern an aligned candidate becomes: its steps (a recovery's first one its trigger),
@@ -2470,6 +2500,53 @@ mod tests {
             proposed[0].folded.iter().any(|f| f.steps.len() == 3),
             "{summary:#?}"
         );
+    }
+
+    #[test]
+    fn stray_variants_of_a_habit_repeated_in_few_sessions_fold_into_it() {
+        // `./scripts/check.sh --module X` then `make -C X test`, 6 and 4 times in two sessions,
+        // `uname -a` before four of them and `wc -l` after four others: only some repeats of
+        // the habit are aligned, which its variants' occurrences mostly miss.
+        let mut calls = Vec::new();
+        let mut n = 0;
+        for (session, times) in [("s1", 6), ("s2", 4)] {
+            for i in 0..times {
+                let module = ["ingest", "router", "auth", "storage", "metrics", "cli"][i];
+                let run = |c: String| (session.to_owned(), c, Some(true), None);
+                n += 1;
+                if n % 5 == 3 || n % 5 == 4 {
+                    calls.push(run("uname -a".into()));
+                }
+                calls.push(run(format!("./scripts/check.sh --module {module}")));
+                calls.push(run(format!("make -C {module} test")));
+                if n % 5 == 0 || n % 5 == 1 {
+                    calls.push(run(format!("wc -l src/{module}/*.py")));
+                }
+                calls.push(run(ONE_OFFS[i].to_owned()));
+            }
+        }
+        calls.push(("s3".into(), "cargo build".into(), Some(true), None));
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| {
+                (
+                    &p.templates,
+                    p.occurrences,
+                    p.folded_into.as_ref().map(|f| &f.id),
+                )
+            })
+            .collect();
+        let proposed: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.folded_into.is_none())
+            .filter(|p| p.templates.iter().any(|t| t.contains("check.sh")))
+            .collect();
+        assert_eq!(proposed.len(), 1, "{summary:#?}");
+        assert_eq!(proposed[0].templates.len(), 2, "{summary:#?}");
     }
 
     #[test]
