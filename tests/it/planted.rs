@@ -280,8 +280,9 @@ struct Planted {
 }
 
 /// Writes the sessions into `dir`: `check-module` 6 and 4 times in two long sessions, every other
-/// habit in sessions of its own (five, nine for the commit), a stray command before some occurrences (never most of a
-/// habit's), the agent's own calls between some. Returns the occurrences and the actions.
+/// habit in sessions of its own (five, nine for the commit), a stray command before some
+/// occurrences (never most of a habit's), the agent's own calls between some. Returns the
+/// occurrences and the actions.
 fn plant(dir: &Path) -> (Vec<Planted>, usize) {
     let mut habits = habits();
     let mut planted = Vec::new();
@@ -361,8 +362,9 @@ fn plant(dir: &Path) -> (Vec<Planted>, usize) {
             let mut t = Transcript::new(&format!("5e55{k:02}{i:02}-0000-4000-8000-000000000000"));
             let stray_n = ((i + k) % 3 == 0).then_some(i + k);
             occurrence(&mut t, habit, cmds, stray_n, false, &mut actions);
-            // Not after every one: a call that always follows a habit makes the longer pattern
-            // closed over it (see the report of issue 20: left as it is).
+            // Not after every one: a call that always follows a habit makes the longer pattern,
+            // of the same support, the closed one, and the habit is not reported on its own
+            // (the sequence miner's closure; left as it is).
             if i % 2 == 0 {
                 t.call("Read", noise(k * 10 + i)["input"].clone(), "x", true);
                 actions += 1;
