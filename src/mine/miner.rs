@@ -1540,9 +1540,10 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
         }
         // Where a member's occurrences were only partly looked at (a habit qualified by its
         // occurrences has some of its repeats aligned), its spans miss most of its variants':
-        // a pattern more than half of whose steps are that member's steps (a stray step
-        // before or after it, or the end of one occurrence with the start of the next) is taken
-        // to lie inside it.
+        // a pattern more than half of whose steps are that member's steps, in its order (a
+        // stray step before or after it, or the end of one occurrence with the start of the
+        // next), is taken to lie inside it; `mkdir → rm -rf → mkdir` does not lie inside
+        // `mv → mkdir → mv`.
         let keys = step_keys(&patterns[i].0);
         let structural = groups.iter().enumerate().find_map(|(g, (_, members))| {
             members
@@ -1553,7 +1554,14 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
                         return false;
                     }
                     let inner = step_keys(member);
-                    2 * keys.iter().filter(|k| inner.contains(k)).count() > keys.len()
+                    let shared: Vec<&str> =
+                        keys.iter().copied().filter(|k| inner.contains(k)).collect();
+                    // In the member's order: a run of it, or its end then its start.
+                    let twice: Vec<&str> = inner.iter().chain(&inner).copied().collect();
+                    2 * shared.len() > keys.len()
+                        && twice
+                            .windows(shared.len())
+                            .any(|run| run == shared.as_slice())
                 })
                 .then_some((g, 1.0))
         });
