@@ -222,8 +222,12 @@ pub struct IngestSettings {
 /// How patterns are mined from the stored actions (`[mine]`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct MineSettings {
-    /// Sessions a pattern must be seen in before it is reported, at least.
+    /// Sessions a pattern must be seen in before it is reported, at least (a sub-agent's
+    /// session counts with its parent's)…
     pub min_support: Setting<u32>,
+    /// …unless it occurs at least this many times, in two sessions at least (one for an
+    /// error→recovery habit).
+    pub min_occurrences: Setting<u32>,
     /// Share of the sessions (percent) a pattern must be seen in, when that is more.
     pub min_support_percent: Setting<u32>,
     /// Other actions allowed between two consecutive steps of a repeated sequence.
@@ -232,7 +236,9 @@ pub struct MineSettings {
     pub min_length: Setting<u32>,
     /// Most steps of a repeated sequence.
     pub max_length: Setting<u32>,
-    /// A pattern is dropped when a longer one keeps at least this share (percent) of its support.
+    /// A pattern is dropped when a longer one keeps at least this share (percent) of its
+    /// support; of two patterns of one habit, the better ranked gives way to one with clearly
+    /// more occurrences (its count below this share of the other's).
     pub fold_percent: Setting<u32>,
     /// An action whose median duration is at least this many milliseconds is a slow operation.
     pub slow_ms: Setting<u32>,
@@ -464,6 +470,7 @@ impl Config {
                 &self.ingest.debounce_ms.origin,
             ),
             int("mine.min_support", &self.mine.min_support),
+            int("mine.min_occurrences", &self.mine.min_occurrences),
             int("mine.min_support_percent", &self.mine.min_support_percent),
             int("mine.max_gap", &self.mine.max_gap),
             int("mine.min_length", &self.mine.min_length),
@@ -753,6 +760,7 @@ struct RawIngest {
 #[serde(deny_unknown_fields)]
 struct RawMine {
     min_support: Option<Spanned<u32>>,
+    min_occurrences: Option<Spanned<u32>>,
     min_support_percent: Option<Spanned<u32>>,
     max_gap: Option<Spanned<u32>>,
     min_length: Option<Spanned<u32>>,
@@ -1011,6 +1019,7 @@ fn check_mine(m: &RawMine, path: &Path, text: &str) -> Result<(), ConfigError> {
         text,
         &[
             (&m.min_support, "mine.min_support", 2, 1_000_000),
+            (&m.min_occurrences, "mine.min_occurrences", 2, 1_000_000),
             (&m.min_support_percent, "mine.min_support_percent", 0, 100),
             (&m.max_gap, "mine.max_gap", 0, 16),
             (&m.min_length, "mine.min_length", 1, 32),
@@ -1400,6 +1409,7 @@ fn resolve(
     let m = &raw.mine;
     let mine = MineSettings {
         min_support: pick(&m.min_support, 3, &from_file),
+        min_occurrences: pick(&m.min_occurrences, 4, &from_file),
         min_support_percent: pick(&m.min_support_percent, 1, &from_file),
         max_gap: pick(&m.max_gap, 1, &from_file),
         min_length: pick(&m.min_length, 2, &from_file),
@@ -1654,9 +1664,15 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 
 [mine]
 # Sessions a pattern must be seen in before it is reported: at least min_support, and at least
-# min_support_percent of all sessions when that is more.
+# min_support_percent of all sessions when that is more. A sub-agent's session counts with its
+# parent's.
 # min_support = 3
 # min_support_percent = 1
+
+# ...unless it occurs at least min_occurrences times (occurrences that do not overlap; never
+# fewer than the sessions needed): a habit repeated often in few sessions (two at least; one for
+# an error fixed the same way each time).
+# min_occurrences = 4
 
 # Other actions allowed between two consecutive steps of a repeated sequence.
 # max_gap = 1
@@ -1665,7 +1681,10 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # min_length = 2
 # max_length = 8
 
-# A pattern is dropped when a longer one keeps at least this share (percent) of its support.
+# A pattern is dropped when a longer one keeps at least this share (percent) of its support,
+# and, when patterns are the same habit (the occurrences of one mostly lie inside the other's),
+# a pattern stands for the habit in place of a better-ranked one when that one has fewer than
+# this share of its occurrences. Only one pattern per habit is proposed.
 # fold_percent = 90
 
 # Actions whose median duration reaches this many milliseconds are slow operations.

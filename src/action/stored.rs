@@ -238,6 +238,17 @@ pub struct ActionView<'r> {
     pub duration_ms: Option<i64>,
 }
 
+/// Each sub-agent's session and the session that started it, as ingest recorded them in the
+/// `sessions` table (a link only: the sessions' rows are ingest's), so that mining counts a
+/// sub-agent's session with its parent's.
+pub fn session_parents(
+    conn: &Connection,
+) -> Result<std::collections::HashMap<String, String>, StoreError> {
+    let mut stmt = conn.prepare("SELECT id, parent FROM sessions WHERE parent IS NOT NULL")?;
+    let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// Calls `each` with every stored action, in session order (session, then seq), stopping at
 /// the first error `each` returns.
 pub fn for_each_action<E: From<StoreError>>(

@@ -181,7 +181,8 @@ fn show(found: &StoredPattern, out: &mut impl Write, style: Style) -> Result<(),
         p.score,
         found.status.as_str()
     )?;
-    if let Some(reason) = &found.reason {
+    // A folded pattern's reason is said in full below.
+    if let Some(reason) = found.reason.as_ref().filter(|_| p.folded_into.is_none()) {
         writeln!(out, "  {}", style.warn(reason))?;
     }
     let s = &p.score_parts;
@@ -190,6 +191,46 @@ fn show(found: &StoredPattern, out: &mut impl Write, style: Style) -> Result<(),
         "  score parts: frequency {:.2}, impact {:.2}, complexity {:.2}, confidence {:.2}",
         s.frequency, s.impact, s.complexity, s.confidence
     )?;
+    // Patterns stored before the terms were kept have none to show.
+    if s.sessions > 0 {
+        writeln!(
+            out,
+            "    frequency  from {} sessions and {} occurrences (repeats count a quarter)",
+            s.sessions, s.occurrences
+        )?;
+        writeln!(
+            out,
+            "    confidence = (0.25 + 0.75 × consistency {:.2}) × (0.5 + 0.5 × success rate {:.2})",
+            s.consistency, s.success_rate
+        )?;
+    }
+    if let Some(into) = &p.folded_into {
+        writeln!(
+            out,
+            "{}",
+            style.warn(&format!(
+                "folded into {} ({}): {} of its {} occurrences looked at lie inside that \
+                 pattern's; only that one is proposed",
+                into.id,
+                into.steps.join(" → "),
+                into.overlapping,
+                into.of
+            ))
+        )?;
+    }
+    if !p.folded.is_empty() {
+        writeln!(out, "folded into this one (the same habit):")?;
+        for f in &p.folded {
+            writeln!(
+                out,
+                "  {} ({}/{} occurrences inside)  {}",
+                f.id,
+                f.overlapping,
+                f.of,
+                f.steps.join(" → ")
+            )?;
+        }
+    }
     if let Some(trigger) = &p.trigger {
         writeln!(out, "when   {}", trigger.step.template)?;
         writeln!(out, "fails  {}", trigger.error_template)?;

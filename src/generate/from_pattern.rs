@@ -816,6 +816,7 @@ mod tests {
                 impact: 0.5,
                 complexity: 0.5,
                 confidence: 0.5,
+                ..Score::default()
             },
             templates: Vec::new(),
             steps: vec![
@@ -857,6 +858,8 @@ mod tests {
                 ),
                 evidence("s2", &[("package", "cli"), ("path", "x.rs")]),
             ],
+            folded_into: None,
+            folded: Vec::new(),
         }
     }
 

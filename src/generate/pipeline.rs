@@ -383,6 +383,37 @@ pub fn toolchains_for(spec: &ToolSpec, user: &UserEnv) -> Vec<Toolchain> {
         .collect()
 }
 
+/// Holds a model's tool to the log: the dry-run case of every occurrence the log gives
+/// ([`template::logged_cases`]) goes into the tests it wrote, in place of any case of the same
+/// name, so a tool that reorders, drops or adds a word of what was run fails validation
+/// whatever tests its writer chose. A tests file that does not read is left for validation to
+/// report. A repair whose steps the evidence did not repair is not held to them: what was run
+/// before is what stopped working (a renamed flag), and the model is asked for the new way.
+fn with_logged_cases(
+    mut files: BTreeMap<String, String>,
+    spec: &ToolSpec,
+) -> BTreeMap<String, String> {
+    use crate::validate::cases::{CASES_FILE, Cases};
+    if spec.heal.as_ref().is_some_and(|h| !h.steps_repaired) {
+        return files;
+    }
+    let logged = template::logged_cases(spec);
+    if logged.is_empty() {
+        return files;
+    }
+    let mut cases = match files.get(CASES_FILE).map(|t| Cases::parse(t, CASES_FILE)) {
+        Some(Ok(cases)) => cases,
+        Some(Err(_)) => return files,
+        None => Cases { cases: Vec::new() },
+    };
+    cases
+        .cases
+        .retain(|c| !logged.iter().any(|l| l.name == c.name));
+    cases.cases.extend(logged);
+    files.insert(CASES_FILE.to_owned(), cases.to_json());
+    files
+}
+
 /// Adds a repair's regression cases to the tests a generator wrote (a file that does not read is
 /// left for validation to report).
 fn with_regression_cases(
@@ -1440,6 +1471,7 @@ impl Generator {
                         manifest::FILE_NAME.to_owned(),
                         spec.manifest(version.clone(), &generator).to_yaml(),
                     );
+                    let files = with_logged_cases(files, spec);
                     let files = with_regression_cases(files, &spec.regression_cases);
                     let (outcome, n) = self.attempt(c, staging, files, &generator, version).await?;
                     staging.write_reply(n, &completion.text)?;

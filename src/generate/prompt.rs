@@ -81,6 +81,12 @@ fn conventions(spec: &ToolSpec) -> String {
          dry run of each example below printing exactly its commands, --help, and a missing \
          required option.\n",
     );
+    if spec.heal.as_ref().is_none_or(|h| h.steps_repaired) && !spec.occurrences.is_empty() {
+        text.push_str(
+            "- Each observed occurrence's dry run is also tested against the commands as they \
+             were run, whatever tests/cases.json says.\n",
+        );
+    }
     text
 }
 

@@ -534,10 +534,11 @@ pub fn dry_run_text(commands: &[Vec<String>]) -> String {
     text
 }
 
-/// The derived tests: per occurrence, the dry run prints what was run, and, for a text
-/// transformation the log holds whole, the recorded input gives the recorded output; `--help`
-/// lists every parameter; a missing required parameter and an unknown option fail cleanly.
-pub fn derived_cases(spec: &ToolSpec) -> Cases {
+/// The dry-run cases of every occurrence whose commands the log gives: with that occurrence's
+/// own values, the tool prints exactly what was run (argv after shell parsing). Whoever wrote
+/// the tool — the templates or a model — it is held to these, so a tool that reorders, drops
+/// or adds a word fails validation, naming the first differing word.
+pub fn logged_cases(spec: &ToolSpec) -> Vec<Case> {
     let mut cases = Vec::new();
     // What the log recorded, not what the miner made of it: an occurrence whose commands the
     // log does not give is no test. A recovery's dry run reads the recorded failure on stdin.
@@ -569,6 +570,14 @@ pub fn derived_cases(spec: &ToolSpec) -> Cases {
             },
         });
     }
+    cases
+}
+
+/// The derived tests: per occurrence, the dry run prints what was run, and, for a text
+/// transformation the log holds whole, the recorded input gives the recorded output; `--help`
+/// lists every parameter; a missing required parameter and an unknown option fail cleanly.
+pub fn derived_cases(spec: &ToolSpec) -> Cases {
+    let mut cases = logged_cases(spec);
     // Where the log holds a text transformation whole, the tool must do it again: the same
     // input gives the output the log recorded. Only text filters are run for this.
     if super::template_py::fits(&spec.steps, spec.trigger_step.as_ref()) {

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use super::params::{AlignInput, Aligned, align};
 use super::pattern::{
-    CandidateOutcomes, Pattern, PatternKind, Replay, Trigger, apply_outcomes, pattern_id,
+    CandidateOutcomes, Folded, Pattern, PatternKind, Replay, Trigger, apply_outcomes, pattern_id,
     replace_patterns,
 };
 use super::recovery::{
@@ -127,8 +127,12 @@ const BARRIER: u32 = u32::MAX;
 /// How a run mines; [`MineOptions::from_settings`] reads the `[mine]` configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MineOptions {
-    /// Sessions a pattern must be seen in, at least.
+    /// Sessions a pattern must be seen in, at least (a sub-agent's count with its parent's)…
     pub min_support: u32,
+    /// …unless it occurs at least this many times (occurrences that do not overlap; and at
+    /// least the sessions needed) in two sessions at least (one for a recovery): a habit
+    /// repeated often in few sessions. At least 2.
+    pub min_occurrences: u32,
     /// Share of the sessions (percent) a pattern must be seen in, when that is more.
     pub min_support_percent: u32,
     /// Other actions allowed between two steps of a sequence.
@@ -155,6 +159,7 @@ impl Default for MineOptions {
     fn default() -> Self {
         MineOptions {
             min_support: 3,
+            min_occurrences: 4,
             min_support_percent: 1,
             max_gap: 1,
             min_length: 2,
@@ -184,6 +189,7 @@ impl MineOptions {
     pub fn from_settings(settings: &MineSettings) -> MineOptions {
         MineOptions {
             min_support: settings.min_support.value,
+            min_occurrences: settings.min_occurrences.value.max(2),
             min_support_percent: settings.min_support_percent.value,
             max_gap: settings.max_gap.value,
             min_length: settings.min_length.value as usize,
@@ -233,6 +239,8 @@ pub struct MineReport {
     pub phases_ms: Phases,
     /// The support patterns needed (see [`MineOptions::effective_support`]).
     pub min_support: u32,
+    /// The occurrences that qualify a pattern seen in fewer sessions.
+    pub min_occurrences: u32,
     /// The patterns, best first.
     pub patterns: Vec<Pattern>,
 }
@@ -254,7 +262,13 @@ impl MineReport {
             truncated: self.truncated,
             phases_ms: self.phases_ms,
             min_support: self.min_support,
+            min_occurrences: self.min_occurrences,
             patterns: self.patterns.len(),
+            folded: self
+                .patterns
+                .iter()
+                .filter(|p| p.folded_into.is_some())
+                .count(),
             kinds: KindCounts {
                 sequence: self.count(PatternKind::Sequence),
                 recovery: self.count(PatternKind::Recovery),
@@ -296,8 +310,14 @@ pub struct MineSummary {
     pub phases_ms: Phases,
     /// The support patterns needed.
     pub min_support: u32,
+    /// The occurrences that qualify a pattern seen in fewer sessions.
+    #[serde(default)]
+    pub min_occurrences: u32,
     /// Patterns found.
     pub patterns: usize,
+    /// Of which folded into another (the same habit).
+    #[serde(default)]
+    pub folded: usize,
     /// Patterns found, per kind.
     pub kinds: KindCounts,
     /// The ten best.
@@ -387,6 +407,11 @@ impl Row {
 #[derive(Debug, Default)]
 struct Session {
     id: String,
+    /// Its index among the loaded sessions.
+    index: u32,
+    /// The session it counts with: its own index among the families, shared by a sub-agent's
+    /// session and its parent's.
+    family: u32,
     rows: Vec<Row>,
     symbols: Vec<u32>,
     /// For each token, the index of its row.
@@ -396,6 +421,8 @@ struct Session {
 /// Everything loaded for a run.
 struct Loaded {
     sessions: Vec<Session>,
+    /// Family (a top-level session) names, by index.
+    families: HashMap<String, u32>,
     interner: Interner,
     commands: Interner,
     /// Per command key, its tokens' count and words: how complex one command is.
@@ -459,12 +486,16 @@ fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
     let mut loaded = Loaded::new();
     let mut current = Session::default();
     let mut cache = CommandCache::new(tokenizer);
+    // A sub-agent's session counts with its parent's.
+    let parents = actions_table::session_parents(conn)?;
     actions_table::for_each_action(conn, |row| -> Result<(), MineError> {
         loaded.actions += 1;
         loaded.last_action = loaded.last_action.max(row.id);
         if row.session != current.id {
             loaded.close_session(&mut current);
             current.id = row.session.to_owned();
+            let family = parents.get(row.session).map_or(row.session, String::as_str);
+            current.family = loaded.family(family);
         }
         let call = CallText {
             source: row.source,
@@ -561,6 +592,7 @@ impl Loaded {
     fn new() -> Self {
         Loaded {
             sessions: Vec::new(),
+            families: HashMap::new(),
             interner: Interner::new(),
             commands: Interner::new(),
             command_words: Vec::new(),
@@ -605,6 +637,21 @@ impl Loaded {
         }))
     }
 
+    /// The index of the family (top-level session) `name`.
+    fn family(&mut self, name: &str) -> u32 {
+        let next = self.families.len() as u32;
+        *self.families.entry(name.to_owned()).or_insert(next)
+    }
+
+    /// Distinct families among the sessions `indices`.
+    fn support(&self, indices: impl IntoIterator<Item = usize>) -> u32 {
+        indices
+            .into_iter()
+            .map(|s| self.sessions[s].family)
+            .collect::<BTreeSet<_>>()
+            .len() as u32
+    }
+
     /// The template of a failure's error line, when its output has one.
     fn error_template(&mut self, output: Option<&str>) -> Option<TemplateId> {
         output
@@ -618,19 +665,20 @@ impl Loaded {
             current.rows.clear();
             current.token_row.clear();
         } else {
+            current.index = self.sessions.len() as u32;
             self.sessions.push(std::mem::take(current));
         }
     }
 
-    /// A by-hand step becomes a symbol of its session alone: with a minimum support of 2 or
-    /// more it is never frequent, so no pattern holds it, yet it still counts as a gap.
+    /// Each by-hand step becomes a symbol of its own, seen once: never frequent (by sessions or
+    /// by occurrences), so no pattern holds it, yet it still counts as a gap.
     fn own_barriers(&mut self) {
-        let base = self.interner.len() as u64;
-        for (i, session) in self.sessions.iter_mut().enumerate() {
-            let own = u32::try_from(base + i as u64).unwrap_or(BARRIER - 1);
+        let mut next = self.interner.len() as u64;
+        for session in &mut self.sessions {
             for symbol in &mut session.symbols {
                 if *symbol == BARRIER {
-                    *symbol = own;
+                    *symbol = u32::try_from(next).unwrap_or(BARRIER - 1);
+                    next += 1;
                 }
             }
         }
@@ -669,7 +717,13 @@ struct Refetch<'c> {
     calls: actions_table::CallLookup<'c>,
     tokenizer: &'c Tokenizer,
     cache: HashMap<(String, u64), Refetched>,
+    /// About how many bytes the cache holds (outputs, inline inputs, keys).
+    cached_bytes: usize,
 }
+
+/// Bytes of re-read actions kept per run before the cache starts over: a habit's repeats in
+/// long sessions would otherwise keep thousands of outputs for the whole run.
+const REFETCH_CACHE_BYTES: usize = 4 << 20;
 
 impl<'c> Refetch<'c> {
     fn new(conn: &'c Connection, tokenizer: &'c Tokenizer) -> Result<Self, MineError> {
@@ -677,6 +731,7 @@ impl<'c> Refetch<'c> {
             calls: actions_table::CallLookup::new(conn)?,
             tokenizer,
             cache: HashMap::new(),
+            cached_bytes: 0,
         })
     }
 
@@ -696,6 +751,24 @@ impl<'c> Refetch<'c> {
             }
             .into_action(session, seq);
             let tokens = self.tokenizer.tokens(&action);
+            let bytes = output.as_ref().map_or(0, String::len)
+                + tokens
+                    .iter()
+                    .map(|t| {
+                        t.key.len()
+                            + t.template.len()
+                            + t.stdin.as_ref().map_or(0, String::len)
+                            + t.slots.iter().map(|v| v.value.len() + 32).sum::<usize>()
+                            + 128
+                    })
+                    .sum::<usize>()
+                + session.len()
+                + 64;
+            if self.cached_bytes + bytes > REFETCH_CACHE_BYTES {
+                self.cache = HashMap::new();
+                self.cached_bytes = 0;
+            }
+            self.cached_bytes += bytes;
             self.cache.insert(key.clone(), (tokens, output));
         }
         Ok(self.cache.get(&key))
@@ -814,7 +887,7 @@ struct Found<'s> {
     support: u32,
     /// Occurrences counted (at most one per session for sequences).
     count: u32,
-    /// Some occurrences, one per session first: those aligned.
+    /// Some occurrences, one per session first: the first `aligned` are aligned.
     occurrences: Vec<Occ<'s>>,
     /// Recovery: the failed action's duration total, and the error template.
     trigger: Option<String>,
@@ -824,6 +897,8 @@ struct Found<'s> {
     single: bool,
     /// Upper bound of the score, to choose what to align.
     bound: f64,
+    /// How many of `occurrences`, from the first, are aligned.
+    aligned: usize,
 }
 
 /// Mines the actions of `conn`. Reads only: see [`store_patterns`] to keep the result.
@@ -832,14 +907,22 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     let tokenizer = Tokenizer::new(&NoiseRules::default());
     let loaded = load(conn, &tokenizer)?;
     let load_ms = elapsed_ms(started);
-    let min_support = options.effective_support(loaded.sessions.len());
-    let sequences = find_sequences(&loaded, options, min_support)?;
+    let min_support = options.effective_support(loaded.families.len());
+    // Never fewer occurrences than the sessions a pattern would need: with many sessions the
+    // support grows (`min_support_percent`), and so must the occurrences that stand in for it.
+    let needed = Needed {
+        support: min_support,
+        occurrences: options.min_occurrences.max(2).max(min_support),
+    };
+    let sequences = find_sequences(&loaded, options, needed)?;
     let mut found = sequences.found;
-    found.extend(find_commands(&loaded, options, min_support));
-    found.extend(find_recovery_habits(&loaded, options, min_support));
+    found.extend(find_commands(&loaded, options, needed));
+    found.extend(find_recovery_habits(&loaded, options, needed));
     rank(&mut found);
     let mined_ms = elapsed_ms(started) - load_ms;
-    let patterns = align_and_score(conn, &tokenizer, &found, options)?;
+    let mut patterns = align_and_score(conn, &tokenizer, &found, options)?;
+    fold(&mut patterns, options.fold_ratio);
+    let patterns: Vec<Pattern> = patterns.into_iter().map(|(p, _)| p).collect();
     let total_ms = elapsed_ms(started);
     Ok(MineReport {
         phases_ms: Phases {
@@ -849,7 +932,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
             sequence_nodes: sequences.nodes,
             align: total_ms - load_ms - mined_ms,
         },
-        sessions: loaded.sessions.len(),
+        sessions: loaded.families.len(),
         actions: loaded.actions,
         tokens: loaded.sessions.iter().map(|s| s.symbols.len()).sum(),
         symbols: loaded.interner.len(),
@@ -857,8 +940,31 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
         duration_ms: elapsed_ms(started),
         truncated: sequences.truncated,
         min_support,
+        min_occurrences: needed.occurrences,
         patterns,
     })
+}
+
+/// What qualifies a pattern: the sessions it is seen in (sub-agents with their parents), or
+/// failing that its occurrences.
+#[derive(Debug, Clone, Copy)]
+struct Needed {
+    support: u32,
+    occurrences: u32,
+}
+
+impl Needed {
+    /// For a sequence or a command: its occurrences qualify it when they are in two sessions
+    /// at least (one long session repeats its own loop; two show a habit).
+    fn met(&self, support: u32, occurrences: usize) -> bool {
+        support >= self.support || (support >= 2 && occurrences >= self.occurrences as usize)
+    }
+
+    /// For a recovery: the same failure fixed the same way, often, qualifies it even in one
+    /// session (`npm run lint` failing, then `npm run lint -- --fix`, four times).
+    fn met_by_recovery(&self, support: u32, occurrences: usize) -> bool {
+        support >= self.support || occurrences >= self.occurrences as usize
+    }
 }
 
 fn elapsed_ms(since: Instant) -> u64 {
@@ -866,10 +972,12 @@ fn elapsed_ms(since: Instant) -> u64 {
 }
 
 /// How the sequence miner runs for `options`.
-fn sequence_config(options: &MineOptions, min_support: u32) -> SequenceMinerConfig {
+fn sequence_config(options: &MineOptions, needed: Needed) -> SequenceMinerConfig {
     SequenceMinerConfig {
-        // The by-hand barriers rely on the support being at least 2.
-        min_support,
+        // Sessions, counted apart: at least the families; the candidates are checked again.
+        min_support: needed.support,
+        // The by-hand barriers are each seen once: never frequent.
+        min_occurrences: Some(needed.occurrences),
         max_gap: Some(options.max_gap),
         min_len: options.min_length.max(1),
         max_len: options.max_length.max(options.min_length.max(1)),
@@ -898,9 +1006,9 @@ struct SequencesFound<'s> {
 fn find_sequences<'s>(
     loaded: &'s Loaded,
     options: &MineOptions,
-    min_support: u32,
+    needed: Needed,
 ) -> Result<SequencesFound<'s>, MineError> {
-    let config = sequence_config(options, min_support);
+    let config = sequence_config(options, needed);
     let miner = SequenceMiner::new(config.clone())?;
     let keep = options.max_patterns_per_kind.max(1);
     let symbols: Vec<&[u32]> = loaded
@@ -927,7 +1035,7 @@ fn find_sequences<'s>(
         {
             return ControlFlow::Continue(());
         }
-        let Some(f) = sequence_candidate(loaded, &p, &config, options, threshold) else {
+        let Some(f) = sequence_candidate(loaded, &p, &config, options, needed, threshold) else {
             return ControlFlow::Continue(());
         };
         found.push(f);
@@ -948,26 +1056,34 @@ fn find_sequences<'s>(
     })
 }
 
-/// A mined sequence as a candidate, with its occurrences' token positions; `None` when even
-/// its upper bound is below `threshold` (its occurrences are then never looked at).
+/// A mined sequence as a candidate, with its occurrences' token positions (one per session
+/// first); `None` when it is not seen in enough sessions (a sub-agent's counted with its
+/// parent's) nor often enough, or when even its upper bound is below `threshold` (its
+/// occurrences are then never looked at).
 fn sequence_candidate<'s>(
     loaded: &'s Loaded,
     p: &PatternRef<'_>,
     config: &SequenceMinerConfig,
     options: &MineOptions,
+    needed: Needed,
     threshold: f64,
 ) -> Option<Found<'s>> {
+    let support = loaded.support(p.occurrences.iter().map(|o| o.seq as usize));
+    if !needed.met(support, p.every.len()) {
+        return None;
+    }
     let mut f = Found {
         kind: PatternKind::Sequence,
         keys: vec![String::new(); p.items.len()],
-        support: p.support,
-        count: p.occurrences.len() as u32,
+        support,
+        count: p.every.len() as u32,
         occurrences: Vec::new(),
         trigger: None,
         // At most one call per step: the bound stays an upper bound.
         calls_per_occurrence: p.items.len() as f64,
         single: false,
         bound: 0.0,
+        aligned: 0,
     };
     f.bound = upper_bound(&f);
     if f.bound < threshold {
@@ -978,19 +1094,65 @@ fn sequence_candidate<'s>(
         .iter()
         .map(|&s| loaded.interner.resolve(s).unwrap_or_default().to_owned())
         .collect();
-    f.occurrences = p
+    // An occurrence that holds some commands of an action but not all of them is no occurrence:
+    // `git status --short → git commit` inside `git add x && git status --short`, then `git
+    // commit`, would make a tool that commits nothing. Dropped before anything is counted.
+    let positions = |o: &sequences::Occurrence| {
+        let session = &loaded.sessions[o.seq as usize];
+        sequences::steps(&session.symbols, p.items, o, config.max_gap)
+            .map(|steps| steps.into_iter().map(|x| x as usize).collect::<Vec<_>>())
+            .filter(|steps| whole_actions(session, steps))
+    };
+    // In a session of one command per action (most), every occurrence holds whole actions.
+    let fits = |o: &sequences::Occurrence| {
+        let session = &loaded.sessions[o.seq as usize];
+        session.symbols.len() == session.rows.len() || positions(o).is_some()
+    };
+    let every: Vec<&sequences::Occurrence> = p.every.iter().filter(|o| fits(o)).collect();
+    // One per session: the leftmost, else the first of the session's others that fits.
+    let firsts: Vec<&sequences::Occurrence> = p
         .occurrences
         .iter()
+        .filter_map(|o| {
+            if fits(o) {
+                return Some(o);
+            }
+            let from = every.partition_point(|e| e.seq < o.seq);
+            every.get(from).copied().filter(|e| e.seq == o.seq)
+        })
+        .collect();
+    let support = loaded.support(firsts.iter().map(|o| o.seq as usize));
+    if !needed.met(support, every.len()) {
+        return None;
+    }
+    f.support = support;
+    f.count = every.len() as u32;
+    // One per session (the leftmost); for a habit qualified by its occurrences, then others,
+    // in order, up to the occurrences that qualify it: enough to align it and show it. (Every
+    // repeat aligned costs its actions read again and their outputs held; aligning all of them
+    // made the daemon's memory grow with long repetitive sessions, see tests/it/soak.rs.)
+    let repeats = if support < needed.support {
+        (needed.occurrences as usize).saturating_sub(firsts.len())
+    } else {
+        0
+    };
+    let others = every
+        .windows(2)
+        .filter(|pair| pair[0].seq == pair[1].seq)
+        .map(|pair| pair[1]);
+    f.occurrences = firsts
+        .iter()
+        .copied()
+        .chain(others.take(repeats))
         .take(options.max_occurrences)
         .filter_map(|o| {
-            let session = &loaded.sessions[o.seq as usize];
-            let positions = sequences::steps(&session.symbols, p.items, o, config.max_gap)?;
             Some(Occ {
-                session,
-                positions: positions.into_iter().map(|x| x as usize).collect(),
+                session: &loaded.sessions[o.seq as usize],
+                positions: positions(o)?,
             })
         })
         .collect();
+    f.aligned = f.occurrences.len();
     f.calls_per_occurrence = f
         .occurrences
         .first()
@@ -1000,18 +1162,39 @@ fn sequence_candidate<'s>(
     Some(f)
 }
 
+/// Whether the steps at token `positions` (ascending) hold every command of each action they
+/// touch: a habit's step never loses a command the agent ran in the same action.
+fn whole_actions(session: &Session, positions: &[usize]) -> bool {
+    let mut i = 0;
+    while let Some(&first) = positions.get(i) {
+        let Some(row) = session
+            .token_row
+            .get(first)
+            .and_then(|&r| session.rows.get(r as usize))
+        else {
+            return false;
+        };
+        let range = row.token_range();
+        let n = range.len();
+        if !positions
+            .get(i..i + n)
+            .is_some_and(|held| held.iter().copied().eq(range))
+        {
+            return false;
+        }
+        i += n;
+    }
+    true
+}
+
 /// Single complex commands repeated with varying arguments, and slow operations.
-fn find_commands<'s>(
-    loaded: &'s Loaded,
-    options: &MineOptions,
-    min_support: u32,
-) -> Vec<Found<'s>> {
+fn find_commands<'s>(loaded: &'s Loaded, options: &MineOptions, needed: Needed) -> Vec<Found<'s>> {
     let sessions = &loaded.sessions;
     let mut found = Vec::new();
-    let by_command = command_places(sessions, loaded.commands.len(), min_support);
+    let by_command = command_places(sessions, loaded.commands.len(), needed);
     for (&command, places) in &by_command {
-        let support = places.iter().map(|p| p.0).collect::<BTreeSet<_>>().len() as u32;
-        if support < min_support {
+        let support = loaded.support(places.iter().map(|p| p.0 as usize));
+        if !needed.met(support, places.len()) {
             continue;
         }
         let keys: Vec<String> = loaded
@@ -1033,26 +1216,30 @@ fn find_commands<'s>(
                 calls_per_occurrence: 1.5,
                 single: true,
                 bound: 0.0,
+                aligned: usize::MAX,
             });
         }
-        found.extend(slow_command(sessions, keys, places, options, min_support));
+        found.extend(slow_command(loaded, keys, places, options, needed));
     }
     found
 }
 
-/// Where each command with the support is run, as (session, row). First the sessions each
-/// command is seen in (two flat arrays), then the places of only those with the support:
-/// millions of actions, a few hundred commands worth a look. By-hand steps are left out.
+/// Where each command with the support (sessions, counted apart: an upper bound of the
+/// families) or the occurrences is run, as (session, row). First the sessions each command is
+/// seen in and how often (flat arrays), then the places of only those that qualify: millions
+/// of actions, a few hundred commands worth a look. By-hand steps are left out.
 fn command_places(
     sessions: &[Session],
     commands: usize,
-    min_support: u32,
+    needed: Needed,
 ) -> HashMap<u32, Vec<(u32, u32)>> {
     let mut command_support = vec![0u32; commands];
+    let mut command_count = vec![0u32; commands];
     let mut last_session = vec![u32::MAX; commands];
     for (s, session) in sessions.iter().enumerate() {
         for row in session.rows.iter().filter(|row| !row.by_hand) {
             let c = row.command as usize;
+            command_count[c] = command_count[c].saturating_add(1);
             if last_session[c] != s as u32 {
                 last_session[c] = s as u32;
                 command_support[c] += 1;
@@ -1060,10 +1247,15 @@ fn command_places(
         }
     }
     drop(last_session);
+    let qualifies: Vec<bool> = command_support
+        .iter()
+        .zip(&command_count)
+        .map(|(&support, &count)| needed.met(support, count as usize))
+        .collect();
     let mut by_command: HashMap<u32, Vec<(u32, u32)>> = HashMap::new();
     for (s, session) in sessions.iter().enumerate() {
         for (r, row) in session.rows.iter().enumerate() {
-            if !row.by_hand && command_support[row.command as usize] >= min_support {
+            if !row.by_hand && qualifies[row.command as usize] {
                 by_command
                     .entry(row.command)
                     .or_default()
@@ -1076,21 +1268,24 @@ fn command_places(
 
 /// A command whose median duration, over the sessions that timed it, is slow.
 fn slow_command<'s>(
-    sessions: &'s [Session],
+    loaded: &'s Loaded,
     keys: Vec<String>,
     places: &[(u32, u32)],
     options: &MineOptions,
-    min_support: u32,
+    needed: Needed,
 ) -> Option<Found<'s>> {
+    let sessions = &loaded.sessions;
     let row = |&(s, r): &(u32, u32)| sessions[s as usize].rows[r as usize];
     let mut durations: Vec<u64> = places.iter().filter_map(|p| row(p).duration()).collect();
-    let timed_sessions = places
-        .iter()
-        .filter(|p| row(p).duration_ms.is_some())
-        .map(|p| p.0)
-        .collect::<BTreeSet<_>>()
-        .len() as u32;
-    if timed_sessions < min_support || median(&mut durations).is_none_or(|m| m < options.slow_ms) {
+    let timed_sessions = loaded.support(
+        places
+            .iter()
+            .filter(|p| row(p).duration_ms.is_some())
+            .map(|p| p.0 as usize),
+    );
+    if !needed.met(timed_sessions, durations.len())
+        || median(&mut durations).is_none_or(|m| m < options.slow_ms)
+    {
         return None;
     }
     let timed = places.iter().filter(|p| row(p).duration_ms.is_some());
@@ -1104,6 +1299,7 @@ fn slow_command<'s>(
         calls_per_occurrence: 1.0,
         single: false,
         bound: 0.0,
+        aligned: usize::MAX,
     })
 }
 
@@ -1111,25 +1307,52 @@ fn slow_command<'s>(
 fn find_recovery_habits<'s>(
     loaded: &'s Loaded,
     options: &MineOptions,
-    min_support: u32,
+    needed: Needed,
 ) -> Vec<Found<'s>> {
     let attempts: Vec<&[Row]> = loaded.sessions.iter().map(|s| s.rows.as_slice()).collect();
     let recoveries = find_recoveries(&attempts, options.max_recovery_steps);
-    group_recoveries(&attempts, recoveries, &loaded.errors, min_support)
+    // Grouped whatever their support; kept by their families or their occurrences.
+    group_recoveries(&attempts, recoveries, &loaded.errors, 1)
         .into_iter()
-        .map(|group| recovery_candidate(loaded, group, options.max_occurrences))
+        .filter_map(|mut group| {
+            group.support = loaded.support(group.occurrences.iter().map(|r| r.session));
+            needed
+                .met_by_recovery(group.support, group.occurrences.len())
+                .then(|| {
+                    let max = if group.support < needed.support {
+                        needed.occurrences as usize
+                    } else {
+                        0
+                    };
+                    recovery_candidate(loaded, group, options.max_occurrences, max)
+                })
+        })
         .collect()
 }
 
 /// A group of recoveries as a candidate: the failed command then the recovery steps, one
-/// occurrence per session.
-fn recovery_candidate(loaded: &Loaded, group: RecoveryGroup, max_occurrences: usize) -> Found<'_> {
+/// occurrence per session, then repeats up to `max_with_repeats` occurrences in all (for one
+/// qualified by its occurrences).
+fn recovery_candidate(
+    loaded: &Loaded,
+    group: RecoveryGroup,
+    max_occurrences: usize,
+    max_with_repeats: usize,
+) -> Found<'_> {
     let sessions = &loaded.sessions;
     let mut occurrences = Vec::new();
     let mut seen = BTreeSet::new();
-    for r in &group.occurrences {
-        if !seen.insert(r.session) || occurrences.len() >= max_occurrences {
-            continue;
+    // One per session first, then (for a habit qualified by its occurrences) the others.
+    let (first, rest): (Vec<_>, Vec<_>) = group
+        .occurrences
+        .iter()
+        .partition(|r| seen.insert(r.session));
+    // All of them (up to `max_occurrences`) say where the habit lies; the first `aligned` are
+    // aligned.
+    let aligned = max_with_repeats.max(first.len());
+    for r in first.into_iter().chain(rest) {
+        if occurrences.len() >= max_occurrences {
+            break;
         }
         let s = &sessions[r.session];
         let failed = s.rows[r.failed];
@@ -1156,6 +1379,7 @@ fn recovery_candidate(loaded: &Loaded, group: RecoveryGroup, max_occurrences: us
         calls_per_occurrence: 1.0 + group.step_keys.len() as f64,
         single: false,
         bound: 0.0,
+        aligned,
     }
 }
 
@@ -1172,23 +1396,25 @@ fn rank(found: &mut [Found<'_>]) {
 }
 
 /// Aligns the ranked candidates, best first, up to [`MineOptions::max_patterns_per_kind`] of
-/// each kind, and scores them; one pattern per id (the best supported), best score first.
+/// each kind, and scores them; one pattern per id (the best supported), best score first, each
+/// with the spans of the occurrences looked at.
 fn align_and_score(
     conn: &Connection,
     tokenizer: &Tokenizer,
     found: &[Found<'_>],
     options: &MineOptions,
-) -> Result<Vec<Pattern>, MineError> {
+) -> Result<Vec<(Pattern, Vec<Span>)>, MineError> {
     let mut refetch = Refetch::new(conn, tokenizer)?;
     let mut per_kind: HashMap<PatternKind, usize> = HashMap::new();
-    let mut patterns: HashMap<String, Pattern> = HashMap::new();
+    let mut patterns: HashMap<String, (Pattern, Vec<Span>)> = HashMap::new();
     for f in found {
         let taken = per_kind.entry(f.kind).or_default();
         if *taken >= options.max_patterns_per_kind {
             continue;
         }
+        let to_align = &f.occurrences[..f.aligned.min(f.occurrences.len())];
         let Some((aligned, durations)) =
-            align_occurrences(&mut refetch, &f.occurrences, f.trigger.is_some(), options)?
+            align_occurrences(&mut refetch, to_align, f.trigger.is_some(), options)?
         else {
             continue;
         };
@@ -1199,15 +1425,213 @@ fn align_and_score(
         *taken += 1;
         let pattern = scored_pattern(f, aligned, durations);
         match patterns.get(&pattern.id) {
-            Some(existing) if existing.support >= pattern.support => {}
+            Some((existing, _)) if existing.support >= pattern.support => {}
             _ => {
-                patterns.insert(pattern.id.clone(), pattern);
+                let spans = f.occurrences.iter().filter_map(Span::of).collect();
+                patterns.insert(pattern.id.clone(), (pattern, spans));
             }
         }
     }
-    let mut patterns: Vec<Pattern> = patterns.into_values().collect();
-    patterns.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+    let mut patterns: Vec<(Pattern, Vec<Span>)> = patterns.into_values().collect();
+    patterns.sort_by(|(a, _), (b, _)| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
     Ok(patterns)
+}
+
+/// The commands one occurrence's steps are: its session and their token positions (the
+/// actions between them, allowed by the gap, are not its own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Span {
+    /// The session's index (a sub-agent's session is its own: its actions are apart).
+    session: u32,
+    /// Sorted, distinct.
+    tokens: Vec<u32>,
+}
+
+impl Span {
+    fn of(occ: &Occ<'_>) -> Option<Span> {
+        let mut tokens: Vec<u32> = occ
+            .positions
+            .iter()
+            .map(|&p| u32::try_from(p).ok())
+            .collect::<Option<_>>()?;
+        tokens.sort_unstable();
+        tokens.dedup();
+        (!tokens.is_empty()).then_some(Span {
+            session: occ.session.index,
+            tokens,
+        })
+    }
+
+    /// Whether this occurrence lies inside `others`: more than half its commands are commands
+    /// of theirs, in the same session. A sub-sequence lies inside its habit, and so does a stray
+    /// step's variant (`uname -a → a → b` in `a → b`, and `git diff --stat` after the one action
+    /// `git add … && git commit …`) or the end of one occurrence with the start of the next
+    /// (`b → a` between two `a → b`); `git status → git diff` does not lie inside `git diff →
+    /// git add → git commit`: they share a command, not a habit.
+    fn inside<'o>(&self, others: impl IntoIterator<Item = &'o Span>) -> bool {
+        let others: Vec<&Span> = others
+            .into_iter()
+            .filter(|o| o.session == self.session)
+            .collect();
+        let covered = self
+            .tokens
+            .iter()
+            .filter(|t| others.iter().any(|o| o.tokens.binary_search(t).is_ok()))
+            .count();
+        2 * covered > self.tokens.len()
+    }
+}
+
+/// How many of `spans` lie inside `others` (see [`Span::inside`]).
+fn overlapping(spans: &[Span], others: &[Span]) -> usize {
+    spans.iter().filter(|s| s.inside(others)).count()
+}
+
+/// Patterns folded into one that its stored body lists, at most (each folded one names it).
+const MAX_FOLDED_LISTED: usize = 20;
+
+/// One habit, one candidate: a pattern whose occurrences mostly lie inside those of a better
+/// one (or the better one's mostly inside its own) is the same habit: the stray step before
+/// it, a sub-sequence, the same steps with the failure that starts them. Each such group keeps
+/// one pattern, which lists the others ([`Pattern::folded`]); they say where they went
+/// ([`Pattern::folded_into`]) and are not proposed.
+///
+/// Patterns are taken best first (one a tool can be made of before one with an agent's tool
+/// call, a recovery before a sequence, then by score); a later pattern takes the group over when
+/// it has clearly more occurrences (the kept one has fewer than `ratio` of its count) and is
+/// not a worse kind. Slow operations are another kind of habit and are left alone.
+fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
+    let proposable = |p: &Pattern| {
+        !p.steps
+            .iter()
+            .chain(p.trigger.as_ref().map(|t| &t.step))
+            .any(|s| s.agent_tool)
+    };
+    // Lower ranks first.
+    let rank = |p: &Pattern| (!proposable(p), p.kind != PatternKind::Recovery);
+    let mut order: Vec<usize> = (0..patterns.len())
+        .filter(|&i| patterns[i].0.kind != PatternKind::Slow && !patterns[i].1.is_empty())
+        .collect();
+    order.sort_by(|&a, &b| {
+        let (pa, pb) = (&patterns[a].0, &patterns[b].0);
+        rank(pa)
+            .cmp(&rank(pb))
+            .then_with(|| pb.score.total_cmp(&pa.score))
+            .then_with(|| pa.id.cmp(&pb.id))
+    });
+    // Groups: the one standing for the habit, and every member; the spans of all members,
+    // by session.
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut by_session: HashMap<u32, Vec<(usize, Span)>> = HashMap::new();
+    for i in order {
+        let spans = &patterns[i].1;
+        // Per group: how many of this pattern's occurrences lie inside the group's.
+        let mut hits: HashMap<usize, usize> = HashMap::new();
+        for span in spans {
+            let mut near: HashMap<usize, Vec<&Span>> = HashMap::new();
+            for (g, other) in by_session.get(&span.session).into_iter().flatten() {
+                near.entry(*g).or_default().push(other);
+            }
+            for (g, others) in near {
+                if span.inside(others) {
+                    *hits.entry(g).or_default() += 1;
+                }
+            }
+        }
+        // Where a member's occurrences were only partly looked at (a habit qualified by its
+        // occurrences has some of its repeats aligned), its spans miss most of its variants':
+        // a pattern more than half of whose steps are that member's steps, in its order (a
+        // stray step before or after it, or the end of one occurrence with the start of the
+        // next), is taken to lie inside it; `mkdir → rm -rf → mkdir` does not lie inside
+        // `mv → mkdir → mv`.
+        let keys = step_keys(&patterns[i].0);
+        let structural = groups.iter().enumerate().find_map(|(g, (_, members))| {
+            members
+                .iter()
+                .any(|&m| {
+                    let (member, seen) = (&patterns[m].0, patterns[m].1.len());
+                    if seen >= member.occurrences as usize {
+                        return false;
+                    }
+                    let inner = step_keys(member);
+                    let shared: Vec<&str> =
+                        keys.iter().copied().filter(|k| inner.contains(k)).collect();
+                    // In the member's order: a run of it, or its end then its start.
+                    let twice: Vec<&str> = inner.iter().chain(&inner).copied().collect();
+                    2 * shared.len() > keys.len()
+                        && twice
+                            .windows(shared.len())
+                            .any(|run| run == shared.as_slice())
+                })
+                .then_some((g, 1.0))
+        });
+        let joined = hits
+            .iter()
+            .filter_map(|(&g, &n)| {
+                let head = &patterns[groups[g].0].1;
+                let inside = n as f64 / spans.len() as f64;
+                let holds = overlapping(head, spans) as f64 / head.len().max(1) as f64;
+                let share = inside.max(holds);
+                (share > 0.5).then_some((g, share))
+            })
+            .chain(structural)
+            .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(&a.0)));
+        let g = match joined {
+            Some((g, _)) => {
+                let head = &patterns[groups[g].0].0;
+                let new = &patterns[i].0;
+                if rank(new) <= rank(head)
+                    && f64::from(head.occurrences) < ratio * f64::from(new.occurrences)
+                {
+                    groups[g].0 = i;
+                }
+                groups[g].1.push(i);
+                g
+            }
+            None => {
+                groups.push((i, vec![i]));
+                groups.len() - 1
+            }
+        };
+        for span in spans {
+            by_session
+                .entry(span.session)
+                .or_default()
+                .push((g, span.clone()));
+        }
+    }
+    for (head, members) in groups {
+        for &m in members.iter().filter(|&&m| m != head) {
+            let (member_spans, head_spans) = (&patterns[m].1, &patterns[head].1);
+            let into = Folded {
+                id: patterns[head].0.id.clone(),
+                steps: patterns[head].0.steps_text(),
+                overlapping: overlapping(member_spans, head_spans) as u32,
+                of: member_spans.len() as u32,
+            };
+            let here = Folded {
+                id: patterns[m].0.id.clone(),
+                steps: patterns[m].0.steps_text(),
+                overlapping: into.overlapping,
+                of: into.of,
+            };
+            patterns[m].0.folded_into = Some(into);
+            // The best ones are listed (members come best first); each says where it went.
+            if patterns[head].0.folded.len() < MAX_FOLDED_LISTED {
+                patterns[head].0.folded.push(here);
+            }
+        }
+    }
+}
+
+/// A pattern's step keys in order, a recovery's failing command first.
+fn step_keys(p: &Pattern) -> Vec<&str> {
+    p.trigger
+        .as_ref()
+        .map(|t| t.step.key.as_str())
+        .into_iter()
+        .chain(p.steps.iter().map(|s| s.key.as_str()))
+        .collect()
 }
 
 /// The pattern an aligned candidate becomes: its steps (a recovery's first one its trigger),
@@ -1248,6 +1672,8 @@ fn scored_pattern(f: &Found<'_>, aligned: Aligned, mut durations: Vec<u64>) -> P
         trigger,
         median_ms,
         evidence: aligned.evidence,
+        folded_into: None,
+        folded: Vec::new(),
     };
     pattern.templates = pattern.steps_text();
     pattern
@@ -1329,6 +1755,7 @@ fn score_input(
     };
     ScoreInput {
         support: f.support,
+        occurrences: f.count,
         calls_saved,
         seconds_saved: if f.kind == PatternKind::Slow && median_ms.is_none() {
             // Before alignment: the bound assumes the slowest case.
@@ -1442,6 +1869,14 @@ mod tests {
         (dir, conn)
     }
 
+    /// `support` sessions, or the default occurrences.
+    fn needed(support: u32) -> Needed {
+        Needed {
+            support,
+            occurrences: MineOptions::default().min_occurrences,
+        }
+    }
+
     fn loaded(conn: &Connection) -> Loaded {
         load(conn, &Tokenizer::default()).expect("the actions load")
     }
@@ -1482,10 +1917,10 @@ mod tests {
         assert_eq!(command, Some("cargo test -p <arg> ; git status"));
         assert_eq!(loaded.command_words[a.rows[1].command as usize], (2, 6));
         assert_eq!((a.rows[1].seq, a.rows[1].token_range()), (3, 1..3));
-        // The editor is a by-hand step: a symbol of its session alone, past the interned ones.
+        // The editor is a by-hand step: a symbol of its own, past the interned ones.
         let c = &loaded.sessions[1];
         assert!(c.rows[0].by_hand && !c.rows[1].by_hand);
-        assert_eq!(c.symbols[0], loaded.interner.len() as u32 + 1);
+        assert_eq!(c.symbols[0], loaded.interner.len() as u32);
         assert_eq!(c.symbols[1], a.symbols[0]);
     }
 
@@ -1550,7 +1985,7 @@ mod tests {
         let (_dir, conn) = store(&calls);
         let loaded = loaded(&conn);
         let options = MineOptions::default();
-        let sequences = find_sequences(&loaded, &options, 3).expect("mining runs");
+        let sequences = find_sequences(&loaded, &options, needed(3)).expect("mining runs");
         assert!(!sequences.truncated);
         let whole = ["cargo build", "git diff", "cargo test", "cargo clippy"];
         let f = sequences
@@ -1591,7 +2026,7 @@ mod tests {
             .collect();
         let (_dir, conn) = store(&calls);
         let loaded = loaded(&conn);
-        let found = find_commands(&loaded, &MineOptions::default(), 3);
+        let found = find_commands(&loaded, &MineOptions::default(), needed(3));
         let mut shapes: Vec<(PatternKind, String, u32, bool)> = found
             .iter()
             .map(|f| (f.kind, f.keys.join(" ; "), f.support, f.single))
@@ -1610,7 +2045,7 @@ mod tests {
             ]
         );
         // Seen in two sessions only: not enough.
-        assert!(find_commands(&loaded, &MineOptions::default(), 4).is_empty());
+        assert!(find_commands(&loaded, &MineOptions::default(), needed(4)).is_empty());
     }
 
     #[test]
@@ -1623,7 +2058,7 @@ mod tests {
         ];
         let (_dir, conn) = store(&in_sessions(&["s1", "s2", "s3"], &fix));
         let loaded = loaded(&conn);
-        let found = find_recovery_habits(&loaded, &MineOptions::default(), 3);
+        let found = find_recovery_habits(&loaded, &MineOptions::default(), needed(3));
         assert_eq!(found.len(), 1);
         let f = &found[0];
         assert_eq!(f.kind, PatternKind::Recovery);
@@ -1652,6 +2087,7 @@ mod tests {
             calls_per_occurrence: keys.len() as f64,
             single: false,
             bound: 0.0,
+            aligned: 0,
         };
         let mut found = vec![
             candidate(&["a", "b"], 3, 3),
@@ -1704,5 +2140,475 @@ mod tests {
                 .expect("stored")
                 .is_empty()
         );
+    }
+
+    /// Owned calls as [`Call`]s.
+    fn calls_of(calls: &[(String, String, Option<bool>, Option<String>)]) -> Vec<Call<'_>> {
+        calls
+            .iter()
+            .map(|(s, c, ok, o)| (s.as_str(), c.as_str(), *ok, o.as_deref(), None))
+            .collect()
+    }
+
+    /// The patterns of a run whose first step's template starts with `first` (the program's
+    /// directory aside: `./scripts/check.sh` is `check.sh` or itself, by the tokenizer).
+    fn starting_with<'r>(report: &'r MineReport, first: &str) -> Vec<&'r Pattern> {
+        report
+            .patterns
+            .iter()
+            .filter(|p| {
+                p.templates.first().is_some_and(|t| {
+                    t.starts_with(first)
+                        || t.rsplit_once('/')
+                            .is_some_and(|(_, t)| t.starts_with(first))
+                        || first
+                            .rsplit_once('/')
+                            .is_some_and(|(_, f)| t.starts_with(f))
+                })
+            })
+            .collect()
+    }
+
+    /// Distinct one-off commands: neither noise nor a habit.
+    const ONE_OFFS: [&str; 6] = [
+        "git diff",
+        "cargo fmt",
+        "rg -n TODO",
+        "git stash list",
+        "du -sh .",
+        "python3 --version",
+    ];
+
+    #[test]
+    fn a_habit_repeated_in_two_sessions_qualifies_by_its_occurrences() {
+        // `./scripts/check.sh --module X` then `make -C X test`, 6 times in one session and 4
+        // in another; a third session does something else.
+        let mut calls = Vec::new();
+        for (session, times) in [("s1", 6), ("s2", 4)] {
+            for i in 0..times {
+                let module = ["ingest", "router", "auth", "storage", "metrics", "cli"][i];
+                let run = |c: String| (session.to_owned(), c, Some(true), None);
+                calls.push(run(format!("./scripts/check.sh --module {module}")));
+                calls.push(run(format!("make -C {module} test")));
+                calls.push(run(ONE_OFFS[i].to_owned()));
+            }
+        }
+        calls.push(("s3".into(), "cargo build".into(), Some(true), None));
+        let (_dir, mut conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        assert_eq!((report.min_support, report.min_occurrences), (3, 4));
+        let found = starting_with(&report, "./scripts/check.sh");
+        let habit = found
+            .iter()
+            .find(|p| p.folded_into.is_none())
+            .unwrap_or_else(|| panic!("the habit among {:#?}", report.patterns));
+        assert_eq!(habit.templates.len(), 2, "{:?}", habit.templates);
+        assert!(habit.templates[1].starts_with("make") && habit.templates[1].contains("-C"));
+        assert_eq!((habit.support, habit.occurrences), (2, 10));
+        assert_eq!(
+            (habit.score_parts.sessions, habit.score_parts.occurrences),
+            (2, 10)
+        );
+        assert!(habit.score > 0.0);
+        // Repeats are evidence too, not only one per session: as many as qualify it.
+        assert_eq!(habit.evidence.len(), 4);
+        let sessions: BTreeSet<&str> = habit.evidence.iter().map(|e| e.session.as_str()).collect();
+        assert_eq!(sessions, BTreeSet::from(["s1", "s2"]));
+        // One habit, one pattern proposed: what runs from one occurrence into the next
+        // (`make → check`, `check → make → check`) lies inside it.
+        let proposed: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.folded_into.is_none())
+            .filter(|p| p.templates.iter().any(|t| t.contains("check.sh")))
+            .collect();
+        assert_eq!(proposed.len(), 1, "{:#?}", report.patterns);
+        store_patterns(&mut conn, &report, &CandidateOutcomes::default()).expect("stored");
+        // Ten occurrences are not eleven.
+        let stricter = MineOptions {
+            min_occurrences: 11,
+            ..MineOptions::default()
+        };
+        let report = mine(&conn, &stricter).expect("the run");
+        assert!(
+            starting_with(&report, "./scripts/check.sh").is_empty(),
+            "{:#?}",
+            report.patterns
+        );
+    }
+
+    #[test]
+    fn a_sub_agents_session_counts_with_its_parents() {
+        let habit = [
+            ran("", "cargo build -p core"),
+            ran("", "cargo test -p core"),
+        ];
+        let sessions = ["main", "main:agent:a1", "other"];
+        let (_dir, conn) = store(&in_sessions(&sessions, &habit));
+        conn.execute(
+            "INSERT INTO sessions (id, source, parent) VALUES ('main:agent:a1', 'claude-code', 'main')
+             ON CONFLICT (id) DO UPDATE SET parent = excluded.parent",
+            [],
+        )
+        .expect("the link is stored");
+        let options = MineOptions {
+            min_occurrences: 100,
+            ..MineOptions::default()
+        };
+        let report = mine(&conn, &options).expect("the run");
+        // Two sessions, not three: not enough.
+        assert_eq!(report.sessions, 2);
+        assert!(report.patterns.is_empty(), "{:#?}", report.patterns);
+        let two = MineOptions {
+            min_support: 2,
+            ..options
+        };
+        let report = mine(&conn, &two).expect("the run");
+        let p = &starting_with(&report, "cargo build")[0];
+        assert_eq!((p.support, p.occurrences), (2, 3));
+    }
+
+    #[test]
+    fn stray_step_variants_fold_into_the_habit() {
+        // `openssl x509 → openssl verify` in ten sessions, after a stray `uname -a` in five.
+        let mut calls = Vec::new();
+        for i in 0..10 {
+            let session = format!("s{i}");
+            let run = |c: &str| (session.clone(), c.to_owned(), Some(true), None);
+            calls.push(run(ONE_OFFS[i % 6]));
+            if i % 2 == 0 {
+                calls.push(run("uname -a"));
+            }
+            calls.push(run(&format!(
+                "openssl x509 -in certs/c{i}.pem -noout -subject"
+            )));
+            calls.push(run(&format!(
+                "openssl verify -CAfile ca.pem certs/c{i}.pem"
+            )));
+            calls.push(run("cargo build"));
+        }
+        let (_dir, mut conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let with_verify: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.templates.iter().any(|t| t.starts_with("openssl verify")))
+            .collect();
+        assert!(with_verify.len() >= 2, "{:#?}", report.patterns);
+        let proposed: Vec<&&Pattern> = with_verify
+            .iter()
+            .filter(|p| p.folded_into.is_none())
+            .collect();
+        assert_eq!(proposed.len(), 1, "{:#?}", with_verify);
+        let habit = proposed[0];
+        assert_eq!(habit.occurrences, 10);
+        assert!(habit.templates[0].starts_with("openssl x509"), "{habit:#?}");
+        let stray = starting_with(&report, "uname -a");
+        assert!(!stray.is_empty());
+        for p in &stray {
+            let into = p.folded_into.as_ref().expect("folded");
+            assert_eq!(into.id, habit.id);
+            assert_eq!((into.overlapping, into.of), (5, 5));
+            assert!(habit.folded.iter().any(|f| f.id == p.id));
+        }
+        // Stored: the variant is `folded`, with where to; the habit is new.
+        store_patterns(&mut conn, &report, &CandidateOutcomes::default()).expect("stored");
+        let stored = crate::mine::pattern::get_pattern(&conn, &stray[0].id)
+            .expect("read")
+            .expect("stored");
+        assert_eq!(stored.status, crate::mine::pattern::PatternStatus::Folded);
+        assert!(
+            stored
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.contains(&habit.id)),
+            "{:?}",
+            stored.reason
+        );
+        let head = crate::mine::pattern::get_pattern(&conn, &habit.id)
+            .expect("read")
+            .expect("stored");
+        assert_eq!(head.status, crate::mine::pattern::PatternStatus::New);
+    }
+
+    #[test]
+    fn an_occurrence_lies_inside_when_most_of_its_actions_are_anothers() {
+        let span = |session, tokens: &[u32]| Span {
+            session,
+            tokens: tokens.to_vec(),
+        };
+        // `a → b` at rows 3–4 and 7–8.
+        let habit = [span(0, &[3, 4]), span(0, &[7, 8])];
+        // A stray step before, or after with a gap: two of three actions.
+        assert!(span(0, &[2, 3, 4]).inside(&habit));
+        assert!(span(0, &[3, 4, 6]).inside(&habit));
+        // `b → a`, from one occurrence into the next.
+        assert!(span(0, &[4, 7]).inside(&habit));
+        // Sharing one action of two is not a habit; another session is not this one.
+        assert!(!span(0, &[1, 3]).inside(&habit));
+        assert!(!span(1, &[3, 4]).inside(&habit));
+        assert_eq!(
+            overlapping(&[span(0, &[2, 3, 4]), span(0, &[5, 6])], &habit),
+            1
+        );
+    }
+
+    #[test]
+    fn a_recovery_and_the_sequence_it_makes_are_one_habit() {
+        let failure = "FAIL  src/app.test.js\n  ● Test suite failed to run\n\n    \
+                       Cannot find module 'dotenv' from 'src/app.js'\n";
+        let mut calls = Vec::new();
+        for (i, module) in ["dotenv", "chalk", "uuid"].iter().enumerate() {
+            let session = format!("s{i}");
+            let run = |c: &str, ok, o: Option<&str>| {
+                (
+                    session.clone(),
+                    c.to_owned(),
+                    Some(ok),
+                    o.map(str::to_owned),
+                )
+            };
+            calls.push(run(ONE_OFFS[i], true, None));
+            calls.push(run(
+                "npm test",
+                false,
+                Some(&failure.replace("dotenv", module)),
+            ));
+            calls.push(run(&format!("npm install {module}"), true, None));
+            calls.push(run("npm test", true, Some("PASS")));
+            calls.push(run(ONE_OFFS[i + 3], true, None));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let proposed: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.folded_into.is_none())
+            .filter(|p| p.templates.iter().any(|t| t.starts_with("npm install")))
+            .collect();
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| {
+                (
+                    p.kind,
+                    &p.templates,
+                    p.score,
+                    p.folded_into.as_ref().map(|f| &f.id),
+                    &p.id,
+                )
+            })
+            .collect();
+        assert_eq!(proposed.len(), 1, "{summary:#?}");
+        assert_eq!(proposed[0].kind, PatternKind::Recovery, "{summary:#?}");
+        // The sequence of the same steps was found, and is folded into the recovery.
+        let sequence = report
+            .patterns
+            .iter()
+            .find(|p| p.kind == PatternKind::Sequence && p.templates[0] == "npm test")
+            .expect("the sequence");
+        assert_eq!(
+            sequence.folded_into.as_ref().map(|f| f.id.as_str()),
+            Some(proposed[0].id.as_str())
+        );
+        // Its tests fail in every occurrence (the first `npm test`): it still scores.
+        assert!(sequence.score > 0.0, "{sequence:#?}");
+    }
+
+    #[test]
+    fn a_step_keeps_every_command_of_its_action() {
+        // `git add X && git status --short`, then `git commit -m …`: the commit habit starts
+        // with the `git add` run in the same action, or it commits nothing.
+        let mut calls = Vec::new();
+        for (i, (file, message)) in [
+            ("src/a.rs", "Fix the race"),
+            ("README.md", "Document env vars"),
+            ("pyproject.toml", "Pin pytest"),
+            ("src/b.rs", "Retry on timeout"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let session = format!("s{i}");
+            let run = |c: String| (session.clone(), c, Some(true), None);
+            calls.push(run(ONE_OFFS[i].to_owned()));
+            calls.push(run(format!("git add {file} && git status --short")));
+            calls.push(run(format!("git commit -m '{message}'")));
+            calls.push(run(ONE_OFFS[i + 1].to_owned()));
+        }
+        // One session stages apart, then checks and commits: `git status → git commit` is seen
+        // in 5 sessions, more than the whole habit, so closure alone does not hide it.
+        for (i, c) in [
+            "git add src/c.rs",
+            "cargo test",
+            "git status --short",
+            "git commit -m 'Bump deps'",
+        ]
+        .iter()
+        .enumerate()
+        {
+            calls.push(("s9".into(), (*c).to_owned(), Some(true), None));
+            calls.push(("s9".into(), ONE_OFFS[i].to_owned(), Some(true), None));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| (&p.templates, p.folded_into.as_ref().map(|f| &f.id)))
+            .collect();
+        let commits: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.templates.iter().any(|t| t.starts_with("git commit")))
+            .collect();
+        assert!(!commits.is_empty(), "{summary:#?}");
+        for p in commits {
+            assert!(
+                p.templates[0].starts_with("git add"),
+                "a pattern lost the `git add` of its first action: {summary:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_stray_step_after_a_one_action_habit_folds_into_it() {
+        // `git add F && git commit -m M` is one action of two commands; `git diff --stat` follows
+        // it in 4 sessions of 9. Counted by actions, the variant shares one action of two with
+        // the habit; by commands, two of three: it is the habit with a stray step.
+        let mut calls = Vec::new();
+        for i in 0..9 {
+            let session = format!("s{i}");
+            let run = |c: String| (session.clone(), c, Some(true), None);
+            calls.push(run(ONE_OFFS[i % 6].to_owned()));
+            calls.push(run(format!(
+                "git add src/m{i}.rs && git commit -m 'Change {i}'"
+            )));
+            if i % 2 == 1 {
+                calls.push(run("git diff --stat".into()));
+            }
+            calls.push(run(ONE_OFFS[(i + 1) % 6].to_owned()));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| (&p.templates, p.folded_into.as_ref().map(|f| &f.id)))
+            .collect();
+        let proposed: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.folded_into.is_none())
+            .filter(|p| p.templates.iter().any(|t| t.starts_with("git commit")))
+            .collect();
+        assert_eq!(proposed.len(), 1, "{summary:#?}");
+        assert_eq!(proposed[0].templates.len(), 2, "{summary:#?}");
+        assert!(
+            proposed[0].folded.iter().any(|f| f.steps.len() == 3),
+            "{summary:#?}"
+        );
+    }
+
+    #[test]
+    fn stray_variants_of_a_habit_repeated_in_few_sessions_fold_into_it() {
+        // `./scripts/check.sh --module X` then `make -C X test`, 6 and 4 times in two sessions,
+        // `uname -a` before four of them and `wc -l` after four others: only some repeats of
+        // the habit are aligned, which its variants' occurrences mostly miss.
+        let mut calls = Vec::new();
+        let mut n = 0;
+        for (session, times) in [("s1", 6), ("s2", 4)] {
+            for i in 0..times {
+                let module = ["ingest", "router", "auth", "storage", "metrics", "cli"][i];
+                let run = |c: String| (session.to_owned(), c, Some(true), None);
+                n += 1;
+                if n % 5 == 3 || n % 5 == 4 {
+                    calls.push(run("uname -a".into()));
+                }
+                calls.push(run(format!("./scripts/check.sh --module {module}")));
+                calls.push(run(format!("make -C {module} test")));
+                if n % 5 == 0 || n % 5 == 1 {
+                    calls.push(run(format!("wc -l src/{module}/*.py")));
+                }
+                calls.push(run(ONE_OFFS[i].to_owned()));
+            }
+        }
+        calls.push(("s3".into(), "cargo build".into(), Some(true), None));
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| {
+                (
+                    &p.templates,
+                    p.occurrences,
+                    p.folded_into.as_ref().map(|f| &f.id),
+                )
+            })
+            .collect();
+        let proposed: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.folded_into.is_none())
+            .filter(|p| p.templates.iter().any(|t| t.contains("check.sh")))
+            .collect();
+        assert_eq!(proposed.len(), 1, "{summary:#?}");
+        assert_eq!(proposed[0].templates.len(), 2, "{summary:#?}");
+    }
+
+    #[test]
+    fn a_consistent_habit_never_scores_zero() {
+        // The commit message is free text: no slot of the habit is typed.
+        let mut calls = Vec::new();
+        for (i, message) in ["Fix the race", "Document env vars", "Pin pytest"]
+            .iter()
+            .enumerate()
+        {
+            let session = format!("s{i}");
+            let run = |c: String| (session.clone(), c, Some(true), None);
+            calls.push(run(format!("git add src/f{i}.py")));
+            calls.push(run(format!("git commit -m '{message}'")));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let p = &starting_with(&report, "git add")[0];
+        assert!(p.score > 20.0, "{p:#?}");
+        assert!(p.score_parts.confidence > 0.0);
+    }
+
+    #[test]
+    fn swe_agents_own_commands_are_agent_tool_steps() {
+        // SWE-agent's `edit` (the adapter names the action after it) then a shell command.
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("state.db");
+        drop(Store::open(&path).expect("the store opens"));
+        let conn = open_for_update(&path).expect("a connection");
+        for session in ["t1", "t2", "t3"] {
+            for (seq, tool, command) in [
+                (1, "edit", "edit 15:15\n    return x\nend_of_edit"),
+                (2, "shell", "python reproduce.py"),
+            ] {
+                conn.execute(
+                    "INSERT INTO actions (session, seq, source, tool, input, ok)
+                     VALUES (?1, ?2, 'swe-agent', ?3, ?4, 1)",
+                    params![
+                        session,
+                        seq,
+                        tool,
+                        serde_json::json!({ "command": command }).to_string()
+                    ],
+                )
+                .expect("the action is stored");
+            }
+        }
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let p = starting_with(&report, "edit")
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| panic!("the pattern among {:#?}", report.patterns));
+        // Kept as a pattern, its `edit` an agent's tool call: no tool is made of it.
+        assert!(p.steps[0].agent_tool, "{p:#?}");
+        assert!(!p.steps[1].agent_tool, "{p:#?}");
     }
 }

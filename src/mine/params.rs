@@ -477,7 +477,13 @@ fn typed_or_repeating(kind: &str, values: &[String], n: usize) -> bool {
 /// The parameter a placeholder becomes: typed from its values, named from its flag, its
 /// template name or its type (unique among `params`), with its most common values.
 fn new_param(column: &Column<'_>, secret: bool, token: &Token, params: &[Param]) -> Param {
-    let kind = param_kind(&column.kinds, &column.values);
+    // A run of several files (`git add a b`, `mkdir -p x y/z`) is paths: its values are joined
+    // with spaces, which is no sign of free text, and a bare name has no slash.
+    let kind = if column.variadic && column.kinds.contains(&SlotKind::Path) {
+        "path"
+    } else {
+        param_kind(&column.kinds, &column.values)
+    };
     let mut base = param_name(column.name);
     // A name the first occurrence's kind gave (`<path>` for `feature/login`) says nothing when
     // the values are of several kinds (`main`): the joined kind names it.
@@ -1089,7 +1095,8 @@ mod tests {
         };
         let paths = column("path", vec![SlotKind::Path; 2], &["a.rs b.rs", "c.rs"]);
         let first = new_param(&paths, false, token, &[]);
-        assert_eq!((first.name.as_str(), first.kind.as_str()), ("path", "text"));
+        // A run of several files is paths, not the text its joined values look like.
+        assert_eq!((first.name.as_str(), first.kind.as_str()), ("path", "path"));
         assert_eq!(first.named_from, "position 1 of `git add <path>...`");
         assert!(first.variadic && !first.secret);
         let second = new_param(&paths, false, token, std::slice::from_ref(&first));
@@ -1288,6 +1295,23 @@ mod tests {
         // Never more than one file: a plain parameter.
         let a = faithful(&["git add README.md", "git add src/a.py"], "git add <path>");
         assert!(!a.params[0].variadic, "{:?}", a.params);
+    }
+
+    #[test]
+    fn a_run_of_files_is_a_path_parameter_whatever_its_values_look_like() {
+        // Seen in a Claude Code session: the directories a `mkdir -p` makes, one or several,
+        // with or without a slash, are paths (a run's values are joined with spaces, which is
+        // no sign of free text).
+        let a = faithful(
+            &[
+                "mkdir -p components",
+                "mkdir -p src/auth src/socket src/claude",
+                "mkdir -p types",
+            ],
+            "mkdir -p <path>",
+        );
+        assert_eq!(names(&a), [("path", "path")], "{:?}", a.params);
+        assert!(a.params[0].variadic);
     }
 
     #[test]

@@ -151,6 +151,22 @@ pub struct Trigger {
     pub error_template: String,
 }
 
+/// One pattern folded into another: both are one habit, since the occurrences of one mostly
+/// lie inside the other's (same session, overlapping actions). Only the one it is folded into
+/// is proposed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Folded {
+    /// The other pattern's id.
+    pub id: String,
+    /// The other pattern's steps, as readable templates.
+    pub steps: Vec<String>,
+    /// How many of the folded pattern's occurrences (of those looked at, `of`) overlap one of
+    /// the pattern it is folded into.
+    pub overlapping: u32,
+    /// The folded pattern's occurrences looked at.
+    pub of: u32,
+}
+
 /// A mined pattern.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pattern {
@@ -190,6 +206,12 @@ pub struct Pattern {
     pub median_ms: Option<u64>,
     /// Some occurrences, one per session first.
     pub evidence: Vec<Evidence>,
+    /// When it is the same habit as a better pattern: that pattern (it is not proposed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folded_into: Option<Folded>,
+    /// The patterns folded into this one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub folded: Vec<Folded>,
 }
 
 impl Pattern {
@@ -243,6 +265,8 @@ pub enum PatternStatus {
     Rejected,
     /// An approved tool already does it.
     Covered,
+    /// Another pattern is the same habit and stands for it (see [`Pattern::folded_into`]).
+    Folded,
 }
 
 impl PatternStatus {
@@ -253,6 +277,7 @@ impl PatternStatus {
             PatternStatus::Proposed => "proposed",
             PatternStatus::Rejected => "rejected",
             PatternStatus::Covered => "covered",
+            PatternStatus::Folded => "folded",
         }
     }
 
@@ -261,6 +286,7 @@ impl PatternStatus {
             "proposed" => PatternStatus::Proposed,
             "rejected" => PatternStatus::Rejected,
             "covered" => PatternStatus::Covered,
+            "folded" => PatternStatus::Folded,
             _ => PatternStatus::New,
         }
     }
@@ -286,7 +312,8 @@ pub struct StoredPattern {
 
 /// Stores the patterns of one mining run in one transaction: new ones are inserted, known ones
 /// updated (their status kept), and those not found again that were never acted on are removed.
-/// Returns the ids stored for the first time.
+/// A pattern never acted on is `folded` when it is folded into another this run, `new` when it
+/// is not (any more). Returns the ids stored for the first time.
 pub fn replace_patterns(
     conn: &mut Connection,
     patterns: &[Pattern],
@@ -308,6 +335,10 @@ pub fn replace_patterns(
         )?;
         let mut seen = tx.prepare("INSERT OR IGNORE INTO seen_patterns (id) VALUES (?1)")?;
         let mut known = tx.prepare("SELECT 1 FROM patterns WHERE id = ?1")?;
+        let mut fold = tx.prepare(
+            "UPDATE patterns SET status = ?2, reason = ?3
+             WHERE id = ?1 AND status IN ('new', 'folded')",
+        )?;
         for p in patterns {
             if !known.exists(params![p.id])? {
                 fresh.push(p.id.clone());
@@ -325,10 +356,23 @@ pub fn replace_patterns(
                 now
             ])?;
             seen.execute(params![p.id])?;
+            match &p.folded_into {
+                Some(into) => fold.execute(params![
+                    p.id,
+                    PatternStatus::Folded.as_str(),
+                    format!(
+                        "folded into {}: {} of its {} occurrences looked at lie inside that \
+                         pattern's",
+                        into.id, into.overlapping, into.of
+                    )
+                ])?,
+                None => fold.execute(params![p.id, PatternStatus::New.as_str(), None::<String>])?,
+            };
         }
     }
     tx.execute(
-        "DELETE FROM patterns WHERE status = 'new' AND id NOT IN (SELECT id FROM seen_patterns)",
+        "DELETE FROM patterns WHERE status IN ('new', 'folded')
+             AND id NOT IN (SELECT id FROM seen_patterns)",
         [],
     )?;
     tx.commit()?;
@@ -373,7 +417,8 @@ pub fn apply_outcomes(conn: &Connection, outcomes: &CandidateOutcomes) -> Result
         covered.execute(params![id])?;
     }
     let mut proposed = conn.prepare_cached(
-        "UPDATE patterns SET status = 'proposed', reason = NULL WHERE id = ?1 AND status = 'new'",
+        "UPDATE patterns SET status = 'proposed', reason = NULL
+         WHERE id = ?1 AND status IN ('new', 'folded')",
     )?;
     for id in &outcomes.under_way {
         proposed.execute(params![id])?;
@@ -517,6 +562,8 @@ mod tests {
             trigger: None,
             median_ms: None,
             evidence: Vec::new(),
+            folded_into: None,
+            folded: Vec::new(),
         }
     }
 

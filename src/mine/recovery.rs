@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::templates::{TemplateId, TemplateMiner};
+use super::templates::{TemplateId, TemplateMiner, TemplateMinerConfig, WILDCARD};
 
 /// Words that mark the line of an output that says what went wrong.
 const ERROR_MARKERS: [&str; 16] = [
@@ -210,6 +210,13 @@ where
 
 /// Groups recoveries by (error template, failing action, recovery steps) and keeps the groups
 /// seen in at least `min_support` sessions, most supported first.
+///
+/// Within one (failing action, recovery steps), error templates of the same width that differ
+/// in few words are one error whose differing words are variables (`Cannot find module 'chalk'`
+/// and `… 'uuid'` become `Cannot find module <*> …`): the same action failing and being fixed
+/// the same way is the evidence the template miner otherwise waits for
+/// ([`super::templates::TemplateMinerConfig::min_variants`] variants), so a habit seen in as
+/// many sessions as it takes to be mined is not split by the value its error names.
 pub fn group_recoveries<S, A>(
     sessions: &[S],
     recoveries: Vec<Recovery>,
@@ -220,50 +227,94 @@ where
     S: AsRef<[A]>,
     A: AsAttempt,
 {
-    let mut groups: HashMap<(TemplateId, u32, Vec<u32>), Vec<Recovery>> = HashMap::new();
+    let mut by_fix: HashMap<(u32, Vec<u32>), Vec<Recovery>> = HashMap::new();
     for r in recoveries {
-        let template = miner.resolve(r.template).unwrap_or(r.template);
         let attempts = sessions[r.session].as_ref();
         let key = (
-            template,
             attempts[r.failed].attempt().key,
             attempts[r.steps.clone()]
                 .iter()
                 .map(|a| a.attempt().key)
                 .collect(),
         );
-        groups.entry(key).or_default().push(r);
+        by_fix.entry(key).or_default().push(r);
     }
-    let mut out: Vec<RecoveryGroup> = groups
-        .into_iter()
-        .filter_map(|((template, failed_key, step_keys), occurrences)| {
+    let similarity = TemplateMinerConfig::default().similarity;
+    let mut out: Vec<RecoveryGroup> = Vec::new();
+    for ((failed_key, step_keys), mut recoveries) in by_fix {
+        // Occurrences in log order, so the join does not depend on the map's order.
+        recoveries.sort_by_key(|r| (r.session, r.failed));
+        let mut errors: Vec<(Vec<String>, Vec<Recovery>)> = Vec::new();
+        for r in recoveries {
+            let template = miner.resolve(r.template).unwrap_or(r.template);
+            let words: Vec<String> = miner
+                .template(template)
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect();
+            match errors
+                .iter_mut()
+                .find(|(known, _)| joinable(known, &words, similarity))
+            {
+                Some((known, occurrences)) => {
+                    for (k, w) in known.iter_mut().zip(&words) {
+                        if k != w {
+                            *k = WILDCARD.to_owned();
+                        }
+                    }
+                    occurrences.push(r);
+                }
+                None => errors.push((words, vec![r])),
+            }
+        }
+        for (words, occurrences) in errors {
             let support = occurrences
                 .iter()
                 .map(|r| r.session)
                 .collect::<BTreeSet<_>>()
                 .len() as u32;
-            (support >= min_support).then(|| RecoveryGroup {
-                error_template: miner.template(template).unwrap_or_default(),
-                failed_key,
-                step_keys,
-                support,
-                occurrences,
-            })
-        })
-        .collect();
+            if support >= min_support {
+                out.push(RecoveryGroup {
+                    error_template: words.join(" "),
+                    failed_key,
+                    step_keys: step_keys.clone(),
+                    support,
+                    occurrences,
+                });
+            }
+        }
+    }
     out.sort_by(|a, b| {
         b.support
             .cmp(&a.support)
             .then_with(|| a.step_keys.cmp(&b.step_keys))
             .then_with(|| a.error_template.cmp(&b.error_template))
+            .then_with(|| a.failed_key.cmp(&b.failed_key))
     });
     out
+}
+
+/// Whether two error templates are one error: the same width, and at least `similarity` of the
+/// positions neither has generalized hold the same word.
+fn joinable(a: &[String], b: &[String], similarity: f64) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (mut compared, mut equal) = (0usize, 0usize);
+    for (x, y) in a.iter().zip(b) {
+        if x.contains(WILDCARD) || y.contains(WILDCARD) {
+            continue;
+        }
+        compared += 1;
+        equal += usize::from(x == y);
+    }
+    compared == 0 || equal as f64 >= similarity * compared as f64
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mine::templates::TemplateMinerConfig;
 
     #[test]
     fn the_telling_line_is_picked() {
@@ -368,6 +419,39 @@ mod tests {
             "{}",
             g.error_template
         );
+    }
+
+    #[test]
+    fn one_fix_of_one_failure_is_one_habit_whatever_the_value_its_error_names() {
+        // Three sessions, three modules: fewer variants than the template miner waits for
+        // before it takes the module name for a variable.
+        let mut m = TemplateMiner::new(TemplateMinerConfig::default());
+        let sessions: Vec<Vec<Attempt>> = ["dotenv", "chalk", "uuid"]
+            .iter()
+            .map(|module| {
+                let error = format!("Cannot find module '{module}' from 'src/app.js'");
+                session(&mut m, &error, false)
+            })
+            .collect();
+        // Another failure of the same command fixed the same way, unlike these: its own habit.
+        let mut other = sessions.clone();
+        other.push(session(&mut m, "npm ERR! code ENOENT", false));
+        let found = find_recoveries(&other, 8);
+        let groups = group_recoveries(&other, found, &m, 1);
+        assert_eq!(groups.len(), 2, "{groups:?}");
+        assert_eq!(groups[0].support, 3);
+        assert_eq!(
+            groups[0].error_template,
+            "Cannot find module <*> from 'src/app.js'"
+        );
+        assert_eq!(groups[1].error_template, "npm ERR! code ENOENT");
+        // Another fix of the same failures is another habit.
+        let mut fixed_otherwise = sessions.clone();
+        fixed_otherwise[2][2] = attempt(&mut m, 3, true, "");
+        let found = find_recoveries(&fixed_otherwise, 8);
+        let groups = group_recoveries(&fixed_otherwise, found, &m, 1);
+        let supports: Vec<u32> = groups.iter().map(|g| g.support).collect();
+        assert_eq!(supports, [2, 1], "{groups:?}");
     }
 
     #[test]

@@ -2,10 +2,10 @@
 //! generation.
 //!
 //! ```text
-//! frequency  F = 1 − e^(−support / 4)                    sessions the habit was seen in
+//! frequency  F = 1 − e^(−(sessions + ¼ repeats) / 4)      repeats = occurrences − sessions
 //! impact     I = ½ (1 − e^(−calls / 20)) + ½ (1 − e^(−seconds / 600))
 //! complexity C = min(1, (steps − 1 + ½ params + ½ [recovery]) / 3), at least 0.2
-//! confidence K = consistency × success rate
+//! confidence K = (¼ + ¾ consistency) × (½ + ½ success rate)
 //! score      = 100 × F^0.35 × I^0.30 × C^0.15 × K^0.20
 //! ```
 //!
@@ -21,8 +21,16 @@
 //! - `success rate` is the share of occurrences whose steps all succeeded (for a recovery: whose
 //!   re-run succeeded).
 //!
-//! A weighted geometric mean: a pattern seen once, or one that saves nothing, sinks whatever its
-//! other parts say. Frequency weighs most, as the design asks for habits, not accidents.
+//! - `sessions` are the sessions the habit was seen in, a sub-agent's counted with its parent's;
+//!   `repeats` are its further occurrences within those sessions. A habit repeated ten times in
+//!   two sessions counts as much as one seen once in each of four: repeats count, session
+//!   diversity counts more.
+//!
+//! A weighted geometric mean: a pattern never seen, or one that saves nothing, sinks whatever
+//! its other parts say. Confidence never does: free-text values (a commit message) or failing
+//! steps (the tests a habit runs fail half the time) make a habit less certain, not worthless,
+//! so each of its two factors has a floor and a clean, consistent habit never scores 0.
+//! Frequency weighs most, as the design asks for habits, not accidents.
 
 use serde::{Deserialize, Serialize};
 
@@ -32,8 +40,10 @@ pub const SECONDS_PER_CALL: f64 = 5.0;
 /// What the score is made of, for one pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ScoreInput {
-    /// Sessions the pattern was seen in.
+    /// Sessions the pattern was seen in (a sub-agent's counted with its parent's).
     pub support: u32,
+    /// Occurrences over all sessions (at least `support`; fewer is read as `support`).
+    pub occurrences: u32,
     /// Agent calls a tool would have saved over all occurrences.
     pub calls_saved: f64,
     /// Seconds a tool would have saved over all occurrences.
@@ -50,8 +60,10 @@ pub struct ScoreInput {
     pub success_rate: f64,
 }
 
-/// The score and its parts, each from 0 to 1 (the score from 0 to 100).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// The score and its parts, each from 0 to 1 (the score from 0 to 100), with the terms they
+/// were computed from, so `toolsmith patterns ID` can show why a pattern ranks where it does.
+/// Patterns stored before the terms were kept read them as 0.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Score {
     /// 0–100.
     pub score: f64,
@@ -63,19 +75,35 @@ pub struct Score {
     pub complexity: f64,
     /// K.
     pub confidence: f64,
+    /// The sessions counted in F.
+    #[serde(default)]
+    pub sessions: u32,
+    /// The occurrences counted in F.
+    #[serde(default)]
+    pub occurrences: u32,
+    /// The consistency in K (0–1).
+    #[serde(default)]
+    pub consistency: f64,
+    /// The success rate in K (0–1).
+    #[serde(default)]
+    pub success_rate: f64,
 }
 
 /// Scores one pattern by the formula in the module documentation.
 pub fn score(input: &ScoreInput) -> Score {
     let saturate = |x: f64, scale: f64| 1.0 - (-x.max(0.0) / scale).exp();
-    let frequency = saturate(f64::from(input.support), 4.0);
+    let sessions = f64::from(input.support);
+    let repeats = f64::from(input.occurrences.max(input.support) - input.support);
+    let frequency = saturate(sessions + 0.25 * repeats, 4.0);
     let impact =
         0.5 * saturate(input.calls_saved, 20.0) + 0.5 * saturate(input.seconds_saved, 600.0);
     let work = f64::from(input.steps.saturating_sub(1))
         + 0.5 * f64::from(input.params)
         + if input.recovery { 0.5 } else { 0.0 };
     let complexity = (work / 3.0).clamp(0.2, 1.0);
-    let confidence = input.consistency.clamp(0.0, 1.0) * input.success_rate.clamp(0.0, 1.0);
+    let consistency = clamp01(input.consistency);
+    let success_rate = clamp01(input.success_rate);
+    let confidence = (0.25 + 0.75 * consistency) * (0.5 + 0.5 * success_rate);
     let score = 100.0
         * frequency.powf(0.35)
         * impact.powf(0.30)
@@ -88,7 +116,16 @@ pub fn score(input: &ScoreInput) -> Score {
         impact: round(impact),
         complexity: round(complexity),
         confidence: round(confidence),
+        sessions: input.support,
+        occurrences: input.occurrences.max(input.support),
+        consistency: round(consistency),
+        success_rate: round(success_rate),
     }
+}
+
+/// `x` within 0–1 (NaN as 0).
+fn clamp01(x: f64) -> f64 {
+    if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) }
 }
 
 #[cfg(test)]
@@ -98,6 +135,7 @@ mod tests {
     fn base() -> ScoreInput {
         ScoreInput {
             support: 6,
+            occurrences: 6,
             calls_saved: 12.0,
             seconds_saved: 60.0,
             steps: 3,
@@ -167,6 +205,7 @@ mod tests {
         assert_eq!(
             score(&ScoreInput {
                 support: 0,
+                occurrences: 0,
                 ..base()
             })
             .score,
@@ -181,20 +220,68 @@ mod tests {
             .score,
             0.0
         );
-        assert_eq!(
-            score(&ScoreInput {
-                success_rate: 0.0,
-                ..base()
-            })
-            .score,
-            0.0
-        );
+    }
+
+    #[test]
+    fn no_confidence_term_zeroes_a_habit() {
+        // `git add <path> → git commit -m <message>`: the message is free text in every slot
+        // that varies; `Edit → npm run build → npm test`: the tests failed each time.
+        let free_text = score(&ScoreInput {
+            consistency: 0.0,
+            ..base()
+        });
+        let failing = score(&ScoreInput {
+            success_rate: 0.0,
+            ..base()
+        });
+        let both = score(&ScoreInput {
+            consistency: 0.0,
+            success_rate: 0.0,
+            ..base()
+        });
+        let clean = score(&base());
+        assert!(both.score > 20.0, "{both:?}");
+        assert!(free_text.score < clean.score && failing.score < clean.score);
+        assert!(both.score < free_text.score && both.score < failing.score);
+        assert_eq!((both.consistency, both.success_rate), (0.0, 0.0));
+        assert_eq!(both.confidence, 0.125);
+        assert_eq!(clean.confidence, 1.0);
+    }
+
+    #[test]
+    fn repeats_count_and_session_diversity_counts_more() {
+        // `./scripts/check.sh --module X → make -C X test`, ten times over two sessions.
+        let repeated = score(&ScoreInput {
+            support: 2,
+            occurrences: 10,
+            ..base()
+        });
+        let twice = score(&ScoreInput {
+            support: 2,
+            occurrences: 2,
+            ..base()
+        });
+        let spread = score(&ScoreInput {
+            support: 10,
+            occurrences: 10,
+            ..base()
+        });
+        assert!(repeated.score > twice.score, "{repeated:?} vs {twice:?}");
+        assert!(spread.score > repeated.score, "{spread:?} vs {repeated:?}");
+        assert_eq!((repeated.sessions, repeated.occurrences), (2, 10));
+        // Fewer occurrences than sessions (an old caller) reads as one per session.
+        let odd = score(&ScoreInput {
+            occurrences: 0,
+            ..base()
+        });
+        assert_eq!(odd, score(&base()));
     }
 
     #[test]
     fn scores_stay_within_0_and_100() {
         let top = score(&ScoreInput {
             support: 10_000,
+            occurrences: 10_000,
             calls_saved: 1e9,
             seconds_saved: 1e9,
             steps: 8,

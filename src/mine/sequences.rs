@@ -11,6 +11,12 @@
 //!   number may (a plain subsequence, as in PrefixSpan).
 //! - **Support** is the number of sequences (sessions) with at least one occurrence, however many
 //!   they hold.
+//! - **Count** is the number of occurrences that do not overlap, over all sequences: in each
+//!   sequence, from left to right, the earliest-ending occurrence of each start that begins after
+//!   the last one taken ends. With [`SequenceMinerConfig::min_occurrences`] = `Some(n)` and a gap
+//!   limit, a pattern is also frequent when it occurs at `n` distinct starts, and reported when
+//!   its count reaches `n`, whatever its support: a habit repeated often in few sessions. (The
+//!   number of distinct starts only shrinks as a pattern grows, so the search prunes on it.)
 //! - **Length range.** Only patterns of [`min_len`](SequenceMinerConfig::min_len) to
 //!   [`max_len`](SequenceMinerConfig::max_len) items are reported, and only patterns in that
 //!   range count as super-patterns below.
@@ -131,6 +137,10 @@ pub struct SequenceMinerConfig {
     pub closed: bool,
     /// Drop a pattern when a super-pattern keeps at least this share of its support; in (0, 1].
     pub fold_ratio: Option<f64>,
+    /// Also report a pattern seen in fewer than `min_support` sequences when it occurs this many
+    /// times without overlapping (see the module documentation); `None`: support alone. Only
+    /// with a gap limit. At least 1.
+    pub min_occurrences: Option<u32>,
     /// Most patterns reported; mining stops at the next one and sets [`MineStats::truncated`].
     pub max_patterns: usize,
 }
@@ -151,6 +161,7 @@ impl SequenceMinerConfig {
             max_len: DEFAULT_MAX_LEN,
             closed: true,
             fold_ratio: Some(DEFAULT_FOLD_RATIO),
+            min_occurrences: None,
             max_patterns: DEFAULT_MAX_PATTERNS,
         }
     }
@@ -165,6 +176,7 @@ impl SequenceMinerConfig {
             max_len: usize::MAX,
             closed: false,
             fold_ratio: None,
+            min_occurrences: None,
             max_patterns: usize::MAX,
         }
     }
@@ -176,7 +188,7 @@ impl SequenceMinerConfig {
     }
 
     fn validate(&self) -> Result<(), SequenceMinerError> {
-        if self.min_support == 0 {
+        if self.min_support == 0 || self.min_occurrences == Some(0) {
             return Err(SequenceMinerError::ZeroSupport);
         }
         if self.min_len == 0 || self.max_len < self.min_len {
@@ -206,13 +218,27 @@ impl SequenceMinerConfig {
         };
         Some(threshold.max(self.min_support))
     }
+
+    /// The distinct starts a super-pattern needs, besides the support, to drop a pattern with
+    /// `starts` distinct starts when occurrences are counted: a habit repeated within sessions
+    /// is not dropped for a longer pattern seen in as many sessions but fewer times.
+    fn start_threshold(&self, starts: u32) -> u32 {
+        let by_closure = self.closed.then_some(starts);
+        let by_folding = self
+            .fold_ratio
+            .map(|ratio| ((ratio * f64::from(starts)) - 1e-9).ceil().max(1.0) as u32);
+        match (by_closure, by_folding) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b).unwrap_or(u32::MAX),
+        }
+    }
 }
 
 /// Why mining could not start.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SequenceMinerError {
-    /// [`SequenceMinerConfig::min_support`] is 0.
-    #[error("the minimum support must be at least 1")]
+    /// [`SequenceMinerConfig::min_support`] or `min_occurrences` is 0.
+    #[error("the minimum support and the minimum occurrences must be at least 1")]
     ZeroSupport,
     /// The length range is empty or starts at 0.
     #[error("the pattern length range {min}..={max} is empty or starts at 0")]
@@ -253,6 +279,9 @@ pub struct PatternRef<'a> {
     /// limit, the earliest start and, for it, the earliest end; without one, the greedy
     /// leftmost instance (earliest start, each later step as early as possible).
     pub occurrences: &'a [Occurrence],
+    /// Every occurrence counted (see the module documentation: they do not overlap), in
+    /// sequence order; without a gap limit, the same as `occurrences`.
+    pub every: &'a [Occurrence],
 }
 
 impl PatternRef<'_> {
@@ -261,6 +290,7 @@ impl PatternRef<'_> {
         Pattern {
             items: self.items.to_vec(),
             support: self.support,
+            count: self.every.len() as u32,
             occurrences: self.occurrences.to_vec(),
         }
     }
@@ -273,6 +303,8 @@ pub struct Pattern {
     pub items: Vec<u32>,
     /// Number of sequences it occurs in.
     pub support: u32,
+    /// Occurrences that do not overlap, over all sequences (see the module documentation).
+    pub count: u32,
     /// The leftmost occurrence in each supporting sequence, in sequence order.
     pub occurrences: Vec<Occurrence>,
 }
@@ -514,6 +546,8 @@ struct Entry {
 struct Child {
     item: u32,
     support: u32,
+    /// Distinct starts (with `min_occurrences`; else the support).
+    starts: u32,
     entries: Range<usize>,
 }
 
@@ -542,6 +576,12 @@ struct Search<'c> {
     count: Vec<u32>,
     count_new: Vec<u32>,
     n_entries: Vec<usize>,
+    /// Per-item distinct starts, counted only with `min_occurrences` (else empty);
+    /// `start_mark` stamps the start last counted.
+    starts: Vec<u32>,
+    start_mark: Vec<u64>,
+    /// Distinct starts that make an item frequent (`u32::MAX`: support alone).
+    min_occurrences: u32,
     touched: Vec<u32>,
     /// Per-item stamps: `seq_mark` for "already counted in this sequence", `first_mark` for
     /// "already extended from this entry" (first occurrence only, without a gap limit).
@@ -560,6 +600,7 @@ struct Search<'c> {
     pattern: Vec<u32>,
     pattern_symbols: Vec<u32>,
     occurrences: Vec<Occurrence>,
+    every: Vec<Occurrence>,
     stats: MineStats,
 }
 
@@ -609,6 +650,11 @@ impl<'c> Search<'c> {
             max_symbol = seq.iter().copied().fold(max_symbol, u32::max);
         }
         let min_support = config.min_support;
+        // Without a gap limit a sequence holds one entry per pattern: occurrences are not counted.
+        let min_occurrences = match config.max_gap {
+            Some(_) => config.min_occurrences.unwrap_or(u32::MAX),
+            None => u32::MAX,
+        };
         let mut items = Vec::with_capacity(total);
         let mut symbols = Vec::new();
         // Interned symbols are dense: flat arrays. Arbitrary ones (hashes): a map.
@@ -616,6 +662,8 @@ impl<'c> Search<'c> {
             let size = max_symbol as usize + 1;
             let mut support = vec![0u32; size];
             let mut last = vec![NONE; size];
+            // Occurrences of each symbol, only when they can make it frequent.
+            let mut occurrences = vec![0u32; if min_occurrences < u32::MAX { size } else { 0 }];
             for (s, seq) in db.iter().enumerate() {
                 for &symbol in seq.as_ref() {
                     let i = symbol as usize;
@@ -623,11 +671,17 @@ impl<'c> Search<'c> {
                         last[i] = s as u32;
                         support[i] += 1;
                     }
+                    if let Some(n) = occurrences.get_mut(i) {
+                        *n += 1;
+                    }
                 }
             }
             // `last` becomes the symbol → dense id map.
             for (symbol, (&n, dense)) in support.iter().zip(last.iter_mut()).enumerate() {
-                *dense = if n >= min_support {
+                let often = occurrences
+                    .get(symbol)
+                    .is_some_and(|&o| o >= min_occurrences);
+                *dense = if n >= min_support || often {
                     symbols.push(symbol as u32);
                     (symbols.len() - 1) as u32
                 } else {
@@ -638,19 +692,21 @@ impl<'c> Search<'c> {
                 items.extend(seq.as_ref().iter().map(|&symbol| last[symbol as usize]));
             }
         } else {
-            let mut support: SymbolMap<(u32, u32)> = SymbolMap::default();
+            // Per symbol: support, last sequence seen, occurrences.
+            let mut support: SymbolMap<(u32, u32, u32)> = SymbolMap::default();
             for (s, seq) in db.iter().enumerate() {
                 for &symbol in seq.as_ref() {
-                    let slot = support.entry(symbol).or_insert((0, NONE));
+                    let slot = support.entry(symbol).or_insert((0, NONE, 0));
+                    slot.2 = slot.2.saturating_add(1);
                     if slot.1 != s as u32 {
-                        *slot = (slot.0 + 1, s as u32);
+                        (slot.0, slot.1) = (slot.0 + 1, s as u32);
                     }
                 }
             }
             symbols.extend(
                 support
                     .iter()
-                    .filter(|(_, v)| v.0 >= min_support)
+                    .filter(|(_, v)| v.0 >= min_support || v.2 >= min_occurrences)
                     .map(|(&k, _)| k),
             );
             symbols.sort_unstable();
@@ -681,6 +737,9 @@ impl<'c> Search<'c> {
             count: vec![0; n],
             count_new: vec![0; n],
             n_entries: vec![0; n],
+            starts: vec![0; if min_occurrences < u32::MAX { n } else { 0 }],
+            start_mark: vec![0; if min_occurrences < u32::MAX { n } else { 0 }],
+            min_occurrences,
             touched: Vec::new(),
             seq_mark: vec![0; n],
             first_mark: vec![0; n],
@@ -694,6 +753,7 @@ impl<'c> Search<'c> {
             pattern: Vec::new(),
             pattern_symbols: Vec::new(),
             occurrences: Vec::new(),
+            every: Vec::new(),
             stats: MineStats {
                 frequent_symbols: n,
                 ..MineStats::default()
@@ -716,7 +776,7 @@ impl<'c> Search<'c> {
             start: 0,
             after: 0,
         }));
-        self.count_children(0..sequences, true);
+        self.count_children(0..sequences, true, 0);
         if self.children.is_empty() {
             return self.stats;
         }
@@ -753,8 +813,9 @@ impl<'c> Search<'c> {
             self.stats.nodes += 1;
             let depth = self.pattern.len();
             let first_child = self.children.len();
+            let start_threshold = config.start_threshold(child.starts);
             let best_extension = if depth < config.max_len {
-                self.count_children(child.entries.clone(), false)
+                self.count_children(child.entries.clone(), false, start_threshold)
             } else {
                 0
             };
@@ -763,8 +824,11 @@ impl<'c> Search<'c> {
                 let dominated = match config.dominance_threshold(child.support) {
                     Some(threshold) if depth < config.max_len => {
                         best_extension >= threshold
-                            || self.best_backward_extension(child.entries.clone(), threshold)
-                                >= threshold
+                            || self.best_backward_extension(
+                                child.entries.clone(),
+                                threshold,
+                                start_threshold,
+                            ) >= threshold
                     }
                     _ => false,
                 };
@@ -801,30 +865,47 @@ impl<'c> Search<'c> {
             return ControlFlow::Break(());
         }
         self.occurrences.clear();
+        self.every.clear();
         let mut last = NONE;
-        // Entries are sorted by (sequence, start, end): the first of a sequence is its leftmost.
+        // Entries are sorted by (sequence, start, end): the first of a sequence is its leftmost,
+        // the first of a start its earliest end.
         for entry in &self.arena[child.entries.clone()] {
+            let occurrence = Occurrence {
+                seq: entry.seq,
+                start: entry.start,
+                end: entry.after - 1,
+            };
             if entry.seq != last {
                 last = entry.seq;
-                let end = entry.after - 1;
-                self.occurrences.push(Occurrence {
-                    seq: entry.seq,
-                    start: entry.start,
-                    end,
-                });
+                self.occurrences.push(occurrence);
+                self.every.push(occurrence);
+            } else if self
+                .every
+                .last()
+                .is_some_and(|taken| taken.end < entry.start)
+            {
+                self.every.push(occurrence);
             }
+        }
+        if child.support < self.config.min_support
+            && (self.every.len() as u64) < u64::from(self.min_occurrences)
+        {
+            // Frequent by its distinct starts, but they overlap: too few occurrences to report.
+            return ControlFlow::Continue(());
         }
         self.stats.emitted += 1;
         emit(PatternRef {
             items: &self.pattern_symbols,
             support: child.support,
             occurrences: &self.occurrences,
+            every: &self.every,
         })
     }
 
     /// First pass over a node's entries: pushes its frequent extensions (sorted by item, their
-    /// `entries` holding only the bucket size for now) and returns the best extension support.
-    fn count_children(&mut self, entries: Range<usize>, root: bool) -> u32 {
+    /// `entries` holding only the bucket size for now) and returns the best extension support
+    /// among those with at least `start_threshold` distinct starts (when they are counted).
+    fn count_children(&mut self, entries: Range<usize>, root: bool, start_threshold: u32) -> u32 {
         let Self {
             config,
             new_from,
@@ -833,6 +914,9 @@ impl<'c> Search<'c> {
             count,
             count_new,
             n_entries,
+            starts,
+            start_mark,
+            min_occurrences,
             touched,
             seq_mark,
             first_mark,
@@ -843,14 +927,19 @@ impl<'c> Search<'c> {
             ..
         } = self;
         let new_from = *new_from;
+        let min_occurrences = *min_occurrences;
+        let count_starts = !starts.is_empty();
         let entries = &arena[entries];
         match config.max_gap {
             Some(gap) => {
                 let mut last_seq = NONE;
+                let mut last_start = NONE;
                 let mut seq_stamp = 0u64;
+                let mut start_stamp = 0u64;
                 let mut is_new = false;
-                let mut visit = |seq: u32, _start: u32, _q: u32, x: u32| {
-                    if seq != last_seq {
+                let mut visit = |seq: u32, start: u32, _q: u32, x: u32| {
+                    let new_seq = seq != last_seq;
+                    if new_seq {
                         last_seq = seq;
                         *stamp += 1;
                         seq_stamp = *stamp;
@@ -865,6 +954,18 @@ impl<'c> Search<'c> {
                         seq_mark[x] = seq_stamp;
                         count[x] += 1;
                         count_new[x] += u32::from(is_new);
+                    }
+                    if count_starts {
+                        // A sequence's starts come in order (the root's: every position).
+                        if new_seq || start != last_start {
+                            last_start = start;
+                            *stamp += 1;
+                            start_stamp = *stamp;
+                        }
+                        if start_mark[x] != start_stamp {
+                            start_mark[x] = start_stamp;
+                            starts[x] += 1;
+                        }
                     }
                 };
                 extend_gapped(items, offsets, entries, root, gap, &mut visit);
@@ -898,16 +999,23 @@ impl<'c> Search<'c> {
         let mut best = 0;
         for &x in touched.iter() {
             let x = x as usize;
-            best = best.max(count[x]);
-            if count[x] >= config.min_support && count_new[x] > 0 {
+            let often = starts.get(x).is_some_and(|&n| n >= min_occurrences);
+            if starts.get(x).is_none_or(|&n| n >= start_threshold) {
+                best = best.max(count[x]);
+            }
+            if (count[x] >= config.min_support || often) && count_new[x] > 0 {
                 let size = n_entries[x];
                 children.push(Child {
                     item: x as u32,
                     support: count[x],
+                    starts: starts.get(x).copied().unwrap_or(count[x]),
                     entries: 0..size,
                 });
             }
             (count[x], count_new[x], n_entries[x]) = (0, 0, 0);
+            if let Some(n) = starts.get_mut(x) {
+                *n = 0;
+            }
         }
         touched.clear();
         // Depth-first order by item is lexicographic order; only the frequent need sorting.
@@ -1052,12 +1160,18 @@ impl<'c> Search<'c> {
     /// The best support of a pattern made of the current one with one item inserted before one
     /// of its steps: before the first (prepended) with a gap limit, before any without one.
     /// Without a gap limit, stops once `threshold` is reached.
-    fn best_backward_extension(&mut self, entries: Range<usize>, threshold: u32) -> u32 {
+    fn best_backward_extension(
+        &mut self,
+        entries: Range<usize>,
+        threshold: u32,
+        start_threshold: u32,
+    ) -> u32 {
         let Self {
             config,
             items,
             offsets,
             count,
+            starts,
             touched,
             seq_mark,
             stamp,
@@ -1069,6 +1183,8 @@ impl<'c> Search<'c> {
         let mut best = 0;
         let mut tally = Tally {
             count,
+            starts,
+            start_threshold,
             touched,
             seq_mark,
         };
@@ -1133,9 +1249,15 @@ impl<'c> Search<'c> {
     }
 }
 
-/// Counts items once per sequence (the sequence's stamp tells), for the backward check.
+/// Counts items once per sequence (the sequence's stamp tells), for the backward check, and
+/// each position once (when occurrences are counted, `starts` is not empty): with a gap limit
+/// every position before an occurrence is scanned once, so each is a distinct start of the
+/// longer pattern.
 struct Tally<'a> {
     count: &'a mut [u32],
+    starts: &'a mut [u32],
+    /// Distinct starts an item needs to count in [`Tally::take_best`].
+    start_threshold: u32,
     touched: &'a mut Vec<u32>,
     seq_mark: &'a mut [u64],
 }
@@ -1143,7 +1265,13 @@ struct Tally<'a> {
 impl Tally<'_> {
     fn add(&mut self, seq_stamp: u64, x: u32) {
         let i = x as usize;
-        if x != NONE && self.seq_mark[i] != seq_stamp {
+        if x == NONE {
+            return;
+        }
+        if let Some(n) = self.starts.get_mut(i) {
+            *n += 1;
+        }
+        if self.seq_mark[i] != seq_stamp {
             self.seq_mark[i] = seq_stamp;
             if self.count[i] == 0 {
                 self.touched.push(x);
@@ -1152,12 +1280,22 @@ impl Tally<'_> {
         }
     }
 
-    /// The highest count, leaving all counts at zero.
+    /// The highest count of an item with enough starts, leaving all counts at zero.
     fn take_best(&mut self) -> u32 {
         let mut best = 0;
         for &x in self.touched.iter() {
-            best = best.max(self.count[x as usize]);
-            self.count[x as usize] = 0;
+            let i = x as usize;
+            if self
+                .starts
+                .get(i)
+                .is_none_or(|&n| n >= self.start_threshold)
+            {
+                best = best.max(self.count[i]);
+            }
+            self.count[i] = 0;
+            if let Some(n) = self.starts.get_mut(i) {
+                *n = 0;
+            }
         }
         self.touched.clear();
         best
@@ -1244,6 +1382,7 @@ mod tests {
             max_len: usize::MAX,
             closed: false,
             fold_ratio: None,
+            min_occurrences: None,
             max_patterns: usize::MAX,
         }
     }
@@ -1401,6 +1540,185 @@ mod tests {
         assert_eq!(support_of(&found, &[x, a, b]), Some(3));
         assert_eq!(support_of(&found, &[a, b]), None, "{found:?}");
         assert_eq!(support_of(&found, &[x, a]), None, "{found:?}");
+    }
+
+    /// Mines with `min_occurrences`: (items, support, count) of each pattern.
+    fn mine_counted(db: &[Vec<u32>], config: SequenceMinerConfig) -> Vec<(Vec<u32>, u32, u32)> {
+        let mined = SequenceMiner::new(config).and_then(|m| m.mine(db));
+        let mined = mined.unwrap_or_else(|e| panic!("mining failed: {e}"));
+        mined
+            .patterns
+            .into_iter()
+            .map(|p| (p.items, p.support, p.count))
+            .collect()
+    }
+
+    #[test]
+    fn a_habit_repeated_in_few_sequences_is_found_by_its_occurrences() {
+        // `check → make` (1 2) five times over two sessions, strays (7, 8, 9) between.
+        let db = vec![vec![1, 2, 7, 1, 2, 8, 1, 2], vec![9, 1, 2, 7, 1, 2]];
+        let by_support = SequenceMinerConfig {
+            min_len: 2,
+            ..config(3, Some(1))
+        };
+        assert!(mine_counted(&db, by_support.clone()).is_empty());
+        let counted = SequenceMinerConfig {
+            min_occurrences: Some(4),
+            ..by_support.clone()
+        };
+        let found = mine_counted(&db, counted.clone());
+        assert_eq!(found, [(vec![1, 2], 2, 5)]);
+        // The callback sees every occurrence counted, the leftmost of each sequence first.
+        let miner = SequenceMiner::new(counted).expect("a valid configuration");
+        let mut every = Vec::new();
+        miner
+            .mine_with(&db, |p| {
+                every = p.every.iter().map(|o| (o.seq, o.start, o.end)).collect();
+                assert_eq!(p.occurrences.len(), 2);
+                ControlFlow::Continue(())
+            })
+            .expect("mining runs");
+        assert_eq!(
+            every,
+            [(0, 0, 1), (0, 3, 4), (0, 6, 7), (1, 1, 2), (1, 4, 5)]
+        );
+        // Five is not six.
+        let six = SequenceMinerConfig {
+            min_occurrences: Some(6),
+            ..by_support
+        };
+        assert!(mine_counted(&db, six).is_empty());
+    }
+
+    #[test]
+    fn overlapping_occurrences_count_once() {
+        // `a a b b` with a gap of 1: `a b` starts at 0 and 1, both ending at 2 or 3; they overlap.
+        let db = vec![vec![1, 1, 2, 2], vec![5, 6]];
+        let counted = SequenceMinerConfig {
+            min_support: 3,
+            min_occurrences: Some(2),
+            ..config(3, Some(1))
+        };
+        let found = mine_counted(&db, counted);
+        assert!(
+            found.iter().all(|(items, _, _)| items != &[1, 2]),
+            "{found:?}"
+        );
+        // Without a gap limit occurrences are not counted: support alone.
+        let free = SequenceMinerConfig {
+            min_support: 2,
+            min_occurrences: Some(1),
+            ..config(2, None)
+        };
+        assert!(mine_counted(&[vec![1, 2, 1, 2]], free).is_empty());
+    }
+
+    #[test]
+    fn a_repeated_habit_is_not_dropped_for_a_longer_pattern_seen_less_often() {
+        // `a b` twice per session, once after `x`: `x a b` has the same support (3 sessions)
+        // but half the occurrences.
+        let db = vec![
+            vec![9, 1, 2, 5, 1, 2],
+            vec![9, 1, 2, 6, 1, 2],
+            vec![9, 1, 2, 7, 1, 2],
+        ];
+        let closed = SequenceMinerConfig {
+            closed: true,
+            ..config(3, Some(1))
+        };
+        // By support alone, closure drops `a b` for `x a b`.
+        let plain = mine_counted(&db, closed.clone());
+        assert!(
+            plain.iter().all(|(items, _, _)| items != &[1, 2]),
+            "{plain:?}"
+        );
+        let counted = mine_counted(
+            &db,
+            SequenceMinerConfig {
+                min_occurrences: Some(10),
+                ..closed
+            },
+        );
+        assert!(counted.contains(&(vec![1, 2], 3, 6)), "{counted:?}");
+    }
+
+    /// Occurrences that do not overlap, per the module documentation.
+    fn oracle_count(seq: &[u32], pattern: &[u32], gap: Option<u32>) -> u32 {
+        let mut count = 0;
+        let mut last_end: Option<usize> = None;
+        let mut last_start: Option<usize> = None;
+        for (start, end) in oracle_spans(seq, pattern, gap) {
+            if last_start == Some(start) {
+                continue;
+            }
+            last_start = Some(start);
+            if last_end.is_none_or(|e| e < start) {
+                count += 1;
+                last_end = Some(end);
+            }
+        }
+        count
+    }
+
+    #[test]
+    fn counted_occurrences_match_the_brute_force_definition() {
+        let mut rng = Rng(11);
+        let mut by_count = 0;
+        for round in 0..6 {
+            let db = random_db(&mut rng, 3 + round % 3, 14, 3 + round as u64 % 2);
+            for gap in [0, 1, 2] {
+                for min_occurrences in [3, 4] {
+                    let config = SequenceMinerConfig {
+                        min_support: 3,
+                        max_gap: Some(gap),
+                        min_len: 1,
+                        max_len: 4,
+                        closed: false,
+                        fold_ratio: None,
+                        min_occurrences: Some(min_occurrences),
+                        max_patterns: usize::MAX,
+                    };
+                    let found = mine_counted(&db, config.clone());
+                    // Every pattern of up to 4 items over the alphabet, checked directly.
+                    let mut alphabet: Vec<u32> = db.iter().flatten().copied().collect();
+                    alphabet.sort_unstable();
+                    alphabet.dedup();
+                    let mut expected = Vec::new();
+                    let mut level: Vec<Vec<u32>> = vec![vec![]];
+                    for _ in 0..4 {
+                        let mut next = Vec::new();
+                        for prefix in &level {
+                            for &item in &alphabet {
+                                let mut p = prefix.clone();
+                                p.push(item);
+                                let spans: Vec<_> =
+                                    db.iter().map(|s| oracle_spans(s, &p, Some(gap))).collect();
+                                let support = spans.iter().filter(|s| !s.is_empty()).count() as u32;
+                                if support == 0 {
+                                    continue;
+                                }
+                                let count: u32 =
+                                    db.iter().map(|s| oracle_count(s, &p, Some(gap))).sum();
+                                if support >= 3 || count >= min_occurrences {
+                                    by_count += usize::from(support < 3);
+                                    expected.push((p.clone(), support, count));
+                                }
+                                next.push(p);
+                            }
+                        }
+                        level = next;
+                    }
+                    expected.sort();
+                    let mut found = found;
+                    found.sort();
+                    assert_eq!(found, expected, "gap {gap}, {min_occurrences} on {db:?}");
+                }
+            }
+        }
+        assert!(
+            by_count > 20,
+            "few patterns found by their count alone: {by_count}"
+        );
     }
 
     #[test]
@@ -1843,6 +2161,7 @@ mod tests {
                             max_len,
                             closed,
                             fold_ratio,
+                            min_occurrences: None,
                             max_patterns: usize::MAX,
                         });
                     }

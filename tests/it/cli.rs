@@ -55,6 +55,7 @@ fn config_show_prints_values_and_their_origins() {
 
     [mine]
     min_support = 3  # default
+    min_occurrences = 4  # default
     min_support_percent = 1  # default
     max_gap = 1  # default
     min_length = 2  # default

@@ -489,6 +489,128 @@ fn request(env: &TestEnv, config: &Path, text: &str) -> Value {
     report["candidates"][0].clone()
 }
 
+/// A model's tool for the mined `make build -C <dir> → make test -C <dir>` habit whose dry run
+/// prints `second` as the second command, with tests of its own that expect just that.
+fn make_reply(second: &str) -> String {
+    let script = format!(
+        r#"#!/bin/sh
+set -eu
+dir=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --help | -h) printf 'Usage: run.sh --dir DIR\n  --dir DIR  the package directory\n'; exit 0 ;;
+    --dir) [ $# -ge 2 ] || {{ echo 'missing value for --dir' >&2; exit 2; }}; dir=$2; shift 2 ;;
+    *) printf 'unknown option: %s\n' "$1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$dir" ] || {{ echo 'missing --dir' >&2; exit 2; }}
+if [ "${{TOOLSMITH_DRY_RUN:-}}" = 1 ]; then
+  printf 'make build -C %s\n' "$dir"
+  printf '{second}\n' "$dir"
+  exit 0
+fi
+make build -C "$dir"
+{run}
+"#,
+        run = second.replace("%s", "\"$dir\""),
+    );
+    let mine = second.replace("%s", "core");
+    let cases = json!({"cases": [
+        {"name": "the dry run for core", "params": {"dir": "core"}, "dry_run": true,
+         "expect": {"exit_code": 0, "stdout": format!("make build -C core\n{mine}\n")}},
+        {"name": "--help", "args": ["--help"], "expect": {"exit_code": 0, "stdout_contains": ["--dir"]}},
+        {"name": "--dir is required", "args": [], "expect": {"exit_code": 2}}
+    ]});
+    format!(
+        "````file run.sh\n{script}````\n\n````file tests/cases.json\n{cases}\n````\n\n\
+         ````file README.md\n# make-build-test\n\nBuilds then tests a package.\n````\n"
+    )
+}
+
+/// A model's tool is held to the log like a template's: one that drops a word of what was run
+/// (`make test core` for `make test -C core`) fails validation though its own tests pass, the
+/// first differing word named — to the reviewer and to the model, whose faithful repair is
+/// then accepted.
+#[test]
+fn a_model_s_tool_that_drops_a_logged_word_is_refused() {
+    let env = TestEnv::new();
+    let patterns = mine(&env);
+    let pattern_id = build_test_pattern(&patterns)["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let server = LlmServer::start(vec![
+        Reply::openai(&make_reply("make test %s")),
+        Reply::openai(&make_reply("make test -C %s")),
+    ]);
+    let config = llm_config(&env, &server, "openai", "");
+    let out = env
+        .cli()
+        .env("TOOLSMITH_TEST_KEY", "sk-test")
+        .arg("--config")
+        .arg(&config)
+        .args(["--json", "generate", "--pattern", &pattern_id])
+        .timeout(Duration::from_secs(180))
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    let made = &report["candidates"][0];
+    assert_eq!(made["state"], "awaiting-review", "{report:#}");
+    assert_eq!(made["generator"], "llm:test-model", "{report:#}");
+    let shown = show(&env, made["id"].as_str().expect("id"));
+    let checks = |attempt: usize| -> Vec<Value> {
+        shown["attempts"][attempt]["diagnostics"]["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .filter(|c| c["layer"] == "tests")
+            .cloned()
+            .collect()
+    };
+    // The first attempt: its own dry run passed, every occurrence's failed, naming the word.
+    let first = checks(0);
+    assert!(
+        first
+            .iter()
+            .any(|c| c["name"] == "the dry run for core" && c["passed"] == true),
+        "{first:#?}"
+    );
+    let logged: Vec<&Value> = first
+        .iter()
+        .filter(|c| {
+            c["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("occurrence "))
+        })
+        .collect();
+    assert_eq!(logged.len(), 4, "one per occurrence: {first:#?}");
+    for case in &logged {
+        assert_eq!(case["passed"], false, "{case:#}");
+        let details = case["details"].to_string();
+        assert!(
+            details.contains("command 2 word 3: expected `-C`, got `"),
+            "{details}"
+        );
+    }
+    // The model was told where its tool differs from the log.
+    let asked = server.received();
+    assert_eq!(asked.len(), 2);
+    let repair = asked[1].body.to_string();
+    assert!(repair.contains("command 2 word 3: expected"), "{repair}");
+    // The repair prints what was run: accepted.
+    let second = checks(1);
+    assert!(second.iter().all(|c| c["passed"] == true), "{second:#?}");
+    assert_eq!(
+        second
+            .iter()
+            .filter(|c| c["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("occurrence ")))
+            .count(),
+        4
+    );
+}
+
 #[test]
 fn one_shot_with_the_anthropic_wire_format() {
     let env = TestEnv::new();

@@ -232,6 +232,211 @@ fn one_shot_mining_finds_sequences_recoveries_and_slow_operations() {
     env.cli().args(["patterns", "p-00000000"]).assert().code(1);
 }
 
+/// `./scripts/check.sh --module X` then `make -C X test`: six times in session `long-1`, four in
+/// `long-2` and two in a sub-agent `long-1` started; a stray `uname -a` before every other one,
+/// and a one-off command after each.
+fn repeated_habit_log(dir: &Path) -> PathBuf {
+    let modules = ["ingest", "router", "auth", "storage", "metrics", "cli"];
+    let one_offs = [
+        "git diff",
+        "cargo fmt",
+        "rg -n TODO",
+        "git stash list",
+        "du -sh .",
+        "python3 --version",
+    ];
+    let mut lines = Vec::new();
+    let mut n = 0;
+    for (session, parent, times) in [
+        ("long-1", None, 6),
+        ("long-2", None, 4),
+        ("long-1-agent", Some("long-1"), 2),
+    ] {
+        let mut seq = 0;
+        let mut push = |command: &str| {
+            seq += 1;
+            let mut record = json!({"v": 1, "session": session, "seq": seq, "cwd": "/work/relay",
+                "tool": "Bash", "input": {"command": command}, "ok": true, "exit_code": 0,
+                "output": "ok", "duration_ms": 500});
+            if let Some(parent) = parent {
+                record["parent_session"] = json!(parent);
+            }
+            lines.push(record.to_string());
+        };
+        for i in 0..times {
+            if n % 2 == 0 {
+                push("uname -a");
+            }
+            n += 1;
+            push(&format!("./scripts/check.sh --module {}", modules[i]));
+            push(&format!("make -C {} test", modules[i]));
+            push(one_offs[i]);
+        }
+    }
+    let path = dir.join("repeated.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write log");
+    path
+}
+
+#[test]
+fn a_habit_repeated_in_few_sessions_qualifies_and_says_why_it_ranks() {
+    let env = TestEnv::new();
+    let log = repeated_habit_log(env.path());
+    env.cli()
+        .args(["ingest", "--format", "native"])
+        .arg(&log)
+        .assert()
+        .success();
+    // Four occurrences suffice (the default, said explicitly).
+    let config = env.write_config("[mine]\nmin_occurrences = 4\n");
+    let out = env
+        .cli()
+        .arg("--config")
+        .arg(&config)
+        .args(["--json", "mine"])
+        .assert()
+        .success();
+    let summary = json_of(out.get_output());
+    // The sub-agent's session counts with its parent's.
+    assert_eq!(summary["sessions"], 2, "{summary:#}");
+    assert_eq!(summary["min_occurrences"], 4, "{summary:#}");
+    let all = patterns(&env, &env.state());
+    let holding: Vec<&Value> = all
+        .iter()
+        .filter(|p| p["steps"].to_string().contains("check.sh"))
+        .collect();
+    let habit = holding
+        .iter()
+        .find(|p| p["status"] == "new" && p["steps"].as_array().map(Vec::len) == Some(2))
+        .unwrap_or_else(|| {
+            panic!(
+                "the habit among {:#?}",
+                holding
+                    .iter()
+                    .map(|p| (&p["status"], &p["steps"]))
+                    .collect::<Vec<_>>()
+            )
+        });
+    // Seen in two sessions only, twelve times: it qualifies by its occurrences.
+    assert_eq!(
+        (habit["support"].as_u64(), habit["occurrences"].as_u64()),
+        (Some(2), Some(12))
+    );
+    assert!(
+        habit["steps"][0]
+            .as_str()
+            .is_some_and(|s| s.contains("check.sh"))
+    );
+    assert!(habit["score"].as_f64() > Some(0.0), "{habit:#}");
+    let id = habit["id"].as_str().expect("id");
+    // The detail shows the score's terms.
+    let out = env.cli().args(["patterns", id]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains("from 2 sessions and 12 occurrences"),
+        "{text}"
+    );
+    assert!(
+        text.contains("confidence = (0.25 + 0.75 × consistency"),
+        "{text}"
+    );
+
+    // With more occurrences required, the habit is not one.
+    let config = env.write_config("[mine]\nmin_occurrences = 13\n");
+    env.cli()
+        .arg("--config")
+        .arg(&config)
+        .arg("mine")
+        .assert()
+        .success();
+    let all = patterns(&env, &env.state());
+    assert!(
+        all.iter()
+            .all(|p| !p["steps"].to_string().contains("check.sh")),
+        "{all:#?}"
+    );
+}
+
+/// `openssl x509` then `openssl verify` in ten sessions, after a stray `uname -a` in five.
+fn stray_step_log(dir: &Path) -> PathBuf {
+    let one_offs = [
+        "git diff",
+        "cargo fmt",
+        "rg -n TODO",
+        "git stash list",
+        "du -sh .",
+        "python3 --version",
+    ];
+    let mut lines = Vec::new();
+    for i in 0..10 {
+        let session = format!("s{i}");
+        let mut seq = 0;
+        let mut push = |command: &str| {
+            seq += 1;
+            lines.push(call(&session, seq, command, true, "ok", 50));
+        };
+        push(one_offs[i % 6]);
+        if i % 2 == 0 {
+            push("uname -a");
+        }
+        push(&format!("openssl x509 -in certs/c{i}.pem -noout -subject"));
+        push(&format!("openssl verify -CAfile ca.pem certs/c{i}.pem"));
+        push("cargo build");
+    }
+    let path = dir.join("stray.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write log");
+    path
+}
+
+#[test]
+fn one_habit_is_one_pattern_and_says_what_was_folded_where() {
+    let env = TestEnv::new();
+    let log = stray_step_log(env.path());
+    env.cli()
+        .args(["ingest", "--format", "native"])
+        .arg(&log)
+        .assert()
+        .success();
+    env.cli().arg("mine").assert().success();
+    let all = patterns(&env, &env.state());
+    let holding: Vec<&Value> = all
+        .iter()
+        .filter(|p| p["steps"].to_string().contains("openssl"))
+        .collect();
+    let new: Vec<&&Value> = holding.iter().filter(|p| p["status"] == "new").collect();
+    assert_eq!(
+        new.len(),
+        1,
+        "one habit, one pattern: {:#?}",
+        holding
+            .iter()
+            .map(|p| (&p["status"], &p["steps"]))
+            .collect::<Vec<_>>()
+    );
+    let habit = new[0];
+    let id = habit["id"].as_str().expect("id");
+    assert_eq!(habit["support"], 10, "{habit:#}");
+    // Every other pattern of it is folded into it, and says so.
+    for p in holding.iter().filter(|p| p["id"] != id) {
+        assert_eq!(p["status"], "folded", "{p:#}");
+        assert_eq!(p["folded_into"]["id"], id, "{p:#}");
+    }
+    let stray = holding
+        .iter()
+        .find(|p| p["steps"][0] == "uname -a")
+        .expect("the stray step's variant");
+    let stray_id = stray["id"].as_str().expect("id");
+    let out = env.cli().args(["patterns", id]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("folded into this one"), "{text}");
+    assert!(text.contains(stray_id), "{text}");
+    let out = env.cli().args(["patterns", stray_id]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("[folded]"), "{text}");
+    assert!(text.contains(&format!("folded into {id}")), "{text}");
+    assert!(text.contains("5 of its 5 occurrences"), "{text}");
+}
+
 #[test]
 fn a_rejected_pattern_stays_rejected_across_runs() {
     use toolsmith::generate::candidates::{self, NewCandidate, State};
@@ -283,8 +488,14 @@ fn a_rejected_pattern_stays_rejected_across_runs() {
         .expect("still listed");
     assert_eq!(again["status"], "rejected");
     assert_eq!(again["reason"], "we run tests in CI");
+    // The others are new, or the same habit as another pattern and folded into it (a habit
+    // rejected at review is not proposed again through a variant of it).
     let others: Vec<&Value> = all.iter().filter(|p| p["id"] != id.as_str()).collect();
-    assert!(others.iter().all(|p| p["status"] == "new"));
+    assert!(
+        others.iter().all(|p| p["status"] == "new"
+            || (p["status"] == "folded" && p["folded_into"]["id"].is_string())),
+        "{others:#?}"
+    );
 }
 
 #[test]

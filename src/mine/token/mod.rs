@@ -4,7 +4,8 @@
 //! `run`) is parsed with [`crate::mine::shell`] and gives one token per simple command it runs.
 //! An agent tool call (`Read`, `Edit`, `Grep`, `apply_patch`, …) gives one token of the tool and
 //! the kinds of its arguments. SWE-agent's own commands (`open`, `edit`, `str_replace_editor`, …)
-//! are command lines and are read as such.
+//! are command lines and are read as such, their own command's token being a tool call (it is
+//! the agent's tool, not a program: `edit 15:15` is never a shell step).
 //!
 //! # What a token is
 //!
@@ -312,7 +313,15 @@ impl Tokenizer {
             } else {
                 Dialect::Posix
             };
-            return self.line_tokens(line, dialect, action.cwd.as_deref());
+            let mut tokens = self.line_tokens(line, dialect, action.cwd.as_deref());
+            // An aider slash command (`/add src/x.py`, `/ask …`) read as a command line (from an
+            // input history) is the agent's command, not a program at the root.
+            if let Some(first) = tokens.first_mut()
+                && aider_command(line).is_some_and(|name| name == first.program)
+            {
+                first.kind = TokenKind::Tool;
+            }
+            return tokens;
         }
         if action.source == Source::SweAgent
             && let Some(line) = action.input.get("command").and_then(Value::as_str)
@@ -325,12 +334,71 @@ impl Tokenizer {
             } else {
                 line
             };
-            return self.line_tokens(line, Dialect::Posix, action.cwd.as_deref());
+            let mut tokens = self.line_tokens(line, Dialect::Posix, action.cwd.as_deref());
+            // The adapter names the action after SWE-agent's own command (`edit`, `open`,
+            // `create`, `find_file`, …): that command is the agent's tool, not a program, so a
+            // pattern holding it is kept but no tool is made of it.
+            for token in &mut tokens {
+                if token.kind == TokenKind::Shell && token.program == action.tool {
+                    token.kind = TokenKind::Tool;
+                }
+            }
+            return tokens;
         }
         tool_token(&action.tool, &action.input, action.cwd.as_deref())
             .into_iter()
             .collect()
     }
+}
+
+/// aider's own commands (`aider/commands.py`), typed as `/name` in its chat.
+const AIDER_COMMANDS: &[&str] = &[
+    "add",
+    "architect",
+    "ask",
+    "chat-mode",
+    "clear",
+    "code",
+    "commit",
+    "context",
+    "copy",
+    "copy-context",
+    "diff",
+    "drop",
+    "edit",
+    "editor",
+    "editor-model",
+    "exit",
+    "help",
+    "lint",
+    "load",
+    "ls",
+    "map",
+    "map-refresh",
+    "model",
+    "models",
+    "multiline-mode",
+    "paste",
+    "quit",
+    "read-only",
+    "reasoning-effort",
+    "report",
+    "reset",
+    "save",
+    "settings",
+    "think-tokens",
+    "tokens",
+    "undo",
+    "voice",
+    "weak-model",
+    "web",
+];
+
+/// The aider command a command line starts with (`/add x` → `add`), if it does.
+fn aider_command(line: &str) -> Option<&str> {
+    let word = line.split_whitespace().next()?;
+    let name = word.strip_prefix('/')?;
+    AIDER_COMMANDS.contains(&name).then_some(name)
 }
 
 /// The command line of a shell action, if the action is one.
@@ -430,6 +498,67 @@ mod tests {
         let todo = action(Source::ClaudeCode, "TodoWrite", json!({"todos": []}), None);
         assert_eq!(tokenizer.tokens(&todo)[0].key, "TodoWrite");
         assert!(tokens_of(&todo).is_empty());
+    }
+
+    #[test]
+    fn swe_agents_own_commands_are_tool_calls_not_programs() {
+        let kinds = |tool: &str, command: &str| -> Vec<(String, TokenKind)> {
+            tokens_of(&action(
+                Source::SweAgent,
+                tool,
+                json!({ "command": command }),
+                None,
+            ))
+            .into_iter()
+            .map(|t| (t.program, t.kind))
+            .collect()
+        };
+        for (tool, command) in [
+            ("edit", "edit 15:15\n    return x\nend_of_edit"),
+            ("open", "open src/x.py 100"),
+            ("create", "create reproduce.py"),
+            ("find_file", "find_file setup.py"),
+            ("search_dir", "search_dir TODO src"),
+            ("str_replace_editor", "str_replace_editor view /r/a.py"),
+        ] {
+            assert_eq!(
+                kinds(tool, command),
+                [(tool.to_owned(), TokenKind::Tool)],
+                "{command}"
+            );
+        }
+        // aider's slash commands, read from an input history, are its own commands too.
+        let aider = |line: &str| -> Vec<(String, TokenKind)> {
+            tokens_of(&action(
+                Source::Bash,
+                "shell",
+                json!({ "command": line }),
+                None,
+            ))
+            .into_iter()
+            .map(|t| (t.program, t.kind))
+            .collect()
+        };
+        assert_eq!(
+            aider("/add src/x.py"),
+            [("add".to_owned(), TokenKind::Tool)]
+        );
+        assert_eq!(
+            aider("/usr/bin/make test"),
+            [("make".to_owned(), TokenKind::Shell)]
+        );
+        // A command run with it stays a command; a shell action stays one.
+        assert_eq!(
+            kinds("create", "create x.py && python x.py"),
+            [
+                ("create".to_owned(), TokenKind::Tool),
+                ("python".to_owned(), TokenKind::Shell)
+            ]
+        );
+        assert_eq!(
+            kinds("shell", "python reproduce.py"),
+            [("python".to_owned(), TokenKind::Shell)]
+        );
     }
 
     #[test]
