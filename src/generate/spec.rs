@@ -464,8 +464,8 @@ impl ToolSpec {
         }
         SandboxProfile {
             workspace: WorkspaceAccess::Write,
-            network: false,
             limits,
+            ..SandboxProfile::default()
         }
     }
 }

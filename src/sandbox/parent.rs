@@ -23,13 +23,15 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::{Group, Pid, User, getgid, getuid, pipe2};
 
+use super::grants::{Grants, HostPort};
 use super::limits::{self, CgroupStats, RunCgroup};
 use super::policy::{Layer, SandboxPolicy};
 use super::profile::Limits;
 use super::protocol::{
-    HelperSpec, MAX_MESSAGE_BYTES, Message, Pid1Marks, Required, Step, SupervisorMarks, View,
-    now_ns,
+    HelperSpec, MAX_MESSAGE_BYTES, Message, Pid1Marks, ProxyPlan, Required, Step, SupervisorMarks,
+    View, now_ns,
 };
+use super::proxy::{self, Connection, Proxy};
 use super::{
     AppliedLayers, Enforcement, Exit, HELPER_ARG0, LimitHit, Output, RunReport, SandboxError,
     SandboxSpec, Stdin, Timings, WorkspaceAccess,
@@ -112,6 +114,7 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
     let (limits, mut warnings) = policy.clamp(spec.profile.limits);
     let dirs = host_dirs(spec)?;
     refuse_missing_layers(policy, isolated)?;
+    let granted = check_grants(spec, isolated)?;
 
     let root = nix::unistd::geteuid().is_root();
     let cgroup_started = now_ns();
@@ -119,7 +122,7 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
     marks.cgroup = (cgroup_started, now_ns());
     let (pids_bound, memory_bound) = RunCgroup::bound_by(cgroup.as_ref(), root);
 
-    let (request, scratch) = request(spec, &dirs, &limits, cgroup.as_ref(), isolated)?;
+    let (request, scratch) = request(spec, &dirs, &granted, &limits, cgroup.as_ref(), isolated)?;
     warnings.extend(request.warning);
     let helper = match &spec.helper {
         Some(path) => path.clone(),
@@ -132,6 +135,7 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
         &request.bytes,
         &limits,
         cgroup.as_ref(),
+        &granted.hosts,
     )?;
     // Teardown: the cgroup's counters are read before it goes, with the work directory.
     let stats = cgroup.as_ref().map(RunCgroup::stats);
@@ -188,7 +192,88 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
         },
         warnings,
         timings: timings(&marks),
+        connections: talk.connections,
     })
+}
+
+/// What the run is granted beyond the defaults, each checked against the policy's `[grants]`.
+#[derive(Debug, Default)]
+struct Granted {
+    /// The `host:port` pairs the proxy admits (none: no proxy).
+    hosts: Vec<HostPort>,
+    /// Host sockets to bind, as (where the run sees it, the socket on the host, canonical).
+    sockets: Vec<(PathBuf, PathBuf)>,
+}
+
+/// Checks the profile's grants against the policy: a host or socket the policy does not list
+/// is refused, naming the line that would allow it; a network grant needs the namespaces; a
+/// socket must exist, be a socket and lie clear of toolsmith's own places.
+fn check_grants(spec: &SandboxSpec, isolated: bool) -> Result<Granted, SandboxError> {
+    let policy = &spec.policy;
+    let mut granted = Granted::default();
+    for host in &spec.profile.hosts {
+        if !policy.grants.allows_host(host) {
+            return Err(SandboxError::Refused(format!(
+                "the run asks for the network host {host}, which the policy does not grant: {}",
+                Grants::host_line(host, &policy.file)
+            )));
+        }
+        if !granted.hosts.contains(host) {
+            granted.hosts.push(host.clone());
+        }
+    }
+    if !granted.hosts.is_empty() && !isolated {
+        return Err(SandboxError::Refused(format!(
+            "the run asks for network hosts, which go through toolsmith's proxy from the \
+             sandbox's own network namespace, but there are no namespaces here ({})",
+            namespaces_detail()
+        )));
+    }
+    for socket in &spec.profile.host_sockets {
+        if !socket.is_absolute() {
+            return Err(SandboxError::Invalid(format!(
+                "the host socket {} is not an absolute path",
+                socket.display()
+            )));
+        }
+        if !policy.grants.allows_socket(socket) {
+            return Err(SandboxError::Refused(format!(
+                "the run asks for the host socket {}, which the policy does not grant: {}",
+                socket.display(),
+                Grants::socket_line(socket, &policy.file)
+            )));
+        }
+        if !isolated {
+            return Err(SandboxError::Refused(
+                "a host socket is bound into the sandbox's own view, but there are no \
+                 namespaces here"
+                    .into(),
+            ));
+        }
+        let real = socket.canonicalize().map_err(|e| {
+            SandboxError::Invalid(format!(
+                "the host socket {} cannot be used: {e}",
+                socket.display()
+            ))
+        })?;
+        let is_socket = std::fs::metadata(&real)
+            .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()));
+        if !is_socket {
+            return Err(SandboxError::Invalid(format!(
+                "{} is not a socket",
+                socket.display()
+            )));
+        }
+        // toolsmith's own control socket is never granted, whatever the policy says.
+        if spec.own.covers(&real) {
+            return Err(SandboxError::Refused(format!(
+                "the host socket {} is one of toolsmith's own places; no run may reach it",
+                socket.display()
+            )));
+        }
+        granted.sockets.push((socket.clone(), real));
+    }
+    Ok(granted)
 }
 
 /// The run's directories on the host, canonical: the workspace (when the profile grants
@@ -296,6 +381,7 @@ struct Request {
 fn request(
     spec: &SandboxSpec,
     dirs: &HostDirs,
+    granted: &Granted,
     limits: &Limits,
     cgroup: Option<&RunCgroup>,
     isolated: bool,
@@ -308,6 +394,7 @@ fn request(
         scratch_mb: limits.file_size_mb,
         passwd,
         group,
+        host_sockets: &granted.sockets,
     };
     let mut scratch = None;
     let mut warning = None;
@@ -334,8 +421,26 @@ fn request(
         ));
         (View::Host { cwd }, rules, home, tmp)
     };
-    let env = super::env::environment(&|n| std::env::var(n).ok(), &home, &tmpdir, &spec.env)
+    let host_env = |n: &str| std::env::var(n).ok();
+    let mut env = super::env::environment(&host_env, &home, &tmpdir, &spec.env)
         .map_err(SandboxError::Invalid)?;
+    let network = !granted.hosts.is_empty();
+    if network {
+        // The package indexes the caller's package managers are configured with, when granted;
+        // then the proxy's address, which nothing else may replace.
+        let extra = super::env::index_variables(&host_env, &granted.hosts);
+        let proxy = proxy::environment();
+        env.retain(|(n, _)| {
+            !extra.iter().chain(&proxy).any(|(e, _)| e == n) && !n.eq_ignore_ascii_case("no_proxy")
+        });
+        env.extend(extra);
+        env.extend(proxy);
+    }
+    let sockets = match (isolated, network) {
+        (false, _) => seccomp::Sockets::None,
+        (true, false) => seccomp::Sockets::Unix,
+        (true, true) => seccomp::Sockets::UnixAndTcp,
+    };
     let request = HelperSpec {
         argv: spec.command.clone(),
         env,
@@ -349,7 +454,8 @@ fn request(
             seccomp: policy.requires(Layer::Seccomp),
             allow_partial_landlock: policy.allow_partial_landlock,
         },
-        seccomp: seccomp::packed(!isolated),
+        seccomp: seccomp::packed(sockets),
+        proxy: network.then_some(ProxyPlan { port: proxy::PORT }),
     };
     let bytes = serde_json::to_vec(&request).map_err(|e| {
         SandboxError::Invalid(format!(
@@ -359,11 +465,13 @@ fn request(
     Ok((Request { bytes, warning }, scratch))
 }
 
-/// What the parent saw of the helper: what it read, how the helper ended, and how long it ran.
+/// What the parent saw of the helper: what it read, how the helper ended, how long it ran,
+/// and the connections its proxy served.
 struct Conversation {
     outcome: Outcome,
     status: ExitStatus,
     runtime: Duration,
+    connections: Vec<Connection>,
 }
 
 /// Starts the helper, feeds it the request, watches the run to its end and reaps the helper.
@@ -373,9 +481,32 @@ fn converse(
     request: &[u8],
     limits: &Limits,
     cgroup: Option<&RunCgroup>,
+    hosts: &[HostPort],
 ) -> Result<Conversation, SandboxError> {
     let started = Instant::now();
-    let (mut child, pipes) = spawn(helper, stdin)?;
+    let channel = if hosts.is_empty() {
+        None
+    } else {
+        Some(proxy::channel().map_err(|source| SandboxError::Io {
+            what: "creating the proxy's channel to the helper".into(),
+            source,
+        })?)
+    };
+    let (mut child, pipes) = spawn(helper, stdin, channel.as_ref().map(|(_, theirs)| theirs))?;
+    // The proxy starts once the helper is spawned (the helper never shares a thread's state),
+    // and its thread waits for the listener the helper sends.
+    let proxy = match channel {
+        Some((ours, theirs)) => {
+            drop(theirs);
+            Some(
+                Proxy::start(ours, hosts.to_vec()).map_err(|source| SandboxError::Io {
+                    what: "starting the proxy".into(),
+                    source,
+                })?,
+            )
+        }
+        None => None,
+    };
     // A helper that dies before reading says why on the report pipe; a failed write is not
     // the error to show.
     let _ = std::fs::File::from(pipes.request).write_all(request);
@@ -390,10 +521,12 @@ fn converse(
         what: "waiting for the sandbox helper".into(),
         source,
     })?;
+    let connections = proxy.map(Proxy::finish).unwrap_or_default();
     Ok(Conversation {
         outcome,
         status,
         runtime,
+        connections,
     })
 }
 
@@ -756,16 +889,22 @@ struct Pipes {
     stderr: OwnedFd,
 }
 
-/// Descriptor numbers the helper finds its request and report pipes at.
+/// Descriptor numbers the helper finds its request and report pipes at, and the proxy's
+/// channel (with a network grant).
 const REQUEST_FD: RawFd = 3;
 const REPORT_FD: RawFd = 4;
+const PROXY_FD: RawFd = 5;
 
 /// Starts the helper with `posix_spawn` (glibc's is a `vfork`: nothing of a large parent, such as
 /// the daemon or an MCP server, is copied), its stdout and stderr and the request and report
 /// pipes at descriptors 1 to 4, an empty environment, default signal dispositions and mask.
 /// The helper ties its life to this thread itself (a parent-death signal, armed first thing,
 /// then a check that this process is still its parent).
-fn spawn(helper: &Path, stdin: Stdin) -> Result<(Helper, Pipes), SandboxError> {
+fn spawn(
+    helper: &Path,
+    stdin: Stdin,
+    proxy_channel: Option<&OwnedFd>,
+) -> Result<(Helper, Pipes), SandboxError> {
     let io = |what: String, source: std::io::Error| SandboxError::Io { what, source };
     let pipe = |what: &str| {
         pipe2(OFlag::O_CLOEXEC).map_err(|e| io(format!("creating the {what} pipe"), e.into()))
@@ -773,10 +912,10 @@ fn spawn(helper: &Path, stdin: Stdin) -> Result<(Helper, Pipes), SandboxError> {
     // The child's ends are moved to 5 and up, so that placing them at 1 to 4 never overwrites
     // one still to be placed (a parent with closed standard descriptors gets low ones).
     let high = |fd: OwnedFd| -> Result<OwnedFd, SandboxError> {
-        if fd.as_raw_fd() > REPORT_FD {
+        if fd.as_raw_fd() > PROXY_FD {
             return Ok(fd);
         }
-        nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(REPORT_FD + 1))
+        nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(PROXY_FD + 1))
             // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that nothing else owns.
             .map(|new| unsafe { OwnedFd::from_raw_fd(new) })
             .map_err(|e| {
@@ -790,12 +929,18 @@ fn spawn(helper: &Path, stdin: Stdin) -> Result<(Helper, Pipes), SandboxError> {
     let (report_read, report_write) = pipe("report")?;
     let (stdout_read, stdout_write) = pipe("stdout")?;
     let (stderr_read, stderr_write) = pipe("stderr")?;
-    let placed = [
+    let mut placed = vec![
         (high(stdout_write)?, 1),
         (high(stderr_write)?, 2),
         (high(request_read)?, REQUEST_FD),
         (high(report_write)?, REPORT_FD),
     ];
+    if let Some(channel) = proxy_channel {
+        let copy = channel
+            .try_clone()
+            .map_err(|e| io("duplicating the proxy's channel".into(), e))?;
+        placed.push((high(copy)?, PROXY_FD));
+    }
     let parent = std::process::id().to_string();
     let c = |text: &str| {
         CString::new(text).map_err(|_| SandboxError::Invalid(format!("{text:?} contains NUL")))
@@ -803,12 +948,15 @@ fn spawn(helper: &Path, stdin: Stdin) -> Result<(Helper, Pipes), SandboxError> {
     let program = CString::new(helper.as_os_str().as_bytes()).map_err(|_| {
         SandboxError::Invalid(format!("the helper path {} contains NUL", helper.display()))
     })?;
-    let args = [
+    let mut args = vec![
         c(HELPER_ARG0)?,
         c(&REQUEST_FD.to_string())?,
         c(&REPORT_FD.to_string())?,
         c(&parent)?,
     ];
+    if proxy_channel.is_some() {
+        args.push(c(&PROXY_FD.to_string())?);
+    }
     let mut argv: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr().cast_mut()).collect();
     argv.push(std::ptr::null_mut());
     let envp: [*mut libc::c_char; 1] = [std::ptr::null_mut()];

@@ -1,4 +1,4 @@
-//! The `[sandbox]` table of the policy: which layers untrusted code needs before it may run at
+//! The `[sandbox]` table of the policy (and, through `grants.rs`, its `[grants]` table): which layers untrusted code needs before it may run at
 //! all, and the largest limits a tool may ask for.
 //!
 //! ```toml
@@ -18,6 +18,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::grants::Grants;
 use super::profile::Limits;
 use crate::host::HostReport;
 
@@ -109,6 +110,9 @@ pub struct SandboxPolicy {
     pub cpus: u32,
     /// The largest limits a profile may ask for.
     pub max: Limits,
+    /// What may ever be granted beyond the defaults (the `[grants]` table): network hosts
+    /// through the proxy, host sockets. Nothing by default.
+    pub grants: Grants,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -141,6 +145,7 @@ impl Default for SandboxPolicy {
                 file_size_mb: 4096,
                 open_files: 4096,
             },
+            grants: Grants::default(),
         }
     }
 }
@@ -167,6 +172,7 @@ impl SandboxPolicy {
         let doc: toml::Table = toml::from_str(text).map_err(|e| syntax(e.message().into()))?;
         let mut policy = SandboxPolicy {
             file: file.into(),
+            grants: Grants::from_table(&doc, file)?,
             ..SandboxPolicy::default()
         };
         let Some(table) = doc.get("sandbox") else {

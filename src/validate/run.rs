@@ -433,6 +433,7 @@ impl Validator {
                 cpu_s: STATIC_WALL_S,
                 ..Limits::default()
             },
+            ..Profile::default()
         };
         let spec = self.spec(command, tool_dir, profile);
         let report = sandbox::run(&spec).map_err(|e| e.to_string())?;
@@ -779,7 +780,7 @@ impl Validator {
                     continue;
                 }
             };
-            let mut spec = self.spec(command, tool_dir, profile);
+            let mut spec = self.spec(command, tool_dir, profile.clone());
             spec.env = env;
             spec.workspace = Some(workspace.clone());
             let result = sandbox::run(&spec);
