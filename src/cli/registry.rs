@@ -100,6 +100,9 @@ pub(super) fn list_reviews(cli: &Cli, out: &mut impl Write, style: Style) -> Res
             r.bump.map_or("new", |b| b.as_str()),
             r.subject
         )?;
+        for line in &r.reach {
+            writeln!(out, "    {}", style.warn(line))?;
+        }
     }
     writeln!(
         out,
@@ -475,7 +478,12 @@ pub(super) fn show_tool(cli: &Cli, name: &str, out: &mut impl Write) -> Result<b
         return Ok(true);
     }
     match &entry.manifest {
-        Some(m) => out.write_all(m.to_yaml().as_bytes())?,
+        Some(m) => {
+            for line in crate::sandbox::grants::reach_lines(&m.sandbox) {
+                writeln!(out, "# {line}")?;
+            }
+            out.write_all(m.to_yaml().as_bytes())?;
+        }
         None => writeln!(
             out,
             "{name}: invalid: {}",

@@ -1043,6 +1043,11 @@ impl Generator {
         // The profile a generator writes fits the policy: validation refuses one above its
         // maxima (a slow habit's wall limit is three times its duration, unbounded by it).
         spec.sandbox.limits = self.validator.sandbox_policy.clamp(spec.sandbox.limits).0;
+        // What the tool may reach comes from the evidence (the package indexes its package
+        // managers are configured with, the git remotes it names), never from a generator;
+        // validation refuses what the policy's [grants] does not list, naming the line.
+        spec.sandbox.hosts = super::reach::hosts(&spec, &super::reach::current());
+        spec.sandbox.host_sockets.clear();
         let staging = Staging::new(&self.state_dir, &c.id);
         // Held until this returns, however it returns: while it is held the candidate is this
         // process's; once the process is gone, whoever runs next resumes it.

@@ -49,6 +49,10 @@ pub struct Review {
     pub behind_main: bool,
     /// How the version moved from what is on `main`; `None` for a tool's first version.
     pub bump: Option<Bump>,
+    /// What the tool may reach beyond the sandbox's defaults, as its commit message says
+    /// (network hosts; host sockets with their warning).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reach: Vec<String>,
 }
 
 /// What an approval (or a merge recognised) did.
@@ -125,6 +129,7 @@ impl Registry {
         &self,
         name: &str,
         interface: &manifest::Interface,
+        sandbox: &crate::sandbox::SandboxProfile,
     ) -> Result<NextVersion, RegistryError> {
         let main = self.main_commit()?;
         let tree = self.git("read main", main.tree())?;
@@ -145,7 +150,16 @@ impl Registry {
             });
         };
         let (bump, reasons) = match &current {
-            Some(m) => versions::bump(&m.interface, interface),
+            Some(m) => {
+                let (mut bump, mut reasons) = versions::bump(&m.interface, interface);
+                // What the tool may reach widened: a reviewer must look at it as a new tool.
+                let widened = versions::widened_reach(&m.sandbox, sandbox);
+                if !widened.is_empty() {
+                    bump = Bump::Major;
+                    reasons.extend(widened);
+                }
+                (bump, reasons)
+            }
             None => (Bump::Minor, vec!["no version of it is on main".to_owned()]),
         };
         Ok(NextVersion {
@@ -192,7 +206,8 @@ impl Registry {
                 });
             }
         }
-        let NextVersion { version, bump } = self.next_version(&name, &manifest.interface)?;
+        let NextVersion { version, bump } =
+            self.next_version(&name, &manifest.interface, &manifest.sandbox)?;
         manifest.version = version.clone();
         let mut files: BTreeMap<String, Vec<u8>> = proposal
             .files
@@ -228,6 +243,7 @@ impl Registry {
                 }
             ));
         }
+        body.extend(crate::sandbox::grants::reach_lines(&manifest.sandbox));
         let mut trailers = proposal.trailers.clone();
         trailers.push(("Candidate".into(), proposal.candidate.clone()));
         let msg = message(&subject, &body, &trailers);
@@ -258,6 +274,7 @@ impl Registry {
             subject,
             behind_main: false,
             bump: bump.map(|(b, _)| b),
+            reach: crate::sandbox::grants::reach_lines(&manifest.sandbox),
         })
     }
 
@@ -303,6 +320,11 @@ impl Registry {
                         .to_owned(),
                     behind_main: commit.parent_id(0).ok() != Some(main),
                     bump,
+                    reach: msg
+                        .lines()
+                        .filter(|l| l.starts_with("Network: ") || l.starts_with("WARNING: "))
+                        .map(str::to_owned)
+                        .collect(),
                 },
             ));
         }

@@ -2,13 +2,15 @@
 //! how the version moves.
 //!
 //! - **major**: a parameter removed, a parameter newly required (an existing optional one, or a
-//!   new one), a parameter's type changed, or the output changed (its kind or its schema);
+//!   new one), a parameter's type changed, the output changed (its kind or its schema), or what
+//!   the tool may reach widened (a network host or a host socket granted: [`widened_reach`]);
 //! - **minor**: optional parameters added, nothing else of the above;
 //! - **patch**: the interface unchanged (the implementation, tests or docs changed).
 
 use serde_json::Value;
 
 use crate::package::manifest::Interface;
+use crate::sandbox::SandboxProfile;
 
 /// How far a version moves.
 #[derive(
@@ -100,6 +102,23 @@ pub fn bump(old: &Interface, new: &Interface) -> (Bump, Vec<String>) {
         raise(Bump::Major, "the output changed".to_owned(), &mut level);
     }
     (level, reasons)
+}
+
+/// What `new` may reach that `old` could not: network hosts and host sockets added. Each is
+/// a major version, whatever the interface did: widening a tool's reach is a new decision.
+pub fn widened_reach(old: &SandboxProfile, new: &SandboxProfile) -> Vec<String> {
+    let mut reasons = Vec::new();
+    for host in new.hosts.iter().filter(|h| !old.hosts.contains(h)) {
+        reasons.push(format!("network host {host} granted"));
+    }
+    for socket in new
+        .host_sockets
+        .iter()
+        .filter(|s| !old.host_sockets.contains(s))
+    {
+        reasons.push(format!("host socket {} granted", socket.display()));
+    }
+    reasons
 }
 
 /// The properties (name, schema) and required names of a parameter schema.
@@ -197,5 +216,30 @@ mod tests {
         for b in [Bump::Patch, Bump::Minor, Bump::Major] {
             assert_eq!(Bump::from_name(b.as_str()), Some(b));
         }
+    }
+
+    #[test]
+    fn widening_what_a_tool_reaches_is_named() {
+        let old = SandboxProfile {
+            hosts: vec!["pypi.org:443".into()],
+            ..SandboxProfile::default()
+        };
+        assert!(widened_reach(&old, &old).is_empty());
+        assert!(
+            widened_reach(&old, &SandboxProfile::default()).is_empty(),
+            "narrowed"
+        );
+        let wider = SandboxProfile {
+            hosts: vec!["pypi.org:443".into(), "files.pythonhosted.org:443".into()],
+            host_sockets: vec!["/run/docker.sock".into()],
+            ..SandboxProfile::default()
+        };
+        assert_eq!(
+            widened_reach(&old, &wider),
+            [
+                "network host files.pythonhosted.org:443 granted",
+                "host socket /run/docker.sock granted"
+            ]
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! so a secret in a variable nobody thought of (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`, an
 //! agent's API key) never reaches generated code.
 
-use super::grants::HostPort;
+use super::grants::{HostPort, url_host};
 
 /// The sandbox's `PATH`: system directories only, the ones the view contains.
 pub(crate) const PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
@@ -83,29 +83,6 @@ const INDEX_FLAGS: [&str; 3] = [
     "PIP_DISABLE_PIP_VERSION_CHECK",
     "PIP_NO_CACHE_DIR",
 ];
-
-/// The `host:port` of an `http://` or `https://` URL without credentials.
-pub(crate) fn url_host(url: &str) -> Option<HostPort> {
-    let (rest, default_port) = if let Some(rest) = url.strip_prefix("https://") {
-        (rest, 443)
-    } else {
-        (url.strip_prefix("http://")?, 80)
-    };
-    let authority = rest.split(['/', '?', '#']).next()?;
-    if authority.contains('@') || authority.is_empty() {
-        return None;
-    }
-    let has_port = match authority.rfind(']') {
-        Some(bracket) => authority[bracket..].contains(':'),
-        None => authority.contains(':'),
-    };
-    let text = if has_port {
-        authority.to_owned()
-    } else {
-        format!("{authority}:{default_port}")
-    };
-    HostPort::parse(&text, false).ok()
-}
 
 /// The package index settings of the caller to pass to a run granted `hosts` (see
 /// [`INDEX_URLS`]).

@@ -114,6 +114,30 @@ impl fmt::Display for HostPort {
     }
 }
 
+/// The `host:port` of an `http://` or `https://` URL (default ports 80 and 443); `None` for
+/// another scheme or a URL carrying credentials.
+pub fn url_host(url: &str) -> Option<HostPort> {
+    let (rest, default_port) = if let Some(rest) = url.strip_prefix("https://") {
+        (rest, 443)
+    } else {
+        (url.strip_prefix("http://")?, 80)
+    };
+    let authority = rest.split(['/', '?', '#']).next()?;
+    if authority.is_empty() || authority.contains('@') {
+        return None;
+    }
+    let has_port = match authority.rfind(']') {
+        Some(bracket) => authority[bracket..].contains(':'),
+        None => authority.contains(':'),
+    };
+    let text = if has_port {
+        authority.to_owned()
+    } else {
+        format!("{authority}:{default_port}")
+    };
+    HostPort::parse(&text, false).ok()
+}
+
 /// The policy's `[grants]`: what may ever be granted.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct Grants {
@@ -247,6 +271,23 @@ pub fn socket_warning(socket: &Path) -> String {
          root-equivalent power over the host",
         socket.display()
     )
+}
+
+/// What a tool may reach beyond the sandbox's defaults, as the review commit, `toolsmith
+/// show` and `toolsmith review` show it: network hosts through the proxy, and each host socket
+/// with a plain warning.
+pub fn reach_lines(profile: &super::SandboxProfile) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !profile.hosts.is_empty() {
+        lines.push(format!(
+            "Network: may reach {} through toolsmith's filtering proxy, nothing else.",
+            profile.hosts.join(", ")
+        ));
+    }
+    for socket in &profile.host_sockets {
+        lines.push(socket_warning(socket));
+    }
+    lines
 }
 
 #[cfg(test)]

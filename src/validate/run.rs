@@ -389,6 +389,15 @@ impl Validator {
                 self.sandbox_policy.file
             ));
         }
+        // What the tool may reach must be grantable under this policy: refused here, with the
+        // policy line that would allow it, before anything of the tool runs.
+        let (grants, file) = (&self.sandbox_policy.grants, &self.sandbox_policy.file);
+        problems.extend(grants.check_hosts(&manifest.sandbox.hosts, file).err());
+        problems.extend(
+            grants
+                .check_sockets(&manifest.sandbox.host_sockets, file)
+                .err(),
+        );
         checks.push(check(
             CheckLayer::Manifest,
             manifest::FILE_NAME,
