@@ -327,6 +327,7 @@ pub(super) fn run(
                 "stderr": text(&report.stderr.bytes),
                 "output": parsed,
                 "warnings": report.warnings,
+                "connections": report.connections,
             }),
         )?;
     } else {
@@ -337,6 +338,22 @@ pub(super) fn run(
         // Never silent: a limit the policy lowered, a layer missing here.
         for warning in &report.warnings {
             writeln!(stderr, "toolsmith run: {name}: {warning}")?;
+        }
+        for c in &report.connections {
+            if c.verdict != crate::sandbox::Verdict::Allowed {
+                writeln!(
+                    stderr,
+                    "toolsmith run: {name}: connection to {}:{} {}: {}",
+                    c.host,
+                    c.port,
+                    if c.verdict == crate::sandbox::Verdict::Denied {
+                        "refused"
+                    } else {
+                        "failed"
+                    },
+                    c.reason.as_deref().unwrap_or_default()
+                )?;
+            }
         }
         if let Some(limit) = report.limit {
             writeln!(
