@@ -200,7 +200,12 @@ fn network_grants(config: Option<&crate::config::Config>) -> NetworkGrants {
         })
         .collect();
     NetworkGrants {
-        granted: policy.grants.hosts.iter().map(ToString::to_string).collect(),
+        granted: policy
+            .grants
+            .hosts
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
         policy: policy.file,
         indexes,
     }
