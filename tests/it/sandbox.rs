@@ -249,6 +249,58 @@ fn network_connect_to_a_loopback_listener_fails() {
     }
 }
 
+/// A script that prints the proxy variables it sees, `lo`'s state (through an AF_UNIX socket,
+/// which every run may make), and whether an AF_INET socket can be made.
+const NETWORK_STATE: &str = r#"
+import fcntl, os, socket, struct
+print("env", sorted(k for k in os.environ if k.lower().endswith("_proxy")))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+flags = struct.unpack("16sH", fcntl.ioctl(s, 0x8913, struct.pack("16sH", b"lo", 0)))[1]
+print("lo", "up" if flags & 1 else "down")
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    print("inet yes")
+except OSError as e:
+    print("inet", e.errno)
+"#;
+
+#[test]
+fn a_run_granted_nothing_has_no_proxy_no_loopback_and_no_inet() {
+    if !Path::new("/usr/bin/python3").exists() {
+        println!("skipped: no /usr/bin/python3");
+        return;
+    }
+    let (report, code) = run_json(&[], &["/usr/bin/python3", "-c", NETWORK_STATE]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        text(&report, "stdout"),
+        format!("env []\nlo down\ninet {}\n", libc::EAFNOSUPPORT),
+        "{report}"
+    );
+    assert_eq!(report["connections"], serde_json::json!([]), "{report}");
+
+    // The same run with a grant: the proxy's variables, lo up, TCP sockets allowed.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[grants]\nhosts = [\"127.0.0.1:9\"]\n").expect("write");
+    let (report, code) = run_json(
+        &[
+            "--policy",
+            policy.to_str().expect("utf-8"),
+            "--allow-host",
+            "127.0.0.1:9",
+        ],
+        &["/usr/bin/python3", "-c", NETWORK_STATE],
+    );
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        text(&report, "stdout"),
+        "env ['ALL_PROXY', 'HTTPS_PROXY', 'HTTP_PROXY', 'all_proxy', 'http_proxy', \
+         'https_proxy']\nlo up\ninet yes\n",
+        "{report}"
+    );
+}
+
 #[test]
 fn proc_shows_the_sandbox_not_the_host() {
     let (report, code) = run_json(&[], &["cat", "/proc/1/cmdline"]);
