@@ -296,10 +296,7 @@ fn serve(channel: OwnedFd, stop: OwnedFd, granted: Vec<HostPort>) -> Vec<Connect
     let granted = Arc::new(granted);
     let mut handlers: Vec<JoinHandle<()>> = Vec::new();
     let mut next_id = 0u64;
-    loop {
-        let Ok(ready) = wait_readable(&[&listener_fd, &stop]) else {
-            break;
-        };
+    while let Ok(ready) = wait_readable(&[&listener_fd, &stop]) {
         if ready.get(1) == Some(&true) {
             break;
         }
