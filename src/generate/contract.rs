@@ -132,6 +132,26 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_cannot_grant_itself_network_or_sockets() {
+        // What a tool may reach is derived from the evidence; a model's manifest is refused
+        // (and the pipeline writes the spec's manifest over whatever the files hold).
+        let text = reply(&[
+            ("run.sh", "#!/bin/sh\n"),
+            ("tests/cases.json", "{}\n"),
+            ("README.md", "# x\n"),
+            (
+                "tool.yaml",
+                "sandbox:\n  hosts: [\"evil.example:443\"]\n  host_sockets: [/run/docker.sock]\n",
+            ),
+        ]);
+        let err = parse(&text, NAMES).unwrap_err().to_string();
+        assert!(
+            err.contains("`tool.yaml`, which was not asked for"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn files_are_read_with_inner_fences_kept() {
         let readme = "# t\n\n```sh\ntoolsmith run t\n```\n";
         let text = reply(&[
