@@ -12,6 +12,11 @@
 //! - `toolsmith --version` against `/bin/true`: goal at most 4;
 //! - an MCP `tools/call` of a trivial registered tool, the round trip on an open session
 //!   (`toolsmith mcp`), against `toolsmith sandbox -- true`;
+//! - `sandbox::run(/bin/true)` with the user's toolchains bound (those `cargo` and `python`
+//!   resolve into on this machine's PATH: rustup's, pyenv's), against the same bwrap and
+//!   against `sandbox::run` without them: what binding toolchains costs;
+//! - `rustc --version` from rustup's toolchain, in `sandbox::run` with the toolchain bound
+//!   against bwrap (`--ro-bind / /`, so the toolchain is there too).
 //! - `sandbox::run(/bin/true)` with a network grant (issue 21: `lo` brought up, the listener
 //!   handed to the parent's filtering proxy, its thread started and stopped) against the same
 //!   bwrap and against the run without a grant; `toolsmith sandbox --allow-host … -- /bin/true`
@@ -44,7 +49,8 @@ use toolsmith::generate::template;
 use toolsmith::package::digest::digest;
 use toolsmith::package::manifest::{Manifest, TestCounts, Validation};
 use toolsmith::registry::repo::{Proposal, Registry};
-use toolsmith::sandbox::{self, SandboxSpec};
+use toolsmith::sandbox::toolchain::{Resolution, UserEnv, resolve};
+use toolsmith::sandbox::{self, SandboxSpec, Toolchain};
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() - 1) as f64 * p).round() as usize;
@@ -217,8 +223,10 @@ fn main() {
         println!("bwrap not available (scripts/install-bench-peers.sh installs it): peer skipped");
     }
     let mut spec = SandboxSpec::new(vec!["/bin/true".into()]);
-    // As the binaries run it: the helper binary beside them.
+    // As the daemon runs it: the helper binary beside it, executed.
     spec.helper = Some(env!("CARGO_BIN_EXE_toolsmith-sandbox-helper").into());
+    // As the CLI and MCP server run it: this single-threaded process forks its helper.
+    let forked_spec = SandboxSpec::new(vec!["/bin/true".into()]);
     // One run first: it must work, and it says which layers are in force and where its time
     // went.
     let first = match sandbox::run(&spec) {
@@ -284,13 +292,65 @@ fn main() {
     let mut lib_proxy = Samples::new("sandbox::run(/bin/true), with the proxy", rounds);
     let mut cli_proxy = Samples::new("toolsmith sandbox --allow-host … (CLI)", rounds);
     let mut plain = Samples::new("plain /bin/true", rounds);
-    let mut lib = Samples::new("toolsmith::sandbox::run(/bin/true), all layers", rounds);
+    let mut lib = Samples::new(
+        "toolsmith::sandbox::run(/bin/true), all layers, helper executed",
+        rounds,
+    );
+    let mut lib_forked = Samples::new(
+        "toolsmith::sandbox::run(/bin/true), all layers, helper forked",
+        rounds,
+    );
     let mut cli = Samples::new("toolsmith sandbox -- /bin/true (CLI)", rounds);
     let mut cli_true = Samples::new("toolsmith sandbox -- true (CLI)", rounds);
     let mut bwrap = Samples::new("bwrap --unshare-all … /bin/true", rounds);
     let mut version = Samples::new("toolsmith --version", rounds);
     let mut mcp = Samples::new("MCP tools/call of a trivial tool, open session", rounds);
     let mut parts: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
+    // The user's toolchains, as generation would bind them for `cargo` and `python`.
+    let user = UserEnv::from_process(None);
+    let toolchains: Vec<Toolchain> = ["cargo", "python"]
+        .iter()
+        .filter_map(|p| match resolve(p, &user, true) {
+            Resolution::Toolchain { toolchain, .. } => Some(toolchain),
+            _ => None,
+        })
+        .collect();
+    let mut with_tc = spec.clone();
+    with_tc.profile.toolchains = toolchains.clone();
+    let rustc = toolchains
+        .iter()
+        .find(|t| t.program == "cargo")
+        .map(|t| t.paths[0].join("bin/rustc"));
+    let mut rustc_tc = rustc.as_ref().map(|r| {
+        let mut s = with_tc.clone();
+        s.command = vec![r.display().to_string(), "--version".into()];
+        s
+    });
+    let bwrap_rustc: Vec<String> = rustc
+        .iter()
+        .flat_map(|r| {
+            bwrap_args[..bwrap_args.len() - 1]
+                .iter()
+                .map(|a| (*a).to_owned())
+                .chain([r.display().to_string(), "--version".into()])
+        })
+        .collect();
+    if toolchains.is_empty() {
+        println!("no user toolchain for cargo or python on this PATH: toolchain figures skipped");
+    } else {
+        let bound: Vec<String> = toolchains
+            .iter()
+            .flat_map(|t| t.paths.iter().map(|p| p.display().to_string()))
+            .collect();
+        println!("toolchains bound: {}", bound.join(", "));
+        if let Some(spec) = &mut rustc_tc {
+            let report = sandbox::run(spec).expect("rustc in the sandbox");
+            assert_eq!(report.exit.status(), 0, "{report:?}");
+        }
+    }
+    let mut lib_tc = Samples::new("sandbox::run(/bin/true), toolchains bound", rounds);
+    let mut rustc_ours = Samples::new("sandbox::run(rustc --version), toolchain bound", rounds);
+    let mut rustc_bwrap = Samples::new("bwrap … rustc --version", rounds);
     let v1_pids = if nix::unistd::geteuid().is_root() {
         own_v1_pids()
     } else {
@@ -335,6 +395,10 @@ fn main() {
                 }
             }
         }
+        lib_forked.ms.push(timed(|| {
+            let report = sandbox::run(&forked_spec).expect("sandboxed /bin/true, forked");
+            assert_eq!(report.helper, sandbox::HelperStart::Forked);
+        }));
         cli.ms.push(timed(|| {
             assert!(run_quiet(Command::new(toolsmith).args([
                 "sandbox",
@@ -358,6 +422,23 @@ fn main() {
             assert!(run_quiet(Command::new(toolsmith).arg("--version")))
         }));
         mcp.ms.push(timed(&mut call_tool));
+        if !toolchains.is_empty() {
+            lib_tc.ms.push(timed(|| {
+                let report = sandbox::run(&with_tc).expect("sandboxed with toolchains");
+                assert_eq!(report.exit.status(), 0);
+            }));
+        }
+        if let Some(spec) = &rustc_tc {
+            rustc_ours.ms.push(timed(|| {
+                let report = sandbox::run(spec).expect("sandboxed rustc");
+                assert_eq!(report.exit.status(), 0);
+            }));
+            if have_bwrap {
+                rustc_bwrap.ms.push(timed(|| {
+                    assert!(run_quiet(Command::new("bwrap").args(&bwrap_rustc)))
+                }));
+            }
+        }
         cli_true.ms.push(timed(|| {
             assert!(run_quiet(
                 Command::new(toolsmith).args(["sandbox", "--", "true"])
@@ -391,6 +472,7 @@ fn main() {
     println!("{rounds} rounds, contenders alternating within each round");
     let plain_m = plain.report();
     let lib_m = lib.report();
+    let lib_forked_m = lib_forked.report();
     let cli_m = cli.report();
     let version_m = version.report();
     let cli_true_m = cli_true.report();
@@ -412,6 +494,12 @@ fn main() {
     if have_bwrap {
         let bwrap_m = bwrap.report();
         ratio("sandbox::run / bwrap", lib_m, bwrap_m, Some(1.0));
+        ratio(
+            "sandbox::run, helper forked / bwrap",
+            lib_forked_m,
+            bwrap_m,
+            Some(1.0),
+        );
         ratio("CLI sandbox / bwrap", cli_m, bwrap_m, Some(1.5));
         ratio(
             "sandbox::run with the proxy / bwrap",
@@ -425,6 +513,25 @@ fn main() {
             bwrap_m,
             None,
         );
+    }
+    if !toolchains.is_empty() {
+        let tc_m = lib_tc.report();
+        println!("toolchain binds over none: {:.2} ms", tc_m - lib_m);
+        if have_bwrap {
+            ratio(
+                "sandbox::run with toolchains / bwrap",
+                tc_m,
+                percentile(&bwrap.ms, 0.5),
+                Some(1.0),
+            );
+        }
+    }
+    if rustc_tc.is_some() {
+        let ours = rustc_ours.report();
+        if have_bwrap {
+            let theirs = rustc_bwrap.report();
+            ratio("rustc --version: sandbox::run / bwrap", ours, theirs, None);
+        }
     }
     ratio(
         "toolsmith --version / /bin/true",

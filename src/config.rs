@@ -197,6 +197,8 @@ pub struct Config {
     pub health: HealthSettings,
     /// When the registry is synced with its remote (`[sync]`).
     pub sync: SyncSettings,
+    /// Where the user's programs are looked up for tools (`[sandbox]`).
+    pub sandbox: SandboxSettings,
     /// `[[source]]` tables; empty means: the standard locations of known agents and shells.
     pub sources: Vec<SourceSetting>,
     /// The directories a configuration file is looked for in (whether or not one is there):
@@ -273,6 +275,17 @@ pub struct McpSettings {
     pub description_budget: Setting<u32>,
 }
 
+/// The user's side of the sandbox (`[sandbox]`; the policy file's `[sandbox]` table holds the
+/// layers and limits).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SandboxSettings {
+    /// The user's `PATH`, as their shell has it (written by `toolsmith install --user`): a
+    /// tool's required programs are resolved on it, and those in the user's toolchains
+    /// (rustup, pyenv, a venv, nvm, ~/.local/bin) bound into the sandbox. `None`: the daemon's
+    /// own `$PATH`, which under systemd is minimal.
+    pub path: Setting<Option<String>>,
+}
+
 /// How candidates are generated (`[generate]`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct GenerateSettings {
@@ -336,6 +349,20 @@ impl Config {
     /// The daemon's single-instance lock file.
     pub fn lock_path(&self) -> PathBuf {
         self.paths.state.value.join("toolsmithd.lock")
+    }
+
+    /// The user's environment a tool's programs are resolved in: `[sandbox] path` when set
+    /// (its origin named), else this process's `PATH`; the home directory and the toolchains'
+    /// variables from this process.
+    pub fn user_env(&self) -> crate::sandbox::toolchain::UserEnv {
+        let origin = format!("[sandbox] path ({})", self.sandbox.path.origin);
+        crate::sandbox::toolchain::UserEnv::from_process(
+            self.sandbox
+                .path
+                .value
+                .as_deref()
+                .map(|p| (p, origin.as_str())),
+        )
     }
 
     /// toolsmith's own places, which no sandboxed run may see: the state, runtime and
@@ -511,6 +538,11 @@ impl Config {
                 "sync.schedule",
                 toml::Value::String(self.sync.schedule.value.clone()),
                 &self.sync.schedule.origin,
+            ),
+            (
+                "sandbox.path",
+                toml::Value::String(self.sandbox.path.value.clone().unwrap_or_default()),
+                &self.sandbox.path.origin,
             ),
         ]
     }
@@ -703,6 +735,8 @@ struct RawConfig {
     health: RawSchedule,
     #[serde(default)]
     sync: RawSchedule,
+    #[serde(default)]
+    sandbox: RawSandbox,
     #[serde(default, rename = "source")]
     sources: Vec<Spanned<RawSource>>,
 }
@@ -737,6 +771,12 @@ struct RawGenerate {
     max_attempts: Option<Spanned<u32>>,
     max_per_run: Option<Spanned<u32>>,
     policy: Option<Spanned<PathBuf>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSandbox {
+    path: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -889,7 +929,29 @@ fn validate(
     check_llm(&raw.llm, path, text)?;
     check_llm_backend_has_model(raw, path, text)?;
     check_sources(&raw.sources, checks, path, text)?;
-    check_paths(&raw.paths, path, text)
+    check_paths(&raw.paths, path, text)?;
+    check_sandbox(&raw.sandbox, path, text)
+}
+
+/// `[sandbox] path`: a `PATH` of absolute directories, as a shell's.
+fn check_sandbox(s: &RawSandbox, path: &Path, text: &str) -> Result<(), ConfigError> {
+    if let Some(value) = &s.path {
+        let dirs: Vec<&str> = value.get_ref().split(':').collect();
+        if let Some(bad) = dirs.iter().find(|d| !d.starts_with('/')) {
+            return Err(invalid(
+                path,
+                text,
+                value,
+                "sandbox.path",
+                format!(
+                    "`{}` is not an absolute directory: write your shell's PATH (`echo $PATH`), \
+                     absolute directories separated by `:`",
+                    bad.escape_debug()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `[daemon]`: the log filter parses; the limits are in range.
@@ -1415,6 +1477,15 @@ fn resolve(
     let sync = SyncSettings {
         schedule: pick(&raw.sync.schedule, "*/30 * * * *".to_owned(), &from_file),
     };
+    let sandbox = SandboxSettings {
+        path: match &raw.sandbox.path {
+            Some(v) => Setting {
+                value: Some(v.get_ref().clone()),
+                origin: from_file(v.span()),
+            },
+            None => Setting::default(None),
+        },
+    };
     let sources = raw
         .sources
         .iter()
@@ -1443,6 +1514,7 @@ fn resolve(
         events,
         health,
         sync,
+        sandbox,
         sources,
         config_dirs: config_dirs(env).into_iter().map(|(dir, _)| dir).collect(),
     })
@@ -1664,6 +1736,14 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # When the daemon syncs the registry with its git remote, if it has one (`toolsmith sync
 # --remote URL` sets it).
 # schedule = "*/30 * * * *"
+
+[sandbox]
+# Your shell's PATH: the programs a tool requires are looked up on it as your shell would
+# (`toolsmith install --user` writes the PATH of the shell it runs in here). A program found in
+# one of your own toolchains (rustup, pyenv, a venv, nvm, ~/.local/bin) is bound read-only into
+# the sandbox when the policy's [grants] toolchains allows that kind; `toolsmith doctor` shows
+# what is found. Without it: the daemon's own PATH, which is minimal under systemd.
+# path = "/home/you/.cargo/bin:/usr/local/bin:/usr/bin:/bin"
 
 # Log sources. Without any [[source]] table, the standard locations that exist are read:
 # ~/.claude/projects (claude-code), ~/.codex/sessions (codex), ~/.bash_history (bash),

@@ -621,6 +621,30 @@ struct Pass {
     /// Opened read-only; every toolsmith process inherits it as descriptor 7.
     secret_file: fs::File,
     suid: bool,
+    /// A real virtual environment inside the pass's home (the caller's), bound as a toolchain
+    /// (`None`: no python3 here to make one).
+    venv: Option<PathBuf>,
+    /// A virtual environment of another user (uid [`OTHER_UID`]; root passes only).
+    other_venv: Option<PathBuf>,
+}
+
+/// The owner of the other user's toolchain.
+const OTHER_UID: u32 = 4242;
+
+/// A virtual environment at `dir`, made by the system's python3 (no pip: fast).
+fn make_venv(dir: &Path) -> Option<PathBuf> {
+    let made = Command::new("/usr/bin/python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(dir)
+        .output()
+        .ok()?;
+    assert!(
+        made.status.success(),
+        "python3 -m venv {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&made.stderr)
+    );
+    dir.canonicalize().ok()
 }
 
 fn unique(what: &str) -> String {
@@ -679,9 +703,23 @@ impl Pass {
         fs::write(&stdin_canary, "stdin canary\n").expect("write");
         let policy = root.join("policy.toml");
         fs::write(&policy, policy_toml()).expect("write policy");
+        let venv = if shared.python {
+            make_venv(&home.join("proj/.venv"))
+        } else {
+            None
+        };
         if let Some(ids) = ids {
             chown_tree(&root, ids);
         }
+        // Another user's toolchain, where this pass could reach it: only root can make one.
+        let other_venv = if shared.python && is_root() {
+            let other = root.join("other-home");
+            let made = make_venv(&other.join(".venv"));
+            chown_tree(&other, (OTHER_UID, OTHER_UID));
+            made
+        } else {
+            None
+        };
         set_mode(&home, 0o700);
         set_mode(&home.join(".ssh"), 0o700);
         set_mode(&home.join(".ssh/id_rsa"), 0o600);
@@ -733,6 +771,8 @@ impl Pass {
             guard: Guard::new(label, ids.is_some()),
             secret_file,
             suid,
+            venv,
+            other_venv,
         }
     }
 
@@ -852,6 +892,8 @@ struct Opts {
     allow_hosts: Vec<String>,
     /// `--host-socket` values.
     host_sockets: Vec<PathBuf>,
+    /// `--toolchain python`, with this virtual environment's `bin` first on toolsmith's PATH.
+    toolchain: Option<PathBuf>,
 }
 
 impl Default for Opts {
@@ -863,6 +905,7 @@ impl Default for Opts {
             policy: None,
             allow_hosts: Vec::new(),
             host_sockets: Vec::new(),
+            toolchain: None,
         }
     }
 }
@@ -1006,6 +1049,12 @@ impl Ctx<'_> {
         }
         for socket in &opts.host_sockets {
             cmd.arg("--host-socket").arg(socket);
+        }
+        if let Some(venv) = &opts.toolchain {
+            cmd.args(["--toolchain", "python"]).env(
+                "PATH",
+                format!("{}/bin:/usr/local/bin:/usr/bin:/bin", venv.display()),
+            );
         }
         cmd.arg("--").args(command);
         p.launch(&mut cmd, true);
@@ -1532,6 +1581,25 @@ fn cases() -> Vec<Case> {
             Normal,
             env_secrets,
         ),
+        // The user's toolchains, bound read-only.
+        c(
+            "toolchain: write into it",
+            "with a venv bound as python's toolchain, write into its bin/, lib/ and pyvenv.cfg",
+            Normal,
+            toolchain_write,
+        ),
+        c(
+            "toolchain: rest of home",
+            "with a venv under ~/proj bound, read ~/.ssh, ~/.bashrc, ~/.config; list ~ and ~/proj",
+            Normal,
+            toolchain_home,
+        ),
+        c(
+            "toolchain: another user's",
+            "bind a venv owned by another uid (found first on toolsmith's PATH)",
+            Normal,
+            toolchain_other_user,
+        ),
         c(
             "inherited fds",
             "list /proc/self/fd (toolsmith inherited fd 7 without CLOEXEC)",
@@ -1729,6 +1797,158 @@ fn control_tiocsti(ctx: &Ctx) -> Verdict {
     Verdict {
         observed: format!("pty input after the run: {:?}", pending.trim()),
         ok,
+    }
+}
+
+// Toolchains ------------------------------------------------------------------------------------
+
+/// The case's verdict when this pass has no virtual environment to bind.
+fn no_venv() -> Verdict {
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI has /usr/bin/python3 (python3-venv) to make the toolchain cases' venv"
+    );
+    Verdict {
+        observed: "skipped: no /usr/bin/python3 to make a virtual environment".into(),
+        ok: true,
+    }
+}
+
+fn toolchain_write(ctx: &Ctx) -> Verdict {
+    let Some(venv) = ctx.pass.venv.clone() else {
+        return no_venv();
+    };
+    let cfg = venv.join("pyvenv.cfg");
+    let before = snapshot(&cfg);
+    let targets = [
+        venv.join("bin/planted"),
+        venv.join("lib/planted"),
+        cfg.clone(),
+        venv.join("bin/python"),
+    ];
+    let mut command = vec!["/tool/probe".to_owned(), "write".to_owned()];
+    command.extend(targets.iter().map(|t| t.display().to_string()));
+    let words: Vec<&str> = command.iter().map(String::as_str).collect();
+    let run = ctx.sandbox(
+        Opts {
+            toolchain: Some(venv.clone()),
+            ..Opts::default()
+        },
+        &words,
+    );
+    ctx.refused(
+        &[&run],
+        vec![
+            ("pyvenv.cfg unchanged".into(), snapshot(&cfg) == before),
+            (
+                "nothing planted in the venv".into(),
+                !venv.join("bin/planted").exists() && !venv.join("lib/planted").exists(),
+            ),
+        ],
+    )
+}
+
+fn toolchain_home(ctx: &Ctx) -> Verdict {
+    let p = ctx.pass;
+    let Some(venv) = p.venv.clone() else {
+        return no_venv();
+    };
+    let opts = || Opts {
+        toolchain: Some(venv.clone()),
+        ..Opts::default()
+    };
+    let read = ctx.sandbox(
+        opts(),
+        &[
+            "/tool/probe",
+            "read",
+            &p.home_path(".ssh/id_rsa"),
+            &p.home_path(".bashrc"),
+            &p.home_path(".config/gh/hosts.yml"),
+            "/etc/shadow",
+        ],
+    );
+    let hidden = ctx.sandbox(
+        opts(),
+        &[
+            "/tool/probe",
+            "list",
+            &p.home_path(".ssh"),
+            &p.home_path(".config"),
+        ],
+    );
+    // The way down to the toolchain is all of the home the view holds.
+    let home = p.home_path("");
+    let proj = p.home_path("proj");
+    let shown = ctx.sandbox(opts(), &["/tool/probe", "list", &home, &proj]);
+    let listed = shown.allowed().join(" | ");
+    let only_the_way = listed.contains(&format!("opendir({home}): 1 entries: proj "))
+        && listed.contains(&format!("opendir({proj}): 1 entries: .venv "));
+    // And the toolchain works: its python runs, as the venv.
+    let python = ctx.sandbox(
+        opts(),
+        &[
+            "python",
+            "-c",
+            "import sys; print('INFO prefix', sys.prefix)",
+        ],
+    );
+    let prefix = python
+        .info()
+        .first()
+        .map(|l| l.to_string())
+        .unwrap_or_default();
+    let mut verdict = ctx.refused(
+        &[&read, &hidden],
+        vec![
+            (
+                format!("~ lists only the way to the venv ({listed})"),
+                only_the_way,
+            ),
+            (
+                format!(
+                    "the venv's python runs ({prefix:?}; {})",
+                    python.stderr.trim()
+                ),
+                prefix == format!("prefix {}", venv.display()),
+            ),
+        ],
+    );
+    if let Some(failure) = shown.failure().or(python.failure()) {
+        verdict = Verdict {
+            observed: failure,
+            ok: false,
+        };
+    }
+    verdict
+}
+
+fn toolchain_other_user(ctx: &Ctx) -> Verdict {
+    let Some(other) = ctx.pass.other_venv.clone() else {
+        return Verdict {
+            observed: "skipped: only root can make another user's files".into(),
+            ok: true,
+        };
+    };
+    let run = ctx.sandbox(
+        Opts {
+            toolchain: Some(other.clone()),
+            ..Opts::default()
+        },
+        &["/tool/probe", "hello"],
+    );
+    let refused = run.report.is_none()
+        && run.code == Some(125)
+        && run
+            .cli_stderr
+            .contains(&format!("belongs to uid {OTHER_UID}"));
+    Verdict {
+        observed: format!(
+            "exit {:?}: {}",
+            run.code,
+            run.cli_stderr.trim().chars().take(240).collect::<String>()
+        ),
+        ok: refused && run.info().is_empty(),
     }
 }
 
@@ -2520,14 +2740,18 @@ fn grant_reached(ctx: &Ctx) -> Verdict {
     }
     let seen = connections(&run);
     let bytes = run.field("/connections/0/bytes_down").as_u64().unwrap_or(0);
+    // The CLI forks its helper with a grant too: the proxy's thread starts after the fork.
+    let helper = run.field("/helper");
     let ok = run.allowed().len() == 3
         && server.hits() == 3
         && seen.len() == 3
         && seen.iter().all(|(_, v)| v == "allowed")
-        && bytes > 0;
+        && bytes > 0
+        && helper == "forked";
     Verdict {
         observed: format!(
-            "allowed {:?}, denied {:?}; server got {}; report {seen:?}, {bytes} bytes down",
+            "allowed {:?}, denied {:?}; server got {}; report {seen:?}, {bytes} bytes down; \
+             helper {helper}",
             run.allowed(),
             run.denied(),
             server.hits()

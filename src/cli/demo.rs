@@ -154,18 +154,13 @@ fn lay_out(dir: &Path) -> std::io::Result<PathBuf> {
         crate::generate::reach::configured_indexes(&crate::generate::reach::current())
             .into_iter()
             .filter(|i| i.manager == crate::generate::reach::Manager::Pip)
-            .map(|i| toml::Value::String(i.host.to_string()).to_string())
+            .map(|i| i.host.to_string())
             .collect();
     pip_hosts.dedup();
     let policy = dir.join("policy.toml");
     std::fs::write(
         &policy,
-        format!(
-            "{}\n# The demo grants the package indexes pip is configured with here.\n\
-             [grants]\nhosts = [{}]\n",
-            crate::validate::run::DEFAULT_POLICY,
-            pip_hosts.join(", ")
-        ),
+        crate::validate::run::default_policy_granting(&pip_hosts),
     )?;
     std::fs::write(
         &config,

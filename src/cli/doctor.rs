@@ -9,12 +9,91 @@ use super::output::Style;
 use super::{Cli, Failure, config_request, socket_path};
 use crate::control::Client;
 use crate::host::{self, IsolationLevel, Layer};
+use crate::sandbox::SandboxPolicy;
+use crate::sandbox::toolchain::{Resolution, UserEnv, resolve};
+
+/// Programs whose toolchains `doctor` looks for.
+const PROBED: [&str; 8] = [
+    "cargo", "rustc", "python", "python3", "pip", "pytest", "node", "npm",
+];
+
+/// Where each probed program comes from for the user, and which kinds the policy grants.
+fn toolchains(user: &UserEnv, policy: &SandboxPolicy) -> Value {
+    let programs: Vec<Value> = PROBED
+        .iter()
+        .map(|p| json!({"program": p, "resolution": resolve(p, user, true)}))
+        .collect();
+    json!({
+        "path": user.path,
+        "path_origin": user.origin,
+        "programs": programs,
+        "granted": policy.grants.toolchains,
+        "policy": policy.file,
+    })
+}
+
+/// One line per probed program: its toolchain and what is bound, or where it is otherwise.
+fn toolchain_lines(user: &UserEnv, policy: &SandboxPolicy, style: Style) -> Vec<String> {
+    let mut lines = vec![
+        format!("  PATH      {}", user.path),
+        format!("  from      {}", user.origin),
+    ];
+    for program in PROBED {
+        let (mark, detail) = match resolve(program, user, true) {
+            Resolution::Toolchain { toolchain, .. } => {
+                let paths: Vec<String> = toolchain
+                    .paths
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect();
+                let granted = policy.grants.allows(toolchain.kind);
+                let note = if granted {
+                    String::new()
+                } else {
+                    format!(
+                        " — not granted: add \"{}\" to [grants] toolchains in {}",
+                        toolchain.kind, policy.file
+                    )
+                };
+                let mark = if granted {
+                    style.good("ok     ")
+                } else {
+                    style.warn("refused")
+                };
+                (
+                    mark,
+                    format!("{}: {}{note}", toolchain.kind, paths.join(", ")),
+                )
+            }
+            Resolution::System { found } => (
+                style.good("ok     "),
+                format!("system: {}", found.display()),
+            ),
+            Resolution::NotFound => ("-      ".to_owned(), "not on the PATH".to_owned()),
+            Resolution::Unusable { why, .. } => (style.bad("unusable"), why),
+        };
+        lines.push(format!("  {mark}  {program:<8} {detail}"));
+    }
+    lines
+}
 
 pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
     let report = host::probe();
-    // The built-in policy: no configuration key names another policy file yet.
-    let sandbox = crate::sandbox::SandboxPolicy::default().plan(&report);
     let config = config_request(cli).load(&crate::daemon::checks::STAGES);
+    // The configured policy (generate.policy), else the built-in one.
+    let policy = match config
+        .as_ref()
+        .ok()
+        .and_then(|c| c.generate.policy.value.clone())
+    {
+        Some(file) => SandboxPolicy::load(&file).unwrap_or_default(),
+        None => SandboxPolicy::default(),
+    };
+    let sandbox = policy.plan(&report);
+    let user = match &config {
+        Ok(c) => c.user_env(),
+        Err(_) => UserEnv::from_process(None),
+    };
     let config_check = match &config {
         Ok(c) => Layer {
             available: true,
@@ -72,6 +151,7 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
                 "config": config_check,
                 "daemon": daemon_check,
                 "registry": registry_check,
+                "toolchains": toolchains(&user, &policy),
             }),
         );
     }
@@ -124,6 +204,13 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
             };
             writeln!(out, "  {mark}  {name:<16} {}", layer.detail)?;
         }
+    }
+    writeln!(
+        out,
+        "\nToolchains (programs a tool may require, as the user's shell finds them)"
+    )?;
+    for line in toolchain_lines(&user, &policy, style) {
+        writeln!(out, "{line}")?;
     }
     let verdict = report.verdict();
     let verdict = match report.isolation_level() {

@@ -80,6 +80,57 @@ fn write_ours(path: &Path, text: &str) -> Result<&'static str, Failure> {
     Ok("written")
 }
 
+/// The `path = …` line recording the user's `PATH`, quoted as TOML.
+fn path_line(path: &str) -> String {
+    format!("path = {}", toml::Value::String(path.to_owned()))
+}
+
+/// Writes the commented default configuration with the user's `PATH` recorded as
+/// `[sandbox] path` (the daemon runs under systemd with a minimal one, and the programs a tool
+/// requires are looked up on the user's). An existing file is kept; a `[sandbox]` table is
+/// added to it when it has none.
+fn write_config(config: &Path, path: Option<&str>) -> Result<&'static str, Failure> {
+    let write = |text: &str| {
+        std::fs::write(config, text)
+            .map_err(|e| fail(format!("cannot write {}: {e}", config.display())))
+    };
+    let commented = "# path = \"/home/you/.cargo/bin:/usr/local/bin:/usr/bin:/bin\"";
+    match std::fs::read_to_string(config) {
+        Ok(old) => {
+            let has_table = old.lines().any(|l| l.trim() == "[sandbox]");
+            match path {
+                Some(p) if !has_table => {
+                    let sep = if old.ends_with('\n') || old.is_empty() {
+                        ""
+                    } else {
+                        "\n"
+                    };
+                    write(&format!(
+                        "{old}{sep}\n# Written by `toolsmith install --user`: your shell's PATH, \
+                         where a tool's programs are looked up.\n[sandbox]\n{}\n",
+                        path_line(p)
+                    ))?;
+                    Ok("updated")
+                }
+                _ => Ok("kept"),
+            }
+        }
+        Err(_) => {
+            if let Some(dir) = config.parent() {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
+            }
+            let text = crate::config::DEFAULT_CONFIG_TOML;
+            let text = match path {
+                Some(p) => text.replacen(commented, &path_line(p), 1),
+                None => text.to_owned(),
+            };
+            write(&text)?;
+            Ok("written")
+        }
+    }
+}
+
 fn systemctl(args: &[&str]) -> Result<(), String> {
     let out = Command::new("systemctl")
         .arg("--user")
@@ -120,17 +171,8 @@ pub(super) fn install(json_out: bool, enable: bool, out: &mut impl Write) -> Res
         ),
     ];
     let config = home.join("toolsmith/config.toml");
-    if config.exists() {
-        files.push((config.clone(), "kept"));
-    } else {
-        if let Some(dir) = config.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
-        }
-        std::fs::write(&config, crate::config::DEFAULT_CONFIG_TOML)
-            .map_err(|e| fail(format!("cannot write {}: {e}", config.display())))?;
-        files.push((config.clone(), "written"));
-    }
+    let path = std::env::var("PATH").ok().filter(|p| !p.is_empty());
+    files.push((config.clone(), write_config(&config, path.as_deref())?));
     let commands = vec![
         "systemctl --user daemon-reload".to_owned(),
         format!("systemctl --user {}", START.join(" ")),

@@ -11,6 +11,7 @@ use serde_json::json;
 use super::output::Style;
 use super::{Cli, Failure};
 use crate::exit::ExitCode;
+use crate::sandbox::toolchain::{Resolution, UserEnv, resolve};
 use crate::sandbox::{
     self, Exit, HostPort, Limits, Profile, RunReport, SandboxError, SandboxPolicy, SandboxSpec,
     Stdin, Verdict, WorkspaceAccess,
@@ -41,6 +42,11 @@ pub struct SandboxArgs {
     /// Set a variable in the command's environment (repeatable); the rest is an allow-list.
     #[arg(long = "env", value_name = "NAME=VALUE")]
     pub env: Vec<String>,
+    /// Bind the toolchain PROGRAM comes from (rustup, pyenv, a venv, nvm, ~/.local/bin), as
+    /// your $PATH resolves it, read-only, with its bin directories first on the PATH
+    /// (repeatable; the policy's [grants] toolchains must allow its kind).
+    #[arg(long, value_name = "PROGRAM")]
+    pub toolchain: Vec<String>,
     /// Policy file whose [sandbox] and [grants] tables apply (default: the built-in policy,
     /// which grants nothing).
     #[arg(long, value_name = "FILE")]
@@ -95,6 +101,30 @@ fn spec(cli: &Cli, args: &SandboxArgs) -> Result<SandboxSpec, Failure> {
         memory_mb: args.memory,
         ..Limits::default()
     };
+    let mut user = UserEnv::from_process(None);
+    // Resolved as the shell you run this from would: here.
+    user.cwd = std::env::current_dir().ok();
+    let writable = profile.workspace == WorkspaceAccess::Write;
+    for program in &args.toolchain {
+        match resolve(program, &user, writable) {
+            Resolution::Toolchain { toolchain, .. } => profile.toolchains.push(toolchain),
+            Resolution::System { found } => {
+                return Err(bad_option(format!(
+                    "--toolchain {program}: {} is a system program, which the sandbox shows \
+                     without a toolchain",
+                    found.display()
+                )));
+            }
+            Resolution::NotFound => {
+                return Err(bad_option(format!(
+                    "--toolchain {program}: `{program}` is not on your PATH"
+                )));
+            }
+            Resolution::Unusable { why, .. } => {
+                return Err(bad_option(format!("--toolchain {program}: {why}")));
+            }
+        }
+    }
     for host in &args.allow_host {
         let parsed = HostPort::parse(host, false)
             .map_err(|e| bad_option(format!("--allow-host {host}: {e}")))?;

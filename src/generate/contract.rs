@@ -132,26 +132,6 @@ mod tests {
     }
 
     #[test]
-    fn a_reply_cannot_grant_itself_network_or_sockets() {
-        // What a tool may reach is derived from the evidence; a model's manifest is refused
-        // (and the pipeline writes the spec's manifest over whatever the files hold).
-        let text = reply(&[
-            ("run.sh", "#!/bin/sh\n"),
-            ("tests/cases.json", "{}\n"),
-            ("README.md", "# x\n"),
-            (
-                "tool.yaml",
-                "sandbox:\n  hosts: [\"evil.example:443\"]\n  host_sockets: [/run/docker.sock]\n",
-            ),
-        ]);
-        let err = parse(&text, NAMES).unwrap_err().to_string();
-        assert!(
-            err.contains("`tool.yaml`, which was not asked for"),
-            "{err}"
-        );
-    }
-
-    #[test]
     fn files_are_read_with_inner_fences_kept() {
         let readme = "# t\n\n```sh\ntoolsmith run t\n```\n";
         let text = reply(&[
@@ -209,6 +189,30 @@ mod tests {
         for (text, expect) in cases {
             let err = parse(&text, NAMES).expect_err("refused");
             assert!(err.to_string().contains(expect), "{expect}: {err}");
+        }
+    }
+
+    /// A model never writes the manifest, so it cannot grant a tool a toolchain, a network
+    /// host or a host socket (or anything else of the sandbox profile): what a tool may reach
+    /// is derived from the evidence, and a reply carrying a manifest is refused whole.
+    #[test]
+    fn a_manifest_from_the_model_is_refused() {
+        for manifest in [
+            "sandbox:\n  toolchains:\n    - { program: sh, kind: local-bin, paths: [/home/u] }\n",
+            "sandbox:\n  hosts: [\"evil.example:443\"]\n  host_sockets: [/run/docker.sock]\n",
+        ] {
+            let text = reply(&[
+                ("run.sh", "echo\n"),
+                ("tests/cases.json", "{}\n"),
+                ("README.md", "x\n"),
+                ("tool.yaml", manifest),
+            ]);
+            let err = parse(&text, NAMES).expect_err("refused");
+            assert!(
+                err.to_string()
+                    .contains("`tool.yaml`, which was not asked for"),
+                "{err}"
+            );
         }
     }
 

@@ -53,6 +53,8 @@ use crate::mine::pattern::{self, PatternStatus};
 use crate::package::manifest::{self, Manifest, Origin};
 use crate::registry::auto::AutoApproval;
 use crate::registry::repo::{Landed, Proposal, Registry, RegistryError, Review};
+use crate::sandbox::toolchain::{Resolution, UserEnv, resolve};
+use crate::sandbox::{Toolchain, WorkspaceAccess};
 use crate::store::{Store, StoreError};
 use crate::validate::report::{CheckLayer, CheckReport, Diagnostics};
 use crate::validate::run::{Outcome, Validator, ValidatorError};
@@ -155,7 +157,8 @@ pub fn configured(config: &Config, store: Store) -> Result<Generator, ValidatorE
     let settings = Settings::from_config(&config.generate);
     let llm_wanted = settings.backend == Backend::Llm;
     let mut generator = Generator::new(store.clone(), state, settings, validator)
-        .with_registry(config.paths.registry.value.clone());
+        .with_registry(config.paths.registry.value.clone())
+        .with_user_env(config.user_env());
     generator.auto_approval = auto;
     if llm_wanted {
         let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from);
@@ -345,6 +348,9 @@ pub struct Generator {
     pub auto_approval: AutoApproval,
     /// The health stage's repairs, through which `Job::Heal` runs (none: refused).
     healer: Option<Arc<dyn Healer>>,
+    /// Where the user's programs come from: a spec's required programs are resolved here
+    /// into the toolchains its manifest binds.
+    user_env: UserEnv,
 }
 
 impl std::fmt::Debug for Generator {
@@ -355,6 +361,26 @@ impl std::fmt::Debug for Generator {
             .field("llm", &self.llm.as_ref().map(Gateway::model))
             .finish()
     }
+}
+
+/// The user's toolchains the programs `spec` requires come from: each program resolved on the
+/// user's `PATH` as their shell would; those in a system directory, not found, or in nothing the
+/// sandbox can show need no entry (validation's requires check names what is missing). The
+/// interpreter of a Python tool is the system's `python3`.
+pub fn toolchains_for(spec: &ToolSpec, user: &UserEnv) -> Vec<Toolchain> {
+    let writable = spec.sandbox.workspace == WorkspaceAccess::Write;
+    spec.requires
+        .iter()
+        .filter(|p| !(spec.language == manifest::Language::Python && p.as_str() == "python3"))
+        .filter_map(|program| match resolve(program, user, writable) {
+            Resolution::Toolchain { toolchain, .. } => Some(toolchain),
+            Resolution::Unusable { why, .. } => {
+                tracing::info!(tool = %spec.name, %program, "no toolchain to bind: {why}");
+                None
+            }
+            Resolution::NotFound | Resolution::System { .. } => None,
+        })
+        .collect()
 }
 
 /// Adds a repair's regression cases to the tests a generator wrote (a file that does not read is
@@ -405,7 +431,15 @@ impl Generator {
             cancel: None,
             auto_approval: AutoApproval::default(),
             healer: None,
+            user_env: UserEnv::from_process(None),
         }
+    }
+
+    /// Resolves the programs a tool requires in `user` (the user's `PATH`, `[sandbox] path`)
+    /// rather than in this process's environment.
+    pub fn with_user_env(mut self, user: UserEnv) -> Self {
+        self.user_env = user;
+        self
     }
 
     /// Uses `gateway` when the backend is `llm`.
@@ -1043,6 +1077,10 @@ impl Generator {
         // The profile a generator writes fits the policy: validation refuses one above its
         // maxima (a slow habit's wall limit is three times its duration, unbounded by it).
         spec.sandbox.limits = self.validator.sandbox_policy.clamp(spec.sandbox.limits).0;
+        // What the tool may reach is derived here, from where its programs come from for the
+        // user, never written by a generator or a model; validation checks it against the
+        // policy's grants.
+        spec.sandbox.toolchains = toolchains_for(&spec, &self.user_env);
         // What the tool may reach comes from the evidence (the package indexes its package
         // managers are configured with, the git remotes it names), never from a generator;
         // validation refuses what the policy's [grants] does not list, naming the line.
@@ -1504,6 +1542,23 @@ fn proposal_trailers(
     ));
     if let Some(g) = generator {
         t.push(("Generator".into(), g.to_owned()));
+    }
+    // What the tool may reach beyond the system directories, for the reviewer.
+    let toolchains = outcome
+        .manifest
+        .as_ref()
+        .map_or(&spec.sandbox.toolchains, |m| &m.sandbox.toolchains);
+    for tc in toolchains {
+        let paths: Vec<String> = tc.paths.iter().map(|p| p.display().to_string()).collect();
+        t.push((
+            "Toolchain".into(),
+            format!(
+                "{} from {}, read-only: {}",
+                tc.program,
+                tc.kind,
+                paths.join(", ")
+            ),
+        ));
     }
     t
 }

@@ -228,6 +228,14 @@ mod tests {
             Box::new(|m| m.interface.output = OutputKind::Json),
             Box::new(|m| m.sandbox.hosts.push("pypi.org:443".into())),
             Box::new(|m| m.sandbox.host_sockets.push("/run/docker.sock".into())),
+            Box::new(|m| {
+                m.sandbox.toolchains.push(crate::sandbox::Toolchain {
+                    program: "cargo".into(),
+                    kind: crate::sandbox::ToolchainKind::Rustup,
+                    paths: vec!["/home/a/.rustup/toolchains/stable".into()],
+                    env: Default::default(),
+                });
+            }),
         ];
         for (i, change) in changes.iter().enumerate() {
             let mut m = base.clone();
@@ -237,6 +245,21 @@ mod tests {
         let mut code = f.clone();
         code.insert("run.sh".into(), "echo pwned\n".into());
         assert_ne!(digest_v2(&code, &base), d);
+    }
+
+    /// A tool made before toolchains existed keeps its digest: an empty list is not written,
+    /// so neither its YAML nor its profile changes.
+    #[test]
+    fn a_profile_without_toolchains_is_what_it_was() {
+        let m = manifest();
+        let profile = profile(&m);
+        assert!(!profile.contains("toolchains"), "{profile}");
+        assert!(!m.to_yaml().contains("toolchains"));
+        assert!(
+            profile.contains(r#""sandbox":{"limits":{"#)
+                && profile.contains(r#""network":false,"workspace":"read"}"#),
+            "{profile}"
+        );
     }
 
     #[test]

@@ -467,6 +467,10 @@ impl Manifest {
                     .into(),
             ));
         }
+        for (i, toolchain) in self.sandbox.toolchains.iter().enumerate() {
+            crate::sandbox::toolchain::check_entry(toolchain)
+                .map_err(|problem| invalid(&format!("sandbox.toolchains[{i}]"), problem))?;
+        }
         for (i, host) in self.sandbox.hosts.iter().enumerate() {
             if let Err(e) = crate::sandbox::HostPort::parse(host, false) {
                 return Err(invalid(&format!("sandbox.hosts[{i}]"), e));
@@ -626,7 +630,7 @@ pub(crate) mod tests_support {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::{Limits, WorkspaceAccess};
+    use crate::sandbox::{Limits, ToolchainKind, WorkspaceAccess};
 
     pub(super) const GOOD: &str = r#"apiVersion: toolsmith/v1
 name: cargo-failing-tests
@@ -675,6 +679,38 @@ provenance:
         assert_eq!(m.provenance.origin, Origin::MinedSequence);
         let again = Manifest::parse(&m.to_yaml(), "t").expect("own output parses");
         assert_eq!(again, m);
+    }
+
+    #[test]
+    fn toolchains_parse_round_trip_and_are_checked() {
+        let with = GOOD.replacen(
+            "  network: false\n",
+            "  network: false\n  toolchains:\n    - program: cargo\n      kind: rustup\n      \
+             paths: [/home/a/.rustup/toolchains/stable-x86_64-unknown-linux-gnu, \
+             /home/a/.cargo/bin]\n      env: { CARGO_HOME: /work/.cargo }\n",
+            1,
+        );
+        let m = Manifest::parse(&with, "t").expect("valid");
+        let t = &m.sandbox.toolchains[0];
+        assert_eq!(
+            (t.program.as_str(), t.kind),
+            ("cargo", ToolchainKind::Rustup)
+        );
+        assert_eq!(t.paths.len(), 2);
+        assert_eq!(Manifest::parse(&m.to_yaml(), "t").expect("again"), m);
+        for (from, to, expect) in [
+            ("kind: rustup", "kind: conda", "kind"),
+            (
+                "/home/a/.cargo/bin]",
+                "/home/a/../b]",
+                "`sandbox.toolchains[0]`",
+            ),
+            ("/home/a/.cargo/bin]", "/etc]", "`sandbox.toolchains[0]`"),
+            ("CARGO_HOME:", "LD_PRELOAD:", "LD_PRELOAD"),
+        ] {
+            let err = error(&with.replacen(from, to, 1));
+            assert!(err.contains(expect), "{to}: {err}");
+        }
     }
 
     #[test]

@@ -121,15 +121,14 @@ impl Registry {
             .collect())
     }
 
-    /// The version a new proposal of `name` with this interface gets, and the bump with its
-    /// reasons when an earlier version exists: the interface diff against `main` moves the
-    /// highest version seen (on `main`, tagged, or awaiting review), so no two proposals and no
-    /// tag share a version.
+    /// The version a new proposal of `name` with this manifest gets, and the bump with its
+    /// reasons when an earlier version exists: the interface diff against `main`, and the
+    /// sandbox profile's widening (major), move the highest version seen (on `main`, tagged,
+    /// or awaiting review), so no two proposals and no tag share a version.
     pub fn next_version(
         &self,
         name: &str,
-        interface: &manifest::Interface,
-        sandbox: &crate::sandbox::SandboxProfile,
+        manifest: &Manifest,
     ) -> Result<NextVersion, RegistryError> {
         let main = self.main_commit()?;
         let tree = self.git("read main", main.tree())?;
@@ -150,16 +149,7 @@ impl Registry {
             });
         };
         let (bump, reasons) = match &current {
-            Some(m) => {
-                let (mut bump, mut reasons) = versions::bump(&m.interface, interface);
-                // What the tool may reach widened: a reviewer must look at it as a new tool.
-                let widened = versions::widened_reach(&m.sandbox, sandbox);
-                if !widened.is_empty() {
-                    bump = Bump::Major;
-                    reasons.extend(widened);
-                }
-                (bump, reasons)
-            }
+            Some(m) => versions::bump_manifest(m, manifest),
             None => (Bump::Minor, vec!["no version of it is on main".to_owned()]),
         };
         Ok(NextVersion {
@@ -206,8 +196,7 @@ impl Registry {
                 });
             }
         }
-        let NextVersion { version, bump } =
-            self.next_version(&name, &manifest.interface, &manifest.sandbox)?;
+        let NextVersion { version, bump } = self.next_version(&name, &manifest)?;
         manifest.version = version.clone();
         let mut files: BTreeMap<String, Vec<u8>> = proposal
             .files

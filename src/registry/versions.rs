@@ -2,10 +2,14 @@
 //! how the version moves.
 //!
 //! - **major**: a parameter removed, a parameter newly required (an existing optional one, or a
-//!   new one), a parameter's type changed, the output changed (its kind or its schema), or what
-//!   the tool may reach widened (a network host or a host socket granted: [`widened_reach`]);
+//!   new one), a parameter's type changed, or the output changed (its kind or its schema);
 //! - **minor**: optional parameters added, nothing else of the above;
 //! - **patch**: the interface unchanged (the implementation, tests or docs changed).
+//!
+//! What the tool may reach moves the version too ([`widening`]): a toolchain it did not have
+//! bound before (or one bound at more paths, or of another kind), a network host or a host
+//! socket granted, is **major**, so a reviewer and the auto-approval rules see the wider reach
+//! as the largest change.
 
 use serde_json::Value;
 
@@ -104,10 +108,33 @@ pub fn bump(old: &Interface, new: &Interface) -> (Bump, Vec<String>) {
     (level, reasons)
 }
 
-/// What `new` may reach that `old` could not: network hosts and host sockets added. Each is
-/// a major version, whatever the interface did: widening a tool's reach is a new decision.
-pub fn widened_reach(old: &SandboxProfile, new: &SandboxProfile) -> Vec<String> {
+/// What `new` may reach that `old` could not, one reason a line: toolchains added, or bound at
+/// paths they were not, or of another kind; network hosts and host sockets granted. Each is a
+/// major change, whatever the interface did: widening a tool's reach is a new decision.
+pub fn widening(old: &SandboxProfile, new: &SandboxProfile) -> Vec<String> {
     let mut reasons = Vec::new();
+    for t in &new.toolchains {
+        let before: Vec<_> = old
+            .toolchains
+            .iter()
+            .filter(|o| o.kind == t.kind)
+            .flat_map(|o| &o.paths)
+            .collect();
+        let added: Vec<String> = t
+            .paths
+            .iter()
+            .filter(|p| !before.contains(p))
+            .map(|p| p.display().to_string())
+            .collect();
+        if !added.is_empty() {
+            reasons.push(format!(
+                "the {} toolchain of `{}` is bound at {} (the sandbox reaches further)",
+                t.kind,
+                t.program,
+                added.join(", ")
+            ));
+        }
+    }
     for host in new.hosts.iter().filter(|h| !old.hosts.contains(h)) {
         reasons.push(format!("network host {host} granted"));
     }
@@ -119,6 +146,20 @@ pub fn widened_reach(old: &SandboxProfile, new: &SandboxProfile) -> Vec<String> 
         reasons.push(format!("host socket {} granted", socket.display()));
     }
     reasons
+}
+
+/// [`bump`] of the interfaces, raised to major when the sandbox profile widens.
+pub fn bump_manifest(
+    old: &crate::package::manifest::Manifest,
+    new: &crate::package::manifest::Manifest,
+) -> (Bump, Vec<String>) {
+    let (mut level, mut reasons) = bump(&old.interface, &new.interface);
+    let wider = widening(&old.sandbox, &new.sandbox);
+    if !wider.is_empty() {
+        level = Bump::Major;
+        reasons.extend(wider);
+    }
+    (level, reasons)
 }
 
 /// The properties (name, schema) and required names of a parameter schema.
@@ -148,6 +189,38 @@ fn type_of(schema: &Value) -> Option<&Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_toolchain_added_or_moved_is_major() {
+        use crate::sandbox::{Toolchain, ToolchainKind};
+        let cargo = |path: &str| Toolchain {
+            program: "cargo".into(),
+            kind: ToolchainKind::Rustup,
+            paths: vec![path.into()],
+            env: Default::default(),
+        };
+        let none = SandboxProfile::default();
+        let mut stable = none.clone();
+        stable
+            .toolchains
+            .push(cargo("/h/.rustup/toolchains/stable"));
+        let reasons = widening(&none, &stable);
+        assert_eq!(reasons.len(), 1);
+        assert!(
+            reasons[0].contains("/h/.rustup/toolchains/stable"),
+            "{reasons:?}"
+        );
+        assert!(widening(&stable, &stable).is_empty());
+        assert!(
+            widening(&stable, &none).is_empty(),
+            "narrowing is no widening"
+        );
+        let mut nightly = none.clone();
+        nightly
+            .toolchains
+            .push(cargo("/h/.rustup/toolchains/nightly"));
+        assert_eq!(widening(&stable, &nightly).len(), 1);
+    }
     use crate::package::manifest::OutputKind;
     use serde_json::json;
 
@@ -224,9 +297,9 @@ mod tests {
             hosts: vec!["pypi.org:443".into()],
             ..SandboxProfile::default()
         };
-        assert!(widened_reach(&old, &old).is_empty());
+        assert!(widening(&old, &old).is_empty());
         assert!(
-            widened_reach(&old, &SandboxProfile::default()).is_empty(),
+            widening(&old, &SandboxProfile::default()).is_empty(),
             "narrowed"
         );
         let wider = SandboxProfile {
@@ -235,7 +308,7 @@ mod tests {
             ..SandboxProfile::default()
         };
         assert_eq!(
-            widened_reach(&old, &wider),
+            widening(&old, &wider),
             [
                 "network host files.pythonhosted.org:443 granted",
                 "host socket /run/docker.sock granted"

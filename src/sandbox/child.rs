@@ -3,11 +3,12 @@
 //! fork and change its process state freely.
 //!
 //! It runs as two processes:
-//! - the **supervisor** reads the request, joins the run's cgroup, unshares the user, mount,
+//! - the **supervisor** reads the request, opens the run's cgroup files, unshares the user, mount,
 //!   pid, net, ipc and uts namespaces, maps the caller's uid and gid, forks, and then only waits:
 //!   for pid 1 to end (it then reports the exit status and resource usage) or for `SIGTERM` from
 //!   the parent (it then kills pid 1, which takes the whole pid namespace with it);
-//! - **pid 1** of the new pid namespace builds the filesystem view, then in this order: setsid,
+//! - **pid 1** of the new pid namespace joins the run's cgroup, builds the filesystem view,
+//!   then in this order: setsid,
 //!   parent-death signal, closes inherited descriptors, rlimits, Landlock, capabilities,
 //!   no_new_privs, seccomp, and `execve` of the command, which stays pid 1: when it exits, the
 //!   kernel kills everything left in the namespace.
@@ -38,7 +39,7 @@ use super::protocol::{
 use super::{Enforcement, Exit, HELPER_ARG0, landlock, limits, mounts, seccomp};
 
 /// Exit status of a helper whose set-up failed (the report pipe says why).
-const SETUP_FAILED: u8 = 125;
+pub(super) const SETUP_FAILED: u8 = 125;
 
 /// Runs the helper when this process was started as one.
 pub(crate) fn main_if_helper() -> Option<ExitCode> {
@@ -47,7 +48,7 @@ pub(crate) fn main_if_helper() -> Option<ExitCode> {
     if Path::new(&arg0).file_name()? != HELPER_ARG0 {
         return None;
     }
-    Some(helper(&args.collect::<Vec<_>>()))
+    Some(ExitCode::from(serve(&args.collect::<Vec<_>>())))
 }
 
 /// The report pipe.
@@ -82,7 +83,10 @@ fn inherited_fd(arg: Option<&OsString>) -> Option<OwnedFd> {
     Some(owned)
 }
 
-fn helper(args: &[OsString]) -> ExitCode {
+/// The helper's work, whichever way it started (re-executed under [`HELPER_ARG0`], or forked
+/// from a single-threaded caller): `args` are the request's and the report's descriptor
+/// numbers and the parent's pid. Returns the helper's exit status.
+pub(super) fn serve(args: &[OsString]) -> u8 {
     // First: this process dies with the thread that started it (the parent's `run`), and that
     // process must still be there, or the signal was armed too late to ever come.
     let parent = args
@@ -92,7 +96,7 @@ fn helper(args: &[OsString]) -> ExitCode {
         && (prctl::set_pdeathsig(Signal::SIGKILL).is_err()
             || nix::unistd::getppid().as_raw() != parent)
     {
-        return ExitCode::from(SETUP_FAILED);
+        return SETUP_FAILED;
     }
     let (Some(spec_fd), Some(report_fd), Some(_)) = (
         inherited_fd(args.first()),
@@ -103,7 +107,7 @@ fn helper(args: &[OsString]) -> ExitCode {
             "{HELPER_ARG0}: toolsmith's sandbox helper is started by toolsmith with its request \
              on a pipe; it is not run by hand (try `toolsmith sandbox -- CMD`)"
         );
-        return ExitCode::from(SETUP_FAILED);
+        return SETUP_FAILED;
     };
     // The proxy's channel, present only with a network grant.
     let proxy_channel = inherited_fd(args.get(3));
@@ -113,10 +117,20 @@ fn helper(args: &[OsString]) -> ExitCode {
         supervisor(&spec, &reporter, spec_read, proxy_channel)
     });
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => {
+            // The report is complete: the parent sees the ends of its pipes now, not after this
+            // process has torn down its memory and the namespaces, which it does on its own.
+            drop(reporter);
+            // SAFETY: nothing of this process writes to its stdout or stderr any more.
+            unsafe {
+                libc::close(1);
+                libc::close(2);
+            }
+            0
+        }
         Err(failure) => {
             reporter.send(&failure.into_message());
-            ExitCode::from(SETUP_FAILED)
+            SETUP_FAILED
         }
     }
 }
@@ -142,16 +156,24 @@ fn supervisor(
     spec_read: u64,
     proxy_channel: Option<OwnedFd>,
 ) -> Result<(), Failure> {
-    // `0` is the writer itself; in v1 that is the `tasks` file, which moves this (only)
-    // thread without the global lock `cgroup.procs` takes (see `RunCgroup::procs`).
+    // The run's cgroup files are opened here, before the namespaces (the permission to move a
+    // process is checked against the opener), and written by pid 1 alone: the supervisor stays
+    // out of the cgroup, so the parent can remove it as soon as pid 1 is reaped, without
+    // waiting for the supervisor's own exit (its copy of the caller's memory and the
+    // namespaces it tears down).
+    let mut cgroup_files = Vec::with_capacity(spec.cgroup_join.len());
     for file in &spec.cgroup_join {
-        std::fs::write(file, "0").map_err(|e| {
-            Failure::io(
-                Step::JoinCgroup,
-                &e,
-                format!("writing 0 to {}", file.display()),
-            )
-        })?;
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .open(file)
+            .map_err(|e| {
+                Failure::io(
+                    Step::JoinCgroup,
+                    &e,
+                    format!("opening {} to join the run's cgroup", file.display()),
+                )
+            })?;
+        cgroup_files.push((opened, file.clone()));
     }
     let joined = now_ns();
     if let View::Isolated(_) = spec.view {
@@ -224,7 +246,10 @@ fn supervisor(
             let started = now_ns();
             drop(lifeline_write);
             drop(exec_read);
-            let failure = match pid1(spec, reporter, lifeline_read, &exec_write, started) {
+            let joined = join_cgroup(&mut cgroup_files);
+            let failure = match joined
+                .and_then(|()| pid1(spec, reporter, lifeline_read, &exec_write, started))
+            {
                 Err(failure) => failure,
                 Ok(never) => match never {},
             };
@@ -239,6 +264,7 @@ fn supervisor(
             unsafe { libc::_exit(code) }
         }
         Ok(ForkResult::Parent { child }) => {
+            drop(cgroup_files);
             drop(lifeline_read);
             drop(exec_write);
             let marks = SupervisorMarks {
@@ -290,6 +316,23 @@ fn loopback_up() -> std::io::Result<()> {
     // SAFETY: as above; SIOCSIFFLAGS reads the flags.
     if unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS, &raw const request) } < 0 {
         return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// pid 1 joins the run's cgroups, first thing: everything it starts is born inside. `0` is
+/// the writer itself; in v1 the file is `tasks`, which moves this (only) thread without the
+/// global lock `cgroup.procs` takes (see `RunCgroup::procs`).
+fn join_cgroup(files: &mut Vec<(std::fs::File, std::path::PathBuf)>) -> Result<(), Failure> {
+    use std::io::Write;
+    for (mut file, path) in files.drain(..) {
+        file.write_all(b"0").map_err(|e| {
+            Failure::io(
+                Step::JoinCgroup,
+                &e,
+                format!("writing 0 to {}", path.display()),
+            )
+        })?;
     }
     Ok(())
 }

@@ -1,19 +1,26 @@
 //! The `[grants]` table of the policy: what of the host a tool may ever be granted beyond the
-//! sandbox's defaults. Nothing by default: a user who lists nothing keeps the sandbox without
-//! network and without host sockets.
+//! sandbox's defaults — which kinds of the user's toolchains may be bound (read-only), which
+//! network hosts the filtering proxy may admit, which host sockets may be bound. Toolchains: every
+//! kind by default; network and host sockets: nothing by default, so a user who lists nothing
+//! keeps the sandbox without network and without host sockets.
 //!
 //! ```toml
 //! [grants]
+//! # Kinds of toolchain under the home directory a tool may use (read-only): rustup, pyenv,
+//! # venv, nvm, local-bin. Default: all of them; [] keeps tools to the system directories.
+//! toolchains = ["rustup", "pyenv", "venv", "nvm", "local-bin"]
 //! # host:port pairs the filtering proxy may admit for a tool (`*.` matches any subdomain)
 //! hosts = ["pypi.org:443", "files.pythonhosted.org:443", "127.0.0.1:8080"]
 //! # host sockets that may be bound into a tool's sandbox (root-equivalent for container engines)
 //! host_sockets = ["/run/docker.sock"]
 //! ```
 //!
-//! A tool's manifest names what it needs (`sandbox.hosts`, `sandbox.host_sockets`); a run and
-//! validation refuse what the policy does not list, naming the line that would allow it
-//! ([`Grants::host_line`], [`Grants::socket_line`]).
+//! A tool's manifest names what it needs (`sandbox.toolchains`, `sandbox.hosts`,
+//! `sandbox.host_sockets`); a run and validation refuse what the policy does not list, naming
+//! the line that would allow it ([`Grants::toolchain_refusal`], [`Grants::host_line`],
+//! [`Grants::socket_line`]).
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -21,6 +28,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::policy::SandboxPolicyError;
+use super::profile::{Toolchain, ToolchainKind};
 
 /// A `host:port` pair: a name (lower case, no trailing dot) or an IP literal, and a port.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -139,17 +147,31 @@ pub fn url_host(url: &str) -> Option<HostPort> {
 }
 
 /// The policy's `[grants]`: what may ever be granted.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Grants {
+    /// Kinds of toolchain that may be bound into the sandbox.
+    pub toolchains: BTreeSet<ToolchainKind>,
     /// `host:port` patterns the proxy may admit (`*.domain:port` matches subdomains).
     pub hosts: Vec<HostPort>,
     /// Host sockets that may be bound into a sandbox, as written (absolute paths).
     pub host_sockets: Vec<PathBuf>,
 }
 
+impl Default for Grants {
+    /// Every kind of toolchain; no network host, no host socket.
+    fn default() -> Self {
+        Grants {
+            toolchains: ToolchainKind::ALL.into_iter().collect(),
+            hosts: Vec::new(),
+            host_sockets: Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawGrants {
+    toolchains: Option<Vec<String>>,
     #[serde(default)]
     hosts: Vec<String>,
     #[serde(default)]
@@ -157,7 +179,8 @@ struct RawGrants {
 }
 
 impl Grants {
-    /// Reads the `[grants]` table of a parsed policy file (absent: nothing granted).
+    /// Reads the `[grants]` table of a parsed policy file (absent: the defaults — every kind of
+    /// toolchain, no host, no socket). The error names the key and what to write.
     pub fn from_table(doc: &toml::Table, file: &str) -> Result<Grants, SandboxPolicyError> {
         let Some(table) = doc.get("grants") else {
             return Ok(Grants::default());
@@ -175,6 +198,23 @@ impl Grants {
             key: format!("grants.{key}"),
             message,
         };
+        let mut toolchains: BTreeSet<ToolchainKind> = ToolchainKind::ALL.into_iter().collect();
+        if let Some(kinds) = raw.toolchains {
+            toolchains = BTreeSet::new();
+            for name in kinds {
+                let kind = ToolchainKind::from_name(&name).ok_or_else(|| {
+                    invalid(
+                        "toolchains",
+                        format!(
+                            "`{}` is not a kind of toolchain: use {}",
+                            name.escape_debug(),
+                            kind_list(ToolchainKind::ALL)
+                        ),
+                    )
+                })?;
+                toolchains.insert(kind);
+            }
+        }
         let hosts = raw
             .hosts
             .iter()
@@ -189,9 +229,38 @@ impl Grants {
             }
         }
         Ok(Grants {
+            toolchains,
             hosts,
             host_sockets: raw.host_sockets,
         })
+    }
+
+    /// Whether the policy grants toolchains of `kind`.
+    pub fn allows(&self, kind: ToolchainKind) -> bool {
+        self.toolchains.contains(&kind)
+    }
+
+    /// Why `toolchain` is refused under the policy `file`, with the exact line that would allow
+    /// it; `None` when the policy grants it.
+    pub fn toolchain_refusal(&self, toolchain: &Toolchain, file: &str) -> Option<String> {
+        if self.allows(toolchain.kind) {
+            return None;
+        }
+        let mut wanted = self.toolchains.clone();
+        wanted.insert(toolchain.kind);
+        let place = toolchain
+            .paths
+            .first()
+            .map(|p| format!(" at {}", p.display()))
+            .unwrap_or_default();
+        Some(format!(
+            "`{}` comes from the user's {} toolchain{place}, which the policy {file} does not \
+             grant: add \"{}\" to [grants] toolchains in {file} (toolchains = [{}])",
+            toolchain.program,
+            toolchain.kind,
+            toolchain.kind,
+            kind_list(wanted)
+        ))
     }
 
     /// Whether the policy may grant `target`.
@@ -261,6 +330,15 @@ impl Grants {
         }
         Ok(asked.to_vec())
     }
+}
+
+/// `"a", "b"`: kinds as the policy writes them.
+fn kind_list(kinds: impl IntoIterator<Item = ToolchainKind>) -> String {
+    kinds
+        .into_iter()
+        .map(|k| format!("\"{k}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The plain warning shown at review and in `toolsmith show` for a granted host socket.
@@ -382,5 +460,71 @@ mod tests {
             let doc: toml::Table = toml::from_str(bad).unwrap();
             assert!(Grants::from_table(&doc, "x").is_err(), "{bad}");
         }
+    }
+
+    fn grants(text: &str) -> Result<Grants, SandboxPolicyError> {
+        let doc: toml::Table = toml::from_str(text).expect("toml");
+        Grants::from_table(&doc, "/p.toml")
+    }
+
+    #[test]
+    fn every_kind_by_default_and_narrowed_by_the_policy() {
+        let all = Grants::from_table(&toml::Table::new(), "/p.toml").expect("default");
+        assert!(ToolchainKind::ALL.iter().all(|k| all.allows(*k)));
+        assert!(all.hosts.is_empty() && all.host_sockets.is_empty());
+        let some = grants("[grants]\ntoolchains = [\"rustup\"]\n").expect("valid");
+        assert!(some.allows(ToolchainKind::Rustup));
+        assert!(!some.allows(ToolchainKind::Pyenv));
+        let none = grants("[grants]\ntoolchains = []\n").expect("ok");
+        assert!(none.toolchains.is_empty());
+        let hosts_only = grants("[grants]\nhosts = [\"pypi.org:443\"]\n").expect("ok");
+        assert!(
+            ToolchainKind::ALL.iter().all(|k| hosts_only.allows(*k)),
+            "granting hosts leaves the toolchains' default alone"
+        );
+    }
+
+    #[test]
+    fn unknown_kinds_and_keys_are_named() {
+        match grants("[grants]\ntoolchains = [\"conda\"]\n").expect_err("unknown kind") {
+            SandboxPolicyError::Invalid { key, message, .. } => {
+                assert_eq!(key, "grants.toolchains");
+                assert!(message.contains("`conda`") && message.contains("\"local-bin\""));
+            }
+            other => panic!("{other:?}"),
+        }
+        let typo = grants("[grants]\ntoolchain = []\n").expect_err("typo");
+        let message = typo.to_string();
+        assert!(
+            message.contains("[grants]") && message.contains("toolchain"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_refusal_gives_the_line_that_allows_it() {
+        let grants = grants("[grants]\ntoolchains = [\"rustup\"]\n").expect("valid");
+        let python = Toolchain {
+            program: "python".into(),
+            kind: ToolchainKind::Pyenv,
+            paths: vec!["/home/a/.pyenv/versions/3.11.7".into()],
+            env: Default::default(),
+        };
+        let why = grants
+            .toolchain_refusal(&python, "/etc/toolsmith/policy.toml")
+            .expect("refused");
+        assert!(
+            why.contains(
+                "add \"pyenv\" to [grants] toolchains in /etc/toolsmith/policy.toml \
+                 (toolchains = [\"rustup\", \"pyenv\"])"
+            ),
+            "{why}"
+        );
+        assert!(why.contains("/home/a/.pyenv/versions/3.11.7"), "{why}");
+        let cargo = Toolchain {
+            kind: ToolchainKind::Rustup,
+            ..python
+        };
+        assert_eq!(grants.toolchain_refusal(&cargo, "p.toml"), None);
     }
 }

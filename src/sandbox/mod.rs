@@ -6,7 +6,7 @@
 //! net, ipc and uts namespaces, builds a minimal filesystem view, and confines its pid 1 before
 //! `execve`. The exact order, and what each layer denies:
 //!
-//! 1. **cgroup** (when a cgroup v2 subtree is delegated): the helper joins the run's cgroup,
+//! 1. **cgroup** (when a cgroup v2 subtree is delegated): pid 1 joins the run's cgroup,
 //!    whose `memory.max`, `pids.max` and `cpu.max` bound the whole run. Running as root
 //!    without one, it joins per-run cgroups of the v1 `pids` and `memory` hierarchies instead
 //!    where the host mounts them (the kernel never applies `RLIMIT_NPROC` to uid 0).
@@ -57,6 +57,7 @@ pub mod profile;
 mod protocol;
 pub mod proxy;
 mod seccomp;
+pub mod toolchain;
 
 use std::path::PathBuf;
 
@@ -65,7 +66,7 @@ use serde::{Deserialize, Serialize};
 pub use grants::{Grants, HostPort};
 pub use own::OwnPlaces;
 pub use policy::{Layer, LayerPlan, SandboxPolicy, SandboxPolicyError};
-pub use profile::{Limits, SandboxProfile, WorkspaceAccess};
+pub use profile::{Limits, SandboxProfile, Toolchain, ToolchainKind, WorkspaceAccess};
 pub use protocol::Step;
 pub use proxy::{Connection, Verdict};
 
@@ -86,12 +87,15 @@ pub fn helper_main() -> Option<std::process::ExitCode> {
     child::main_if_helper()
 }
 
-/// What a run may use: workspace access, limits, and the grants, as a manifest's `sandbox:`
-/// asks for them.
+/// What a run may use: workspace access, the user's toolchains, limits, and the grants, as a
+/// manifest's `sandbox:` asks for them.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct Profile {
     /// Access to the workspace.
     pub workspace: WorkspaceAccess,
+    /// Toolchains bound read-only (each checked, and granted by the policy, when the run
+    /// starts).
+    pub toolchains: Vec<Toolchain>,
     /// Resource limits (bounded by the policy's maxima when the run starts).
     pub limits: Limits,
     /// `host:port` pairs the proxy admits; empty: no proxy, no network (the run refuses a
@@ -123,6 +127,7 @@ impl TryFrom<&SandboxProfile> for Profile {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Profile {
             workspace: profile.workspace,
+            toolchains: profile.toolchains.clone(),
             limits: profile.limits,
             hosts,
             host_sockets: profile.host_sockets.clone(),
@@ -159,8 +164,9 @@ pub struct SandboxSpec {
     pub stdin: Stdin,
     /// The policy: required layers and maxima.
     pub policy: SandboxPolicy,
-    /// The binary that serves as the helper (it must call [`helper_main`] first); by default
-    /// this process's own executable. Tests and other binaries pass the `toolsmith` binary.
+    /// The binary that serves as the helper (it must call [`helper_main`] first). By default a
+    /// single-threaded caller forks and runs the helper in place, and any other starts
+    /// `toolsmith-sandbox-helper` beside its executable (else the executable itself).
     pub helper: Option<PathBuf>,
     /// toolsmith's own directories and files (state, runtime, registry, configuration): a
     /// workspace that is, holds or lies inside one is refused, whoever asks for the run.
@@ -350,11 +356,25 @@ pub struct RunReport {
     pub layers: AppliedLayers,
     /// What the caller should know: limits lowered by the policy, a limit not enforceable here.
     pub warnings: Vec<String>,
+    /// How the helper started: forked from this (single-threaded) process, or executed.
+    pub helper: HelperStart,
     /// Where the run's time went.
     pub timings: Timings,
     /// Every connection made through the proxy (a run with a network grant), in the order
     /// they ended: host, port, bytes each way, verdict.
     pub connections: Vec<Connection>,
+}
+
+/// How a run's helper started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HelperStart {
+    /// Forked from the caller and run in place, without an `execve`: a single-threaded caller
+    /// that named no helper (the CLI, an MCP server) saves the helper's start-up.
+    Forked,
+    /// Started with `posix_spawn` from the helper binary (a multi-threaded caller, such as the
+    /// daemon, may not fork and go on, or the caller named the binary).
+    Executed,
 }
 
 /// Where a run's time went, in microseconds, measured on the monotonic clock by the parent,
@@ -369,7 +389,8 @@ pub struct Timings {
     /// Starting the helper (fork, `execve` of the toolsmith binary, its start-up) until it read
     /// the request.
     pub spawn_us: Option<u64>,
-    /// Limits: the run's cgroup made by the parent and joined by the helper, and the rlimits
+    /// Limits: the run's cgroup made by the parent and its files opened by the helper (pid 1
+    /// joins it), and the rlimits
     /// set by pid 1.
     pub limits_us: Option<u64>,
     /// The namespaces (`unshare`, uid and gid maps) and the fork of pid 1.
@@ -463,6 +484,7 @@ mod tests {
         let asked = SandboxProfile {
             workspace: WorkspaceAccess::Read,
             network: false,
+            toolchains: Vec::new(),
             hosts: vec!["pypi.org:443".into()],
             host_sockets: Vec::new(),
             limits: Limits::default(),
@@ -477,7 +499,7 @@ mod tests {
         assert!(Profile::try_from(&bad_host).is_err());
         let network = SandboxProfile {
             network: true,
-            ..asked
+            ..asked.clone()
         };
         let err = Profile::try_from(&network)
             .expect_err("refused")

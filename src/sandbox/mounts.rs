@@ -121,6 +121,9 @@ pub(crate) struct Inputs<'a> {
     pub group: String,
     /// Granted host sockets: (the path the run sees, the socket on the host, canonical).
     pub host_sockets: &'a [(PathBuf, PathBuf)],
+    /// The user's toolchain paths (checked, canonical where they were resolved), bound
+    /// read-only at their own paths.
+    pub toolchains: Vec<PathBuf>,
 }
 
 fn entry(target: impl Into<PathBuf>, what: What) -> Entry {
@@ -211,6 +214,14 @@ pub(crate) fn plan(inputs: &Inputs<'_>, inspect: &dyn Fn(&Path) -> HostEntry) ->
     for (shown, real) in inputs.host_sockets {
         entries.push(entry(shown, bind(real, false)));
     }
+    // Last, so a toolchain's mount points are made in the root tmpfs, at the paths the
+    // toolchain's own files (scripts' `#!` lines, a venv's links) name.
+    for path in &inputs.toolchains {
+        match inspect(path) {
+            HostEntry::Dir | HostEntry::File => entries.push(entry(path, bind(path, false))),
+            HostEntry::Symlink(_) | HostEntry::Missing => {}
+        }
+    }
     let mut cwd = PathBuf::from(WORK);
     if let Some((dir, access)) = inputs.workspace
         && access != WorkspaceAccess::None
@@ -291,6 +302,11 @@ pub(crate) fn host_rules(
     rules.push(Rule::new(work, Access::Write));
     if let Some(tool) = inputs.tool_dir {
         rules.push(Rule::new(tool, Access::ReadExec));
+    }
+    for path in &inputs.toolchains {
+        if matches!(inspect(path), HostEntry::Dir | HostEntry::File) {
+            rules.push(Rule::new(path, Access::ReadExec));
+        }
     }
     if let Some((dir, access)) = inputs.workspace {
         match access {
@@ -583,7 +599,40 @@ mod tests {
             passwd: "alice:x:1000:1000::/work:/bin/sh\n".into(),
             group: "alice:x:1000:\n".into(),
             host_sockets: &[],
+            toolchains: Vec::new(),
         }
+    }
+
+    #[test]
+    fn toolchains_are_bound_read_only_at_their_paths_and_nothing_else_of_home() {
+        let tc = "/home/alice/.rustup/toolchains/stable-x86_64-unknown-linux-gnu";
+        let mut with = inputs(None);
+        with.toolchains = vec![tc.into(), "/home/alice/.cargo/bin".into()];
+        let fake = |p: &Path| match p.to_str() {
+            Some(t) if t.starts_with("/home/alice/") => HostEntry::Dir,
+            _ => debian(p),
+        };
+        let plan = plan(&with, &fake);
+        assert_eq!(find(&plan, tc), Some(&bind(tc, false)));
+        assert_eq!(
+            find(&plan, "/home/alice/.cargo/bin"),
+            Some(&bind("/home/alice/.cargo/bin", false))
+        );
+        let home: Vec<&Path> = plan
+            .entries
+            .iter()
+            .map(|e| e.target.as_path())
+            .filter(|t| t.starts_with("/home"))
+            .collect();
+        assert_eq!(home.len(), 2, "only the toolchain's paths: {home:?}");
+        // After the tmpfs mounts, so nothing made later hides them.
+        let position = |t: &str| plan.entries.iter().position(|e| e.target == Path::new(t));
+        assert!(position("/work") < position(tc));
+        let rules = landlock_rules(&plan);
+        assert!(
+            rules.contains(&Rule::new(tc, Access::ReadExec)),
+            "read and execute, never write: {rules:?}"
+        );
     }
 
     fn find<'a>(plan: &'a MountPlan, target: &str) -> Option<&'a What> {

@@ -113,6 +113,20 @@ impl OwnPlaces {
     }
 }
 
+impl OwnPlaces {
+    /// Checks a toolchain path (canonical) a run would bind: it must neither be, hold nor lie
+    /// inside one of toolsmith's places.
+    pub(crate) fn check_toolchain(&self, path: &Path) -> Result<(), SandboxError> {
+        for place in &self.places {
+            let at = resolve(&place.path);
+            if let Some(r) = relation(path, &at) {
+                return Err(refusal("toolchain path", path, r, place, &at));
+            }
+        }
+        Ok(())
+    }
+}
+
 fn relation(dir: &Path, place: &Path) -> Option<Relation> {
     if dir == place {
         Some(Relation::Is)

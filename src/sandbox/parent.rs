@@ -33,10 +33,10 @@ use super::protocol::{
 };
 use super::proxy::{self, Connection, Proxy};
 use super::{
-    AppliedLayers, Enforcement, Exit, HELPER_ARG0, LimitHit, Output, RunReport, SandboxError,
-    SandboxSpec, Stdin, Timings, WorkspaceAccess,
+    AppliedLayers, Enforcement, Exit, HELPER_ARG0, HelperStart, LimitHit, Output, RunReport,
+    SandboxError, SandboxSpec, Stdin, Timings, WorkspaceAccess,
 };
-use super::{mounts, seccomp};
+use super::{mounts, seccomp, toolchain};
 use crate::host;
 
 /// How long the supervisor has to end pid 1 and report after `SIGTERM`.
@@ -107,6 +107,7 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
         start: now_ns(),
         ..RunMarks::default()
     };
+    reap_lingering();
     let policy = &spec.policy;
     if spec.command.first().is_none_or(|c| c.is_empty()) {
         return Err(SandboxError::Invalid("no command given".into()));
@@ -125,12 +126,13 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
     let (request, scratch) = request(spec, &dirs, &granted, &limits, cgroup.as_ref(), isolated)?;
     warnings.extend(request.warning);
     let helper = match &spec.helper {
-        Some(path) => path.clone(),
-        None => default_helper()?,
+        Some(path) => Some(path.clone()),
+        None if single_threaded() => None,
+        None => Some(default_helper()?),
     };
     marks.spawn = now_ns();
     let talk = converse(
-        &helper,
+        helper.as_deref(),
         spec.stdin,
         &request.bytes,
         &limits,
@@ -153,8 +155,12 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
         return Err(SandboxError::Protocol(format!(
             "{} ended ({}) without reporting how the command ended (is it a binary whose main \
              calls toolsmith::sandbox::helper_main first?); its stderr: {}",
-            helper.display(),
-            talk.status,
+            helper.as_deref().map_or_else(
+                || "the forked sandbox helper".into(),
+                |h| h.display().to_string()
+            ),
+            talk.status
+                .map_or_else(|| "still ending".to_string(), |s| s.to_string()),
             String::from_utf8_lossy(&tail).trim()
         )));
     };
@@ -191,6 +197,11 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
             memory: memory_bound,
         },
         warnings,
+        helper: if helper.is_some() {
+            HelperStart::Executed
+        } else {
+            HelperStart::Forked
+        },
         timings: timings(&marks),
         connections: talk.connections,
     })
@@ -298,10 +309,12 @@ fn host_dirs(spec: &SandboxSpec) -> Result<HostDirs, SandboxError> {
     };
     // First of all: nothing of toolsmith's own may be shown to the run.
     spec.own.check(workspace.as_deref(), tool_dir.as_deref())?;
+    let toolchains = toolchain_paths(spec)?;
     Ok(HostDirs {
         workspace,
         access,
         tool_dir,
+        toolchains,
     })
 }
 
@@ -310,6 +323,97 @@ struct HostDirs {
     workspace: Option<PathBuf>,
     access: WorkspaceAccess,
     tool_dir: Option<PathBuf>,
+    /// The toolchains' paths, checked, each once.
+    toolchains: Vec<PathBuf>,
+}
+
+/// The profile's toolchain paths, once each, after checking every toolchain: granted by the
+/// policy's `[grants]`, shaped like its kind, the caller's or root's, never the home directory,
+/// clear of toolsmith's own places.
+fn toolchain_paths(spec: &SandboxSpec) -> Result<Vec<PathBuf>, SandboxError> {
+    let toolchains = &spec.profile.toolchains;
+    if toolchains.is_empty() {
+        return Ok(Vec::new());
+    }
+    let uid = getuid();
+    // The home directory as the account names it, and as the environment does.
+    let homes: Vec<PathBuf> = User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.dir)
+        .into_iter()
+        .chain(std::env::var_os("HOME").map(PathBuf::from))
+        .filter(|h| h.is_absolute() && h != Path::new("/"))
+        .collect();
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for t in toolchains {
+        if let Some(why) = spec.policy.grants.toolchain_refusal(t, &spec.policy.file) {
+            return Err(SandboxError::Refused(why));
+        }
+        let checked = if homes.is_empty() {
+            toolchain::check(t, uid.as_raw(), None)
+        } else {
+            homes
+                .iter()
+                .try_for_each(|h| toolchain::check(t, uid.as_raw(), Some(h)))
+        };
+        checked.map_err(|why| {
+            SandboxError::Refused(format!(
+                "the {} toolchain of `{}` is refused: {why}",
+                t.kind, t.program
+            ))
+        })?;
+        for path in &t.paths {
+            spec.own.check_toolchain(path)?;
+            if !paths.contains(path) {
+                paths.push(path.clone());
+            }
+        }
+    }
+    Ok(paths)
+}
+
+/// The toolchains' variables and `PATH` (their `bin` directories first, then the system's),
+/// set before the caller's explicit variables; a cache under the view's work directory goes to
+/// `home`, the run's work directory wherever it is. Two toolchains setting one variable
+/// differently are refused.
+fn toolchain_env(spec: &SandboxSpec, home: &str) -> Result<Vec<(String, String)>, SandboxError> {
+    let toolchains = &spec.profile.toolchains;
+    if toolchains.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut env: Vec<(String, String)> = Vec::new();
+    for t in toolchains {
+        for dir in toolchain::bin_dirs(t) {
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+        for (name, value) in &t.env {
+            let value = match value.strip_prefix(mounts::WORK) {
+                Some(rest) if rest.starts_with('/') => format!("{home}{rest}"),
+                _ => value.clone(),
+            };
+            match env.iter().find(|(n, _)| n == name) {
+                Some((_, v)) if *v != value => {
+                    return Err(SandboxError::Invalid(format!(
+                        "two toolchains set {name} differently ({v} and {value}): give the \
+                         tool one toolchain of each kind"
+                    )));
+                }
+                Some(_) => {}
+                None => env.push((name.clone(), value)),
+            }
+        }
+    }
+    let mut path: Vec<String> = Vec::new();
+    for dir in dirs {
+        path.push(path_str(&dir)?);
+    }
+    path.push(super::env::PATH.to_owned());
+    env.insert(0, ("PATH".to_owned(), path.join(":")));
+    Ok(env)
 }
 
 /// Why namespaces are unavailable, as the probe found it.
@@ -395,6 +499,7 @@ fn request(
         passwd,
         group,
         host_sockets: &granted.sockets,
+        toolchains: dirs.toolchains.clone(),
     };
     let mut scratch = None;
     let mut warning = None;
@@ -422,7 +527,9 @@ fn request(
         (View::Host { cwd }, rules, home, tmp)
     };
     let host_env = |n: &str| std::env::var(n).ok();
-    let mut env = super::env::environment(&host_env, &home, &tmpdir, &spec.env)
+    let mut explicit = toolchain_env(spec, &home)?;
+    explicit.extend(spec.env.iter().cloned());
+    let mut env = super::env::environment(&host_env, &home, &tmpdir, &explicit)
         .map_err(SandboxError::Invalid)?;
     let network = !granted.hosts.is_empty();
     if network {
@@ -469,14 +576,16 @@ fn request(
 /// and the connections its proxy served.
 struct Conversation {
     outcome: Outcome,
-    status: ExitStatus,
+    /// How the helper ended; `None` when it had reported pid 1's end and was left to finish
+    /// on its own (see [`Helper::reap_later`]).
+    status: Option<ExitStatus>,
     runtime: Duration,
     connections: Vec<Connection>,
 }
 
 /// Starts the helper, feeds it the request, watches the run to its end and reaps the helper.
 fn converse(
-    helper: &Path,
+    helper: Option<&Path>,
     stdin: Stdin,
     request: &[u8],
     limits: &Limits,
@@ -492,9 +601,11 @@ fn converse(
             source,
         })?)
     };
-    let (mut child, pipes) = spawn(helper, stdin, channel.as_ref().map(|(_, theirs)| theirs))?;
-    // The proxy starts once the helper is spawned (the helper never shares a thread's state),
-    // and its thread waits for the listener the helper sends.
+    let (mut child, pipes) = spawn(helper, stdin, channel.as_ref())?;
+    // The proxy's thread starts only once the helper is started: a forked helper needs this
+    // process single-threaded when it forks (`single_threaded` was asked before), and an
+    // executed one never shares a thread's state. The thread waits for the listener the
+    // helper's supervisor sends.
     let proxy = match channel {
         Some((ours, theirs)) => {
             drop(theirs);
@@ -517,11 +628,22 @@ fn converse(
     let outputs = [pipes.stdout, pipes.stderr];
     let outcome = watch(&child, outputs, pipes.report, cap, limits.wall_s, cgroup)?;
     let runtime = started.elapsed();
-    let status = child.wait().map_err(|source| SandboxError::Io {
-        what: "waiting for the sandbox helper".into(),
-        source,
-    })?;
+    // The run is over: pid 1's end was reported (or the helper failed) and every output and
+    // the report are drained. Whatever ran inside died with pid 1's namespace, so the proxy
+    // stops now, not when the helper is reaped (which may be later, by another run).
     let connections = proxy.map(Proxy::finish).unwrap_or_default();
+    let reported = outcome
+        .messages
+        .iter()
+        .any(|m| matches!(m, Message::Exited { .. }));
+    let status = if reported {
+        child.reap_later()
+    } else {
+        Some(child.wait().map_err(|source| SandboxError::Io {
+            what: "waiting for the sandbox helper".into(),
+            source,
+        })?)
+    };
     Ok(Conversation {
         outcome,
         status,
@@ -606,7 +728,7 @@ struct Ended {
 fn ending(
     exited: Option<(Exit, u64, u64)>,
     killed_for: Option<LimitHit>,
-    status: ExitStatus,
+    status: Option<ExitStatus>,
     stats: Option<CgroupStats>,
 ) -> Option<Ended> {
     let killed = Ended {
@@ -622,11 +744,11 @@ fn ending(
         }),
         // The supervisor itself was killed (the SIGKILL after the grace, or a SIGTERM before it
         // could block the signal): pid 1 died with it.
-        None if killed_for.is_some() && status.signal().is_some() => Some(killed),
+        None if killed_for.is_some() && status.and_then(|s| s.signal()).is_some() => Some(killed),
         // The out-of-memory killer took the supervisor (pid 1 followed it): the run's memory
         // was full of what no process holds, such as tmpfs pages. That is the memory limit,
         // not a fault of the helper.
-        None if status.signal() == Some(Signal::SIGKILL as i32)
+        None if status.and_then(|s| s.signal()) == Some(Signal::SIGKILL as i32)
             && stats.is_some_and(|s| s.bounds.memory && s.ooms > 0) =>
         {
             Some(killed)
@@ -846,7 +968,44 @@ struct Helper {
     reaped: bool,
 }
 
+/// Helpers that had reported their run's end and were still ending when the run returned:
+/// reaped by a later run (or, when the caller exits first, by whoever inherits them).
+static LINGERING: std::sync::Mutex<Vec<Pid>> = std::sync::Mutex::new(Vec::new());
+
+/// Reaps the lingering helpers that have ended.
+fn reap_lingering() {
+    let Ok(mut lingering) = LINGERING.lock() else {
+        return;
+    };
+    lingering.retain(|pid| {
+        // SAFETY: waitpid on our own child, without a status pointer.
+        let ret = unsafe { libc::waitpid(pid.as_raw(), std::ptr::null_mut(), libc::WNOHANG) };
+        ret == 0
+    });
+}
+
 impl Helper {
+    /// For a helper that has reported pid 1's end, closed its pipes and left the run's cgroup
+    /// (pid 1 alone joined it): its status if it has ended already; else it is left to finish
+    /// tearing down its memory and the namespaces on its own, off this run's path, and reaped
+    /// by a later run. Its pid stays ours (a zombie's pid is never reused), so nothing else can
+    /// be signalled by mistake.
+    fn reap_later(&mut self) -> Option<ExitStatus> {
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, with a valid pointer to an int.
+        let ret = unsafe { libc::waitpid(self.pid.as_raw(), &raw mut status, libc::WNOHANG) };
+        self.reaped = true;
+        if ret == self.pid.as_raw() {
+            return Some(ExitStatus::from_raw(status));
+        }
+        if ret == 0
+            && let Ok(mut lingering) = LINGERING.lock()
+        {
+            lingering.push(self.pid);
+        }
+        None
+    }
+
     /// `SIGKILL`, while it is not reaped (its pid is still its own).
     fn kill(&self) {
         if !self.reaped {
@@ -881,6 +1040,83 @@ impl Drop for Helper {
     }
 }
 
+/// Forks the helper (this process must be single-threaded): the child places `placed` at
+/// their descriptors, closes every other one, takes default signal dispositions, an empty
+/// mask and an empty environment, as a fresh `posix_spawn` would give it, serves the request
+/// and exits without running anything of this process's exit path (no buffer is flushed
+/// twice). `ours` are the parent's ends, which the child must not keep: a request pipe whose
+/// write end it held would never end.
+fn fork_helper(
+    stdin: Stdin,
+    placed: &[(OwnedFd, RawFd)],
+    ours: &[RawFd],
+    parent: &str,
+) -> Result<Pid, SandboxError> {
+    let mut args = vec![
+        std::ffi::OsString::from(REQUEST_FD.to_string()),
+        std::ffi::OsString::from(REPORT_FD.to_string()),
+        std::ffi::OsString::from(parent),
+    ];
+    // The proxy's channel, as the executed helper is told of it (its fourth argument).
+    if placed.iter().any(|(_, at)| *at == PROXY_FD) {
+        args.push(std::ffi::OsString::from(PROXY_FD.to_string()));
+    }
+    // SAFETY: the caller checked that this process is single-threaded, so the child may run
+    // any code the parent could; it leaves only through `_exit`.
+    match unsafe { nix::unistd::fork() } {
+        Err(e) => Err(SandboxError::Spawn {
+            helper: PathBuf::from("(forked)"),
+            source: e.into(),
+        }),
+        Ok(nix::unistd::ForkResult::Parent { child }) => Ok(child),
+        Ok(nix::unistd::ForkResult::Child) => {
+            let code = if become_helper(stdin, placed, ours) {
+                super::child::serve(&args)
+            } else {
+                super::child::SETUP_FAILED
+            };
+            // SAFETY: ends this process at once, as an exec'ed helper's exit would.
+            unsafe { libc::_exit(i32::from(code)) }
+        }
+    }
+}
+
+/// In the forked child: the descriptors, signals and environment a spawned helper starts
+/// with. False when one could not be set (the helper then exits 125 without a report, and
+/// the parent says the helper ended without one).
+fn become_helper(stdin: Stdin, placed: &[(OwnedFd, RawFd)], ours: &[RawFd]) -> bool {
+    // SAFETY: plain system calls on descriptors, signal dispositions and the environment of
+    // this single-threaded child; every pointer is a valid NUL-terminated string or set.
+    unsafe {
+        if stdin == Stdin::Null || ours.contains(&0) {
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
+            if null < 0 || (null != 0 && libc::dup2(null, 0) != 0) {
+                return false;
+            }
+        }
+        for (fd, at) in placed {
+            if libc::dup2(fd.as_raw_fd(), *at) != *at {
+                return false;
+            }
+        }
+        // Everything above the placed descriptors goes, the parent's ends among them (a fork
+        // inherits every descriptor, close-on-exec or not).
+        let last = placed.iter().map(|(_, at)| *at).max().unwrap_or(REPORT_FD);
+        let first_free = libc::c_uint::try_from(last + 1).unwrap_or(libc::c_uint::MAX);
+        if libc::syscall(libc::SYS_close_range, first_free, libc::c_uint::MAX, 0) != 0 {
+            return false;
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &raw const none, std::ptr::null_mut());
+        // SIGKILL and SIGSTOP refuse a disposition; every other returns to its default.
+        for signal in 1..=libc::SIGRTMAX() {
+            libc::signal(signal, libc::SIG_DFL);
+        }
+        libc::clearenv() == 0
+    }
+}
+
 /// The parent's ends of the helper's pipes.
 struct Pipes {
     request: OwnedFd,
@@ -895,15 +1131,32 @@ const REQUEST_FD: RawFd = 3;
 const REPORT_FD: RawFd = 4;
 const PROXY_FD: RawFd = 5;
 
-/// Starts the helper with `posix_spawn` (glibc's is a `vfork`: nothing of a large parent, such as
-/// the daemon or an MCP server, is copied), its stdout and stderr and the request and report
-/// pipes at descriptors 1 to 4, an empty environment, default signal dispositions and mask.
-/// The helper ties its life to this thread itself (a parent-death signal, armed first thing,
-/// then a check that this process is still its parent).
+/// Whether this process has a single thread, read from `/proc/self/stat`: only then may it
+/// fork and go on running Rust code in the child (after a fork of a multi-threaded process,
+/// only async-signal-safe calls are allowed until `execve`). Unknown counts as no.
+fn single_threaded() -> bool {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return false;
+    };
+    // The fields after the command name, which is in parentheses and may hold anything;
+    // `num_threads` is the 20th field, the 18th after the name.
+    stat.rsplit_once(')')
+        .and_then(|(_, fields)| fields.split_ascii_whitespace().nth(17))
+        == Some("1")
+}
+
+/// Starts the helper with its stdout and stderr and the request and report pipes at
+/// descriptors 1 to 4 (and the helper's end of the proxy's channel, `proxy_channel`'s second,
+/// at 5), an empty environment, default signal dispositions and mask: executed
+/// from `helper` with `posix_spawn` (glibc's is a `vfork`: nothing of a large parent, such as
+/// the daemon, is copied), or, when `helper` is `None`, forked from this single-threaded
+/// process and run in place, which saves the helper's `execve` and start-up. The helper ties
+/// its life to this thread itself (a parent-death signal, armed first thing, then a check
+/// that this process is still its parent).
 fn spawn(
-    helper: &Path,
+    helper: Option<&Path>,
     stdin: Stdin,
-    proxy_channel: Option<&OwnedFd>,
+    proxy_channel: Option<&(OwnedFd, OwnedFd)>,
 ) -> Result<(Helper, Pipes), SandboxError> {
     let io = |what: String, source: std::io::Error| SandboxError::Io { what, source };
     let pipe = |what: &str| {
@@ -935,13 +1188,35 @@ fn spawn(
         (high(request_read)?, REQUEST_FD),
         (high(report_write)?, REPORT_FD),
     ];
-    if let Some(channel) = proxy_channel {
-        let copy = channel
+    if let Some((_, theirs)) = proxy_channel {
+        let copy = theirs
             .try_clone()
             .map_err(|e| io("duplicating the proxy's channel".into(), e))?;
         placed.push((high(copy)?, PROXY_FD));
     }
     let parent = std::process::id().to_string();
+    let Some(helper) = helper else {
+        let mut ours = vec![
+            request_write.as_raw_fd(),
+            report_read.as_raw_fd(),
+            stdout_read.as_raw_fd(),
+            stderr_read.as_raw_fd(),
+        ];
+        // The proxy's end stays the parent's alone: the proxy sees the channel hang up when
+        // the helper's end closes without a listener.
+        ours.extend(proxy_channel.map(|(ours, _)| ours.as_raw_fd()));
+        let pid = fork_helper(stdin, &placed, &ours, &parent)?;
+        drop(placed);
+        return Ok((
+            Helper { pid, reaped: false },
+            Pipes {
+                request: request_write,
+                report: report_read,
+                stdout: stdout_read,
+                stderr: stderr_read,
+            },
+        ));
+    };
     let c = |text: &str| {
         CString::new(text).map_err(|_| SandboxError::Invalid(format!("{text:?} contains NUL")))
     };
@@ -1277,6 +1552,55 @@ fn read_some(fd: &OwnedFd, buf: &mut [u8]) -> std::io::Result<usize> {
 mod tests {
     use super::*;
 
+    /// Two toolchains: their `bin` directories first on the `PATH`, in order, each once; their
+    /// caches under the run's work directory wherever that is; a variable two of them set
+    /// differently refused.
+    #[test]
+    fn toolchain_env_orders_the_path_and_rebases_caches() {
+        use super::super::{Toolchain, ToolchainKind};
+        let dir = tempfile::tempdir().expect("tmp");
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        for d in [&a, &b] {
+            std::fs::create_dir_all(d.join("bin")).expect("mkdir");
+        }
+        let tc = |path: &Path, env: &[(&str, &str)]| Toolchain {
+            program: "x".into(),
+            kind: ToolchainKind::Venv,
+            paths: vec![path.to_path_buf()],
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        };
+        let mut spec = SandboxSpec::new(vec!["true".into()]);
+        spec.profile.toolchains = vec![
+            tc(&a, &[("CARGO_HOME", "/work/.cargo")]),
+            tc(&b, &[]),
+            tc(&a, &[("CARGO_HOME", "/work/.cargo")]),
+        ];
+        let env = toolchain_env(&spec, "/scratch/run-1").expect("env");
+        let path = format!(
+            "{}:{}:{}",
+            a.join("bin").display(),
+            b.join("bin").display(),
+            super::super::env::PATH
+        );
+        assert_eq!(
+            env,
+            [
+                ("PATH".to_owned(), path),
+                ("CARGO_HOME".to_owned(), "/scratch/run-1/.cargo".to_owned()),
+            ]
+        );
+        spec.profile
+            .toolchains
+            .push(tc(&b, &[("CARGO_HOME", "/elsewhere")]));
+        let err = toolchain_env(&spec, "/work").expect_err("conflict");
+        assert!(err.to_string().contains("CARGO_HOME"), "{err}");
+        spec.profile.toolchains.clear();
+        assert!(toolchain_env(&spec, "/work").expect("none").is_empty());
+    }
+
     #[test]
     fn captures_keep_up_to_the_cap() {
         let mut c = Capture::new(5);
@@ -1491,15 +1815,21 @@ mod tests {
             cpu_ms: None,
         });
         assert_eq!(
-            ending(Some((Exit::Code(1), 300, 2999)), None, exited_0, None),
+            ending(Some((Exit::Code(1), 300, 2999)), None, Some(exited_0), None),
             Some(Ended {
                 exit: Exit::Code(1),
                 maxrss_kb: Some(300),
                 cpu_ms: Some(2),
             })
         );
-        assert_eq!(ending(None, Some(LimitHit::Wall), sigkill, None), killed);
-        assert_eq!(ending(None, Some(LimitHit::Wall), exited_0, None), None);
+        assert_eq!(
+            ending(None, Some(LimitHit::Wall), Some(sigkill), None),
+            killed
+        );
+        assert_eq!(
+            ending(None, Some(LimitHit::Wall), Some(exited_0), None),
+            None
+        );
         let oom = CgroupStats {
             bounds: limits::CgroupBounds {
                 memory: true,
@@ -1508,13 +1838,13 @@ mod tests {
             ooms: 1,
             ..CgroupStats::default()
         };
-        assert_eq!(ending(None, None, sigkill, Some(oom)), killed);
+        assert_eq!(ending(None, None, Some(sigkill), Some(oom)), killed);
         assert_eq!(
-            ending(None, None, sigkill, Some(CgroupStats::default())),
+            ending(None, None, Some(sigkill), Some(CgroupStats::default())),
             None
         );
         assert_eq!(
-            ending(None, None, sigkill, None),
+            ending(None, None, Some(sigkill), None),
             None,
             "a helper that died unexplained"
         );

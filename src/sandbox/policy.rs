@@ -1,5 +1,6 @@
-//! The `[sandbox]` table of the policy (and, through `grants.rs`, its `[grants]` table): which layers untrusted code needs before it may run at
-//! all, and the largest limits a tool may ask for.
+//! The `[sandbox]` table of the policy (and, through `grants.rs`, its `[grants]` table): which
+//! layers untrusted code needs before it may run at all, and the largest limits a tool may ask
+//! for.
 //!
 //! ```toml
 //! [sandbox]
@@ -86,11 +87,11 @@ pub enum SandboxPolicyError {
         message: String,
     },
     /// A value makes no sense.
-    #[error("{file}: sandbox.{key}: {message}")]
+    #[error("{file}: {key}: {message}")]
     Invalid {
         /// The policy file.
         file: String,
-        /// The key.
+        /// The dotted key (`sandbox.cpus`, `grants.toolchains`).
         key: String,
         /// What is wrong and what to do.
         message: String,
@@ -110,8 +111,9 @@ pub struct SandboxPolicy {
     pub cpus: u32,
     /// The largest limits a profile may ask for.
     pub max: Limits,
-    /// What may ever be granted beyond the defaults (the `[grants]` table): network hosts
-    /// through the proxy, host sockets. Nothing by default.
+    /// What may ever be granted beyond the defaults (the `[grants]` table): kinds of the
+    /// user's toolchains (all by default), network hosts through the proxy and host sockets
+    /// (none by default).
     pub grants: Grants,
 }
 
@@ -184,7 +186,7 @@ impl SandboxPolicy {
             .map_err(|e: toml::de::Error| syntax(e.message().into()))?;
         let invalid = |key: &str, message: &str| SandboxPolicyError::Invalid {
             file: file.into(),
-            key: key.into(),
+            key: format!("sandbox.{key}"),
             message: message.into(),
         };
         if let Some(require) = raw.require {

@@ -18,9 +18,11 @@
 //! way, verdict.
 //!
 //! Threads: one accepting, one per connection (two while relaying), at most [`MAX_LIVE`]
-//! connections at once. The parent starts the proxy after the helper is spawned (`posix_spawn`,
-//! so the helper never inherits a thread's state) and stops it after the helper is reaped:
-//! every live socket is shut down, which ends every blocked read, and the threads are joined.
+//! connections at once. The parent starts the proxy only after the helper is started (a forked
+//! helper needs the caller single-threaded at the fork; an executed one never inherits a
+//! thread's state) and stops it when the run is over — pid 1's end reported and every output
+//! drained, not when the helper is reaped, which may be later and by another run: every live
+//! socket is shut down, which ends every blocked read, and the threads are joined.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};

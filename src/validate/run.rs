@@ -36,6 +36,21 @@ use crate::validate::policy::{CodePolicy, Severity};
 /// The built-in policy file's text: the `[validate]` rules and the `[sandbox]` table.
 pub const DEFAULT_POLICY: &str = include_str!("../../policies/default.toml");
 
+/// The built-in policy with `hosts` (`host:port` patterns) granted in its `[grants]` table, as a
+/// user would add them there (the table already holds the toolchains' grant, so a second
+/// `[grants]` table may not be appended): the demo's policy, and tests'.
+pub fn default_policy_granting(hosts: &[String]) -> String {
+    let listed: Vec<String> = hosts
+        .iter()
+        .map(|h| toml::Value::String(h.clone()).to_string())
+        .collect();
+    DEFAULT_POLICY.replacen(
+        "\n[grants]\n",
+        &format!("\n[grants]\nhosts = [{}]\n", listed.join(", ")),
+        1,
+    )
+}
+
 /// The longest a test case may run, seconds, whatever the profile allows: derived tests are
 /// dry runs and `--help`, which take milliseconds.
 pub const MAX_CASE_WALL_S: u32 = 60;
@@ -382,6 +397,14 @@ impl Validator {
         }
         // A profile asking for more than the policy allows would run with less than it says
         // (the sandbox lowers it): refused here, so that what is reviewed is what runs.
+        // Validation runs with the grants: a toolchain the policy does not allow is refused
+        // with the line that would allow it, before anything runs.
+        let grants = &self.sandbox_policy.grants;
+        for toolchain in &manifest.sandbox.toolchains {
+            if let Some(why) = grants.toolchain_refusal(toolchain, &self.sandbox_policy.file) {
+                problems.push(why);
+            }
+        }
         for above in self.sandbox_policy.above_max(&manifest.sandbox.limits) {
             problems.push(format!(
                 "{above} is above the maximum of the policy {} ([sandbox.max]): lower it in \
@@ -435,7 +458,19 @@ impl Validator {
         command: Vec<String>,
         tool_dir: &Path,
     ) -> Result<(Option<i32>, String), String> {
+        self.run_checker_with(command, tool_dir, Vec::new())
+    }
+
+    /// [`Validator::run_checker`] with the user's `toolchains` bound (the requires layer looks
+    /// programs up where the tool's runs will).
+    fn run_checker_with(
+        &self,
+        command: Vec<String>,
+        tool_dir: &Path,
+        toolchains: Vec<sandbox::Toolchain>,
+    ) -> Result<(Option<i32>, String), String> {
         let profile = Profile {
+            toolchains,
             workspace: WorkspaceAccess::None,
             limits: Limits {
                 wall_s: STATIC_WALL_S,
@@ -584,7 +619,8 @@ impl Validator {
             "sh".to_owned(),
         ];
         command.extend(requires.iter().cloned());
-        let (code, output) = match self.run_checker(command, tool_dir) {
+        let toolchains = manifest.sandbox.toolchains.clone();
+        let (code, output) = match self.run_checker_with(command, tool_dir, toolchains) {
             Ok(result) => result,
             Err(e) => {
                 checks.push(check(
@@ -625,10 +661,11 @@ impl Validator {
             .map(|program| {
                 format!(
                     "`{program}` (runtime.requires) is not found on the sandbox's PATH \
-                     ({path}): install it in one of those directories, or, if it is installed \
-                     elsewhere (a home directory, /opt), the policy's view does not include it \
-                     (the sandbox sees /usr, /bin, /sbin and /lib* only); else drop it from the \
-                     tool"
+                     ({path}): install it in one of those directories; a program of the \
+                     user's own toolchains (rustup, pyenv, a venv, nvm, ~/.local/bin) is shown \
+                     only when it is found on the user's PATH ([sandbox] path in the \
+                     configuration; `toolsmith doctor` says what it finds) and the manifest's \
+                     sandbox.toolchains binds it; else drop it from the tool"
                 )
             })
             .collect();
@@ -946,4 +983,21 @@ fn make_writable(dir: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_policy_grants_hosts_in_its_own_table() {
+        let text = default_policy_granting(&["pypi.org:443".into(), "127.0.0.1:8080".into()]);
+        let policy = crate::sandbox::SandboxPolicy::from_toml(&text, "p.toml").expect("valid");
+        let hosts: Vec<String> = policy.grants.hosts.iter().map(|h| h.to_string()).collect();
+        assert_eq!(hosts, ["pypi.org:443", "127.0.0.1:8080"]);
+        assert_eq!(
+            policy.grants.toolchains,
+            crate::sandbox::SandboxPolicy::default().grants.toolchains
+        );
+    }
 }

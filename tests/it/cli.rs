@@ -93,6 +93,9 @@ fn config_show_prints_values_and_their_origins() {
     [sync]
     schedule = "*/30 * * * *"  # default
 
+    [sandbox]
+    path = ""  # default
+
     # no [[source]]: the standard locations of Claude Code, Codex, bash, zsh and fish logs that exist are read
     "#);
 

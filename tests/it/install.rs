@@ -89,6 +89,69 @@ fn install_writes_units_and_a_config_and_uninstall_removes_the_units() {
     assert!(config.exists(), "the configuration stays");
 }
 
+/// The daemon runs under systemd with a minimal PATH: install records the user's own as
+/// `[sandbox] path`, which `config show` then reports as coming from the file; a configuration
+/// without a `[sandbox]` table gets one, one with it is kept.
+#[test]
+fn install_records_the_users_path() {
+    let env = TestEnv::new();
+    let user_path = "/home/u/.cargo/bin:/home/u/.pyenv/shims:/usr/bin:/bin";
+    env.cli()
+        .args(["install", "--user"])
+        .env("PATH", user_path)
+        .assert()
+        .success();
+    let config = env.path().join("config/toolsmith/config.toml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    assert!(text.contains("\n[sandbox]\n"), "{text}");
+    assert!(
+        text.contains(&format!("\npath = \"{user_path}\"\n")),
+        "{text}"
+    );
+    let shown = env
+        .cli()
+        .arg("--config")
+        .arg(&config)
+        .args(["config", "show"])
+        .assert()
+        .success();
+    let shown = String::from_utf8_lossy(&shown.get_output().stdout).into_owned();
+    let line = shown
+        .lines()
+        .skip_while(|l| *l != "[sandbox]")
+        .find(|l| l.starts_with("path = "))
+        .unwrap_or_else(|| panic!("no [sandbox] path in:\n{shown}"));
+    assert!(
+        line.contains(user_path) && line.contains("config.toml:"),
+        "{line}"
+    );
+
+    // A configuration of the user's own without the table gets it, once.
+    std::fs::write(&config, "[mine]\nmin_support = 4\n").expect("write");
+    let out = env
+        .cli()
+        .args(["install", "--user", "--json"])
+        .env("PATH", user_path)
+        .assert()
+        .success();
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).expect("json");
+    assert_eq!(report["files"][2]["status"], "updated");
+    let text = std::fs::read_to_string(&config).expect("config");
+    assert!(text.starts_with("[mine]\nmin_support = 4\n"), "{text}");
+    assert!(
+        text.contains(&format!("[sandbox]\npath = \"{user_path}\"\n")),
+        "{text}"
+    );
+    let out = env
+        .cli()
+        .args(["install", "--user", "--json"])
+        .env("PATH", "/other")
+        .assert()
+        .success();
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).expect("json");
+    assert_eq!(report["files"][2]["status"], "kept");
+}
+
 #[test]
 fn a_unit_not_written_by_toolsmith_is_never_overwritten_or_removed() {
     let env = TestEnv::new();

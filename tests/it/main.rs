@@ -33,3 +33,4 @@ mod secrets;
 mod soak;
 mod startup;
 mod systemd_units;
+mod toolchains;

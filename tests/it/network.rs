@@ -367,11 +367,7 @@ fn a_pip_install_recovery_asks_for_the_index_and_installs_through_the_proxy() {
     // the review says what it may reach.
     std::fs::write(
         &policy,
-        format!(
-            "{}\n[grants]\nhosts = [\"{}\"]\n",
-            toolsmith::validate::run::DEFAULT_POLICY,
-            index.host()
-        ),
+        toolsmith::validate::run::default_policy_granting(&[index.host()]),
     )
     .unwrap();
     let patterns = json_of(

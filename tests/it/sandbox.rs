@@ -109,6 +109,8 @@ fn a_run_reports_where_its_time_went() {
     }
     let total = timings["total_us"].as_u64().expect("total_us");
     assert_eq!(sum, total, "{timings}");
+    // The CLI is single-threaded: it forks its helper rather than executing one.
+    assert_eq!(report["helper"], "forked", "{report}");
     // The command's own run is `wait`: it slept 200 ms, which no other part holds.
     let wait = timings["wait_us"].as_u64().unwrap_or(0);
     assert!(wait >= 200_000, "{timings}");
@@ -299,6 +301,68 @@ fn a_run_granted_nothing_has_no_proxy_no_loopback_and_no_inet() {
          'https_proxy']\nlo up\ninet yes\n",
         "{report}"
     );
+    // The proxy's thread starts after the helper is forked: the CLI stays single-threaded up
+    // to the fork, grant or not.
+    assert_eq!(report["helper"], "forked", "{report}");
+}
+
+/// A multi-threaded caller (the daemon, this harness) executes the helper binary: its
+/// supervisor hands the listener to the proxy over the channel at descriptor 5 all the same,
+/// a granted connection reaches the host, and the report records it once pid 1 has ended.
+#[test]
+fn an_executed_helper_hands_its_listener_to_the_proxy() {
+    use std::io::Write;
+    use toolsmith::sandbox::{self, Exit, HelperStart, HostPort, SandboxPolicy, SandboxSpec};
+    if !Path::new("/usr/bin/python3").exists() {
+        println!("skipped: no /usr/bin/python3");
+        return;
+    }
+    let server = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = server.local_addr().expect("address").port();
+    let serving = std::thread::spawn(move || {
+        let (mut stream, _) = server.accept().expect("accept");
+        stream.write_all(b"hello from the host\n").expect("write");
+    });
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!("[grants]\nhosts = [\"127.0.0.1:{port}\"]\n"),
+    )
+    .expect("write policy");
+    let script = format!(
+        "import socket\n\
+         s = socket.create_connection(('127.0.0.1', {proxy}))\n\
+         s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n')\n\
+         data = b''\n\
+         while not data.endswith(b'host\\n'):\n    \
+             chunk = s.recv(4096)\n    \
+             if not chunk:\n        break\n    \
+             data += chunk\n\
+         print(data.split(b'\\r\\n\\r\\n', 1)[-1].decode(), end='')\n",
+        proxy = sandbox::proxy::PORT
+    );
+    let mut spec = SandboxSpec::new(vec!["/usr/bin/python3".into(), "-c".into(), script]);
+    spec.policy = SandboxPolicy::load(&policy).expect("policy");
+    spec.profile.hosts = vec![HostPort::parse(&format!("127.0.0.1:{port}"), false).expect("host")];
+    spec.helper = Some(env!("CARGO_BIN_EXE_toolsmith-sandbox-helper").into());
+    let report = sandbox::run(&spec).expect("runs");
+    serving.join().expect("server");
+    assert_eq!(report.helper, HelperStart::Executed);
+    assert_eq!(report.exit, Exit::Code(0), "{report:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&report.stdout.bytes),
+        "hello from the host\n",
+        "{report:?}"
+    );
+    assert_eq!(report.connections.len(), 1, "{:?}", report.connections);
+    let seen = &report.connections[0];
+    assert_eq!(
+        (seen.host.as_str(), seen.port, seen.verdict),
+        ("127.0.0.1", port, sandbox::Verdict::Allowed),
+        "{seen:?}"
+    );
+    assert_eq!(seen.bytes_down, 20, "{seen:?}");
 }
 
 #[test]
@@ -424,6 +488,35 @@ fn the_library_api_runs_commands() {
         "seen\nlibrary\n"
     );
     assert!(report.layers.seccomp);
+    // A named helper binary is executed (so is any helper of a multi-threaded caller).
+    assert_eq!(report.helper, sandbox::HelperStart::Executed);
+}
+
+/// A multi-threaded caller (this test harness, like the daemon, whose validation runs take this
+/// path) executes the lean helper binary, and its command gets the same sandbox as the CLI's
+/// forked helper gives.
+#[test]
+fn a_multi_threaded_caller_executes_the_helper_binary_and_gets_the_same_sandbox() {
+    use toolsmith::sandbox::{self, Exit, HelperStart, SandboxSpec};
+    // Another thread alive for the whole run, whatever the harness does.
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let other = std::thread::spawn(move || stopped.recv());
+    let mut spec = SandboxSpec::new(vec![
+        "sh".into(),
+        "-c".into(),
+        "echo $$; cat /proc/self/status | grep -c '^NoNewPrivs:.*1'".into(),
+    ]);
+    // A test binary has no helper beside it (the daemon's does): name the one cargo built.
+    spec.helper = Some(env!("CARGO_BIN_EXE_toolsmith-sandbox-helper").into());
+    let report = sandbox::run(&spec);
+    drop(stop);
+    let _ = other.join();
+    let report = report.expect("runs");
+    assert_eq!(report.exit, Exit::Code(0), "{report:?}");
+    assert_eq!(report.helper, HelperStart::Executed);
+    // The same sandbox as the CLI's: the shell is pid 1 of its own namespace, no new privileges.
+    assert_eq!(String::from_utf8_lossy(&report.stdout.bytes), "1\n1\n");
+    assert!(report.layers.seccomp && report.layers.namespaces);
 }
 
 /// `toolsmith sandbox -- CMD | head` once `head` has gone: the command's status and its report
@@ -663,4 +756,114 @@ fn runs_leave_no_cgroup_behind() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// A helper that has reported its command's end is left to tear down its namespaces on its own
+/// (off the run's path) and reaped by a later run: many runs leave no pile of zombies behind.
+#[test]
+fn helpers_left_to_finish_are_reaped_by_later_runs() {
+    use toolsmith::sandbox::{self, Exit, SandboxSpec};
+    let mut spec = SandboxSpec::new(vec!["/bin/true".into()]);
+    spec.helper = Some(env!("CARGO_BIN_EXE_toolsmith-sandbox-helper").into());
+    for _ in 0..30 {
+        let report = sandbox::run(&spec).expect("runs");
+        assert_eq!(report.exit, Exit::Code(0), "{report:?}");
+    }
+    // This process's children that have ended and not been reaped (other tests of this binary
+    // run helpers at the same time, so a few may be between two runs).
+    let mut zombies = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task")
+        .expect("tasks")
+        .flatten()
+    {
+        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for pid in children.split_whitespace() {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+            if state.is_some_and(|s| s.starts_with('Z')) {
+                zombies.push(stat);
+            }
+        }
+    }
+    assert!(zombies.len() < 5, "{} zombies: {zombies:#?}", zombies.len());
+}
+
+/// A run with rustup's toolchain bound: cargo and rustc run from it, nothing of it can be
+/// written, and the rest of the home directory is not there.
+#[test]
+fn a_toolchain_is_bound_read_only_and_alone() {
+    use toolsmith::sandbox::{self, Exit, SandboxSpec};
+    let Some(cargo) = crate::common::machine_toolchain("cargo") else {
+        return;
+    };
+    let tc = cargo.paths[0].display().to_string();
+    let home = cargo.paths[0]
+        .ancestors()
+        .nth(3)
+        .expect("the toolchain lies in a home")
+        .display()
+        .to_string();
+    let script = format!(
+        "cargo --version && rustc --version && echo \"CARGO_HOME=$CARGO_HOME\" && \
+         (touch {tc}/bin/planted 2>/dev/null && echo WROTE-TOOLCHAIN || echo toolchain-ro) && \
+         ls -A {home}"
+    );
+    let mut spec = SandboxSpec::new(vec!["sh".into(), "-c".into(), script]);
+    spec.helper = Some(Path::new(env!("CARGO_BIN_EXE_toolsmith")).to_path_buf());
+    spec.profile.toolchains = vec![cargo.clone()];
+    let report = sandbox::run(&spec).expect("runs");
+    let out = String::from_utf8_lossy(&report.stdout.bytes).into_owned();
+    let err = String::from_utf8_lossy(&report.stderr.bytes).into_owned();
+    assert_eq!(report.exit, Exit::Code(0), "{out}\n{err}");
+    assert!(
+        out.starts_with("cargo 1.") && out.contains("\nrustc 1."),
+        "{out}"
+    );
+    assert!(out.contains("CARGO_HOME=/work/.cargo"), "{out}");
+    assert!(
+        out.contains("toolchain-ro") && !out.contains("WROTE"),
+        "{out}"
+    );
+    let listed: Vec<&str> = out
+        .lines()
+        .skip_while(|l| *l != "toolchain-ro")
+        .skip(1)
+        .collect();
+    for name in &listed {
+        assert!(
+            cargo
+                .paths
+                .iter()
+                .any(|p| p.starts_with(format!("{home}/{name}"))),
+            "{home}/{name} is shown, but only the toolchain's paths are bound: {listed:?}"
+        );
+    }
+}
+
+/// Every run checks the grants, not only validation: a toolchain the policy does not grant is
+/// refused before anything runs, with the line that would allow it.
+#[test]
+fn an_ungranted_toolchain_is_refused_before_anything_runs() {
+    if crate::common::machine_toolchain("cargo").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[grants]\ntoolchains = []\n").expect("write policy");
+    let out = toolsmith()
+        .args(["sandbox", "--policy"])
+        .arg(&policy)
+        .args(["--toolchain", "cargo", "--", "cargo", "--version"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(125));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!(
+            "add \"rustup\" to [grants] toolchains in {} (toolchains = [\"rustup\"])",
+            policy.display()
+        )),
+        "{said}"
+    );
+    assert!(out.stdout.is_empty(), "nothing ran: {:?}", out.stdout);
 }

@@ -1,6 +1,6 @@
 //! What the binaries start up with, observed from outside: the files every process of a
-//! command opens, traced with `strace -f`. A sandboxed run (the CLI and the helper it starts
-//! again, down to the command's `execve`) and the commands that need no registry
+//! command opens, traced with `strace -f`. A sandboxed run (the CLI and the helper it forks,
+//! down to the command's `execve`) and the commands that need no registry
 //! (`--version`, `status`) never open the registry; no command loads OpenSSL's configuration
 //! or the system's CA certificates (libgit2 is built without TLS; a sync runs `git` itself).
 //! A command that opens the registry shows the trace sees such opens when they happen.
@@ -110,11 +110,13 @@ fn a_sandboxed_run_never_loads_tls_or_initialises_libgit2() {
     let env = TestEnv::new();
     let (trace, code) = traced(&env, &["sandbox", "--", "/bin/true"]);
     assert_eq!(code, Some(0), "{trace}");
-    // The trace covers the helper and pid 1 down to the command: the observation is real.
-    assert!(
-        trace.contains("[\"toolsmith-sandbox-helper\""),
-        "no helper in the trace:\n{trace}"
-    );
+    // The trace covers the helper the CLI forked and pid 1 down to the command: the
+    // observation is real (three processes at least: the CLI, the helper, pid 1).
+    let pids: std::collections::BTreeSet<&str> = trace
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(pids.len() >= 3, "fewer than 3 processes traced:\n{trace}");
     assert!(
         trace
             .lines()

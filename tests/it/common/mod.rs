@@ -313,3 +313,21 @@ pub fn append(path: &Path, bytes: &[u8]) {
         .expect("open log for append");
     file.write_all(bytes).expect("append");
 }
+
+/// The toolchain this machine's `program` resolves into for its user, or `None` (said) when it
+/// has none; under `CI=true`, where CI is a machine like the developers', its absence fails.
+pub fn machine_toolchain(program: &str) -> Option<toolsmith::sandbox::Toolchain> {
+    use toolsmith::sandbox::toolchain::{Resolution, UserEnv, resolve};
+    match resolve(program, &UserEnv::from_process(None), true) {
+        Resolution::Toolchain { toolchain, .. } => Some(toolchain),
+        other => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI runs on a machine with `{program}` from a user's toolchain, this one has: \
+                 {other:?}"
+            );
+            eprintln!("skipped: `{program}` is not from a user's toolchain here ({other:?})");
+            None
+        }
+    }
+}
