@@ -17,6 +17,10 @@
 //!   against `sandbox::run` without them: what binding toolchains costs;
 //! - `rustc --version` from rustup's toolchain, in `sandbox::run` with the toolchain bound
 //!   against bwrap (`--ro-bind / /`, so the toolchain is there too).
+//! - `sandbox::run(/bin/true)` with a network grant (issue 21: `lo` brought up, the listener
+//!   handed to the parent's filtering proxy, its thread started and stopped) against the same
+//!   bwrap and against the run without a grant; `toolsmith sandbox --allow-host … -- /bin/true`
+//!   likewise.
 //!
 //! It also prints one run's `timings` and the median of each part over the library's runs:
 //! where a sandboxed run's time goes. Run as root on a host with the cgroup v1 `pids`
@@ -267,6 +271,26 @@ fn main() {
     };
     call_tool();
 
+    // The same run with a network grant: the proxy starts and stops around it.
+    let grant_dir = tempfile::tempdir().expect("temp dir");
+    let grant_policy = grant_dir.path().join("policy.toml");
+    std::fs::write(&grant_policy, "[grants]\nhosts = [\"127.0.0.1:9\"]\n").expect("policy");
+    let mut proxied = spec.clone();
+    proxied.policy = sandbox::SandboxPolicy::load(&grant_policy).expect("policy");
+    proxied.profile.hosts = vec![sandbox::HostPort::parse("127.0.0.1:9", false).expect("host")];
+    let proxied_first = sandbox::run(&proxied).expect("a run with the proxy");
+    assert_eq!(proxied_first.exit.status(), 0);
+    let grant_args = [
+        "sandbox",
+        "--policy",
+        grant_policy.to_str().expect("utf-8"),
+        "--allow-host",
+        "127.0.0.1:9",
+        "--",
+        "/bin/true",
+    ];
+    let mut lib_proxy = Samples::new("sandbox::run(/bin/true), with the proxy", rounds);
+    let mut cli_proxy = Samples::new("toolsmith sandbox --allow-host … (CLI)", rounds);
     let mut plain = Samples::new("plain /bin/true", rounds);
     let mut lib = Samples::new(
         "toolsmith::sandbox::run(/bin/true), all layers, helper executed",
@@ -382,6 +406,13 @@ fn main() {
                 "/bin/true"
             ])))
         }));
+        lib_proxy.ms.push(timed(|| {
+            let report = sandbox::run(&proxied).expect("sandboxed /bin/true with the proxy");
+            assert_eq!(report.exit.status(), 0);
+        }));
+        cli_proxy.ms.push(timed(|| {
+            assert!(run_quiet(Command::new(toolsmith).args(grant_args)))
+        }));
         if have_bwrap {
             bwrap.ms.push(timed(|| {
                 assert!(run_quiet(Command::new("bwrap").args(bwrap_args)))
@@ -446,7 +477,20 @@ fn main() {
     let version_m = version.report();
     let cli_true_m = cli_true.report();
     let mcp_m = mcp.report();
+    let lib_proxy_m = lib_proxy.report();
+    let cli_proxy_m = cli_proxy.report();
     println!("sandbox overhead over plain: {:.2} ms", lib_m - plain_m);
+    println!(
+        "the proxy's cost per run: {:.2} ms (library), {:.2} ms (CLI)",
+        lib_proxy_m - lib_m,
+        cli_proxy_m - cli_m
+    );
+    ratio(
+        "sandbox::run with the proxy / without",
+        lib_proxy_m,
+        lib_m,
+        None,
+    );
     if have_bwrap {
         let bwrap_m = bwrap.report();
         ratio("sandbox::run / bwrap", lib_m, bwrap_m, Some(1.0));
@@ -457,6 +501,18 @@ fn main() {
             Some(1.0),
         );
         ratio("CLI sandbox / bwrap", cli_m, bwrap_m, Some(1.5));
+        ratio(
+            "sandbox::run with the proxy / bwrap",
+            lib_proxy_m,
+            bwrap_m,
+            None,
+        );
+        ratio(
+            "CLI sandbox with the proxy / bwrap",
+            cli_proxy_m,
+            bwrap_m,
+            None,
+        );
     }
     if !toolchains.is_empty() {
         let tc_m = lib_tc.report();

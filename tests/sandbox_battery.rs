@@ -36,7 +36,7 @@ mod common;
 
 use std::ffi::CString;
 use std::fs;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::net::{TcpListener, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::linux::net::SocketAddrExt;
@@ -46,8 +46,8 @@ use std::os::unix::process::CommandExt;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Daemon, TestEnv};
@@ -886,6 +886,12 @@ struct Opts {
     workspace: Option<(&'static str, PathBuf)>,
     timeout: u32,
     stdin: Input,
+    /// A policy file in place of the pass's (one with `[grants]`).
+    policy: Option<PathBuf>,
+    /// `--allow-host` values.
+    allow_hosts: Vec<String>,
+    /// `--host-socket` values.
+    host_sockets: Vec<PathBuf>,
     /// `--toolchain python`, with this virtual environment's `bin` first on toolsmith's PATH.
     toolchain: Option<PathBuf>,
 }
@@ -896,6 +902,9 @@ impl Default for Opts {
             workspace: None,
             timeout: 5,
             stdin: Input::Canary,
+            policy: None,
+            allow_hosts: Vec::new(),
+            host_sockets: Vec::new(),
             toolchain: None,
         }
     }
@@ -1027,13 +1036,19 @@ impl Ctx<'_> {
         let mut cmd = Command::new(&self.shared.toolsmith);
         p.env(&mut cmd);
         cmd.args(["--json", "sandbox", "--policy"])
-            .arg(&p.policy)
+            .arg(opts.policy.as_ref().unwrap_or(&p.policy))
             .arg("--tool-dir")
             .arg(&p.tool)
             .args(["--memory", &MEMORY_MB.to_string()])
             .args(["--timeout", &opts.timeout.to_string()]);
         if let Some((access, dir)) = &opts.workspace {
             cmd.args(["--workspace", access]).arg(dir);
+        }
+        for host in &opts.allow_hosts {
+            cmd.args(["--allow-host", host]);
+        }
+        for socket in &opts.host_sockets {
+            cmd.arg("--host-socket").arg(socket);
         }
         if let Some(venv) = &opts.toolchain {
             cmd.args(["--toolchain", "python"]).env(
@@ -1436,6 +1451,61 @@ fn cases() -> Vec<Case> {
             "kill(SIGKILL) the victim, toolsmithd and the test; kill(-1, SIGKILL)",
             Normal,
             kill_host,
+        ),
+        // Network by grant: the proxy is the only way out, to the granted pair only.
+        c(
+            "grant: the granted pair is reached",
+            "with --allow-host 127.0.0.1:<granted>: CONNECT, plain HTTP and SOCKS5 through the proxy (the control of the grant cases)",
+            Normal,
+            grant_reached,
+        ),
+        c(
+            "grant: direct connection",
+            "with a grant: connect straight to the granted listener, to 1.1.1.1:80, and bind a port",
+            Normal,
+            grant_direct,
+        ),
+        c(
+            "grant: another host",
+            "with 127.0.0.1:<granted> granted: ask the proxy for localhost:<granted> and example.org:443 (CONNECT, HTTP, SOCKS5)",
+            Normal,
+            grant_other_host,
+        ),
+        c(
+            "grant: IP literal",
+            "with localhost:<granted> granted: ask the proxy for 127.0.0.1:<granted> and [::1]:<granted>",
+            Normal,
+            grant_ip_literal,
+        ),
+        c(
+            "grant: another port",
+            "with 127.0.0.1:<granted> granted: ask the proxy for 127.0.0.1:<other listener> (CONNECT, HTTP, SOCKS5)",
+            Normal,
+            grant_other_port,
+        ),
+        c(
+            "grant: DNS from inside",
+            "with a grant: getaddrinfo, getent, a UDP socket to 127.0.0.1:53 and to 8.8.8.8:53",
+            Normal,
+            grant_dns,
+        ),
+        c(
+            "grant: the proxy's socket to a denied host",
+            "with a grant: raw requests to 127.0.0.1:3128 for a denied listener (CONNECT, absolute URI with a granted Host header, SOCKS5 by address)",
+            Normal,
+            grant_proxy_denied,
+        ),
+        c(
+            "grant: a host nobody granted",
+            "--allow-host for a pair the policy's [grants] hosts does not list; --host-socket for a socket it does not list",
+            Normal,
+            grant_not_in_policy,
+        ),
+        c(
+            "grant: host socket",
+            "with one host socket granted: connect to it, and to another socket beside it on the host",
+            Normal,
+            grant_host_socket,
         ),
         // Network.
         c(
@@ -2480,6 +2550,472 @@ fn tcp(ctx: &Ctx) -> Verdict {
         &[&v4, &v6],
         vec![(format!("listener accepted {n}"), n == 0)],
     )
+}
+
+/// A policy file with the pass's `[sandbox]` table and `[grants]`, readable by the pass.
+fn grant_policy(ctx: &Ctx, hosts: &[String], sockets: &[&Path]) -> PathBuf {
+    let list = |items: Vec<String>| {
+        items
+            .iter()
+            .map(|i| format!("{i:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let text = format!(
+        "{}\n[grants]\nhosts = [{}]\nhost_sockets = [{}]\n",
+        policy_toml(),
+        list(hosts.to_vec()),
+        list(sockets.iter().map(|s| s.display().to_string()).collect())
+    );
+    let path = ctx
+        .pass
+        .policy
+        .with_file_name(format!("policy-grant-{}.toml", ctx.tag));
+    fs::write(&path, text).expect("write policy");
+    if let Some(ids) = ctx.pass.ids {
+        chown_tree(&path, ids);
+    }
+    path
+}
+
+/// A loopback listener that answers each connection with one HTTP response.
+struct Server {
+    port: u16,
+    hits: Arc<AtomicUsize>,
+}
+
+impl Server {
+    fn new() -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
+        let port = listener.local_addr().expect("address").port();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&hits);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { break };
+                counted.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || {
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                    let mut buf = [0u8; 4096];
+                    let mut got = Vec::new();
+                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nserver-reply",
+                    );
+                });
+            }
+        });
+        Server { port, hits }
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+/// A Python client of the proxy: each `KIND HOST PORT [HOSTHEADER]` argument is one request
+/// (`connect`, `http`, `socks-name`, `socks-ip`), reported as ALLOWED (the host answered
+/// through the proxy) or DENIED (with the proxy's answer).
+const PROXY_CLIENT: &str = r#"
+import socket, sys, struct, ipaddress
+for spec in sys.argv[1:]:
+    kind, host, port, *rest = spec.split(' ')
+    port = int(port)
+    label = kind + ' ' + host + ':' + str(port)
+    try:
+        s = socket.create_connection(('127.0.0.1', 3128), 5)
+        s.settimeout(5)
+        if kind == 'connect':
+            s.sendall(('CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n' % (host, port, host, port)).encode())
+            head = s.recv(4096)
+            if head.startswith(b'HTTP/1.1 200'):
+                s.sendall(b'GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+                body = s.recv(4096)
+                print(('ALLOWED ' if b'server-reply' in body else 'DENIED ') + label + ': tunnel ' + repr(body[:40]))
+            else:
+                print('DENIED ' + label + ': ' + head.split(b'\r\n')[0].decode('latin1'))
+        elif kind == 'http':
+            hostheader = rest[0] if rest else '%s:%d' % (host, port)
+            s.sendall(('GET http://%s:%d/ HTTP/1.1\r\nHost: %s\r\n\r\n' % (host, port, hostheader)).encode())
+            head = s.recv(4096)
+            if b'server-reply' in head:
+                print('ALLOWED ' + label + ': ' + head.split(b'\r\n')[0].decode('latin1'))
+            else:
+                print('DENIED ' + label + ': ' + head.split(b'\r\n')[0].decode('latin1'))
+        else:
+            s.sendall(b'\x05\x01\x00')
+            if s.recv(2) != b'\x05\x00':
+                print('DENIED ' + label + ': no method'); continue
+            if kind == 'socks-ip':
+                ip = ipaddress.ip_address(host)
+                addr = (b'\x01' if ip.version == 4 else b'\x04') + ip.packed
+            else:
+                addr = b'\x03' + bytes([len(host)]) + host.encode()
+            s.sendall(b'\x05\x01\x00' + addr + struct.pack('>H', port))
+            reply = s.recv(10)
+            if len(reply) > 1 and reply[1] == 0:
+                s.sendall(b'GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+                body = s.recv(4096)
+                print(('ALLOWED ' if b'server-reply' in body else 'DENIED ') + label + ': socks tunnel')
+            else:
+                print('DENIED ' + label + ': SOCKS5 reply ' + str(reply[1] if len(reply) > 1 else None))
+    except OSError as e:
+        print('DENIED ' + label + ': ' + type(e).__name__ + ' ' + str(e))
+"#;
+
+/// Runs the proxy client in the sandbox under a grant.
+fn through_proxy(ctx: &Ctx, policy: &Path, allow: &str, requests: &[String]) -> Run {
+    let mut command = vec!["/usr/bin/python3", "-c", PROXY_CLIENT];
+    command.extend(requests.iter().map(String::as_str));
+    ctx.sandbox(
+        Opts {
+            policy: Some(policy.to_path_buf()),
+            allow_hosts: vec![allow.to_owned()],
+            timeout: 8,
+            ..Opts::default()
+        },
+        &command,
+    )
+}
+
+/// The report's connections: (host:port, verdict).
+fn connections(run: &Run) -> Vec<(String, String)> {
+    run.field("/connections")
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|c| {
+                    (
+                        format!("{}:{}", c["host"].as_str().unwrap_or(""), c["port"]),
+                        c["verdict"].as_str().unwrap_or("").to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every connection the report lists was denied, and there were `n` of them.
+fn all_denied(run: &Run, n: usize) -> (String, bool) {
+    let seen = connections(run);
+    let holds = seen.len() == n && seen.iter().all(|(_, v)| v == "denied");
+    (format!("report: {seen:?}"), holds)
+}
+
+fn no_python() -> Option<Verdict> {
+    (!Path::new("/usr/bin/python3").exists()).then(|| Verdict {
+        observed: "skipped: no /usr/bin/python3".into(),
+        ok: true,
+    })
+}
+
+fn grant_reached(ctx: &Ctx) -> Verdict {
+    if let Some(v) = no_python() {
+        return v;
+    }
+    let server = Server::new();
+    let granted = format!("127.0.0.1:{}", server.port);
+    let policy = grant_policy(ctx, std::slice::from_ref(&granted), &[]);
+    let port = server.port.to_string();
+    let run = through_proxy(
+        ctx,
+        &policy,
+        &granted,
+        &[
+            format!("connect 127.0.0.1 {port}"),
+            format!("http 127.0.0.1 {port}"),
+            format!("socks-ip 127.0.0.1 {port}"),
+        ],
+    );
+    if let Some(failure) = run.failure() {
+        return Verdict {
+            observed: failure,
+            ok: false,
+        };
+    }
+    let seen = connections(&run);
+    let bytes = run.field("/connections/0/bytes_down").as_u64().unwrap_or(0);
+    // The CLI forks its helper with a grant too: the proxy's thread starts after the fork.
+    let helper = run.field("/helper");
+    let ok = run.allowed().len() == 3
+        && server.hits() == 3
+        && seen.len() == 3
+        && seen.iter().all(|(_, v)| v == "allowed")
+        && bytes > 0
+        && helper == "forked";
+    Verdict {
+        observed: format!(
+            "allowed {:?}, denied {:?}; server got {}; report {seen:?}, {bytes} bytes down; \
+             helper {helper}",
+            run.allowed(),
+            run.denied(),
+            server.hits()
+        ),
+        ok,
+    }
+}
+
+fn grant_direct(ctx: &Ctx) -> Verdict {
+    let server = Server::new();
+    let granted = format!("127.0.0.1:{}", server.port);
+    let policy = grant_policy(ctx, std::slice::from_ref(&granted), &[]);
+    let port = server.port.to_string();
+    let opts = || Opts {
+        policy: Some(policy.clone()),
+        allow_hosts: vec![granted.clone()],
+        ..Opts::default()
+    };
+    let direct = ctx.sandbox(opts(), &["/tool/probe", "tcp", "127.0.0.1", &port]);
+    let outside = ctx.sandbox(opts(), &["/tool/probe", "tcp", "1.1.1.1", "80"]);
+    let v6 = ctx.sandbox(opts(), &["/tool/probe", "tcp6", "::1", &port]);
+    let script = format!(
+        "echo hi 2>/dev/null >/dev/tcp/127.0.0.1/{port} && echo 'ALLOWED /dev/tcp: connected' \
+         || echo 'DENIED bash /dev/tcp: failed'"
+    );
+    let bash = ctx.sandbox(opts(), &["bash", "-c", &script]);
+    let n = server.hits();
+    ctx.refused(
+        &[&direct, &outside, &v6, &bash],
+        vec![(
+            format!("granted listener got {n} direct connections"),
+            n == 0,
+        )],
+    )
+}
+
+fn grant_other_host(ctx: &Ctx) -> Verdict {
+    if let Some(v) = no_python() {
+        return v;
+    }
+    let server = Server::new();
+    let granted = format!("127.0.0.1:{}", server.port);
+    let policy = grant_policy(ctx, std::slice::from_ref(&granted), &[]);
+    let port = server.port.to_string();
+    let run = through_proxy(
+        ctx,
+        &policy,
+        &granted,
+        &[
+            format!("connect localhost {port}"),
+            format!("http localhost {port}"),
+            format!("socks-name localhost {port}"),
+            "connect example.org 443".into(),
+            "http example.org 80".into(),
+        ],
+    );
+    let n = server.hits();
+    ctx.refused(
+        &[&run],
+        vec![
+            (format!("granted listener got {n}"), n == 0),
+            all_denied(&run, 5),
+        ],
+    )
+}
+
+fn grant_ip_literal(ctx: &Ctx) -> Verdict {
+    if let Some(v) = no_python() {
+        return v;
+    }
+    let server = Server::new();
+    let granted = format!("localhost:{}", server.port);
+    let policy = grant_policy(ctx, std::slice::from_ref(&granted), &[]);
+    let port = server.port.to_string();
+    let run = through_proxy(
+        ctx,
+        &policy,
+        &granted,
+        &[
+            format!("connect 127.0.0.1 {port}"),
+            format!("http 127.0.0.1 {port}"),
+            format!("socks-ip 127.0.0.1 {port}"),
+            format!("socks-ip ::1 {port}"),
+        ],
+    );
+    let n = server.hits();
+    ctx.refused(
+        &[&run],
+        vec![
+            (format!("listener behind the granted name got {n}"), n == 0),
+            all_denied(&run, 4),
+        ],
+    )
+}
+
+fn grant_other_port(ctx: &Ctx) -> Verdict {
+    if let Some(v) = no_python() {
+        return v;
+    }
+    let (server, other) = (Server::new(), Server::new());
+    let granted = format!("127.0.0.1:{}", server.port);
+    let policy = grant_policy(ctx, std::slice::from_ref(&granted), &[]);
+    let port = other.port.to_string();
+    let run = through_proxy(
+        ctx,
+        &policy,
+        &granted,
+        &[
+            format!("connect 127.0.0.1 {port}"),
+            format!("http 127.0.0.1 {port}"),
+            format!("socks-ip 127.0.0.1 {port}"),
+        ],
+    );
+    let n = server.hits() + other.hits();
+    ctx.refused(
+        &[&run],
+        vec![(format!("listeners got {n}"), n == 0), all_denied(&run, 3)],
+    )
+}
+
+fn grant_dns(ctx: &Ctx) -> Verdict {
+    let server = Server::new();
+    let granted = format!("127.0.0.1:{}", server.port);
+    let policy = grant_policy(ctx, std::slice::from_ref(&granted), &[]);
+    let opts = || Opts {
+        policy: Some(policy.clone()),
+        allow_hosts: vec![granted.clone()],
+        ..Opts::default()
+    };
+    let lookup = ctx.sandbox(
+        opts(),
+        &["/tool/probe", "dns", "example.com", "localhost.localdomain"],
+    );
+    let getent = ctx.sandbox(
+        opts(),
+        &[
+            "sh",
+            "-c",
+            "getent hosts example.com >/dev/null && echo 'ALLOWED getent: resolved' \
+             || echo 'DENIED getent hosts example.com: failed'",
+        ],
+    );
+    let udp_local = ctx.sandbox(opts(), &["/tool/probe", "udp", "127.0.0.1", "53"]);
+    let udp_out = ctx.sandbox(opts(), &["/tool/probe", "udp", "8.8.8.8", "53"]);
+    ctx.refused(&[&lookup, &getent, &udp_local, &udp_out], Vec::new())
+}
+
+fn grant_proxy_denied(ctx: &Ctx) -> Verdict {
+    if let Some(v) = no_python() {
+        return v;
+    }
+    let (server, denied) = (Server::new(), Server::new());
+    let granted = format!("127.0.0.1:{}", server.port);
+    let policy = grant_policy(ctx, std::slice::from_ref(&granted), &[]);
+    let port = denied.port.to_string();
+    let run = through_proxy(
+        ctx,
+        &policy,
+        &granted,
+        &[
+            format!("connect 127.0.0.1 {port}"),
+            // The Host header names the granted pair: the request line decides.
+            format!("http 127.0.0.1 {port} {granted}"),
+            format!("socks-ip 127.0.0.1 {port}"),
+            format!("socks-name 127.0.0.1 {port}"),
+        ],
+    );
+    let n = denied.hits() + server.hits();
+    ctx.refused(
+        &[&run],
+        vec![(format!("listeners got {n}"), n == 0), all_denied(&run, 4)],
+    )
+}
+
+fn grant_not_in_policy(ctx: &Ctx) -> Verdict {
+    let server = Server::new();
+    let socket_dir = ctx.pass.home.with_file_name(format!("sockets-{}", ctx.tag));
+    fs::create_dir_all(&socket_dir).expect("mkdir");
+    set_mode(&socket_dir, 0o755);
+    let listener = Unix::path(&socket_dir.join("engine.sock"));
+    // The pass's policy grants nothing.
+    let host = ctx.sandbox(
+        Opts {
+            allow_hosts: vec![format!("127.0.0.1:{}", server.port)],
+            ..Opts::default()
+        },
+        &["/tool/probe", "tcp", "127.0.0.1", &server.port.to_string()],
+    );
+    let socket = ctx.sandbox(
+        Opts {
+            host_sockets: vec![socket_dir.join("engine.sock")],
+            ..Opts::default()
+        },
+        &[
+            "/tool/probe",
+            "unix",
+            &socket_dir.join("engine.sock").display().to_string(),
+        ],
+    );
+    // `--json`: the refusal is a JSON error on stderr.
+    let hint = |run: &Run, line: &str| {
+        let error: Value = serde_json::from_str(run.cli_stderr.trim()).unwrap_or(Value::Null);
+        run.report.is_none()
+            && run.code == Some(125)
+            && error["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(line))
+    };
+    let host_line = format!("add \"127.0.0.1:{}\" to [grants] hosts in", server.port);
+    let socket_line = format!(
+        "add \"{}\" to [grants] host_sockets in",
+        socket_dir.join("engine.sock").display()
+    );
+    let (n, m) = (server.hits(), listener.accepted());
+    let ok = hint(&host, &host_line) && hint(&socket, &socket_line) && n == 0 && m == 0;
+    Verdict {
+        observed: format!(
+            "host: exit {:?}, {:?}; socket: exit {:?}, {:?}; listeners got {n} and {m}",
+            host.code,
+            host.cli_stderr.trim(),
+            socket.code,
+            socket.cli_stderr.trim()
+        ),
+        ok,
+    }
+}
+
+fn grant_host_socket(ctx: &Ctx) -> Verdict {
+    let socket_dir = ctx.pass.home.with_file_name(format!("sockets-{}", ctx.tag));
+    fs::create_dir_all(&socket_dir).expect("mkdir");
+    set_mode(&socket_dir, 0o755);
+    let (granted_path, other_path) = (
+        socket_dir.join("engine.sock"),
+        socket_dir.join("other.sock"),
+    );
+    let granted = Unix::path(&granted_path);
+    let other = Unix::path(&other_path);
+    let policy = grant_policy(ctx, &[], &[&granted_path]);
+    let opts = || Opts {
+        policy: Some(policy.clone()),
+        host_sockets: vec![granted_path.clone()],
+        ..Opts::default()
+    };
+    let reach = ctx.sandbox(
+        opts(),
+        &["/tool/probe", "unix", &granted_path.display().to_string()],
+    );
+    let beside = ctx.sandbox(
+        opts(),
+        &["/tool/probe", "unix", &other_path.display().to_string()],
+    );
+    let (a, b) = (granted.accepted(), other.accepted());
+    let mut v = ctx.refused(
+        &[&beside],
+        vec![(format!("the socket beside it got {b}"), b == 0)],
+    );
+    let reached = reach.allowed().len() == 1 && a == 1;
+    v.ok &= reached;
+    v.observed.push_str(&format!(
+        "; the granted socket: {:?} / {:?}, accepted {a}",
+        reach.allowed(),
+        reach.denied()
+    ));
+    v
 }
 
 fn bash_dev_tcp(ctx: &Ctx) -> Verdict {

@@ -147,15 +147,31 @@ fn lay_out(dir: &Path) -> std::io::Result<PathBuf> {
     }
     let config = dir.join("config.toml");
     let quote = |p: &Path| toml::Value::String(p.display().to_string()).to_string();
+    // The demo's logs hold a `pip install` recovery: its policy grants the package indexes pip
+    // is configured with on this machine (what `toolsmith doctor` suggests), so that tool can
+    // be proposed; the built-in policy grants nothing and refuses it, naming the line to add.
+    let mut pip_hosts: Vec<String> =
+        crate::generate::reach::configured_indexes(&crate::generate::reach::current())
+            .into_iter()
+            .filter(|i| i.manager == crate::generate::reach::Manager::Pip)
+            .map(|i| i.host.to_string())
+            .collect();
+    pip_hosts.dedup();
+    let policy = dir.join("policy.toml");
+    std::fs::write(
+        &policy,
+        crate::validate::run::default_policy_granting(&pip_hosts),
+    )?;
     std::fs::write(
         &config,
         format!(
-            "# The demo's configuration: its own state, registry and logs.\n\
+            "# The demo's configuration: its own state, registry, logs and policy.\n\
              [paths]\nstate = {}\nregistry = {}\n\n\
-             [generate]\nbackend = \"template\"\n\n\
+             [generate]\nbackend = \"template\"\npolicy = {}\n\n\
              [[source]]\nformat = \"claude-code\"\npath = {}\n",
             quote(&dir.join("state")),
             quote(&dir.join("registry")),
+            quote(&policy),
             quote(&dir.join("logs/claude-code")),
         ),
     )?;

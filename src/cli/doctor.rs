@@ -137,10 +137,12 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
             detail: "unknown: the configuration does not load".into(),
         },
     };
+    let grants = network_grants(config.as_ref().ok());
     if cli.json {
         return super::output::json(
             out,
             &json!({
+                "network": grants,
                 "host": report,
                 "isolation": report.isolation_level(),
                 "missing": report.missing(),
@@ -222,7 +224,78 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
         None => style.good(&sandbox.summary),
     };
     writeln!(out, "sandbox: {summary}")?;
+    writeln!(out, "\nNetwork grants (policy {})", grants.policy)?;
+    if grants.granted.is_empty() {
+        writeln!(
+            out,
+            "  none: tools get no network (hosts are granted in the policy's [grants] hosts)"
+        )?;
+    } else {
+        writeln!(out, "  granted: {}", grants.granted.join(", "))?;
+    }
+    for index in &grants.indexes {
+        let granted = grants.granted.contains(&index.host);
+        let note = if granted {
+            style.good("granted")
+        } else {
+            style.warn(&format!(
+                "add \"{}\" to [grants] hosts in {} to let tools that run {} use it",
+                index.host, grants.policy, index.manager
+            ))
+        };
+        writeln!(
+            out,
+            "  {:<6} index {} ({}): {note}",
+            index.manager, index.host, index.source
+        )?;
+    }
     Ok(())
+}
+
+/// The network grants of the policy in force and the package indexes configured here.
+#[derive(serde::Serialize)]
+struct NetworkGrants {
+    policy: String,
+    granted: Vec<String>,
+    indexes: Vec<IndexRow>,
+}
+
+#[derive(serde::Serialize)]
+struct IndexRow {
+    manager: &'static str,
+    host: String,
+    source: String,
+}
+
+/// What `toolsmith doctor` says of the network: the policy's `[grants] hosts` and the
+/// package indexes the package managers here are configured with — the hosts a `pip install`
+/// or `npm install` habit's tool would ask for.
+fn network_grants(config: Option<&crate::config::Config>) -> NetworkGrants {
+    let policy = config
+        .and_then(|c| c.generate.policy.value.as_deref())
+        .map_or_else(
+            || Ok(crate::sandbox::SandboxPolicy::default()),
+            crate::sandbox::SandboxPolicy::load,
+        )
+        .unwrap_or_default();
+    let indexes = crate::generate::reach::configured_indexes(&crate::generate::reach::current())
+        .into_iter()
+        .map(|i| IndexRow {
+            manager: i.manager.as_str(),
+            host: i.host.to_string(),
+            source: i.source,
+        })
+        .collect();
+    NetworkGrants {
+        granted: policy
+            .grants
+            .hosts
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        policy: policy.file,
+        indexes,
+    }
 }
 
 /// Whether the registry is there and usable: its path, tools, proposals and remote.

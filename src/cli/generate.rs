@@ -427,6 +427,9 @@ pub(super) fn show(
     header(&c, interrupted, out, style)?;
     if let Some(spec) = staging.spec() {
         writeln!(out, "{}", spec.description)?;
+        for line in crate::sandbox::grants::reach_lines(&spec.sandbox) {
+            writeln!(out, "{}", style.warn(&line))?;
+        }
         if !spec.params.is_empty() {
             writeln!(out, "parameters:")?;
             for p in &spec.params {

@@ -100,6 +100,9 @@ pub(super) fn list_reviews(cli: &Cli, out: &mut impl Write, style: Style) -> Res
             r.bump.map_or("new", |b| b.as_str()),
             r.subject
         )?;
+        for line in &r.reach {
+            writeln!(out, "    {}", style.warn(line))?;
+        }
     }
     writeln!(
         out,
@@ -324,6 +327,7 @@ pub(super) fn run(
                 "stderr": text(&report.stderr.bytes),
                 "output": parsed,
                 "warnings": report.warnings,
+                "connections": report.connections,
             }),
         )?;
     } else {
@@ -334,6 +338,22 @@ pub(super) fn run(
         // Never silent: a limit the policy lowered, a layer missing here.
         for warning in &report.warnings {
             writeln!(stderr, "toolsmith run: {name}: {warning}")?;
+        }
+        for c in &report.connections {
+            if c.verdict != crate::sandbox::Verdict::Allowed {
+                writeln!(
+                    stderr,
+                    "toolsmith run: {name}: connection to {}:{} {}: {}",
+                    c.host,
+                    c.port,
+                    if c.verdict == crate::sandbox::Verdict::Denied {
+                        "refused"
+                    } else {
+                        "failed"
+                    },
+                    c.reason.as_deref().unwrap_or_default()
+                )?;
+            }
         }
         if let Some(limit) = report.limit {
             writeln!(
@@ -475,7 +495,12 @@ pub(super) fn show_tool(cli: &Cli, name: &str, out: &mut impl Write) -> Result<b
         return Ok(true);
     }
     match &entry.manifest {
-        Some(m) => out.write_all(m.to_yaml().as_bytes())?,
+        Some(m) => {
+            for line in crate::sandbox::grants::reach_lines(&m.sandbox) {
+                writeln!(out, "# {line}")?;
+            }
+            out.write_all(m.to_yaml().as_bytes())?;
+        }
         None => writeln!(
             out,
             "{name}: invalid: {}",

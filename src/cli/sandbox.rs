@@ -13,8 +13,8 @@ use super::{Cli, Failure};
 use crate::exit::ExitCode;
 use crate::sandbox::toolchain::{Resolution, UserEnv, resolve};
 use crate::sandbox::{
-    self, Exit, Limits, Profile, RunReport, SandboxError, SandboxPolicy, SandboxSpec, Stdin,
-    WorkspaceAccess,
+    self, Exit, HostPort, Limits, Profile, RunReport, SandboxError, SandboxPolicy, SandboxSpec,
+    Stdin, Verdict, WorkspaceAccess,
 };
 
 /// Exit codes of `toolsmith sandbox`, for its help.
@@ -47,9 +47,20 @@ pub struct SandboxArgs {
     /// (repeatable; the policy's [grants] toolchains must allow its kind).
     #[arg(long, value_name = "PROGRAM")]
     pub toolchain: Vec<String>,
-    /// Policy file whose [sandbox] table applies (default: the built-in policy).
+    /// Policy file whose [sandbox] and [grants] tables apply (default: the built-in policy,
+    /// which grants nothing).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// Let the command reach HOST:PORT through toolsmith's filtering proxy (repeatable; each
+    /// must be listed in the policy's [grants] hosts). HTTP_PROXY, HTTPS_PROXY and ALL_PROXY
+    /// point at the proxy; every connection is in the report.
+    #[arg(long = "allow-host", value_name = "HOST:PORT")]
+    pub allow_host: Vec<String>,
+    /// Bind the host socket PATH into the sandbox at the same path (repeatable; each must be
+    /// listed in the policy's [grants] host_sockets). A container engine's socket gives
+    /// root-equivalent power over the host.
+    #[arg(long = "host-socket", value_name = "PATH")]
+    pub host_socket: Vec<PathBuf>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -114,6 +125,12 @@ fn spec(cli: &Cli, args: &SandboxArgs) -> Result<SandboxSpec, Failure> {
             }
         }
     }
+    for host in &args.allow_host {
+        let parsed = HostPort::parse(host, false)
+            .map_err(|e| bad_option(format!("--allow-host {host}: {e}")))?;
+        profile.hosts.push(parsed);
+    }
+    profile.host_sockets.clone_from(&args.host_socket);
     spec.profile = profile;
     spec.tool_dir = args.tool_dir.clone();
     for pair in &args.env {
@@ -208,6 +225,28 @@ fn summary(report: &RunReport, err: &mut impl Write, style: Style) -> std::io::R
         format!("pids by {}, memory by {}", l.pids, l.memory)
     });
     writeln!(err, "toolsmith sandbox: layers: {}", layers.join(", "))?;
+    for c in &report.connections {
+        let what = match c.verdict {
+            Verdict::Allowed => style.good("allowed"),
+            Verdict::Denied => style.bad("denied"),
+            Verdict::Failed => style.warn("failed"),
+        };
+        let target = if c.host.contains(':') {
+            format!("[{}]:{}", c.host, c.port)
+        } else {
+            format!("{}:{}", c.host, c.port)
+        };
+        let reason = c
+            .reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        writeln!(
+            err,
+            "toolsmith sandbox: connection {target} via {}: {what}, {} bytes up, {} down{reason}",
+            c.protocol, c.bytes_up, c.bytes_down
+        )?;
+    }
     for warning in &report.warnings {
         writeln!(err, "toolsmith sandbox: note: {warning}")?;
     }

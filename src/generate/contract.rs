@@ -192,21 +192,28 @@ mod tests {
         }
     }
 
-    /// A model never writes the manifest, so it cannot grant a tool a toolchain (or anything
-    /// else of the sandbox profile): a reply carrying one is refused whole.
+    /// A model never writes the manifest, so it cannot grant a tool a toolchain, a network
+    /// host or a host socket (or anything else of the sandbox profile): what a tool may reach
+    /// is derived from the evidence, and a reply carrying a manifest is refused whole.
     #[test]
     fn a_manifest_from_the_model_is_refused() {
-        let text = reply(&[
-            ("run.sh", "echo\n"),
-            ("tests/cases.json", "{}\n"),
-            ("README.md", "x\n"),
-            (
-                "tool.yaml",
-                "sandbox:\n  toolchains:\n    - { program: sh, kind: local-bin, paths: [/home/u] }\n",
-            ),
-        ]);
-        let err = parse(&text, NAMES).expect_err("refused");
-        assert!(err.problem.contains("tool.yaml"), "{err}");
+        for manifest in [
+            "sandbox:\n  toolchains:\n    - { program: sh, kind: local-bin, paths: [/home/u] }\n",
+            "sandbox:\n  hosts: [\"evil.example:443\"]\n  host_sockets: [/run/docker.sock]\n",
+        ] {
+            let text = reply(&[
+                ("run.sh", "echo\n"),
+                ("tests/cases.json", "{}\n"),
+                ("README.md", "x\n"),
+                ("tool.yaml", manifest),
+            ]);
+            let err = parse(&text, NAMES).expect_err("refused");
+            assert!(
+                err.to_string()
+                    .contains("`tool.yaml`, which was not asked for"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

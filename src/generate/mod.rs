@@ -9,6 +9,8 @@
 //! - [`template`]: the offline generator (POSIX sh) and the tests derived from evidence;
 //! - [`template_py`]: the offline Python generator, for pure text transformations;
 //! - [`prompt`]: prompts per origin and the repair turn;
+//! - [`reach`]: the network hosts a tool needs, derived from the evidence (package indexes,
+//!   git remotes), never from a model;
 //! - [`staging`]: each attempt's files and diagnostics, kept;
 //! - [`review`]: review decisions (approval, rejection) recorded in the git registry and in the
 //!   store, for candidates and the patterns they came from;
@@ -21,6 +23,7 @@ pub mod llm;
 pub mod logged;
 pub mod pipeline;
 pub mod prompt;
+pub mod reach;
 pub mod review;
 pub mod spec;
 pub mod staging;

@@ -1112,6 +1112,11 @@ impl Generator {
         // user, never written by a generator or a model; validation checks it against the
         // policy's grants.
         spec.sandbox.toolchains = toolchains_for(&spec, &self.user_env);
+        // What the tool may reach comes from the evidence (the package indexes its package
+        // managers are configured with, the git remotes it names), never from a generator;
+        // validation refuses what the policy's [grants] does not list, naming the line.
+        spec.sandbox.hosts = super::reach::hosts(&spec, &super::reach::current());
+        spec.sandbox.host_sockets.clear();
         let staging = Staging::new(&self.state_dir, &c.id);
         // Held until this returns, however it returns: while it is held the candidate is this
         // process's; once the process is gone, whoever runs next resumes it.

@@ -59,8 +59,17 @@ fn conventions(spec: &ToolSpec) -> String {
            per line, with words that contain characters other than letters, digits and `_./:=@%+,~-` \
            in single quotes, and runs nothing.\n\
          - Output: {output}.\n\
-         - Never use the network (no curl, wget, ssh, sockets), sudo, eval, or write outside the \
-           working directory and $TMPDIR.\n",
+         - {network}, sudo, eval, or write outside the working directory and $TMPDIR.\n",
+        network = if spec.sandbox.hosts.is_empty() {
+            "Never use the network (no curl, wget, ssh, sockets)".to_owned()
+        } else {
+            format!(
+                "The package manager the steps run may reach only {} through the proxy the \
+                 sandbox sets in HTTP_PROXY and HTTPS_PROXY; use nothing else of the network \
+                 (no curl, wget, ssh, sockets)",
+                spec.sandbox.hosts.join(", ")
+            )
+        },
         dry = invoke::DRY_RUN_ENV,
         output = match spec.output {
             OutputKind::Text => "plain text for an agent to read; keep it short".to_owned(),

@@ -464,9 +464,8 @@ impl ToolSpec {
         }
         SandboxProfile {
             workspace: WorkspaceAccess::Write,
-            network: false,
-            toolchains: Vec::new(),
             limits,
+            ..SandboxProfile::default()
         }
     }
 }

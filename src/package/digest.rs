@@ -226,6 +226,8 @@ mod tests {
                 m.interface.params["properties"]["package"]["description"] = "x".into();
             }),
             Box::new(|m| m.interface.output = OutputKind::Json),
+            Box::new(|m| m.sandbox.hosts.push("pypi.org:443".into())),
+            Box::new(|m| m.sandbox.host_sockets.push("/run/docker.sock".into())),
             Box::new(|m| {
                 m.sandbox.toolchains.push(crate::sandbox::Toolchain {
                     program: "cargo".into(),
@@ -258,6 +260,27 @@ mod tests {
                 && profile.contains(r#""network":false,"workspace":"read"}"#),
             "{profile}"
         );
+    }
+
+    #[test]
+    fn a_manifest_without_grants_keeps_the_profile_it_always_had() {
+        // The profile as a build before `sandbox.hosts` and `sandbox.host_sockets` wrote it:
+        // empty grants are left out, so an approved tool's digest still verifies.
+        let m = manifest();
+        let sandbox = serde_json::to_value(&m.sandbox).expect("json");
+        let keys: Vec<&String> = sandbox.as_object().expect("object").keys().collect();
+        assert_eq!(keys, ["limits", "network", "workspace"]);
+        let canonical = profile(&m);
+        let sandbox = &canonical[canonical.find(r#""sandbox":"#).expect("sandbox")..];
+        assert!(
+            sandbox.starts_with(r#""sandbox":{"limits":{"#)
+                && sandbox.ends_with(r#""network":false,"workspace":"read"}}"#),
+            "{sandbox}"
+        );
+        assert!(!m.to_yaml().contains("hosts"));
+        let mut granted = m.clone();
+        granted.sandbox.hosts.push("pypi.org:443".into());
+        assert!(profile(&granted).contains(r#""hosts":["pypi.org:443"]"#));
     }
 
     #[test]

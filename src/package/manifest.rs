@@ -462,12 +462,34 @@ impl Manifest {
         if self.sandbox.network {
             return Err(invalid(
                 "sandbox.network",
-                "must be false: tools never get network access".into(),
+                "must be false: tools never get direct network access (the hosts a tool may \
+                 reach through toolsmith's proxy are listed in sandbox.hosts)"
+                    .into(),
             ));
         }
         for (i, toolchain) in self.sandbox.toolchains.iter().enumerate() {
             crate::sandbox::toolchain::check_entry(toolchain)
                 .map_err(|problem| invalid(&format!("sandbox.toolchains[{i}]"), problem))?;
+        }
+        for (i, host) in self.sandbox.hosts.iter().enumerate() {
+            if let Err(e) = crate::sandbox::HostPort::parse(host, false) {
+                return Err(invalid(&format!("sandbox.hosts[{i}]"), e));
+            }
+        }
+        for (i, socket) in self.sandbox.host_sockets.iter().enumerate() {
+            let ok = socket.is_absolute()
+                && socket.to_str().is_some_and(|s| {
+                    s.len() <= 256 && !s.contains(['\n', '\0']) && !s.split('/').any(|c| c == "..")
+                });
+            if !ok {
+                return Err(invalid(
+                    &format!("sandbox.host_sockets[{i}]"),
+                    format!(
+                        "`{}` must be an absolute path without `..`",
+                        socket.display()
+                    ),
+                ));
+            }
         }
         for (key, value, max) in self.sandbox.limits.bounds() {
             if value == 0 || value > max {
@@ -718,6 +740,16 @@ provenance:
                 "`runtime.requires[0]`",
             ),
             ("network: false", "network: true", "`sandbox.network`"),
+            (
+                "network: false",
+                "network: false\n  hosts: [pypi.org]",
+                "`sandbox.hosts[0]`",
+            ),
+            (
+                "network: false",
+                "network: false\n  host_sockets: [run/docker.sock]",
+                "`sandbox.host_sockets[0]`",
+            ),
             ("wall_s: 120", "wall_s: 0", "`sandbox.limits.wall_s`"),
             (
                 "memory_mb: 1024",

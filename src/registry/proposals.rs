@@ -49,6 +49,10 @@ pub struct Review {
     pub behind_main: bool,
     /// How the version moved from what is on `main`; `None` for a tool's first version.
     pub bump: Option<Bump>,
+    /// What the tool may reach beyond the sandbox's defaults, as its commit message says
+    /// (network hosts; host sockets with their warning).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reach: Vec<String>,
 }
 
 /// What an approval (or a merge recognised) did.
@@ -228,6 +232,7 @@ impl Registry {
                 }
             ));
         }
+        body.extend(crate::sandbox::grants::reach_lines(&manifest.sandbox));
         let mut trailers = proposal.trailers.clone();
         trailers.push(("Candidate".into(), proposal.candidate.clone()));
         let msg = message(&subject, &body, &trailers);
@@ -258,6 +263,7 @@ impl Registry {
             subject,
             behind_main: false,
             bump: bump.map(|(b, _)| b),
+            reach: crate::sandbox::grants::reach_lines(&manifest.sandbox),
         })
     }
 
@@ -303,6 +309,11 @@ impl Registry {
                         .to_owned(),
                     behind_main: commit.parent_id(0).ok() != Some(main),
                     bump,
+                    reach: msg
+                        .lines()
+                        .filter(|l| l.starts_with("Network: ") || l.starts_with("WARNING: "))
+                        .map(str::to_owned)
+                        .collect(),
                 },
             ));
         }

@@ -7,8 +7,9 @@
 //! - **patch**: the interface unchanged (the implementation, tests or docs changed).
 //!
 //! What the tool may reach moves the version too ([`widening`]): a toolchain it did not have
-//! bound before (or one bound at more paths, or of another kind) is **major**, so a reviewer and
-//! the auto-approval rules see the wider reach as the largest change.
+//! bound before (or one bound at more paths, or of another kind), a network host or a host
+//! socket granted, is **major**, so a reviewer and the auto-approval rules see the wider reach
+//! as the largest change.
 
 use serde_json::Value;
 
@@ -108,7 +109,8 @@ pub fn bump(old: &Interface, new: &Interface) -> (Bump, Vec<String>) {
 }
 
 /// What `new` may reach that `old` could not, one reason a line: toolchains added, or bound at
-/// paths they were not, or of another kind. Each is a major change.
+/// paths they were not, or of another kind; network hosts and host sockets granted. Each is a
+/// major change, whatever the interface did: widening a tool's reach is a new decision.
 pub fn widening(old: &SandboxProfile, new: &SandboxProfile) -> Vec<String> {
     let mut reasons = Vec::new();
     for t in &new.toolchains {
@@ -132,6 +134,16 @@ pub fn widening(old: &SandboxProfile, new: &SandboxProfile) -> Vec<String> {
                 added.join(", ")
             ));
         }
+    }
+    for host in new.hosts.iter().filter(|h| !old.hosts.contains(h)) {
+        reasons.push(format!("network host {host} granted"));
+    }
+    for socket in new
+        .host_sockets
+        .iter()
+        .filter(|s| !old.host_sockets.contains(s))
+    {
+        reasons.push(format!("host socket {} granted", socket.display()));
     }
     reasons
 }
@@ -277,5 +289,30 @@ mod tests {
         for b in [Bump::Patch, Bump::Minor, Bump::Major] {
             assert_eq!(Bump::from_name(b.as_str()), Some(b));
         }
+    }
+
+    #[test]
+    fn widening_what_a_tool_reaches_is_named() {
+        let old = SandboxProfile {
+            hosts: vec!["pypi.org:443".into()],
+            ..SandboxProfile::default()
+        };
+        assert!(widening(&old, &old).is_empty());
+        assert!(
+            widening(&old, &SandboxProfile::default()).is_empty(),
+            "narrowed"
+        );
+        let wider = SandboxProfile {
+            hosts: vec!["pypi.org:443".into(), "files.pythonhosted.org:443".into()],
+            host_sockets: vec!["/run/docker.sock".into()],
+            ..SandboxProfile::default()
+        };
+        assert_eq!(
+            widening(&old, &wider),
+            [
+                "network host files.pythonhosted.org:443 granted",
+                "host socket /run/docker.sock granted"
+            ]
+        );
     }
 }

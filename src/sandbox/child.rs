@@ -109,10 +109,12 @@ pub(super) fn serve(args: &[OsString]) -> u8 {
         );
         return SETUP_FAILED;
     };
+    // The proxy's channel, present only with a network grant.
+    let proxy_channel = inherited_fd(args.get(3));
     let reporter = Reporter { fd: report_fd };
     let result = read_spec(spec_fd).and_then(|spec| {
         let spec_read = now_ns();
-        supervisor(&spec, &reporter, spec_read)
+        supervisor(&spec, &reporter, spec_read, proxy_channel)
     });
     match result {
         Ok(()) => {
@@ -148,7 +150,12 @@ fn read_spec(fd: OwnedFd) -> Result<HelperSpec, Failure> {
 }
 
 /// The supervisor's part: namespaces, the fork, and the wait.
-fn supervisor(spec: &HelperSpec, reporter: &Reporter, spec_read: u64) -> Result<(), Failure> {
+fn supervisor(
+    spec: &HelperSpec,
+    reporter: &Reporter,
+    spec_read: u64,
+    proxy_channel: Option<OwnedFd>,
+) -> Result<(), Failure> {
     // The run's cgroup files are opened here, before the namespaces (the permission to move a
     // process is checked against the opener), and written by pid 1 alone: the supervisor stays
     // out of the cgroup, so the parent can remove it as soon as pid 1 is reaped, without
@@ -197,6 +204,24 @@ fn supervisor(spec: &HelperSpec, reporter: &Reporter, spec_read: u64) -> Result<
                     format!("writing {:?} to {file}", contents.trim()),
                 )
             })?;
+        }
+    }
+    // Only with a network grant, and only in the run's own network namespace: a run without
+    // one shares the host's network, where this would listen on the host's loopback.
+    match (&spec.proxy, &spec.view, proxy_channel) {
+        (None, _, _) => {}
+        (Some(plan), View::Isolated(_), Some(channel)) => proxy_listener(plan.port, &channel)?,
+        (Some(_), View::Host { .. }, _) => {
+            return Err(Failure::other(
+                Step::Network,
+                "a network grant needs the sandbox's own network namespace",
+            ));
+        }
+        (Some(_), _, None) => {
+            return Err(Failure::other(
+                Step::Network,
+                "the request asks for the proxy, but no channel to it was passed",
+            ));
         }
     }
     // The supervisor holds the write end: pid 1 sees it close if the supervisor dies.
@@ -252,6 +277,47 @@ fn supervisor(spec: &HelperSpec, reporter: &Reporter, spec_read: u64) -> Result<
             result
         }
     }
+}
+
+/// Brings up `lo` in the run's network namespace (the supervisor holds every capability of
+/// its user namespace, which owns it), listens on `127.0.0.1:port`, and sends the listening
+/// socket to the parent's proxy; neither stays open here, so pid 1 never holds them.
+fn proxy_listener(port: u16, channel: &OwnedFd) -> Result<(), Failure> {
+    loopback_up().map_err(|e| Failure::io(Step::Network, &e, "bringing up lo"))?;
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port))
+        .map_err(|e| Failure::io(Step::Network, &e, format!("listening on 127.0.0.1:{port}")))?;
+    let listener = OwnedFd::from(listener);
+    super::proxy::send_listener(channel, &listener)
+        .map_err(|e| Failure::io(Step::Network, &e, "sending the listener to the proxy"))
+}
+
+/// `ip link set lo up`, by `SIOCSIFFLAGS`.
+fn loopback_up() -> std::io::Result<()> {
+    // SAFETY: socket() with constant arguments; the result is checked and owned at once.
+    let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a new descriptor nothing else owns.
+    let socket = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: ifreq is plain data; all zeroes is a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *slot = libc::c_char::from_ne_bytes([*byte]);
+    }
+    // SAFETY: ioctl on our socket with a valid ifreq naming `lo`; the kernel fills the flags.
+    if unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS, &raw mut request) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: reading the union member SIOCGIFFLAGS just wrote.
+    let flags = unsafe { request.ifr_ifru.ifru_flags };
+    let up = libc::c_short::try_from(libc::IFF_UP | libc::IFF_RUNNING).unwrap_or(1);
+    request.ifr_ifru.ifru_flags = flags | up;
+    // SAFETY: as above; SIOCSIFFLAGS reads the flags.
+    if unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS, &raw const request) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// pid 1 joins the run's cgroups, first thing: everything it starts is born inside. `0` is
@@ -427,8 +493,9 @@ fn pid1(
 
     let abi = crate::host::landlock_abi().unwrap_or(0);
     let required = spec.required;
+    let ports: Vec<u16> = spec.proxy.iter().map(|p| p.port).collect();
     let (landlock, landlock_abi) =
-        match landlock::restrict(&spec.landlock, abi, required.allow_partial_landlock) {
+        match landlock::restrict(&spec.landlock, &ports, abi, required.allow_partial_landlock) {
             Ok((Enforcement::None, _)) if required.landlock => {
                 return Err(Failure::other(
                     Step::Landlock,

@@ -2,6 +2,8 @@
 //! so a secret in a variable nobody thought of (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`, an
 //! agent's API key) never reaches generated code.
 
+use super::grants::{HostPort, url_host};
+
 /// The sandbox's `PATH`: system directories only, the ones the view contains.
 pub(crate) const PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
@@ -63,6 +65,51 @@ pub(crate) fn environment(
         env.push((name.clone(), value.clone()));
     }
     Ok(env)
+}
+
+/// Package managers' index settings passed to a run with a network grant, when set: the
+/// index a habit's package manager used is part of what the habit did. A URL is passed only
+/// when its `host:port` is granted and it carries no credentials; the flags only with a URL.
+const INDEX_URLS: [&str; 4] = [
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "NPM_CONFIG_REGISTRY",
+    "npm_config_registry",
+];
+
+/// pip's flags that say how it installs (not where from), passed with a granted index.
+const INDEX_FLAGS: [&str; 3] = [
+    "PIP_BREAK_SYSTEM_PACKAGES",
+    "PIP_DISABLE_PIP_VERSION_CHECK",
+    "PIP_NO_CACHE_DIR",
+];
+
+/// The package index settings of the caller to pass to a run granted `hosts` (see
+/// [`INDEX_URLS`]).
+pub(crate) fn index_variables(
+    host: &dyn Fn(&str) -> Option<String>,
+    hosts: &[HostPort],
+) -> Vec<(String, String)> {
+    let mut vars = Vec::new();
+    for name in INDEX_URLS {
+        let Some(value) = host(name) else { continue };
+        let urls: Vec<&str> = value.split_whitespace().collect();
+        let granted = !urls.is_empty()
+            && urls
+                .iter()
+                .all(|u| url_host(u).is_some_and(|h| hosts.contains(&h)));
+        if granted && !value.contains('\0') {
+            vars.push((name.to_owned(), value));
+        }
+    }
+    if !vars.is_empty() {
+        for name in INDEX_FLAGS {
+            if let Some(value) = host(name).filter(|v| v.len() <= 16 && !v.contains('\0')) {
+                vars.push((name.to_owned(), value));
+            }
+        }
+    }
+    vars
 }
 
 #[cfg(test)]
@@ -143,5 +190,41 @@ mod tests {
             assert!(err.is_err(), "{name:?}={value:?}");
         }
         assert!(valid_name("_X1") && valid_name("TOOLSMITH_DRY_RUN"));
+    }
+
+    #[test]
+    fn granted_package_indexes_pass_and_nothing_else() {
+        let granted = vec![HostPort::parse("127.0.0.1:8080", false).unwrap()];
+        let host = |name: &str| match name {
+            "PIP_INDEX_URL" => Some("http://127.0.0.1:8080/simple".to_owned()),
+            "PIP_EXTRA_INDEX_URL" => Some("https://pypi.org/simple".to_owned()),
+            "npm_config_registry" => Some("http://u:secret@127.0.0.1:8080/".to_owned()),
+            "PIP_BREAK_SYSTEM_PACKAGES" => Some("1".to_owned()),
+            _ => None,
+        };
+        assert_eq!(
+            index_variables(&host, &granted),
+            vec![
+                (
+                    "PIP_INDEX_URL".to_owned(),
+                    "http://127.0.0.1:8080/simple".to_owned()
+                ),
+                ("PIP_BREAK_SYSTEM_PACKAGES".to_owned(), "1".to_owned()),
+            ]
+        );
+        assert!(index_variables(&host, &[]).is_empty());
+        assert_eq!(
+            url_host("https://pypi.org/simple")
+                .map(|h| h.to_string())
+                .as_deref(),
+            Some("pypi.org:443")
+        );
+        assert_eq!(
+            url_host("http://[::1]:81/x")
+                .map(|h| h.to_string())
+                .as_deref(),
+            Some("[::1]:81")
+        );
+        assert_eq!(url_host("ftp://x.org/"), None);
     }
 }

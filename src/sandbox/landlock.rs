@@ -1,5 +1,5 @@
 //! The Landlock layer: filesystem rights on the paths the command sees, TCP bind and connect
-//! denied (ABI 4+), abstract unix sockets and signals scoped to the sandbox (ABI 6+).
+//! denied (ABI 4+; connect allowed to the proxy's port alone with a network grant), abstract unix sockets and signals scoped to the sandbox (ABI 6+).
 //!
 //! The ruleset asks for everything the running kernel's ABI can restrict, so the kernel
 //! enforces it fully or the run fails (unless the policy accepts a partial ruleset). The crate
@@ -10,8 +10,8 @@
 use std::path::PathBuf;
 
 use landlock::{
-    ABI, Access as _, AccessFs, AccessNet, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access as _, AccessFs, AccessNet, BitFlags, NetPort, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use serde::{Deserialize, Serialize};
 
@@ -76,8 +76,11 @@ pub(crate) fn rights(access: Access, abi: ABI, is_dir: bool) -> BitFlags<AccessF
 
 /// Applies the ruleset to this process (and, through `execve`, to the command). Sets
 /// no_new_privs first, as the kernel requires of a process without `CAP_SYS_ADMIN`.
+/// `connect_ports` are the TCP ports the command may connect to (the proxy's, with a network
+/// grant; ABI 4+); every other TCP bind and connect is denied.
 pub(crate) fn restrict(
     rules: &[Rule],
+    connect_ports: &[u16],
     kernel_abi: u32,
     allow_partial: bool,
 ) -> Result<(Enforcement, Option<u32>), String> {
@@ -111,6 +114,13 @@ pub(crate) fn restrict(
         created = created
             .add_rule(PathBeneath::new(fd, access))
             .map_err(|e| err(&format!("adding the rule for {}", rule.path.display()), e))?;
+    }
+    if abi >= ABI::V4 {
+        for &port in connect_ports {
+            created = created
+                .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+                .map_err(|e| err(&format!("adding the rule for TCP port {port}"), e))?;
+        }
     }
     let status = created
         .restrict_self()

@@ -12,7 +12,9 @@
 //!    where the host mounts them (the kernel never applies `RLIMIT_NPROC` to uid 0).
 //! 2. **namespaces**: `unshare(user | mount | pid | net | ipc | uts)`, the caller's own uid and
 //!    gid mapped (no other id exists inside). The net namespace has only a downed loopback: no
-//!    network at all. Host processes are invisible; signals cannot reach them.
+//!    network at all. Host processes are invisible; signals cannot reach them. With a network
+//!    grant (`Profile::hosts`), the supervisor brings `lo` up and hands a listener on
+//!    `127.0.0.1:3128` to the parent's filtering proxy (`proxy.rs`), the only way out.
 //! 3. fork: the child is pid 1 of the new pid namespace; the parent side supervises.
 //! 4. **view** (`mounts.rs`): mounts private, a fresh tmpfs root with the system directories,
 //!    selected `/etc` files, the tool's directory and the workspace bound (read-only unless the
@@ -53,6 +55,7 @@ mod parent;
 pub mod policy;
 pub mod profile;
 mod protocol;
+pub mod proxy;
 mod seccomp;
 pub mod toolchain;
 
@@ -60,11 +63,12 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use grants::Grants;
+pub use grants::{Grants, HostPort};
 pub use own::OwnPlaces;
 pub use policy::{Layer, LayerPlan, SandboxPolicy, SandboxPolicyError};
 pub use profile::{Limits, SandboxProfile, Toolchain, ToolchainKind, WorkspaceAccess};
 pub use protocol::Step;
+pub use proxy::{Connection, Verdict};
 
 /// The name (`argv[0]`) the helper is started under; [`helper_main`] recognises it.
 pub const HELPER_ARG0: &str = "toolsmith-sandbox-helper";
@@ -83,8 +87,8 @@ pub fn helper_main() -> Option<std::process::ExitCode> {
     child::main_if_helper()
 }
 
-/// What a run may use: workspace access, the user's toolchains and limits, as a manifest's
-/// `sandbox:` asks for them.
+/// What a run may use: workspace access, the user's toolchains, limits, and the grants, as a
+/// manifest's `sandbox:` asks for them.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct Profile {
     /// Access to the workspace.
@@ -94,24 +98,39 @@ pub struct Profile {
     pub toolchains: Vec<Toolchain>,
     /// Resource limits (bounded by the policy's maxima when the run starts).
     pub limits: Limits,
+    /// `host:port` pairs the proxy admits; empty: no proxy, no network (the run refuses a
+    /// pair the policy's `[grants] hosts` does not list).
+    pub hosts: Vec<HostPort>,
+    /// Host sockets bound into the view at the same path (each must be named by the policy's
+    /// `[grants] host_sockets`).
+    pub host_sockets: Vec<PathBuf>,
 }
 
 impl TryFrom<&SandboxProfile> for Profile {
     type Error = SandboxError;
 
-    /// A manifest's profile; `network: true` is refused, since no tool gets the network.
+    /// A manifest's profile; `network: true` is refused, since no tool gets direct network
+    /// access (hosts go through the proxy), and so is a host that is not `host:port`.
     fn try_from(profile: &SandboxProfile) -> Result<Self, SandboxError> {
         if profile.network {
             return Err(SandboxError::Invalid(
-                "the profile asks for `network: true`, but tools never get the network: set \
-                 `network: false` in the manifest's `sandbox:`"
+                "the profile asks for `network: true`, but tools never get direct network \
+                 access: set `network: false` in the manifest's `sandbox:` (hosts a tool needs \
+                 are listed in `sandbox.hosts` and reached through toolsmith's proxy)"
                     .into(),
             ));
         }
+        let hosts = profile
+            .hosts
+            .iter()
+            .map(|h| HostPort::parse(h, false).map_err(SandboxError::Invalid))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Profile {
             workspace: profile.workspace,
             toolchains: profile.toolchains.clone(),
             limits: profile.limits,
+            hosts,
+            host_sockets: profile.host_sockets.clone(),
         })
     }
 }
@@ -341,6 +360,9 @@ pub struct RunReport {
     pub helper: HelperStart,
     /// Where the run's time went.
     pub timings: Timings,
+    /// Every connection made through the proxy (a run with a network grant), in the order
+    /// they ended: host, port, bytes each way, verdict.
+    pub connections: Vec<Connection>,
 }
 
 /// How a run's helper started.
@@ -463,10 +485,18 @@ mod tests {
             workspace: WorkspaceAccess::Read,
             network: false,
             toolchains: Vec::new(),
+            hosts: vec!["pypi.org:443".into()],
+            host_sockets: Vec::new(),
             limits: Limits::default(),
         };
         let profile = Profile::try_from(&asked).expect("valid");
         assert_eq!(profile.workspace, WorkspaceAccess::Read);
+        assert_eq!(profile.hosts[0].to_string(), "pypi.org:443");
+        let bad_host = SandboxProfile {
+            hosts: vec!["pypi.org".into()],
+            ..asked.clone()
+        };
+        assert!(Profile::try_from(&bad_host).is_err());
         let network = SandboxProfile {
             network: true,
             ..asked.clone()
@@ -474,6 +504,6 @@ mod tests {
         let err = Profile::try_from(&network)
             .expect_err("refused")
             .to_string();
-        assert!(err.contains("never get the network"), "{err}");
+        assert!(err.contains("never get direct network access"), "{err}");
     }
 }

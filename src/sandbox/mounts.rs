@@ -119,6 +119,8 @@ pub(crate) struct Inputs<'a> {
     pub passwd: String,
     /// The synthesized `/etc/group`.
     pub group: String,
+    /// Granted host sockets: (the path the run sees, the socket on the host, canonical).
+    pub host_sockets: &'a [(PathBuf, PathBuf)],
     /// The user's toolchain paths (checked, canonical where they were resolved), bound
     /// read-only at their own paths.
     pub toolchains: Vec<PathBuf>,
@@ -206,6 +208,11 @@ pub(crate) fn plan(inputs: &Inputs<'_>, inspect: &dyn Fn(&Path) -> HostEntry) ->
     ));
     if let Some(tool) = inputs.tool_dir {
         entries.push(entry(TOOL, bind(tool, false)));
+    }
+    // A granted socket, at the path the grant names (connecting needs no write access to the
+    // mount: sockets are exempt from read-only mounts).
+    for (shown, real) in inputs.host_sockets {
+        entries.push(entry(shown, bind(real, false)));
     }
     // Last, so a toolchain's mount points are made in the root tmpfs, at the paths the
     // toolchain's own files (scripts' `#!` lines, a venv's links) name.
@@ -591,6 +598,7 @@ mod tests {
             scratch_mb: 64,
             passwd: "alice:x:1000:1000::/work:/bin/sh\n".into(),
             group: "alice:x:1000:\n".into(),
+            host_sockets: &[],
             toolchains: Vec::new(),
         }
     }

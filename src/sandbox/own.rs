@@ -67,6 +67,15 @@ impl OwnPlaces {
     }
 
     /// Checks a run's workspace and tool directory, both already canonical.
+    /// Whether `path` (canonical) is one of the places or lies inside one: a host socket
+    /// there (the control socket) is never bound into a run.
+    pub(crate) fn covers(&self, path: &Path) -> bool {
+        self.places.iter().any(|p| {
+            let at = resolve(&p.path);
+            matches!(relation(path, &at), Some(Relation::Is | Relation::Inside))
+        })
+    }
+
     pub(crate) fn check(
         &self,
         workspace: Option<&Path>,

@@ -23,13 +23,15 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::{Group, Pid, User, getgid, getuid, pipe2};
 
+use super::grants::{Grants, HostPort};
 use super::limits::{self, CgroupStats, RunCgroup};
 use super::policy::{Layer, SandboxPolicy};
 use super::profile::Limits;
 use super::protocol::{
-    HelperSpec, MAX_MESSAGE_BYTES, Message, Pid1Marks, Required, Step, SupervisorMarks, View,
-    now_ns,
+    HelperSpec, MAX_MESSAGE_BYTES, Message, Pid1Marks, ProxyPlan, Required, Step, SupervisorMarks,
+    View, now_ns,
 };
+use super::proxy::{self, Connection, Proxy};
 use super::{
     AppliedLayers, Enforcement, Exit, HELPER_ARG0, HelperStart, LimitHit, Output, RunReport,
     SandboxError, SandboxSpec, Stdin, Timings, WorkspaceAccess,
@@ -113,6 +115,7 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
     let (limits, mut warnings) = policy.clamp(spec.profile.limits);
     let dirs = host_dirs(spec)?;
     refuse_missing_layers(policy, isolated)?;
+    let granted = check_grants(spec, isolated)?;
 
     let root = nix::unistd::geteuid().is_root();
     let cgroup_started = now_ns();
@@ -120,7 +123,7 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
     marks.cgroup = (cgroup_started, now_ns());
     let (pids_bound, memory_bound) = RunCgroup::bound_by(cgroup.as_ref(), root);
 
-    let (request, scratch) = request(spec, &dirs, &limits, cgroup.as_ref(), isolated)?;
+    let (request, scratch) = request(spec, &dirs, &granted, &limits, cgroup.as_ref(), isolated)?;
     warnings.extend(request.warning);
     let helper = match &spec.helper {
         Some(path) => Some(path.clone()),
@@ -134,6 +137,7 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
         &request.bytes,
         &limits,
         cgroup.as_ref(),
+        &granted.hosts,
     )?;
     // Teardown: the cgroup's counters are read before it goes, with the work directory.
     let stats = cgroup.as_ref().map(RunCgroup::stats);
@@ -199,7 +203,88 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
             HelperStart::Forked
         },
         timings: timings(&marks),
+        connections: talk.connections,
     })
+}
+
+/// What the run is granted beyond the defaults, each checked against the policy's `[grants]`.
+#[derive(Debug, Default)]
+struct Granted {
+    /// The `host:port` pairs the proxy admits (none: no proxy).
+    hosts: Vec<HostPort>,
+    /// Host sockets to bind, as (where the run sees it, the socket on the host, canonical).
+    sockets: Vec<(PathBuf, PathBuf)>,
+}
+
+/// Checks the profile's grants against the policy: a host or socket the policy does not list
+/// is refused, naming the line that would allow it; a network grant needs the namespaces; a
+/// socket must exist, be a socket and lie clear of toolsmith's own places.
+fn check_grants(spec: &SandboxSpec, isolated: bool) -> Result<Granted, SandboxError> {
+    let policy = &spec.policy;
+    let mut granted = Granted::default();
+    for host in &spec.profile.hosts {
+        if !policy.grants.allows_host(host) {
+            return Err(SandboxError::Refused(format!(
+                "the run asks for the network host {host}, which the policy does not grant: {}",
+                Grants::host_line(host, &policy.file)
+            )));
+        }
+        if !granted.hosts.contains(host) {
+            granted.hosts.push(host.clone());
+        }
+    }
+    if !granted.hosts.is_empty() && !isolated {
+        return Err(SandboxError::Refused(format!(
+            "the run asks for network hosts, which go through toolsmith's proxy from the \
+             sandbox's own network namespace, but there are no namespaces here ({})",
+            namespaces_detail()
+        )));
+    }
+    for socket in &spec.profile.host_sockets {
+        if !socket.is_absolute() {
+            return Err(SandboxError::Invalid(format!(
+                "the host socket {} is not an absolute path",
+                socket.display()
+            )));
+        }
+        if !policy.grants.allows_socket(socket) {
+            return Err(SandboxError::Refused(format!(
+                "the run asks for the host socket {}, which the policy does not grant: {}",
+                socket.display(),
+                Grants::socket_line(socket, &policy.file)
+            )));
+        }
+        if !isolated {
+            return Err(SandboxError::Refused(
+                "a host socket is bound into the sandbox's own view, but there are no \
+                 namespaces here"
+                    .into(),
+            ));
+        }
+        let real = socket.canonicalize().map_err(|e| {
+            SandboxError::Invalid(format!(
+                "the host socket {} cannot be used: {e}",
+                socket.display()
+            ))
+        })?;
+        let is_socket = std::fs::metadata(&real)
+            .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()));
+        if !is_socket {
+            return Err(SandboxError::Invalid(format!(
+                "{} is not a socket",
+                socket.display()
+            )));
+        }
+        // toolsmith's own control socket is never granted, whatever the policy says.
+        if spec.own.covers(&real) {
+            return Err(SandboxError::Refused(format!(
+                "the host socket {} is one of toolsmith's own places; no run may reach it",
+                socket.display()
+            )));
+        }
+        granted.sockets.push((socket.clone(), real));
+    }
+    Ok(granted)
 }
 
 /// The run's directories on the host, canonical: the workspace (when the profile grants
@@ -400,6 +485,7 @@ struct Request {
 fn request(
     spec: &SandboxSpec,
     dirs: &HostDirs,
+    granted: &Granted,
     limits: &Limits,
     cgroup: Option<&RunCgroup>,
     isolated: bool,
@@ -412,6 +498,7 @@ fn request(
         scratch_mb: limits.file_size_mb,
         passwd,
         group,
+        host_sockets: &granted.sockets,
         toolchains: dirs.toolchains.clone(),
     };
     let mut scratch = None;
@@ -439,10 +526,28 @@ fn request(
         ));
         (View::Host { cwd }, rules, home, tmp)
     };
+    let host_env = |n: &str| std::env::var(n).ok();
     let mut explicit = toolchain_env(spec, &home)?;
     explicit.extend(spec.env.iter().cloned());
-    let env = super::env::environment(&|n| std::env::var(n).ok(), &home, &tmpdir, &explicit)
+    let mut env = super::env::environment(&host_env, &home, &tmpdir, &explicit)
         .map_err(SandboxError::Invalid)?;
+    let network = !granted.hosts.is_empty();
+    if network {
+        // The package indexes the caller's package managers are configured with, when granted;
+        // then the proxy's address, which nothing else may replace.
+        let extra = super::env::index_variables(&host_env, &granted.hosts);
+        let proxy = proxy::environment();
+        env.retain(|(n, _)| {
+            !extra.iter().chain(&proxy).any(|(e, _)| e == n) && !n.eq_ignore_ascii_case("no_proxy")
+        });
+        env.extend(extra);
+        env.extend(proxy);
+    }
+    let sockets = match (isolated, network) {
+        (false, _) => seccomp::Sockets::None,
+        (true, false) => seccomp::Sockets::Unix,
+        (true, true) => seccomp::Sockets::UnixAndTcp,
+    };
     let request = HelperSpec {
         argv: spec.command.clone(),
         env,
@@ -456,7 +561,8 @@ fn request(
             seccomp: policy.requires(Layer::Seccomp),
             allow_partial_landlock: policy.allow_partial_landlock,
         },
-        seccomp: seccomp::packed(!isolated),
+        seccomp: seccomp::packed(sockets),
+        proxy: network.then_some(ProxyPlan { port: proxy::PORT }),
     };
     let bytes = serde_json::to_vec(&request).map_err(|e| {
         SandboxError::Invalid(format!(
@@ -466,13 +572,15 @@ fn request(
     Ok((Request { bytes, warning }, scratch))
 }
 
-/// What the parent saw of the helper: what it read, how the helper ended, and how long it ran.
+/// What the parent saw of the helper: what it read, how the helper ended, how long it ran,
+/// and the connections its proxy served.
 struct Conversation {
     outcome: Outcome,
     /// How the helper ended; `None` when it had reported pid 1's end and was left to finish
     /// on its own (see [`Helper::reap_later`]).
     status: Option<ExitStatus>,
     runtime: Duration,
+    connections: Vec<Connection>,
 }
 
 /// Starts the helper, feeds it the request, watches the run to its end and reaps the helper.
@@ -482,9 +590,34 @@ fn converse(
     request: &[u8],
     limits: &Limits,
     cgroup: Option<&RunCgroup>,
+    hosts: &[HostPort],
 ) -> Result<Conversation, SandboxError> {
     let started = Instant::now();
-    let (mut child, pipes) = spawn(helper, stdin)?;
+    let channel = if hosts.is_empty() {
+        None
+    } else {
+        Some(proxy::channel().map_err(|source| SandboxError::Io {
+            what: "creating the proxy's channel to the helper".into(),
+            source,
+        })?)
+    };
+    let (mut child, pipes) = spawn(helper, stdin, channel.as_ref())?;
+    // The proxy's thread starts only once the helper is started: a forked helper needs this
+    // process single-threaded when it forks (`single_threaded` was asked before), and an
+    // executed one never shares a thread's state. The thread waits for the listener the
+    // helper's supervisor sends.
+    let proxy = match channel {
+        Some((ours, theirs)) => {
+            drop(theirs);
+            Some(
+                Proxy::start(ours, hosts.to_vec()).map_err(|source| SandboxError::Io {
+                    what: "starting the proxy".into(),
+                    source,
+                })?,
+            )
+        }
+        None => None,
+    };
     // A helper that dies before reading says why on the report pipe; a failed write is not
     // the error to show.
     let _ = std::fs::File::from(pipes.request).write_all(request);
@@ -495,6 +628,10 @@ fn converse(
     let outputs = [pipes.stdout, pipes.stderr];
     let outcome = watch(&child, outputs, pipes.report, cap, limits.wall_s, cgroup)?;
     let runtime = started.elapsed();
+    // The run is over: pid 1's end was reported (or the helper failed) and every output and
+    // the report are drained. Whatever ran inside died with pid 1's namespace, so the proxy
+    // stops now, not when the helper is reaped (which may be later, by another run).
+    let connections = proxy.map(Proxy::finish).unwrap_or_default();
     let reported = outcome
         .messages
         .iter()
@@ -511,6 +648,7 @@ fn converse(
         outcome,
         status,
         runtime,
+        connections,
     })
 }
 
@@ -914,11 +1052,15 @@ fn fork_helper(
     ours: &[RawFd],
     parent: &str,
 ) -> Result<Pid, SandboxError> {
-    let args = [
+    let mut args = vec![
         std::ffi::OsString::from(REQUEST_FD.to_string()),
         std::ffi::OsString::from(REPORT_FD.to_string()),
         std::ffi::OsString::from(parent),
     ];
+    // The proxy's channel, as the executed helper is told of it (its fourth argument).
+    if placed.iter().any(|(_, at)| *at == PROXY_FD) {
+        args.push(std::ffi::OsString::from(PROXY_FD.to_string()));
+    }
     // SAFETY: the caller checked that this process is single-threaded, so the child may run
     // any code the parent could; it leaves only through `_exit`.
     match unsafe { nix::unistd::fork() } {
@@ -957,7 +1099,11 @@ fn become_helper(stdin: Stdin, placed: &[(OwnedFd, RawFd)], ours: &[RawFd]) -> b
                 return false;
             }
         }
-        if libc::syscall(libc::SYS_close_range, REPORT_FD + 1, libc::c_uint::MAX, 0) != 0 {
+        // Everything above the placed descriptors goes, the parent's ends among them (a fork
+        // inherits every descriptor, close-on-exec or not).
+        let last = placed.iter().map(|(_, at)| *at).max().unwrap_or(REPORT_FD);
+        let first_free = libc::c_uint::try_from(last + 1).unwrap_or(libc::c_uint::MAX);
+        if libc::syscall(libc::SYS_close_range, first_free, libc::c_uint::MAX, 0) != 0 {
             return false;
         }
         let mut none: libc::sigset_t = std::mem::zeroed();
@@ -979,9 +1125,11 @@ struct Pipes {
     stderr: OwnedFd,
 }
 
-/// Descriptor numbers the helper finds its request and report pipes at.
+/// Descriptor numbers the helper finds its request and report pipes at, and the proxy's
+/// channel (with a network grant).
 const REQUEST_FD: RawFd = 3;
 const REPORT_FD: RawFd = 4;
+const PROXY_FD: RawFd = 5;
 
 /// Whether this process has a single thread, read from `/proc/self/stat`: only then may it
 /// fork and go on running Rust code in the child (after a fork of a multi-threaded process,
@@ -998,13 +1146,18 @@ fn single_threaded() -> bool {
 }
 
 /// Starts the helper with its stdout and stderr and the request and report pipes at
-/// descriptors 1 to 4, an empty environment, default signal dispositions and mask: executed
+/// descriptors 1 to 4 (and the helper's end of the proxy's channel, `proxy_channel`'s second,
+/// at 5), an empty environment, default signal dispositions and mask: executed
 /// from `helper` with `posix_spawn` (glibc's is a `vfork`: nothing of a large parent, such as
 /// the daemon, is copied), or, when `helper` is `None`, forked from this single-threaded
 /// process and run in place, which saves the helper's `execve` and start-up. The helper ties
 /// its life to this thread itself (a parent-death signal, armed first thing, then a check
 /// that this process is still its parent).
-fn spawn(helper: Option<&Path>, stdin: Stdin) -> Result<(Helper, Pipes), SandboxError> {
+fn spawn(
+    helper: Option<&Path>,
+    stdin: Stdin,
+    proxy_channel: Option<&(OwnedFd, OwnedFd)>,
+) -> Result<(Helper, Pipes), SandboxError> {
     let io = |what: String, source: std::io::Error| SandboxError::Io { what, source };
     let pipe = |what: &str| {
         pipe2(OFlag::O_CLOEXEC).map_err(|e| io(format!("creating the {what} pipe"), e.into()))
@@ -1012,10 +1165,10 @@ fn spawn(helper: Option<&Path>, stdin: Stdin) -> Result<(Helper, Pipes), Sandbox
     // The child's ends are moved to 5 and up, so that placing them at 1 to 4 never overwrites
     // one still to be placed (a parent with closed standard descriptors gets low ones).
     let high = |fd: OwnedFd| -> Result<OwnedFd, SandboxError> {
-        if fd.as_raw_fd() > REPORT_FD {
+        if fd.as_raw_fd() > PROXY_FD {
             return Ok(fd);
         }
-        nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(REPORT_FD + 1))
+        nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(PROXY_FD + 1))
             // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that nothing else owns.
             .map(|new| unsafe { OwnedFd::from_raw_fd(new) })
             .map_err(|e| {
@@ -1029,20 +1182,29 @@ fn spawn(helper: Option<&Path>, stdin: Stdin) -> Result<(Helper, Pipes), Sandbox
     let (report_read, report_write) = pipe("report")?;
     let (stdout_read, stdout_write) = pipe("stdout")?;
     let (stderr_read, stderr_write) = pipe("stderr")?;
-    let placed = [
+    let mut placed = vec![
         (high(stdout_write)?, 1),
         (high(stderr_write)?, 2),
         (high(request_read)?, REQUEST_FD),
         (high(report_write)?, REPORT_FD),
     ];
+    if let Some((_, theirs)) = proxy_channel {
+        let copy = theirs
+            .try_clone()
+            .map_err(|e| io("duplicating the proxy's channel".into(), e))?;
+        placed.push((high(copy)?, PROXY_FD));
+    }
     let parent = std::process::id().to_string();
     let Some(helper) = helper else {
-        let ours = [
+        let mut ours = vec![
             request_write.as_raw_fd(),
             report_read.as_raw_fd(),
             stdout_read.as_raw_fd(),
             stderr_read.as_raw_fd(),
         ];
+        // The proxy's end stays the parent's alone: the proxy sees the channel hang up when
+        // the helper's end closes without a listener.
+        ours.extend(proxy_channel.map(|(ours, _)| ours.as_raw_fd()));
         let pid = fork_helper(stdin, &placed, &ours, &parent)?;
         drop(placed);
         return Ok((
@@ -1061,12 +1223,15 @@ fn spawn(helper: Option<&Path>, stdin: Stdin) -> Result<(Helper, Pipes), Sandbox
     let program = CString::new(helper.as_os_str().as_bytes()).map_err(|_| {
         SandboxError::Invalid(format!("the helper path {} contains NUL", helper.display()))
     })?;
-    let args = [
+    let mut args = vec![
         c(HELPER_ARG0)?,
         c(&REQUEST_FD.to_string())?,
         c(&REPORT_FD.to_string())?,
         c(&parent)?,
     ];
+    if proxy_channel.is_some() {
+        args.push(c(&PROXY_FD.to_string())?);
+    }
     let mut argv: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr().cast_mut()).collect();
     argv.push(std::ptr::null_mut());
     let envp: [*mut libc::c_char; 1] = [std::ptr::null_mut()];

@@ -1,5 +1,6 @@
-//! The `[sandbox]` table of the policy: which layers untrusted code needs before it may run at
-//! all, and the largest limits a tool may ask for.
+//! The `[sandbox]` table of the policy (and, through `grants.rs`, its `[grants]` table): which
+//! layers untrusted code needs before it may run at all, and the largest limits a tool may ask
+//! for.
 //!
 //! ```toml
 //! [sandbox]
@@ -110,7 +111,9 @@ pub struct SandboxPolicy {
     pub cpus: u32,
     /// The largest limits a profile may ask for.
     pub max: Limits,
-    /// What tools may reach beyond the system directories (the `[grants]` table).
+    /// What may ever be granted beyond the defaults (the `[grants]` table): kinds of the
+    /// user's toolchains (all by default), network hosts through the proxy and host sockets
+    /// (none by default).
     pub grants: Grants,
 }
 
@@ -171,15 +174,9 @@ impl SandboxPolicy {
         let doc: toml::Table = toml::from_str(text).map_err(|e| syntax(e.message().into()))?;
         let mut policy = SandboxPolicy {
             file: file.into(),
+            grants: Grants::from_table(&doc, file)?,
             ..SandboxPolicy::default()
         };
-        policy.grants = Grants::from_table(doc.get("grants")).map_err(|(key, message)| {
-            SandboxPolicyError::Invalid {
-                file: file.into(),
-                key,
-                message,
-            }
-        })?;
         let Some(table) = doc.get("sandbox") else {
             return Ok(policy);
         };

@@ -1,6 +1,7 @@
 //! The sandbox profile a tool asks for: its access to the workspace, the user's toolchains it
-//! needs, and its resource limits. The sandbox owns these types; the tool package's manifest
-//! (`package/manifest.rs`) carries them, and the policy bounds them at run time.
+//! needs, its resource limits, and what of the host it may reach by grant (network hosts through
+//! the filtering proxy, host sockets). The sandbox owns these types; the tool package's manifest
+//! (`package/manifest.rs`) carries them, and the policy bounds them at run time (`grants.rs`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -38,7 +39,8 @@ pub struct SandboxProfile {
     /// Access to the workspace.
     #[serde(default)]
     pub workspace: WorkspaceAccess,
-    /// Always false: tools never get the network. Present so a manifest says so explicitly.
+    /// Always false: tools never get direct network access. Present so a manifest says so
+    /// explicitly; what a tool may reach goes through the proxy (`hosts`).
     #[serde(default)]
     pub network: bool,
     /// The user's toolchains the tool's programs come from, bound read-only at their own
@@ -47,6 +49,17 @@ pub struct SandboxProfile {
     /// what it was before toolchains existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub toolchains: Vec<Toolchain>,
+    /// `host:port` pairs the filtering proxy admits for this tool (empty: no proxy, no
+    /// network at all). Derived from the evidence and the policy's `[grants] hosts`, never
+    /// written by a model; omitted from the YAML when empty, so older manifests and their
+    /// digests are unchanged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+    /// Host sockets (absolute paths) bound into the sandbox, each named by the policy's
+    /// `[grants] host_sockets`. A container engine's socket gives root-equivalent power over
+    /// the host. Omitted from the YAML when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_sockets: Vec<PathBuf>,
     /// Resource limits.
     #[serde(default)]
     pub limits: Limits,
@@ -58,6 +71,8 @@ impl Default for SandboxProfile {
             workspace: WorkspaceAccess::None,
             network: false,
             toolchains: Vec::new(),
+            hosts: Vec::new(),
+            host_sockets: Vec::new(),
             limits: Limits::default(),
         }
     }

@@ -93,6 +93,8 @@ pub enum Step {
     Unshare,
     /// Writing `uid_map`, `gid_map` and `setgroups`.
     IdMaps,
+    /// Bringing up `lo` and handing the proxy its listening socket (network grants only).
+    Network,
     /// Forking the process that becomes pid 1 of the new pid namespace.
     Fork,
     /// Naming the new uts namespace.
@@ -132,6 +134,7 @@ impl fmt::Display for Step {
             Step::JoinCgroup => "joining the run's cgroup",
             Step::Unshare => "creating namespaces",
             Step::IdMaps => "mapping uid and gid",
+            Step::Network => "setting up the proxy's loopback listener",
             Step::Fork => "forking pid 1",
             Step::Hostname => "setting the hostname",
             Step::Mount => "building the filesystem view",
@@ -249,6 +252,19 @@ pub(crate) struct HelperSpec {
     /// could not be: every socket domain denied, `AF_UNIX` included, when no mount view hides
     /// the host's sockets.
     pub seccomp: Result<Vec<Vec<u64>>, String>,
+    /// With a network grant: the supervisor brings up `lo` in the run's network namespace,
+    /// listens on `127.0.0.1:port` and sends that socket to the parent's proxy over the
+    /// descriptor named on its command line; pid 1's Landlock lets TCP connect to this port
+    /// only. `None`: `lo` stays down and no socket but a unix one can be made.
+    pub proxy: Option<ProxyPlan>,
+}
+
+/// Where the proxy listens inside the run's network namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProxyPlan {
+    /// The port on `127.0.0.1`.
+    pub port: u16,
 }
 
 /// A message from the helper to the parent.

@@ -14,7 +14,9 @@
 //! - `ENOSYS`: `clone3`, whose flags live in memory a filter cannot read, so libc falls back to
 //!   `clone`, whose flags it can;
 //! - `EAFNOSUPPORT`: `socket` and `socketpair` with any domain but `AF_UNIX` (or every domain,
-//!   when no mount namespace hides the host's unix sockets).
+//!   when no mount namespace hides the host's unix sockets); with a network grant, `socket`
+//!   also allows `AF_INET` stream sockets of plain TCP (the proxy is reached on the sandbox's
+//!   loopback) — never UDP, raw or packet sockets, IPv6, or MPTCP.
 //!
 //! On x86_64 a fourth, four-instruction filter kills x32 system calls (numbers with bit 30
 //! set): they share x86_64's audit architecture, `seccompiler` does not handle them
@@ -101,8 +103,20 @@ fn denied() -> Vec<libc::c_long> {
     Vec::new()
 }
 
+/// Which sockets the command may create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sockets {
+    /// None at all (no mount namespace hides the host's unix sockets).
+    None,
+    /// `AF_UNIX` only: the default.
+    Unix,
+    /// `AF_UNIX`, and `AF_INET` TCP stream sockets: a run with a network grant, whose only
+    /// reachable TCP port is the proxy's on the sandbox's own loopback.
+    UnixAndTcp,
+}
+
 /// Builds the filters for this architecture, in the order they are installed.
-pub(crate) fn filters(deny_all_sockets: bool) -> Result<Vec<BpfProgram>, String> {
+pub(crate) fn filters(sockets: Sockets) -> Result<Vec<BpfProgram>, String> {
     if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
         return Err(format!(
             "no seccomp deny-list for {}: toolsmith's filters cover x86_64 and aarch64",
@@ -140,17 +154,48 @@ pub(crate) fn filters(deny_all_sockets: bool) -> Result<Vec<BpfProgram>, String>
 
     let enosys = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
 
-    let socket_rules = || -> Result<Vec<SeccompRule>, String> {
-        if deny_all_sockets {
-            Ok(Vec::new())
-        } else {
-            let unix = u64::from(libc::AF_UNIX.unsigned_abs());
-            Ok(vec![rule(vec![cond(0, SeccompCmpOp::Ne, unix)?])?])
+    let unix = u64::from(libc::AF_UNIX.unsigned_abs());
+    let inet = u64::from(libc::AF_INET.unsigned_abs());
+    let only_unix = || -> Result<Vec<SeccompRule>, String> {
+        Ok(vec![rule(vec![cond(0, SeccompCmpOp::Ne, unix)?])?])
+    };
+    let socket_rules = match sockets {
+        Sockets::None => Vec::new(),
+        Sockets::Unix => only_unix()?,
+        Sockets::UnixAndTcp => {
+            // Denied: a domain neither unix nor inet; inet of any type but SOCK_STREAM (the
+            // type's low four bits; the high ones are SOCK_NONBLOCK and SOCK_CLOEXEC); inet
+            // stream of a protocol other than 0 or IPPROTO_TCP.
+            let mut rules = vec![rule(vec![
+                cond(0, SeccompCmpOp::Ne, unix)?,
+                cond(0, SeccompCmpOp::Ne, inet)?,
+            ])?];
+            let stream = u64::from(libc::SOCK_STREAM.unsigned_abs());
+            for kind in (0..16u64).filter(|k| *k != stream) {
+                rules.push(rule(vec![
+                    cond(0, SeccompCmpOp::Eq, inet)?,
+                    cond(1, SeccompCmpOp::MaskedEq(0xf), kind)?,
+                ])?);
+            }
+            rules.push(rule(vec![
+                cond(0, SeccompCmpOp::Eq, inet)?,
+                cond(2, SeccompCmpOp::Ne, 0)?,
+                cond(
+                    2,
+                    SeccompCmpOp::Ne,
+                    u64::from(libc::IPPROTO_TCP.unsigned_abs()),
+                )?,
+            ])?);
+            rules
         }
     };
+    let pair_rules = match sockets {
+        Sockets::None => Vec::new(),
+        Sockets::Unix | Sockets::UnixAndTcp => only_unix()?,
+    };
     let sockets = BTreeMap::from([
-        (libc::SYS_socket, socket_rules()?),
-        (libc::SYS_socketpair, socket_rules()?),
+        (libc::SYS_socket, socket_rules),
+        (libc::SYS_socketpair, pair_rules),
     ]);
 
     let errno = |e: libc::c_int| SeccompAction::Errno(e.unsigned_abs());
@@ -174,10 +219,18 @@ pub(crate) fn filters(deny_all_sockets: bool) -> Result<Vec<BpfProgram>, String>
 /// (`code` in the top 16 bits, then `jt`, `jf`, and `k` in the low 32). Built once per process
 /// and per kind (compiling them costs more than installing them), by the parent, which sends
 /// them with every run.
-pub(crate) fn packed(deny_all_sockets: bool) -> Result<Vec<Vec<u64>>, String> {
-    static PACKED: [std::sync::OnceLock<Result<Vec<Vec<u64>>, String>>; 2] =
-        [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
-    PACKED[usize::from(deny_all_sockets)]
+pub(crate) fn packed(sockets: Sockets) -> Result<Vec<Vec<u64>>, String> {
+    static PACKED: [std::sync::OnceLock<Result<Vec<Vec<u64>>, String>>; 3] = [
+        std::sync::OnceLock::new(),
+        std::sync::OnceLock::new(),
+        std::sync::OnceLock::new(),
+    ];
+    let kind = match sockets {
+        Sockets::None => 0,
+        Sockets::Unix => 1,
+        Sockets::UnixAndTcp => 2,
+    };
+    PACKED[kind]
         .get_or_init(|| {
             let pack = |i: &seccompiler::sock_filter| {
                 u64::from(i.code) << 48
@@ -185,7 +238,7 @@ pub(crate) fn packed(deny_all_sockets: bool) -> Result<Vec<Vec<u64>>, String> {
                     | u64::from(i.jf) << 32
                     | u64::from(i.k)
             };
-            filters(deny_all_sockets).map(|programs| {
+            filters(sockets).map(|programs| {
                 programs
                     .iter()
                     .map(|p| p.iter().map(pack).collect())
@@ -253,9 +306,9 @@ mod tests {
 
     #[test]
     fn filters_travel_packed_unchanged() {
-        for deny_all in [false, true] {
-            let programs = filters(deny_all).expect("filters build");
-            let packed = packed(deny_all).expect("packed");
+        for sockets in [Sockets::Unix, Sockets::None, Sockets::UnixAndTcp] {
+            let programs = filters(sockets).expect("filters build");
+            let packed = packed(sockets).expect("packed");
             let back = unpacked(&packed);
             assert_eq!(back.len(), programs.len());
             for (a, b) in back.iter().zip(&programs) {
@@ -269,8 +322,8 @@ mod tests {
 
     #[test]
     fn filters_build_for_this_architecture() {
-        for deny_all in [false, true] {
-            let programs = filters(deny_all).expect("filters build");
+        for sockets in [Sockets::Unix, Sockets::None, Sockets::UnixAndTcp] {
+            let programs = filters(sockets).expect("filters build");
             let expected = if cfg!(target_arch = "x86_64") { 4 } else { 3 };
             assert_eq!(programs.len(), expected);
             for program in &programs[..3] {
@@ -280,8 +333,8 @@ mod tests {
                 assert!(program.len() < 4096);
             }
         }
-        let narrow = filters(false).expect("builds");
-        let wide = filters(true).expect("builds");
+        let narrow = filters(Sockets::Unix).expect("builds");
+        let wide = filters(Sockets::None).expect("builds");
         assert!(
             narrow[2].len() > wide[2].len(),
             "the AF_UNIX exception costs instructions"
@@ -290,8 +343,8 @@ mod tests {
 
     /// Runs `probe` in a forked child under the filters and returns its exit code. The child
     /// only makes raw system calls, so forking the multi-threaded test process is sound.
-    fn in_filtered_child(deny_all_sockets: bool, probe: fn() -> i32) -> i32 {
-        let programs = filters(deny_all_sockets).expect("filters build");
+    fn in_filtered_child(sockets: Sockets, probe: fn() -> i32) -> i32 {
+        let programs = filters(sockets).expect("filters build");
         // SAFETY: the child installs prebuilt filters (no allocation: the programs are built),
         // makes raw system calls and `_exit`s.
         match unsafe { fork() }.expect("fork") {
@@ -317,7 +370,7 @@ mod tests {
     #[test]
     fn denied_calls_fail_with_their_errno() {
         // Each probe returns 0 when every expectation holds, else the number of the failed one.
-        let code = in_filtered_child(false, || {
+        let code = in_filtered_child(Sockets::Unix, || {
             // SAFETY: raw system calls on plain arguments; failures only set errno.
             unsafe {
                 if libc::unshare(libc::CLONE_NEWUSER) != -1 || errno() != libc::EPERM {
@@ -362,7 +415,7 @@ mod tests {
             0
         });
         assert_eq!(code, 0, "expectation {code} failed");
-        let code = in_filtered_child(true, || {
+        let code = in_filtered_child(Sockets::None, || {
             // SAFETY: as above.
             let unix = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) };
             if unix == -1 && errno() == libc::EAFNOSUPPORT {
@@ -372,5 +425,45 @@ mod tests {
             }
         });
         assert_eq!(code, 0, "every socket domain is denied");
+    }
+
+    #[test]
+    fn a_network_grant_allows_tcp_sockets_and_nothing_else() {
+        let code = in_filtered_child(Sockets::UnixAndTcp, || {
+            let denied = |domain, kind, protocol| {
+                // SAFETY: socket() on plain arguments; a success is closed at once.
+                let fd = unsafe { libc::socket(domain, kind, protocol) };
+                if fd >= 0 {
+                    // SAFETY: closing the descriptor just made.
+                    unsafe { libc::close(fd) };
+                    return false;
+                }
+                errno() == libc::EAFNOSUPPORT
+            };
+            let cloexec = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
+            if denied(libc::AF_INET, libc::SOCK_STREAM, 0)
+                || denied(libc::AF_INET, cloexec, libc::IPPROTO_TCP)
+                || denied(libc::AF_UNIX, libc::SOCK_DGRAM, 0)
+            {
+                return 1;
+            }
+            if !denied(libc::AF_INET, libc::SOCK_DGRAM, 0) {
+                return 2;
+            }
+            if !denied(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP) {
+                return 3;
+            }
+            if !denied(libc::AF_INET6, libc::SOCK_STREAM, 0) {
+                return 4;
+            }
+            if !denied(libc::AF_PACKET, libc::SOCK_RAW, 0) || !denied(libc::AF_NETLINK, 3, 0) {
+                return 5;
+            }
+            if !denied(libc::AF_INET, libc::SOCK_STREAM, 262) {
+                return 6;
+            }
+            0
+        });
+        assert_eq!(code, 0, "expectation {code} failed");
     }
 }

@@ -36,6 +36,21 @@ use crate::validate::policy::{CodePolicy, Severity};
 /// The built-in policy file's text: the `[validate]` rules and the `[sandbox]` table.
 pub const DEFAULT_POLICY: &str = include_str!("../../policies/default.toml");
 
+/// The built-in policy with `hosts` (`host:port` patterns) granted in its `[grants]` table, as a
+/// user would add them there (the table already holds the toolchains' grant, so a second
+/// `[grants]` table may not be appended): the demo's policy, and tests'.
+pub fn default_policy_granting(hosts: &[String]) -> String {
+    let listed: Vec<String> = hosts
+        .iter()
+        .map(|h| toml::Value::String(h.clone()).to_string())
+        .collect();
+    DEFAULT_POLICY.replacen(
+        "\n[grants]\n",
+        &format!("\n[grants]\nhosts = [{}]\n", listed.join(", ")),
+        1,
+    )
+}
+
 /// The longest a test case may run, seconds, whatever the profile allows: derived tests are
 /// dry runs and `--help`, which take milliseconds.
 pub const MAX_CASE_WALL_S: u32 = 60;
@@ -397,6 +412,15 @@ impl Validator {
                 self.sandbox_policy.file
             ));
         }
+        // What the tool may reach must be grantable under this policy: refused here, with the
+        // policy line that would allow it, before anything of the tool runs.
+        let (grants, file) = (&self.sandbox_policy.grants, &self.sandbox_policy.file);
+        problems.extend(grants.check_hosts(&manifest.sandbox.hosts, file).err());
+        problems.extend(
+            grants
+                .check_sockets(&manifest.sandbox.host_sockets, file)
+                .err(),
+        );
         checks.push(check(
             CheckLayer::Manifest,
             manifest::FILE_NAME,
@@ -453,6 +477,7 @@ impl Validator {
                 cpu_s: STATIC_WALL_S,
                 ..Limits::default()
             },
+            ..Profile::default()
         };
         let spec = self.spec(command, tool_dir, profile);
         let report = sandbox::run(&spec).map_err(|e| e.to_string())?;
@@ -958,4 +983,21 @@ fn make_writable(dir: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_policy_grants_hosts_in_its_own_table() {
+        let text = default_policy_granting(&["pypi.org:443".into(), "127.0.0.1:8080".into()]);
+        let policy = crate::sandbox::SandboxPolicy::from_toml(&text, "p.toml").expect("valid");
+        let hosts: Vec<String> = policy.grants.hosts.iter().map(|h| h.to_string()).collect();
+        assert_eq!(hosts, ["pypi.org:443", "127.0.0.1:8080"]);
+        assert_eq!(
+            policy.grants.toolchains,
+            crate::sandbox::SandboxPolicy::default().grants.toolchains
+        );
+    }
 }

@@ -143,7 +143,9 @@ fn the_daemon_on_embedded_defaults_finds_the_agents_logs_and_proposes_tools() {
     assert!(env.state().join("registry/.git").is_dir());
 
     // Mining (on schedule, after enough new actions, or asked for) is followed by generation:
-    // both habits become validated candidates awaiting review.
+    // the build-then-test habit becomes a validated candidate awaiting review; the `pip
+    // install` recovery needs PyPI, which the built-in policy does not grant: it is refused,
+    // naming the line that would allow it.
     env.cli().args(["mine"]).assert().success();
     let deadline = std::time::Instant::now() + common::PATIENCE;
     loop {
@@ -153,10 +155,23 @@ fn the_daemon_on_embedded_defaults_finds_the_agents_logs_and_proposes_tools() {
             .output()
             .expect("candidates");
         let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        let waiting = all.as_array().map_or(0, |a| {
-            a.iter().filter(|c| c["state"] == "awaiting-review").count()
+        let list = all.as_array().cloned().unwrap_or_default();
+        let make = list
+            .iter()
+            .any(|c| c["state"] == "awaiting-review" && c["tool"] == "make-build-test");
+        let pip = list.iter().find(|c| {
+            c["tool"]
+                .as_str()
+                .is_some_and(|t| t.contains("pip-install"))
+                && c["state"] == "failed"
         });
-        if waiting >= 2 {
+        if let (true, Some(pip)) = (make, pip) {
+            let reason = pip["reason"].as_str().unwrap_or_default();
+            assert!(
+                reason.contains("which the policy does not grant: add \"")
+                    && reason.contains(":443\" to [grants] hosts in"),
+                "{pip:#}"
+            );
             break;
         }
         assert!(std::time::Instant::now() < deadline, "{all:#}");

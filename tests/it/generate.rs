@@ -1888,8 +1888,18 @@ fn a_recovery_tool_takes_the_fix_s_value_from_the_failure_it_replays() {
         "{recovery:#}"
     );
     let id = recovery["id"].as_str().expect("id");
+    // `npm install` fetches from npm's registry (the default here): the policy must grant it.
+    let policy = env.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        toolsmith::validate::run::default_policy_granting(&["registry.npmjs.org:443".into()]),
+    )
+    .expect("write policy");
+    let config = env.write_config(&format!("[generate]\npolicy = \"{}\"\n", policy.display()));
     let out = env
         .cli()
+        .arg("--config")
+        .arg(&config)
         .args(["--json", "generate", "--pattern", id])
         .timeout(Duration::from_secs(120))
         .assert()
@@ -1921,6 +1931,12 @@ fn a_recovery_tool_takes_the_fix_s_value_from_the_failure_it_replays() {
     }
     // Each occurrence's dry run replays its own recorded failure and must print its own fix.
     let files = &attempt["files"];
+    // What it may reach was derived from the evidence, not written by a generator.
+    let manifest = files["tool.yaml"].as_str().expect("manifest");
+    assert!(
+        manifest.contains("hosts:") && manifest.contains("registry.npmjs.org:443"),
+        "{manifest}"
+    );
     let cases: Value =
         serde_json::from_str(files["tests/cases.json"].as_str().expect("cases")).expect("json");
     let replayed: Vec<&Value> = cases["cases"]

@@ -25,6 +25,7 @@ mod install;
 mod llm;
 mod mcp;
 mod mine;
+mod network;
 mod planted;
 mod prefixspan_golden;
 mod registry;

@@ -512,9 +512,19 @@ fn each_planted_habit_is_one_candidate_whose_dry_run_is_the_log_word_for_word() 
     let env = TestEnv::new();
     let logs = env.path().join("projects").join("-home-dev-relay");
     std::fs::create_dir_all(&logs).expect("mkdir");
+    // The npm recovery installs a package: its tool needs npm's registry, which a user grants
+    // in the policy (a policy granting nothing refuses it, with the line to add).
+    let policy = env.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        toolsmith::validate::run::default_policy_granting(&["registry.npmjs.org:443".into()]),
+    )
+    .expect("write policy");
     let config = env.write_config(&format!(
         "[ingest]\ndebounce_ms = 10\n\n[mine]\nafter_new_actions = 100000\n\n\
+         [generate]\npolicy = \"{}\"\n\n\
          [[source]]\nname = \"planted\"\nformat = \"claude-code\"\npath = \"{}\"\n",
+        policy.display(),
         logs.parent().expect("projects").display()
     ));
     let mut cmd = env.daemon_command();

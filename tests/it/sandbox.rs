@@ -251,6 +251,120 @@ fn network_connect_to_a_loopback_listener_fails() {
     }
 }
 
+/// A script that prints the proxy variables it sees, `lo`'s state (through an AF_UNIX socket,
+/// which every run may make), and whether an AF_INET socket can be made.
+const NETWORK_STATE: &str = r#"
+import fcntl, os, socket, struct
+print("env", sorted(k for k in os.environ if k.lower().endswith("_proxy")))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+flags = struct.unpack("16sH", fcntl.ioctl(s, 0x8913, struct.pack("16sH", b"lo", 0)))[1]
+print("lo", "up" if flags & 1 else "down")
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    print("inet yes")
+except OSError as e:
+    print("inet", e.errno)
+"#;
+
+#[test]
+fn a_run_granted_nothing_has_no_proxy_no_loopback_and_no_inet() {
+    if !Path::new("/usr/bin/python3").exists() {
+        println!("skipped: no /usr/bin/python3");
+        return;
+    }
+    let (report, code) = run_json(&[], &["/usr/bin/python3", "-c", NETWORK_STATE]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        text(&report, "stdout"),
+        format!("env []\nlo down\ninet {}\n", libc::EAFNOSUPPORT),
+        "{report}"
+    );
+    assert_eq!(report["connections"], serde_json::json!([]), "{report}");
+
+    // The same run with a grant: the proxy's variables, lo up, TCP sockets allowed.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[grants]\nhosts = [\"127.0.0.1:9\"]\n").expect("write");
+    let (report, code) = run_json(
+        &[
+            "--policy",
+            policy.to_str().expect("utf-8"),
+            "--allow-host",
+            "127.0.0.1:9",
+        ],
+        &["/usr/bin/python3", "-c", NETWORK_STATE],
+    );
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        text(&report, "stdout"),
+        "env ['ALL_PROXY', 'HTTPS_PROXY', 'HTTP_PROXY', 'all_proxy', 'http_proxy', \
+         'https_proxy']\nlo up\ninet yes\n",
+        "{report}"
+    );
+    // The proxy's thread starts after the helper is forked: the CLI stays single-threaded up
+    // to the fork, grant or not.
+    assert_eq!(report["helper"], "forked", "{report}");
+}
+
+/// A multi-threaded caller (the daemon, this harness) executes the helper binary: its
+/// supervisor hands the listener to the proxy over the channel at descriptor 5 all the same,
+/// a granted connection reaches the host, and the report records it once pid 1 has ended.
+#[test]
+fn an_executed_helper_hands_its_listener_to_the_proxy() {
+    use std::io::Write;
+    use toolsmith::sandbox::{self, Exit, HelperStart, HostPort, SandboxPolicy, SandboxSpec};
+    if !Path::new("/usr/bin/python3").exists() {
+        println!("skipped: no /usr/bin/python3");
+        return;
+    }
+    let server = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = server.local_addr().expect("address").port();
+    let serving = std::thread::spawn(move || {
+        let (mut stream, _) = server.accept().expect("accept");
+        stream.write_all(b"hello from the host\n").expect("write");
+    });
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!("[grants]\nhosts = [\"127.0.0.1:{port}\"]\n"),
+    )
+    .expect("write policy");
+    let script = format!(
+        "import socket\n\
+         s = socket.create_connection(('127.0.0.1', {proxy}))\n\
+         s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n')\n\
+         data = b''\n\
+         while not data.endswith(b'host\\n'):\n    \
+             chunk = s.recv(4096)\n    \
+             if not chunk:\n        break\n    \
+             data += chunk\n\
+         print(data.split(b'\\r\\n\\r\\n', 1)[-1].decode(), end='')\n",
+        proxy = sandbox::proxy::PORT
+    );
+    let mut spec = SandboxSpec::new(vec!["/usr/bin/python3".into(), "-c".into(), script]);
+    spec.policy = SandboxPolicy::load(&policy).expect("policy");
+    spec.profile.hosts = vec![HostPort::parse(&format!("127.0.0.1:{port}"), false).expect("host")];
+    spec.helper = Some(env!("CARGO_BIN_EXE_toolsmith-sandbox-helper").into());
+    let report = sandbox::run(&spec).expect("runs");
+    serving.join().expect("server");
+    assert_eq!(report.helper, HelperStart::Executed);
+    assert_eq!(report.exit, Exit::Code(0), "{report:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&report.stdout.bytes),
+        "hello from the host\n",
+        "{report:?}"
+    );
+    assert_eq!(report.connections.len(), 1, "{:?}", report.connections);
+    let seen = &report.connections[0];
+    assert_eq!(
+        (seen.host.as_str(), seen.port, seen.verdict),
+        ("127.0.0.1", port, sandbox::Verdict::Allowed),
+        "{seen:?}"
+    );
+    assert_eq!(seen.bytes_down, 20, "{seen:?}");
+}
+
 #[test]
 fn proc_shows_the_sandbox_not_the_host() {
     let (report, code) = run_json(&[], &["cat", "/proc/1/cmdline"]);
