@@ -179,7 +179,7 @@ def short(word, limit=60):
 class Scratch:
     """Temporary HOME and XDG directories, the configuration, and the binaries to run."""
 
-    def __init__(self, planted, bindir, keep, extra_config):
+    def __init__(self, planted, bindir, keep, extra_config, policy=None):
         self.root = tempfile.mkdtemp(prefix="toolsmith-faithful-")
         self.keep = keep
         self.bindir = bindir
@@ -202,7 +202,9 @@ class Scratch:
         self.config = os.path.join(conf_dir, "config.toml")
         glob = os.path.join(os.path.abspath(planted), "**", "*.jsonl")
         text = ("# faithful_check.py: one claude-code source on the planted sessions; offline.\n"
-                "[generate]\nbackend = \"template\"\n\n"
+                "[generate]\nbackend = \"template\"\n"
+                + (f"policy = {json.dumps(os.path.abspath(policy))}\n" if policy else "")
+                + "\n"
                 f"[[source]]\nname = \"planted\"\nformat = \"claude-code\"\npath = {json.dumps(glob)}\n")
         if extra_config:
             with open(extra_config, encoding="utf-8") as f:
@@ -753,6 +755,9 @@ def main(argv=None):
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     ap.add_argument("--timeout", type=float, default=900,
                     help="seconds the pipeline may take in all (default 900)")
+    ap.add_argument("--policy", metavar="FILE",
+                    help="policy file for validation (generate.policy), e.g. one whose [grants] "
+                         "hosts lists the package registry a recovery installs from")
     ap.add_argument("--extra-config", metavar="FILE",
                     help="TOML appended to the scratch configuration (e.g. a [mine] table)")
     args = ap.parse_args(argv)
@@ -769,7 +774,7 @@ def main(argv=None):
         print(f"faithful_check: no toolsmith and toolsmithd in {bindir or 'target/release or PATH'}"
               ": build them (cargo build --release) or give --bin DIR", file=sys.stderr)
         return 1
-    scratch = Scratch(args.planted, bindir, args.keep, args.extra_config)
+    scratch = Scratch(args.planted, bindir, args.keep, args.extra_config, args.policy)
     try:
         run = run_pipeline(scratch, os.path.abspath(args.planted), manifest, args.timeout)
         report = {"planted": os.path.abspath(args.planted), "bin": bindir,

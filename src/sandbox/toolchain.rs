@@ -227,6 +227,12 @@ fn classify(program: &str, found: &Path, user: &UserEnv, writable: bool) -> Reso
         && dir.parent().is_some_and(|r| r.join("versions").is_dir())
     {
         return pyenv(program, found, user, writable);
+    } else if let Some((version_dir, version)) = pyenv_version_bin(dir) {
+        // A version's own `bin` on the PATH (`pyenv exec` puts it first for what it runs).
+        venv(version_dir, ToolchainKind::Pyenv, program).map(|mut t| {
+            t.env.insert("PYENV_VERSION".into(), version);
+            t
+        })
     } else if dir.file_name().is_some_and(|n| n == "bin")
         && dir.parent().is_some_and(|v| v.join("pyvenv.cfg").is_file())
     {
@@ -399,6 +405,22 @@ fn host_triple() -> &'static str {
     } else {
         "x86_64-unknown-linux-gnu"
     }
+}
+
+/// `dir` as `$PYENV_ROOT/versions/<version>/bin` of a pyenv installation (its root has
+/// `shims`): the version's directory and name.
+fn pyenv_version_bin(dir: &Path) -> Option<(&Path, String)> {
+    if dir.file_name()? != "bin" {
+        return None;
+    }
+    let version_dir = dir.parent()?;
+    let versions = version_dir.parent()?;
+    let root = versions.parent()?;
+    if versions.file_name()? != "versions" || !root.join("shims").is_dir() {
+        return None;
+    }
+    let version = version_dir.file_name()?.to_string_lossy().into_owned();
+    Some((version_dir, version))
 }
 
 /// A pyenv shim: the selected version (`system` sends the shell on down the `PATH`).
@@ -923,6 +945,33 @@ mod tests {
         exe(&root.join("shims/sh"), "");
         let r = resolve("sh", &user(path, &home, &[]), true);
         assert!(matches!(r, Resolution::System { .. }), "{r:?}");
+    }
+
+    /// What `pyenv exec` runs sees the selected version's `bin` first on its PATH, not the
+    /// shims: a program found there is that pyenv version's, not a program of nowhere.
+    #[test]
+    fn a_pyenv_versions_own_bin_on_the_path_is_that_version() {
+        let tmp = tmp();
+        let home = tmp.path().canonicalize().expect("canonical");
+        let root = home.join(".pyenv");
+        exe(&root.join("shims/coverage"), "");
+        exe(&root.join("versions/3.11.7/bin/coverage"), "");
+        let path = format!(
+            "{}/versions/3.11.7/bin:{}/shims:/usr/bin:/bin",
+            root.display(),
+            root.display()
+        );
+        let t = toolchain(resolve("coverage", &user(path, &home, &[]), true));
+        assert_eq!(t.kind, ToolchainKind::Pyenv);
+        assert_eq!(t.paths, [root.join("versions/3.11.7")]);
+        assert_eq!(t.env["PYENV_VERSION"], "3.11.7");
+        assert!(check_entry(&t).is_ok());
+        // A `bin` under some other `versions` directory is no pyenv's.
+        let other = home.join("opt/versions/1.0/bin/tool");
+        exe(&other, "");
+        let path = format!("{}:/usr/bin:/bin", other.parent().expect("bin").display());
+        let r = resolve("tool", &user(path, &home, &[]), true);
+        assert!(matches!(r, Resolution::Unusable { .. }), "{r:?}");
     }
 
     #[test]
