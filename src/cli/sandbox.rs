@@ -78,6 +78,40 @@ fn failure(err: &SandboxError) -> Failure {
     Failure::new(code, err.to_string())
 }
 
+/// `--toolchain PROGRAM…`: each program's toolchain, resolved as the shell this runs from
+/// would. The environment is read only when one is asked for: this is the sandbox's start-up
+/// path.
+fn toolchains(programs: &[String], writable: bool) -> Result<Vec<sandbox::Toolchain>, Failure> {
+    let bad_option = |m: String| Failure::new(ExitCode::SandboxFailed, m);
+    if programs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut user = UserEnv::from_process(None);
+    user.cwd = std::env::current_dir().ok();
+    let mut found = Vec::with_capacity(programs.len());
+    for program in programs {
+        match resolve(program, &user, writable) {
+            Resolution::Toolchain { toolchain, .. } => found.push(toolchain),
+            Resolution::System { found } => {
+                return Err(bad_option(format!(
+                    "--toolchain {program}: {} is a system program, which the sandbox shows \
+                     without a toolchain",
+                    found.display()
+                )));
+            }
+            Resolution::NotFound => {
+                return Err(bad_option(format!(
+                    "--toolchain {program}: `{program}` is not on your PATH"
+                )));
+            }
+            Resolution::Unusable { why, .. } => {
+                return Err(bad_option(format!("--toolchain {program}: {why}")));
+            }
+        }
+    }
+    Ok(found)
+}
+
 /// Builds the run from the command line.
 fn spec(cli: &Cli, args: &SandboxArgs) -> Result<SandboxSpec, Failure> {
     // 125 for every failure of toolsmith's own: the command's codes stay unambiguous.
@@ -101,30 +135,8 @@ fn spec(cli: &Cli, args: &SandboxArgs) -> Result<SandboxSpec, Failure> {
         memory_mb: args.memory,
         ..Limits::default()
     };
-    let mut user = UserEnv::from_process(None);
-    // Resolved as the shell you run this from would: here.
-    user.cwd = std::env::current_dir().ok();
     let writable = profile.workspace == WorkspaceAccess::Write;
-    for program in &args.toolchain {
-        match resolve(program, &user, writable) {
-            Resolution::Toolchain { toolchain, .. } => profile.toolchains.push(toolchain),
-            Resolution::System { found } => {
-                return Err(bad_option(format!(
-                    "--toolchain {program}: {} is a system program, which the sandbox shows \
-                     without a toolchain",
-                    found.display()
-                )));
-            }
-            Resolution::NotFound => {
-                return Err(bad_option(format!(
-                    "--toolchain {program}: `{program}` is not on your PATH"
-                )));
-            }
-            Resolution::Unusable { why, .. } => {
-                return Err(bad_option(format!("--toolchain {program}: {why}")));
-            }
-        }
-    }
+    profile.toolchains = toolchains(&args.toolchain, writable)?;
     for host in &args.allow_host {
         let parsed = HostPort::parse(host, false)
             .map_err(|e| bad_option(format!("--allow-host {host}: {e}")))?;
@@ -231,10 +243,9 @@ fn summary(report: &RunReport, err: &mut impl Write, style: Style) -> std::io::R
             Verdict::Denied => style.bad("denied"),
             Verdict::Failed => style.warn("failed"),
         };
-        let target = if c.host.contains(':') {
-            format!("[{}]:{}", c.host, c.port)
-        } else {
-            format!("{}:{}", c.host, c.port)
+        let target = HostPort {
+            host: c.host.clone(),
+            port: c.port,
         };
         let reason = c
             .reason

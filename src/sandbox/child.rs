@@ -246,7 +246,7 @@ fn supervisor(
             let started = now_ns();
             drop(lifeline_write);
             drop(exec_read);
-            let joined = join_cgroup(&mut cgroup_files);
+            let joined = join_cgroup(cgroup_files);
             let failure = match joined
                 .and_then(|()| pid1(spec, reporter, lifeline_read, &exec_write, started))
             {
@@ -323,9 +323,9 @@ fn loopback_up() -> std::io::Result<()> {
 /// pid 1 joins the run's cgroups, first thing: everything it starts is born inside. `0` is
 /// the writer itself; in v1 the file is `tasks`, which moves this (only) thread without the
 /// global lock `cgroup.procs` takes (see `RunCgroup::procs`).
-fn join_cgroup(files: &mut Vec<(std::fs::File, std::path::PathBuf)>) -> Result<(), Failure> {
+fn join_cgroup(files: Vec<(std::fs::File, std::path::PathBuf)>) -> Result<(), Failure> {
     use std::io::Write;
-    for (mut file, path) in files.drain(..) {
+    for (mut file, path) in files {
         file.write_all(b"0").map_err(|e| {
             Failure::io(
                 Step::JoinCgroup,

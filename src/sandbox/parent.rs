@@ -1050,17 +1050,9 @@ fn fork_helper(
     stdin: Stdin,
     placed: &[(OwnedFd, RawFd)],
     ours: &[RawFd],
-    parent: &str,
+    args: &[String],
 ) -> Result<Pid, SandboxError> {
-    let mut args = vec![
-        std::ffi::OsString::from(REQUEST_FD.to_string()),
-        std::ffi::OsString::from(REPORT_FD.to_string()),
-        std::ffi::OsString::from(parent),
-    ];
-    // The proxy's channel, as the executed helper is told of it (its fourth argument).
-    if placed.iter().any(|(_, at)| *at == PROXY_FD) {
-        args.push(std::ffi::OsString::from(PROXY_FD.to_string()));
-    }
+    let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
     // SAFETY: the caller checked that this process is single-threaded, so the child may run
     // any code the parent could; it leaves only through `_exit`.
     match unsafe { nix::unistd::fork() } {
@@ -1194,44 +1186,62 @@ fn spawn(
             .map_err(|e| io("duplicating the proxy's channel".into(), e))?;
         placed.push((high(copy)?, PROXY_FD));
     }
-    let parent = std::process::id().to_string();
-    let Some(helper) = helper else {
-        let mut ours = vec![
-            request_write.as_raw_fd(),
-            report_read.as_raw_fd(),
-            stdout_read.as_raw_fd(),
-            stderr_read.as_raw_fd(),
-        ];
-        // The proxy's end stays the parent's alone: the proxy sees the channel hang up when
-        // the helper's end closes without a listener.
-        ours.extend(proxy_channel.map(|(ours, _)| ours.as_raw_fd()));
-        let pid = fork_helper(stdin, &placed, &ours, &parent)?;
-        drop(placed);
-        return Ok((
-            Helper { pid, reaped: false },
-            Pipes {
-                request: request_write,
-                report: report_read,
-                stdout: stdout_read,
-                stderr: stderr_read,
-            },
-        ));
+    // The helper's arguments, whichever way it starts: the request's and the report's
+    // descriptors, this process's pid, and the proxy's channel when there is one.
+    let mut args = vec![
+        REQUEST_FD.to_string(),
+        REPORT_FD.to_string(),
+        std::process::id().to_string(),
+    ];
+    if proxy_channel.is_some() {
+        args.push(PROXY_FD.to_string());
+    }
+    let pid = match helper {
+        None => {
+            let mut ours = vec![
+                request_write.as_raw_fd(),
+                report_read.as_raw_fd(),
+                stdout_read.as_raw_fd(),
+                stderr_read.as_raw_fd(),
+            ];
+            // The proxy's end stays the parent's alone: the proxy sees the channel hang up
+            // when the helper's end closes without a listener.
+            ours.extend(proxy_channel.map(|(ours, _)| ours.as_raw_fd()));
+            fork_helper(stdin, &placed, &ours, &args)?
+        }
+        Some(helper) => exec_helper(helper, stdin, &placed, &args)?,
     };
+    drop(placed);
+    Ok((
+        Helper { pid, reaped: false },
+        Pipes {
+            request: request_write,
+            report: report_read,
+            stdout: stdout_read,
+            stderr: stderr_read,
+        },
+    ))
+}
+
+/// Starts `helper` with `posix_spawn`: `placed` at their descriptors, stdin `/dev/null`
+/// unless inherited, an empty environment, default signal dispositions and mask.
+fn exec_helper(
+    helper: &Path,
+    stdin: Stdin,
+    placed: &[(OwnedFd, RawFd)],
+    args: &[String],
+) -> Result<Pid, SandboxError> {
+    let io = |what: String, source: std::io::Error| SandboxError::Io { what, source };
     let c = |text: &str| {
         CString::new(text).map_err(|_| SandboxError::Invalid(format!("{text:?} contains NUL")))
     };
     let program = CString::new(helper.as_os_str().as_bytes()).map_err(|_| {
         SandboxError::Invalid(format!("the helper path {} contains NUL", helper.display()))
     })?;
-    let mut args = vec![
-        c(HELPER_ARG0)?,
-        c(&REQUEST_FD.to_string())?,
-        c(&REPORT_FD.to_string())?,
-        c(&parent)?,
-    ];
-    if proxy_channel.is_some() {
-        args.push(c(&PROXY_FD.to_string())?);
-    }
+    let args = std::iter::once(HELPER_ARG0)
+        .chain(args.iter().map(String::as_str))
+        .map(c)
+        .collect::<Result<Vec<_>, _>>()?;
     let mut argv: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr().cast_mut()).collect();
     argv.push(std::ptr::null_mut());
     let envp: [*mut libc::c_char; 1] = [std::ptr::null_mut()];
@@ -1268,7 +1278,7 @@ fn spawn(
                     0,
                 );
             }
-            for (fd, at) in &placed {
+            for (fd, at) in placed {
                 result |=
                     libc::posix_spawn_file_actions_adddup2(&raw mut actions, fd.as_raw_fd(), *at);
             }
@@ -1302,23 +1312,12 @@ fn spawn(
             if ret == 0 { Ok(pid) } else { Err(ret) }
         }
     };
-    drop(placed);
-    let pid = spawned.map_err(|ret| SandboxError::Spawn {
-        helper: helper.to_path_buf(),
-        source: std::io::Error::from_raw_os_error(ret),
-    })?;
-    Ok((
-        Helper {
-            pid: Pid::from_raw(pid),
-            reaped: false,
-        },
-        Pipes {
-            request: request_write,
-            report: report_read,
-            stdout: stdout_read,
-            stderr: stderr_read,
-        },
-    ))
+    spawned
+        .map(Pid::from_raw)
+        .map_err(|ret| SandboxError::Spawn {
+            helper: helper.to_path_buf(),
+            source: std::io::Error::from_raw_os_error(ret),
+        })
 }
 
 /// Output kept up to a cap.

@@ -710,11 +710,8 @@ fn parse_socks(r: &[u8]) -> Result<Request, String> {
             .map_err(|_| "the SOCKS5 host name is not UTF-8")?,
         other => return Err(format!("SOCKS5 address type {other} is not known")),
     };
-    let text = if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
+    // Checked as any other request's target is.
+    let text = HostPort { host, port }.to_string();
     Ok(Request {
         protocol: "socks5",
         target: HostPort::parse(&text, false)?,
