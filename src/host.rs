@@ -494,9 +494,28 @@ pub enum CgroupError {
     },
 }
 
+/// What the kernel says of our cgroups: `/proc/self/mountinfo` and `/proc/self/cgroup`, read
+/// together so that the v2 and v1 lookups of one process share one reading.
+pub(crate) struct CgroupFiles {
+    /// `/proc/self/mountinfo` (empty if unreadable).
+    pub mountinfo: String,
+    /// `/proc/self/cgroup` (empty if unreadable).
+    pub cgroups: String,
+}
+
+impl CgroupFiles {
+    /// Reads both files now.
+    pub(crate) fn read() -> CgroupFiles {
+        CgroupFiles {
+            mountinfo: fs::read_to_string("/proc/self/mountinfo").unwrap_or_default(),
+            cgroups: fs::read_to_string("/proc/self/cgroup").unwrap_or_default(),
+        }
+    }
+}
+
 /// Our own cgroup v2 directory (under the cgroup2 mount), for the sandbox's run cgroups.
-pub(crate) fn own_cgroup_dir() -> Result<std::path::PathBuf, CgroupError> {
-    own_cgroup().map(|own| own.dir)
+pub(crate) fn own_cgroup_dir(files: &CgroupFiles) -> Result<std::path::PathBuf, CgroupError> {
+    own_cgroup(files).map(|own| own.dir)
 }
 
 /// Where we sit in the cgroup v2 hierarchy.
@@ -509,14 +528,13 @@ struct OwnCgroup {
     dir: std::path::PathBuf,
 }
 
-fn own_cgroup() -> Result<OwnCgroup, CgroupError> {
-    let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let (root, point) = mounts
+fn own_cgroup(files: &CgroupFiles) -> Result<OwnCgroup, CgroupError> {
+    let (root, point) = files
+        .mountinfo
         .lines()
         .find_map(cgroup2_mount)
         .ok_or(CgroupError::NotMounted)?;
-    let cgroups = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let Some(path) = cgroup_v2_path(&cgroups) else {
+    let Some(path) = cgroup_v2_path(&files.cgroups) else {
         return Err(CgroupError::NoV2Line { point });
     };
     // In a cgroup namespace the mount may show a subtree only, and our path is inside it.
@@ -671,7 +689,8 @@ fn cgroup_v2_path(text: &str) -> Option<String> {
 }
 
 fn probe_cgroup() -> Result<(Layer, Vec<String>), String> {
-    let OwnCgroup { point, path, dir } = own_cgroup().map_err(|e| e.to_string())?;
+    let OwnCgroup { point, path, dir } =
+        own_cgroup(&CgroupFiles::read()).map_err(|e| e.to_string())?;
     let controllers = fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
     let writable = access(&dir, AccessFlags::W_OK).is_ok();
     Ok(cgroup_layer(&point, &path, &controllers, writable))

@@ -219,11 +219,11 @@ pub(super) fn demo(
         dir: dir.clone(),
         config,
         exe,
-        json: cli.json,
+        json: cli.global.json,
         steps: Vec::new(),
     };
     let say = |out: &mut dyn Write, text: &str| -> Result<(), Failure> {
-        if !cli.json {
+        if !cli.global.json {
             writeln!(out, "\n{}", style.good(text))?;
         }
         Ok(())
@@ -256,7 +256,7 @@ pub(super) fn demo(
         .filter(|c| c["state"] == "awaiting-review")
         .collect();
     let to_review_ms = started.elapsed().as_millis();
-    if !cli.json {
+    if !cli.global.json {
         for c in &report["candidates"].as_array().cloned().unwrap_or_default() {
             writeln!(
                 out,
@@ -288,7 +288,7 @@ pub(super) fn demo(
     };
     let id = chosen["id"].as_str().unwrap_or_default().to_owned();
     let tool = chosen["tool"].as_str().unwrap_or_default().to_owned();
-    if !cli.json {
+    if !cli.global.json {
         writeln!(
             out,
             "    {} validated candidate(s) awaiting review {:.1} s after the first log line was read",
@@ -345,13 +345,13 @@ pub(super) fn demo(
     );
     if let Err(e) = logged {
         // Without git installed the registry is still there; only the view is missing.
-        if !cli.json {
+        if !cli.global.json {
             writeln!(out, "    ({})", e.message)?;
         }
     }
 
     let total_ms = started.elapsed().as_millis();
-    if cli.json {
+    if cli.global.json {
         return output::json(
             out,
             &json!({

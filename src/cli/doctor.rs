@@ -138,7 +138,7 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
         },
     };
     let grants = network_grants(config.as_ref().ok());
-    if cli.json {
+    if cli.global.json {
         return super::output::json(
             out,
             &json!({

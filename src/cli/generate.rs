@@ -43,7 +43,7 @@ fn run_job(cli: &Cli, job: Job) -> Result<Value, Failure> {
     let config = load_config(cli)?;
     crate::daemon::listener::ensure_private_dir(&config.paths.state.value)
         .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?;
-    let progress = Progress::spinner(cli.json, "generating");
+    let progress = Progress::spinner(cli.global.json, "generating");
     match lock::acquire(&config.lock_path()) {
         Ok(_lock) => {
             let store = Store::open(&config.store_path())?;
@@ -123,7 +123,7 @@ fn print_report(
     style: Style,
 ) -> Result<(), Failure> {
     let made = report["candidates"].as_array().cloned().unwrap_or_default();
-    if cli.json {
+    if cli.global.json {
         output::json(out, report)?;
     } else {
         for c in &made {
@@ -306,7 +306,7 @@ pub(super) fn list(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), 
         .into_iter()
         .map(|c| presented(c, &state_dir))
         .collect();
-    if cli.json {
+    if cli.global.json {
         let listed: Vec<Value> = all.iter().map(|(c, i)| candidate_json(c, *i)).collect();
         return output::json(out, &listed);
     }
@@ -393,7 +393,7 @@ pub(super) fn show(
     } else {
         None
     };
-    if cli.json {
+    if cli.global.json {
         let attempt_json: Vec<Value> = numbers
             .iter()
             .map(|&n| {

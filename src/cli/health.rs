@@ -82,7 +82,7 @@ pub(super) fn health(
                 all.push(of(&entry.name, version, true)?.0);
             }
         }
-        if cli.json {
+        if cli.global.json {
             return output::json(out, &all);
         }
         if all.is_empty() {
@@ -130,7 +130,7 @@ pub(super) fn health(
         Some(c) => actions::history(c, name, 20)?,
         None => Vec::new(),
     };
-    if cli.json {
+    if cli.global.json {
         return output::json(
             out,
             &json!({
@@ -286,7 +286,7 @@ pub(super) fn check(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
         }
         Err(other) => return Err(Failure::new(ExitCode::Failure, other.to_string())),
     };
-    if cli.json {
+    if cli.global.json {
         return output::json(out, &report);
     }
     writeln!(out, "{}", report["summary"].as_str().unwrap_or("done"))?;
@@ -336,7 +336,7 @@ pub(super) fn schedule(cli: &Cli, out: &mut impl Write, style: Style) -> Result<
             "next_ms": next.map(|t| t.as_millisecond()),
         }));
     }
-    if cli.json {
+    if cli.global.json {
         return output::json(out, &json!({"daemon_running": daemon, "jobs": rows}));
     }
     if !daemon {

@@ -62,7 +62,7 @@ pub(super) fn ingest(
     })?;
     let store = Store::open(&config.store_path())?;
     let options = ReadOptions::from_settings(&config.ingest, true);
-    let progress = super::progress::Progress::bytes(cli.json, 0, "listing files");
+    let progress = super::progress::Progress::bytes(cli.global.json, 0, "listing files");
     let reports = oneshot::ingest_paths_reporting(&store, paths, format, &options, &mut |a| {
         progress.bar_len(a.bytes);
         progress.at(a.bytes_done);
@@ -72,7 +72,7 @@ pub(super) fn ingest(
         ));
     })?;
     progress.done();
-    if cli.json {
+    if cli.global.json {
         return output::json(out, &json!({ "files": reports }));
     }
     let (mut actions, mut results, mut problems, mut bytes) = (0, 0, 0, 0);
@@ -134,7 +134,7 @@ pub(super) fn actions(
 ) -> Result<(), Failure> {
     let conn = open_store(cli)?;
     let actions = crate::action::stored::recent_actions(&conn, session, limit)?;
-    if cli.json {
+    if cli.global.json {
         return output::json(out, &json!(actions));
     }
     let mut current = None;
@@ -194,7 +194,7 @@ pub(super) fn sources(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
             })
             .sum();
     }
-    if cli.json {
+    if cli.global.json {
         return output::json(out, &json!(summaries));
     }
     if summaries.is_empty() {

@@ -29,7 +29,7 @@ pub(super) fn mine(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), 
     let config = load_config(cli)?;
     crate::daemon::listener::ensure_private_dir(&config.paths.state.value)
         .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?;
-    let progress = super::progress::Progress::spinner(cli.json, "mining the stored actions");
+    let progress = super::progress::Progress::spinner(cli.global.json, "mining the stored actions");
     let summary = match lock::acquire(&config.lock_path()) {
         Ok(_lock) => {
             let store = Store::open(&config.store_path())?;
@@ -61,7 +61,7 @@ pub(super) fn mine(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), 
         Err(other) => return Err(Failure::new(ExitCode::Failure, other.to_string())),
     };
     progress.done();
-    if cli.json {
+    if cli.global.json {
         // Through a JSON value: its keys in the order `mine.run` answers with.
         return output::json(out, &json!(summary));
     }
@@ -126,13 +126,13 @@ pub(super) fn patterns(
                 format!("no pattern `{id}`: `toolsmith patterns` lists them"),
             ));
         };
-        if cli.json {
+        if cli.global.json {
             return output::json(out, &json!(found));
         }
         return show(&found, out, style);
     }
     let found = pattern::list_patterns(&conn, kind, limit)?;
-    if cli.json {
+    if cli.global.json {
         return output::json(out, &json!(found));
     }
     if found.is_empty() {

@@ -17,10 +17,11 @@ mod progress;
 mod registry;
 mod sandbox;
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use serde_json::{Value, json};
 
 use crate::config::{self, Config, ConfigRequest};
@@ -39,6 +40,17 @@ use output::Style;
                   `toolsmith sandbox` exits with the command's status (see its help)."
 )]
 pub struct Cli {
+    /// The options every command takes.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The options every command takes, before or after its name.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
     /// Configuration file (default: $TOOLSMITH_CONFIG, $XDG_CONFIG_HOME/toolsmith/config.toml,
     /// /etc/toolsmith/config.toml).
     #[arg(long, global = true, value_name = "FILE")]
@@ -52,9 +64,6 @@ pub struct Cli {
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
-    /// What to do.
-    #[command(subcommand)]
-    pub command: Command,
 }
 
 /// The sub-commands.
@@ -160,20 +169,7 @@ pub enum Command {
     /// List the approved tools on the registry's main.
     Tools,
     /// Run an approved tool in the sandbox, with its manifest's profile; exits with its status.
-    Run {
-        /// The tool.
-        #[arg(value_name = "NAME")]
-        name: String,
-        /// A parameter (repeatable; an array parameter takes one value per use).
-        #[arg(long = "param", value_name = "NAME=VALUE")]
-        params: Vec<String>,
-        /// Parameters as one JSON object (`--json` is the switch for machine output).
-        #[arg(long, value_name = "JSON")]
-        input: Option<String>,
-        /// The directory the tool works on, when its profile grants one (default: here).
-        #[arg(long, value_name = "DIR")]
-        workspace: Option<PathBuf>,
-    },
+    Run(RunArgs),
     /// How the approved tools do in use: score, status, error classes and the most frequent
     /// errors, from their recorded runs (one tool: each version it was run at).
     Health {
@@ -298,6 +294,23 @@ pub enum ExportCommand {
     },
 }
 
+/// `toolsmith run`'s arguments.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The tool.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// A parameter (repeatable; an array parameter takes one value per use).
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    pub params: Vec<String>,
+    /// Parameters as one JSON object (`--json` is the switch for machine output).
+    #[arg(long, value_name = "JSON")]
+    pub input: Option<String>,
+    /// The directory the tool works on, when its profile grants one (default: here).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
 /// `toolsmith config …`.
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
@@ -360,12 +373,7 @@ pub fn main() -> std::process::ExitCode {
     // `toolsmith sandbox` exits with the command's own status.
     let status = match &cli.command {
         Command::Sandbox(args) => sandbox::run(&cli, args),
-        Command::Run {
-            name,
-            params,
-            input,
-            workspace,
-        } => registry::run(&cli, name, params, input.as_deref(), workspace.clone()),
+        Command::Run(args) => registry::run(&cli, args),
         // The MCP protocol owns stdout: `run` would hold its lock.
         Command::Mcp { workspace } => {
             mcp::serve(&cli, workspace.clone()).map(|()| ExitCode::Success as u8)
@@ -377,7 +385,7 @@ pub fn main() -> std::process::ExitCode {
         // Nobody reads the output any more (`toolsmith … | head`): end quietly, like `rg`.
         Err(_) if output::stdout_closed() => std::process::ExitCode::SUCCESS,
         Err(failure) => {
-            if cli.json {
+            if cli.global.json {
                 let body =
                     json!({"error": {"message": failure.message, "exit_code": failure.code as u8}});
                 let _ = writeln!(std::io::stderr(), "{body}");
@@ -393,12 +401,69 @@ pub fn main() -> std::process::ExitCode {
 /// rather than dropped: freeing its few thousand allocations is an eighth of a short command's
 /// start-up (callgrind), and the process ends soon after anyway.
 fn parse() -> Cli {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if let Some(cli) = parse_hot(&args) {
+        return cli;
+    }
     let mut command = Cli::command();
-    let mut matches = command.get_matches_mut();
+    let mut matches = command
+        .try_get_matches_from_mut(args)
+        .unwrap_or_else(|e| e.exit());
     let cli = clap::FromArgMatches::from_arg_matches_mut(&mut matches);
     let cli = cli.unwrap_or_else(|e: clap::Error| e.format(&mut command).exit());
     std::mem::forget(command);
     cli
+}
+
+/// The command line of the commands every tool call goes through (`sandbox`, `run`): the same
+/// arguments as [`Cli`]'s (the same structs), under a tree of two commands. Building all of
+/// [`Cli`]'s tree was a tenth of `toolsmith sandbox -- /bin/true`'s own time (issue 18).
+#[derive(Debug, Parser)]
+#[command(
+    name = "toolsmith",
+    disable_help_flag = true,
+    disable_version_flag = true,
+    disable_help_subcommand = true,
+    allow_external_subcommands = true
+)]
+struct HotCli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: HotCommand,
+}
+
+/// [`HotCli`]'s commands. Help is left to the whole tree: `-h` or `--help` anywhere is an
+/// error here, so [`parse`] parses again with [`Cli`], which prints it.
+#[derive(Debug, Subcommand)]
+enum HotCommand {
+    #[command(disable_help_flag = true)]
+    Sandbox(sandbox::SandboxArgs),
+    #[command(disable_help_flag = true)]
+    Run(RunArgs),
+    /// Any other command, left to [`Cli`]; clap requires the words to be kept.
+    #[command(external_subcommand)]
+    #[allow(dead_code)]
+    Other(Vec<OsString>),
+}
+
+/// `args` as [`Cli`] would parse them when they name a hot command and parse without error;
+/// `None` for anything else (other commands, help, version, every error), which is then
+/// [`Cli`]'s to parse and to explain.
+fn parse_hot(args: &[OsString]) -> Option<Cli> {
+    let mut command = HotCli::command();
+    let matches = command.try_get_matches_from_mut(args).ok()?;
+    std::mem::forget(command);
+    let hot = <HotCli as clap::FromArgMatches>::from_arg_matches(&matches).ok()?;
+    let command = match hot.command {
+        HotCommand::Sandbox(args) => Command::Sandbox(args),
+        HotCommand::Run(args) => Command::Run(args),
+        HotCommand::Other(_) => return None,
+    };
+    Some(Cli {
+        global: hot.global,
+        command,
+    })
 }
 
 /// Runs one parsed command line.
@@ -412,7 +477,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Config(ConfigCommand::Check { file }) => config_check(cli, file, &mut out),
         Command::Reload => {
             let result = connect(cli)?.call("config.reload", Value::Null)?;
-            if cli.json {
+            if cli.global.json {
                 output::json(&mut out, &result)
             } else {
                 let restart: Vec<String> = result["restart_required"]
@@ -436,7 +501,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         }
         Command::Stop => {
             let result = connect(cli)?.call("daemon.shutdown", Value::Null)?;
-            if cli.json {
+            if cli.global.json {
                 output::json(&mut out, &result)
             } else {
                 writeln!(out, "toolsmithd is stopping")?;
@@ -461,8 +526,8 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::New { text, examples } => generate::new(cli, text, examples, &mut out, style),
         Command::Candidates => generate::list(cli, &mut out, style),
         Command::Show { id, attempts } => generate::show(cli, id, *attempts, &mut out, style),
-        Command::Install { enable, .. } => install::install(cli.json, *enable, &mut out),
-        Command::Uninstall { .. } => install::uninstall(cli.json, &mut out),
+        Command::Install { enable, .. } => install::install(cli.global.json, *enable, &mut out),
+        Command::Uninstall { .. } => install::uninstall(cli.global.json, &mut out),
         Command::Completions { shell } => {
             // clap_complete panics when its writer fails: it writes to memory, we to stdout.
             let mut script = Vec::new();
@@ -472,12 +537,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         }
         Command::Man { out: dir } => man(dir.as_deref(), &mut out),
         Command::Sandbox(args) => sandbox::run(cli, args).map(drop),
-        Command::Run {
-            name,
-            params,
-            input,
-            workspace,
-        } => registry::run(cli, name, params, input.as_deref(), workspace.clone()).map(drop),
+        Command::Run(args) => registry::run(cli, args).map(drop),
         Command::Mcp { workspace } => mcp::serve(cli, workspace.clone()),
         Command::Review => registry::list_reviews(cli, &mut out, style),
         Command::Approve { id, note } => registry::approve(cli, id, note.as_deref(), &mut out),
@@ -512,14 +572,14 @@ fn load_config(cli: &Cli) -> Result<Config, Failure> {
 
 fn config_request(cli: &Cli) -> ConfigRequest {
     ConfigRequest {
-        config_file: cli.config.clone(),
-        state_dir: cli.state.clone(),
+        config_file: cli.global.config.clone(),
+        state_dir: cli.global.state.clone(),
     }
 }
 
 /// The socket to talk to: `--socket`, `$TOOLSMITH_SOCKET`, or the configured one.
 fn socket_path(cli: &Cli) -> Result<PathBuf, Failure> {
-    if let Some(path) = &cli.socket {
+    if let Some(path) = &cli.global.socket {
         return Ok(path.clone());
     }
     if let Some(path) = std::env::var_os("TOOLSMITH_SOCKET").filter(|p| !p.is_empty()) {
@@ -531,7 +591,7 @@ fn socket_path(cli: &Cli) -> Result<PathBuf, Failure> {
         // error itself; the socket is then where it would be without the file.
         Err(failure) => ConfigRequest {
             config_file: None,
-            state_dir: cli.state.clone(),
+            state_dir: cli.global.state.clone(),
         }
         .load_without_file()
         .map(|config| config.socket_path())
@@ -543,7 +603,7 @@ fn socket_path(cli: &Cli) -> Result<PathBuf, Failure> {
 /// configuration's, and the socket `--socket` or `$TOOLSMITH_SOCKET` names.
 fn own_places(cli: &Cli, config: &Config) -> crate::sandbox::OwnPlaces {
     let mut own = config.own_places();
-    let named = cli.socket.clone().or_else(|| {
+    let named = cli.global.socket.clone().or_else(|| {
         std::env::var_os("TOOLSMITH_SOCKET")
             .filter(|p| !p.is_empty())
             .map(PathBuf::from)
@@ -566,7 +626,7 @@ fn own_places_without_config(cli: &Cli) -> crate::sandbox::OwnPlaces {
         Ok(config) => own_places(cli, &config),
         Err(_) => crate::sandbox::OwnPlaces::none(),
     };
-    let named = cli.config.clone().or_else(|| {
+    let named = cli.global.config.clone().or_else(|| {
         std::env::var_os("TOOLSMITH_CONFIG")
             .filter(|p| !p.is_empty())
             .map(PathBuf::from)
@@ -583,7 +643,7 @@ fn connect(cli: &Cli) -> Result<Client, Failure> {
 
 fn status(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
     let status = connect(cli)?.call("status", Value::Null)?;
-    if cli.json {
+    if cli.global.json {
         return output::json(out, &status);
     }
     let s = |key: &str| status[key].as_str().unwrap_or("?").to_owned();
@@ -678,7 +738,7 @@ fn status(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> 
 
 fn config_show(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
     let config = load_config(cli)?;
-    if cli.json {
+    if cli.global.json {
         let values: Vec<Value> = config
             .entries()
             .into_iter()
@@ -738,7 +798,7 @@ fn toml_to_json(value: &toml::Value) -> Value {
 
 fn config_check(cli: &Cli, file: &std::path::Path, out: &mut impl Write) -> Result<(), Failure> {
     config::check_file(file, &crate::daemon::checks::STAGES)?;
-    if cli.json {
+    if cli.global.json {
         output::json(out, &json!({"file": file, "valid": true}))
     } else {
         writeln!(out, "{}: valid", file.display())?;
@@ -751,7 +811,7 @@ fn watch(cli: &Cli, kinds: &[String], out: &mut impl Write) -> Result<(), Failur
     client.call("events.subscribe", json!({"kinds": kinds}))?;
     while let Some(note) = client.next_notification()? {
         let event = note.params;
-        if cli.json {
+        if cli.global.json {
             writeln!(out, "{event}")?;
         } else {
             writeln!(
@@ -809,5 +869,105 @@ mod tests {
     fn command_line_is_well_formed() {
         Cli::command().debug_assert();
         crate::daemon::Args::command().debug_assert();
+        HotCli::command().debug_assert();
+    }
+
+    fn hot(args: &[&str]) -> Option<Cli> {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        parse_hot(&args)
+    }
+
+    #[test]
+    fn the_hot_commands_parse_as_the_whole_tree_parses_them() {
+        let lines: &[&[&str]] = &[
+            &["toolsmith", "sandbox", "--", "/bin/true"],
+            &[
+                "toolsmith",
+                "--json",
+                "sandbox",
+                "--timeout",
+                "5",
+                "--workspace",
+                "write",
+                "/tmp",
+                "--env",
+                "A=b",
+                "--toolchain",
+                "cargo",
+                "--",
+                "sh",
+                "-c",
+                "echo --help",
+            ],
+            &[
+                "toolsmith",
+                "sandbox",
+                "--json",
+                "--state",
+                "/s",
+                "--",
+                "x",
+                "-h",
+            ],
+            &[
+                "toolsmith",
+                "sandbox",
+                "--allow-host",
+                "h:443",
+                "--policy",
+                "p.toml",
+                "--",
+                "x",
+            ],
+            &[
+                "toolsmith",
+                "run",
+                "fmt",
+                "--param",
+                "a=b",
+                "--param",
+                "c=d",
+                "--json",
+            ],
+            &[
+                "toolsmith",
+                "--config",
+                "/c",
+                "--socket",
+                "/s",
+                "run",
+                "t",
+                "--input",
+                "{}",
+            ],
+            &["toolsmith", "run", "t", "--workspace", "/w"],
+        ];
+        for line in lines {
+            let whole = Cli::try_parse_from(*line).unwrap();
+            let hot = hot(line).unwrap_or_else(|| panic!("{line:?} left to the whole tree"));
+            assert_eq!(format!("{hot:?}"), format!("{whole:?}"), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn help_version_errors_and_other_commands_are_left_to_the_whole_tree() {
+        let lines: &[&[&str]] = &[
+            &["toolsmith"],
+            &["toolsmith", "--version"],
+            &["toolsmith", "--help"],
+            &["toolsmith", "help", "sandbox"],
+            &["toolsmith", "sandbox", "--help"],
+            &["toolsmith", "sandbox", "-h", "--", "x"],
+            &["toolsmith", "run", "t", "--help"],
+            &["toolsmith", "sandbox"],
+            &["toolsmith", "sandbox", "--timeout", "soon", "--", "true"],
+            &["toolsmith", "run"],
+            &["toolsmith", "status"],
+            &["toolsmith", "--json", "tools"],
+            &["toolsmith", "sandbx", "--", "true"],
+        ];
+        for line in lines {
+            assert!(hot(line).is_none(), "{line:?} parsed as a hot command");
+        }
     }
 }

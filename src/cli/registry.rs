@@ -3,12 +3,11 @@
 //! the daemon) and record decisions in the store when there is one.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
 use super::output::{self, Style};
-use super::{Cli, Failure, load_config};
+use super::{Cli, Failure, RunArgs, load_config};
 use crate::config::Config;
 use crate::exit::ExitCode;
 use crate::generate::review::{self, ReviewError};
@@ -75,7 +74,7 @@ fn store_for_update(config: &Config) -> Option<rusqlite::Connection> {
 pub(super) fn list_reviews(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
     let Opened { registry, .. } = open(cli)?;
     let reviews = registry.reviews()?;
-    if cli.json {
+    if cli.global.json {
         return output::json(out, &json!(reviews));
     }
     if reviews.is_empty() {
@@ -142,7 +141,7 @@ pub(super) fn approve(
             review::approve(&registry, store.as_ref(), key, &approver, note)?
         }
     };
-    if cli.json {
+    if cli.global.json {
         return output::json(out, &json!(landed));
     }
     writeln!(
@@ -175,7 +174,7 @@ pub(super) fn reject(
         registry, store, ..
     } = open(cli)?;
     let review = review::reject(&registry, store.as_ref(), key, reason)?;
-    if cli.json {
+    if cli.global.json {
         return output::json(out, &json!({"rejected": review, "reason": reason}));
     }
     writeln!(
@@ -196,7 +195,7 @@ pub(super) fn reject(
 pub(super) fn tools(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
     let Opened { registry, .. } = open(cli)?;
     let tools = registry.tools()?;
-    if cli.json {
+    if cli.global.json {
         /// One tool as `tools --json` lists it.
         #[derive(serde::Serialize)]
         struct Listed<'a> {
@@ -253,13 +252,15 @@ pub(super) fn tools(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(),
 
 /// `toolsmith run NAME [--param K=V]... [--input JSON] [--workspace DIR]`; returns the tool's
 /// exit status.
-pub(super) fn run(
-    cli: &Cli,
-    name: &str,
-    pairs: &[String],
-    input: Option<&str>,
-    workspace: Option<PathBuf>,
-) -> Result<u8, Failure> {
+pub(super) fn run(cli: &Cli, args: &RunArgs) -> Result<u8, Failure> {
+    let RunArgs {
+        name,
+        params: pairs,
+        input,
+        workspace,
+    } = args;
+    let input = input.as_deref();
+    let workspace = workspace.clone();
     let Opened {
         config,
         registry,
@@ -310,7 +311,7 @@ pub(super) fn run(
     };
     let report = &done.report;
     let mut stdout = output::stdout();
-    if cli.json {
+    if cli.global.json {
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let parsed: Option<Value> = serde_json::from_slice(&report.stdout.bytes).ok();
         output::json(
@@ -399,7 +400,7 @@ pub(super) fn verify(cli: &Cli, out: &mut impl Write, style: Style) -> Result<()
             }
         }
     }
-    if cli.json {
+    if cli.global.json {
         let mut value = json!(report);
         value["warnings"] = json!(warnings);
         output::json(out, &value)?;
@@ -439,7 +440,7 @@ pub(super) fn verify(cli: &Cli, out: &mut impl Write, style: Style) -> Result<()
 pub(super) fn rollback(cli: &Cli, name: &str, out: &mut impl Write) -> Result<(), Failure> {
     let Opened { registry, .. } = open(cli)?;
     let (from, to, commit) = registry.rollback(name)?;
-    if cli.json {
+    if cli.global.json {
         return output::json(
             out,
             &json!({"tool": name, "from": from, "to": to, "commit": commit}),
@@ -469,7 +470,7 @@ pub(super) fn deprecate(
 ) -> Result<(), Failure> {
     let Opened { registry, .. } = open(cli)?;
     let landed = registry.deprecate(name, replaced_by, reason)?;
-    if cli.json {
+    if cli.global.json {
         return output::json(out, &json!(landed));
     }
     writeln!(
@@ -487,7 +488,7 @@ pub(super) fn show_tool(cli: &Cli, name: &str, out: &mut impl Write) -> Result<b
         return Ok(false);
     };
     let readme = registry.tool_readme(name)?;
-    if cli.json {
+    if cli.global.json {
         output::json(
             out,
             &json!({"tool": entry, "manifest": entry.manifest, "readme": readme}),
@@ -534,7 +535,7 @@ pub(super) fn sync(cli: &Cli, remote: Option<&str>, out: &mut impl Write) -> Res
     if let Some(conn) = &store {
         review::record_landed(conn, &report.landed)?;
     }
-    if cli.json {
+    if cli.global.json {
         return output::json(out, &json!(report));
     }
     writeln!(out, "synced with {}: main {}", report.remote, report.main)?;
@@ -577,7 +578,7 @@ pub(super) fn export_skills(
     }
     let report = crate::mcp::skills::export(dir, &active)
         .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?;
-    if cli.json {
+    if cli.global.json {
         return output::json(out, &report);
     }
     writeln!(

@@ -165,14 +165,16 @@ pub(super) fn run(cli: &Cli, args: &SandboxArgs) -> Result<u8, Failure> {
     let spec = spec(cli, args)?;
     let report = sandbox::run(&spec).map_err(|e| failure(&e))?;
     let mut out = super::output::stdout();
-    let mut err = std::io::stderr().lock();
-    if cli.json {
+    // Buffered: the summary is a dozen small writes, one system call each on bare stderr.
+    let mut err = std::io::BufWriter::new(std::io::stderr().lock());
+    if cli.global.json {
         super::output::json(&mut out, &json!(report))?;
     } else {
         // A reader that stopped reading (`| head`) does not change the command's status.
         super::output::pass_through(&mut out, &report.stdout.bytes)?;
         err.write_all(&report.stderr.bytes)?;
         summary(&report, &mut err, Style::for_stdout())?;
+        err.flush()?;
     }
     Ok(report.exit.status())
 }

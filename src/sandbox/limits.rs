@@ -101,6 +101,13 @@ pub(crate) struct CgroupStats {
     pub pids_max: u64,
 }
 
+/// `/proc/self/mountinfo` and `/proc/self/cgroup`, read once per process for [`base`] and
+/// [`v1_bases`] (three readings of each were a tenth of a run's preparation).
+fn cgroup_files() -> &'static crate::host::CgroupFiles {
+    static FILES: OnceLock<crate::host::CgroupFiles> = OnceLock::new();
+    FILES.get_or_init(crate::host::CgroupFiles::read)
+}
+
 /// The delegated cgroup runs are created in, found (and prepared) once per process.
 fn base() -> &'static Result<PathBuf, String> {
     static BASE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
@@ -117,7 +124,7 @@ pub(crate) fn cgroup_available() -> Result<(), String> {
 /// `Delegate=yes`), it moves itself into a `supervisor` leaf first. A cgroup shared with other
 /// processes (a login session) is left alone: rlimits are used instead.
 fn prepare_base() -> Result<PathBuf, String> {
-    let own = crate::host::own_cgroup_dir().map_err(|e| e.to_string())?;
+    let own = crate::host::own_cgroup_dir(cgroup_files()).map_err(|e| e.to_string())?;
     let read = |name: &str| fs::read_to_string(own.join(name)).unwrap_or_default();
     let controllers = read("cgroup.controllers");
     let has = |c: &str| controllers.split_whitespace().any(|x| x == c);
@@ -260,13 +267,16 @@ fn v1_own_dir(mountinfo: &str, cgroups: &str, controller: &str) -> Result<PathBu
 /// it, not at the hierarchy's root, so that limits set above toolsmith still apply), and
 /// removes the empty run cgroups of toolsmith processes that died without removing theirs.
 fn prepare_v1_base(controller: &str) -> Result<PathBuf, String> {
-    let read =
-        |file: &str| fs::read_to_string(file).map_err(|e| format!("cannot read {file}: {e}"));
-    let own = v1_own_dir(
-        &read("/proc/self/mountinfo")?,
-        &read("/proc/self/cgroup")?,
-        controller,
-    )?;
+    let files = cgroup_files();
+    for (text, file) in [
+        (&files.mountinfo, "/proc/self/mountinfo"),
+        (&files.cgroups, "/proc/self/cgroup"),
+    ] {
+        if text.is_empty() {
+            return Err(format!("cannot read {file}"));
+        }
+    }
+    let own = v1_own_dir(&files.mountinfo, &files.cgroups, controller)?;
     let base = own.join(V1_BASE);
     let limit = match controller {
         "pids" => "pids.max",

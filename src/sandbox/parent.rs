@@ -491,7 +491,7 @@ fn request(
     isolated: bool,
 ) -> Result<(Request, Option<Scratch>), SandboxError> {
     let policy = &spec.policy;
-    let (passwd, group) = identity();
+    let (passwd, group) = identity().clone();
     let inputs = mounts::Inputs {
         workspace: dirs.workspace.as_deref().map(|w| (w, dirs.access)),
         tool_dir: dirs.tool_dir.as_deref(),
@@ -900,8 +900,14 @@ fn path_str(path: &Path) -> Result<String, SandboxError> {
         .ok_or_else(|| SandboxError::Invalid(format!("{} is not UTF-8", path.display())))
 }
 
-/// The view's `/etc/passwd` and `/etc/group`: the caller alone.
-fn identity() -> (String, String) {
+/// The view's `/etc/passwd` and `/etc/group`: the caller alone. Looked up once per process:
+/// the name service (nscd, `/etc/passwd`, LDAP…) costs more than the rest of a run's planning.
+fn identity() -> &'static (String, String) {
+    static IDENTITY: OnceLock<(String, String)> = OnceLock::new();
+    IDENTITY.get_or_init(look_up_identity)
+}
+
+fn look_up_identity() -> (String, String) {
     let (uid, gid) = (getuid(), getgid());
     // A name with a colon or newline would corrupt the file: such names are replaced.
     let clean = |name: String| -> Option<String> {
@@ -1892,6 +1898,11 @@ mod tests {
     fn passwd_names_only_the_caller() {
         let (passwd, group) = identity();
         assert_eq!(passwd.lines().count(), 1, "{passwd}");
+        assert_eq!(
+            identity(),
+            &look_up_identity(),
+            "the same after the first look-up"
+        );
         assert!(passwd.contains(&format!(":{}:{}:", getuid(), getgid())));
         assert!(passwd.contains(":/work:"));
         assert_eq!(group.lines().count(), 1);
