@@ -52,7 +52,8 @@ fn toolchain_lines(user: &UserEnv, policy: &SandboxPolicy, style: Style) -> Vec<
                 } else {
                     format!(
                         " — not granted: add \"{}\" to [grants] toolchains in {}",
-                        toolchain.kind, policy.file
+                        toolchain.kind,
+                        crate::sandbox::grants::policy_place(&policy.file)
                     )
                 };
                 let mark = if granted {
@@ -240,7 +241,9 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
         } else {
             style.warn(&format!(
                 "add \"{}\" to [grants] hosts in {} to let tools that run {} use it",
-                index.host, grants.policy, index.manager
+                index.host,
+                crate::sandbox::grants::policy_place(&grants.policy),
+                index.manager
             ))
         };
         writeln!(

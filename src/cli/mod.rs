@@ -316,6 +316,9 @@ pub struct RunArgs {
 pub enum ConfigCommand {
     /// Print the effective configuration and where each value came from.
     Show,
+    /// Print the built-in policy (what validation and the sandbox follow unless `policy` under
+    /// [generate] names a file): the start of a policy of your own.
+    Policy,
     /// Validate a configuration file without using it.
     Check {
         /// The file to check.
@@ -474,6 +477,14 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Status => status(cli, &mut out, style),
         Command::Doctor => doctor::run(cli, &mut out, style),
         Command::Config(ConfigCommand::Show) => config_show(cli, &mut out),
+        Command::Config(ConfigCommand::Policy) => {
+            let text = crate::validate::run::DEFAULT_POLICY;
+            if cli.global.json {
+                output::json(&mut out, &json!({ "policy": text }))
+            } else {
+                out.write_all(text.as_bytes()).map_err(Failure::from)
+            }
+        }
         Command::Config(ConfigCommand::Check { file }) => config_check(cli, file, &mut out),
         Command::Reload => {
             let result = connect(cli)?.call("config.reload", Value::Null)?;

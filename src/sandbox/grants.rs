@@ -178,6 +178,19 @@ struct RawGrants {
     host_sockets: Vec<PathBuf>,
 }
 
+/// Where a line of `[grants]` goes: the policy file named, or, when the built-in policy is in
+/// force, a file of the user's own, since the built-in one is no file to edit.
+pub fn policy_place(file: &str) -> String {
+    if file == super::policy::DEFAULT_FILE {
+        "a policy file of your own (the built-in policy grants none: start one with \
+         `toolsmith config policy > policy.toml` and name it with `policy` under [generate] in \
+         the configuration)"
+            .to_owned()
+    } else {
+        file.to_owned()
+    }
+}
+
 impl Grants {
     /// Reads the `[grants]` table of a parsed policy file (absent: the defaults — every kind of
     /// toolchain, no host, no socket). The error names the key and what to write.
@@ -255,10 +268,11 @@ impl Grants {
             .unwrap_or_default();
         Some(format!(
             "`{}` comes from the user's {} toolchain{place}, which the policy {file} does not \
-             grant: add \"{}\" to [grants] toolchains in {file} (toolchains = [{}])",
+             grant: add \"{}\" to [grants] toolchains in {} (toolchains = [{}])",
             toolchain.program,
             toolchain.kind,
             toolchain.kind,
+            policy_place(file),
             kind_list(wanted)
         ))
     }
@@ -278,15 +292,19 @@ impl Grants {
 
     /// The policy line that would allow `target`, for refusals.
     pub fn host_line(target: &HostPort, file: &str) -> String {
-        format!("add \"{target}\" to [grants] hosts in {file}")
+        format!(
+            "add \"{target}\" to [grants] hosts in {}",
+            policy_place(file)
+        )
     }
 
     /// The policy line that would allow `socket`, for refusals.
     pub fn socket_line(socket: &Path, file: &str) -> String {
         format!(
-            "add \"{}\" to [grants] host_sockets in {file} (it gives root-equivalent power over \
+            "add \"{}\" to [grants] host_sockets in {} (it gives root-equivalent power over \
              the host for a container engine's socket)",
-            socket.display()
+            socket.display(),
+            policy_place(file)
         )
     }
 

@@ -406,3 +406,52 @@ fn head_reads_one_line_and_toolsmith_ends_quietly() {
     );
     assert_eq!(status.code(), Some(0), "{stderr}");
 }
+
+#[test]
+fn the_built_in_policy_is_printed_and_a_refusal_under_it_says_how_to_start_one() {
+    let env = TestEnv::new();
+    let out = env.cli().args(["config", "policy"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let shipped = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.toml"),
+    )
+    .unwrap();
+    assert_eq!(text, shipped);
+
+    // The printed policy is one the sandbox takes, and grants no host.
+    let file = env.path().join("policy.toml");
+    std::fs::write(&file, &text).unwrap();
+    env.cli()
+        .args(["sandbox", "--policy"])
+        .arg(&file)
+        .args(["--", "/bin/true"])
+        .assert()
+        .success();
+    let refused = env
+        .cli()
+        .args(["sandbox", "--allow-host", "pypi.org:443", "--", "/bin/true"])
+        .assert()
+        .code(125);
+    let err = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(
+        err.contains("add \"pypi.org:443\" to [grants] hosts in a policy file of your own"),
+        "{err}"
+    );
+    assert!(
+        err.contains("toolsmith config policy > policy.toml"),
+        "{err}"
+    );
+    assert!(!err.contains("in policies/default.toml"), "{err}");
+    let refused = env
+        .cli()
+        .args(["sandbox", "--policy"])
+        .arg(&file)
+        .args(["--allow-host", "pypi.org:443", "--", "/bin/true"])
+        .assert()
+        .code(125);
+    let err = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(
+        err.contains(&format!("to [grants] hosts in {}", file.display())),
+        "{err}"
+    );
+}
