@@ -112,30 +112,23 @@ pub struct TemplateView<'a> {
     pub id: TemplateId,
     /// Number of lines added to it (merged templates included).
     pub size: u64,
-    tokens: &'a [Box<str>],
+    /// The rendered template (see [`Cluster::text`]).
+    text: &'a str,
+    width: usize,
 }
 
 impl TemplateView<'_> {
     /// The template's words; variables are [`WILDCARD`] or contain it.
     pub fn tokens(&self) -> impl Iterator<Item = &str> {
-        self.tokens.iter().map(|t| &**t)
+        // Words never hold a space, so splitting the rendering gives them back.
+        self.text.split(' ').take(self.width)
     }
 }
 
 impl fmt::Display for TemplateView<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_tokens(f, self.tokens)
+        f.write_str(self.text)
     }
-}
-
-fn write_tokens(out: &mut impl fmt::Write, tokens: &[Box<str>]) -> fmt::Result {
-    for (i, t) in tokens.iter().enumerate() {
-        if i > 0 {
-            out.write_char(' ')?;
-        }
-        out.write_str(t)?;
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -164,20 +157,36 @@ type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 
 const K: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// A fast non-cryptographic hash of a word (8 bytes at a time, then an avalanche).
+/// A fast non-cryptographic hash of a word: 8 bytes at a time, the last 1–8 bytes read
+/// without copying (overlapping loads, as wyhash does: the length is mixed in first, so the
+/// overlap cannot make two words of different lengths alike), then an avalanche.
+///
+/// Words are short (9 bytes on average in the Loghub samples), so the tail is what costs: a
+/// byte-wise copy into a zeroed buffer was a `memcpy` call per word.
+#[inline]
 fn hash_bytes(bytes: &[u8]) -> u64 {
     let mut h = (bytes.len() as u64).wrapping_mul(K);
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    let mut rest = bytes;
+    while rest.len() > 8
+        && let Some((c, r)) = rest.split_first_chunk::<8>()
+    {
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(*c)).wrapping_mul(K);
+        rest = r;
     }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut w = [0u8; 8];
-        w[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    let n = rest.len();
+    let tail = if let Some(c) = rest.last_chunk::<8>() {
+        u64::from_le_bytes(*c)
+    } else if n >= 4
+        && let (Some(a), Some(b)) = (rest.first_chunk::<4>(), rest.last_chunk::<4>())
+    {
+        u64::from(u32::from_le_bytes(*a)) | (u64::from(u32::from_le_bytes(*b)) << 32)
+    } else if let (Some(&a), Some(&b)) = (rest.first(), rest.last()) {
+        u64::from(a) | (u64::from(rest[n / 2]) << 8) | (u64::from(b) << 16)
+    } else {
+        0
+    };
+    if n > 0 {
+        h = (h.rotate_left(5) ^ tail).wrapping_mul(K);
     }
     // Avalanche, so that the low bits used by hash tables depend on every byte.
     h ^= h >> 32;
@@ -312,6 +321,8 @@ const C_LT: u8 = 8;
 const C_HEX_LETTER: u8 = 16;
 /// A delimiter other than `.` (see [`is_delim`]): cuts a word into segments.
 const C_CUT: u8 = 32;
+/// An ASCII letter or digit: a shape with one outside its wildcards is not a pure variable.
+const C_ALNUM: u8 = 64;
 
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
@@ -337,6 +348,9 @@ static CLASS: [u8; 256] = {
         if is_delim(c) && c != b'.' {
             f |= C_CUT;
         }
+        if c.is_ascii_alphanumeric() {
+            f |= C_ALNUM;
+        }
         t[i] = f;
         i += 1;
     }
@@ -347,42 +361,42 @@ fn class_of(c: u8) -> u8 {
     CLASS[usize::from(c)]
 }
 
-/// Writes the masked shape of `w` into `out`. Returns false (writing nothing) when the shape
-/// is the word itself.
+/// Writes the masked shape of `w` into `out`. Returns `None` (writing nothing) when the shape
+/// is the word itself, else whether the shape is a pure variable (see [`is_pure_var`]).
 ///
 /// The word is cut at delimiters other than `.` into segments; a segment is a variable when any
 /// of its `.`-separated parts is one, so `10.0.0.1`, `1.16`, `5.36.59.76.dsl.example.net` and
 /// `v6.1.7601` each become one `<*>` while `com.example.Foo` stays.
 ///
-/// `class` is the OR of the word's byte classes ([`CLASS`]).
-fn mask_word(w: &str, class: u8, out: &mut String) -> bool {
+/// `class` is the OR of the word's byte classes ([`CLASS`]). Callers skip words that
+/// [`may_mask`] rules out; the answer is the same for them, only slower.
+fn mask_word(w: &str, class: u8, out: &mut String) -> Option<bool> {
     let b = w.as_bytes();
     if b.len() == 3 && is_date_word(b) {
         out.push_str(WILDCARD);
-        return true;
+        return Some(true);
     }
     if class & C_SLASH != 0
         && let Some((s, e)) = path_like(b)
     {
+        // Only wrapping punctuation is left around the `<*>`: a pure variable.
         out.push_str(&w[..s]);
         out.push_str(WILDCARD);
         out.push_str(&w[e..]);
-        return true;
+        return Some(true);
     }
     // Most words are plain: no digit and no long run of hex letters.
-    let hex_run = || {
-        b.split(|c| !c.is_ascii_hexdigit())
-            .any(|run| run.len() >= 8)
-    };
-    if class & C_DIGIT == 0 && (class & C_HEX_LETTER == 0 || b.len() < 8 || !hex_run()) {
-        return false;
+    if class & C_DIGIT == 0 && (class & C_HEX_LETTER == 0 || b.len() < 8 || !has_hex_run(b)) {
+        return None;
     }
-    let start_len = out.len();
-    let mut i = 0;
+    // Constant text is copied in one piece when the next wildcard (or the end) comes, not
+    // segment by segment: one or two copies per word instead of one per delimiter.
+    let mut lit = 0;
+    let mut lit_class = 0;
     let mut masked = false;
+    let mut i = 0;
     while i < b.len() {
         if class_of(b[i]) & C_CUT != 0 {
-            out.push(char::from(b[i]));
             i += 1;
             continue;
         }
@@ -402,16 +416,50 @@ fn mask_word(w: &str, class: u8, out: &mut String) -> bool {
                 && seg.len() >= 8
                 && seg.split(|&c| c == b'.').any(part_is_var));
         if var {
+            // Both ends are at ASCII bytes (a delimiter or the word's ends): char boundaries.
+            out.push_str(&w[lit..seg_start]);
             out.push_str(WILDCARD);
+            lit = i;
             masked = true;
         } else {
-            out.push_str(&w[seg_start..i]);
+            lit_class |= seg_class;
         }
     }
     if !masked {
-        out.truncate(start_len);
+        return None;
     }
-    masked
+    out.push_str(&w[lit..]);
+    // Delimiters are not alphanumeric, so the copied text is alphanumeric only where a
+    // constant segment is: `<*>:<*>` and `(<*>)` are pure, `uid=<*>` is not.
+    Some(lit_class & C_ALNUM == 0)
+}
+
+/// Whether a word whose byte classes are `class` may have a shape other than itself: a
+/// month or weekday name (3 bytes), a path, a digit, or a long run of hex letters. A cheap
+/// test on what the scan already knows, so that plain words skip [`mask_word`].
+fn may_mask(len: usize, class: u8) -> bool {
+    len == 3 || class & (C_SLASH | C_DIGIT) != 0 || (class & C_HEX_LETTER != 0 && len >= 8)
+}
+
+/// Whether `b` holds a run of 8 or more hex digits (`ffffffff`: a hash or mask).
+///
+/// Many plain words are that long and have hex letters (`received`, `exceeded`), so this is
+/// asked often: every run of 8 covers one of the positions 7, 15, 23, …, so only the runs
+/// through those are measured.
+fn has_hex_run(b: &[u8]) -> bool {
+    let hex = |c: &&u8| c.is_ascii_hexdigit();
+    let mut p = 7;
+    while let Some(c) = b.get(p) {
+        if c.is_ascii_hexdigit() {
+            let left = b[..p].iter().rev().take_while(hex).count();
+            let right = b[p + 1..].iter().take_while(hex).count();
+            if left + 1 + right >= 8 {
+                return true;
+            }
+        }
+        p += 8;
+    }
+    false
 }
 
 /// A shape made of wildcards and punctuation only (`<*>`, `<*>:<*>`, `(<*>)`): a value with no
@@ -551,9 +599,21 @@ fn tokenize_words(line: &str, cfg: &TemplateMinerConfig, max_tokens: usize, out:
             }
         }
         let start = out.buf.len();
-        if mask_word(w, class, &mut out.buf) {
-            out.toks
-                .push(shape_tok(&out.buf[start..], start, out.buf.len(), true));
+        let masked = if may_mask(w.len(), class) {
+            mask_word(w, class, &mut out.buf)
+        } else {
+            None
+        };
+        if let Some(pure) = masked {
+            // A masked shape holds a wildcard; `mask_word` told whether it is pure.
+            out.toks.push(Tok {
+                hash: hash_bytes(&out.buf.as_bytes()[start..]),
+                start: start as u32,
+                end: out.buf.len() as u32,
+                in_buf: true,
+                has_var: true,
+                pure,
+            });
         } else if class & C_LT == 0 {
             // No `<`, so no literal `<*>`: a constant word.
             out.toks.push(Tok {
@@ -640,17 +700,31 @@ const MIN_SIG_WORDS: usize = 2;
 /// Stands for a learned wildcard in signatures.
 const LEARNED_MARK: u64 = 0x5bd1_e995_4b0f_6a3d;
 
+/// One word position of a template.
+#[derive(Clone, Copy)]
+struct Pos {
+    /// Hash of the position's shape (not looked at once `wild`).
+    hash: u64,
+    /// Where the word ends in [`Cluster::text`]; it starts after the previous word's end and a
+    /// space (at 0 for the first).
+    end: u32,
+    /// Generalized from differing words: the position accepts any word.
+    wild: bool,
+    /// The shape holds a variable (masked or generalized).
+    var: bool,
+    /// Every value seen was a pure variable.
+    pure: bool,
+}
+
+/// A template. Its words live in one string and its positions in one vector: a template is
+/// created for about one line in ten, so two allocations instead of one per word and per
+/// attribute count.
 struct Cluster {
     id: TemplateId,
-    /// Rendered words.
-    tokens: Vec<Box<str>>,
-    hashes: Vec<u64>,
-    /// Positions generalized from differing words: they accept any word.
-    wild: Vec<bool>,
-    /// Positions whose shape holds a variable (masked or generalized).
-    var: Vec<bool>,
-    /// Positions where every value seen was a pure variable.
-    pure: Vec<bool>,
+    /// The rendered template: its words joined by single spaces. Words never hold a space
+    /// (the tokenizer cuts at whitespace, and generalized words are built from word parts).
+    text: String,
+    pos: Vec<Pos>,
     /// See [`cluster_sig`]; `sig_filed` tells whether it is in `sig_buckets`.
     sig: Vec<u64>,
     sig_filed: bool,
@@ -660,15 +734,49 @@ struct Cluster {
     next: u32,
 }
 
+impl Cluster {
+    /// Number of words.
+    fn width(&self) -> usize {
+        self.pos.len()
+    }
+
+    /// Byte range of word `i` in `text`.
+    fn span(&self, i: usize) -> (usize, usize) {
+        let start = match i.checked_sub(1).and_then(|p| self.pos.get(p)) {
+            Some(p) => p.end as usize + 1,
+            None => 0,
+        };
+        (start, self.pos.get(i).map_or(start, |p| p.end as usize))
+    }
+
+    /// Word `i` as rendered.
+    fn word(&self, i: usize) -> &str {
+        let (start, end) = self.span(i);
+        self.text.get(start..end).unwrap_or(WILDCARD)
+    }
+
+    /// Renders word `i` as `w` (the later words' ends move with it).
+    fn set_word(&mut self, i: usize, w: &str) {
+        let (start, end) = self.span(i);
+        if self.text.get(start..end).is_none() {
+            return;
+        }
+        self.text.replace_range(start..end, w);
+        let new_end = start + w.len();
+        // Ends from word `i` on are at least `end`.
+        for p in self.pos.iter_mut().skip(i) {
+            p.end = (p.end as usize - end + new_end) as u32;
+        }
+    }
+}
+
 /// The words of a template that lines of other widths must have, in order: all but pure
 /// variables, learned wildcards as [`LEARNED_MARK`].
 fn cluster_sig(c: &Cluster) -> Vec<u64> {
-    c.hashes
+    c.pos
         .iter()
-        .zip(&c.wild)
-        .zip(&c.pure)
-        .filter(|(_, p)| !**p)
-        .map(|((&h, &w), _)| if w { LEARNED_MARK } else { h })
+        .filter(|p| !p.pure)
+        .map(|p| if p.wild { LEARNED_MARK } else { p.hash })
         .collect()
 }
 
@@ -697,11 +805,11 @@ impl Cmp {
 
 fn compare(c: &Cluster, toks: &[Tok]) -> Cmp {
     let mut r = Cmp::default();
-    for ((&h, &w), t) in c.hashes.iter().zip(&c.wild).zip(toks) {
-        if w {
+    for (p, t) in c.pos.iter().zip(toks) {
+        if p.wild {
             continue;
         }
-        if h == t.hash {
+        if p.hash == t.hash {
             r.matched += 1;
         } else {
             r.mismatched += 1;
@@ -809,10 +917,7 @@ impl TemplateMiner {
     /// The template's text: its words joined by single spaces, variables as `<*>`. Follows
     /// merges; `None` for an unknown or evicted id.
     pub fn template(&self, id: TemplateId) -> Option<String> {
-        let c = self.cluster(self.slot_of(id)?)?;
-        let mut s = String::new();
-        write_tokens(&mut s, &c.tokens).ok()?;
-        Some(s)
+        self.cluster(self.slot_of(id)?).map(|c| c.text.clone())
     }
 
     /// The id a template goes by now: a template merged into another resolves to it.
@@ -843,7 +948,8 @@ impl TemplateMiner {
         self.slots.iter().flatten().map(|c| TemplateView {
             id: c.id,
             size: c.size,
-            tokens: &c.tokens,
+            text: &c.text,
+            width: c.width(),
         })
     }
 
@@ -905,7 +1011,7 @@ impl TemplateMiner {
         let bucket = self.sig_buckets.get(&(n as u64))?;
         bucket.iter().copied().find(|&slot| {
             self.cluster(slot).is_some_and(|c| {
-                c.tokens.len() != toks.len()
+                c.width() != toks.len()
                     && c.sig
                         .iter()
                         .zip(toks.iter().filter(|t| !t.pure))
@@ -963,9 +1069,9 @@ impl TemplateMiner {
         let id = c.id;
         let n = t.len();
         let diff: Vec<bool> = (0..n)
-            .map(|i| !c.wild[i] && c.hashes[i] != t[i].hash)
+            .map(|i| !c.pos[i].wild && c.pos[i].hash != t[i].hash)
             .collect();
-        let all_var = (0..n).all(|i| !diff[i] || c.var[i] || t[i].has_var);
+        let all_var = (0..n).all(|i| !diff[i] || c.pos[i].var || t[i].has_var);
         let bucket = self.buckets.get(&(n as u64))?;
         // Siblings: the same message with other words at (some of) these positions only.
         let siblings: Vec<u32> = bucket
@@ -974,7 +1080,7 @@ impl TemplateMiner {
             .filter(|&s| s != slot)
             .filter(|&s| {
                 self.cluster(s).is_some_and(|o| {
-                    (0..n).all(|i| diff[i] || o.wild[i] || o.hashes[i] == t[i].hash)
+                    (0..n).all(|i| diff[i] || o.pos[i].wild || o.pos[i].hash == t[i].hash)
                 })
             })
             .collect();
@@ -987,10 +1093,12 @@ impl TemplateMiner {
         }
         let c = self.slots.get_mut(slot as usize)?.as_mut()?;
         for i in (0..n).filter(|&i| diff[i]) {
-            c.tokens[i] = merge_display(&c.tokens[i], toks.text(line, &t[i]));
-            c.wild[i] = true;
-            c.var[i] = true;
-            c.pure[i] &= t[i].pure;
+            let shown = merge_display(c.word(i), toks.text(line, &t[i]));
+            c.set_word(i, &shown);
+            let p = &mut c.pos[i];
+            p.wild = true;
+            p.var = true;
+            p.pure &= t[i].pure;
         }
         // Templates the generalized one now covers are the same message: merge them.
         let covered: Vec<u32> = {
@@ -1001,8 +1109,12 @@ impl TemplateMiner {
                 .copied()
                 .filter(|&s| s != slot)
                 .filter(|&s| {
-                    self.cluster(s)
-                        .is_some_and(|o| (0..n).all(|i| c.wild[i] || c.hashes[i] == o.hashes[i]))
+                    self.cluster(s).is_some_and(|o| {
+                        c.pos
+                            .iter()
+                            .zip(&o.pos)
+                            .all(|(p, q)| p.wild || p.hash == q.hash)
+                    })
                 })
                 .collect()
         };
@@ -1051,9 +1163,8 @@ impl TemplateMiner {
                 .copied()
                 .filter(|&o| o != slot)
                 .filter(|&o| {
-                    self.cluster(o).is_some_and(|oc| {
-                        oc.tokens.len() != c.tokens.len() && sig_covers(&c.sig, &oc.sig)
-                    })
+                    self.cluster(o)
+                        .is_some_and(|oc| oc.width() != c.width() && sig_covers(&c.sig, &oc.sig))
                 })
                 .collect(),
             _ => return,
@@ -1083,13 +1194,14 @@ impl TemplateMiner {
             return;
         };
         c.size += f.size;
-        if f.tokens.len() == c.tokens.len() {
-            for i in 0..c.tokens.len() {
-                c.pure[i] &= f.pure[i];
-                if f.wild[i] && !c.wild[i] {
-                    c.wild[i] = true;
-                    c.var[i] = true;
-                    c.tokens[i] = merge_display(&c.tokens[i], &f.tokens[i]);
+        if f.width() == c.width() {
+            for i in 0..c.width() {
+                c.pos[i].pure &= f.pos[i].pure;
+                if f.pos[i].wild && !c.pos[i].wild {
+                    c.pos[i].wild = true;
+                    c.pos[i].var = true;
+                    let shown = merge_display(c.word(i), f.word(i));
+                    c.set_word(i, &shown);
                 }
             }
         }
@@ -1104,7 +1216,7 @@ impl TemplateMiner {
     fn remove(&mut self, slot: u32) {
         self.unlink(slot);
         let Some(c) = self.cluster(slot) else { return };
-        let (id, n) = (c.id, c.tokens.len() as u64);
+        let (id, n) = (c.id, c.width() as u64);
         let (sig_len, filed) = (c.sig.len() as u64, c.sig_filed);
         if filed {
             self.unfile_sig(slot, sig_len);
@@ -1132,13 +1244,25 @@ impl TemplateMiner {
         }
         let id = self.fresh_id();
         let t = &toks.toks;
+        let mut text = String::with_capacity(line.len() + 8);
+        let mut pos = Vec::with_capacity(t.len());
+        for x in t {
+            if !pos.is_empty() {
+                text.push(' ');
+            }
+            text.push_str(toks.text(line, x));
+            pos.push(Pos {
+                hash: x.hash,
+                end: text.len() as u32,
+                wild: false,
+                var: x.has_var,
+                pure: x.pure,
+            });
+        }
         let cluster = Cluster {
             id,
-            tokens: t.iter().map(|x| Box::from(toks.text(line, x))).collect(),
-            hashes: t.iter().map(|x| x.hash).collect(),
-            wild: vec![false; t.len()],
-            var: t.iter().map(|x| x.has_var).collect(),
-            pure: t.iter().map(|x| x.pure).collect(),
+            text,
+            pos,
             sig: Vec::new(),
             sig_filed: false,
             size: 1,
@@ -1235,7 +1359,7 @@ mod tests {
     fn shape(w: &str) -> String {
         let mut out = String::new();
         let class = w.bytes().fold(0, |f, c| f | class_of(c));
-        if mask_word(w, class, &mut out) {
+        if mask_word(w, class, &mut out).is_some() {
             out
         } else {
             w.to_string()
