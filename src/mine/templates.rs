@@ -15,7 +15,9 @@
 //!    `<*>`. `10.0.0.1:8080` has the shape `<*>:<*>`, `(HWID=1973)` the shape `(HWID=<*>)`. A unit
 //!    after a number (`5.2 KB`, `3 ms`) is folded into it.
 //! 2. **Exact lookup.** A line whose shapes were seen before goes straight to the same template
-//!    (a bounded cache keyed by a hash of the shapes).
+//!    (a bounded cache keyed by a hash of the shapes). A line seen before verbatim (about half
+//!    of the lines of the Loghub samples, and of error output that repeats) is not even
+//!    tokenized: a second bounded cache maps the hash of its text to the hash of its shapes.
 //! 3. **Most similar template of the same width** (the first layer of Drain's tree): the share of
 //!    compared positions with equal shapes, positions already generalized to `<*>` not counted.
 //!    No differing position: the line joins it.
@@ -609,18 +611,12 @@ fn tokenize_words(line: &str, cfg: &TemplateMinerConfig, max_tokens: usize, out:
             i += 1;
         }
         let off = i;
-        let mut class = 0;
-        while i < bytes.len() {
-            let c = class_of(bytes[i]);
-            if c & C_SPACE != 0 {
-                break;
-            }
-            class |= c;
-            i += 1;
-        }
+        i = word_end(bytes, i);
         if off == i {
             break;
         }
+        // No early exit, so this compiles to a short unrolled loop.
+        let class = bytes[off..i].iter().fold(0, |c, &b| c | class_of(b));
         // Cut at ASCII bytes, so both ends are char boundaries.
         let w = &line[off..i];
         if out.toks.len() + 1 == max_tokens {
@@ -677,6 +673,42 @@ fn tokenize_words(line: &str, cfg: &TemplateMinerConfig, max_tokens: usize, out:
             out.toks.push(shape_tok(w, off, i, false));
         }
     }
+}
+
+/// Where the word starting at `i` ends: the first ASCII whitespace byte at or after `i`, or
+/// the end.
+///
+/// Looks at 8 bytes at a time for a byte at most `0x20` (SWAR: the high bit of each byte of
+/// `t` is set when that byte, less its own high bit, is above `0x20`); such a byte is a space
+/// or a control character, which the byte-class table then tells apart. The last bytes of
+/// the line, fewer than 8, are looked at one by one.
+fn word_end(bytes: &[u8], mut i: usize) -> usize {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = bytes.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+        let x = u64::from_le_bytes(*chunk);
+        let t = (x & LOW7) + 0x5f5f_5f5f_5f5f_5f5f;
+        // High bit set for bytes below 0x80 that are at most 0x20 (no carry between bytes:
+        // each sum is at most 0x7f + 0x5f).
+        let low = !(t | x) & HIGH;
+        if low == 0 {
+            i += 8;
+            continue;
+        }
+        let at = i + (low.trailing_zeros() / 8) as usize;
+        if bytes.get(at).is_some_and(|&b| class_of(b) & C_SPACE != 0) {
+            return at;
+        }
+        // A control character inside the word: go on after it.
+        i = at + 1;
+    }
+    while let Some(&b) = bytes.get(i) {
+        if class_of(b) & C_SPACE != 0 {
+            break;
+        }
+        i += 1;
+    }
+    i
 }
 
 fn line_hash(toks: &[Tok]) -> u64 {
@@ -740,7 +772,7 @@ fn merge_display(a: &str, b: &str) -> Box<str> {
 
 const NONE: u32 = u32::MAX;
 
-/// Entries kept in the exact-lookup cache before it is cleared.
+/// Entries kept in each exact-lookup cache (shapes, verbatim text) before it is cleared.
 const EXACT_CACHE_MAX: usize = 1 << 16;
 /// Aliases of merged templates kept before they are forgotten.
 const ALIASES_MAX: usize = 1 << 16;
@@ -881,6 +913,9 @@ pub struct TemplateMiner {
     aliases: HashMap<u32, u32>,
     /// Hash of a line's shapes to the template it joined (slot, id).
     exact: IdMap<(u32, u32)>,
+    /// Hash of a line's text to the hash of its shapes (the key of `exact`): tokenizing is a
+    /// function of the text, so a line seen verbatim needs no tokenizing.
+    verbatim: IdMap<u64>,
     next_id: u32,
     lru_head: u32,
     lru_tail: u32,
@@ -926,6 +961,7 @@ impl TemplateMiner {
             by_id: HashMap::new(),
             aliases: HashMap::new(),
             exact: IdMap::default(),
+            verbatim: IdMap::default(),
             next_id: 0,
             lru_head: NONE,
             lru_tail: NONE,
@@ -942,9 +978,22 @@ impl TemplateMiner {
     /// Adds a line (surrounding whitespace, `\r` included, is ignored) and learns from it: it
     /// joins the template it matches, possibly generalizing it, or starts a new one.
     pub fn add(&mut self, line: &str) -> Match {
+        let text = hash_bytes(line.as_bytes());
+        // What `add_tokens` does first, without tokenizing when the text was seen: the
+        // same shapes' key, looked up the same way (and on a miss, the whole path).
+        if let Some(&key) = self.verbatim.get(&text)
+            && let Some(slot) = self.cached(key)
+        {
+            return self.join(slot, false);
+        }
         let mut toks = std::mem::take(&mut self.scratch);
         tokenize(line, &self.cfg, &mut toks);
-        let m = self.add_tokens(line, &toks);
+        let key = line_hash(&toks.toks);
+        if self.verbatim.len() >= EXACT_CACHE_MAX {
+            self.verbatim.clear();
+        }
+        self.verbatim.insert(text, key);
+        let m = self.add_tokens(line, &toks, key);
         self.scratch = toks;
         m
     }
@@ -1071,8 +1120,8 @@ impl TemplateMiner {
 
     // -- learning -----------------------------------------------------------------------------
 
-    fn add_tokens(&mut self, line: &str, toks: &Tokens) -> Match {
-        let key = line_hash(&toks.toks);
+    /// Learns from a tokenized line whose shapes hash to `key` ([`line_hash`]).
+    fn add_tokens(&mut self, line: &str, toks: &Tokens, key: u64) -> Match {
         if let Some(slot) = self.cached(key) {
             return self.join(slot, false);
         }
