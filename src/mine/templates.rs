@@ -153,9 +153,17 @@ impl Hasher for IdHasher {
     fn write_u64(&mut self, n: u64) {
         self.0 = n;
     }
+    fn write_u32(&mut self, n: u32) {
+        // Template ids are small and sequential: a multiplication spreads them over the high
+        // bits, which hash tables use too.
+        self.0 = u64::from(n).wrapping_mul(K);
+    }
 }
 
+/// Maps keyed by well-mixed 64-bit hashes.
 type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
+/// Maps keyed by template ids and slots (internal numbers, not chosen by the input).
+type U32Map<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
 
 const K: u64 = 0x9e37_79b9_7f4a_7c15;
 
@@ -635,8 +643,10 @@ fn tokenize_words(line: &str, cfg: &TemplateMinerConfig, max_tokens: usize, out:
             && prev.end as usize == out.buf.len()
             && out.buf.ends_with(WILDCARD)
         {
-            let core = w.trim_end_matches(|c: char| c.is_ascii() && is_delim(c as u8));
-            if is_unit(core) {
+            // The word less its trailing delimiters (ASCII, so the cut is a char boundary).
+            let core_len = w.bytes().rposition(|c| !is_delim(c)).map_or(0, |p| p + 1);
+            let core = &w[..core_len];
+            if core.len() <= 4 && is_unit(core) {
                 out.buf.push_str(&w[core.len()..]);
                 let start = prev.start as usize;
                 *prev = shape_tok(&out.buf[start..], start, out.buf.len(), true);
@@ -908,9 +918,9 @@ pub struct TemplateMiner {
     sig_buckets: IdMap<Vec<u32>>,
     slots: Vec<Option<Cluster>>,
     free_slots: Vec<u32>,
-    by_id: HashMap<u32, u32>,
+    by_id: U32Map<u32>,
     /// Ids of merged templates to the id they were merged into.
-    aliases: HashMap<u32, u32>,
+    aliases: U32Map<u32>,
     /// Hash of a line's shapes to the template it joined (slot, id).
     exact: IdMap<(u32, u32)>,
     /// Hash of a line's text to the hash of its shapes (the key of `exact`): tokenizing is a
@@ -958,8 +968,8 @@ impl TemplateMiner {
             sig_buckets: IdMap::default(),
             slots: Vec::new(),
             free_slots: Vec::new(),
-            by_id: HashMap::new(),
-            aliases: HashMap::new(),
+            by_id: U32Map::default(),
+            aliases: U32Map::default(),
             exact: IdMap::default(),
             verbatim: IdMap::default(),
             next_id: 0,
