@@ -1721,6 +1721,350 @@ mod tests {
         );
     }
 
+    // -- the speed work keeps what is mined ------------------------------------------------
+
+    /// A fixed mixed log: recurring messages with numbers, ids, addresses, paths, hex, units,
+    /// user names and words of variable width, lines repeated verbatim, a few one-offs.
+    fn fixed_log() -> Vec<String> {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        const USERS: [&str; 8] = [
+            "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi",
+        ];
+        const HOSTS: [&str; 3] = ["db.example.com", "cache-2.internal", "10.1.4.20"];
+        let mut lines = Vec::new();
+        for i in 0..3000 {
+            let n = next(100_000);
+            let ip = format!("10.{}.{}.{}", next(256), next(256), next(256));
+            let user = USERS[next(USERS.len() as u64) as usize];
+            let line = match next(17) {
+                0 => format!(
+                    "PacketResponder {} for block blk_{} terminating",
+                    next(3),
+                    n * 7919
+                ),
+                1 => format!(
+                    "Received block blk_-{n} of size {} from /{ip}",
+                    next(1 << 26)
+                ),
+                2 => format!("Invalid user {user} from {ip} port {}", 1024 + next(60_000)),
+                3 => format!(
+                    "session {} for user root",
+                    ["opened", "closed"][next(2) as usize]
+                ),
+                4 => format!(
+                    "Failed password for {user} from {ip} port {} ssh2",
+                    next(65_536)
+                ),
+                5 => format!(
+                    "connection to {}:{} timed out after {} ms",
+                    HOSTS[next(3) as usize],
+                    next(65_536),
+                    next(5000)
+                ),
+                6 => format!(
+                    "estimated size {}.{} {}, free {} {}",
+                    next(999),
+                    next(10),
+                    ["KB", "MB", "B"][next(3) as usize],
+                    next(999),
+                    ["KB", "MB"][next(2) as usize]
+                ),
+                7 => format!(
+                    "java.lang.{} at com.example.Foo.bar(Foo.java:{})",
+                    ["NullPointerException", "IllegalStateException"][next(2) as usize],
+                    next(900)
+                ),
+                8 => format!(
+                    "request {:08x} done in {}.{} sec",
+                    next(u64::from(u32::MAX)),
+                    next(9),
+                    next(99)
+                ),
+                9 => format!(
+                    "error: could not open '/var/lib/app/{}/{}.db': {}",
+                    user,
+                    n,
+                    ["No such file or directory", "Permission denied"][next(2) as usize]
+                ),
+                10 => format!(
+                    "Cannot find module '{}'",
+                    ["left-pad", "lodash", "react-dom"][next(3) as usize]
+                ),
+                11 => {
+                    let extra = if next(2) == 0 {
+                        format!(" ({}.{} KB)", next(9), next(99))
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "proxy.example.net:443 close, {} bytes{extra} sent, {} bytes received",
+                        next(90_000),
+                        next(900)
+                    )
+                }
+                12 => format!(
+                    "GET /api/v1/items/{} HTTP/1.1 {}",
+                    n,
+                    [200, 404, 500][next(3) as usize]
+                ),
+                13 => format!(
+                    "Sat Jun {} 02:{:02}:{:02} kernel: eth0: link up",
+                    1 + next(28),
+                    next(60),
+                    next(60)
+                ),
+                14 => format!(
+                    "worker {user} picked job {} from queue {}",
+                    n,
+                    ["fast", "slow", "bulk", "io", "cpu"][next(5) as usize]
+                ),
+                15 => format!(
+                    "checksum ffff{:04x}deadbeef mismatch on chunk {}",
+                    next(65_536),
+                    next(64)
+                ),
+                _ => format!("one-off event number {i} with token x{}y", next(1000)),
+            };
+            // Every fifth line comes again verbatim a little later.
+            if i % 5 == 0 {
+                lines.push(line.clone());
+            }
+            lines.push(line);
+        }
+        lines
+    }
+
+    /// The templates of [`fixed_log`] and their sizes, as the miner found them before its
+    /// speed work (tokenizing, hashing and the verbatim cache): the same input must give the
+    /// same templates. A deliberate change of the algorithm updates this list.
+    const FIXED_LOG_TEMPLATES: [&str; 22] = [
+        "203 <*> <*> <*> <*>:<*>:<*> kernel: <*>: link up",
+        "70 Cannot find module 'left-pad'",
+        "74 Cannot find module 'lodash'",
+        "59 Cannot find module 'react-dom'",
+        "226 Failed password for <*> from <*> port <*> <*>",
+        "228 GET <*> HTTP/<*> <*>",
+        "200 Invalid user <*> from <*> port <*>",
+        "214 PacketResponder <*> for block <*> terminating",
+        "252 Received block <*> of size <*> from <*>",
+        "193 checksum <*> mismatch on chunk <*>",
+        "189 connection to <*> timed out after <*>",
+        "108 error: could not open '<*>': No such file or directory",
+        "105 error: could not open '<*>': Permission denied",
+        "222 estimated size <*>, free <*>",
+        "100 java.lang.IllegalStateException at com.example.Foo.bar(Foo.java:<*>)",
+        "105 java.lang.NullPointerException at com.example.Foo.bar(Foo.java:<*>)",
+        "218 one-off event number <*> with token <*>",
+        "211 proxy.example.net:<*> close, <*> bytes (<*>) sent, <*> bytes received",
+        "232 request <*> done in <*>",
+        "107 session closed for user root",
+        "90 session opened for user root",
+        "194 worker <*> picked job <*> from queue <*>",
+    ];
+
+    #[test]
+    fn a_fixed_log_gives_the_same_templates() {
+        let lines = fixed_log();
+        let mut m = TemplateMiner::default();
+        let ids: Vec<TemplateId> = lines.iter().map(|l| m.add(l).id).collect();
+        let mut all: Vec<(String, u64)> = m.templates().map(|t| (t.to_string(), t.size)).collect();
+        all.sort();
+        let got: Vec<String> = all.iter().map(|(t, s)| format!("{s} {t}")).collect();
+        assert_eq!(got, FIXED_LOG_TEMPLATES);
+        // Every line, repeated ones included, resolves to a live template that matches it.
+        for (line, id) in lines.iter().zip(ids) {
+            let live = m.resolve(id).expect("live template");
+            assert_eq!(m.matching(line), Some(live), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn verbatim_repeats_follow_merges_and_evictions() {
+        // Merged: a line seen before joins the template its first template was merged into.
+        let mut m = TemplateMiner::default();
+        let ids: Vec<TemplateId> = ["alice", "bob", "carol", "dave"]
+            .iter()
+            .map(|u| m.add(&format!("Invalid user {u} from 10.0.0.1")).id)
+            .collect();
+        let merged = m.resolve(ids[3]).expect("live");
+        assert_eq!(template_of(&m, merged), "Invalid user <*> from <*>");
+        assert_ne!(ids[1], merged, "bob's template was merged into another");
+        let again = m.add("Invalid user bob from 10.0.0.1");
+        assert_eq!(again.id, merged);
+        assert!(!again.changed);
+        assert_eq!(m.size(merged), 5);
+        // Evicted: a line seen before starts a template again, with a new id.
+        let cfg = TemplateMinerConfig {
+            max_clusters: Some(1),
+            ..TemplateMinerConfig::default()
+        };
+        let mut m = TemplateMiner::new(cfg);
+        let a = m.add("alpha one").id;
+        m.add("beta two three");
+        assert_eq!(m.template(a), None);
+        let again = m.add("alpha one");
+        assert_ne!(again.id, a);
+        assert!(again.changed);
+        assert_eq!(template_of(&m, again.id), "alpha one");
+        assert_eq!(m.len(), 1);
+        // Whitespace differs, shapes do not: the same template.
+        let spaced = m.add("  alpha\tone \r\n");
+        assert_eq!(spaced.id, again.id);
+    }
+
+    #[test]
+    fn word_hashes_tell_words_apart() {
+        // Every word over a small alphabet up to 5 bytes, and longer words differing in one
+        // byte at each position (the overlapping loads of the tail included).
+        let alphabet = [b'a', b'b', b'0', b'.'];
+        let mut words: Vec<Vec<u8>> = vec![Vec::new()];
+        let mut layer: Vec<Vec<u8>> = vec![Vec::new()];
+        for _ in 0..5 {
+            layer = layer
+                .iter()
+                .flat_map(|w| {
+                    alphabet.iter().map(move |&c| {
+                        let mut v = w.clone();
+                        v.push(c);
+                        v
+                    })
+                })
+                .collect();
+            words.extend(layer.iter().cloned());
+        }
+        for len in 6..=40 {
+            let base = vec![b'x'; len];
+            words.push(base.clone());
+            for i in 0..len {
+                let mut v = base.clone();
+                v[i] = b'y';
+                words.push(v);
+            }
+        }
+        let hashes: std::collections::HashSet<u64> = words.iter().map(|w| hash_bytes(w)).collect();
+        assert_eq!(hashes.len(), words.len());
+    }
+
+    /// Pseudo-random words over letters, digits, hex letters, delimiters, whitespace, control
+    /// and multi-byte characters.
+    fn random_words(count: usize) -> Vec<String> {
+        const PIECES: [&str; 24] = [
+            "a", "f", "z", "Q", "7", "0", "=", ":", ".", "/", "\\", "(", "<", "*", ">", "-", " ",
+            "\t", "\u{b}", "\u{1}", "é", "日本", "deadbeef", "KB",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        (0..count)
+            .map(|_| (0..next(24)).map(|_| PIECES[next(PIECES.len())]).collect())
+            .collect()
+    }
+
+    #[test]
+    fn word_ends_are_ascii_whitespace() {
+        for line in random_words(5000) {
+            let bytes = line.as_bytes();
+            let mut words = Vec::new();
+            let mut i = 0;
+            loop {
+                while bytes.get(i).is_some_and(u8::is_ascii_whitespace) {
+                    i += 1;
+                }
+                if i == bytes.len() {
+                    break;
+                }
+                let end = word_end(bytes, i);
+                words.push(&line[i..end]);
+                i = end;
+            }
+            let want: Vec<&str> = line.split_ascii_whitespace().collect();
+            assert_eq!(words, want, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn hex_runs_are_found_by_probing() {
+        let naive = |b: &[u8]| {
+            b.split(|c| !c.is_ascii_hexdigit())
+                .any(|run| run.len() >= 8)
+        };
+        for w in random_words(5000) {
+            assert_eq!(has_hex_run(w.as_bytes()), naive(w.as_bytes()), "{w:?}");
+        }
+        for w in [
+            "deadbeef",
+            "xdeadbeef",
+            "deadbeefx",
+            "dead.beef",
+            "0123456",
+            "01234567",
+        ] {
+            assert_eq!(has_hex_run(w.as_bytes()), naive(w.as_bytes()), "{w:?}");
+        }
+    }
+
+    #[test]
+    fn masking_tells_pure_variables() {
+        // What `mask_word` says of the shape it wrote is what reading the shape says, and the
+        // words `may_mask` rules out are the words `mask_word` leaves alone.
+        for w in random_words(5000)
+            .iter()
+            .flat_map(|l| l.split_ascii_whitespace())
+        {
+            let class = w.bytes().fold(0, |f, c| f | class_of(c));
+            let mut out = String::new();
+            let masked = mask_word(w, class, &mut out);
+            if !may_mask(w.as_bytes(), class) {
+                assert_eq!(masked, None, "{w:?}: skipped by may_mask, yet masked");
+            }
+            if let Some(pure) = masked {
+                assert!(has_wildcard(out.as_bytes()), "{w:?} -> {out:?}");
+                assert_eq!(pure, is_pure_var(&out), "{w:?} -> {out:?}");
+            } else {
+                assert!(out.is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn a_rendered_word_can_change_length() {
+        let mut c = Cluster {
+            id: TemplateId(0),
+            text: "a bb ccc".to_string(),
+            pos: [1, 4, 8]
+                .map(|end| Pos {
+                    hash: 0,
+                    end,
+                    wild: false,
+                    var: false,
+                    pure: false,
+                })
+                .to_vec(),
+            sig: Vec::new(),
+            sig_filed: false,
+            size: 1,
+            prev: NONE,
+            next: NONE,
+        };
+        c.set_word(1, "<*>");
+        assert_eq!(c.text, "a <*> ccc");
+        assert_eq!((c.word(0), c.word(1), c.word(2)), ("a", "<*>", "ccc"));
+        c.set_word(0, "x=<*>");
+        c.set_word(2, "c");
+        assert_eq!(c.text, "x=<*> <*> c");
+        assert_eq!((c.word(0), c.word(1), c.word(2)), ("x=<*>", "<*>", "c"));
+    }
+
     // -- regression guard on the Loghub corpus ----------------------------------------------
 
     /// Minimal RFC 4180 reader (the bench has the same).
