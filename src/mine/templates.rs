@@ -223,10 +223,6 @@ fn read_tail(b: &[u8]) -> u64 {
     }
 }
 
-fn combine(h: u64, x: u64) -> u64 {
-    (h.rotate_left(23) ^ x).wrapping_mul(K)
-}
-
 // ---------------------------------------------------------------------------------------------
 // Tokenizing and masking
 
@@ -721,13 +717,15 @@ fn word_end(bytes: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// The hash of a line's shapes: the key of the exact lookup.
 fn line_hash(toks: &[Tok]) -> u64 {
-    let h = toks
-        .iter()
-        .fold((toks.len() as u64).wrapping_mul(K), |h, t| {
-            combine(h, t.hash)
-        });
-    h ^ (h >> 29)
+    // Each word's term is independent of the others' (its position is mixed in), so they are
+    // computed side by side rather than one after the other.
+    toks.iter()
+        .enumerate()
+        .fold(S0 ^ toks.len() as u64, |h, (i, t)| {
+            h ^ mum(t.hash ^ S1, (i as u64) ^ K)
+        })
 }
 
 /// Merges two words into the text shown for a generalized position: the punctuation-separated
@@ -782,6 +780,10 @@ fn merge_display(a: &str, b: &str) -> Box<str> {
 
 const NONE: u32 = u32::MAX;
 
+/// Entries each exact-lookup cache (shapes, verbatim text) starts with room for: a mining run
+/// feeds a miner thousands of lines, and growing both caches from empty was about 6% of the Loghub
+/// benchmark's time. About 34 KiB each.
+const CACHE_START: usize = 1 << 10;
 /// Entries kept in each exact-lookup cache (shapes, verbatim text) before it is cleared.
 const EXACT_CACHE_MAX: usize = 1 << 16;
 /// Aliases of merged templates kept before they are forgotten.
@@ -970,8 +972,8 @@ impl TemplateMiner {
             free_slots: Vec::new(),
             by_id: U32Map::default(),
             aliases: U32Map::default(),
-            exact: IdMap::default(),
-            verbatim: IdMap::default(),
+            exact: IdMap::with_capacity_and_hasher(CACHE_START, Default::default()),
+            verbatim: IdMap::with_capacity_and_hasher(CACHE_START, Default::default()),
             next_id: 0,
             lru_head: NONE,
             lru_tail: NONE,
