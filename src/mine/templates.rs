@@ -414,8 +414,8 @@ fn class_of(c: u8) -> u8 {
 /// `class` is the OR of the word's byte classes ([`CLASS`]). Callers skip words that
 /// [`may_mask`] rules out; the answer is the same for them, only slower.
 ///
-/// Kept out of line: inlined, it made the tokenizer's word loop ~6% slower on the Loghub
-/// benchmark (`cargo bench --bench loghub_accuracy`).
+/// Kept out of line: inlined into the tokenizer's word loop, it made the whole miner 2–6%
+/// slower on the Loghub benchmark (`cargo bench --bench loghub_accuracy`).
 #[inline(never)]
 fn mask_word(w: &str, class: u8, out: &mut String) -> Option<bool> {
     let b = w.as_bytes();
