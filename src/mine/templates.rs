@@ -44,7 +44,8 @@
 //! [`TemplateMinerConfig::max_clusters`] caps the templates, evicting the least recently matched.
 //!
 //! Shapes are compared by a 64-bit hash: a collision between two different words at the same
-//! position is negligible and would only merge two templates.
+//! position is negligible and would only merge two templates. So is a collision between two
+//! lines' texts in the verbatim cache, which would give a line the other's template.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -780,9 +781,9 @@ fn merge_display(a: &str, b: &str) -> Box<str> {
 
 const NONE: u32 = u32::MAX;
 
-/// Entries each exact-lookup cache (shapes, verbatim text) starts with room for: a mining run
-/// feeds a miner thousands of lines, and growing both caches from empty was about 6% of the Loghub
-/// benchmark's time. About 34 KiB each.
+/// Entries each exact-lookup cache (shapes, verbatim text) starts with room for, about 34 KiB
+/// each: a mining run feeds a miner thousands of lines, and growing both caches from empty was
+/// about 6% of the Loghub benchmark's time.
 const CACHE_START: usize = 1 << 10;
 /// Entries kept in each exact-lookup cache (shapes, verbatim text) before it is cleared.
 const EXACT_CACHE_MAX: usize = 1 << 16;
@@ -809,9 +810,9 @@ struct Pos {
     pure: bool,
 }
 
-/// A template. Its words live in one string and its positions in one vector: a template is
-/// created for about one line in ten, so two allocations instead of one per word and per
-/// attribute count.
+/// A template. Its words live in one string and its positions in one vector: two allocations
+/// per template instead of one per word and per attribute, which counted, as every new
+/// message starts a template.
 struct Cluster {
     id: TemplateId,
     /// The rendered template: its words joined by single spaces. Words never hold a space
