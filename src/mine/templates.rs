@@ -15,7 +15,9 @@
 //!    `<*>`. `10.0.0.1:8080` has the shape `<*>:<*>`, `(HWID=1973)` the shape `(HWID=<*>)`. A unit
 //!    after a number (`5.2 KB`, `3 ms`) is folded into it.
 //! 2. **Exact lookup.** A line whose shapes were seen before goes straight to the same template
-//!    (a bounded cache keyed by a hash of the shapes).
+//!    (a bounded cache keyed by a hash of the shapes). A line seen before verbatim (about half
+//!    of the lines of the Loghub samples, and of error output that repeats) is not even
+//!    tokenized: a second bounded cache maps the hash of its text to the hash of its shapes.
 //! 3. **Most similar template of the same width** (the first layer of Drain's tree): the share of
 //!    compared positions with equal shapes, positions already generalized to `<*>` not counted.
 //!    No differing position: the line joins it.
@@ -42,7 +44,8 @@
 //! [`TemplateMinerConfig::max_clusters`] caps the templates, evicting the least recently matched.
 //!
 //! Shapes are compared by a 64-bit hash: a collision between two different words at the same
-//! position is negligible and would only merge two templates.
+//! position is negligible and would only merge two templates. So is a collision between two
+//! lines' texts in the verbatim cache, which would give a line the other's template.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -112,30 +115,23 @@ pub struct TemplateView<'a> {
     pub id: TemplateId,
     /// Number of lines added to it (merged templates included).
     pub size: u64,
-    tokens: &'a [Box<str>],
+    /// The rendered template (see [`Cluster::text`]).
+    text: &'a str,
+    width: usize,
 }
 
 impl TemplateView<'_> {
     /// The template's words; variables are [`WILDCARD`] or contain it.
     pub fn tokens(&self) -> impl Iterator<Item = &str> {
-        self.tokens.iter().map(|t| &**t)
+        // Words never hold a space, so splitting the rendering gives them back.
+        self.text.split(' ').take(self.width)
     }
 }
 
 impl fmt::Display for TemplateView<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_tokens(f, self.tokens)
+        f.write_str(self.text)
     }
-}
-
-fn write_tokens(out: &mut impl fmt::Write, tokens: &[Box<str>]) -> fmt::Result {
-    for (i, t) in tokens.iter().enumerate() {
-        if i > 0 {
-            out.write_char(' ')?;
-        }
-        out.write_str(t)?;
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -158,35 +154,74 @@ impl Hasher for IdHasher {
     fn write_u64(&mut self, n: u64) {
         self.0 = n;
     }
+    fn write_u32(&mut self, n: u32) {
+        // Template ids are small and sequential: a multiplication spreads them over the high
+        // bits, which hash tables use too.
+        self.0 = u64::from(n).wrapping_mul(K);
+    }
 }
 
+/// Maps keyed by well-mixed 64-bit hashes.
 type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
+/// Maps keyed by template ids and slots (internal numbers, not chosen by the input).
+type U32Map<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
 
 const K: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// A fast non-cryptographic hash of a word (8 bytes at a time, then an avalanche).
-fn hash_bytes(bytes: &[u8]) -> u64 {
-    let mut h = (bytes.len() as u64).wrapping_mul(K);
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut w = [0u8; 8];
-        w[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-    }
-    // Avalanche, so that the low bits used by hash tables depend on every byte.
-    h ^= h >> 32;
-    h = h.wrapping_mul(0xd6e8_feb8_6659_fd93);
-    h ^ (h >> 32)
+/// wyhash's secrets (any odd constants with well-spread bits would do).
+const S0: u64 = 0xa076_1d64_78bd_642f;
+const S1: u64 = 0xe703_7ed1_a0b4_28db;
+
+/// The 128-bit product of `a` and `b`, its halves folded (wyhash's `mum`): a full-width mix in
+/// one multiplication.
+fn mum(a: u64, b: u64) -> u64 {
+    let r = u128::from(a) * u128::from(b);
+    (r as u64) ^ ((r >> 64) as u64)
 }
 
-fn combine(h: u64, x: u64) -> u64 {
-    (h.rotate_left(23) ^ x).wrapping_mul(K)
+/// A fast non-cryptographic hash of a word, after wyhash: 16 bytes per multiplication, the
+/// last 1–16 bytes read as (possibly overlapping) loads from both ends, the length mixed in,
+/// then a final multiplication.
+///
+/// Words are short (9 bytes on average in the Loghub samples) and every word of every line is
+/// hashed, so the tail is what costs: no byte-wise copy (it was a `memcpy` call per word) and
+/// few dependent multiplications.
+#[inline]
+fn hash_bytes(bytes: &[u8]) -> u64 {
+    let n = bytes.len() as u64;
+    let mut seed = S0 ^ n;
+    let mut rest = bytes;
+    while rest.len() > 16
+        && let Some((c, r)) = rest.split_first_chunk::<16>()
+    {
+        let (a, b) = (read8(&c[..8]), read8(&c[8..]));
+        seed = mum(a ^ S1, b ^ seed);
+        rest = r;
+    }
+    let (a, b) = if rest.len() > 8 {
+        (read8(rest), read8(&rest[rest.len() - 8..]))
+    } else {
+        (read_tail(rest), 0)
+    };
+    mum(S1 ^ n, mum(a ^ S1, b ^ seed))
+}
+
+/// The first 8 bytes of `b` (at least 8 long) as a little-endian number.
+fn read8(b: &[u8]) -> u64 {
+    b.first_chunk::<8>().map_or(0, |c| u64::from_le_bytes(*c))
+}
+
+/// Up to 8 bytes as one number, without a copy: two overlapping 4-byte loads from 4 bytes
+/// on, the first, middle and last byte below that. Distinct for distinct inputs of one length.
+fn read_tail(b: &[u8]) -> u64 {
+    let n = b.len();
+    if let (Some(x), Some(y)) = (b.first_chunk::<4>(), b.last_chunk::<4>()) {
+        u64::from(u32::from_le_bytes(*x)) | (u64::from(u32::from_le_bytes(*y)) << 32)
+    } else if let (Some(&x), Some(&y)) = (b.first(), b.last()) {
+        u64::from(x) | (u64::from(b[n / 2]) << 8) | (u64::from(y) << 16)
+    } else {
+        0
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -275,27 +310,45 @@ fn path_like(w: &[u8]) -> Option<(usize, usize)> {
     if core.len() < 2 {
         return None;
     }
-    if core.windows(3).any(|x| x == b"://") {
-        return Some((s, e));
-    }
-    let slashes = core.iter().filter(|&&b| b == b'/').count();
-    let backslashes = core.iter().filter(|&&b| b == b'\\').count();
     let rooted = core[0] == b'/'
         || core.starts_with(b"~/")
         || core.starts_with(b"./")
         || core.starts_with(b"../");
     let drive =
         core.len() > 2 && core[0].is_ascii_alphabetic() && core[1] == b':' && core[2] == b'\\';
-    (rooted || slashes >= 2 || backslashes >= 2 || drive).then_some((s, e))
+    if rooted || drive {
+        return Some((s, e));
+    }
+    // One pass for `://`, two slashes or two backslashes.
+    let (mut slashes, mut backslashes) = (0, 0);
+    for (i, &b) in core.iter().enumerate() {
+        let path = match b {
+            b'/' => {
+                slashes += 1;
+                slashes >= 2
+            }
+            b'\\' => {
+                backslashes += 1;
+                backslashes >= 2
+            }
+            b':' => core[i + 1..].starts_with(b"//"),
+            _ => false,
+        };
+        if path {
+            return Some((s, e));
+        }
+    }
+    None
 }
 
 /// Abbreviated month and weekday names, the words of timestamps like `Sat Jun 18 02:08:10`.
 fn is_date_word(b: &[u8]) -> bool {
-    const NAMES: [&[u8]; 19] = [
-        b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
-        b"Dec", b"Mon", b"Tue", b"Wed", b"Thu", b"Fri", b"Sat", b"Sun",
+    const NAMES: [[u8; 3]; 19] = [
+        *b"Jan", *b"Feb", *b"Mar", *b"Apr", *b"May", *b"Jun", *b"Jul", *b"Aug", *b"Sep", *b"Oct",
+        *b"Nov", *b"Dec", *b"Mon", *b"Tue", *b"Wed", *b"Thu", *b"Fri", *b"Sat", *b"Sun",
     ];
-    NAMES.contains(&b)
+    // Compared as 3-byte arrays: a few instructions each, no slice comparisons.
+    <[u8; 3]>::try_from(b).is_ok_and(|w| NAMES.contains(&w))
 }
 
 /// Whether a part (between delimiters) is a variable: it has a digit, or it is a long run of
@@ -312,6 +365,8 @@ const C_LT: u8 = 8;
 const C_HEX_LETTER: u8 = 16;
 /// A delimiter other than `.` (see [`is_delim`]): cuts a word into segments.
 const C_CUT: u8 = 32;
+/// An ASCII letter or digit: a shape with one outside its wildcards is not a pure variable.
+const C_ALNUM: u8 = 64;
 
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
@@ -337,6 +392,9 @@ static CLASS: [u8; 256] = {
         if is_delim(c) && c != b'.' {
             f |= C_CUT;
         }
+        if c.is_ascii_alphanumeric() {
+            f |= C_ALNUM;
+        }
         t[i] = f;
         i += 1;
     }
@@ -347,42 +405,52 @@ fn class_of(c: u8) -> u8 {
     CLASS[usize::from(c)]
 }
 
-/// Writes the masked shape of `w` into `out`. Returns false (writing nothing) when the shape
-/// is the word itself.
+/// Writes the masked shape of `w` into `out`. Returns `None` (writing nothing) when the shape
+/// is the word itself, else whether the shape is a pure variable (see [`is_pure_var`]).
 ///
 /// The word is cut at delimiters other than `.` into segments; a segment is a variable when any
 /// of its `.`-separated parts is one, so `10.0.0.1`, `1.16`, `5.36.59.76.dsl.example.net` and
 /// `v6.1.7601` each become one `<*>` while `com.example.Foo` stays.
 ///
-/// `class` is the OR of the word's byte classes ([`CLASS`]).
-fn mask_word(w: &str, class: u8, out: &mut String) -> bool {
+/// `class` is the OR of the word's byte classes ([`CLASS`]). Callers skip words that
+/// [`may_mask`] rules out; the answer is the same for them, only slower.
+///
+/// Kept out of line: inlined into the tokenizer's word loop, it made the whole miner 2–6%
+/// slower on the Loghub benchmark (`cargo bench --bench loghub_accuracy`).
+#[inline(never)]
+fn mask_word(w: &str, class: u8, out: &mut String) -> Option<bool> {
     let b = w.as_bytes();
     if b.len() == 3 && is_date_word(b) {
         out.push_str(WILDCARD);
-        return true;
+        return Some(true);
     }
     if class & C_SLASH != 0
         && let Some((s, e)) = path_like(b)
     {
+        // Only wrapping punctuation is left around the `<*>`: a pure variable.
         out.push_str(&w[..s]);
         out.push_str(WILDCARD);
         out.push_str(&w[e..]);
-        return true;
+        return Some(true);
     }
     // Most words are plain: no digit and no long run of hex letters.
-    let hex_run = || {
-        b.split(|c| !c.is_ascii_hexdigit())
-            .any(|run| run.len() >= 8)
-    };
-    if class & C_DIGIT == 0 && (class & C_HEX_LETTER == 0 || b.len() < 8 || !hex_run()) {
-        return false;
+    if class & C_DIGIT == 0 && (class & C_HEX_LETTER == 0 || b.len() < 8 || !has_hex_run(b)) {
+        return None;
     }
-    let start_len = out.len();
-    let mut i = 0;
+    if class & (C_CUT | C_DIGIT) == C_DIGIT {
+        // One segment with a digit (`1234`, `blk_-42`, `10.0.0.1`): a variable by the rule
+        // below.
+        out.push_str(WILDCARD);
+        return Some(true);
+    }
+    // Constant text is copied in one piece when the next wildcard (or the end) comes, not
+    // segment by segment: one or two copies per word instead of one per delimiter.
+    let mut lit = 0;
+    let mut lit_class = 0;
     let mut masked = false;
+    let mut i = 0;
     while i < b.len() {
         if class_of(b[i]) & C_CUT != 0 {
-            out.push(char::from(b[i]));
             i += 1;
             continue;
         }
@@ -402,16 +470,52 @@ fn mask_word(w: &str, class: u8, out: &mut String) -> bool {
                 && seg.len() >= 8
                 && seg.split(|&c| c == b'.').any(part_is_var));
         if var {
+            // Both ends are at ASCII bytes (a delimiter or the word's ends): char boundaries.
+            out.push_str(&w[lit..seg_start]);
             out.push_str(WILDCARD);
+            lit = i;
             masked = true;
         } else {
-            out.push_str(&w[seg_start..i]);
+            lit_class |= seg_class;
         }
     }
     if !masked {
-        out.truncate(start_len);
+        return None;
     }
-    masked
+    out.push_str(&w[lit..]);
+    // Delimiters are not alphanumeric, so the copied text is alphanumeric only where a
+    // constant segment is: `<*>:<*>` and `(<*>)` are pure, `uid=<*>` is not.
+    Some(lit_class & C_ALNUM == 0)
+}
+
+/// Whether word `w`, whose byte classes are `class`, may have a shape other than itself: a
+/// month or weekday name, a path, a digit, or a long run of hex letters. A cheap test on what
+/// the scan already knows, so that plain words skip [`mask_word`].
+fn may_mask(w: &[u8], class: u8) -> bool {
+    class & (C_SLASH | C_DIGIT) != 0
+        || (class & C_HEX_LETTER != 0 && w.len() >= 8)
+        || (w.len() == 3 && is_date_word(w))
+}
+
+/// Whether `b` holds a run of 8 or more hex digits (`ffffffff`: a hash or mask).
+///
+/// Many plain words are that long and have hex letters (`received`, `exceeded`), so this is
+/// asked often: every run of 8 covers one of the positions 7, 15, 23, …, so only the runs
+/// through those are measured.
+fn has_hex_run(b: &[u8]) -> bool {
+    let hex = |c: &&u8| c.is_ascii_hexdigit();
+    let mut p = 7;
+    while let Some(c) = b.get(p) {
+        if c.is_ascii_hexdigit() {
+            let left = b[..p].iter().rev().take_while(hex).count();
+            let right = b[p + 1..].iter().take_while(hex).count();
+            if left + 1 + right >= 8 {
+                return true;
+            }
+        }
+        p += 8;
+    }
+    false
 }
 
 /// A shape made of wildcards and punctuation only (`<*>`, `<*>:<*>`, `(<*>)`): a value with no
@@ -512,18 +616,12 @@ fn tokenize_words(line: &str, cfg: &TemplateMinerConfig, max_tokens: usize, out:
             i += 1;
         }
         let off = i;
-        let mut class = 0;
-        while i < bytes.len() {
-            let c = class_of(bytes[i]);
-            if c & C_SPACE != 0 {
-                break;
-            }
-            class |= c;
-            i += 1;
-        }
+        i = word_end(bytes, i);
         if off == i {
             break;
         }
+        // No early exit, so this compiles to a short unrolled loop.
+        let class = bytes[off..i].iter().fold(0, |c, &b| c | class_of(b));
         // Cut at ASCII bytes, so both ends are char boundaries.
         let w = &line[off..i];
         if out.toks.len() + 1 == max_tokens {
@@ -542,8 +640,10 @@ fn tokenize_words(line: &str, cfg: &TemplateMinerConfig, max_tokens: usize, out:
             && prev.end as usize == out.buf.len()
             && out.buf.ends_with(WILDCARD)
         {
-            let core = w.trim_end_matches(|c: char| c.is_ascii() && is_delim(c as u8));
-            if is_unit(core) {
+            // The word less its trailing delimiters (ASCII, so the cut is a char boundary).
+            let core_len = w.bytes().rposition(|c| !is_delim(c)).map_or(0, |p| p + 1);
+            let core = &w[..core_len];
+            if core.len() <= 4 && is_unit(core) {
                 out.buf.push_str(&w[core.len()..]);
                 let start = prev.start as usize;
                 *prev = shape_tok(&out.buf[start..], start, out.buf.len(), true);
@@ -551,9 +651,21 @@ fn tokenize_words(line: &str, cfg: &TemplateMinerConfig, max_tokens: usize, out:
             }
         }
         let start = out.buf.len();
-        if mask_word(w, class, &mut out.buf) {
-            out.toks
-                .push(shape_tok(&out.buf[start..], start, out.buf.len(), true));
+        let masked = if may_mask(w.as_bytes(), class) {
+            mask_word(w, class, &mut out.buf)
+        } else {
+            None
+        };
+        if let Some(pure) = masked {
+            // A masked shape holds a wildcard; `mask_word` told whether it is pure.
+            out.toks.push(Tok {
+                hash: hash_bytes(&out.buf.as_bytes()[start..]),
+                start: start as u32,
+                end: out.buf.len() as u32,
+                in_buf: true,
+                has_var: true,
+                pure,
+            });
         } else if class & C_LT == 0 {
             // No `<`, so no literal `<*>`: a constant word.
             out.toks.push(Tok {
@@ -570,13 +682,51 @@ fn tokenize_words(line: &str, cfg: &TemplateMinerConfig, max_tokens: usize, out:
     }
 }
 
+/// Where the word starting at `i` ends: the first ASCII whitespace byte at or after `i`, or
+/// the end.
+///
+/// Looks at 8 bytes at a time for a byte at most `0x20` (SWAR: the high bit of each byte of
+/// `t` is set when that byte, less its own high bit, is above `0x20`); such a byte is a space
+/// or a control character, which the byte-class table then tells apart. The last bytes of
+/// the line, fewer than 8, are looked at one by one.
+fn word_end(bytes: &[u8], mut i: usize) -> usize {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = bytes.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+        let x = u64::from_le_bytes(*chunk);
+        let t = (x & LOW7) + 0x5f5f_5f5f_5f5f_5f5f;
+        // High bit set for bytes below 0x80 that are at most 0x20 (no carry between bytes:
+        // each sum is at most 0x7f + 0x5f).
+        let low = !(t | x) & HIGH;
+        if low == 0 {
+            i += 8;
+            continue;
+        }
+        let at = i + (low.trailing_zeros() / 8) as usize;
+        if bytes.get(at).is_some_and(|&b| class_of(b) & C_SPACE != 0) {
+            return at;
+        }
+        // A control character inside the word: go on after it.
+        i = at + 1;
+    }
+    while let Some(&b) = bytes.get(i) {
+        if class_of(b) & C_SPACE != 0 {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// The hash of a line's shapes: the key of the exact lookup.
 fn line_hash(toks: &[Tok]) -> u64 {
-    let h = toks
-        .iter()
-        .fold((toks.len() as u64).wrapping_mul(K), |h, t| {
-            combine(h, t.hash)
-        });
-    h ^ (h >> 29)
+    // Each word's term is independent of the others' (its position is mixed in), so they are
+    // computed side by side rather than one after the other.
+    toks.iter()
+        .enumerate()
+        .fold(S0 ^ toks.len() as u64, |h, (i, t)| {
+            h ^ mum(t.hash ^ S1, (i as u64) ^ K)
+        })
 }
 
 /// Merges two words into the text shown for a generalized position: the punctuation-separated
@@ -631,7 +781,11 @@ fn merge_display(a: &str, b: &str) -> Box<str> {
 
 const NONE: u32 = u32::MAX;
 
-/// Entries kept in the exact-lookup cache before it is cleared.
+/// Entries each exact-lookup cache (shapes, verbatim text) starts with room for, about 34 KiB
+/// each: a mining run feeds a miner thousands of lines, and growing both caches from empty was
+/// about 6% of the Loghub benchmark's time.
+const CACHE_START: usize = 1 << 10;
+/// Entries kept in each exact-lookup cache (shapes, verbatim text) before it is cleared.
 const EXACT_CACHE_MAX: usize = 1 << 16;
 /// Aliases of merged templates kept before they are forgotten.
 const ALIASES_MAX: usize = 1 << 16;
@@ -640,17 +794,31 @@ const MIN_SIG_WORDS: usize = 2;
 /// Stands for a learned wildcard in signatures.
 const LEARNED_MARK: u64 = 0x5bd1_e995_4b0f_6a3d;
 
+/// One word position of a template.
+#[derive(Clone, Copy)]
+struct Pos {
+    /// Hash of the position's shape (not looked at once `wild`).
+    hash: u64,
+    /// Where the word ends in [`Cluster::text`]; it starts after the previous word's end and a
+    /// space (at 0 for the first).
+    end: u32,
+    /// Generalized from differing words: the position accepts any word.
+    wild: bool,
+    /// The shape holds a variable (masked or generalized).
+    var: bool,
+    /// Every value seen was a pure variable.
+    pure: bool,
+}
+
+/// A template. Its words live in one string and its positions in one vector: two allocations
+/// per template instead of one per word and per attribute, which counted, as every new
+/// message starts a template.
 struct Cluster {
     id: TemplateId,
-    /// Rendered words.
-    tokens: Vec<Box<str>>,
-    hashes: Vec<u64>,
-    /// Positions generalized from differing words: they accept any word.
-    wild: Vec<bool>,
-    /// Positions whose shape holds a variable (masked or generalized).
-    var: Vec<bool>,
-    /// Positions where every value seen was a pure variable.
-    pure: Vec<bool>,
+    /// The rendered template: its words joined by single spaces. Words never hold a space
+    /// (the tokenizer cuts at whitespace, and generalized words are built from word parts).
+    text: String,
+    pos: Vec<Pos>,
     /// See [`cluster_sig`]; `sig_filed` tells whether it is in `sig_buckets`.
     sig: Vec<u64>,
     sig_filed: bool,
@@ -660,15 +828,49 @@ struct Cluster {
     next: u32,
 }
 
+impl Cluster {
+    /// Number of words.
+    fn width(&self) -> usize {
+        self.pos.len()
+    }
+
+    /// Byte range of word `i` in `text`.
+    fn span(&self, i: usize) -> (usize, usize) {
+        let start = match i.checked_sub(1).and_then(|p| self.pos.get(p)) {
+            Some(p) => p.end as usize + 1,
+            None => 0,
+        };
+        (start, self.pos.get(i).map_or(start, |p| p.end as usize))
+    }
+
+    /// Word `i` as rendered.
+    fn word(&self, i: usize) -> &str {
+        let (start, end) = self.span(i);
+        self.text.get(start..end).unwrap_or(WILDCARD)
+    }
+
+    /// Renders word `i` as `w` (the later words' ends move with it).
+    fn set_word(&mut self, i: usize, w: &str) {
+        let (start, end) = self.span(i);
+        if self.text.get(start..end).is_none() {
+            return;
+        }
+        self.text.replace_range(start..end, w);
+        let new_end = start + w.len();
+        // Ends from word `i` on are at least `end`.
+        for p in self.pos.iter_mut().skip(i) {
+            p.end = (p.end as usize - end + new_end) as u32;
+        }
+    }
+}
+
 /// The words of a template that lines of other widths must have, in order: all but pure
 /// variables, learned wildcards as [`LEARNED_MARK`].
 fn cluster_sig(c: &Cluster) -> Vec<u64> {
-    c.hashes
+    c.pos
         .iter()
-        .zip(&c.wild)
-        .zip(&c.pure)
-        .filter(|(_, p)| !**p)
-        .map(|((&h, &w), _)| if w { LEARNED_MARK } else { h })
+        .filter(|p| !p.pure)
+        .map(|p| if p.wild { LEARNED_MARK } else { p.hash })
         .collect()
 }
 
@@ -697,11 +899,11 @@ impl Cmp {
 
 fn compare(c: &Cluster, toks: &[Tok]) -> Cmp {
     let mut r = Cmp::default();
-    for ((&h, &w), t) in c.hashes.iter().zip(&c.wild).zip(toks) {
-        if w {
+    for (p, t) in c.pos.iter().zip(toks) {
+        if p.wild {
             continue;
         }
-        if h == t.hash {
+        if p.hash == t.hash {
             r.matched += 1;
         } else {
             r.mismatched += 1;
@@ -719,11 +921,14 @@ pub struct TemplateMiner {
     sig_buckets: IdMap<Vec<u32>>,
     slots: Vec<Option<Cluster>>,
     free_slots: Vec<u32>,
-    by_id: HashMap<u32, u32>,
+    by_id: U32Map<u32>,
     /// Ids of merged templates to the id they were merged into.
-    aliases: HashMap<u32, u32>,
+    aliases: U32Map<u32>,
     /// Hash of a line's shapes to the template it joined (slot, id).
     exact: IdMap<(u32, u32)>,
+    /// Hash of a line's text to the hash of its shapes (the key of `exact`): tokenizing is a
+    /// function of the text, so a line seen verbatim needs no tokenizing.
+    verbatim: IdMap<u64>,
     next_id: u32,
     lru_head: u32,
     lru_tail: u32,
@@ -766,9 +971,10 @@ impl TemplateMiner {
             sig_buckets: IdMap::default(),
             slots: Vec::new(),
             free_slots: Vec::new(),
-            by_id: HashMap::new(),
-            aliases: HashMap::new(),
-            exact: IdMap::default(),
+            by_id: U32Map::default(),
+            aliases: U32Map::default(),
+            exact: IdMap::with_capacity_and_hasher(CACHE_START, Default::default()),
+            verbatim: IdMap::with_capacity_and_hasher(CACHE_START, Default::default()),
             next_id: 0,
             lru_head: NONE,
             lru_tail: NONE,
@@ -785,9 +991,22 @@ impl TemplateMiner {
     /// Adds a line (surrounding whitespace, `\r` included, is ignored) and learns from it: it
     /// joins the template it matches, possibly generalizing it, or starts a new one.
     pub fn add(&mut self, line: &str) -> Match {
+        let text = hash_bytes(line.as_bytes());
+        // What `add_tokens` does first, without tokenizing when the text was seen: the
+        // same shapes' key, looked up the same way (and on a miss, the whole path).
+        if let Some(&key) = self.verbatim.get(&text)
+            && let Some(slot) = self.cached(key)
+        {
+            return self.join(slot, false);
+        }
         let mut toks = std::mem::take(&mut self.scratch);
         tokenize(line, &self.cfg, &mut toks);
-        let m = self.add_tokens(line, &toks);
+        let key = line_hash(&toks.toks);
+        if self.verbatim.len() >= EXACT_CACHE_MAX {
+            self.verbatim.clear();
+        }
+        self.verbatim.insert(text, key);
+        let m = self.add_tokens(line, &toks, key);
         self.scratch = toks;
         m
     }
@@ -809,10 +1028,7 @@ impl TemplateMiner {
     /// The template's text: its words joined by single spaces, variables as `<*>`. Follows
     /// merges; `None` for an unknown or evicted id.
     pub fn template(&self, id: TemplateId) -> Option<String> {
-        let c = self.cluster(self.slot_of(id)?)?;
-        let mut s = String::new();
-        write_tokens(&mut s, &c.tokens).ok()?;
-        Some(s)
+        self.cluster(self.slot_of(id)?).map(|c| c.text.clone())
     }
 
     /// The id a template goes by now: a template merged into another resolves to it.
@@ -843,7 +1059,8 @@ impl TemplateMiner {
         self.slots.iter().flatten().map(|c| TemplateView {
             id: c.id,
             size: c.size,
-            tokens: &c.tokens,
+            text: &c.text,
+            width: c.width(),
         })
     }
 
@@ -905,7 +1122,7 @@ impl TemplateMiner {
         let bucket = self.sig_buckets.get(&(n as u64))?;
         bucket.iter().copied().find(|&slot| {
             self.cluster(slot).is_some_and(|c| {
-                c.tokens.len() != toks.len()
+                c.width() != toks.len()
                     && c.sig
                         .iter()
                         .zip(toks.iter().filter(|t| !t.pure))
@@ -916,8 +1133,8 @@ impl TemplateMiner {
 
     // -- learning -----------------------------------------------------------------------------
 
-    fn add_tokens(&mut self, line: &str, toks: &Tokens) -> Match {
-        let key = line_hash(&toks.toks);
+    /// Learns from a tokenized line whose shapes hash to `key` ([`line_hash`]).
+    fn add_tokens(&mut self, line: &str, toks: &Tokens, key: u64) -> Match {
         if let Some(slot) = self.cached(key) {
             return self.join(slot, false);
         }
@@ -963,9 +1180,9 @@ impl TemplateMiner {
         let id = c.id;
         let n = t.len();
         let diff: Vec<bool> = (0..n)
-            .map(|i| !c.wild[i] && c.hashes[i] != t[i].hash)
+            .map(|i| !c.pos[i].wild && c.pos[i].hash != t[i].hash)
             .collect();
-        let all_var = (0..n).all(|i| !diff[i] || c.var[i] || t[i].has_var);
+        let all_var = (0..n).all(|i| !diff[i] || c.pos[i].var || t[i].has_var);
         let bucket = self.buckets.get(&(n as u64))?;
         // Siblings: the same message with other words at (some of) these positions only.
         let siblings: Vec<u32> = bucket
@@ -974,7 +1191,7 @@ impl TemplateMiner {
             .filter(|&s| s != slot)
             .filter(|&s| {
                 self.cluster(s).is_some_and(|o| {
-                    (0..n).all(|i| diff[i] || o.wild[i] || o.hashes[i] == t[i].hash)
+                    (0..n).all(|i| diff[i] || o.pos[i].wild || o.pos[i].hash == t[i].hash)
                 })
             })
             .collect();
@@ -987,10 +1204,12 @@ impl TemplateMiner {
         }
         let c = self.slots.get_mut(slot as usize)?.as_mut()?;
         for i in (0..n).filter(|&i| diff[i]) {
-            c.tokens[i] = merge_display(&c.tokens[i], toks.text(line, &t[i]));
-            c.wild[i] = true;
-            c.var[i] = true;
-            c.pure[i] &= t[i].pure;
+            let shown = merge_display(c.word(i), toks.text(line, &t[i]));
+            c.set_word(i, &shown);
+            let p = &mut c.pos[i];
+            p.wild = true;
+            p.var = true;
+            p.pure &= t[i].pure;
         }
         // Templates the generalized one now covers are the same message: merge them.
         let covered: Vec<u32> = {
@@ -1001,8 +1220,12 @@ impl TemplateMiner {
                 .copied()
                 .filter(|&s| s != slot)
                 .filter(|&s| {
-                    self.cluster(s)
-                        .is_some_and(|o| (0..n).all(|i| c.wild[i] || c.hashes[i] == o.hashes[i]))
+                    self.cluster(s).is_some_and(|o| {
+                        c.pos
+                            .iter()
+                            .zip(&o.pos)
+                            .all(|(p, q)| p.wild || p.hash == q.hash)
+                    })
                 })
                 .collect()
         };
@@ -1051,9 +1274,8 @@ impl TemplateMiner {
                 .copied()
                 .filter(|&o| o != slot)
                 .filter(|&o| {
-                    self.cluster(o).is_some_and(|oc| {
-                        oc.tokens.len() != c.tokens.len() && sig_covers(&c.sig, &oc.sig)
-                    })
+                    self.cluster(o)
+                        .is_some_and(|oc| oc.width() != c.width() && sig_covers(&c.sig, &oc.sig))
                 })
                 .collect(),
             _ => return,
@@ -1083,13 +1305,14 @@ impl TemplateMiner {
             return;
         };
         c.size += f.size;
-        if f.tokens.len() == c.tokens.len() {
-            for i in 0..c.tokens.len() {
-                c.pure[i] &= f.pure[i];
-                if f.wild[i] && !c.wild[i] {
-                    c.wild[i] = true;
-                    c.var[i] = true;
-                    c.tokens[i] = merge_display(&c.tokens[i], &f.tokens[i]);
+        if f.width() == c.width() {
+            for i in 0..c.width() {
+                c.pos[i].pure &= f.pos[i].pure;
+                if f.pos[i].wild && !c.pos[i].wild {
+                    c.pos[i].wild = true;
+                    c.pos[i].var = true;
+                    let shown = merge_display(c.word(i), f.word(i));
+                    c.set_word(i, &shown);
                 }
             }
         }
@@ -1104,7 +1327,7 @@ impl TemplateMiner {
     fn remove(&mut self, slot: u32) {
         self.unlink(slot);
         let Some(c) = self.cluster(slot) else { return };
-        let (id, n) = (c.id, c.tokens.len() as u64);
+        let (id, n) = (c.id, c.width() as u64);
         let (sig_len, filed) = (c.sig.len() as u64, c.sig_filed);
         if filed {
             self.unfile_sig(slot, sig_len);
@@ -1132,13 +1355,25 @@ impl TemplateMiner {
         }
         let id = self.fresh_id();
         let t = &toks.toks;
+        let mut text = String::with_capacity(line.len() + 8);
+        let mut pos = Vec::with_capacity(t.len());
+        for x in t {
+            if !pos.is_empty() {
+                text.push(' ');
+            }
+            text.push_str(toks.text(line, x));
+            pos.push(Pos {
+                hash: x.hash,
+                end: text.len() as u32,
+                wild: false,
+                var: x.has_var,
+                pure: x.pure,
+            });
+        }
         let cluster = Cluster {
             id,
-            tokens: t.iter().map(|x| Box::from(toks.text(line, x))).collect(),
-            hashes: t.iter().map(|x| x.hash).collect(),
-            wild: vec![false; t.len()],
-            var: t.iter().map(|x| x.has_var).collect(),
-            pure: t.iter().map(|x| x.pure).collect(),
+            text,
+            pos,
             sig: Vec::new(),
             sig_filed: false,
             size: 1,
@@ -1235,7 +1470,7 @@ mod tests {
     fn shape(w: &str) -> String {
         let mut out = String::new();
         let class = w.bytes().fold(0, |f, c| f | class_of(c));
-        if mask_word(w, class, &mut out) {
+        if mask_word(w, class, &mut out).is_some() {
             out
         } else {
             w.to_string()
@@ -1487,6 +1722,350 @@ mod tests {
                 ("network unreachable".to_string(), 1)
             ]
         );
+    }
+
+    // -- the speed work keeps what is mined ------------------------------------------------
+
+    /// A fixed mixed log: recurring messages with numbers, ids, addresses, paths, hex, units,
+    /// user names and words of variable width, lines repeated verbatim, a few one-offs.
+    fn fixed_log() -> Vec<String> {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        const USERS: [&str; 8] = [
+            "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi",
+        ];
+        const HOSTS: [&str; 3] = ["db.example.com", "cache-2.internal", "10.1.4.20"];
+        let mut lines = Vec::new();
+        for i in 0..3000 {
+            let n = next(100_000);
+            let ip = format!("10.{}.{}.{}", next(256), next(256), next(256));
+            let user = USERS[next(USERS.len() as u64) as usize];
+            let line = match next(17) {
+                0 => format!(
+                    "PacketResponder {} for block blk_{} terminating",
+                    next(3),
+                    n * 7919
+                ),
+                1 => format!(
+                    "Received block blk_-{n} of size {} from /{ip}",
+                    next(1 << 26)
+                ),
+                2 => format!("Invalid user {user} from {ip} port {}", 1024 + next(60_000)),
+                3 => format!(
+                    "session {} for user root",
+                    ["opened", "closed"][next(2) as usize]
+                ),
+                4 => format!(
+                    "Failed password for {user} from {ip} port {} ssh2",
+                    next(65_536)
+                ),
+                5 => format!(
+                    "connection to {}:{} timed out after {} ms",
+                    HOSTS[next(3) as usize],
+                    next(65_536),
+                    next(5000)
+                ),
+                6 => format!(
+                    "estimated size {}.{} {}, free {} {}",
+                    next(999),
+                    next(10),
+                    ["KB", "MB", "B"][next(3) as usize],
+                    next(999),
+                    ["KB", "MB"][next(2) as usize]
+                ),
+                7 => format!(
+                    "java.lang.{} at com.example.Foo.bar(Foo.java:{})",
+                    ["NullPointerException", "IllegalStateException"][next(2) as usize],
+                    next(900)
+                ),
+                8 => format!(
+                    "request {:08x} done in {}.{} sec",
+                    next(u64::from(u32::MAX)),
+                    next(9),
+                    next(99)
+                ),
+                9 => format!(
+                    "error: could not open '/var/lib/app/{}/{}.db': {}",
+                    user,
+                    n,
+                    ["No such file or directory", "Permission denied"][next(2) as usize]
+                ),
+                10 => format!(
+                    "Cannot find module '{}'",
+                    ["left-pad", "lodash", "react-dom"][next(3) as usize]
+                ),
+                11 => {
+                    let extra = if next(2) == 0 {
+                        format!(" ({}.{} KB)", next(9), next(99))
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "proxy.example.net:443 close, {} bytes{extra} sent, {} bytes received",
+                        next(90_000),
+                        next(900)
+                    )
+                }
+                12 => format!(
+                    "GET /api/v1/items/{} HTTP/1.1 {}",
+                    n,
+                    [200, 404, 500][next(3) as usize]
+                ),
+                13 => format!(
+                    "Sat Jun {} 02:{:02}:{:02} kernel: eth0: link up",
+                    1 + next(28),
+                    next(60),
+                    next(60)
+                ),
+                14 => format!(
+                    "worker {user} picked job {} from queue {}",
+                    n,
+                    ["fast", "slow", "bulk", "io", "cpu"][next(5) as usize]
+                ),
+                15 => format!(
+                    "checksum ffff{:04x}deadbeef mismatch on chunk {}",
+                    next(65_536),
+                    next(64)
+                ),
+                _ => format!("one-off event number {i} with token x{}y", next(1000)),
+            };
+            // Every fifth line comes again verbatim a little later.
+            if i % 5 == 0 {
+                lines.push(line.clone());
+            }
+            lines.push(line);
+        }
+        lines
+    }
+
+    /// The templates of [`fixed_log`] and their sizes, as the miner found them before its
+    /// speed work (tokenizing, hashing and the verbatim cache): the same input must give the
+    /// same templates. A deliberate change of the algorithm updates this list.
+    const FIXED_LOG_TEMPLATES: [&str; 22] = [
+        "203 <*> <*> <*> <*>:<*>:<*> kernel: <*>: link up",
+        "70 Cannot find module 'left-pad'",
+        "74 Cannot find module 'lodash'",
+        "59 Cannot find module 'react-dom'",
+        "226 Failed password for <*> from <*> port <*> <*>",
+        "228 GET <*> HTTP/<*> <*>",
+        "200 Invalid user <*> from <*> port <*>",
+        "214 PacketResponder <*> for block <*> terminating",
+        "252 Received block <*> of size <*> from <*>",
+        "193 checksum <*> mismatch on chunk <*>",
+        "189 connection to <*> timed out after <*>",
+        "108 error: could not open '<*>': No such file or directory",
+        "105 error: could not open '<*>': Permission denied",
+        "222 estimated size <*>, free <*>",
+        "100 java.lang.IllegalStateException at com.example.Foo.bar(Foo.java:<*>)",
+        "105 java.lang.NullPointerException at com.example.Foo.bar(Foo.java:<*>)",
+        "218 one-off event number <*> with token <*>",
+        "211 proxy.example.net:<*> close, <*> bytes (<*>) sent, <*> bytes received",
+        "232 request <*> done in <*>",
+        "107 session closed for user root",
+        "90 session opened for user root",
+        "194 worker <*> picked job <*> from queue <*>",
+    ];
+
+    #[test]
+    fn a_fixed_log_gives_the_same_templates() {
+        let lines = fixed_log();
+        let mut m = TemplateMiner::default();
+        let ids: Vec<TemplateId> = lines.iter().map(|l| m.add(l).id).collect();
+        let mut all: Vec<(String, u64)> = m.templates().map(|t| (t.to_string(), t.size)).collect();
+        all.sort();
+        let got: Vec<String> = all.iter().map(|(t, s)| format!("{s} {t}")).collect();
+        assert_eq!(got, FIXED_LOG_TEMPLATES);
+        // Every line, repeated ones included, resolves to a live template that matches it.
+        for (line, id) in lines.iter().zip(ids) {
+            let live = m.resolve(id).expect("live template");
+            assert_eq!(m.matching(line), Some(live), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn verbatim_repeats_follow_merges_and_evictions() {
+        // Merged: a line seen before joins the template its first template was merged into.
+        let mut m = TemplateMiner::default();
+        let ids: Vec<TemplateId> = ["alice", "bob", "carol", "dave"]
+            .iter()
+            .map(|u| m.add(&format!("Invalid user {u} from 10.0.0.1")).id)
+            .collect();
+        let merged = m.resolve(ids[3]).expect("live");
+        assert_eq!(template_of(&m, merged), "Invalid user <*> from <*>");
+        assert_ne!(ids[1], merged, "bob's template was merged into another");
+        let again = m.add("Invalid user bob from 10.0.0.1");
+        assert_eq!(again.id, merged);
+        assert!(!again.changed);
+        assert_eq!(m.size(merged), 5);
+        // Evicted: a line seen before starts a template again, with a new id.
+        let cfg = TemplateMinerConfig {
+            max_clusters: Some(1),
+            ..TemplateMinerConfig::default()
+        };
+        let mut m = TemplateMiner::new(cfg);
+        let a = m.add("alpha one").id;
+        m.add("beta two three");
+        assert_eq!(m.template(a), None);
+        let again = m.add("alpha one");
+        assert_ne!(again.id, a);
+        assert!(again.changed);
+        assert_eq!(template_of(&m, again.id), "alpha one");
+        assert_eq!(m.len(), 1);
+        // Whitespace differs, shapes do not: the same template.
+        let spaced = m.add("  alpha\tone \r\n");
+        assert_eq!(spaced.id, again.id);
+    }
+
+    #[test]
+    fn word_hashes_tell_words_apart() {
+        // Every word over a small alphabet up to 5 bytes, and longer words differing in one
+        // byte at each position (the overlapping loads of the tail included).
+        let alphabet = [b'a', b'b', b'0', b'.'];
+        let mut words: Vec<Vec<u8>> = vec![Vec::new()];
+        let mut layer: Vec<Vec<u8>> = vec![Vec::new()];
+        for _ in 0..5 {
+            layer = layer
+                .iter()
+                .flat_map(|w| {
+                    alphabet.iter().map(move |&c| {
+                        let mut v = w.clone();
+                        v.push(c);
+                        v
+                    })
+                })
+                .collect();
+            words.extend(layer.iter().cloned());
+        }
+        for len in 6..=40 {
+            let base = vec![b'x'; len];
+            words.push(base.clone());
+            for i in 0..len {
+                let mut v = base.clone();
+                v[i] = b'y';
+                words.push(v);
+            }
+        }
+        let hashes: std::collections::HashSet<u64> = words.iter().map(|w| hash_bytes(w)).collect();
+        assert_eq!(hashes.len(), words.len());
+    }
+
+    /// Pseudo-random words over letters, digits, hex letters, delimiters, whitespace, control
+    /// and multi-byte characters.
+    fn random_words(count: usize) -> Vec<String> {
+        const PIECES: [&str; 24] = [
+            "a", "f", "z", "Q", "7", "0", "=", ":", ".", "/", "\\", "(", "<", "*", ">", "-", " ",
+            "\t", "\u{b}", "\u{1}", "é", "日本", "deadbeef", "KB",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        (0..count)
+            .map(|_| (0..next(24)).map(|_| PIECES[next(PIECES.len())]).collect())
+            .collect()
+    }
+
+    #[test]
+    fn word_ends_are_ascii_whitespace() {
+        for line in random_words(5000) {
+            let bytes = line.as_bytes();
+            let mut words = Vec::new();
+            let mut i = 0;
+            loop {
+                while bytes.get(i).is_some_and(u8::is_ascii_whitespace) {
+                    i += 1;
+                }
+                if i == bytes.len() {
+                    break;
+                }
+                let end = word_end(bytes, i);
+                words.push(&line[i..end]);
+                i = end;
+            }
+            let want: Vec<&str> = line.split_ascii_whitespace().collect();
+            assert_eq!(words, want, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn hex_runs_are_found_by_probing() {
+        let naive = |b: &[u8]| {
+            b.split(|c| !c.is_ascii_hexdigit())
+                .any(|run| run.len() >= 8)
+        };
+        for w in random_words(5000) {
+            assert_eq!(has_hex_run(w.as_bytes()), naive(w.as_bytes()), "{w:?}");
+        }
+        for w in [
+            "deadbeef",
+            "xdeadbeef",
+            "deadbeefx",
+            "dead.beef",
+            "0123456",
+            "01234567",
+        ] {
+            assert_eq!(has_hex_run(w.as_bytes()), naive(w.as_bytes()), "{w:?}");
+        }
+    }
+
+    #[test]
+    fn masking_tells_pure_variables() {
+        // What `mask_word` says of the shape it wrote is what reading the shape says, and the
+        // words `may_mask` rules out are the words `mask_word` leaves alone.
+        for w in random_words(5000)
+            .iter()
+            .flat_map(|l| l.split_ascii_whitespace())
+        {
+            let class = w.bytes().fold(0, |f, c| f | class_of(c));
+            let mut out = String::new();
+            let masked = mask_word(w, class, &mut out);
+            if !may_mask(w.as_bytes(), class) {
+                assert_eq!(masked, None, "{w:?}: skipped by may_mask, yet masked");
+            }
+            if let Some(pure) = masked {
+                assert!(has_wildcard(out.as_bytes()), "{w:?} -> {out:?}");
+                assert_eq!(pure, is_pure_var(&out), "{w:?} -> {out:?}");
+            } else {
+                assert!(out.is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn a_rendered_word_can_change_length() {
+        let mut c = Cluster {
+            id: TemplateId(0),
+            text: "a bb ccc".to_string(),
+            pos: [1, 4, 8]
+                .map(|end| Pos {
+                    hash: 0,
+                    end,
+                    wild: false,
+                    var: false,
+                    pure: false,
+                })
+                .to_vec(),
+            sig: Vec::new(),
+            sig_filed: false,
+            size: 1,
+            prev: NONE,
+            next: NONE,
+        };
+        c.set_word(1, "<*>");
+        assert_eq!(c.text, "a <*> ccc");
+        assert_eq!((c.word(0), c.word(1), c.word(2)), ("a", "<*>", "ccc"));
+        c.set_word(0, "x=<*>");
+        c.set_word(2, "c");
+        assert_eq!(c.text, "x=<*> <*> c");
+        assert_eq!((c.word(0), c.word(1), c.word(2)), ("x=<*>", "<*>", "c"));
     }
 
     // -- regression guard on the Loghub corpus ----------------------------------------------
