@@ -149,9 +149,12 @@ pub struct MineOptions {
     pub max_recovery_steps: usize,
     /// Most patterns of each kind aligned and reported per run.
     pub max_patterns_per_kind: usize,
-    /// Most occurrences aligned per pattern (one per session first).
+    /// Most occurrences held and aligned per pattern (one per session first, then the repeats
+    /// within sessions): the bound on what a pattern costs however long its sessions are. 50 by
+    /// default, far above what shows a habit (`min_occurrences`, 4).
     pub max_occurrences: usize,
-    /// Occurrences kept as evidence per pattern.
+    /// Occurrences kept as evidence per pattern (each one a dry-run test of its tool): 20 by
+    /// default.
     pub max_evidence: usize,
 }
 
@@ -889,6 +892,12 @@ struct Found<'s> {
     count: u32,
     /// Some occurrences, one per session first: the first `aligned` are aligned.
     occurrences: Vec<Occ<'s>>,
+    /// A sequence's further occurrences (its repeats within sessions), held compactly (12
+    /// bytes each) until the pattern stands for its habit ([`complete_heads`]): with
+    /// `occurrences`, at most [`MineOptions::max_occurrences`].
+    more: Vec<sequences::Occurrence>,
+    /// A sequence's symbols (empty for the other kinds), to place `more`'s steps.
+    items: Box<[u32]>,
     /// Recovery: the failed action's duration total, and the error template.
     trigger: Option<String>,
     /// The agent calls an occurrence takes.
@@ -920,9 +929,20 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     found.extend(find_recovery_habits(&loaded, options, needed));
     rank(&mut found);
     let mined_ms = elapsed_ms(started) - load_ms;
-    let mut patterns = align_and_score(conn, &tokenizer, &found, options)?;
-    fold(&mut patterns, options.fold_ratio);
-    let patterns: Vec<Pattern> = patterns.into_iter().map(|(p, _)| p).collect();
+    let mut refetch = Refetch::new(conn, &tokenizer)?;
+    let mut patterns = align_and_score(&mut refetch, &found, options)?;
+    let groups = fold_groups(&patterns, options.fold_ratio);
+    complete_heads(
+        &mut refetch,
+        &loaded,
+        &found,
+        &mut patterns,
+        &groups,
+        options,
+    )?;
+    mark_folded(&mut patterns, groups);
+    best_first(&mut patterns);
+    let patterns: Vec<Pattern> = patterns.into_iter().map(|r| r.pattern).collect();
     let total_ms = elapsed_ms(started);
     Ok(MineReport {
         phases_ms: Phases {
@@ -1078,6 +1098,8 @@ fn sequence_candidate<'s>(
         support,
         count: p.every.len() as u32,
         occurrences: Vec::new(),
+        more: Vec::new(),
+        items: Box::default(),
         trigger: None,
         // At most one call per step: the bound stays an upper bound.
         calls_per_occurrence: p.items.len() as f64,
@@ -1094,15 +1116,7 @@ fn sequence_candidate<'s>(
         .iter()
         .map(|&s| loaded.interner.resolve(s).unwrap_or_default().to_owned())
         .collect();
-    // An occurrence that holds some commands of an action but not all of them is no occurrence:
-    // `git status --short → git commit` inside `git add x && git status --short`, then `git
-    // commit`, would make a tool that commits nothing. Dropped before anything is counted.
-    let positions = |o: &sequences::Occurrence| {
-        let session = &loaded.sessions[o.seq as usize];
-        sequences::steps(&session.symbols, p.items, o, config.max_gap)
-            .map(|steps| steps.into_iter().map(|x| x as usize).collect::<Vec<_>>())
-            .filter(|steps| whole_actions(session, steps))
-    };
+    let positions = |o: &sequences::Occurrence| step_positions(loaded, p.items, o, config.max_gap);
     // In a session of one command per action (most), every occurrence holds whole actions.
     let fits = |o: &sequences::Occurrence| {
         let session = &loaded.sessions[o.seq as usize];
@@ -1127,23 +1141,26 @@ fn sequence_candidate<'s>(
     }
     f.support = support;
     f.count = every.len() as u32;
-    // One per session (the leftmost); for a habit qualified by its occurrences, then others,
-    // in order, up to the occurrences that qualify it: enough to align it and show it. (Every
-    // repeat aligned costs its actions read again and their outputs held; aligning all of them
-    // made the daemon's memory grow with long repetitive sessions, see tests/it/soak.rs.)
+    // Aligned now: one per session (the leftmost); for a habit qualified by its occurrences,
+    // then others, in order, up to the occurrences that qualify it: enough to rank it, fold it
+    // and show it. The other repeats are kept compactly and aligned only if the pattern comes
+    // to stand for its habit ([`complete_heads`]): aligning every repeat of every candidate
+    // read thousands of actions again for patterns folded away (long repetitive sessions, see
+    // tests/it/soak.rs).
     let repeats = if support < needed.support {
         (needed.occurrences as usize).saturating_sub(firsts.len())
     } else {
         0
     };
-    let others = every
-        .windows(2)
-        .filter(|pair| pair[0].seq == pair[1].seq)
-        .map(|pair| pair[1]);
+    let mut others = every.iter().copied().filter(|o| {
+        firsts
+            .binary_search_by_key(&(o.seq, o.start), |f| (f.seq, f.start))
+            .is_err()
+    });
     f.occurrences = firsts
         .iter()
         .copied()
-        .chain(others.take(repeats))
+        .chain(others.by_ref().take(repeats))
         .take(options.max_occurrences)
         .filter_map(|o| {
             Some(Occ {
@@ -1153,6 +1170,13 @@ fn sequence_candidate<'s>(
         })
         .collect();
     f.aligned = f.occurrences.len();
+    f.more = others
+        .take(options.max_occurrences.saturating_sub(f.occurrences.len()))
+        .copied()
+        .collect();
+    if !f.more.is_empty() {
+        f.items = p.items.into();
+    }
     f.calls_per_occurrence = f
         .occurrences
         .first()
@@ -1160,6 +1184,22 @@ fn sequence_candidate<'s>(
         .unwrap_or(1.0);
     f.bound = upper_bound(&f);
     Some(f)
+}
+
+/// The token positions of the steps `items` of a sequence's occurrence `o`, `None` when they do
+/// not hold whole actions: an occurrence that holds some commands of an action but not all of
+/// them is no occurrence (`git status --short → git commit` inside `git add x && git status
+/// --short`, then `git commit`, would make a tool that commits nothing).
+fn step_positions(
+    loaded: &Loaded,
+    items: &[u32],
+    o: &sequences::Occurrence,
+    max_gap: Option<u32>,
+) -> Option<Vec<usize>> {
+    let session = loaded.sessions.get(o.seq as usize)?;
+    sequences::steps(&session.symbols, items, o, max_gap)
+        .map(|steps| steps.into_iter().map(|x| x as usize).collect::<Vec<_>>())
+        .filter(|steps| whole_actions(session, steps))
 }
 
 /// Whether the steps at token `positions` (ascending) hold every command of each action they
@@ -1212,6 +1252,8 @@ fn find_commands<'s>(loaded: &'s Loaded, options: &MineOptions, needed: Needed) 
                 support,
                 count: places.len() as u32,
                 occurrences: command_occurrences(sessions, places.iter(), options.max_occurrences),
+                more: Vec::new(),
+                items: Box::default(),
                 trigger: None,
                 calls_per_occurrence: 1.5,
                 single: true,
@@ -1295,6 +1337,8 @@ fn slow_command<'s>(
         support: timed_sessions,
         count: durations.len() as u32,
         occurrences: command_occurrences(sessions, timed, options.max_occurrences),
+        more: Vec::new(),
+        items: Box::default(),
         trigger: None,
         calls_per_occurrence: 1.0,
         single: false,
@@ -1375,6 +1419,8 @@ fn recovery_candidate(
         support: group.support,
         count: group.occurrences.len() as u32,
         occurrences,
+        more: Vec::new(),
+        items: Box::default(),
         trigger: Some(group.error_template),
         calls_per_occurrence: 1.0 + group.step_keys.len() as f64,
         single: false,
@@ -1395,26 +1441,32 @@ fn rank(found: &mut [Found<'_>]) {
     });
 }
 
+/// A candidate aligned and scored: the pattern, where its occurrences lie (those looked at),
+/// and the candidate it came from (its index in the ranked list).
+struct Ranked {
+    pattern: Pattern,
+    spans: Vec<Span>,
+    found: usize,
+}
+
 /// Aligns the ranked candidates, best first, up to [`MineOptions::max_patterns_per_kind`] of
 /// each kind, and scores them; one pattern per id (the best supported), best score first, each
 /// with the spans of the occurrences looked at.
 fn align_and_score(
-    conn: &Connection,
-    tokenizer: &Tokenizer,
+    refetch: &mut Refetch<'_>,
     found: &[Found<'_>],
     options: &MineOptions,
-) -> Result<Vec<(Pattern, Vec<Span>)>, MineError> {
-    let mut refetch = Refetch::new(conn, tokenizer)?;
+) -> Result<Vec<Ranked>, MineError> {
     let mut per_kind: HashMap<PatternKind, usize> = HashMap::new();
-    let mut patterns: HashMap<String, (Pattern, Vec<Span>)> = HashMap::new();
-    for f in found {
+    let mut patterns: HashMap<String, Ranked> = HashMap::new();
+    for (index, f) in found.iter().enumerate() {
         let taken = per_kind.entry(f.kind).or_default();
         if *taken >= options.max_patterns_per_kind {
             continue;
         }
         let to_align = &f.occurrences[..f.aligned.min(f.occurrences.len())];
         let Some((aligned, durations)) =
-            align_occurrences(&mut refetch, to_align, f.trigger.is_some(), options)?
+            align_occurrences(refetch, to_align, f.trigger.is_some(), options)?
         else {
             continue;
         };
@@ -1425,16 +1477,84 @@ fn align_and_score(
         *taken += 1;
         let pattern = scored_pattern(f, aligned, durations);
         match patterns.get(&pattern.id) {
-            Some((existing, _)) if existing.support >= pattern.support => {}
+            Some(existing) if existing.pattern.support >= pattern.support => {}
             _ => {
                 let spans = f.occurrences.iter().filter_map(Span::of).collect();
-                patterns.insert(pattern.id.clone(), (pattern, spans));
+                patterns.insert(
+                    pattern.id.clone(),
+                    Ranked {
+                        pattern,
+                        spans,
+                        found: index,
+                    },
+                );
             }
         }
     }
-    let mut patterns: Vec<(Pattern, Vec<Span>)> = patterns.into_values().collect();
-    patterns.sort_by(|(a, _), (b, _)| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+    let mut patterns: Vec<Ranked> = patterns.into_values().collect();
+    best_first(&mut patterns);
     Ok(patterns)
+}
+
+/// Best score first (ties by id).
+fn best_first(patterns: &mut [Ranked]) {
+    patterns.sort_by(|a, b| {
+        b.pattern
+            .score
+            .total_cmp(&a.pattern.score)
+            .then_with(|| a.pattern.id.cmp(&b.pattern.id))
+    });
+}
+
+/// Each pattern that stands for its habit (the head of a group, see [`fold_groups`]) aligned
+/// again over all its occurrences — one per session first, then every repeat within a session,
+/// up to [`MineOptions::max_occurrences`] — so its evidence (up to
+/// [`MineOptions::max_evidence`]) holds each time the habit was run, and its steps and
+/// parameters are what all of them share; then scored again. Only the heads: they are few (a
+/// habit's variants are folded into them), while aligning every repeat of every candidate read
+/// a long repetitive session's actions again for patterns folded away.
+fn complete_heads(
+    refetch: &mut Refetch<'_>,
+    loaded: &Loaded,
+    found: &[Found<'_>],
+    patterns: &mut Vec<Ranked>,
+    groups: &[(usize, Vec<usize>)],
+    options: &MineOptions,
+) -> Result<(), MineError> {
+    let max_gap = Some(options.max_gap);
+    for &(head, _) in groups {
+        let Some(f) = patterns.get(head).and_then(|r| found.get(r.found)) else {
+            continue;
+        };
+        if f.aligned >= f.occurrences.len() && f.more.is_empty() {
+            continue;
+        }
+        let more = f.more.iter().filter_map(|o| {
+            Some(Occ {
+                session: loaded.sessions.get(o.seq as usize)?,
+                positions: step_positions(loaded, &f.items, o, max_gap)?,
+            })
+        });
+        let every: Vec<Occ<'_>> = f
+            .occurrences
+            .iter()
+            .map(|o| Occ {
+                session: o.session,
+                positions: o.positions.clone(),
+            })
+            .chain(more)
+            .take(options.max_occurrences)
+            .collect();
+        let Some((aligned, durations)) =
+            align_occurrences(refetch, &every, f.trigger.is_some(), options)?
+        else {
+            continue;
+        };
+        let r = &mut patterns[head];
+        r.pattern = scored_pattern(f, aligned, durations);
+        r.spans = every.iter().filter_map(Span::of).collect();
+    }
+    Ok(())
 }
 
 /// The commands one occurrence's steps are: its session and their token positions (the
@@ -1496,11 +1616,14 @@ const MAX_FOLDED_LISTED: usize = 20;
 /// one pattern, which lists the others ([`Pattern::folded`]); they say where they went
 /// ([`Pattern::folded_into`]) and are not proposed.
 ///
+/// Returns the groups: the index of the one standing for the habit, and every member's (itself
+/// among them); [`mark_folded`] then writes it down.
+///
 /// Patterns are taken best first (one a tool can be made of before one with an agent's tool
 /// call, a recovery before a sequence, then by score); a later pattern takes the group over when
 /// it has clearly more occurrences (the kept one has fewer than `ratio` of its count) and is
 /// not a worse kind. Slow operations are another kind of habit and are left alone.
-fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
+fn fold_groups(patterns: &[Ranked], ratio: f64) -> Vec<(usize, Vec<usize>)> {
     let proposable = |p: &Pattern| {
         !p.steps
             .iter()
@@ -1510,10 +1633,10 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
     // Lower ranks first.
     let rank = |p: &Pattern| (!proposable(p), p.kind != PatternKind::Recovery);
     let mut order: Vec<usize> = (0..patterns.len())
-        .filter(|&i| patterns[i].0.kind != PatternKind::Slow && !patterns[i].1.is_empty())
+        .filter(|&i| patterns[i].pattern.kind != PatternKind::Slow && !patterns[i].spans.is_empty())
         .collect();
     order.sort_by(|&a, &b| {
-        let (pa, pb) = (&patterns[a].0, &patterns[b].0);
+        let (pa, pb) = (&patterns[a].pattern, &patterns[b].pattern);
         rank(pa)
             .cmp(&rank(pb))
             .then_with(|| pb.score.total_cmp(&pa.score))
@@ -1524,7 +1647,7 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
     let mut by_session: HashMap<u32, Vec<(usize, Span)>> = HashMap::new();
     for i in order {
-        let spans = &patterns[i].1;
+        let spans = &patterns[i].spans;
         // Per group: how many of this pattern's occurrences lie inside the group's.
         let mut hits: HashMap<usize, usize> = HashMap::new();
         for span in spans {
@@ -1544,12 +1667,12 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
         // stray step before or after it, or the end of one occurrence with the start of the
         // next), is taken to lie inside it; `mkdir → rm -rf → mkdir` does not lie inside
         // `mv → mkdir → mv`.
-        let keys = step_keys(&patterns[i].0);
+        let keys = step_keys(&patterns[i].pattern);
         let structural = groups.iter().enumerate().find_map(|(g, (_, members))| {
             members
                 .iter()
                 .any(|&m| {
-                    let (member, seen) = (&patterns[m].0, patterns[m].1.len());
+                    let (member, seen) = (&patterns[m].pattern, patterns[m].spans.len());
                     if seen >= member.occurrences as usize {
                         return false;
                     }
@@ -1568,7 +1691,7 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
         let joined = hits
             .iter()
             .filter_map(|(&g, &n)| {
-                let head = &patterns[groups[g].0].1;
+                let head = &patterns[groups[g].0].spans;
                 let inside = n as f64 / spans.len() as f64;
                 let holds = overlapping(head, spans) as f64 / head.len().max(1) as f64;
                 let share = inside.max(holds);
@@ -1578,8 +1701,8 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
             .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(&a.0)));
         let g = match joined {
             Some((g, _)) => {
-                let head = &patterns[groups[g].0].0;
-                let new = &patterns[i].0;
+                let head = &patterns[groups[g].0].pattern;
+                let new = &patterns[i].pattern;
                 if rank(new) <= rank(head)
                     && f64::from(head.occurrences) < ratio * f64::from(new.occurrences)
                 {
@@ -1600,25 +1723,31 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
                 .push((g, span.clone()));
         }
     }
+    groups
+}
+
+/// Writes the groups of [`fold_groups`] down: each member says where it went
+/// ([`Pattern::folded_into`]) and the one standing for the habit lists them ([`Pattern::folded`]).
+fn mark_folded(patterns: &mut [Ranked], groups: Vec<(usize, Vec<usize>)>) {
     for (head, members) in groups {
         for &m in members.iter().filter(|&&m| m != head) {
-            let (member_spans, head_spans) = (&patterns[m].1, &patterns[head].1);
+            let (member_spans, head_spans) = (&patterns[m].spans, &patterns[head].spans);
             let into = Folded {
-                id: patterns[head].0.id.clone(),
-                steps: patterns[head].0.steps_text(),
+                id: patterns[head].pattern.id.clone(),
+                steps: patterns[head].pattern.steps_text(),
                 overlapping: overlapping(member_spans, head_spans) as u32,
                 of: member_spans.len() as u32,
             };
             let here = Folded {
-                id: patterns[m].0.id.clone(),
-                steps: patterns[m].0.steps_text(),
+                id: patterns[m].pattern.id.clone(),
+                steps: patterns[m].pattern.steps_text(),
                 overlapping: into.overlapping,
                 of: into.of,
             };
-            patterns[m].0.folded_into = Some(into);
+            patterns[m].pattern.folded_into = Some(into);
             // The best ones are listed (members come best first); each says where it went.
-            if patterns[head].0.folded.len() < MAX_FOLDED_LISTED {
-                patterns[head].0.folded.push(here);
+            if patterns[head].pattern.folded.len() < MAX_FOLDED_LISTED {
+                patterns[head].pattern.folded.push(here);
             }
         }
     }
@@ -2083,6 +2212,8 @@ mod tests {
             support,
             count,
             occurrences: Vec::new(),
+            more: Vec::new(),
+            items: Box::default(),
             trigger: None,
             calls_per_occurrence: keys.len() as f64,
             single: false,
@@ -2210,10 +2341,34 @@ mod tests {
             (2, 10)
         );
         assert!(habit.score > 0.0);
-        // Repeats are evidence too, not only one per session: as many as qualify it.
-        assert_eq!(habit.evidence.len(), 4);
-        let sessions: BTreeSet<&str> = habit.evidence.iter().map(|e| e.session.as_str()).collect();
-        assert_eq!(sessions, BTreeSet::from(["s1", "s2"]));
+        // Every repeat is evidence, not only one per session nor only as many as qualify it:
+        // each time the habit was run, with its own module.
+        assert_eq!(habit.evidence.len(), 10, "{:#?}", habit.evidence);
+        let mut runs: Vec<(&str, &[String])> = habit
+            .evidence
+            .iter()
+            .map(|e| (e.session.as_str(), e.commands.as_slice()))
+            .collect();
+        runs.sort();
+        let modules = ["ingest", "router", "auth", "storage", "metrics", "cli"];
+        let mut expected: Vec<(&str, Vec<String>)> = [("s1", 6), ("s2", 4)]
+            .into_iter()
+            .flat_map(|(session, times)| {
+                modules[..times].iter().map(move |m| {
+                    (
+                        session,
+                        vec![
+                            format!("./scripts/check.sh --module {m}"),
+                            format!("make -C {m} test"),
+                        ],
+                    )
+                })
+            })
+            .collect();
+        expected.sort();
+        let runs: Vec<(&str, Vec<String>)> =
+            runs.into_iter().map(|(s, c)| (s, c.to_vec())).collect();
+        assert_eq!(runs, expected);
         // One habit, one pattern proposed: what runs from one occurrence into the next
         // (`make → check`, `check → make → check`) lies inside it.
         let proposed: Vec<&Pattern> = report
