@@ -36,7 +36,7 @@ use super::recovery::{
 use super::score::{SECONDS_PER_CALL, ScoreInput, score};
 use super::sequences::{self, PatternRef, SequenceMiner, SequenceMinerConfig, SequenceMinerError};
 use super::templates::{TemplateId, TemplateMiner, TemplateMinerConfig};
-use super::token::{InternError, Interner, NoiseRules, Token, Tokenizer};
+use super::token::{InternError, Interner, NoiseRules, Token, TokenKind, Tokenizer};
 use crate::action::stored as actions_table;
 use crate::action::{Action, ActionResult, Source};
 use crate::config::MineSettings;
@@ -427,6 +427,8 @@ struct Loaded {
     /// Family (a top-level session) names, by index.
     families: HashMap<String, u32>,
     interner: Interner,
+    /// Per symbol: whether it is an agent's own tool call (`Read`, `Edit`, SWE-agent's `open`).
+    agent_tool: Vec<bool>,
     commands: Interner,
     /// Per command key, its tokens' count and words: how complex one command is.
     command_words: Vec<(u32, u32)>,
@@ -597,6 +599,7 @@ impl Loaded {
             sessions: Vec::new(),
             families: HashMap::new(),
             interner: Interner::new(),
+            agent_tool: Vec::new(),
             commands: Interner::new(),
             command_words: Vec::new(),
             errors: TemplateMiner::new(TemplateMinerConfig::default()),
@@ -630,7 +633,11 @@ impl Loaded {
             symbols.push(if interactive(token) {
                 BARRIER
             } else {
-                self.interner.intern(&token.key).map_err(symbols_full)?
+                let symbol = self.interner.intern(&token.key).map_err(symbols_full)?;
+                if symbol as usize == self.agent_tool.len() {
+                    self.agent_tool.push(token.kind == TokenKind::Tool);
+                }
+                symbol
             });
         }
         Ok(Some(Abstracted {
@@ -991,8 +998,13 @@ fn elapsed_ms(since: Instant) -> u64 {
     since.elapsed().as_millis() as u64
 }
 
-/// How the sequence miner runs for `options`.
-fn sequence_config(options: &MineOptions, needed: Needed) -> SequenceMinerConfig {
+/// How the sequence miner runs for `options`; `agent_tool` says which symbols are an agent's
+/// own tool calls.
+fn sequence_config(
+    options: &MineOptions,
+    needed: Needed,
+    agent_tool: &[bool],
+) -> SequenceMinerConfig {
     SequenceMinerConfig {
         // Sessions, counted apart: at least the families; the candidates are checked again.
         min_support: needed.support,
@@ -1006,6 +1018,12 @@ fn sequence_config(options: &MineOptions, needed: Needed) -> SequenceMinerConfig
         // Memory is bounded by keeping only the best candidates while streaming; the cap only
         // guards time on pathological input.
         max_patterns: 2_000_000,
+        // An agent's call that always follows (or precedes) a command habit does not hide it:
+        // the habit is reported, and the longer pattern, which no tool can be made of, is
+        // folded into it.
+        never_dominate: (0..agent_tool.len() as u32)
+            .filter(|&s| agent_tool[s as usize])
+            .collect(),
     }
 }
 
@@ -1028,7 +1046,7 @@ fn find_sequences<'s>(
     options: &MineOptions,
     needed: Needed,
 ) -> Result<SequencesFound<'s>, MineError> {
-    let config = sequence_config(options, needed);
+    let config = sequence_config(options, needed, &loaded.agent_tool);
     let miner = SequenceMiner::new(config.clone())?;
     let keep = options.max_patterns_per_kind.max(1);
     let symbols: Vec<&[u32]> = loaded
@@ -2730,6 +2748,76 @@ mod tests {
         let p = &starting_with(&report, "git add")[0];
         assert!(p.score > 20.0, "{p:#?}");
         assert!(p.score_parts.confidence > 0.0);
+    }
+
+    /// Stores `(session, tool, input)` calls, numbered in order within each session, all
+    /// succeeding, as Claude Code's.
+    fn store_calls(calls: &[(String, &str, Value)]) -> (TempDir, Connection) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("state.db");
+        drop(Store::open(&path).expect("the store opens"));
+        let conn = open_for_update(&path).expect("a connection");
+        let mut seqs: HashMap<&str, u64> = HashMap::new();
+        for (session, tool, input) in calls {
+            let seq = seqs.entry(session).or_default();
+            *seq += 1;
+            conn.execute(
+                "INSERT INTO actions (session, seq, source, tool, input, ok)
+                 VALUES (?1, ?2, 'claude-code', ?3, ?4, 1)",
+                params![session, *seq as i64, tool, input.to_string()],
+            )
+            .expect("the action is stored");
+        }
+        (dir, conn)
+    }
+
+    #[test]
+    fn an_agent_call_that_always_follows_a_habit_does_not_hide_it() {
+        // `cargo build -p X → cargo test -p X`, then the agent reads a file, in every session:
+        // the pattern with the `Read` has the habit's support, yet the habit is what is
+        // proposed and the longer one is folded into it.
+        let mut calls = Vec::new();
+        for i in 0..5 {
+            let session = format!("s{i}");
+            let bash = |c: String| (session.clone(), "Bash", serde_json::json!({ "command": c }));
+            calls.push(bash(ONE_OFFS[i].to_owned()));
+            calls.push(bash(format!("cargo build -p crate{i}")));
+            calls.push(bash(format!("cargo test -p crate{i}")));
+            calls.push((
+                session.clone(),
+                "Read",
+                serde_json::json!({ "file_path": format!("/src/crate{i}/lib.rs") }),
+            ));
+            calls.push(bash(ONE_OFFS[i + 1].to_owned()));
+        }
+        let (_dir, conn) = store_calls(&calls);
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| (&p.templates, p.folded_into.as_ref().map(|f| &f.id)))
+            .collect();
+        let habit = report
+            .patterns
+            .iter()
+            .find(|p| {
+                p.templates.len() == 2
+                    && p.templates[0].starts_with("cargo build")
+                    && p.templates[1].starts_with("cargo test")
+            })
+            .unwrap_or_else(|| panic!("the habit among {summary:#?}"));
+        assert!(habit.folded_into.is_none(), "{summary:#?}");
+        assert!(habit.steps.iter().all(|s| !s.agent_tool));
+        assert_eq!((habit.support, habit.evidence.len()), (5, 5));
+        let with_read = starting_with(&report, "cargo build")
+            .into_iter()
+            .find(|p| p.steps.iter().any(|s| s.agent_tool))
+            .unwrap_or_else(|| panic!("the longer pattern among {summary:#?}"));
+        assert_eq!(
+            with_read.folded_into.as_ref().map(|f| &f.id),
+            Some(&habit.id),
+            "{summary:#?}"
+        );
     }
 
     #[test]
