@@ -647,6 +647,19 @@ impl Loaded {
         }))
     }
 
+    /// How many times each symbol is run, over all sessions.
+    fn symbol_counts(&self) -> Vec<u32> {
+        let mut counts = vec![0u32; self.interner.len()];
+        for session in &self.sessions {
+            for &s in &session.symbols {
+                if let Some(n) = counts.get_mut(s as usize) {
+                    *n = n.saturating_add(1);
+                }
+            }
+        }
+        counts
+    }
+
     /// The index of the family (top-level session) `name`.
     fn family(&mut self, name: &str) -> u32 {
         let next = self.families.len() as u32;
@@ -938,7 +951,15 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     let mined_ms = elapsed_ms(started) - load_ms;
     let mut refetch = Refetch::new(conn, &tokenizer)?;
     let mut patterns = align_and_score(&mut refetch, &found, options)?;
-    let groups = fold_groups(&patterns, options.fold_ratio);
+    let counts = loaded.symbol_counts();
+    let step_count = |key: &str| {
+        loaded
+            .interner
+            .get(key)
+            .and_then(|s| counts.get(s as usize).copied())
+            .unwrap_or(u32::MAX)
+    };
+    let groups = fold_groups(&patterns, options.fold_ratio, &step_count);
     complete_heads(
         &mut refetch,
         &loaded,
@@ -1641,7 +1662,11 @@ const MAX_FOLDED_LISTED: usize = 20;
 /// call, a recovery before a sequence, then by score); a later pattern takes the group over when
 /// it has clearly more occurrences (the kept one has fewer than `ratio` of its count) and is
 /// not a worse kind. Slow operations are another kind of habit and are left alone.
-fn fold_groups(patterns: &[Ranked], ratio: f64) -> Vec<(usize, Vec<usize>)> {
+fn fold_groups(
+    patterns: &[Ranked],
+    ratio: f64,
+    step_count: &dyn Fn(&str) -> u32,
+) -> Vec<(usize, Vec<usize>)> {
     let proposable = |p: &Pattern| {
         !p.steps
             .iter()
@@ -1663,6 +1688,9 @@ fn fold_groups(patterns: &[Ranked], ratio: f64) -> Vec<(usize, Vec<usize>)> {
     // Groups: the one standing for the habit, and every member; the spans of all members,
     // by session.
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    // Per group: the occurrences its head stands for (its own, or more where it stands for a
+    // shorter pattern whose steps it extends).
+    let mut strength: Vec<u32> = Vec::new();
     let mut by_session: HashMap<u32, Vec<(usize, Span)>> = HashMap::new();
     for i in order {
         let spans = &patterns[i].spans;
@@ -1721,15 +1749,21 @@ fn fold_groups(patterns: &[Ranked], ratio: f64) -> Vec<(usize, Vec<usize>)> {
             Some((g, _)) => {
                 let head = &patterns[groups[g].0].pattern;
                 let new = &patterns[i].pattern;
-                if rank(new) <= rank(head)
-                    && f64::from(head.occurrences) < ratio * f64::from(new.occurrences)
+                match (rank(new) <= rank(head))
+                    .then(|| stands_for(new, head, strength[g], ratio, step_count))
                 {
-                    groups[g].0 = i;
+                    Some(Stands::New(n)) => {
+                        groups[g].0 = i;
+                        strength[g] = n;
+                    }
+                    Some(Stands::Head(n)) => strength[g] = n,
+                    None => {}
                 }
                 groups[g].1.push(i);
                 g
             }
             None => {
+                strength.push(patterns[i].pattern.occurrences);
                 groups.push((i, vec![i]));
                 groups.len() - 1
             }
@@ -1769,6 +1803,83 @@ fn mark_folded(patterns: &mut [Ranked], groups: Vec<(usize, Vec<usize>)>) {
             }
         }
     }
+}
+
+/// Which of a group's head and a pattern joining it stands for their habit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stands {
+    /// The joining pattern, for this many occurrences.
+    New(u32),
+    /// The head still, for this many.
+    Head(u32),
+}
+
+/// Whether `new` rather than `head` (standing for `strength` occurrences) stands for their
+/// habit, of a kind as good: the one with clearly more occurrences (the head stands for fewer
+/// than `ratio` of the new one's count), except where one is the other with steps before or
+/// after it. Then the longer one stands for the habit when those steps are part of it
+/// ([`extra_steps_belong`]) — `gia → gc → gp` rather than `gc → gp`, though `gc → gp` is also
+/// run alone — and for the shorter one's occurrences too; never when they are stray steps.
+fn stands_for(
+    new: &Pattern,
+    head: &Pattern,
+    strength: u32,
+    ratio: f64,
+    step_count: &dyn Fn(&str) -> u32,
+) -> Stands {
+    let (new_keys, head_keys) = (step_keys(new), step_keys(head));
+    if let Some(extra) = extra_steps(&new_keys, &head_keys)
+        && extra_steps_belong(new, head, &extra, step_count)
+    {
+        return Stands::New(strength.max(new.occurrences));
+    }
+    if let Some(extra) = extra_steps(&head_keys, &new_keys)
+        && extra_steps_belong(head, new, &extra, step_count)
+    {
+        return Stands::Head(strength.max(new.occurrences));
+    }
+    let longer = extra_steps(&new_keys, &head_keys).is_some();
+    if !longer && f64::from(strength) < ratio * f64::from(new.occurrences) {
+        Stands::New(new.occurrences)
+    } else {
+        Stands::Head(strength)
+    }
+}
+
+/// The steps `longer` has besides `shorter`, when `shorter`'s steps are a run of `longer`'s
+/// (`X · shorter · Y`, `X` or `Y` not empty).
+fn extra_steps<'k>(longer: &[&'k str], shorter: &[&str]) -> Option<Vec<&'k str>> {
+    if shorter.is_empty() || longer.len() <= shorter.len() {
+        return None;
+    }
+    let at = longer.windows(shorter.len()).position(|w| w == shorter)?;
+    Some(
+        longer[..at]
+            .iter()
+            .chain(&longer[at + shorter.len()..])
+            .copied()
+            .collect(),
+    )
+}
+
+/// Share of a shorter pattern's occurrences a longer one must hold for its extra steps to be
+/// part of the habit (three in four), see [`extra_steps_belong`].
+const BELONG_SHARE: f64 = 0.75;
+
+/// Whether the steps `extra` that `longer` adds to `shorter` are part of the habit rather than
+/// stray steps next to it: they are there in nearly every occurrence of `shorter` (`longer`
+/// holds [`BELONG_SHARE`] of its count), and most of each one's own runs (`step_count`, over
+/// all sessions) are `longer`'s — a stray look-around (`uname -a`, `sed -n`) is run before many
+/// things, a habit's own first step (`gia`, adding the files `gc` commits) mostly before it.
+fn extra_steps_belong(
+    longer: &Pattern,
+    shorter: &Pattern,
+    extra: &[&str],
+    step_count: &dyn Fn(&str) -> u32,
+) -> bool {
+    let n = u64::from(longer.occurrences);
+    n as f64 >= BELONG_SHARE * f64::from(shorter.occurrences)
+        && extra.iter().all(|k| 2 * n > u64::from(step_count(k)))
 }
 
 /// A pattern's step keys in order, a recovery's failing command first.
@@ -2728,6 +2839,110 @@ mod tests {
             .collect();
         assert_eq!(proposed.len(), 1, "{summary:#?}");
         assert_eq!(proposed[0].templates.len(), 2, "{summary:#?}");
+    }
+
+    #[test]
+    fn a_habits_first_step_is_not_dropped_for_the_shorter_pattern_with_more_occurrences() {
+        // From a zsh history (52 of 64 on the corpus): `gia FILE → gc → gp` (add, commit, push)
+        // in twelve sessions, and `gc → gp` alone in three more. `gc → gp` has more occurrences
+        // (15 against 12), but `gia` is part of the habit: it is in nearly all of `gc → gp`'s
+        // occurrences, and all of `gia`'s own are in the habit. The longer pattern stands for
+        // it.
+        let mut calls = Vec::new();
+        for i in 0..15 {
+            let session = format!("s{i}");
+            let run = |c: String| (session.clone(), c, Some(true), None);
+            // One-off commands of their own around each occurrence.
+            calls.push(run(format!("before{i} --check")));
+            if i < 12 {
+                calls.push(run(format!("gia src/m{i}.rs")));
+            }
+            calls.push(run("gc".into()));
+            calls.push(run("gp".into()));
+            calls.push(run(format!("after{i} --check")));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| {
+                (
+                    &p.templates,
+                    p.occurrences,
+                    p.folded_into.as_ref().map(|f| &f.id),
+                )
+            })
+            .collect();
+        let proposed: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.folded_into.is_none())
+            .filter(|p| p.templates.iter().any(|t| t == "gp"))
+            .collect();
+        assert_eq!(proposed.len(), 1, "{summary:#?}");
+        assert_eq!(
+            proposed[0].templates,
+            ["gia <path>", "gc", "gp"],
+            "{summary:#?}"
+        );
+        let shorter = report
+            .patterns
+            .iter()
+            .find(|p| p.templates == ["gc", "gp"])
+            .unwrap_or_else(|| panic!("`gc → gp` among {summary:#?}"));
+        assert_eq!(shorter.occurrences, 15);
+        assert_eq!(
+            shorter.folded_into.as_ref().map(|f| &f.id),
+            Some(&proposed[0].id)
+        );
+    }
+
+    #[test]
+    fn a_stray_step_before_most_occurrences_of_a_habit_does_not_take_it_over() {
+        // `uname -a` right before 6 of 10 occurrences of `openssl x509 → openssl verify`, and
+        // as often elsewhere: it is in most of the habit's occurrences, but most of its own
+        // are not the habit's. The habit stands alone.
+        let mut calls = Vec::new();
+        for i in 0..10 {
+            let session = format!("s{i}");
+            let run = |c: String| (session.clone(), c, Some(true), None);
+            calls.push(run(ONE_OFFS[i % 6].to_owned()));
+            if i < 6 {
+                calls.push(run("uname -a".into()));
+            }
+            calls.push(run(format!(
+                "openssl x509 -in certs/c{i}.pem -noout -subject"
+            )));
+            calls.push(run(format!("openssl verify -CAfile ca.pem certs/c{i}.pem")));
+            // Elsewhere: further than the gap from the habit.
+            calls.push(run(ONE_OFFS[(i + 1) % 6].to_owned()));
+            calls.push(run(ONE_OFFS[(i + 2) % 6].to_owned()));
+            calls.push(run("uname -a".into()));
+            calls.push(run(ONE_OFFS[(i + 3) % 6].to_owned()));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| {
+                (
+                    &p.templates,
+                    p.occurrences,
+                    p.folded_into.as_ref().map(|f| &f.id),
+                )
+            })
+            .collect();
+        let proposed: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.folded_into.is_none())
+            .filter(|p| p.templates.iter().any(|t| t.starts_with("openssl verify")))
+            .collect();
+        assert_eq!(proposed.len(), 1, "{summary:#?}");
+        assert_eq!(proposed[0].templates.len(), 2, "{summary:#?}");
+        assert_eq!(proposed[0].occurrences, 10, "{summary:#?}");
     }
 
     #[test]

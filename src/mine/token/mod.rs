@@ -118,7 +118,7 @@ use crate::action::{Action, Source};
 use crate::mine::shell::{self, Dialect};
 
 use agent_tools::tool_token;
-pub use classify::{SlotKind, classify};
+pub use classify::{SlotKind, classify, names_a_file};
 pub use draft::joins_run;
 pub use intern::{InternError, Interner};
 
