@@ -1556,7 +1556,7 @@ fn complete_heads(
     refetch: &mut Refetch<'_>,
     loaded: &Loaded,
     found: &[Found<'_>],
-    patterns: &mut Vec<Ranked>,
+    patterns: &mut [Ranked],
     groups: &[(usize, Vec<usize>)],
     options: &MineOptions,
 ) -> Result<(), MineError> {
