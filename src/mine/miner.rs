@@ -1628,16 +1628,19 @@ impl Span {
     /// (`b → a` between two `a → b`); `git status → git diff` does not lie inside `git diff →
     /// git add → git commit`: they share a command, not a habit.
     fn inside<'o>(&self, others: impl IntoIterator<Item = &'o Span>) -> bool {
+        2 * self.shared(others) > self.tokens.len()
+    }
+
+    /// How many of its commands are commands of `others` (in the same session).
+    fn shared<'o>(&self, others: impl IntoIterator<Item = &'o Span>) -> usize {
         let others: Vec<&Span> = others
             .into_iter()
             .filter(|o| o.session == self.session)
             .collect();
-        let covered = self
-            .tokens
+        self.tokens
             .iter()
             .filter(|t| others.iter().any(|o| o.tokens.binary_search(t).is_ok()))
-            .count();
-        2 * covered > self.tokens.len()
+            .count()
     }
 }
 
@@ -1696,14 +1699,22 @@ fn fold_groups(
     let mut by_session: HashMap<u32, Vec<(usize, Span)>> = HashMap::new();
     for i in order {
         let spans = &patterns[i].spans;
-        // Per group: how many of this pattern's occurrences lie inside the group's.
+        // Per group: how many of this pattern's occurrences lie inside the group's, and how
+        // many of its commands are the group's; and how many of its occurrences lie inside
+        // all the groups' together.
         let mut hits: HashMap<usize, usize> = HashMap::new();
+        let mut shared: HashMap<usize, usize> = HashMap::new();
+        let mut inside_all = 0;
         for span in spans {
             let mut near: HashMap<usize, Vec<&Span>> = HashMap::new();
             for (g, other) in by_session.get(&span.session).into_iter().flatten() {
                 near.entry(*g).or_default().push(other);
             }
+            if span.inside(near.values().flatten().copied()) {
+                inside_all += 1;
+            }
             for (g, others) in near {
+                *shared.entry(g).or_default() += span.shared(others.iter().copied());
                 if span.inside(others) {
                     *hits.entry(g).or_default() += 1;
                 }
@@ -1746,7 +1757,20 @@ fn fold_groups(
                 (share > 0.5).then_some((g, share))
             })
             .chain(structural)
-            .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(&a.0)));
+            .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+            // Two habits back to back (`make build → make test` then the `pytest` failure and
+            // its fix), or the junction of two: most occurrences lie inside the groups'
+            // together. It joins the one it shares most commands with.
+            .or_else(|| {
+                (2 * inside_all > spans.len())
+                    .then(|| {
+                        shared
+                            .iter()
+                            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+                            .map(|(&g, _)| (g, 0.5))
+                    })
+                    .flatten()
+            });
         let g = match joined {
             Some((g, _)) => {
                 let head = &patterns[groups[g].0].pattern;
@@ -2637,6 +2661,71 @@ mod tests {
             overlapping(&[span(0, &[2, 3, 4]), span(0, &[5, 6])], &habit),
             1
         );
+    }
+
+    #[test]
+    fn two_habits_back_to_back_are_not_a_third() {
+        // `make build -C X → make test -C X` in eight sessions; in three of them the `pytest`
+        // failure on a missing module and its fix follow. The five steps together are seen
+        // in three sessions (a `git log` between the two habits in one), but they are the two
+        // habits one after the other: folded, not proposed (the `toolsmith demo` logs).
+        let failure = "E   ModuleNotFoundError: No module named 'requests'";
+        let mut calls = Vec::new();
+        for (i, dir) in ["core", "cli", "web", "store", "api", "ui", "db", "auth"]
+            .iter()
+            .enumerate()
+        {
+            let session = format!("s{i}");
+            let run = |c: &str, ok, o: Option<&str>| {
+                (
+                    session.clone(),
+                    c.to_owned(),
+                    Some(ok),
+                    o.map(str::to_owned),
+                )
+            };
+            calls.push(run(&format!("before{i} --check"), true, None));
+            calls.push(run(&format!("make build -C {dir}"), true, None));
+            calls.push(run(&format!("make test -C {dir}"), true, None));
+            if i == 1 {
+                calls.push(run("git log --oneline -n 5", true, None));
+            }
+            if i < 3 {
+                calls.push(run("python3 -m pytest tests/", false, Some(failure)));
+                calls.push(run("pip install requests", true, None));
+                calls.push(run("python3 -m pytest tests/", true, Some("12 passed")));
+            }
+            calls.push(run(&format!("after{i} --check"), true, None));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| (p.kind, &p.templates, p.folded_into.as_ref().map(|f| &f.id)))
+            .collect();
+        let proposed: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.folded_into.is_none())
+            .collect();
+        assert_eq!(proposed.len(), 2, "{summary:#?}");
+        assert!(
+            proposed
+                .iter()
+                .any(|p| p.kind == PatternKind::Sequence && p.templates.len() == 2),
+            "{summary:#?}"
+        );
+        assert!(
+            proposed.iter().any(|p| p.kind == PatternKind::Recovery),
+            "{summary:#?}"
+        );
+        let both = report
+            .patterns
+            .iter()
+            .find(|p| p.templates.len() == 5)
+            .unwrap_or_else(|| panic!("the five steps among {summary:#?}"));
+        assert!(both.folded_into.is_some(), "{summary:#?}");
     }
 
     #[test]
