@@ -17,7 +17,7 @@
 //! (a pattern whose candidate was rejected stays rejected, one already proposed or covered by an
 //! approved tool is not proposed again).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::time::Instant;
 
@@ -950,7 +950,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     rank(&mut found);
     let mined_ms = elapsed_ms(started) - load_ms;
     let mut refetch = Refetch::new(conn, &tokenizer)?;
-    let mut patterns = align_and_score(&mut refetch, &found, options)?;
+    let mut patterns = align_and_score(&mut refetch, &loaded, &found, options)?;
     let counts = loaded.symbol_counts();
     let step_count = |key: &str| {
         loaded
@@ -1490,9 +1490,11 @@ struct Ranked {
 
 /// Aligns the ranked candidates, best first, up to [`MineOptions::max_patterns_per_kind`] of
 /// each kind, and scores them; one pattern per id (the best supported), best score first, each
-/// with the spans of the occurrences looked at.
+/// with the spans of all its occurrences held (the repeats not aligned yet too: a span is a few
+/// positions, what the fold compares).
 fn align_and_score(
     refetch: &mut Refetch<'_>,
+    loaded: &Loaded,
     found: &[Found<'_>],
     options: &MineOptions,
 ) -> Result<Vec<Ranked>, MineError> {
@@ -1518,7 +1520,7 @@ fn align_and_score(
         match patterns.get(&pattern.id) {
             Some(existing) if existing.pattern.support >= pattern.support => {}
             _ => {
-                let spans = f.occurrences.iter().filter_map(Span::of).collect();
+                let spans = spans_of(loaded, f, options);
                 patterns.insert(
                     pattern.id.clone(),
                     Ranked {
@@ -1533,6 +1535,22 @@ fn align_and_score(
     let mut patterns: Vec<Ranked> = patterns.into_values().collect();
     best_first(&mut patterns);
     Ok(patterns)
+}
+
+/// Where all the occurrences `f` holds lie: those it holds as steps, and its further repeats.
+fn spans_of(loaded: &Loaded, f: &Found<'_>, options: &MineOptions) -> Vec<Span> {
+    let more = f.more.iter().filter_map(|o| {
+        let positions = step_positions(loaded, &f.items, o, Some(options.max_gap))?;
+        Span::of(&Occ {
+            session: loaded.sessions.get(o.seq as usize)?,
+            positions,
+        })
+    });
+    f.occurrences
+        .iter()
+        .filter_map(Span::of)
+        .chain(more)
+        .collect()
 }
 
 /// Best score first (ties by id).
@@ -1589,9 +1607,7 @@ fn complete_heads(
         else {
             continue;
         };
-        let r = &mut patterns[head];
-        r.pattern = scored_pattern(f, aligned, durations);
-        r.spans = every.iter().filter_map(Span::of).collect();
+        patterns[head].pattern = scored_pattern(f, aligned, durations);
     }
     Ok(())
 }
@@ -1627,26 +1643,25 @@ impl Span {
     /// `git add … && git commit …`) or the end of one occurrence with the start of the next
     /// (`b → a` between two `a → b`); `git status → git diff` does not lie inside `git diff →
     /// git add → git commit`: they share a command, not a habit.
-    fn inside<'o>(&self, others: impl IntoIterator<Item = &'o Span>) -> bool {
-        2 * self.shared(others) > self.tokens.len()
-    }
-
-    /// How many of its commands are commands of `others` (in the same session).
-    fn shared<'o>(&self, others: impl IntoIterator<Item = &'o Span>) -> usize {
-        let others: Vec<&Span> = others
-            .into_iter()
-            .filter(|o| o.session == self.session)
-            .collect();
-        self.tokens
+    /// (`held`: the commands of the others, as session and token position; [`fold_groups`]
+    /// counts the same per group.)
+    fn inside(&self, held: &HashSet<(u32, u32)>) -> bool {
+        let shared = self
+            .tokens
             .iter()
-            .filter(|t| others.iter().any(|o| o.tokens.binary_search(t).is_ok()))
-            .count()
+            .filter(|&&t| held.contains(&(self.session, t)))
+            .count();
+        2 * shared > self.tokens.len()
     }
 }
 
 /// How many of `spans` lie inside `others` (see [`Span::inside`]).
 fn overlapping(spans: &[Span], others: &[Span]) -> usize {
-    spans.iter().filter(|s| s.inside(others)).count()
+    let held: HashSet<(u32, u32)> = others
+        .iter()
+        .flat_map(|o| o.tokens.iter().map(move |&t| (o.session, t)))
+        .collect();
+    spans.iter().filter(|s| s.inside(&held)).count()
 }
 
 /// Patterns folded into one that its stored body lists, at most (each folded one names it).
@@ -1696,32 +1711,44 @@ fn fold_groups(
     // Per group: the occurrences its head stands for (its own, or more where it stands for a
     // shorter pattern whose steps it extends).
     let mut strength: Vec<u32> = Vec::new();
-    let mut by_session: HashMap<u32, Vec<(usize, Span)>> = HashMap::new();
+    // Which groups' occurrences hold each command (session, token position): looking a
+    // pattern's occurrences up costs their length, however many patterns came before.
+    let mut owners: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
     for i in order {
         let spans = &patterns[i].spans;
-        // Per group: how many of this pattern's occurrences lie inside the group's, and how
-        // many of its commands are the group's; and how many of its occurrences lie inside
-        // all the groups' together.
+        // Per group: how many of this pattern's occurrences lie inside the group's (more than
+        // half their commands are the group's), and how many of its commands are the group's;
+        // and how many of its occurrences lie inside all the groups' together.
         let mut hits: HashMap<usize, usize> = HashMap::new();
         let mut shared: HashMap<usize, usize> = HashMap::new();
         let mut inside_all = 0;
         for span in spans {
-            let mut near: HashMap<usize, Vec<&Span>> = HashMap::new();
-            for (g, other) in by_session.get(&span.session).into_iter().flatten() {
-                near.entry(*g).or_default().push(other);
+            let mut per_group: Vec<(usize, usize)> = Vec::new();
+            let mut covered = 0;
+            for &t in &span.tokens {
+                let Some(gs) = owners.get(&(span.session, t)) else {
+                    continue;
+                };
+                covered += 1;
+                for &g in gs {
+                    match per_group.iter_mut().find(|(h, _)| *h == g) {
+                        Some((_, n)) => *n += 1,
+                        None => per_group.push((g, 1)),
+                    }
+                }
             }
-            if span.inside(near.values().flatten().copied()) {
+            if 2 * covered > span.tokens.len() {
                 inside_all += 1;
             }
-            for (g, others) in near {
-                *shared.entry(g).or_default() += span.shared(others.iter().copied());
-                if span.inside(others) {
+            for (g, n) in per_group {
+                *shared.entry(g).or_default() += n;
+                if 2 * n > span.tokens.len() {
                     *hits.entry(g).or_default() += 1;
                 }
             }
         }
-        // Where a member's occurrences were only partly looked at (a habit qualified by its
-        // occurrences has some of its repeats aligned), its spans miss most of its variants':
+        // Where a member's occurrences were only partly held (more than
+        // `MineOptions::max_occurrences`), its spans miss most of its variants':
         // a pattern more than half of whose steps are that member's steps, in its order (a
         // stray step before or after it, or the end of one occurrence with the start of the
         // next), is taken to lie inside it; `mkdir → rm -rf → mkdir` does not lie inside
@@ -1795,10 +1822,12 @@ fn fold_groups(
             }
         };
         for span in spans {
-            by_session
-                .entry(span.session)
-                .or_default()
-                .push((g, span.clone()));
+            for &t in &span.tokens {
+                let gs = owners.entry((span.session, t)).or_default();
+                if !gs.contains(&g) {
+                    gs.push(g);
+                }
+            }
         }
     }
     groups
@@ -2649,14 +2678,15 @@ mod tests {
         };
         // `a → b` at rows 3–4 and 7–8.
         let habit = [span(0, &[3, 4]), span(0, &[7, 8])];
+        let inside = |s: Span| overlapping(&[s], &habit) == 1;
         // A stray step before, or after with a gap: two of three actions.
-        assert!(span(0, &[2, 3, 4]).inside(&habit));
-        assert!(span(0, &[3, 4, 6]).inside(&habit));
+        assert!(inside(span(0, &[2, 3, 4])));
+        assert!(inside(span(0, &[3, 4, 6])));
         // `b → a`, from one occurrence into the next.
-        assert!(span(0, &[4, 7]).inside(&habit));
+        assert!(inside(span(0, &[4, 7])));
         // Sharing one action of two is not a habit; another session is not this one.
-        assert!(!span(0, &[1, 3]).inside(&habit));
-        assert!(!span(1, &[3, 4]).inside(&habit));
+        assert!(!inside(span(0, &[1, 3])));
+        assert!(!inside(span(1, &[3, 4])));
         assert_eq!(
             overlapping(&[span(0, &[2, 3, 4]), span(0, &[5, 6])], &habit),
             1
