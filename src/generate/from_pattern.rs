@@ -521,6 +521,13 @@ impl ToolSpec {
                 step.template
             )));
         }
+        if pattern.only_looks_around() {
+            let steps = pattern.steps_text().join(" → ");
+            return Err(fail(&format!(
+                "its steps only look around (`{steps}`): the agent reading files and the \
+                 machine's state, each command on its own, which no tool takes off its hands"
+            )));
+        }
         // A command line the shell parser could not read (an unbalanced quote, syntax it does
         // not know) is one opaque step: its words are not known, so no tool can run them.
         let unparsed_step = pattern
@@ -1018,6 +1025,59 @@ mod tests {
                 .contains("`Read <path>` is an agent's tool call"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn steps_that_only_look_around_are_no_tool() {
+        // The planted sessions' stray `wc -l GLOB` then `sed -n RANGE FILE`, seen together in
+        // 4 sessions of 20: the agent reading.
+        let mut p = sequence();
+        p.steps = vec![
+            Step {
+                template: "wc -l <glob>".into(),
+                key: "wc -l <arg>".into(),
+                ..step(vec![lit("wc"), lit("-l"), param("glob")])
+            },
+            Step {
+                template: "sed -n <value> <path>".into(),
+                key: "sed -n <arg> <arg>".into(),
+                ..step(vec![lit("sed"), lit("-n"), param("value"), param("path")])
+            },
+        ];
+        let err = ToolSpec::from_pattern(&p, &|_| false).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("only look around (`wc -l <glob> → sed -n <value> <path>`)"),
+            "{err}"
+        );
+        // A pipeline of them is a text filter, and a step that changes something is work.
+        for (i, key, words) in [
+            (1, "wc -l", vec![lit("wc"), lit("-l")]),
+            (
+                1,
+                "sed -i <arg> <arg>",
+                vec![lit("sed"), lit("-i"), param("value")],
+            ),
+            (
+                0,
+                "make -C <arg> test",
+                vec![lit("make"), lit("-C"), param("dir")],
+            ),
+        ] {
+            let mut q = p.clone();
+            q.steps[i] = Step {
+                key: key.into(),
+                piped: key == "wc -l",
+                ..step(words)
+            };
+            let made = ToolSpec::from_pattern(&q, &|_| false);
+            assert!(
+                made.as_ref()
+                    .err()
+                    .is_none_or(|e| !e.to_string().contains("only look around")),
+                "{key}: {made:?}"
+            );
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! (a pattern whose candidate was rejected stays rejected, one already proposed or covered by an
 //! approved tool is not proposed again).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::time::Instant;
 
@@ -36,7 +36,7 @@ use super::recovery::{
 use super::score::{SECONDS_PER_CALL, ScoreInput, score};
 use super::sequences::{self, PatternRef, SequenceMiner, SequenceMinerConfig, SequenceMinerError};
 use super::templates::{TemplateId, TemplateMiner, TemplateMinerConfig};
-use super::token::{InternError, Interner, NoiseRules, Token, Tokenizer};
+use super::token::{InternError, Interner, NoiseRules, Token, TokenKind, Tokenizer};
 use crate::action::stored as actions_table;
 use crate::action::{Action, ActionResult, Source};
 use crate::config::MineSettings;
@@ -149,9 +149,12 @@ pub struct MineOptions {
     pub max_recovery_steps: usize,
     /// Most patterns of each kind aligned and reported per run.
     pub max_patterns_per_kind: usize,
-    /// Most occurrences aligned per pattern (one per session first).
+    /// Most occurrences held and aligned per pattern (one per session first, then the repeats
+    /// within sessions): the bound on what a pattern costs however long its sessions are. 50 by
+    /// default, far above what shows a habit (`min_occurrences`, 4).
     pub max_occurrences: usize,
-    /// Occurrences kept as evidence per pattern.
+    /// Occurrences kept as evidence per pattern (each one a dry-run test of its tool): 20 by
+    /// default.
     pub max_evidence: usize,
 }
 
@@ -424,6 +427,8 @@ struct Loaded {
     /// Family (a top-level session) names, by index.
     families: HashMap<String, u32>,
     interner: Interner,
+    /// Per symbol: whether it is an agent's own tool call (`Read`, `Edit`, SWE-agent's `open`).
+    agent_tool: Vec<bool>,
     commands: Interner,
     /// Per command key, its tokens' count and words: how complex one command is.
     command_words: Vec<(u32, u32)>,
@@ -594,6 +599,7 @@ impl Loaded {
             sessions: Vec::new(),
             families: HashMap::new(),
             interner: Interner::new(),
+            agent_tool: Vec::new(),
             commands: Interner::new(),
             command_words: Vec::new(),
             errors: TemplateMiner::new(TemplateMinerConfig::default()),
@@ -627,7 +633,11 @@ impl Loaded {
             symbols.push(if interactive(token) {
                 BARRIER
             } else {
-                self.interner.intern(&token.key).map_err(symbols_full)?
+                let symbol = self.interner.intern(&token.key).map_err(symbols_full)?;
+                if symbol as usize == self.agent_tool.len() {
+                    self.agent_tool.push(token.kind == TokenKind::Tool);
+                }
+                symbol
             });
         }
         Ok(Some(Abstracted {
@@ -635,6 +645,19 @@ impl Loaded {
             by_hand: symbols.contains(&BARRIER),
             symbols: symbols.into_boxed_slice(),
         }))
+    }
+
+    /// How many times each symbol is run, over all sessions.
+    fn symbol_counts(&self) -> Vec<u32> {
+        let mut counts = vec![0u32; self.interner.len()];
+        for session in &self.sessions {
+            for &s in &session.symbols {
+                if let Some(n) = counts.get_mut(s as usize) {
+                    *n = n.saturating_add(1);
+                }
+            }
+        }
+        counts
     }
 
     /// The index of the family (top-level session) `name`.
@@ -889,6 +912,12 @@ struct Found<'s> {
     count: u32,
     /// Some occurrences, one per session first: the first `aligned` are aligned.
     occurrences: Vec<Occ<'s>>,
+    /// A sequence's further occurrences (its repeats within sessions), held compactly (12
+    /// bytes each) until the pattern stands for its habit ([`complete_heads`]): with
+    /// `occurrences`, at most [`MineOptions::max_occurrences`].
+    more: Vec<sequences::Occurrence>,
+    /// A sequence's symbols (empty for the other kinds), to place `more`'s steps.
+    items: Box<[u32]>,
     /// Recovery: the failed action's duration total, and the error template.
     trigger: Option<String>,
     /// The agent calls an occurrence takes.
@@ -920,9 +949,28 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     found.extend(find_recovery_habits(&loaded, options, needed));
     rank(&mut found);
     let mined_ms = elapsed_ms(started) - load_ms;
-    let mut patterns = align_and_score(conn, &tokenizer, &found, options)?;
-    fold(&mut patterns, options.fold_ratio);
-    let patterns: Vec<Pattern> = patterns.into_iter().map(|(p, _)| p).collect();
+    let mut refetch = Refetch::new(conn, &tokenizer)?;
+    let mut patterns = align_and_score(&mut refetch, &loaded, &found, options)?;
+    let counts = loaded.symbol_counts();
+    let step_count = |key: &str| {
+        loaded
+            .interner
+            .get(key)
+            .and_then(|s| counts.get(s as usize).copied())
+            .unwrap_or(u32::MAX)
+    };
+    let groups = fold_groups(&patterns, options.fold_ratio, &step_count);
+    complete_heads(
+        &mut refetch,
+        &loaded,
+        &found,
+        &mut patterns,
+        &groups,
+        options,
+    )?;
+    mark_folded(&mut patterns, groups);
+    best_first(&mut patterns);
+    let patterns: Vec<Pattern> = patterns.into_iter().map(|r| r.pattern).collect();
     let total_ms = elapsed_ms(started);
     Ok(MineReport {
         phases_ms: Phases {
@@ -971,8 +1019,13 @@ fn elapsed_ms(since: Instant) -> u64 {
     since.elapsed().as_millis() as u64
 }
 
-/// How the sequence miner runs for `options`.
-fn sequence_config(options: &MineOptions, needed: Needed) -> SequenceMinerConfig {
+/// How the sequence miner runs for `options`; `agent_tool` says which symbols are an agent's
+/// own tool calls.
+fn sequence_config(
+    options: &MineOptions,
+    needed: Needed,
+    agent_tool: &[bool],
+) -> SequenceMinerConfig {
     SequenceMinerConfig {
         // Sessions, counted apart: at least the families; the candidates are checked again.
         min_support: needed.support,
@@ -986,6 +1039,12 @@ fn sequence_config(options: &MineOptions, needed: Needed) -> SequenceMinerConfig
         // Memory is bounded by keeping only the best candidates while streaming; the cap only
         // guards time on pathological input.
         max_patterns: 2_000_000,
+        // An agent's call that always follows (or precedes) a command habit does not hide it:
+        // the habit is reported, and the longer pattern, which no tool can be made of, is
+        // folded into it.
+        never_dominate: (0..agent_tool.len() as u32)
+            .filter(|&s| agent_tool[s as usize])
+            .collect(),
     }
 }
 
@@ -1008,7 +1067,7 @@ fn find_sequences<'s>(
     options: &MineOptions,
     needed: Needed,
 ) -> Result<SequencesFound<'s>, MineError> {
-    let config = sequence_config(options, needed);
+    let config = sequence_config(options, needed, &loaded.agent_tool);
     let miner = SequenceMiner::new(config.clone())?;
     let keep = options.max_patterns_per_kind.max(1);
     let symbols: Vec<&[u32]> = loaded
@@ -1078,6 +1137,8 @@ fn sequence_candidate<'s>(
         support,
         count: p.every.len() as u32,
         occurrences: Vec::new(),
+        more: Vec::new(),
+        items: Box::default(),
         trigger: None,
         // At most one call per step: the bound stays an upper bound.
         calls_per_occurrence: p.items.len() as f64,
@@ -1094,15 +1155,7 @@ fn sequence_candidate<'s>(
         .iter()
         .map(|&s| loaded.interner.resolve(s).unwrap_or_default().to_owned())
         .collect();
-    // An occurrence that holds some commands of an action but not all of them is no occurrence:
-    // `git status --short → git commit` inside `git add x && git status --short`, then `git
-    // commit`, would make a tool that commits nothing. Dropped before anything is counted.
-    let positions = |o: &sequences::Occurrence| {
-        let session = &loaded.sessions[o.seq as usize];
-        sequences::steps(&session.symbols, p.items, o, config.max_gap)
-            .map(|steps| steps.into_iter().map(|x| x as usize).collect::<Vec<_>>())
-            .filter(|steps| whole_actions(session, steps))
-    };
+    let positions = |o: &sequences::Occurrence| step_positions(loaded, p.items, o, config.max_gap);
     // In a session of one command per action (most), every occurrence holds whole actions.
     let fits = |o: &sequences::Occurrence| {
         let session = &loaded.sessions[o.seq as usize];
@@ -1127,23 +1180,26 @@ fn sequence_candidate<'s>(
     }
     f.support = support;
     f.count = every.len() as u32;
-    // One per session (the leftmost); for a habit qualified by its occurrences, then others,
-    // in order, up to the occurrences that qualify it: enough to align it and show it. (Every
-    // repeat aligned costs its actions read again and their outputs held; aligning all of them
-    // made the daemon's memory grow with long repetitive sessions, see tests/it/soak.rs.)
+    // Aligned now: one per session (the leftmost); for a habit qualified by its occurrences,
+    // then others, in order, up to the occurrences that qualify it: enough to rank it, fold it
+    // and show it. The other repeats are kept compactly and aligned only if the pattern comes
+    // to stand for its habit ([`complete_heads`]): aligning every repeat of every candidate
+    // read thousands of actions again for patterns folded away (long repetitive sessions, see
+    // tests/it/soak.rs).
     let repeats = if support < needed.support {
         (needed.occurrences as usize).saturating_sub(firsts.len())
     } else {
         0
     };
-    let others = every
-        .windows(2)
-        .filter(|pair| pair[0].seq == pair[1].seq)
-        .map(|pair| pair[1]);
+    let mut others = every.iter().copied().filter(|o| {
+        firsts
+            .binary_search_by_key(&(o.seq, o.start), |f| (f.seq, f.start))
+            .is_err()
+    });
     f.occurrences = firsts
         .iter()
         .copied()
-        .chain(others.take(repeats))
+        .chain(others.by_ref().take(repeats))
         .take(options.max_occurrences)
         .filter_map(|o| {
             Some(Occ {
@@ -1153,6 +1209,13 @@ fn sequence_candidate<'s>(
         })
         .collect();
     f.aligned = f.occurrences.len();
+    f.more = others
+        .take(options.max_occurrences.saturating_sub(f.occurrences.len()))
+        .copied()
+        .collect();
+    if !f.more.is_empty() {
+        f.items = p.items.into();
+    }
     f.calls_per_occurrence = f
         .occurrences
         .first()
@@ -1160,6 +1223,22 @@ fn sequence_candidate<'s>(
         .unwrap_or(1.0);
     f.bound = upper_bound(&f);
     Some(f)
+}
+
+/// The token positions of the steps `items` of a sequence's occurrence `o`, `None` when they do
+/// not hold whole actions: an occurrence that holds some commands of an action but not all of
+/// them is no occurrence (`git status --short → git commit` inside `git add x && git status
+/// --short`, then `git commit`, would make a tool that commits nothing).
+fn step_positions(
+    loaded: &Loaded,
+    items: &[u32],
+    o: &sequences::Occurrence,
+    max_gap: Option<u32>,
+) -> Option<Vec<usize>> {
+    let session = loaded.sessions.get(o.seq as usize)?;
+    sequences::steps(&session.symbols, items, o, max_gap)
+        .map(|steps| steps.into_iter().map(|x| x as usize).collect::<Vec<_>>())
+        .filter(|steps| whole_actions(session, steps))
 }
 
 /// Whether the steps at token `positions` (ascending) hold every command of each action they
@@ -1212,6 +1291,8 @@ fn find_commands<'s>(loaded: &'s Loaded, options: &MineOptions, needed: Needed) 
                 support,
                 count: places.len() as u32,
                 occurrences: command_occurrences(sessions, places.iter(), options.max_occurrences),
+                more: Vec::new(),
+                items: Box::default(),
                 trigger: None,
                 calls_per_occurrence: 1.5,
                 single: true,
@@ -1295,6 +1376,8 @@ fn slow_command<'s>(
         support: timed_sessions,
         count: durations.len() as u32,
         occurrences: command_occurrences(sessions, timed, options.max_occurrences),
+        more: Vec::new(),
+        items: Box::default(),
         trigger: None,
         calls_per_occurrence: 1.0,
         single: false,
@@ -1375,6 +1458,8 @@ fn recovery_candidate(
         support: group.support,
         count: group.occurrences.len() as u32,
         occurrences,
+        more: Vec::new(),
+        items: Box::default(),
         trigger: Some(group.error_template),
         calls_per_occurrence: 1.0 + group.step_keys.len() as f64,
         single: false,
@@ -1395,26 +1480,34 @@ fn rank(found: &mut [Found<'_>]) {
     });
 }
 
+/// A candidate aligned and scored: the pattern, where its occurrences lie (those looked at),
+/// and the candidate it came from (its index in the ranked list).
+struct Ranked {
+    pattern: Pattern,
+    spans: Vec<Span>,
+    found: usize,
+}
+
 /// Aligns the ranked candidates, best first, up to [`MineOptions::max_patterns_per_kind`] of
 /// each kind, and scores them; one pattern per id (the best supported), best score first, each
-/// with the spans of the occurrences looked at.
+/// with the spans of all its occurrences held (the repeats not aligned yet too: a span is a few
+/// positions, what the fold compares).
 fn align_and_score(
-    conn: &Connection,
-    tokenizer: &Tokenizer,
+    refetch: &mut Refetch<'_>,
+    loaded: &Loaded,
     found: &[Found<'_>],
     options: &MineOptions,
-) -> Result<Vec<(Pattern, Vec<Span>)>, MineError> {
-    let mut refetch = Refetch::new(conn, tokenizer)?;
+) -> Result<Vec<Ranked>, MineError> {
     let mut per_kind: HashMap<PatternKind, usize> = HashMap::new();
-    let mut patterns: HashMap<String, (Pattern, Vec<Span>)> = HashMap::new();
-    for f in found {
+    let mut patterns: HashMap<String, Ranked> = HashMap::new();
+    for (index, f) in found.iter().enumerate() {
         let taken = per_kind.entry(f.kind).or_default();
         if *taken >= options.max_patterns_per_kind {
             continue;
         }
         let to_align = &f.occurrences[..f.aligned.min(f.occurrences.len())];
         let Some((aligned, durations)) =
-            align_occurrences(&mut refetch, to_align, f.trigger.is_some(), options)?
+            align_occurrences(refetch, to_align, f.trigger.is_some(), options)?
         else {
             continue;
         };
@@ -1425,16 +1518,98 @@ fn align_and_score(
         *taken += 1;
         let pattern = scored_pattern(f, aligned, durations);
         match patterns.get(&pattern.id) {
-            Some((existing, _)) if existing.support >= pattern.support => {}
+            Some(existing) if existing.pattern.support >= pattern.support => {}
             _ => {
-                let spans = f.occurrences.iter().filter_map(Span::of).collect();
-                patterns.insert(pattern.id.clone(), (pattern, spans));
+                let spans = spans_of(loaded, f, options);
+                patterns.insert(
+                    pattern.id.clone(),
+                    Ranked {
+                        pattern,
+                        spans,
+                        found: index,
+                    },
+                );
             }
         }
     }
-    let mut patterns: Vec<(Pattern, Vec<Span>)> = patterns.into_values().collect();
-    patterns.sort_by(|(a, _), (b, _)| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+    let mut patterns: Vec<Ranked> = patterns.into_values().collect();
+    best_first(&mut patterns);
     Ok(patterns)
+}
+
+/// Where all the occurrences `f` holds lie: those it holds as steps, and its further repeats.
+fn spans_of(loaded: &Loaded, f: &Found<'_>, options: &MineOptions) -> Vec<Span> {
+    let more = f.more.iter().filter_map(|o| {
+        let positions = step_positions(loaded, &f.items, o, Some(options.max_gap))?;
+        Span::of(&Occ {
+            session: loaded.sessions.get(o.seq as usize)?,
+            positions,
+        })
+    });
+    f.occurrences
+        .iter()
+        .filter_map(Span::of)
+        .chain(more)
+        .collect()
+}
+
+/// Best score first (ties by id).
+fn best_first(patterns: &mut [Ranked]) {
+    patterns.sort_by(|a, b| {
+        b.pattern
+            .score
+            .total_cmp(&a.pattern.score)
+            .then_with(|| a.pattern.id.cmp(&b.pattern.id))
+    });
+}
+
+/// Each pattern that stands for its habit (the head of a group, see [`fold_groups`]) aligned
+/// again over all its occurrences — one per session first, then every repeat within a session,
+/// up to [`MineOptions::max_occurrences`] — so its evidence (up to
+/// [`MineOptions::max_evidence`]) holds each time the habit was run, and its steps and
+/// parameters are what all of them share; then scored again. Only the heads: they are few (a
+/// habit's variants are folded into them), while aligning every repeat of every candidate read
+/// a long repetitive session's actions again for patterns folded away.
+fn complete_heads(
+    refetch: &mut Refetch<'_>,
+    loaded: &Loaded,
+    found: &[Found<'_>],
+    patterns: &mut [Ranked],
+    groups: &[(usize, Vec<usize>)],
+    options: &MineOptions,
+) -> Result<(), MineError> {
+    let max_gap = Some(options.max_gap);
+    for &(head, _) in groups {
+        let Some(f) = patterns.get(head).and_then(|r| found.get(r.found)) else {
+            continue;
+        };
+        if f.aligned >= f.occurrences.len() && f.more.is_empty() {
+            continue;
+        }
+        let more = f.more.iter().filter_map(|o| {
+            Some(Occ {
+                session: loaded.sessions.get(o.seq as usize)?,
+                positions: step_positions(loaded, &f.items, o, max_gap)?,
+            })
+        });
+        let every: Vec<Occ<'_>> = f
+            .occurrences
+            .iter()
+            .map(|o| Occ {
+                session: o.session,
+                positions: o.positions.clone(),
+            })
+            .chain(more)
+            .take(options.max_occurrences)
+            .collect();
+        let Some((aligned, durations)) =
+            align_occurrences(refetch, &every, f.trigger.is_some(), options)?
+        else {
+            continue;
+        };
+        patterns[head].pattern = scored_pattern(f, aligned, durations);
+    }
+    Ok(())
 }
 
 /// The commands one occurrence's steps are: its session and their token positions (the
@@ -1468,23 +1643,25 @@ impl Span {
     /// `git add … && git commit …`) or the end of one occurrence with the start of the next
     /// (`b → a` between two `a → b`); `git status → git diff` does not lie inside `git diff →
     /// git add → git commit`: they share a command, not a habit.
-    fn inside<'o>(&self, others: impl IntoIterator<Item = &'o Span>) -> bool {
-        let others: Vec<&Span> = others
-            .into_iter()
-            .filter(|o| o.session == self.session)
-            .collect();
-        let covered = self
+    /// (`held`: the commands of the others, as session and token position; [`fold_groups`]
+    /// counts the same per group.)
+    fn inside(&self, held: &HashSet<(u32, u32)>) -> bool {
+        let shared = self
             .tokens
             .iter()
-            .filter(|t| others.iter().any(|o| o.tokens.binary_search(t).is_ok()))
+            .filter(|&&t| held.contains(&(self.session, t)))
             .count();
-        2 * covered > self.tokens.len()
+        2 * shared > self.tokens.len()
     }
 }
 
 /// How many of `spans` lie inside `others` (see [`Span::inside`]).
 fn overlapping(spans: &[Span], others: &[Span]) -> usize {
-    spans.iter().filter(|s| s.inside(others)).count()
+    let held: HashSet<(u32, u32)> = others
+        .iter()
+        .flat_map(|o| o.tokens.iter().map(move |&t| (o.session, t)))
+        .collect();
+    spans.iter().filter(|s| s.inside(&held)).count()
 }
 
 /// Patterns folded into one that its stored body lists, at most (each folded one names it).
@@ -1496,24 +1673,33 @@ const MAX_FOLDED_LISTED: usize = 20;
 /// one pattern, which lists the others ([`Pattern::folded`]); they say where they went
 /// ([`Pattern::folded_into`]) and are not proposed.
 ///
+/// Returns the groups: the index of the one standing for the habit, and every member's (itself
+/// among them); [`mark_folded`] then writes it down.
+///
 /// Patterns are taken best first (one a tool can be made of before one with an agent's tool
-/// call, a recovery before a sequence, then by score); a later pattern takes the group over when
+/// call or only looking around, a recovery before a sequence, then by score); a later pattern takes the group over when
 /// it has clearly more occurrences (the kept one has fewer than `ratio` of its count) and is
 /// not a worse kind. Slow operations are another kind of habit and are left alone.
-fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
+fn fold_groups(
+    patterns: &[Ranked],
+    ratio: f64,
+    step_count: &dyn Fn(&str) -> u32,
+) -> Vec<(usize, Vec<usize>)> {
     let proposable = |p: &Pattern| {
-        !p.steps
-            .iter()
-            .chain(p.trigger.as_ref().map(|t| &t.step))
-            .any(|s| s.agent_tool)
+        !p.only_looks_around()
+            && !p
+                .steps
+                .iter()
+                .chain(p.trigger.as_ref().map(|t| &t.step))
+                .any(|s| s.agent_tool)
     };
     // Lower ranks first.
     let rank = |p: &Pattern| (!proposable(p), p.kind != PatternKind::Recovery);
     let mut order: Vec<usize> = (0..patterns.len())
-        .filter(|&i| patterns[i].0.kind != PatternKind::Slow && !patterns[i].1.is_empty())
+        .filter(|&i| patterns[i].pattern.kind != PatternKind::Slow && !patterns[i].spans.is_empty())
         .collect();
     order.sort_by(|&a, &b| {
-        let (pa, pb) = (&patterns[a].0, &patterns[b].0);
+        let (pa, pb) = (&patterns[a].pattern, &patterns[b].pattern);
         rank(pa)
             .cmp(&rank(pb))
             .then_with(|| pb.score.total_cmp(&pa.score))
@@ -1522,34 +1708,57 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
     // Groups: the one standing for the habit, and every member; the spans of all members,
     // by session.
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-    let mut by_session: HashMap<u32, Vec<(usize, Span)>> = HashMap::new();
+    // Per group: the occurrences its head stands for (its own, or more where it stands for a
+    // shorter pattern whose steps it extends).
+    let mut strength: Vec<u32> = Vec::new();
+    // Which groups' occurrences hold each command (session, token position): looking a
+    // pattern's occurrences up costs their length, however many patterns came before.
+    let mut owners: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
     for i in order {
-        let spans = &patterns[i].1;
-        // Per group: how many of this pattern's occurrences lie inside the group's.
+        let spans = &patterns[i].spans;
+        // Per group: how many of this pattern's occurrences lie inside the group's (more than
+        // half their commands are the group's), and how many of its commands are the group's;
+        // and how many of its occurrences lie inside all the groups' together.
         let mut hits: HashMap<usize, usize> = HashMap::new();
+        let mut shared: HashMap<usize, usize> = HashMap::new();
+        let mut inside_all = 0;
         for span in spans {
-            let mut near: HashMap<usize, Vec<&Span>> = HashMap::new();
-            for (g, other) in by_session.get(&span.session).into_iter().flatten() {
-                near.entry(*g).or_default().push(other);
+            let mut per_group: Vec<(usize, usize)> = Vec::new();
+            let mut covered = 0;
+            for &t in &span.tokens {
+                let Some(gs) = owners.get(&(span.session, t)) else {
+                    continue;
+                };
+                covered += 1;
+                for &g in gs {
+                    match per_group.iter_mut().find(|(h, _)| *h == g) {
+                        Some((_, n)) => *n += 1,
+                        None => per_group.push((g, 1)),
+                    }
+                }
             }
-            for (g, others) in near {
-                if span.inside(others) {
+            if 2 * covered > span.tokens.len() {
+                inside_all += 1;
+            }
+            for (g, n) in per_group {
+                *shared.entry(g).or_default() += n;
+                if 2 * n > span.tokens.len() {
                     *hits.entry(g).or_default() += 1;
                 }
             }
         }
-        // Where a member's occurrences were only partly looked at (a habit qualified by its
-        // occurrences has some of its repeats aligned), its spans miss most of its variants':
+        // Where a member's occurrences were only partly held (more than
+        // `MineOptions::max_occurrences`), its spans miss most of its variants':
         // a pattern more than half of whose steps are that member's steps, in its order (a
         // stray step before or after it, or the end of one occurrence with the start of the
         // next), is taken to lie inside it; `mkdir → rm -rf → mkdir` does not lie inside
         // `mv → mkdir → mv`.
-        let keys = step_keys(&patterns[i].0);
+        let keys = step_keys(&patterns[i].pattern);
         let structural = groups.iter().enumerate().find_map(|(g, (_, members))| {
             members
                 .iter()
                 .any(|&m| {
-                    let (member, seen) = (&patterns[m].0, patterns[m].1.len());
+                    let (member, seen) = (&patterns[m].pattern, patterns[m].spans.len());
                     if seen >= member.occurrences as usize {
                         return false;
                     }
@@ -1568,60 +1777,164 @@ fn fold(patterns: &mut [(Pattern, Vec<Span>)], ratio: f64) {
         let joined = hits
             .iter()
             .filter_map(|(&g, &n)| {
-                let head = &patterns[groups[g].0].1;
+                let head = &patterns[groups[g].0].spans;
                 let inside = n as f64 / spans.len() as f64;
                 let holds = overlapping(head, spans) as f64 / head.len().max(1) as f64;
                 let share = inside.max(holds);
                 (share > 0.5).then_some((g, share))
             })
             .chain(structural)
-            .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(&a.0)));
+            .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+            // Two habits back to back (`make build → make test` then the `pytest` failure and
+            // its fix), or the junction of two: most occurrences lie inside the groups'
+            // together. It joins the one it shares most commands with.
+            .or_else(|| {
+                (2 * inside_all > spans.len())
+                    .then(|| {
+                        shared
+                            .iter()
+                            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+                            .map(|(&g, _)| (g, 0.5))
+                    })
+                    .flatten()
+            });
         let g = match joined {
             Some((g, _)) => {
-                let head = &patterns[groups[g].0].0;
-                let new = &patterns[i].0;
-                if rank(new) <= rank(head)
-                    && f64::from(head.occurrences) < ratio * f64::from(new.occurrences)
+                let head = &patterns[groups[g].0].pattern;
+                let new = &patterns[i].pattern;
+                match (rank(new) <= rank(head))
+                    .then(|| stands_for(new, head, strength[g], ratio, step_count))
                 {
-                    groups[g].0 = i;
+                    Some(Stands::New(n)) => {
+                        groups[g].0 = i;
+                        strength[g] = n;
+                    }
+                    Some(Stands::Head(n)) => strength[g] = n,
+                    None => {}
                 }
                 groups[g].1.push(i);
                 g
             }
             None => {
+                strength.push(patterns[i].pattern.occurrences);
                 groups.push((i, vec![i]));
                 groups.len() - 1
             }
         };
         for span in spans {
-            by_session
-                .entry(span.session)
-                .or_default()
-                .push((g, span.clone()));
+            for &t in &span.tokens {
+                let gs = owners.entry((span.session, t)).or_default();
+                if !gs.contains(&g) {
+                    gs.push(g);
+                }
+            }
         }
     }
+    groups
+}
+
+/// Writes the groups of [`fold_groups`] down: each member says where it went
+/// ([`Pattern::folded_into`]) and the one standing for the habit lists them ([`Pattern::folded`]).
+fn mark_folded(patterns: &mut [Ranked], groups: Vec<(usize, Vec<usize>)>) {
     for (head, members) in groups {
         for &m in members.iter().filter(|&&m| m != head) {
-            let (member_spans, head_spans) = (&patterns[m].1, &patterns[head].1);
+            let (member_spans, head_spans) = (&patterns[m].spans, &patterns[head].spans);
             let into = Folded {
-                id: patterns[head].0.id.clone(),
-                steps: patterns[head].0.steps_text(),
+                id: patterns[head].pattern.id.clone(),
+                steps: patterns[head].pattern.steps_text(),
                 overlapping: overlapping(member_spans, head_spans) as u32,
                 of: member_spans.len() as u32,
             };
             let here = Folded {
-                id: patterns[m].0.id.clone(),
-                steps: patterns[m].0.steps_text(),
+                id: patterns[m].pattern.id.clone(),
+                steps: patterns[m].pattern.steps_text(),
                 overlapping: into.overlapping,
                 of: into.of,
             };
-            patterns[m].0.folded_into = Some(into);
+            patterns[m].pattern.folded_into = Some(into);
             // The best ones are listed (members come best first); each says where it went.
-            if patterns[head].0.folded.len() < MAX_FOLDED_LISTED {
-                patterns[head].0.folded.push(here);
+            if patterns[head].pattern.folded.len() < MAX_FOLDED_LISTED {
+                patterns[head].pattern.folded.push(here);
             }
         }
     }
+}
+
+/// Which of a group's head and a pattern joining it stands for their habit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stands {
+    /// The joining pattern, for this many occurrences.
+    New(u32),
+    /// The head still, for this many.
+    Head(u32),
+}
+
+/// Whether `new` rather than `head` (standing for `strength` occurrences) stands for their
+/// habit, of a kind as good: the one with clearly more occurrences (the head stands for fewer
+/// than `ratio` of the new one's count), except where one is the other with steps before or
+/// after it. Then the longer one stands for the habit when those steps are part of it
+/// ([`extra_steps_belong`]) — `gia → gc → gp` rather than `gc → gp`, though `gc → gp` is also
+/// run alone — and for the shorter one's occurrences too; never when they are stray steps.
+fn stands_for(
+    new: &Pattern,
+    head: &Pattern,
+    strength: u32,
+    ratio: f64,
+    step_count: &dyn Fn(&str) -> u32,
+) -> Stands {
+    let (new_keys, head_keys) = (step_keys(new), step_keys(head));
+    if let Some(extra) = extra_steps(&new_keys, &head_keys)
+        && extra_steps_belong(new, head, &extra, step_count)
+    {
+        return Stands::New(strength.max(new.occurrences));
+    }
+    if let Some(extra) = extra_steps(&head_keys, &new_keys)
+        && extra_steps_belong(head, new, &extra, step_count)
+    {
+        return Stands::Head(strength.max(new.occurrences));
+    }
+    let longer = extra_steps(&new_keys, &head_keys).is_some();
+    if !longer && f64::from(strength) < ratio * f64::from(new.occurrences) {
+        Stands::New(new.occurrences)
+    } else {
+        Stands::Head(strength)
+    }
+}
+
+/// The steps `longer` has besides `shorter`, when `shorter`'s steps are a run of `longer`'s
+/// (`X · shorter · Y`, `X` or `Y` not empty).
+fn extra_steps<'k>(longer: &[&'k str], shorter: &[&str]) -> Option<Vec<&'k str>> {
+    if shorter.is_empty() || longer.len() <= shorter.len() {
+        return None;
+    }
+    let at = longer.windows(shorter.len()).position(|w| w == shorter)?;
+    Some(
+        longer[..at]
+            .iter()
+            .chain(&longer[at + shorter.len()..])
+            .copied()
+            .collect(),
+    )
+}
+
+/// Share of a shorter pattern's occurrences a longer one must hold for its extra steps to be
+/// part of the habit (three in four), see [`extra_steps_belong`].
+const BELONG_SHARE: f64 = 0.75;
+
+/// Whether the steps `extra` that `longer` adds to `shorter` are part of the habit rather than
+/// stray steps next to it: they are there in nearly every occurrence of `shorter` (`longer`
+/// holds [`BELONG_SHARE`] of its count), and most of each one's own runs (`step_count`, over
+/// all sessions) are `longer`'s — a stray look-around (`uname -a`, `sed -n`) is run before many
+/// things, a habit's own first step (`gia`, adding the files `gc` commits) mostly before it.
+fn extra_steps_belong(
+    longer: &Pattern,
+    shorter: &Pattern,
+    extra: &[&str],
+    step_count: &dyn Fn(&str) -> u32,
+) -> bool {
+    let n = u64::from(longer.occurrences);
+    n as f64 >= BELONG_SHARE * f64::from(shorter.occurrences)
+        && extra.iter().all(|k| 2 * n > u64::from(step_count(k)))
 }
 
 /// A pattern's step keys in order, a recovery's failing command first.
@@ -2083,6 +2396,8 @@ mod tests {
             support,
             count,
             occurrences: Vec::new(),
+            more: Vec::new(),
+            items: Box::default(),
             trigger: None,
             calls_per_occurrence: keys.len() as f64,
             single: false,
@@ -2210,10 +2525,34 @@ mod tests {
             (2, 10)
         );
         assert!(habit.score > 0.0);
-        // Repeats are evidence too, not only one per session: as many as qualify it.
-        assert_eq!(habit.evidence.len(), 4);
-        let sessions: BTreeSet<&str> = habit.evidence.iter().map(|e| e.session.as_str()).collect();
-        assert_eq!(sessions, BTreeSet::from(["s1", "s2"]));
+        // Every repeat is evidence, not only one per session nor only as many as qualify it:
+        // each time the habit was run, with its own module.
+        assert_eq!(habit.evidence.len(), 10, "{:#?}", habit.evidence);
+        let mut runs: Vec<(&str, &[String])> = habit
+            .evidence
+            .iter()
+            .map(|e| (e.session.as_str(), e.commands.as_slice()))
+            .collect();
+        runs.sort();
+        let modules = ["ingest", "router", "auth", "storage", "metrics", "cli"];
+        let mut expected: Vec<(&str, Vec<String>)> = [("s1", 6), ("s2", 4)]
+            .into_iter()
+            .flat_map(|(session, times)| {
+                modules[..times].iter().map(move |m| {
+                    (
+                        session,
+                        vec![
+                            format!("./scripts/check.sh --module {m}"),
+                            format!("make -C {m} test"),
+                        ],
+                    )
+                })
+            })
+            .collect();
+        expected.sort();
+        let runs: Vec<(&str, Vec<String>)> =
+            runs.into_iter().map(|(s, c)| (s, c.to_vec())).collect();
+        assert_eq!(runs, expected);
         // One habit, one pattern proposed: what runs from one occurrence into the next
         // (`make → check`, `check → make → check`) lies inside it.
         let proposed: Vec<&Pattern> = report
@@ -2339,18 +2678,84 @@ mod tests {
         };
         // `a → b` at rows 3–4 and 7–8.
         let habit = [span(0, &[3, 4]), span(0, &[7, 8])];
+        let inside = |s: Span| overlapping(&[s], &habit) == 1;
         // A stray step before, or after with a gap: two of three actions.
-        assert!(span(0, &[2, 3, 4]).inside(&habit));
-        assert!(span(0, &[3, 4, 6]).inside(&habit));
+        assert!(inside(span(0, &[2, 3, 4])));
+        assert!(inside(span(0, &[3, 4, 6])));
         // `b → a`, from one occurrence into the next.
-        assert!(span(0, &[4, 7]).inside(&habit));
+        assert!(inside(span(0, &[4, 7])));
         // Sharing one action of two is not a habit; another session is not this one.
-        assert!(!span(0, &[1, 3]).inside(&habit));
-        assert!(!span(1, &[3, 4]).inside(&habit));
+        assert!(!inside(span(0, &[1, 3])));
+        assert!(!inside(span(1, &[3, 4])));
         assert_eq!(
             overlapping(&[span(0, &[2, 3, 4]), span(0, &[5, 6])], &habit),
             1
         );
+    }
+
+    #[test]
+    fn two_habits_back_to_back_are_not_a_third() {
+        // `make build -C X → make test -C X` in eight sessions; in three of them the `pytest`
+        // failure on a missing module and its fix follow. The five steps together are seen
+        // in three sessions (a `git log` between the two habits in one), but they are the two
+        // habits one after the other: folded, not proposed (the `toolsmith demo` logs).
+        let failure = "E   ModuleNotFoundError: No module named 'requests'";
+        let mut calls = Vec::new();
+        for (i, dir) in ["core", "cli", "web", "store", "api", "ui", "db", "auth"]
+            .iter()
+            .enumerate()
+        {
+            let session = format!("s{i}");
+            let run = |c: &str, ok, o: Option<&str>| {
+                (
+                    session.clone(),
+                    c.to_owned(),
+                    Some(ok),
+                    o.map(str::to_owned),
+                )
+            };
+            calls.push(run(&format!("before{i} --check"), true, None));
+            calls.push(run(&format!("make build -C {dir}"), true, None));
+            calls.push(run(&format!("make test -C {dir}"), true, None));
+            if i == 1 {
+                calls.push(run("git log --oneline -n 5", true, None));
+            }
+            if i < 3 {
+                calls.push(run("python3 -m pytest tests/", false, Some(failure)));
+                calls.push(run("pip install requests", true, None));
+                calls.push(run("python3 -m pytest tests/", true, Some("12 passed")));
+            }
+            calls.push(run(&format!("after{i} --check"), true, None));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| (p.kind, &p.templates, p.folded_into.as_ref().map(|f| &f.id)))
+            .collect();
+        let proposed: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.folded_into.is_none())
+            .collect();
+        assert_eq!(proposed.len(), 2, "{summary:#?}");
+        assert!(
+            proposed
+                .iter()
+                .any(|p| p.kind == PatternKind::Sequence && p.templates.len() == 2),
+            "{summary:#?}"
+        );
+        assert!(
+            proposed.iter().any(|p| p.kind == PatternKind::Recovery),
+            "{summary:#?}"
+        );
+        let both = report
+            .patterns
+            .iter()
+            .find(|p| p.templates.len() == 5)
+            .unwrap_or_else(|| panic!("the five steps among {summary:#?}"));
+        assert!(both.folded_into.is_some(), "{summary:#?}");
     }
 
     #[test]
@@ -2558,6 +2963,111 @@ mod tests {
     }
 
     #[test]
+    fn a_habits_first_step_is_not_dropped_for_the_shorter_pattern_with_more_occurrences() {
+        // From a zsh history (52 of 64 on the corpus): `gia FILE → gc → gp` (add, commit, push)
+        // in twelve sessions, and `gc → gp` alone in three more. `gc → gp` has more occurrences
+        // (15 against 12), but `gia` is part of the habit: it is in nearly all of `gc → gp`'s
+        // occurrences, and all of `gia`'s own are in the habit. The longer pattern stands for
+        // it.
+        let mut calls = Vec::new();
+        for i in 0..15 {
+            let session = format!("s{i}");
+            let run = |c: String| (session.clone(), c, Some(true), None);
+            // One-off commands of their own around each occurrence.
+            calls.push(run(format!("before{i} --check")));
+            if i < 12 {
+                calls.push(run(format!("gia src/m{i}.rs")));
+            }
+            calls.push(run("gc".into()));
+            calls.push(run("gp".into()));
+            calls.push(run(format!("after{i} --check")));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| {
+                (
+                    &p.templates,
+                    p.occurrences,
+                    p.folded_into.as_ref().map(|f| &f.id),
+                )
+            })
+            .collect();
+        let proposed: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.folded_into.is_none())
+            .filter(|p| p.templates.iter().any(|t| t == "gp"))
+            .collect();
+        assert_eq!(proposed.len(), 1, "{summary:#?}");
+        assert_eq!(
+            proposed[0].templates,
+            ["gia <path>", "gc", "gp"],
+            "{summary:#?}"
+        );
+        let shorter = report
+            .patterns
+            .iter()
+            .find(|p| p.templates == ["gc", "gp"])
+            .unwrap_or_else(|| panic!("`gc → gp` among {summary:#?}"));
+        assert_eq!(shorter.occurrences, 15);
+        assert_eq!(
+            shorter.folded_into.as_ref().map(|f| &f.id),
+            Some(&proposed[0].id)
+        );
+    }
+
+    #[test]
+    fn a_stray_step_before_most_occurrences_of_a_habit_does_not_take_it_over() {
+        // `uname -a` right before 8 of 10 occurrences of `openssl x509 → openssl verify`, and
+        // once in every session elsewhere: it is in nearly all of the habit's occurrences, but
+        // most of its own runs are not the habit's. The habit stands alone.
+        let mut calls = Vec::new();
+        for i in 0..10 {
+            let session = format!("s{i}");
+            let run = |c: String| (session.clone(), c, Some(true), None);
+            // One-off commands of their own between.
+            calls.push(run(format!("before{i} --check")));
+            if i < 8 {
+                calls.push(run("uname -a".into()));
+            }
+            calls.push(run(format!(
+                "openssl x509 -in certs/c{i}.pem -noout -subject"
+            )));
+            calls.push(run(format!("openssl verify -CAfile ca.pem certs/c{i}.pem")));
+            // Elsewhere: further than the gap from the habit.
+            calls.push(run(format!("after{i} --check")));
+            calls.push(run(format!("then{i} --check")));
+            calls.push(run("uname -a".into()));
+            calls.push(run(format!("last{i} --check")));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| {
+                (
+                    &p.templates,
+                    p.occurrences,
+                    p.folded_into.as_ref().map(|f| &f.id),
+                )
+            })
+            .collect();
+        let proposed: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.folded_into.is_none())
+            .filter(|p| p.templates.iter().any(|t| t.starts_with("openssl verify")))
+            .collect();
+        assert_eq!(proposed.len(), 1, "{summary:#?}");
+        assert_eq!(proposed[0].templates.len(), 2, "{summary:#?}");
+        assert_eq!(proposed[0].occurrences, 10, "{summary:#?}");
+    }
+
+    #[test]
     fn a_consistent_habit_never_scores_zero() {
         // The commit message is free text: no slot of the habit is typed.
         let mut calls = Vec::new();
@@ -2575,6 +3085,76 @@ mod tests {
         let p = &starting_with(&report, "git add")[0];
         assert!(p.score > 20.0, "{p:#?}");
         assert!(p.score_parts.confidence > 0.0);
+    }
+
+    /// Stores `(session, tool, input)` calls, numbered in order within each session, all
+    /// succeeding, as Claude Code's.
+    fn store_calls(calls: &[(String, &str, Value)]) -> (TempDir, Connection) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("state.db");
+        drop(Store::open(&path).expect("the store opens"));
+        let conn = open_for_update(&path).expect("a connection");
+        let mut seqs: HashMap<&str, u64> = HashMap::new();
+        for (session, tool, input) in calls {
+            let seq = seqs.entry(session).or_default();
+            *seq += 1;
+            conn.execute(
+                "INSERT INTO actions (session, seq, source, tool, input, ok)
+                 VALUES (?1, ?2, 'claude-code', ?3, ?4, 1)",
+                params![session, *seq as i64, tool, input.to_string()],
+            )
+            .expect("the action is stored");
+        }
+        (dir, conn)
+    }
+
+    #[test]
+    fn an_agent_call_that_always_follows_a_habit_does_not_hide_it() {
+        // `cargo build -p X → cargo test -p X`, then the agent reads a file, in every session:
+        // the pattern with the `Read` has the habit's support, yet the habit is what is
+        // proposed and the longer one is folded into it.
+        let mut calls = Vec::new();
+        for i in 0..5 {
+            let session = format!("s{i}");
+            let bash = |c: String| (session.clone(), "Bash", serde_json::json!({ "command": c }));
+            calls.push(bash(ONE_OFFS[i].to_owned()));
+            calls.push(bash(format!("cargo build -p crate{i}")));
+            calls.push(bash(format!("cargo test -p crate{i}")));
+            calls.push((
+                session.clone(),
+                "Read",
+                serde_json::json!({ "file_path": format!("/src/crate{i}/lib.rs") }),
+            ));
+            calls.push(bash(ONE_OFFS[i + 1].to_owned()));
+        }
+        let (_dir, conn) = store_calls(&calls);
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| (&p.templates, p.folded_into.as_ref().map(|f| &f.id)))
+            .collect();
+        let habit = report
+            .patterns
+            .iter()
+            .find(|p| {
+                p.templates.len() == 2
+                    && p.templates[0].starts_with("cargo build")
+                    && p.templates[1].starts_with("cargo test")
+            })
+            .unwrap_or_else(|| panic!("the habit among {summary:#?}"));
+        assert!(habit.folded_into.is_none(), "{summary:#?}");
+        assert!(habit.steps.iter().all(|s| !s.agent_tool));
+        assert_eq!((habit.support, habit.evidence.len()), (5, 5));
+        let with_read = starting_with(&report, "cargo build")
+            .into_iter()
+            .find(|p| p.steps.iter().any(|s| s.agent_tool))
+            .unwrap_or_else(|| panic!("the longer pattern among {summary:#?}"));
+        assert_eq!(
+            with_read.folded_into.as_ref().map(|f| &f.id),
+            Some(&habit.id),
+            "{summary:#?}"
+        );
     }
 
     #[test]

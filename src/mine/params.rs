@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::pattern::{Evidence, Internal, Param, Piece, Replay, Step};
-use super::token::{SlotKind, SlotValue, Token, TokenKind, joins_run};
+use super::token::{SlotKind, SlotValue, Token, TokenKind, joins_run, names_a_file};
 use crate::action::placeholder::PLACEHOLDER_START;
 use crate::quote::shell_quote;
 
@@ -183,7 +183,15 @@ fn param_kind(kinds: &[SlotKind], values: &[String]) -> &'static str {
     }
     let first = kinds.first().copied().unwrap_or(SlotKind::String);
     if !kinds.iter().all(|k| *k == first) {
-        return "string";
+        // Files (`perl_1.pl`, `Gemfile`) with other bare names (`cpanfile`, `2nd`) or paths
+        // are files: a name without an extension is a file too. Branches (`main`,
+        // `feature/login`: a slash, no file name) stay strings.
+        let files = values.iter().any(|v| names_a_file(v))
+            && kinds
+                .iter()
+                .zip(values)
+                .all(|(k, v)| *k == SlotKind::Path || (*k == SlotKind::String && bare_name(v)));
+        return if files { "path" } else { "string" };
     }
     match first {
         SlotKind::Path => "path",
@@ -194,6 +202,16 @@ fn param_kind(kinds: &[SlotKind], values: &[String]) -> &'static str {
         SlotKind::Glob => "glob",
         SlotKind::String => "string",
     }
+}
+
+/// A word that can name a file or directory as it stands: letters, digits and `. _ - + @`,
+/// not starting with `-`.
+fn bare_name(word: &str) -> bool {
+    !word.is_empty()
+        && !word.starts_with('-')
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+' | '@'))
 }
 
 /// Whether `value` appears in `output` as a whole word or line (not inside a longer word).
@@ -1076,6 +1094,31 @@ mod tests {
         );
         assert_eq!(
             param_kind(&[SlotKind::Path, SlotKind::String], &values(&["a", "b"])),
+            "string"
+        );
+        // Files with bare names among them are files; branches with slashes are not.
+        let kinds = [
+            SlotKind::Path,
+            SlotKind::Path,
+            SlotKind::String,
+            SlotKind::String,
+        ];
+        assert_eq!(
+            param_kind(
+                &kinds,
+                &values(&["perl_1.pl", "Gemfile", "cpanfile", "2nd"])
+            ),
+            "path"
+        );
+        assert_eq!(
+            param_kind(
+                &kinds,
+                &values(&["feature/login", "release/2.1", "main", "fix-1432"])
+            ),
+            "string"
+        );
+        assert_eq!(
+            param_kind(&kinds[1..], &values(&["a.rs", "b", "--all"])),
             "string"
         );
         assert_eq!(

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::score::Score;
+use super::token::looks_around;
 use crate::store::StoreError;
 
 /// What kind of habit a pattern is.
@@ -215,6 +216,23 @@ pub struct Pattern {
 }
 
 impl Pattern {
+    /// Whether every step only looks around (`wc -l`, `du -sh`, `sed -n`, `grep`: see
+    /// [`looks_around`]), each a command of its own rather than a pipeline: the agent reading,
+    /// steps seen together because they are common, not a habit a tool takes over. Kept as a
+    /// pattern; no tool is made of it.
+    pub fn only_looks_around(&self) -> bool {
+        let steps: Vec<&Step> = self
+            .trigger
+            .iter()
+            .map(|t| &t.step)
+            .chain(&self.steps)
+            .collect();
+        !steps.is_empty()
+            && steps
+                .iter()
+                .all(|s| !s.piped && !s.agent_tool && looks_around(&s.key))
+    }
+
     /// The steps as readable templates, the failing command first for a recovery; a step that
     /// reads the previous one through a pipe starts with `| `.
     pub fn steps_text(&self) -> Vec<String> {

@@ -27,7 +27,13 @@
 //!   does not. Without a gap limit, `Q` is a super-pattern of `P` when `P` is a subsequence of
 //!   `Q` (the usual definition).
 //! - **Closed** ([`closed`](SequenceMinerConfig::closed)): `P` is dropped when a frequent
-//!   super-pattern has the same support.
+//!   super-pattern has the same support. Symbols listed in
+//!   [`never_dominate`](SequenceMinerConfig::never_dominate) do not count as extending `P`:
+//!   `P` is dropped only through a super-pattern one item longer whose extra item is not one of
+//!   them (`a b` stays though `a b Read` or `Read a b` has its support, and `a b Read c` does
+//!   not drop it either, but `a b c` with its support does). For a coding agent's sessions these are the agent's own
+//!   tool calls: one that always follows a command habit would otherwise hide the habit behind
+//!   a longer pattern no tool can be made of.
 //! - **Folding** ([`fold_ratio`](SequenceMinerConfig::fold_ratio) = `Some(r)`): `P` is dropped
 //!   when a frequent super-pattern has at least `r × support(P)` support (rounded up, so with
 //!   `r = 0.9` a pattern of support 10 goes when a longer one keeps 9). With `r ≤ 1` this
@@ -143,6 +149,11 @@ pub struct SequenceMinerConfig {
     pub min_occurrences: Option<u32>,
     /// Most patterns reported; mining stops at the next one and sets [`MineStats::truncated`].
     pub max_patterns: usize,
+    /// Symbols that never drop a pattern by extending it (see the module documentation,
+    /// *Closed*): the pattern is kept though it is always followed or preceded by one of them.
+    /// The daemon passes the agents' own tool calls, so that `a b` is reported though `a b
+    /// Read` has its support. Empty: every symbol can.
+    pub never_dominate: Vec<u32>,
 }
 
 impl Default for SequenceMinerConfig {
@@ -163,6 +174,7 @@ impl SequenceMinerConfig {
             fold_ratio: Some(DEFAULT_FOLD_RATIO),
             min_occurrences: None,
             max_patterns: DEFAULT_MAX_PATTERNS,
+            never_dominate: Vec::new(),
         }
     }
 
@@ -178,6 +190,7 @@ impl SequenceMinerConfig {
             fold_ratio: None,
             min_occurrences: None,
             max_patterns: usize::MAX,
+            never_dominate: Vec::new(),
         }
     }
 
@@ -582,6 +595,8 @@ struct Search<'c> {
     start_mark: Vec<u64>,
     /// Distinct starts that make an item frequent (`u32::MAX`: support alone).
     min_occurrences: u32,
+    /// Per item: whether it never drops a pattern it extends (empty when none is).
+    weak: Vec<bool>,
     touched: Vec<u32>,
     /// Per-item stamps: `seq_mark` for "already counted in this sequence", `first_mark` for
     /// "already extended from this entry" (first occurrence only, without a gap limit).
@@ -729,6 +744,16 @@ impl<'c> Search<'c> {
             offsets.push(offsets[offsets.len() - 1] + seq.as_ref().len());
         }
         let n = symbols.len();
+        let weak = if config.never_dominate.is_empty() {
+            Vec::new()
+        } else {
+            let mut never = config.never_dominate.clone();
+            never.sort_unstable();
+            symbols
+                .iter()
+                .map(|s| never.binary_search(s).is_ok())
+                .collect()
+        };
         Ok(Self {
             config,
             new_from,
@@ -740,6 +765,7 @@ impl<'c> Search<'c> {
             starts: vec![0; if min_occurrences < u32::MAX { n } else { 0 }],
             start_mark: vec![0; if min_occurrences < u32::MAX { n } else { 0 }],
             min_occurrences,
+            weak,
             touched: Vec::new(),
             seq_mark: vec![0; n],
             first_mark: vec![0; n],
@@ -917,6 +943,7 @@ impl<'c> Search<'c> {
             starts,
             start_mark,
             min_occurrences,
+            weak,
             touched,
             seq_mark,
             first_mark,
@@ -1000,7 +1027,9 @@ impl<'c> Search<'c> {
         for &x in touched.iter() {
             let x = x as usize;
             let often = starts.get(x).is_some_and(|&n| n >= min_occurrences);
-            if starts.get(x).is_none_or(|&n| n >= start_threshold) {
+            if starts.get(x).is_none_or(|&n| n >= start_threshold)
+                && !weak.get(x).is_some_and(|&w| w)
+            {
                 best = best.max(count[x]);
             }
             if (count[x] >= config.min_support || often) && count_new[x] > 0 {
@@ -1172,6 +1201,7 @@ impl<'c> Search<'c> {
             offsets,
             count,
             starts,
+            weak,
             touched,
             seq_mark,
             stamp,
@@ -1185,6 +1215,7 @@ impl<'c> Search<'c> {
             count,
             starts,
             start_threshold,
+            weak,
             touched,
             seq_mark,
         };
@@ -1258,6 +1289,8 @@ struct Tally<'a> {
     starts: &'a mut [u32],
     /// Distinct starts an item needs to count in [`Tally::take_best`].
     start_threshold: u32,
+    /// Items that never count in [`Tally::take_best`] (see `Search::weak`).
+    weak: &'a [bool],
     touched: &'a mut Vec<u32>,
     seq_mark: &'a mut [u64],
 }
@@ -1280,7 +1313,8 @@ impl Tally<'_> {
         }
     }
 
-    /// The highest count of an item with enough starts, leaving all counts at zero.
+    /// The highest count of an item with enough starts (and not weak), leaving all counts at
+    /// zero.
     fn take_best(&mut self) -> u32 {
         let mut best = 0;
         for &x in self.touched.iter() {
@@ -1289,6 +1323,7 @@ impl Tally<'_> {
                 .starts
                 .get(i)
                 .is_none_or(|&n| n >= self.start_threshold)
+                && !self.weak.get(i).is_some_and(|&w| w)
             {
                 best = best.max(self.count[i]);
             }
@@ -1384,6 +1419,7 @@ mod tests {
             fold_ratio: None,
             min_occurrences: None,
             max_patterns: usize::MAX,
+            never_dominate: Vec::new(),
         }
     }
 
@@ -1523,6 +1559,43 @@ mod tests {
             mine(&db, ungapped),
             vec![(vec![a, b], 4), (vec![a, b, c], 3)]
         );
+    }
+
+    #[test]
+    fn an_item_that_never_dominates_does_not_hide_the_pattern_it_always_extends() {
+        // `a b` then the agent's `r` in every session, `r` before it in two; `c d` then `e`,
+        // two one-off items (`f`, `g`, …) apart.
+        let (a, b, c, d, e, r) = (1, 2, 3, 4, 5, 9);
+        let db = vec![
+            vec![r, a, b, r, 20, 21, c, d, e],
+            vec![r, a, b, r, 22, 23, c, d, e],
+            vec![a, b, r, 24, 25, c, d, e],
+        ];
+        let daemon = SequenceMinerConfig::daemon(3);
+        let two_or_more = |found: Vec<(Vec<u32>, u32)>| -> Vec<Vec<u32>> {
+            found
+                .into_iter()
+                .filter(|(p, _)| p.len() >= 2)
+                .map(|(p, _)| p)
+                .collect()
+        };
+        // Closed as usual: `a b r` has `a b`'s support, so `a b` is not reported.
+        let found = two_or_more(mine(&db, daemon.clone()));
+        assert!(!found.contains(&vec![a, b]), "{found:?}");
+        assert!(found.contains(&vec![a, b, r]), "{found:?}");
+        // With `r` never dominating: `a b` is reported, and so is `a b r`; `c d`, always
+        // followed by `e` (not listed), is still dropped for `c d e`.
+        let found = two_or_more(mine(
+            &db,
+            SequenceMinerConfig {
+                never_dominate: vec![r],
+                ..daemon
+            },
+        ));
+        assert!(found.contains(&vec![a, b]), "{found:?}");
+        assert!(found.contains(&vec![a, b, r]), "{found:?}");
+        assert!(!found.contains(&vec![c, d]), "{found:?}");
+        assert!(found.contains(&vec![c, d, e]), "{found:?}");
     }
 
     #[test]
@@ -1677,6 +1750,7 @@ mod tests {
                         fold_ratio: None,
                         min_occurrences: Some(min_occurrences),
                         max_patterns: usize::MAX,
+                        never_dominate: Vec::new(),
                     };
                     let found = mine_counted(&db, config.clone());
                     // Every pattern of up to 4 items over the alphabet, checked directly.
@@ -2084,15 +2158,28 @@ mod tests {
             Some(_) => is_factor(small, big),
             None => is_subsequence(small, big),
         };
+        // With `never_dominate`: only a super-pattern one item longer whose extra item (at an
+        // end with a gap limit, anywhere without) is not one of them.
+        let weak = |x: u32| config.never_dominate.contains(&x);
+        let dominates = |small: &[u32], big: &[u32]| {
+            if config.never_dominate.is_empty() {
+                return big.len() > small.len() && contained(small, big);
+            }
+            big.len() == small.len() + 1
+                && (0..big.len()).any(|i| {
+                    let ends = i == 0 || i == small.len();
+                    let mut rest = big.to_vec();
+                    let extra = rest.remove(i);
+                    rest == small && !weak(extra) && (config.max_gap.is_none() || ends)
+                })
+        };
         let mut kept: Vec<(Vec<u32>, u32)> = frequent
             .iter()
             .filter(|(p, s)| {
                 p.len() >= config.min_len
-                    && config.dominance_threshold(*s).is_none_or(|t| {
-                        !frequent
-                            .iter()
-                            .any(|(q, qs)| q.len() > p.len() && *qs >= t && contained(p, q))
-                    })
+                    && config
+                        .dominance_threshold(*s)
+                        .is_none_or(|t| !frequent.iter().any(|(q, qs)| *qs >= t && dominates(p, q)))
             })
             .cloned()
             .collect();
@@ -2163,8 +2250,24 @@ mod tests {
                             fold_ratio,
                             min_occurrences: None,
                             max_patterns: usize::MAX,
+                            never_dominate: Vec::new(),
                         });
                     }
+                }
+                // Symbols that never drop a pattern (`1`, and `4` with `10`, which no
+                // database holds).
+                for never in [vec![1], vec![4, 10]] {
+                    out.push(SequenceMinerConfig {
+                        min_support: 2,
+                        max_gap: gap,
+                        min_len: 1,
+                        max_len: 4,
+                        closed,
+                        fold_ratio,
+                        min_occurrences: None,
+                        max_patterns: usize::MAX,
+                        never_dominate: never,
+                    });
                 }
             }
         }

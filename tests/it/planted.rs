@@ -1,9 +1,11 @@
 //! Issue 20's check, end to end through the daemon: planted Claude Code sessions (written here,
 //! the cases of `scripts/plant_sessions.py`) are read by `toolsmithd` from a `claude-code`
 //! source, mined and generated through it; each planted habit must become exactly one candidate
-//! awaiting review, whose dry run in the sandbox prints every occurrence's commands word for
-//! word — compared with the argv this file wrote into the session (what the shell would run),
-//! never with the miner's rendering.
+//! awaiting review, holding every occurrence (the repeats within a session too) as a dry-run
+//! case, whose dry run in the sandbox prints that occurrence's commands word for word —
+//! compared with the argv this file wrote into the session (what the shell would run), never
+//! with the miner's rendering. Nothing else is proposed: the agent reading around (`wc -l`
+//! then `sed -n`, in many sessions) is no tool.
 
 use crate::common;
 
@@ -49,8 +51,9 @@ fn cmd(words: &[&str], output: &str) -> Cmd {
 const TRAILER: &str = "\n\n🤖 Generated with [Claude Code](https://claude.com/claude-code)\n\n\
                        Co-Authored-By: Claude <noreply@anthropic.com>";
 
-/// The planted habits: id, and per occurrence its commands (values vary, words never do).
-fn habits() -> Vec<(&'static str, Vec<Vec<Cmd>>)> {
+/// The planted habits: id, and per occurrence its commands (values vary, words never do); the
+/// coverage habit when `coverage` is the user's (its tool requires it).
+fn habits(with_coverage: bool) -> Vec<(&'static str, Vec<Vec<Cmd>>)> {
     let objdump = [
         ("build/agent", "0x4013b0", "0x402c60"),
         ("out/loader", "0x4064f0", "0x406850"),
@@ -173,13 +176,62 @@ fn habits() -> Vec<(&'static str, Vec<Vec<Cmd>>)> {
             ]
         })
         .collect();
-    vec![
+    let openssl = [
+        ("certs/api.pem", "certs/ca.pem"),
+        ("certs/edge-01.pem", "certs/root-ca.pem"),
+        ("tls/proxy.crt", "tls/ca-bundle.crt"),
+        ("certs/internal/ldap.pem", "certs/ca.pem"),
+        ("tls/mqtt-broker.pem", "certs/root-ca.pem"),
+    ]
+    .iter()
+    .map(|(cert, ca)| {
+        vec![
+            cmd(
+                &[
+                    "openssl", "x509", "-in", cert, "-noout", "-subject", "-enddate",
+                ],
+                "subject=CN = relay.internal\nnotAfter=Mar 3 12:00:00 2027 GMT",
+            ),
+            cmd(
+                &["openssl", "verify", "-CAfile", ca, cert],
+                &format!("{cert}: OK"),
+            ),
+        ]
+    })
+    .collect();
+    let coverage = ["api", "storage", "auth", "relay/core", "cli"]
+        .iter()
+        .map(|pkg| {
+            let test = format!("tests/test_{}.py", pkg.replace('/', "_"));
+            vec![
+                cmd(
+                    &["coverage", "run", "-m", "pytest", &test, "-q"],
+                    "........ [100%]\n8 passed in 1.20s",
+                ),
+                cmd(
+                    &[
+                        "coverage",
+                        "report",
+                        "-m",
+                        &format!("--include=src/{pkg}/*"),
+                    ],
+                    "Name    Stmts   Miss  Cover\nTOTAL     120      4    96%",
+                ),
+            ]
+        })
+        .collect();
+    let mut all = vec![
         ("objdump-range", objdump),
         ("check-module", check),
         ("heredoc-commit", commits),
         ("branch-sync", branches),
         ("npm-missing-module", npm),
-    ]
+        ("openssl-verify", openssl),
+    ];
+    if with_coverage {
+        all.push(("coverage-report", coverage));
+    }
+    all
 }
 
 /// What the agent does between habits: its own tool calls (agent built-ins, never tools), each
@@ -281,10 +333,11 @@ struct Planted {
 
 /// Writes the sessions into `dir`: `check-module` 6 and 4 times in two long sessions, every other
 /// habit in sessions of its own (five, nine for the commit), a stray command before some
-/// occurrences (never most of a habit's), the agent's own calls between some. Returns the
-/// occurrences and the actions.
-fn plant(dir: &Path) -> (Vec<Planted>, usize) {
-    let mut habits = habits();
+/// occurrences (never most of a habit's), the agent's own calls between some — a `Read` after
+/// every `objdump-range` — and, apart from the habits in half the sessions, the agent reading
+/// around (`wc -l` then `sed -n`). Returns the occurrences and the actions.
+fn plant(dir: &Path, with_coverage: bool) -> (Vec<Planted>, usize) {
+    let mut habits = habits(with_coverage);
     let mut planted = Vec::new();
     let mut actions = 0;
     let write = |t: Transcript| {
@@ -362,12 +415,34 @@ fn plant(dir: &Path) -> (Vec<Planted>, usize) {
             let mut t = Transcript::new(&format!("5e55{k:02}{i:02}-0000-4000-8000-000000000000"));
             let stray_n = ((i + k) % 3 == 0).then_some(i + k);
             occurrence(&mut t, habit, cmds, stray_n, false, &mut actions);
-            // Not after every one: a call that always follows a habit makes the longer pattern,
-            // of the same support, the closed one, and the habit is not reported on its own
-            // (the sequence miner's closure; left as it is).
-            if i % 2 == 0 {
+            // After every objdump: the agent reads the source line it found. The longer
+            // pattern with the `Read` has the habit's support; the habit is still the one
+            // proposed.
+            if i % 2 == 0 || *habit == "objdump-range" {
                 t.call("Read", noise(k * 10 + i)["input"].clone(), "x", true);
                 actions += 1;
+            }
+            if i % 2 == 1 {
+                // The agent's own calls, then reading around: a file count, some lines.
+                for (name, input) in [
+                    (
+                        "Grep",
+                        json!({"pattern": format!("q{k}{i}"), "path": "src"}),
+                    ),
+                    ("Read", noise(100 + k * 10 + i)["input"].clone()),
+                ] {
+                    t.call(name, input, "x", true);
+                }
+                let module = ["ingest", "router", "auth", "storage", "metrics"][i % 5];
+                t.bash(&cmd(
+                    &["wc", "-l", &format!("src/{module}/*.py")],
+                    "  120 total",
+                ));
+                t.bash(&cmd(
+                    &["sed", "-n", "1,40p", &format!("src/{module}/core.py")],
+                    "import os",
+                ));
+                actions += 4;
             }
             write(t);
         }
@@ -435,46 +510,6 @@ fn staged(state: &Path, id: &str) -> Staged {
     Staged { tool_dir, cases }
 }
 
-/// The parameters for an occurrence the candidate holds no case of: those of a case it holds,
-/// each value replaced by the word at the same place in this occurrence's commands.
-fn carried(case: &Value, held: &[Vec<String>], argv: &[Vec<String>]) -> Option<Value> {
-    let mut params = case["params"].as_object()?.clone();
-    for value in params.values_mut() {
-        if let Value::Array(items) = value {
-            // A run of words (the files of `git add`): the same run in this occurrence's
-            // command, whatever its length, the words after it kept.
-            let items: Vec<String> = items
-                .iter()
-                .map(|i| i.as_str().map(str::to_owned))
-                .collect::<Option<_>>()?;
-            let (i, j) = held.iter().enumerate().find_map(|(i, c)| {
-                (0..c.len())
-                    .find(|&j| c.get(j..j + items.len()) == Some(&items[..]))
-                    .map(|j| (i, j))
-            })?;
-            let after = held[i].len() - j - items.len();
-            let theirs = argv.get(i)?;
-            let run = theirs.get(j..theirs.len().checked_sub(after)?)?;
-            *value = json!(run);
-            continue;
-        }
-        let Value::String(v) = value else { continue };
-        let (i, j, word) = held.iter().enumerate().find_map(|(i, c)| {
-            c.iter()
-                .enumerate()
-                .find(|(_, w)| w.contains(v.as_str()))
-                .map(|(j, w)| (i, j, w.clone()))
-        })?;
-        let (prefix, suffix) = word.split_once(v.as_str())?;
-        let theirs = argv.get(i)?.get(j)?;
-        *v = theirs
-            .strip_prefix(prefix)?
-            .strip_suffix(suffix)?
-            .to_owned();
-    }
-    Some(Value::Object(params))
-}
-
 /// What the candidate's dry run prints for `params` (and a recovery's failure on stdin), run in
 /// the sandbox.
 fn dry_run(env: &TestEnv, tool_dir: &Path, params: &Value, stdin: Option<&str>) -> String {
@@ -520,11 +555,16 @@ fn each_planted_habit_is_one_candidate_whose_dry_run_is_the_log_word_for_word() 
         toolsmith::validate::run::default_policy_granting(&["registry.npmjs.org:443".into()]),
     )
     .expect("write policy");
+    // The coverage habit's tool requires `coverage`: planted where it is the user's (CI has
+    // it), found on the user's PATH as the daemon is told it.
+    let with_coverage = common::machine_toolchain("coverage").is_some();
+    let user_path = std::env::var("PATH").unwrap_or_default();
     let config = env.write_config(&format!(
         "[ingest]\ndebounce_ms = 10\n\n[mine]\nafter_new_actions = 100000\n\n\
-         [generate]\npolicy = \"{}\"\n\n\
+         [generate]\npolicy = \"{}\"\n\n[sandbox]\npath = {}\n\n\
          [[source]]\nname = \"planted\"\nformat = \"claude-code\"\npath = \"{}\"\n",
         policy.display(),
+        Value::String(user_path),
         logs.parent().expect("projects").display()
     ));
     let mut cmd = env.daemon_command();
@@ -533,7 +573,7 @@ fn each_planted_habit_is_one_candidate_whose_dry_run_is_the_log_word_for_word() 
     let mut events = daemon.connect();
     let subscribed = events.call(1, "events.subscribe", json!({"kinds": ["ingest."]}));
     assert!(subscribed.get("error").is_none(), "{subscribed}");
-    let (planted, actions) = plant(&logs);
+    let (planted, actions) = plant(&logs, with_coverage);
     // Every planted action stored (each has its result in the same file).
     let mut stored = 0u64;
     while stored < actions as u64 {
@@ -561,6 +601,11 @@ fn each_planted_habit_is_one_candidate_whose_dry_run_is_the_log_word_for_word() 
     let generated = json_of(out.get_output());
     let out = cli().args(["--json", "candidates"]).assert().success();
     let candidates = json_of(out.get_output());
+    let out = cli()
+        .args(["--json", "patterns", "--limit", "200"])
+        .assert()
+        .success();
+    let after = json_of(out.get_output());
     let awaiting: Vec<&Value> = candidates
         .as_array()
         .expect("candidates")
@@ -594,13 +639,53 @@ fn each_planted_habit_is_one_candidate_whose_dry_run_is_the_log_word_for_word() 
             && *last >= *p.seqs.iter().min().unwrap_or(&0)
     };
     let mut report = BTreeMap::new();
-    for habit in [
+    let mut habit_ids = vec![
         "objdump-range",
         "check-module",
         "heredoc-commit",
         "branch-sync",
         "npm-missing-module",
-    ] {
+        "openssl-verify",
+    ];
+    if with_coverage {
+        habit_ids.push("coverage-report");
+    }
+    // Nothing but the habits is proposed: each candidate awaiting review holds a planted
+    // occurrence.
+    let strays: Vec<&Value> = awaiting
+        .iter()
+        .copied()
+        .filter(|c| {
+            !held(c)
+                .iter()
+                .any(|e| planted.iter().any(|p| overlaps(e, p)))
+        })
+        .collect();
+    assert!(
+        strays.is_empty(),
+        "candidates of no planted habit: {:#?}\n(patterns: {after:#})",
+        strays.iter().map(|c| &c["tool"]).collect::<Vec<_>>()
+    );
+    // Reading around is mined, and never proposed: refused as a tool with the reason, or
+    // folded into a pattern of the agent's own calls.
+    let reading = after
+        .as_array()
+        .expect("patterns")
+        .iter()
+        .find(|p| {
+            p["steps"][0]
+                .as_str()
+                .is_some_and(|s| s.starts_with("wc -l"))
+                && p["steps"][1]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("sed -n"))
+        })
+        .unwrap_or_else(|| panic!("`wc -l → sed -n` among {after:#}"));
+    assert!(
+        reading["status"] == "rejected" || reading["status"] == "folded",
+        "{reading:#}"
+    );
+    for habit in habit_ids {
         let occurrences: Vec<&Planted> = planted.iter().filter(|p| p.habit == habit).collect();
         let mine: Vec<&&Value> = awaiting
             .iter()
@@ -619,25 +704,22 @@ fn each_planted_habit_is_one_candidate_whose_dry_run_is_the_log_word_for_word() 
         );
         let id = mine[0]["id"].as_str().expect("id");
         let stage = staged(&env.state(), id);
-        // A case the candidate holds, to carry to the occurrences it holds none of.
-        let (model, model_argv) = stage
-            .cases
-            .iter()
-            .find_map(|(e, case)| {
-                let p = occurrences.iter().find(|p| overlaps(e, p))?;
-                Some((case.clone(), p.argv.clone()))
-            })
-            .unwrap_or_else(|| panic!("{habit}: no dry-run case of a planted occurrence"));
         let mut reproduced = 0;
         for p in &occurrences {
+            // Every occurrence is the candidate's own case, repeats within a session too.
             let params = stage
                 .cases
                 .iter()
                 .find(|(e, _)| overlaps(e, p))
                 .map(|(_, case)| case["params"].clone())
-                .or_else(|| carried(&model, &model_argv, &p.argv))
                 .unwrap_or_else(|| {
-                    panic!("{habit}: no parameters for {:?} from {model:#}", p.argv)
+                    panic!(
+                        "{habit}: {id} holds no case of the occurrence {:?} in {} (its cases: \
+                         {:?})",
+                        p.argv,
+                        p.session,
+                        stage.cases.iter().map(|(e, _)| e).collect::<Vec<_>>()
+                    )
                 });
             let printed = dry_run(&env, &stage.tool_dir, &params, p.failure.as_deref());
             let got = dry_run_commands(&printed).unwrap_or_default();

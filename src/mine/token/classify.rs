@@ -315,11 +315,19 @@ fn is_path(word: &str) -> bool {
     if bytes.len() > 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' && bytes[2] == b'\\' {
         return true;
     }
-    if FILE_NAMES.contains(&word) {
+    names_a_file(word)
+}
+
+/// Whether a word names a file by itself: its last component has a known extension or is a
+/// known file name (`src/lib.rs`, `Makefile`, `test_x.py::test_y`) — a stronger sign than a
+/// slash, which a branch (`feature/login`) has too.
+pub fn names_a_file(word: &str) -> bool {
+    let name = word.rsplit('/').next().unwrap_or(word);
+    if FILE_NAMES.contains(&name) {
         return true;
     }
     // A pytest node id (`test_x.py::test_y`) names a file.
-    let file = word.split("::").next().unwrap_or(word);
+    let file = name.split("::").next().unwrap_or(name);
     match file.rsplit_once('.') {
         Some((stem, ext)) => {
             !stem.is_empty() && EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())

@@ -118,9 +118,10 @@ use crate::action::{Action, Source};
 use crate::mine::shell::{self, Dialect};
 
 use agent_tools::tool_token;
-pub use classify::{SlotKind, classify};
+pub use classify::{SlotKind, classify, names_a_file};
 pub use draft::joins_run;
 pub use intern::{InternError, Interner};
+pub use tables::looks_around;
 
 /// The concrete value of one slot in one occurrence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

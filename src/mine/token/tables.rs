@@ -781,6 +781,61 @@ pub(super) fn cli_of_module(module: &str) -> Option<&'static Cli> {
     cli(module.split('.').next().unwrap_or(module))
 }
 
+/// Programs that only show the agent something (a count, a size, lines of a file, what a
+/// search matched, what the machine is): their output is for the reader's eyes, and they change
+/// nothing. `cat`, `head`, `tail` and `ls` are noise already (dropped unless they feed a pipe).
+const LOOKING_AROUND: &[&str] = &[
+    "wc", "du", "df", "stat", "file", "uname", "nl", "grep", "egrep", "fgrep", "rg", "ag", "ack",
+    "tree", "cat", "head", "tail", "ls", "realpath", "readlink", "basename", "dirname", "hostname",
+    "id", "free", "uptime", "lsblk", "xxd", "od", "hexdump", "strings",
+];
+
+/// `git` sub-commands that only show the repository's state.
+const GIT_LOOKING_AROUND: &[&str] = &["status", "diff", "log", "show"];
+
+/// `find` actions that change files or write them.
+const FIND_ACTIONS: &[&str] = &[
+    "-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls",
+];
+
+/// Whether a step (its canonical key: `wc -l <arg>`, `sed -n <arg> <arg>`) only looks around:
+/// one of [`LOOKING_AROUND`], `sed` printing lines (`-n`, not `-i`), `find` without an action
+/// ([`FIND_ACTIONS`]), `git status|diff|log|show` — and no redirection writing a file. A habit
+/// made of these alone is the agent reading, which no tool takes off its hands.
+pub fn looks_around(key: &str) -> bool {
+    let words: Vec<&str> = key.split(' ').collect();
+    let Some(program) = words.first().map(|p| p.rsplit('/').next().unwrap_or(p)) else {
+        return false;
+    };
+    // `> f`, `>> f`, `2> f`, `&> f`: a file written (`<arg>` is a slot). `2>&1` writes none.
+    let writes = words
+        .iter()
+        .any(|w| w.contains('>') && !w.starts_with('<') && !matches!(*w, "2>&1" | "1>&2" | ">&2"));
+    if writes {
+        return false;
+    }
+    let flags = || {
+        words[1..]
+            .iter()
+            .filter(|w| w.starts_with('-') && w.len() > 1)
+    };
+    match program {
+        "sed" => {
+            let short = |w: &&&str| !w.starts_with("--");
+            let quiet = flags()
+                .any(|w| matches!(*w, "--quiet" | "--silent") || (short(&w) && w.contains('n')));
+            let in_place =
+                flags().any(|w| w.starts_with("--in-place") || (short(&w) && w.contains('i')));
+            quiet && !in_place
+        }
+        "find" => !words.iter().any(|w| FIND_ACTIONS.contains(w)),
+        "git" => words
+            .get(1)
+            .is_some_and(|sub| GIT_LOOKING_AROUND.contains(sub)),
+        _ => LOOKING_AROUND.contains(&program),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
@@ -843,5 +898,41 @@ mod tests {
             }
         }
         assert_eq!(CLI_INDEX.len(), seen.len());
+    }
+    #[test]
+    fn looking_around_is_reading_without_changing_anything() {
+        for key in [
+            "wc -l <arg>",
+            "du -sh <arg>",
+            "sed -n <arg> <arg>",
+            "sed -ne <arg> <arg>",
+            "grep -rn <arg> <arg>",
+            "rg -n <arg> <arg>",
+            "find <arg> -name <arg>",
+            "uname -a",
+            "git status --short",
+            "git diff --stat",
+            "wc -l < <arg>",
+            "grep <arg> <arg> 2>&1",
+        ] {
+            assert!(looks_around(key), "{key}");
+        }
+        for key in [
+            "sed -i <arg> <arg>",
+            "sed -ni <arg> <arg>",
+            "sed <arg> <arg>",
+            "sed -n --in-place <arg> <arg>",
+            "grep <arg> <arg> > <arg>",
+            "find <arg> -name <arg> -delete",
+            "find <arg> -exec rm <arg> ;",
+            "git commit -m <arg>",
+            "git add <arg>",
+            "openssl x509 -in <arg> -noout -subject",
+            "objdump -d <arg>",
+            "sudo du -sh <arg>",
+            "make -C <arg> test",
+        ] {
+            assert!(!looks_around(key), "{key}");
+        }
     }
 }
