@@ -1705,12 +1705,7 @@ fn fold_groups(
             .then_with(|| pb.score.total_cmp(&pa.score))
             .then_with(|| pa.id.cmp(&pb.id))
     });
-    // Groups: the one standing for the habit, and every member; the spans of all members,
-    // by session.
-    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-    // Per group: the occurrences its head stands for (its own, or more where it stands for a
-    // shorter pattern whose steps it extends).
-    let mut strength: Vec<u32> = Vec::new();
+    let mut groups = Groups::default();
     // Which groups' occurrences hold each command (session, token position): looking a
     // pattern's occurrences up costs their length, however many patterns came before.
     let mut owners: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
@@ -1730,7 +1725,10 @@ fn fold_groups(
                     continue;
                 };
                 covered += 1;
-                for &g in gs {
+                let mut seen: Vec<usize> = gs.iter().map(|&g| groups.find(g)).collect();
+                seen.sort_unstable();
+                seen.dedup();
+                for g in seen {
                     match per_group.iter_mut().find(|(h, _)| *h == g) {
                         Some((_, n)) => *n += 1,
                         None => per_group.push((g, 1)),
@@ -1747,79 +1745,94 @@ fn fold_groups(
                 }
             }
         }
+        let new = &patterns[i].pattern;
+        // The groups this pattern is one habit with, and how much: most of its occurrences lie
+        // inside the group's; or the group's head's occurrences mostly lie inside its own (a
+        // sub-sequence of it); or most of its occurrences hold one of the head's whole, the
+        // steps around it stray ones, run mostly elsewhere (`wc -l → a → b → python3
+        // --version` around `a → b`).
+        let mut joined: Vec<(usize, f64)> = shared
+            .keys()
+            .filter_map(|&g| {
+                let head = &patterns[groups.head(g)];
+                let inside = hits.get(&g).copied().unwrap_or(0) as f64 / spans.len() as f64;
+                let holds = overlapping(&head.spans, spans) as f64 / head.spans.len().max(1) as f64;
+                let around = if strays_around(new, &head.pattern, step_count) {
+                    containing(spans, &head.spans) as f64 / spans.len() as f64
+                } else {
+                    0.0
+                };
+                let share = inside.max(holds).max(around);
+                (share > 0.5).then_some((g, share))
+            })
+            .collect();
         // Where a member's occurrences were only partly held (more than
         // `MineOptions::max_occurrences`), its spans miss most of its variants':
         // a pattern more than half of whose steps are that member's steps, in its order (a
         // stray step before or after it, or the end of one occurrence with the start of the
         // next), is taken to lie inside it; `mkdir → rm -rf → mkdir` does not lie inside
         // `mv → mkdir → mv`.
-        let keys = step_keys(&patterns[i].pattern);
-        let structural = groups.iter().enumerate().find_map(|(g, (_, members))| {
-            members
-                .iter()
-                .any(|&m| {
-                    let (member, seen) = (&patterns[m].pattern, patterns[m].spans.len());
-                    if seen >= member.occurrences as usize {
-                        return false;
-                    }
-                    let inner = step_keys(member);
-                    let shared: Vec<&str> =
-                        keys.iter().copied().filter(|k| inner.contains(k)).collect();
-                    // In the member's order: a run of it, or its end then its start.
-                    let twice: Vec<&str> = inner.iter().chain(&inner).copied().collect();
-                    2 * shared.len() > keys.len()
-                        && twice
-                            .windows(shared.len())
-                            .any(|run| run == shared.as_slice())
-                })
-                .then_some((g, 1.0))
-        });
-        let joined = hits
-            .iter()
-            .filter_map(|(&g, &n)| {
-                let head = &patterns[groups[g].0].spans;
-                let inside = n as f64 / spans.len() as f64;
-                let holds = overlapping(head, spans) as f64 / head.len().max(1) as f64;
-                let share = inside.max(holds);
-                (share > 0.5).then_some((g, share))
-            })
-            .chain(structural)
-            .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
-            // Two habits back to back (`make build → make test` then the `pytest` failure and
-            // its fix), or the junction of two: most occurrences lie inside the groups'
-            // together. It joins the one it shares most commands with.
-            .or_else(|| {
-                (2 * inside_all > spans.len())
-                    .then(|| {
-                        shared
-                            .iter()
-                            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
-                            .map(|(&g, _)| (g, 0.5))
-                    })
-                    .flatten()
-            });
-        let g = match joined {
-            Some((g, _)) => {
-                let head = &patterns[groups[g].0].pattern;
-                let new = &patterns[i].pattern;
-                match (rank(new) <= rank(head))
-                    .then(|| stands_for(new, head, strength[g], ratio, step_count))
-                {
-                    Some(Stands::New(n)) => {
-                        groups[g].0 = i;
-                        strength[g] = n;
-                    }
-                    Some(Stands::Head(n)) => strength[g] = n,
-                    None => {}
+        let keys = step_keys(new);
+        let structural = groups.roots().find(|&g| {
+            groups.members(g).iter().any(|&m| {
+                let (member, seen) = (&patterns[m].pattern, patterns[m].spans.len());
+                if seen >= member.occurrences as usize {
+                    return false;
                 }
-                groups[g].1.push(i);
+                let inner = step_keys(member);
+                let shared: Vec<&str> =
+                    keys.iter().copied().filter(|k| inner.contains(k)).collect();
+                // In the member's order: a run of it, or its end then its start.
+                let twice: Vec<&str> = inner.iter().chain(&inner).copied().collect();
+                2 * shared.len() > keys.len()
+                    && twice
+                        .windows(shared.len())
+                        .any(|run| run == shared.as_slice())
+            })
+        });
+        if let Some(g) = structural
+            && !joined.iter().any(|(h, _)| *h == g)
+        {
+            joined.push((g, 1.0));
+        }
+        // Two habits back to back (`make build → make test` then the `pytest` failure and its
+        // fix), or the junction of two: most occurrences lie inside the groups' together. It
+        // joins the one it shares most commands with.
+        if joined.is_empty()
+            && 2 * inside_all > spans.len()
+            && let Some((&g, _)) = shared
+                .iter()
+                .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+        {
+            joined.push((g, 0.5));
+        }
+        joined.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let g = match joined.split_first() {
+            Some((&(g, _), others)) => {
+                groups.join(g, i, |head, strength| {
+                    let head = &patterns[head].pattern;
+                    (rank(new) <= rank(head))
+                        .then(|| stands_for(new, head, strength, ratio, step_count))
+                });
+                // A pattern every step of which another group's head has, in order, makes that
+                // group one with this (the habit, and two of its stray-step variants that
+                // came first); two habits back to back are not made one by the pattern that
+                // runs them both.
+                for &(other, _) in others {
+                    let theirs = step_keys(&patterns[groups.head(other)].pattern);
+                    if !in_order(&keys, &theirs) {
+                        continue;
+                    }
+                    groups.merge(g, other, |head, strength, candidate| {
+                        let (head, candidate) =
+                            (&patterns[head].pattern, &patterns[candidate].pattern);
+                        (rank(candidate) <= rank(head))
+                            .then(|| stands_for(candidate, head, strength, ratio, step_count))
+                    });
+                }
                 g
             }
-            None => {
-                strength.push(patterns[i].pattern.occurrences);
-                groups.push((i, vec![i]));
-                groups.len() - 1
-            }
+            None => groups.open(i, new.occurrences),
         };
         for span in spans {
             for &t in &span.tokens {
@@ -1830,7 +1843,154 @@ fn fold_groups(
             }
         }
     }
-    groups
+    groups.into_groups()
+}
+
+/// The fold's groups as they form: each with the pattern standing for it, its members, and the
+/// occurrences its head stands for (its own, or more where it stands for a shorter pattern
+/// whose steps it extends); a group merged into another points to it.
+#[derive(Default)]
+struct Groups {
+    heads: Vec<usize>,
+    members: Vec<Vec<usize>>,
+    strength: Vec<u32>,
+    parent: Vec<usize>,
+}
+
+impl Groups {
+    /// The group `g` was merged into, if any (else itself).
+    fn find(&self, mut g: usize) -> usize {
+        while self.parent[g] != g {
+            g = self.parent[g];
+        }
+        g
+    }
+
+    fn head(&self, g: usize) -> usize {
+        self.heads[self.find(g)]
+    }
+
+    fn members(&self, g: usize) -> &[usize] {
+        &self.members[self.find(g)]
+    }
+
+    /// The groups not merged into another.
+    fn roots(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.parent.len()).filter(|&g| self.parent[g] == g)
+    }
+
+    /// A group of pattern `i` alone; its index.
+    fn open(&mut self, i: usize, occurrences: u32) -> usize {
+        self.heads.push(i);
+        self.members.push(vec![i]);
+        self.strength.push(occurrences);
+        self.parent.push(self.parent.len());
+        self.parent.len() - 1
+    }
+
+    /// Pattern `i` joins group `g`; `stands` says, from the head and its strength, whether it
+    /// takes the group over (`None`: a worse kind, it does not).
+    fn join(&mut self, g: usize, i: usize, stands: impl Fn(usize, u32) -> Option<Stands>) {
+        let g = self.find(g);
+        match stands(self.heads[g], self.strength[g]) {
+            Some(Stands::New(n)) => {
+                self.heads[g] = i;
+                self.strength[g] = n;
+            }
+            Some(Stands::Head(n)) => self.strength[g] = n,
+            None => {}
+        }
+        self.members[g].push(i);
+    }
+
+    /// Group `other` merges into `g`; its head takes `g` over as a pattern joining it would.
+    fn merge(
+        &mut self,
+        g: usize,
+        other: usize,
+        stands: impl Fn(usize, u32, usize) -> Option<Stands>,
+    ) {
+        let (g, other) = (self.find(g), self.find(other));
+        if g == other {
+            return;
+        }
+        let candidate = self.heads[other];
+        match stands(self.heads[g], self.strength[g], candidate) {
+            Some(Stands::New(n)) => {
+                self.heads[g] = candidate;
+                self.strength[g] = n.max(self.strength[other]);
+            }
+            Some(Stands::Head(n)) => self.strength[g] = n.max(self.strength[other]),
+            None => {}
+        }
+        let moved = std::mem::take(&mut self.members[other]);
+        self.members[g].extend(moved);
+        self.parent[other] = g;
+    }
+
+    /// The groups: the index of the pattern standing for each, and its members (itself among
+    /// them), best first.
+    fn into_groups(self) -> Vec<(usize, Vec<usize>)> {
+        let roots: Vec<usize> = self.roots().collect();
+        let Groups {
+            heads, mut members, ..
+        } = self;
+        roots
+            .into_iter()
+            .map(|g| (heads[g], std::mem::take(&mut members[g])))
+            .collect()
+    }
+}
+
+/// Whether `longer` is `shorter` with stray steps around it: it has every step of `shorter`,
+/// in order, and each of its other steps is run mostly elsewhere (fewer than half of its runs,
+/// `step_count`, are `longer`'s occurrences) — unlike a habit's own steps ([`extra_steps_belong`]).
+fn strays_around(longer: &Pattern, shorter: &Pattern, step_count: &dyn Fn(&str) -> u32) -> bool {
+    let (long, short) = (step_keys(longer), step_keys(shorter));
+    if long.len() <= short.len() {
+        return false;
+    }
+    // `short` is a sub-sequence of `long`: its steps in order, others between or around.
+    let mut at = 0;
+    let mut extra = Vec::new();
+    for k in &long {
+        if short.get(at) == Some(k) {
+            at += 1;
+        } else {
+            extra.push(*k);
+        }
+    }
+    let n = u64::from(longer.occurrences);
+    at == short.len() && extra.iter().all(|k| 2 * n <= u64::from(step_count(k)))
+}
+
+/// Whether every one of `short` is in `long`, in the same order (others between or around).
+fn in_order(short: &[&str], long: &[&str]) -> bool {
+    let mut rest = long.iter();
+    short.iter().all(|k| rest.any(|l| l == k))
+}
+
+/// How many of `spans` hold one of `others` whole, or nearly (more than half its commands).
+fn containing(spans: &[Span], others: &[Span]) -> usize {
+    let mut by_session: HashMap<u32, Vec<&Span>> = HashMap::new();
+    for o in others {
+        by_session.entry(o.session).or_default().push(o);
+    }
+    spans
+        .iter()
+        .filter(|s| {
+            by_session.get(&s.session).is_some_and(|os| {
+                os.iter().any(|o| {
+                    let held = o
+                        .tokens
+                        .iter()
+                        .filter(|t| s.tokens.binary_search(t).is_ok())
+                        .count();
+                    2 * held > o.tokens.len()
+                })
+            })
+        })
+        .count()
 }
 
 /// Writes the groups of [`fold_groups`] down: each member says where it went
@@ -3065,6 +3225,172 @@ mod tests {
         assert_eq!(proposed.len(), 1, "{summary:#?}");
         assert_eq!(proposed[0].templates.len(), 2, "{summary:#?}");
         assert_eq!(proposed[0].occurrences, 10, "{summary:#?}");
+    }
+
+    /// A pattern of `keys` scored `score`, seen `occurrences` times, at `spans` (session, token
+    /// positions), as the fold takes it.
+    fn ranked(keys: &[&str], score: f64, occurrences: u32, spans: &[(u32, &[u32])]) -> Ranked {
+        let steps = keys
+            .iter()
+            .map(|k| crate::mine::pattern::Step {
+                template: (*k).to_owned(),
+                words: Vec::new(),
+                key: (*k).to_owned(),
+                captures: None,
+                piped: false,
+                agent_tool: false,
+            })
+            .collect();
+        Ranked {
+            pattern: Pattern {
+                id: pattern_id(PatternKind::Sequence, keys, None),
+                kind: PatternKind::Sequence,
+                support: 2,
+                occurrences,
+                score,
+                score_parts: Default::default(),
+                templates: keys.iter().map(|k| (*k).to_owned()).collect(),
+                steps,
+                params: Vec::new(),
+                internals: Vec::new(),
+                workspace_varies: false,
+                trigger: None,
+                median_ms: None,
+                evidence: Vec::new(),
+                folded_into: None,
+                folded: Vec::new(),
+            },
+            spans: spans
+                .iter()
+                .map(|(session, tokens)| Span {
+                    session: *session,
+                    tokens: tokens.to_vec(),
+                })
+                .collect(),
+            found: 0,
+        }
+    }
+
+    #[test]
+    fn a_habit_stands_for_its_stray_variants_even_when_they_came_first() {
+        // `check → make` ten times in two sessions; `grep` before four of them, `python3`
+        // before four others. Both variants score above the habit, so each opens a group of
+        // its own first; the habit lies under both, and makes them one group it stands for.
+        let (check, make) = ("./scripts/check.sh --module <arg>", "make -C <arg> test");
+        let habit_at: Vec<(u32, [u32; 2])> = (0..6)
+            .map(|k| (0, [4 * k + 1, 4 * k + 2]))
+            .chain((0..4).map(|k| (1, [4 * k + 1, 4 * k + 2])))
+            .collect();
+        let habit: Vec<(u32, &[u32])> = habit_at.iter().map(|(s, t)| (*s, &t[..])).collect();
+        let with_stray = |at: &[usize]| -> Vec<(u32, Vec<u32>)> {
+            at.iter()
+                .map(|&i| {
+                    let (s, [a, b]) = habit_at[i];
+                    (s, vec![a - 1, a, b])
+                })
+                .collect()
+        };
+        let grep = with_stray(&[0, 1, 6, 7]);
+        let python = with_stray(&[2, 3, 8, 9]);
+        let grep: Vec<(u32, &[u32])> = grep.iter().map(|(s, t)| (*s, &t[..])).collect();
+        let python: Vec<(u32, &[u32])> = python.iter().map(|(s, t)| (*s, &t[..])).collect();
+        let patterns = [
+            ranked(&["grep -rn <arg> src/", check, make], 47.0, 4, &grep),
+            ranked(&["python3 --version", check, make], 46.0, 4, &python),
+            ranked(&[check, make], 45.0, 10, &habit),
+        ];
+        // The strays are run everywhere.
+        let groups = fold_groups(&patterns, 0.9, &|_| 1000);
+        assert_eq!(groups.len(), 1, "{groups:?}");
+        let (head, mut members) = groups[0].clone();
+        assert_eq!(head, 2);
+        members.sort_unstable();
+        assert_eq!(members, [0, 1, 2]);
+        // The pattern that runs two groups' habits back to back does not make them one.
+        let pytest = ["python3 -m pytest <arg>", "pip install <arg>"];
+        let both = [
+            ranked(
+                &["make build -C <arg>", "make test -C <arg>"],
+                50.0,
+                5,
+                &[
+                    (0, &[1, 2]),
+                    (1, &[1, 2]),
+                    (2, &[1, 2]),
+                    (3, &[1, 2]),
+                    (4, &[1, 2]),
+                ],
+            ),
+            ranked(
+                &pytest,
+                49.0,
+                3,
+                &[(0, &[3, 4]), (1, &[3, 4]), (2, &[3, 4])],
+            ),
+            ranked(
+                &[
+                    "make build -C <arg>",
+                    "make test -C <arg>",
+                    pytest[0],
+                    pytest[1],
+                ],
+                48.0,
+                3,
+                &[(0, &[1, 2, 3, 4]), (1, &[1, 2, 3, 4]), (2, &[1, 2, 3, 4])],
+            ),
+        ];
+        let groups = fold_groups(&both, 0.9, &|_| 1000);
+        assert_eq!(groups.len(), 2, "{groups:?}");
+    }
+
+    #[test]
+    fn stray_steps_around_a_habit_fold_into_it() {
+        // `coverage run → coverage report` in nine sessions, with `wc -l` before and
+        // `python3 --version` after three of them — both also run elsewhere, as noise is: half
+        // the variant's commands are the habit's, and it holds the habit's whole.
+        let mut calls = Vec::new();
+        for i in 0..9 {
+            let session = format!("s{i}");
+            let run = |c: String| (session.clone(), c, Some(true), None);
+            calls.push(run(format!("before{i} --check")));
+            if i < 3 {
+                calls.push(run(format!("wc -l src/m{i}/*.py")));
+            }
+            calls.push(run(format!("coverage run -m pytest tests/test_{i}.py -q")));
+            calls.push(run(format!("coverage report -m --include=src/m{i}/*")));
+            if i < 3 {
+                calls.push(run("python3 --version".into()));
+            }
+            calls.push(run(format!("after{i} --check")));
+            calls.push(run(format!("then{i} --check")));
+            calls.push(run(format!("wc -l docs/d{i}.md")));
+            calls.push(run(format!("next{i} --check")));
+            calls.push(run(format!("more{i} --check")));
+            calls.push(run("python3 --version".into()));
+            calls.push(run(format!("last{i} --check")));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| (&p.templates, p.folded_into.as_ref().map(|f| &f.id)))
+            .collect();
+        let proposed: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.folded_into.is_none())
+            .filter(|p| p.templates.iter().any(|t| t.starts_with("coverage")))
+            .collect();
+        assert_eq!(proposed.len(), 1, "{summary:#?}");
+        assert_eq!(proposed[0].templates.len(), 2, "{summary:#?}");
+        assert!(
+            report
+                .patterns
+                .iter()
+                .any(|p| p.templates.len() == 4 && p.folded_into.is_some()),
+            "{summary:#?}"
+        );
     }
 
     #[test]

@@ -800,7 +800,8 @@ const FIND_ACTIONS: &[&str] = &[
 
 /// Whether a step (its canonical key: `wc -l <arg>`, `sed -n <arg> <arg>`) only looks around:
 /// one of [`LOOKING_AROUND`], `sed` printing lines (`-n`, not `-i`), `find` without an action
-/// ([`FIND_ACTIONS`]), `git status|diff|log|show` — and no redirection writing a file. A habit
+/// ([`FIND_ACTIONS`]), `git status|diff|log|show`, a program asked its version (`python3
+/// --version`) — and no redirection writing a file. A habit
 /// made of these alone is the agent reading, which no tool takes off its hands.
 pub fn looks_around(key: &str) -> bool {
     let words: Vec<&str> = key.split(' ').collect();
@@ -813,6 +814,10 @@ pub fn looks_around(key: &str) -> bool {
         .any(|w| w.contains('>') && !w.starts_with('<') && !matches!(*w, "2>&1" | "1>&2" | ">&2"));
     if writes {
         return false;
+    }
+    // `python3 --version`, `go version`: which version is installed.
+    if matches!(words[1..], ["--version"] | ["-V"] | ["version"]) {
+        return true;
     }
     let flags = || {
         words[1..]
@@ -910,6 +915,8 @@ mod tests {
             "rg -n <arg> <arg>",
             "find <arg> -name <arg>",
             "uname -a",
+            "python3 --version",
+            "go version",
             "git status --short",
             "git diff --stat",
             "wc -l < <arg>",
@@ -931,6 +938,8 @@ mod tests {
             "objdump -d <arg>",
             "sudo du -sh <arg>",
             "make -C <arg> test",
+            "python3 --version > <arg>",
+            "cargo version <arg>",
         ] {
             assert!(!looks_around(key), "{key}");
         }
