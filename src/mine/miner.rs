@@ -1790,10 +1790,25 @@ fn fold_groups(
                         .any(|run| run == shared.as_slice())
             })
         });
-        if let Some(g) = structural
-            && !joined.iter().any(|(h, _)| *h == g)
-        {
-            joined.push((g, 1.0));
+        // A loop met at another step: the steps of a group's head rotated (`perl → rm` for
+        // `rm → perl`), in the head's sessions mostly: one loop, one habit.
+        let rotation = groups.roots().find(|&g| {
+            let head = &patterns[groups.head(g)];
+            let theirs = step_keys(&head.pattern);
+            let sessions: HashSet<u32> = head.spans.iter().map(|s| s.session).collect();
+            keys.len() == theirs.len()
+                && keys != theirs
+                && (1..keys.len()).any(|r| keys[r..].iter().chain(&keys[..r]).eq(theirs.iter()))
+                && 2 * spans
+                    .iter()
+                    .filter(|s| sessions.contains(&s.session))
+                    .count()
+                    > spans.len()
+        });
+        for g in structural.into_iter().chain(rotation) {
+            if !joined.iter().any(|(h, _)| *h == g) {
+                joined.push((g, 1.0));
+            }
         }
         // Two habits back to back (`make build → make test` then the `pytest` failure and its
         // fix), or the junction of two: most occurrences lie inside the groups' together. It
@@ -3389,6 +3404,42 @@ mod tests {
                 .patterns
                 .iter()
                 .any(|p| p.templates.len() == 4 && p.folded_into.is_some()),
+            "{summary:#?}"
+        );
+    }
+
+    #[test]
+    fn a_loop_met_at_another_step_is_one_habit() {
+        // `rm out/*.txt → perl run.pl` early in each session, `perl run.pl → rm out/*.txt`
+        // later in the same one: the same loop, entered at either step.
+        let mut calls = Vec::new();
+        for i in 0..6 {
+            let session = format!("s{i}");
+            let run = |c: String| (session.clone(), c, Some(true), None);
+            calls.push(run(format!("rm out/r{i}.txt")));
+            calls.push(run(format!("perl run{i}.pl")));
+            calls.push(run(format!("between{i} --check")));
+            calls.push(run(format!("again{i} --check")));
+            calls.push(run(format!("perl run{i}.pl")));
+            calls.push(run(format!("rm out/r{i}.txt")));
+            calls.push(run(format!("last{i} --check")));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary: Vec<_> = report
+            .patterns
+            .iter()
+            .map(|p| (&p.templates, p.folded_into.as_ref().map(|f| &f.id)))
+            .collect();
+        let pairs: Vec<&Pattern> = report
+            .patterns
+            .iter()
+            .filter(|p| p.templates.len() == 2 && p.templates.iter().any(|t| t.starts_with("perl")))
+            .collect();
+        assert_eq!(pairs.len(), 2, "{summary:#?}");
+        assert_eq!(
+            pairs.iter().filter(|p| p.folded_into.is_none()).count(),
+            1,
             "{summary:#?}"
         );
     }
