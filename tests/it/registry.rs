@@ -1642,9 +1642,13 @@ fn the_daemon_reports_a_hand_commit_with_a_recomputed_digest() {
     env.cli().args(["approve", &id]).assert().success();
     edit(&env, &name, "run.sh", |t| format!("{t}\necho injected\n"));
     commit_by_hand(&env, &name, Form::V2, "tweak");
+    // Between the edit and the commit the daemon may see the files differ from main and say
+    // so (a `tool.invalid` of its own); the commit's report follows.
     let event = loop {
         let event = sub.read();
-        if event["params"]["kind"] == "tool.invalid" {
+        let kind = &event["params"]["kind"];
+        let problem = event["params"]["data"]["problem"].to_string();
+        if kind == "tool.invalid" && !problem.contains("its files on disk differ from main") {
             break event;
         }
     };
