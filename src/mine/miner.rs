@@ -2323,6 +2323,18 @@ mod tests {
 
     /// A real store (migrated by [`Store::open`]) holding `calls`, numbered in order within
     /// each session, and a connection to it.
+    /// Every pattern's templates, occurrences and what it folded into, for assertion messages.
+    fn fold_summary(report: &MineReport) -> Vec<String> {
+        report
+            .patterns
+            .iter()
+            .map(|p| {
+                let into = p.folded_into.as_ref().map(|f| &f.id);
+                format!("{:?} ×{} → {into:?}", p.templates, p.occurrences)
+            })
+            .collect()
+    }
+
     fn store(calls: &[Call<'_>]) -> (TempDir, Connection) {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("state.db");
@@ -3032,11 +3044,7 @@ mod tests {
         }
         let (_dir, conn) = store(&calls_of(&calls));
         let report = mine(&conn, &MineOptions::default()).expect("the run");
-        let summary: Vec<_> = report
-            .patterns
-            .iter()
-            .map(|p| (&p.templates, p.folded_into.as_ref().map(|f| &f.id)))
-            .collect();
+        let summary = fold_summary(&report);
         let commits: Vec<&Pattern> = report
             .patterns
             .iter()
@@ -3071,11 +3079,7 @@ mod tests {
         }
         let (_dir, conn) = store(&calls_of(&calls));
         let report = mine(&conn, &MineOptions::default()).expect("the run");
-        let summary: Vec<_> = report
-            .patterns
-            .iter()
-            .map(|p| (&p.templates, p.folded_into.as_ref().map(|f| &f.id)))
-            .collect();
+        let summary = fold_summary(&report);
         let proposed: Vec<&Pattern> = report
             .patterns
             .iter()
@@ -3116,17 +3120,7 @@ mod tests {
         calls.push(("s3".into(), "cargo build".into(), Some(true), None));
         let (_dir, conn) = store(&calls_of(&calls));
         let report = mine(&conn, &MineOptions::default()).expect("the run");
-        let summary: Vec<_> = report
-            .patterns
-            .iter()
-            .map(|p| {
-                (
-                    &p.templates,
-                    p.occurrences,
-                    p.folded_into.as_ref().map(|f| &f.id),
-                )
-            })
-            .collect();
+        let summary = fold_summary(&report);
         let proposed: Vec<&Pattern> = report
             .patterns
             .iter()
@@ -3159,17 +3153,7 @@ mod tests {
         }
         let (_dir, conn) = store(&calls_of(&calls));
         let report = mine(&conn, &MineOptions::default()).expect("the run");
-        let summary: Vec<_> = report
-            .patterns
-            .iter()
-            .map(|p| {
-                (
-                    &p.templates,
-                    p.occurrences,
-                    p.folded_into.as_ref().map(|f| &f.id),
-                )
-            })
-            .collect();
+        let summary = fold_summary(&report);
         let proposed: Vec<&Pattern> = report
             .patterns
             .iter()
@@ -3220,17 +3204,7 @@ mod tests {
         }
         let (_dir, conn) = store(&calls_of(&calls));
         let report = mine(&conn, &MineOptions::default()).expect("the run");
-        let summary: Vec<_> = report
-            .patterns
-            .iter()
-            .map(|p| {
-                (
-                    &p.templates,
-                    p.occurrences,
-                    p.folded_into.as_ref().map(|f| &f.id),
-                )
-            })
-            .collect();
+        let summary = fold_summary(&report);
         let proposed: Vec<&Pattern> = report
             .patterns
             .iter()
@@ -3386,11 +3360,7 @@ mod tests {
         }
         let (_dir, conn) = store(&calls_of(&calls));
         let report = mine(&conn, &MineOptions::default()).expect("the run");
-        let summary: Vec<_> = report
-            .patterns
-            .iter()
-            .map(|p| (&p.templates, p.folded_into.as_ref().map(|f| &f.id)))
-            .collect();
+        let summary = fold_summary(&report);
         let proposed: Vec<&Pattern> = report
             .patterns
             .iter()
@@ -3426,11 +3396,7 @@ mod tests {
         }
         let (_dir, conn) = store(&calls_of(&calls));
         let report = mine(&conn, &MineOptions::default()).expect("the run");
-        let summary: Vec<_> = report
-            .patterns
-            .iter()
-            .map(|p| (&p.templates, p.folded_into.as_ref().map(|f| &f.id)))
-            .collect();
+        let summary = fold_summary(&report);
         let pairs: Vec<&Pattern> = report
             .patterns
             .iter()
@@ -3506,11 +3472,7 @@ mod tests {
         }
         let (_dir, conn) = store_calls(&calls);
         let report = mine(&conn, &MineOptions::default()).expect("the run");
-        let summary: Vec<_> = report
-            .patterns
-            .iter()
-            .map(|p| (&p.templates, p.folded_into.as_ref().map(|f| &f.id)))
-            .collect();
+        let summary = fold_summary(&report);
         let habit = report
             .patterns
             .iter()

@@ -1679,13 +1679,7 @@ mod tests {
             "a", "b", "x", "7", "0", "=", ":", ".", "/", "\\", "(", ")", "<", "*", ">", " ", " ",
             " ", "\t", "é", "日本", "KB", "ms", "-",
         ];
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let cfg = TemplateMinerConfig {
             max_clusters: Some(50),
             max_tokens: 12,
@@ -1726,16 +1720,21 @@ mod tests {
 
     // -- the speed work keeps what is mined ------------------------------------------------
 
-    /// A fixed mixed log: recurring messages with numbers, ids, addresses, paths, hex, units,
-    /// user names and words of variable width, lines repeated verbatim, a few one-offs.
-    fn fixed_log() -> Vec<String> {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move |n: u64| {
+    /// A reproducible pseudo-random pick below `n` (xorshift64 from `seed`).
+    fn xorshift(mut seed: u64) -> impl FnMut(usize) -> usize {
+        move |n| {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
-            seed % n
-        };
+            (seed % n as u64) as usize
+        }
+    }
+
+    /// A fixed mixed log: recurring messages with numbers, ids, addresses, paths, hex, units,
+    /// user names and words of variable width, lines repeated verbatim, a few one-offs.
+    fn fixed_log() -> Vec<String> {
+        let mut pick = xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut next = move |n: u64| pick(n as usize) as u64;
         const USERS: [&str; 8] = [
             "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi",
         ];
@@ -1961,13 +1960,7 @@ mod tests {
             "a", "f", "z", "Q", "7", "0", "=", ":", ".", "/", "\\", "(", "<", "*", ">", "-", " ",
             "\t", "\u{b}", "\u{1}", "é", "日本", "deadbeef", "KB",
         ];
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         (0..count)
             .map(|_| (0..next(24)).map(|_| PIECES[next(PIECES.len())]).collect())
             .collect()
