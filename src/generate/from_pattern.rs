@@ -528,6 +528,20 @@ impl ToolSpec {
                  machine's state, each command on its own, which no tool takes off its hands"
             )));
         }
+        if pattern.only_shuffles_files() {
+            let steps = pattern.steps_text().join(" → ");
+            return Err(fail(&format!(
+                "its steps only create, move or remove files and share no value (`{steps}`): \
+                 common commands seen together, not one piece of work a tool could take over"
+            )));
+        }
+        if let Some(step) = pattern.retried_step() {
+            return Err(fail(&format!(
+                "its step `{}` is run again at once with flags added: a command that failed, \
+                 tried again; a tool would stop at the failure or do the work twice",
+                step.template
+            )));
+        }
         // A command line the shell parser could not read (an unbalanced quote, syntax it does
         // not know) is one opaque step: its words are not known, so no tool can run them.
         let unparsed_step = pattern
@@ -1078,6 +1092,59 @@ mod tests {
                 "{key}: {made:?}"
             );
         }
+    }
+
+    #[test]
+    fn unrelated_file_shuffling_and_a_retry_are_no_tool() {
+        let mut p = sequence();
+        p.steps = vec![
+            Step {
+                template: "rm -rf <value>".into(),
+                key: "rm -rf <arg>".into(),
+                ..step(vec![lit("rm"), lit("-rf"), param("value")])
+            },
+            Step {
+                template: "mkdir <value_2>".into(),
+                key: "mkdir <arg>".into(),
+                ..step(vec![lit("mkdir"), param("value_2")])
+            },
+        ];
+        let err = ToolSpec::from_pattern(&p, &|_| false).expect_err("refused");
+        assert!(
+            err.to_string().contains(
+                "only create, move or remove files and share no value (`rm -rf <value> → mkdir <value_2>`)"
+            ),
+            "{err}"
+        );
+        // The directory it removed, made again: one value through both, a piece of work.
+        let mut shared = p.clone();
+        shared.steps[1].words = vec![lit("mkdir"), param("value")];
+        let made = ToolSpec::from_pattern(&shared, &|_| false);
+        assert!(
+            made.as_ref()
+                .err()
+                .is_none_or(|e| !e.to_string().contains("share no value")),
+            "{made:?}"
+        );
+        let mut retry = sequence();
+        retry.steps = vec![
+            Step {
+                template: "cp <path> <value>".into(),
+                key: "cp <arg> <arg>".into(),
+                ..step(vec![lit("cp"), param("path"), param("value")])
+            },
+            Step {
+                template: "cp <path> <value> -r".into(),
+                key: "cp <arg> <arg> -r".into(),
+                ..step(vec![lit("cp"), param("path"), param("value"), lit("-r")])
+            },
+        ];
+        let err = ToolSpec::from_pattern(&retry, &|_| false).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("`cp <path> <value>` is run again at once with flags added"),
+            "{err}"
+        );
     }
 
     #[test]

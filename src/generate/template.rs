@@ -362,7 +362,7 @@ ts_run() {{
             // A value the command would take for an option, where the log never had one.
             let dash = if spec.refuses_dash(p) {
                 format!(
-                    " -*) ts_die \"{opt} must not begin with '-' (its command would take                      '{value}' for an option)\" ;;"
+                    " -*) ts_die \"{opt} must not begin with '-' (its command would take '{value}' for an option)\" ;;"
                 )
             } else {
                 String::new()
@@ -939,7 +939,9 @@ mod tests {
         );
         assert_eq!(cases[2].expect.exit_code, Some(2));
         assert!(
-            files["run.sh"].contains("-*) ts_die \"--package must not begin with '-'"),
+            files["run.sh"].contains(
+                "-*) ts_die \"--package must not begin with '-' (its command would take '$p_package' for an option)\" ;;"
+            ),
             "{}",
             files["run.sh"]
         );

@@ -960,13 +960,14 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
             .unwrap_or(u32::MAX)
     };
     let groups = fold_groups(&patterns, options.fold_ratio, &step_count);
-    complete_heads(
+    let groups = complete_heads(
         &mut refetch,
         &loaded,
         &found,
         &mut patterns,
-        &groups,
+        groups,
         options,
+        needed,
     )?;
     mark_folded(&mut patterns, groups);
     best_first(&mut patterns);
@@ -1570,29 +1571,52 @@ fn best_first(patterns: &mut [Ranked]) {
 /// parameters are what all of them share; then scored again. Only the heads: they are few (a
 /// habit's variants are folded into them), while aligning every repeat of every candidate read
 /// a long repetitive session's actions again for patterns folded away.
+///
+/// A loop run several times over (`rm out → perl gen.pl → rm out → perl gen.pl`) is seen as
+/// both its rotations; where they stand for habits of their own (the rotation also run apart:
+/// `perl x.pl → rm x.pl`, a throwaway script), the loop's occurrences are the habit's ranked
+/// first, and the other keeps only its own ([`loop_claimed`]). One whose own occurrences no
+/// longer qualify it is the loop, met at another step: its group joins the first's.
+///
+/// Returns the groups, with those joins made.
 fn complete_heads(
     refetch: &mut Refetch<'_>,
     loaded: &Loaded,
     found: &[Found<'_>],
     patterns: &mut [Ranked],
-    groups: &[(usize, Vec<usize>)],
+    mut groups: Vec<(usize, Vec<usize>)>,
     options: &MineOptions,
-) -> Result<(), MineError> {
+    needed: Needed,
+) -> Result<Vec<(usize, Vec<usize>)>, MineError> {
     let max_gap = Some(options.max_gap);
-    for &(head, _) in groups {
+    // Each head that is the middle of a loop another head runs: that one's spans, as found.
+    let loops: HashMap<usize, (usize, Vec<Span>)> = (0..groups.len())
+        .filter_map(|index| {
+            let head = &patterns[groups[index].0];
+            let owner = (0..groups.len()).find(|&other| {
+                let theirs = &patterns[groups[other].0];
+                other != index
+                    && is_rotation(&theirs.pattern, &head.pattern)
+                    && loop_middle(&head.spans, &theirs.spans)
+            })?;
+            Some((index, (owner, patterns[groups[owner].0].spans.clone())))
+        })
+        .collect();
+    // Groups to join another (its index in `groups`, then the other's).
+    let mut joins: HashMap<usize, usize> = HashMap::new();
+    for index in 0..groups.len() {
+        let head = groups[index].0;
         let Some(f) = patterns.get(head).and_then(|r| found.get(r.found)) else {
             continue;
         };
-        if f.aligned >= f.occurrences.len() && f.more.is_empty() {
-            continue;
-        }
+        let partner = loops.get(&index);
         let more = f.more.iter().filter_map(|o| {
             Some(Occ {
                 session: loaded.sessions.get(o.seq as usize)?,
                 positions: step_positions(loaded, &f.items, o, max_gap)?,
             })
         });
-        let every: Vec<Occ<'_>> = f
+        let mut every: Vec<Occ<'_>> = f
             .occurrences
             .iter()
             .map(|o| Occ {
@@ -1602,14 +1626,110 @@ fn complete_heads(
             .chain(more)
             .take(options.max_occurrences)
             .collect();
+        let mut claimed = None;
+        if let Some((owner, theirs)) = partner {
+            let before = every.len();
+            let held = held_commands(theirs);
+            every.retain(|o| !loop_claimed(o, &held));
+            let taken = before - every.len();
+            if taken > 0 {
+                let support = loaded.support(every.iter().map(|o| o.session.index as usize));
+                let count = (f.count as usize).saturating_sub(taken);
+                if every.is_empty() || !needed.met(support, count) {
+                    joins.insert(index, *owner);
+                    continue;
+                }
+                claimed = Some((support, count as u32));
+            }
+        }
+        if claimed.is_none() && f.aligned >= f.occurrences.len() && f.more.is_empty() {
+            continue;
+        }
         let Some((aligned, durations)) =
             align_occurrences(refetch, &every, f.trigger.is_some(), options)?
         else {
             continue;
         };
-        patterns[head].pattern = scored_pattern(f, aligned, durations);
+        patterns[head].pattern = match claimed {
+            Some((support, count)) => {
+                patterns[head].spans = every.iter().filter_map(Span::of).collect();
+                let own = Found {
+                    kind: f.kind,
+                    keys: f.keys.clone(),
+                    support,
+                    count,
+                    occurrences: Vec::new(),
+                    more: Vec::new(),
+                    items: Box::default(),
+                    trigger: f.trigger.clone(),
+                    calls_per_occurrence: f.calls_per_occurrence,
+                    single: f.single,
+                    bound: f.bound,
+                    aligned: 0,
+                };
+                scored_pattern(&own, aligned, durations)
+            }
+            None => scored_pattern(f, aligned, durations),
+        };
     }
-    Ok(())
+    // Each joins the group its loop ends in (a middle's owner may itself be another's middle).
+    let end = |mut g: usize| {
+        for _ in 0..=joins.len() {
+            match joins.get(&g) {
+                Some(&into) => g = into,
+                None => break,
+            }
+        }
+        g
+    };
+    let mut moved: Vec<(usize, Vec<usize>)> = joins
+        .keys()
+        .map(|&index| (end(index), std::mem::take(&mut groups[index].1)))
+        .collect();
+    moved.sort_by_key(|(into, members)| (*into, members.first().copied()));
+    for (into, members) in moved {
+        groups[into].1.extend(members);
+    }
+    Ok(groups
+        .into_iter()
+        .enumerate()
+        .filter(|(index, _)| !joins.contains_key(index))
+        .map(|(_, group)| group)
+        .collect())
+}
+
+/// Whether `spans` are the middle of the loop `others` run, rather than the other way round:
+/// more of them lie inside the other's occurrences (a loop `a b a b a b` holds `b a` twice,
+/// both inside `a b`'s, and `a b` three times, one inside `b a`'s).
+fn loop_middle(spans: &[Span], others: &[Span]) -> bool {
+    let share = |a: &[Span], b: &[Span]| overlapping(a, b) as f64 / a.len().max(1) as f64;
+    share(spans, others) > share(others, spans)
+}
+
+/// The commands of `spans`, as session and token position.
+fn held_commands(spans: &[Span]) -> HashSet<(u32, u32)> {
+    spans
+        .iter()
+        .flat_map(|s| s.tokens.iter().map(move |&t| (s.session, t)))
+        .collect()
+}
+
+/// Whether `later`'s steps are `earlier`'s rotated (`perl → rm` for `rm → perl`): one loop
+/// entered at another step.
+fn is_rotation(earlier: &Pattern, later: &Pattern) -> bool {
+    let (theirs, keys) = (step_keys(earlier), step_keys(later));
+    earlier.kind == later.kind
+        && keys.len() == theirs.len()
+        && keys != theirs
+        && (1..keys.len()).any(|r| keys[r..].iter().chain(&keys[..r]).eq(theirs.iter()))
+}
+
+/// Whether an occurrence of a loop's middle lies inside the loop, whose commands are `held`:
+/// more than half its commands are the loop's (the end of one of the loop's occurrences and
+/// the start of the next). The occurrence that leaves the loop is not: its last command is
+/// its own.
+fn loop_claimed(occ: &Occ<'_>, held: &HashSet<(u32, u32)>) -> bool {
+    Span::of(occ).is_some_and(|span| span.inside(held))
 }
 
 /// The commands one occurrence's steps are: its session and their token positions (the
@@ -1657,10 +1777,7 @@ impl Span {
 
 /// How many of `spans` lie inside `others` (see [`Span::inside`]).
 fn overlapping(spans: &[Span], others: &[Span]) -> usize {
-    let held: HashSet<(u32, u32)> = others
-        .iter()
-        .flat_map(|o| o.tokens.iter().map(move |&t| (o.session, t)))
-        .collect();
+    let held = held_commands(others);
     spans.iter().filter(|s| s.inside(&held)).count()
 }
 
@@ -1687,6 +1804,8 @@ fn fold_groups(
 ) -> Vec<(usize, Vec<usize>)> {
     let proposable = |p: &Pattern| {
         !p.only_looks_around()
+            && !p.only_shuffles_files()
+            && p.retried_step().is_none()
             && !p
                 .steps
                 .iter()
@@ -1755,6 +1874,11 @@ fn fold_groups(
             .keys()
             .filter_map(|&g| {
                 let head = &patterns[groups.head(g)];
+                // Two rotations of one loop share their commands whether or not they are one
+                // habit: the rotation rule below decides.
+                if is_rotation(&head.pattern, new) {
+                    return None;
+                }
                 let inside = hits.get(&g).copied().unwrap_or(0) as f64 / spans.len() as f64;
                 let holds = overlapping(&head.spans, spans) as f64 / head.spans.len().max(1) as f64;
                 let around = if strays_around(new, &head.pattern, step_count) {
@@ -1791,19 +1915,27 @@ fn fold_groups(
             })
         });
         // A loop met at another step: the steps of a group's head rotated (`perl → rm` for
-        // `rm → perl`), in the head's sessions mostly: one loop, one habit.
+        // `rm → perl`). Run over and over, a loop shows both: the rotation more of whose
+        // occurrences lie inside the other's is its middle (each the end of one of the
+        // other's occurrences and the start of the next). They are one habit when the
+        // middle's own occurrences, those not inside the loop, are none or mostly in the
+        // loop's sessions; run apart, elsewhere, the middle is a habit of its own, and the
+        // loop's occurrences are left to the loop ([`complete_heads`]).
         let rotation = groups.roots().find(|&g| {
             let head = &patterns[groups.head(g)];
-            let theirs = step_keys(&head.pattern);
-            let sessions: HashSet<u32> = head.spans.iter().map(|s| s.session).collect();
-            keys.len() == theirs.len()
-                && keys != theirs
-                && (1..keys.len()).any(|r| keys[r..].iter().chain(&keys[..r]).eq(theirs.iter()))
-                && 2 * spans
-                    .iter()
-                    .filter(|s| sessions.contains(&s.session))
-                    .count()
-                    > spans.len()
+            if !is_rotation(&head.pattern, new) {
+                return false;
+            }
+            let (middle, owner) = if loop_middle(&head.spans, spans) {
+                (head.spans.as_slice(), spans.as_slice())
+            } else {
+                (spans.as_slice(), head.spans.as_slice())
+            };
+            let held = held_commands(owner);
+            let sessions: HashSet<u32> = owner.iter().map(|s| s.session).collect();
+            let own: Vec<&Span> = middle.iter().filter(|s| !s.inside(&held)).collect();
+            own.is_empty()
+                || 2 * own.iter().filter(|s| sessions.contains(&s.session)).count() > own.len()
         });
         for g in structural.into_iter().chain(rotation) {
             if !joined.iter().any(|(h, _)| *h == g) {
@@ -3407,6 +3539,134 @@ mod tests {
             pairs.iter().filter(|p| p.folded_into.is_none()).count(),
             1,
             "{summary:#?}"
+        );
+    }
+
+    #[test]
+    fn a_loop_s_occurrences_are_its_own_and_a_rotation_run_apart_keeps_its() {
+        // Three sessions run `rm out/gen.txt → perl gen.pl` three times over: the loop, whose
+        // middle also reads `perl gen.pl → rm out/gen.txt`. Four others run a throwaway script
+        // and delete it: `perl tN.pl → rm tN.pl`, a habit of its own.
+        let mut calls = Vec::new();
+        for i in 0..3 {
+            let session = format!("loop{i}");
+            let run = |c: &str| (session.clone(), c.to_owned(), Some(true), None);
+            calls.push(run(&format!("make -C m{i}")));
+            for _ in 0..3 {
+                calls.push(run("rm out/gen.txt"));
+                calls.push(run("perl gen.pl"));
+            }
+        }
+        for i in 0..4 {
+            let session = format!("scratch{i}");
+            let run = |c: String| (session.clone(), c, Some(true), None);
+            calls.push(run(format!("ls d{i}")));
+            calls.push(run(format!("perl t{i}.pl")));
+            calls.push(run(format!("rm t{i}.pl")));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary = fold_summary(&report);
+        let pair = |first: &str| {
+            *starting_with(&report, first)
+                .iter()
+                .find(|p| p.templates.len() == 2)
+                .expect("the pair")
+        };
+        let (regenerate, scratch) = (pair("rm"), pair("perl"));
+        assert_eq!(regenerate.folded_into, None, "{summary:#?}");
+        assert_eq!(scratch.folded_into, None, "{summary:#?}");
+        assert_eq!((regenerate.support, regenerate.occurrences), (3, 9));
+        // Only its own: the loop's middles are the loop's.
+        assert_eq!(
+            (scratch.support, scratch.occurrences),
+            (4, 4),
+            "{scratch:#?}"
+        );
+        let shown: Vec<&str> = scratch
+            .evidence
+            .iter()
+            .flat_map(|e| e.commands.iter().map(String::as_str))
+            .collect();
+        assert!(shown.iter().all(|c| !c.contains("gen")), "{shown:?}");
+        assert_eq!(shown.len(), 8, "{shown:?}");
+    }
+
+    #[test]
+    fn a_loop_s_middle_is_folded_into_the_loop_whichever_comes_first() {
+        // `rm → perl` three times over in sessions 0 to 3 (tokens 1 to 6): `perl → rm` (2–3,
+        // 4–5) is only its middle, even scored first. Seen also in sessions 4 to 7, run apart
+        // (`perl t.pl → rm t.pl`), it is a habit of its own.
+        let (rm, perl) = ("rm <path>", "perl <path>");
+        let loop_at: Vec<(u32, [u32; 2])> = (0..4)
+            .flat_map(|s| [(s, [1, 2]), (s, [3, 4]), (s, [5, 6])])
+            .collect();
+        let middle_at: Vec<(u32, [u32; 2])> =
+            (0..4).flat_map(|s| [(s, [2, 3]), (s, [4, 5])]).collect();
+        let apart_at: Vec<(u32, [u32; 2])> = (4..8).map(|s| (s, [1, 2])).collect();
+        let owned = |at: &[(u32, [u32; 2])]| -> Vec<(u32, Vec<u32>)> {
+            at.iter().map(|(s, t)| (*s, t.to_vec())).collect()
+        };
+        for apart in [false, true] {
+            let mut middle = owned(&middle_at);
+            if apart {
+                middle.extend(owned(&apart_at));
+            }
+            let a: Vec<(u32, &[u32])> = loop_at.iter().map(|(s, t)| (*s, &t[..])).collect();
+            let b: Vec<(u32, &[u32])> = middle.iter().map(|(s, t)| (*s, &t[..])).collect();
+            let patterns = [
+                ranked(&[perl, rm], 60.0, b.len() as u32, &b),
+                ranked(&[rm, perl], 50.0, a.len() as u32, &a),
+            ];
+            let groups = fold_groups(&patterns, 0.9, &|_| 1000);
+            if apart {
+                assert_eq!(groups.len(), 2, "{groups:?}");
+            } else {
+                // The loop stands for it.
+                assert_eq!(groups, [(1, vec![0, 1])]);
+            }
+        }
+    }
+
+    #[test]
+    fn file_shuffling_that_shares_nothing_and_a_retry_are_no_habit_a_tool_takes() {
+        // Each of five sessions: two common commands one after the other, on unrelated files;
+        // a directory made and a file moved into it; a removal tried again with `-r`.
+        let mut calls = Vec::new();
+        for i in 0..5 {
+            let session = format!("s{i}");
+            let run = |c: String| (session.clone(), c, Some(true), None);
+            calls.push(run(format!("rm -rf old{i}")));
+            calls.push(run(format!("mkdir new{i}")));
+            calls.push(run(format!("first{i} --check")));
+            calls.push(run(format!("second{i} --check")));
+            calls.push(run(format!("mkdir dir{i}")));
+            calls.push(run(format!("mv f{i}.txt dir{i}")));
+            calls.push(run(format!("third{i} --check")));
+            calls.push(run(format!("fourth{i} --check")));
+            calls.push(run(format!("rm tree{i}/")));
+            calls.push(run(format!("rm tree{i}/ -r")));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary = fold_summary(&report);
+        let find = |steps: &[&str]| {
+            report
+                .patterns
+                .iter()
+                .find(|p| p.templates == steps)
+                .unwrap_or_else(|| panic!("{steps:?} in {summary:#?}"))
+        };
+        let unrelated = find(&["rm -rf <value>", "mkdir <value_2>"]);
+        assert!(unrelated.only_shuffles_files());
+        assert_eq!(unrelated.retried_step(), None);
+        let into = find(&["mkdir <value>", "mv <path> <value>"]);
+        assert!(!into.only_shuffles_files(), "{into:#?}");
+        assert_eq!(into.retried_step(), None);
+        let retry = find(&["rm <path>", "rm <path> -r"]);
+        assert_eq!(
+            retry.retried_step().map(|s| s.template.as_str()),
+            Some("rm <path>")
         );
     }
 

@@ -5,12 +5,14 @@
 //! its id from one mining run to the next: that is how a pattern rejected at review, or already
 //! turned into a candidate, is not proposed again.
 
+use std::collections::HashMap;
+
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::score::Score;
-use super::token::looks_around;
+use super::token::{looks_around, shuffles_files};
 use crate::store::StoreError;
 
 /// What kind of habit a pattern is.
@@ -231,6 +233,72 @@ impl Pattern {
             && steps
                 .iter()
                 .all(|s| !s.piped && !s.agent_tool && looks_around(&s.key))
+    }
+
+    /// Whether every step only creates, moves, copies or removes files (`mkdir`, `mv`, `rm`:
+    /// [`shuffles_files`]) and no value passes from one step to another (no parameter in two
+    /// steps, no value printed and used, no pipe): `rm -rf Template/ → mkdir Templates`, two
+    /// of the commands typed all day, seen together because they are common. `mkdir <dir> →
+    /// mv <file> <dir>` moves a file into the directory it made: a habit. Kept as a pattern;
+    /// no tool is made of it.
+    pub fn only_shuffles_files(&self) -> bool {
+        let steps: Vec<&Step> = self
+            .trigger
+            .iter()
+            .map(|t| &t.step)
+            .chain(&self.steps)
+            .collect();
+        if steps.len() < 2
+            || !self.internals.is_empty()
+            || steps
+                .iter()
+                .any(|s| s.piped || s.agent_tool || !shuffles_files(&s.key))
+        {
+            return false;
+        }
+        let mut first_step: HashMap<&str, usize> = HashMap::new();
+        for (i, step) in steps.iter().enumerate() {
+            for piece in step.words.iter().flatten() {
+                if let Piece::Param(name) | Piece::Internal(name) = piece
+                    && *first_step.entry(name).or_insert(i) != i
+                {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// The first step that the next one runs again at once with flags added (`rm <arg>` then
+    /// `rm <arg> -r`, `cp <arg> <arg>` then `cp <arg> <arg> -r`): a command that failed, tried
+    /// again. A tool of both would stop at the failure, or do the work twice. Kept as a
+    /// pattern; no tool is made of it. A recovery's failing command and its fix (`npm run
+    /// lint` failing, then `npm run lint -- --fix`) are not: its tool runs the fix on the
+    /// failure.
+    pub fn retried_step(&self) -> Option<&Step> {
+        self.steps.windows(2).find_map(|pair| {
+            let (first, then) = (&pair[0], &pair[1]);
+            let (a, b): (Vec<&str>, Vec<&str>) = (
+                first.key.split(' ').collect(),
+                then.key.split(' ').collect(),
+            );
+            if first.agent_tool || then.agent_tool || then.piped || b.len() <= a.len() {
+                return None;
+            }
+            // `a`'s words in order within `b`, every other word of `b` a flag.
+            let mut rest = a.iter().peekable();
+            let mut added = 0;
+            for word in &b {
+                if rest.peek() == Some(&word) {
+                    rest.next();
+                } else if word.starts_with('-') && word.len() > 1 {
+                    added += 1;
+                } else {
+                    return None;
+                }
+            }
+            (rest.peek().is_none() && added > 0 && a.first() == b.first()).then_some(first)
+        })
     }
 
     /// The steps as readable templates, the failing command first for a recovery; a step that

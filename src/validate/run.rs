@@ -111,8 +111,7 @@ impl Outcome {
             .map(|c| {
                 let first = c.details.first().map(|d| {
                     let line = d.lines().next().unwrap_or_default();
-                    let short: String = line.chars().take(160).collect();
-                    format!(": {short}")
+                    format!(": {}", clip_at_word(line, 160))
                 });
                 format!("[{}] {}{}", c.layer, c.name, first.unwrap_or_default())
             })
@@ -985,9 +984,35 @@ fn make_writable(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `line` cut to at most `max` characters at a word's end, with `…` where it was cut: a summary
+/// line names a check's first detail without ending mid-word.
+fn clip_at_word(line: &str, max: usize) -> String {
+    if line.chars().count() <= max {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+    let kept = match cut.rfind(char::is_whitespace) {
+        Some(at) if at > 0 => cut[..at].trim_end(),
+        _ => cut.as_str(),
+    };
+    format!("{kept}…")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_summary_cuts_a_long_detail_at_a_word() {
+        let detail = "`gia` (runtime.requires) is not found on the sandbox's PATH (/usr/local/bin:/usr/bin): install it in one of those directories";
+        assert_eq!(
+            clip_at_word(detail, 110),
+            "`gia` (runtime.requires) is not found on the sandbox's PATH (/usr/local/bin:/usr/bin): install it in one of…"
+        );
+        assert_eq!(clip_at_word("short", 160), "short");
+        // One word longer than the room is cut inside it.
+        assert_eq!(clip_at_word("abcdefgh", 5), "abcd…");
+    }
 
     #[test]
     fn the_default_policy_grants_hosts_in_its_own_table() {

@@ -798,6 +798,19 @@ const FIND_ACTIONS: &[&str] = &[
     "-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls",
 ];
 
+/// Programs that only create, move, copy or remove files: on their own, the commands a person
+/// types all day, whatever they work on.
+const FILE_SHUFFLING: &[&str] = &["mkdir", "mv", "cp", "rm", "rmdir", "touch", "ln", "chmod"];
+
+/// Whether a step (its canonical key: `mkdir <arg>`, `rm -rf <arg>`) only creates, moves,
+/// copies or removes files ([`FILE_SHUFFLING`]).
+pub fn shuffles_files(key: &str) -> bool {
+    key.split(' ')
+        .next()
+        .map(|p| p.rsplit('/').next().unwrap_or(p))
+        .is_some_and(|program| FILE_SHUFFLING.contains(&program))
+}
+
 /// Whether a step (its canonical key: `wc -l <arg>`, `sed -n <arg> <arg>`) only looks around:
 /// one of [`LOOKING_AROUND`], `sed` printing lines (`-n`, not `-i`), `find` without an action
 /// ([`FIND_ACTIONS`]), `git status|diff|log|show`, a program asked its version (`python3
