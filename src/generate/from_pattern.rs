@@ -260,6 +260,7 @@ fn convert_step(step: &pattern::Step) -> StepSpec {
             .iter()
             .map(|w| w.iter().map(convert_piece).collect())
             .collect(),
+        globs: step.globs.clone(),
         captures: step.captures.clone(),
         piped: step.piped,
     }
@@ -790,6 +791,7 @@ mod tests {
             template: String::new(),
             words,
             key: String::new(),
+            globs: Vec::new(),
             captures: None,
             piped: false,
             agent_tool: false,

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::mine::token::Globbing;
 use crate::package::manifest::{
     self, Evidence, Interface, Language, Manifest, Origin, OutputKind, Provenance, Runtime,
 };
@@ -147,6 +148,11 @@ pub enum Piece {
 pub struct StepSpec {
     /// The words.
     pub words: Vec<Vec<Piece>>,
+    /// Per word (empty when none is), how the shell the habit ran in expanded it as a
+    /// pathname pattern (`grep foo **/*.h` typed unquoted): the tool expands it the same way,
+    /// a dry run prints it as written. Only a word that is one piece can be one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub globs: Vec<Option<Globbing>>,
     /// For a step whose output a later step uses: the variable it is kept in.
     pub captures: Option<String>,
     /// Whether it reads the previous step's output through a pipe.
@@ -155,11 +161,25 @@ pub struct StepSpec {
 }
 
 impl StepSpec {
-    /// The step as readable text: literals shell-quoted where needed, parameters as `<name>`.
+    /// How word `i` is expanded as a pathname pattern, if it is (a word of one piece only).
+    pub fn glob(&self, i: usize) -> Option<Globbing> {
+        self.globs
+            .get(i)
+            .copied()
+            .flatten()
+            .filter(|_| self.words.get(i).is_some_and(|w| w.len() == 1))
+    }
+
+    /// The step as readable text: literals shell-quoted where needed (a pattern the shell
+    /// expanded written as typed), parameters as `<name>`.
     pub fn display(&self) -> String {
         self.words
             .iter()
-            .map(|word| {
+            .enumerate()
+            .map(|(i, word)| {
+                if let (Some(_), [Piece::Literal(t)]) = (self.glob(i), word.as_slice()) {
+                    return t.clone();
+                }
                 word.iter()
                     .map(|p| match p {
                         Piece::Literal(t) => shell_quote(t),

@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use super::spec::{Occurrence, ParamKind, Piece, StepSpec, TemplateError, ToolSpec, is_snake_case};
+use crate::mine::token::Globbing;
 use crate::invoke;
 use crate::package::manifest::{Language, Origin};
 use crate::quote::shell_quote;
@@ -74,12 +75,22 @@ fn var(name: &str) -> String {
 }
 
 /// A word as sh code: literals single-quoted where needed, values double-quoted; the variadic
-/// parameter (a word of its own) is `"$@"`, where option parsing left its items.
-fn word_code(word: &[Piece], variadic: Option<&str>) -> String {
+/// parameter (a word of its own) is `"$@"`, where option parsing left its items. A word the
+/// habit's shell expanded as a pathname pattern (`glob`) is written for the tool's shell to
+/// expand: a parameter unquoted (`${p_x}`, `$@`; `IFS=` keeps it one field), a literal with
+/// only its pattern characters unquoted.
+fn word_code(word: &[Piece], variadic: Option<&str>, glob: Option<Globbing>) -> String {
     if let ([Piece::Param(name)], Some(v)) = (word, variadic)
         && name == v
     {
-        return "\"$@\"".to_owned();
+        return if glob.is_some() { "$@" } else { "\"$@\"" }.to_owned();
+    }
+    if glob.is_some() {
+        match word {
+            [Piece::Literal(text)] => return glob_code(text),
+            [Piece::Param(name)] => return format!("${{{}}}", var(name)),
+            _ => {}
+        }
     }
     let mut out = String::new();
     for piece in word {
@@ -96,12 +107,87 @@ fn word_code(word: &[Piece], variadic: Option<&str>) -> String {
     out
 }
 
+/// A pathname pattern as sh code the shell expands: `*`, `?` and whole bracket expressions
+/// (`[ch]`, `[!0-9]`) unquoted, every other character quoted as [`shell_quote`] quotes, so
+/// nothing but pathname expansion happens to it (`'~/src/'*.h`: no tilde, no brace expansion).
+fn glob_code(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::new();
+    let mut plain = String::new();
+    let flush = |plain: &mut String, out: &mut String| {
+        if !plain.is_empty() {
+            out.push_str(&shell_quote(plain));
+            plain.clear();
+        }
+    };
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '*' || c == '?' {
+            flush(&mut plain, &mut out);
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        if c == '[' {
+            // A bracket expression made of characters sh reads as they are: written bare.
+            let body_start = i + 1 + usize::from(matches!(chars.get(i + 1), Some('!' | '^')));
+            let close = (body_start + 1..chars.len()).find(|&j| chars[j] == ']');
+            if let Some(close) = close
+                && chars[i + 1..close]
+                    .iter()
+                    .all(|c| c.is_ascii_alphanumeric() || "!^-_.,:+@%=".contains(*c))
+            {
+                flush(&mut plain, &mut out);
+                out.extend(&chars[i..=close]);
+                i = close + 1;
+                continue;
+            }
+        }
+        plain.push(c);
+        i += 1;
+    }
+    flush(&mut plain, &mut out);
+    out
+}
+
 fn step_code(step: &StepSpec, variadic: Option<&str>) -> String {
     step.words
         .iter()
-        .map(|w| word_code(w, variadic))
+        .enumerate()
+        .map(|(i, w)| word_code(w, variadic, step.glob(i)))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The checks before a step of the words its shell refuses to run with when they match nothing
+/// (zsh, fish): `ts_glob PATTERN EXPANSION…`, one line each; none under sh's rules.
+fn glob_checks(step: &StepSpec, variadic: Option<&str>) -> Vec<String> {
+    (0..step.words.len())
+        .filter(|&i| step.glob(i).is_some_and(Globbing::fails_unmatched))
+        .map(|i| {
+            let word = &step.words[i];
+            let function = match step.glob(i) {
+                Some(Globbing::Fish) => "ts_glob_fish",
+                _ => "ts_glob_zsh",
+            };
+            match word.as_slice() {
+                [Piece::Param(name)] if Some(name.as_str()) == variadic => {
+                    format!("for ts_v do {function} \"$ts_v\" $ts_v; done")
+                }
+                _ => format!(
+                    "{function} {} {}",
+                    word_code(word, variadic, None),
+                    word_code(word, variadic, step.glob(i))
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Every step of `spec`, the failing command first.
+fn all_steps(spec: &ToolSpec) -> impl Iterator<Item = &StepSpec> {
+    spec.trigger_step.iter().chain(&spec.steps)
 }
 
 /// An extended regular expression matching the lines of an error template.
@@ -246,6 +332,34 @@ pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
     };
     let _ = writeln!(s, "# Written by toolsmith ({GENERATOR}){source}.");
     s.push_str("set -eu\n\n");
+    let globbing: Vec<Globbing> = all_steps(spec)
+        .flat_map(|step| (0..step.words.len()).filter_map(|i| step.glob(i)))
+        .collect();
+    if !globbing.is_empty() {
+        s.push_str(
+            "# Words the habit's shell expanded as pathname patterns are written unquoted: with \
+             IFS empty\n# they are never split, only expanded. A dry run prints them as \
+             written.\nIFS=\nif [ \"${TOOLSMITH_DRY_RUN:-}\" = 1 ]; then set -f; fi\n\n",
+        );
+    }
+    for rules in [Globbing::Zsh, Globbing::Fish] {
+        if !globbing.contains(&rules) {
+            continue;
+        }
+        let (shell, message, status) = match rules {
+            Globbing::Fish => ("fish", "No matches for wildcard '%s'.", 124),
+            _ => ("zsh", "no matches found: %s", 1),
+        };
+        let _ = writeln!(
+            s,
+            "# {shell} refuses to run a command whose pattern matches nothing: so does this tool.\n\
+             ts_glob_{shell}() {{\n  [ \"${{TOOLSMITH_DRY_RUN:-}}\" != 1 ] || return 0\n  \
+             ts_pattern=$1\n  shift\n  if [ \"$#\" -eq 1 ] && [ \"$1\" = \"$ts_pattern\" ] && \
+             [ ! -e \"$1\" ] && [ ! -L \"$1\" ]; then\n    printf '%s: {message}\\n' {name} \
+             \"$ts_pattern\" >&2\n    exit {status}\n  fi\n}}\n",
+            name = shell_quote(&spec.name),
+        );
+    }
     let usage_text = usage(spec);
     // The here-document must not end early, whatever the description says.
     let mut end = String::from("TOOLSMITH_USAGE");
@@ -402,6 +516,12 @@ ts_run() {{
             let end = (i + 1..steps.len())
                 .find(|&j| !steps[j].piped)
                 .unwrap_or(steps.len());
+            for check in steps[i..end]
+                .iter()
+                .flat_map(|step| glob_checks(step, variadic))
+            {
+                let _ = writeln!(out, "{check}");
+            }
             if end - i > 1 {
                 let group = &steps[i..end];
                 let dry: Vec<String> = group
@@ -448,9 +568,13 @@ ts_run() {{
     match (&spec.trigger_step, &spec.trigger) {
         (Some(trigger), Some(t)) => {
             // Called with "$@" so that a variadic parameter's items reach the function.
+            let checks: String = glob_checks(trigger, variadic)
+                .iter()
+                .map(|check| format!("  {check}\n"))
+                .collect();
             let _ = writeln!(
                 s,
-                "ts_trigger() {{\n  ts_run {}\n}}\n",
+                "ts_trigger() {{\n{checks}  ts_run {}\n}}\n",
                 step_code(trigger, variadic)
             );
             let mut recovery = String::new();
@@ -833,6 +957,7 @@ pub(crate) mod tests_support {
             steps: vec![
                 StepSpec {
                     words: vec![lit("cargo"), lit("fmt"), lit("-p"), param("package")],
+                    globs: Vec::new(),
                     captures: None,
                     piped: false,
                 },
@@ -845,11 +970,13 @@ pub(crate) mod tests_support {
                             Piece::Param("package".into()),
                         ],
                     ],
+                    globs: Vec::new(),
                     captures: None,
                     piped: false,
                 },
                 StepSpec {
                     words: vec![lit("git"), lit("commit"), lit("-m"), param("message")],
+                    globs: Vec::new(),
                     captures: None,
                     piped: false,
                 },
@@ -1007,6 +1134,7 @@ mod tests {
         spec.origin = Origin::ErrorRecovery;
         spec.trigger_step = Some(StepSpec {
             words: vec![lit("cargo"), lit("build")],
+            globs: Vec::new(),
             captures: None,
             piped: false,
         });

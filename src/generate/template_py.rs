@@ -33,6 +33,12 @@ pub fn is_text_filter(step: &StepSpec) -> bool {
     if !TEXT_FILTERS.contains(&program) || step.captures.is_some() {
         return false;
     }
+    // A pathname pattern the shell expanded (`grep -l foo **/*.h`) stands for any number of
+    // files, found by the rules of the shell the habit ran in: the sh template reproduces that
+    // expansion with a shell; this template reads one file at most.
+    if step.globs.iter().any(Option::is_some) {
+        return false;
+    }
     let mut literal_args = Vec::new();
     let mut params = 0;
     for word in step.words.iter().skip(1) {
@@ -360,6 +366,7 @@ mod tests {
     fn step(words: Vec<Vec<Piece>>) -> StepSpec {
         StepSpec {
             words,
+            globs: Vec::new(),
             captures: None,
             piped: false,
         }
@@ -387,6 +394,7 @@ mod tests {
             step(vec![lit("wc"), vec![Piece::Internal("out_1".into())]]),
             StepSpec {
                 words: vec![lit("wc"), lit("-l")],
+                globs: Vec::new(),
                 captures: Some("out_1".into()),
                 piped: false,
             },

@@ -135,6 +135,51 @@ pub struct SlotValue {
     pub position: usize,
     /// The value as the program received it (quotes removed).
     pub value: String,
+    /// When the shell that ran the command expanded this word as a pathname pattern (written
+    /// unquoted, with no expansion, holding `*`, `?` or `[…]`): that shell's rules. The
+    /// program then received the matching files, not `value`; a tool must expand it the same
+    /// way. `None` for a word that reached the program as written (quoted, escaped — also a
+    /// word only partly quoted, `src/'a b'/*.c`, kept literal for simplicity —, holding a
+    /// `$VAR` or `$(…)` whose value is unknown here, or part of a larger word, `--include=*.h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glob: Option<Globbing>,
+}
+
+/// How the shell that ran a command expanded a pathname pattern (`*.c`, `**/*.h`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Globbing {
+    /// sh and bash (shell histories of bash, every agent's `bash -c`): `**` is `*`, and a
+    /// pattern matching nothing reaches the program as written.
+    #[default]
+    Sh,
+    /// zsh: `**/` matches any depth of directories, and a pattern matching nothing stops the
+    /// command (`zsh: no matches found: PATTERN`, status 1).
+    Zsh,
+    /// fish: `*` and `**` only (`?` and `[…]` are literal), `**` matches any depth, and a
+    /// pattern matching nothing stops the command (`No matches for wildcard`, status 124).
+    Fish,
+}
+
+impl Globbing {
+    /// The rules of the shell an action of `source` ran in.
+    pub fn of(source: Source) -> Globbing {
+        match source {
+            Source::Zsh => Globbing::Zsh,
+            Source::Fish => Globbing::Fish,
+            _ => Globbing::Sh,
+        }
+    }
+
+    /// Whether `**` matches files at any depth under these rules (zsh's `**/`, fish's `**`).
+    pub fn recursive(self) -> bool {
+        self != Globbing::Sh
+    }
+
+    /// Whether a pattern matching nothing stops the command instead of reaching it as written.
+    pub fn fails_unmatched(self) -> bool {
+        self != Globbing::Sh
+    }
 }
 
 /// Where a token came from.
@@ -314,7 +359,8 @@ impl Tokenizer {
             } else {
                 Dialect::Posix
             };
-            let mut tokens = self.line_tokens(line, dialect, action.cwd.as_deref());
+            let globbing = Globbing::of(action.source);
+            let mut tokens = self.line_tokens(line, dialect, globbing, action.cwd.as_deref());
             // An aider slash command (`/add src/x.py`, `/ask …`) read as a command line (from an
             // input history) is the agent's command, not a program at the root.
             if let Some(first) = tokens.first_mut()
@@ -335,7 +381,8 @@ impl Tokenizer {
             } else {
                 line
             };
-            let mut tokens = self.line_tokens(line, Dialect::Posix, action.cwd.as_deref());
+            let mut tokens =
+                self.line_tokens(line, Dialect::Posix, Globbing::Sh, action.cwd.as_deref());
             // The adapter names the action after SWE-agent's own command (`edit`, `open`,
             // `create`, `find_file`, …): that command is the agent's tool, not a program, so a
             // pattern holding it is kept but no tool is made of it.
