@@ -815,6 +815,94 @@ mod tests {
         }
     }
 
+    /// An occurrence of `commands` (each one action) typed in the shell of `source`.
+    fn typed_in(source: Source, session: &str, commands: &[&str]) -> AlignInput {
+        let tokens: Vec<Token> = commands
+            .iter()
+            .flat_map(|c| {
+                tokens_of(&Action {
+                    session: session.into(),
+                    seq: 0,
+                    ts: None,
+                    source,
+                    cwd: Some("/w".into()),
+                    tool: "shell".into(),
+                    input: json!({ "command": c }),
+                    call_id: None,
+                    parent_session: None,
+                    result: None,
+                })
+            })
+            .collect();
+        AlignInput {
+            session: session.into(),
+            seqs: (0, commands.len() as u64 - 1),
+            outputs: vec![None; tokens.len()],
+            piped: piped_flags(&tokens),
+            tokens,
+            replay: None,
+            ok: true,
+        }
+    }
+
+    #[test]
+    fn issue_20_a_word_every_occurrence_expanded_as_a_pattern_is_marked_on_its_step() {
+        let zsh = |s: &str, c: &[&str]| typed_in(Source::Zsh, s, c);
+        let bash = |s: &str, c: &[&str]| typed_in(Source::Bash, s, c);
+        // The same pattern every time: a literal word, expanded by zsh's rules.
+        let a = align(
+            &[
+                zsh("s1", &["git grep foo", "grep -l bar **/*.h"]),
+                zsh("s2", &["git grep baz", "grep -l qux **/*.h"]),
+            ],
+            10,
+        )
+        .unwrap();
+        assert_eq!(a.steps[1].globs, [None, None, None, Some(Globbing::Zsh)]);
+        assert_eq!(a.steps[1].words[3], [Piece::Literal("**/*.h".into())]);
+        // Written as typed, never quoted, where the pattern shows it.
+        assert_eq!(a.steps[1].template, "grep -l <value_2> **/*.h");
+        assert_eq!(a.evidence[0].commands[1], "grep -l bar **/*.h");
+        assert!(a.steps[0].globs.is_empty());
+        // A varying pattern: a parameter, expanded. A value without pattern characters
+        // expands to itself, so it agrees.
+        let a = align(
+            &[
+                bash("s1", &["wc -l *.c"]),
+                bash("s2", &["wc -l *.h"]),
+                bash("s3", &["wc -l main.c"]),
+            ],
+            10,
+        )
+        .unwrap();
+        assert_eq!(a.steps[0].words[2], [Piece::Param("value".into())]);
+        assert_eq!(a.steps[0].globs, [None, None, Some(Globbing::Sh)]);
+        // Quoted once: the tool cannot both expand it and not; it passes it as written.
+        let a = align(
+            &[bash("s1", &["wc -l '*.c'"]), bash("s2", &["wc -l *.h"])],
+            10,
+        )
+        .unwrap();
+        assert!(a.steps[0].globs.is_empty());
+        // Expanded by shells of different rules: as written too.
+        let a = align(
+            &[bash("s1", &["wc -l *.c"]), zsh("s2", &["wc -l *.h"])],
+            10,
+        )
+        .unwrap();
+        assert!(a.steps[0].globs.is_empty());
+        // A constant run of files spread over words: each word marked by itself.
+        let a = align(
+            &[
+                bash("s1", &["git add *.md src/a.rs", "git commit -m one"]),
+                bash("s2", &["git add *.md src/a.rs", "git commit -m two"]),
+            ],
+            10,
+        )
+        .unwrap();
+        assert_eq!(a.steps[0].globs, [None, None, Some(Globbing::Sh), None]);
+    }
+
     #[test]
     fn constant_slots_are_literals_and_varying_ones_parameters() {
         let occs = vec![

@@ -883,4 +883,98 @@ mod tests {
             }
         }
     }
+
+    /// The pathname expansion of each slot of the first token of `command` run by `source`.
+    fn globs(source: Source, command: &str) -> Vec<(String, Option<Globbing>)> {
+        let tool = if source == Source::ClaudeCode { "Bash" } else { "shell" };
+        let tokens = tokens_of(&action(source, tool, json!({ "command": command }), None));
+        tokens[0]
+            .slots
+            .iter()
+            .map(|s| (s.value.clone(), s.glob))
+            .collect()
+    }
+
+    #[test]
+    fn issue_20_a_word_the_shell_expanded_as_a_pattern_is_marked_with_its_rules() {
+        let g = |v: &str, glob: Option<Globbing>| (v.to_owned(), glob);
+        // Typed unquoted in zsh: zsh's rules; the pattern given to grep is quoted there.
+        assert_eq!(
+            globs(Source::Zsh, "grep -l foo **/*.h"),
+            [g("foo", None), g("**/*.h", Some(Globbing::Zsh))]
+        );
+        // An agent's command ran under `bash -c`; bash history too.
+        for source in [Source::ClaudeCode, Source::Bash] {
+            assert_eq!(
+                globs(source, "grep foo *.c src/[ab].c x?.rs"),
+                [
+                    g("foo", None),
+                    g("*.c", Some(Globbing::Sh)),
+                    g("src/[ab].c", Some(Globbing::Sh)),
+                    g("x?.rs", Some(Globbing::Sh)),
+                ]
+            );
+        }
+        // fish knows `*` only.
+        assert_eq!(
+            globs(Source::Fish, "grep foo **.h x?.rs"),
+            [
+                g("foo", None),
+                g("**.h", Some(Globbing::Fish)),
+                g("x?.rs", None)
+            ]
+        );
+        // Quoted or escaped: the program got the pattern as written.
+        assert_eq!(
+            globs(Source::Zsh, r#"find . -name '*.rs' -o -name "*.md" -o -name \*.h"#)
+                .into_iter()
+                .map(|(_, glob)| glob)
+                .collect::<Vec<_>>(),
+            [None, None, None, None]
+        );
+        assert_eq!(
+            globs(Source::Bash, "git add '*.md'"),
+            [g("*.md", None)]
+        );
+        // Partly quoted: kept literal (the template writes a pattern whole or not at all).
+        assert_eq!(
+            globs(Source::Bash, "wc 'my dir'/*.c"),
+            [g("my dir/*.c", None)]
+        );
+        // A variable's value is not known here: literal.
+        assert_eq!(
+            globs(Source::Bash, "grep foo $SRC/*.c"),
+            [g("foo", None), g("$SRC/*.c", None)]
+        );
+        // A flag's value written apart is a word of its own; `--include=*.h` is part of one.
+        assert_eq!(
+            globs(Source::Bash, "grep -r --include=*.h -e foo -f *.pat ."),
+            [
+                g("*.h", None),
+                g("foo", None),
+                g("*.pat", Some(Globbing::Sh)),
+                g(".", None)
+            ]
+        );
+        // A secret redacted at ingest holds brackets, never a pattern.
+        assert_eq!(
+            globs(Source::Bash, "login [REDACTED:password]"),
+            [g("[REDACTED:password]", None)]
+        );
+    }
+
+    #[test]
+    fn a_slot_stored_before_patterns_were_marked_still_loads() {
+        let old = json!({"kind": "glob", "flag": null, "position": 0, "value": "*.c"});
+        let slot: SlotValue = serde_json::from_value(old).unwrap();
+        assert_eq!(slot.glob, None);
+        let t = &tokens_of(&action(
+            Source::Zsh,
+            "shell",
+            json!({"command": "wc -l **/*.h"}),
+            None,
+        ))[0];
+        assert_eq!(t.slots[0].glob, Some(Globbing::Zsh));
+        assert_eq!(serde_json::to_value(&t.slots[0]).unwrap()["glob"], "zsh");
+    }
 }
