@@ -200,6 +200,22 @@ impl StepSpec {
     }
 }
 
+/// Whether a step has a pathname pattern whose `**` the habit's shell matched at any depth of
+/// directories (zsh, fish): POSIX sh reads `**` as `*`, so the tool is written for bash, with
+/// `globstar`, which matches `**/` as zsh does.
+pub fn needs_globstar<'a>(mut steps: impl Iterator<Item = &'a StepSpec>) -> bool {
+    steps.any(|step| {
+        (0..step.words.len()).any(|i| {
+            step.glob(i).is_some_and(Globbing::recursive)
+                && match step.words[i].as_slice() {
+                    [Piece::Literal(text)] => text.contains("**"),
+                    // A parameter's value is the caller's: it may hold `**`.
+                    _ => true,
+                }
+        })
+    })
+}
+
 /// What a repair prompt needs of the tool being repaired.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HealContext {
@@ -392,7 +408,7 @@ impl ToolSpec {
     /// The manifest of a tool written from this spec.
     pub fn manifest(&self, version: semver::Version, generator: &str) -> Manifest {
         let entrypoint = match self.language {
-            Language::Sh => "run.sh",
+            Language::Sh | Language::Bash => "run.sh",
             Language::Python => "run.py",
         };
         Manifest {

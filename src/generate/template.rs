@@ -17,9 +17,11 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::spec::{Occurrence, ParamKind, Piece, StepSpec, TemplateError, ToolSpec, is_snake_case};
-use crate::mine::token::Globbing;
+use super::spec::{
+    Occurrence, ParamKind, Piece, StepSpec, TemplateError, ToolSpec, is_snake_case, needs_globstar,
+};
 use crate::invoke;
+use crate::mine::token::Globbing;
 use crate::package::manifest::{Language, Origin};
 use crate::quote::shell_quote;
 use crate::validate::cases::{Case, Cases, Expect};
@@ -31,7 +33,7 @@ pub const GENERATOR: &str = "template/sh@1";
 /// ([`super::template_py`]) for a Python data transformation.
 pub fn generator_of(spec: &ToolSpec) -> &'static str {
     match spec.language {
-        Language::Sh => GENERATOR,
+        Language::Sh | Language::Bash => GENERATOR,
         Language::Python => super::template_py::GENERATOR,
     }
 }
@@ -39,7 +41,7 @@ pub fn generator_of(spec: &ToolSpec) -> &'static str {
 /// The entry point of `spec`'s tool.
 fn entry_of(spec: &ToolSpec) -> &'static str {
     match spec.language {
-        Language::Sh => "run.sh",
+        Language::Sh | Language::Bash => "run.sh",
         Language::Python => "run.py",
     }
 }
@@ -273,8 +275,16 @@ pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
         tool: spec.name.clone(),
         why: why.to_owned(),
     };
-    if spec.language != Language::Sh {
-        return Err(fail("it writes POSIX sh only"));
+    let bash = needs_globstar(all_steps(spec));
+    match spec.language {
+        Language::Sh if bash => {
+            return Err(fail(
+                "a pattern's `**` matched any depth of directories where it was typed, which \
+                 POSIX sh cannot do: the tool must be bash",
+            ));
+        }
+        Language::Sh | Language::Bash => {}
+        Language::Python => return Err(fail("it writes sh or bash only")),
     }
     if spec.steps.is_empty() && spec.trigger_step.is_none() {
         return Err(fail("the spec has no steps"));
@@ -323,7 +333,11 @@ pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
         }
     }
     let mut s = String::new();
-    let _ = writeln!(s, "#!/bin/sh");
+    if spec.language == Language::Bash {
+        s.push_str("#!/usr/bin/env bash\n");
+    } else {
+        s.push_str("#!/bin/sh\n");
+    }
     let _ = writeln!(s, "# {}: {}", spec.name, one_line(&spec.description));
     let source = match (&spec.pattern, spec.support) {
         (Some(p), Some(n)) => format!(" from pattern {p}, seen in {n} sessions"),
@@ -331,7 +345,12 @@ pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
         _ => String::new(),
     };
     let _ = writeln!(s, "# Written by toolsmith ({GENERATOR}){source}.");
-    s.push_str("set -eu\n\n");
+    s.push_str("set -eu\n");
+    if spec.language == Language::Bash {
+        // zsh's `**/` (and fish's `**`): any depth of directories, hidden ones left out.
+        s.push_str("shopt -s globstar\n");
+    }
+    s.push('\n');
     let globbing: Vec<Globbing> = all_steps(spec)
         .flat_map(|step| (0..step.words.len()).filter_map(|i| step.glob(i)))
         .collect();
@@ -898,7 +917,7 @@ pub fn generate(
     let manifest = spec.manifest(version, generator_of(spec));
     let mut files = BTreeMap::new();
     let code = match spec.language {
-        Language::Sh => run_sh(spec)?,
+        Language::Sh | Language::Bash => run_sh(spec)?,
         Language::Python => super::template_py::run_py(spec, &usage(spec))?,
     };
     files.insert(entry_of(spec).to_owned(), code);
@@ -1147,5 +1166,88 @@ mod tests {
         assert!(sh.contains("grep -Eq --"), "{sh}");
         spec.trigger = None;
         assert!(run_sh(&spec).is_err());
+    }
+
+    #[test]
+    fn issue_20_a_literal_pattern_is_written_with_only_its_pattern_characters_unquoted() {
+        assert_eq!(glob_code("*.c"), "*.c");
+        assert_eq!(glob_code("**/*.h"), "**/*.h");
+        assert_eq!(glob_code("src dir/x?.[ch]"), "'src dir/x'?.[ch]");
+        assert_eq!(glob_code("log[!0-9]*"), "log[!0-9]*");
+        // Not a bracket expression sh reads as written: quoted, so it matches itself.
+        assert_eq!(glob_code("a[$x]*"), "'a[$x]'*");
+        assert_eq!(glob_code("~/{a,b}*"), "'~/{a,b}'*");
+    }
+
+    #[test]
+    fn issue_20_words_the_shell_expanded_are_written_for_the_tool_s_shell_to_expand() {
+        let mut spec = sequence_spec();
+        spec.params[1].variadic = true;
+        spec.params[1].kind = ParamKind::Glob;
+        spec.steps = vec![
+            StepSpec {
+                words: vec![
+                    lit("grep"),
+                    lit("-l"),
+                    vec![Piece::Param("package".into())],
+                    lit("src dir/*.h"),
+                ],
+                globs: vec![None, None, None, Some(Globbing::Sh)],
+                captures: None,
+                piped: false,
+            },
+            StepSpec {
+                words: vec![
+                    lit("wc"),
+                    lit("-l"),
+                    vec![Piece::Param("package".into())],
+                    vec![Piece::Param("message".into())],
+                ],
+                globs: vec![None, None, Some(Globbing::Zsh), Some(Globbing::Zsh)],
+                captures: None,
+                piped: false,
+            },
+        ];
+        // A zsh `**` may come with a parameter's value: POSIX sh cannot match it.
+        let refused = run_sh(&spec).unwrap_err();
+        assert!(refused.why.contains("must be bash"), "{refused}");
+        spec.language = Language::Bash;
+        let code = run_sh(&spec).unwrap();
+        assert!(code.starts_with("#!/usr/bin/env bash\n"), "{code}");
+        assert!(code.contains("set -eu\nshopt -s globstar\n"), "{code}");
+        assert!(code.contains("\nIFS=\nif [ \"${TOOLSMITH_DRY_RUN:-}\" = 1 ]; then set -f; fi\n"));
+        assert!(
+            code.contains("ts_run grep -l \"${p_package}\" 'src dir/'*.h\n"),
+            "{code}"
+        );
+        // zsh's refusal before the step, for the single value and each item of the variadic.
+        assert!(
+            code.contains(
+                "ts_glob_zsh \"${p_package}\" ${p_package}\nfor ts_v do ts_glob_zsh \"$ts_v\" \
+                 $ts_v; done\nts_run wc -l ${p_package} $@\n"
+            ),
+            "{code}"
+        );
+        assert!(
+            code.contains("printf '%s: no matches found: %s\\n'"),
+            "{code}"
+        );
+        assert!(!code.contains("ts_glob_fish"), "{code}");
+        // Under sh's rules alone: POSIX sh, no refusal, no globstar.
+        spec.steps[1].globs = vec![None, None, Some(Globbing::Sh), Some(Globbing::Sh)];
+        spec.language = Language::Sh;
+        let code = run_sh(&spec).unwrap();
+        assert!(
+            code.starts_with("#!/bin/sh\n") && !code.contains("shopt"),
+            "{code}"
+        );
+        assert!(!code.contains("ts_glob_"), "{code}");
+        assert!(code.contains("ts_run wc -l ${p_package} $@\n"), "{code}");
+        // A tool without patterns is as it was: nothing unquoted, no IFS.
+        let plain = run_sh(&sequence_spec()).unwrap();
+        assert!(
+            !plain.contains("IFS=") && !plain.contains("set -f"),
+            "{plain}"
+        );
     }
 }

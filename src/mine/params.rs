@@ -597,9 +597,10 @@ fn fill_steps(
             // each item of a constant run spread over words.
             let column = |index: usize| values.iter().map(move |occ| &occ[step][index]);
             let run_glob = |index: usize| {
-                word_glob(column(index).flat_map(|v| {
-                    v.2.iter().map(String::as_str).zip(v.3.iter().copied())
-                }))
+                word_glob(
+                    column(index)
+                        .flat_map(|v| v.2.iter().map(String::as_str).zip(v.3.iter().copied())),
+                )
             };
             let (words, globs) = fill_words(template, |index, lone_run| {
                 match roles.of.get(&(step, index)) {
@@ -679,7 +680,11 @@ fn fill_evidence(
                         if lone_run {
                             Filled::Spread(run.clone(), marks.clone())
                         } else {
-                            let glob = marks.iter().all(Option::is_some).then(|| marks[0]).flatten();
+                            let glob = marks
+                                .iter()
+                                .all(Option::is_some)
+                                .then(|| marks[0])
+                                .flatten();
                             Filled::Piece(Piece::Literal(run.join(" ")), glob)
                         }
                     });
@@ -885,11 +890,7 @@ mod tests {
         .unwrap();
         assert!(a.steps[0].globs.is_empty());
         // Expanded by shells of different rules: as written too.
-        let a = align(
-            &[bash("s1", &["wc -l *.c"]), zsh("s2", &["wc -l *.h"])],
-            10,
-        )
-        .unwrap();
+        let a = align(&[bash("s1", &["wc -l *.c"]), zsh("s2", &["wc -l *.h"])], 10).unwrap();
         assert!(a.steps[0].globs.is_empty());
         // A constant run of files spread over words: each word marked by itself.
         let a = align(

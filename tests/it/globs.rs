@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use common::{TestEnv, json_of};
 use serde_json::Value;
+use toolsmith::package::manifest::Language;
 
 /// The shell a history was typed in, when it is installed here; `None` (the test skips) when it
 /// is not, except under `CI=true`, where `.ci/run` installs it.
@@ -102,15 +103,18 @@ fn run_logged(shell: &Path, line: &str, dir: &Path) -> Ran {
     }
 }
 
-/// The tool staged at `tool`, run in the sandbox on `dir` with `args`.
-fn run_tool(env: &TestEnv, tool: &Path, dir: &Path, args: &[String]) -> Ran {
+/// The tool staged at `tool` (of `shown`), run in the sandbox on `dir` with `args`, by its
+/// manifest's interpreter.
+fn run_tool(env: &TestEnv, shown: &Value, tool: &Path, dir: &Path, args: &[String]) -> Ran {
+    let language: Language =
+        serde_json::from_value(shown["spec"]["language"].clone()).expect("language");
     let out = env
         .cli()
         .args(["sandbox", "--env", "LC_ALL=C", "--tool-dir"])
         .arg(tool)
         .args(["--workspace", "write"])
         .arg(dir)
-        .args(["--", "/bin/sh", "/tool/run.sh"])
+        .args(["--", language.interpreter(), "/tool/run.sh"])
         .args(args)
         .timeout(Duration::from_secs(60))
         .output()
@@ -183,8 +187,11 @@ fn compare(env: &TestEnv, shell: &Path, line: &str, shown: &Value, tool: &Path) 
         let logged_dir = workspace(&env.path().join(format!("logged-{n}")), headers);
         let tool_dir = workspace(&env.path().join(format!("tool-{n}")), headers);
         let logged = run_logged(shell, &line.replace("WORD", "foo"), &logged_dir);
-        let ran = run_tool(env, tool, &tool_dir, &word_arg(shown, "foo"));
-        assert_eq!(ran.code, logged.code, "{line}: tool {ran:#?} logged {logged:#?}");
+        let ran = run_tool(env, shown, tool, &tool_dir, &word_arg(shown, "foo"));
+        assert_eq!(
+            ran.code, logged.code,
+            "{line}: tool {ran:#?} logged {logged:#?}"
+        );
         assert_eq!(ran.stdout, logged.stdout, "{line}: tool {ran:#?}");
         last.push((ran, logged));
     }
@@ -200,8 +207,15 @@ fn a_zsh_pattern_reaches_the_program_as_zsh_expanded_it() {
     let env = TestEnv::new();
     let line = "grep -l WORD **/*.h";
     let (shown, tool) = generate(&env, "zsh", &history("zsh", line));
+    // zsh's `**/` descends into directories, which POSIX sh cannot do: a bash tool.
+    assert_eq!(shown["spec"]["language"], "bash", "{shown:#}");
     let code = std::fs::read_to_string(tool.join("run.sh")).expect("run.sh");
-    assert!(code.contains(" **/*.h"), "{code}");
+    assert!(
+        code.starts_with("#!/usr/bin/env bash\n")
+            && code.contains("shopt -s globstar")
+            && code.contains(" **/*.h"),
+        "{code}"
+    );
     let [found, none] = compare(&env, &zsh, line, &shown, &tool);
     // zsh's `**/` descends: every header holding the word, at any depth.
     assert_eq!(found.stdout, "a.h\nsub/b.h\nsub/deep/c.h\n");
@@ -222,6 +236,7 @@ fn a_bash_pattern_reaches_the_program_as_bash_expanded_it() {
     let env = TestEnv::new();
     let line = "grep -l WORD **/*.h";
     let (shown, tool) = generate(&env, "bash", &history("bash", line));
+    assert_eq!(shown["spec"]["language"], "sh", "{shown:#}");
     let [found, none] = compare(&env, &bash, line, &shown, &tool);
     // bash's `**` is `*` (no globstar in an interactive bash by default).
     assert_eq!(found.stdout, "sub/b.h\n");

@@ -235,24 +235,25 @@ fn flag(
             .collect()
     };
     // Each flag is written back the way it was logged: `-p x`, `--name=x`, `-j4`.
-    let mut add = |flag: &str, values: Vec<&str>, form: Form, globs: Vec<bool>, draft: &mut Draft| {
-        if spec.pattern_flags.contains(&flag) {
-            *pattern_given = true;
-        }
-        let mut part = if values.is_empty() {
-            FlagPart::boolean(flag)
-        } else {
-            let values = values
-                .into_iter()
-                .map(|v| (value_kind(flag, v), v.to_owned()))
-                .collect();
-            FlagPart::valued(flag, values, spec.long_name(flag))
+    let mut add =
+        |flag: &str, values: Vec<&str>, form: Form, globs: Vec<bool>, draft: &mut Draft| {
+            if spec.pattern_flags.contains(&flag) {
+                *pattern_given = true;
+            }
+            let mut part = if values.is_empty() {
+                FlagPart::boolean(flag)
+            } else {
+                let values = values
+                    .into_iter()
+                    .map(|v| (value_kind(flag, v), v.to_owned()))
+                    .collect();
+                FlagPart::valued(flag, values, spec.long_name(flag))
+            };
+            part.eq = form == Form::Eq;
+            part.attached = form == Form::Attached;
+            part.globs = globs;
+            draft.segment().push_flag(part);
         };
-        part.eq = form == Form::Eq;
-        part.attached = form == Form::Attached;
-        part.globs = globs;
-        draft.segment().push_flag(part);
-    };
 
     // `-p[REDACTED:password-flag]`: a value redacted at ingest, attached to its flag, is that
     // flag's value (a slot), whatever the table says of the flag, and stays attached (`mysql

@@ -226,7 +226,13 @@ struct Rendered {
 }
 
 impl Rendered {
-    fn slot(&mut self, kind: SlotKind, flag: Option<String>, value: String, glob: Option<Globbing>) {
+    fn slot(
+        &mut self,
+        kind: SlotKind,
+        flag: Option<String>,
+        value: String,
+        glob: Option<Globbing>,
+    ) {
         let counter = self.counters.entry(flag.clone()).or_insert(0);
         self.slots.push(SlotValue {
             kind,

@@ -886,7 +886,11 @@ mod tests {
 
     /// The pathname expansion of each slot of the first token of `command` run by `source`.
     fn globs(source: Source, command: &str) -> Vec<(String, Option<Globbing>)> {
-        let tool = if source == Source::ClaudeCode { "Bash" } else { "shell" };
+        let tool = if source == Source::ClaudeCode {
+            "Bash"
+        } else {
+            "shell"
+        };
         let tokens = tokens_of(&action(source, tool, json!({ "command": command }), None));
         tokens[0]
             .slots
@@ -926,16 +930,16 @@ mod tests {
         );
         // Quoted or escaped: the program got the pattern as written.
         assert_eq!(
-            globs(Source::Zsh, r#"find . -name '*.rs' -o -name "*.md" -o -name \*.h"#)
-                .into_iter()
-                .map(|(_, glob)| glob)
-                .collect::<Vec<_>>(),
+            globs(
+                Source::Zsh,
+                r#"find . -name '*.rs' -o -name "*.md" -o -name \*.h"#
+            )
+            .into_iter()
+            .map(|(_, glob)| glob)
+            .collect::<Vec<_>>(),
             [None, None, None, None]
         );
-        assert_eq!(
-            globs(Source::Bash, "git add '*.md'"),
-            [g("*.md", None)]
-        );
+        assert_eq!(globs(Source::Bash, "git add '*.md'"), [g("*.md", None)]);
         // Partly quoted: kept literal (the template writes a pattern whole or not at all).
         assert_eq!(
             globs(Source::Bash, "wc 'my dir'/*.c"),
