@@ -8,6 +8,20 @@
 //! A recovery tool runs the command that used to fail, and when its output matches the error's
 //! template, runs the recovery steps and the command again.
 //!
+//! **Pathname patterns.** A word the habit's shell expanded as a pattern (`grep -l foo **/*.h`
+//! typed unquoted: [`StepSpec::glob`]) reached the program as the matching files, so the tool's
+//! shell expands it too: a parameter is written unquoted (`${p_x}`, `$@`), with `IFS=` set at
+//! the top so that it is never split (nothing else in the script relies on splitting), and a
+//! literal with only its `*`, `?` and bracket expressions unquoted (`glob_code`). A dry run
+//! sets `set -f`, so it prints the word as logged and the dry-run cases still compare with the
+//! log. The source shell's rules are kept: under zsh's or fish's, a pattern that matches nothing
+//! stops the tool before its command with that shell's message and status (`no matches found:
+//! PATTERN`, 1; fish's `No matches for wildcard`, 124), where sh and bash pass it as written;
+//! and a `**` zsh or fish matched at any depth makes the tool bash ([`Language::Bash`],
+//! `#!/usr/bin/env bash`, `shopt -s globstar`; [`needs_globstar`]). The tool runs the command
+//! once the pattern matched, as the shell did; it cannot give back the order of a locale other
+//! than the sandbox's.
+//!
 //! The derived tests (`tests/cases.json`): for every observed occurrence, the dry run with its
 //! parameter values must print exactly the commands that were run; `--help` lists every
 //! parameter; a missing required parameter and an unknown option fail cleanly.

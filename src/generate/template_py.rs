@@ -9,6 +9,11 @@
 //! with argument lists (`subprocess`, never a shell; piped steps joined by real pipes), so no value is re-read as code. The
 //! spec is embedded as data (JSON literals, which are Python literals too), never spliced
 //! into code. Its tests are the ones `template::derived_cases` derives.
+//!
+//! A step with a pathname pattern the habit's shell expanded (`grep -l foo **/*.h`) is not
+//! written here: the pattern stands for any number of files, found by that shell's rules (its
+//! `**`, what it does when nothing matches, its order), which the sh template reproduces with a
+//! shell of the same rules; this one reads one file at most.
 
 use std::fmt::Write as _;
 
