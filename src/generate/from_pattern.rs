@@ -21,7 +21,9 @@
 use serde_json::json;
 
 use super::logged::Recorded;
-use super::spec::{Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec};
+use super::spec::{
+    Occurrence, ParamKind, ParamSpec, Piece, StepSpec, ToolSpec, TriggerSpec, needs_globstar,
+};
 use crate::action::placeholder::{PLACEHOLDER_START, placeholder_kinds, replace_placeholders};
 use crate::action::{Action, Source};
 use crate::mine::params::{AlignInput, align, piped_flags};
@@ -233,7 +235,12 @@ fn plain(text: &str, max: usize) -> String {
 fn step_text(step: &StepSpec) -> String {
     step.words
         .iter()
-        .map(|word| {
+        .enumerate()
+        .map(|(i, word)| {
+            // A pathname pattern the shell expanded, as it was typed.
+            if let (Some(_), [Piece::Literal(t)]) = (step.glob(i), word.as_slice()) {
+                return t.clone();
+            }
             word.iter()
                 .map(|p| match p {
                     Piece::Literal(t) => shell_quote(t),
@@ -260,6 +267,7 @@ fn convert_step(step: &pattern::Step) -> StepSpec {
             .iter()
             .map(|w| w.iter().map(convert_piece).collect())
             .collect(),
+        globs: step.globs.clone(),
         captures: step.captures.clone(),
         piped: step.piped,
     }
@@ -391,10 +399,14 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
             requires.push(program.to_owned());
         }
     }
-    // A pure text transformation is written in Python, which needs its interpreter.
+    // A pure text transformation is written in Python, which needs its interpreter; a pattern
+    // whose `**` the habit's shell matched at any depth, in bash.
     let language = if super::template_py::fits(&parts.steps, parts.trigger_step.as_ref()) {
         requires.push("python3".to_owned());
         Language::Python
+    } else if needs_globstar(parts.trigger_step.iter().chain(&parts.steps)) {
+        requires.push("bash".to_owned());
+        Language::Bash
     } else {
         Language::Sh
     };
@@ -804,6 +816,7 @@ mod tests {
             template: String::new(),
             words,
             key: String::new(),
+            globs: Vec::new(),
             captures: None,
             piped: false,
             agent_tool: false,

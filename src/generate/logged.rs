@@ -471,6 +471,7 @@ mod tests {
     fn step(words: Vec<Vec<Piece>>) -> StepSpec {
         StepSpec {
             words,
+            globs: Vec::new(),
             captures: None,
             piped: false,
         }

@@ -6,7 +6,8 @@
 //! - [`llm`]: model clients (OpenAI-compatible and Anthropic), retries, cache and budget.
 //! - [`logged`]: what the log recorded for each occurrence, which the derived tests expect;
 //! - [`spec`]: `ToolSpec`, what a tool must do;
-//! - [`template`]: the offline generator (POSIX sh) and the tests derived from evidence;
+//! - [`template`]: the offline generator (POSIX sh, bash where a pattern's `**` must match at
+//!   any depth) and the tests derived from evidence;
 //! - [`template_py`]: the offline Python generator, for pure text transformations;
 //! - [`prompt`]: prompts per origin and the repair turn;
 //! - [`reach`]: the network hosts a tool needs, derived from the evidence (package indexes,

@@ -17,7 +17,7 @@ use crate::package::manifest::{Language, Origin, OutputKind};
 /// The files a model must answer with for a tool in `language`.
 pub fn reply_files(language: Language) -> [&'static str; 3] {
     match language {
-        Language::Sh => ["run.sh", "tests/cases.json", "README.md"],
+        Language::Sh | Language::Bash => ["run.sh", "tests/cases.json", "README.md"],
         Language::Python => ["run.py", "tests/cases.json", "README.md"],
     }
 }
@@ -41,6 +41,10 @@ fn conventions(spec: &ToolSpec) -> String {
         Language::Sh => {
             "POSIX sh (#!/bin/sh, `set -eu`, no bashisms; quote every expansion). The entry point \
              is run.sh."
+        }
+        Language::Bash => {
+            "bash (#!/usr/bin/env bash, `set -eu`, `shopt -s globstar`; quote every expansion \
+             except a pathname pattern the commands expand). The entry point is run.sh."
         }
         Language::Python => {
             "Python 3 with the standard library only (#!/usr/bin/env python3, argparse). The \

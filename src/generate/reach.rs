@@ -304,6 +304,7 @@ mod tests {
                 .iter()
                 .map(|w| vec![Piece::Literal((*w).to_owned())])
                 .collect(),
+            globs: Vec::new(),
             captures: None,
             piped: false,
         }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::mine::token::Globbing;
 use crate::package::manifest::{
     self, Evidence, Interface, Language, Manifest, Origin, OutputKind, Provenance, Runtime,
 };
@@ -147,6 +148,11 @@ pub enum Piece {
 pub struct StepSpec {
     /// The words.
     pub words: Vec<Vec<Piece>>,
+    /// Per word (empty when none is), how the shell the habit ran in expanded it as a
+    /// pathname pattern (`grep foo **/*.h` typed unquoted): the tool expands it the same way,
+    /// a dry run prints it as written. Only a word that is one piece can be one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub globs: Vec<Option<Globbing>>,
     /// For a step whose output a later step uses: the variable it is kept in.
     pub captures: Option<String>,
     /// Whether it reads the previous step's output through a pipe.
@@ -155,11 +161,25 @@ pub struct StepSpec {
 }
 
 impl StepSpec {
-    /// The step as readable text: literals shell-quoted where needed, parameters as `<name>`.
+    /// How word `i` is expanded as a pathname pattern, if it is (a word of one piece only).
+    pub fn glob(&self, i: usize) -> Option<Globbing> {
+        self.globs
+            .get(i)
+            .copied()
+            .flatten()
+            .filter(|_| self.words.get(i).is_some_and(|w| w.len() == 1))
+    }
+
+    /// The step as readable text: literals shell-quoted where needed (a pattern the shell
+    /// expanded written as typed), parameters as `<name>`.
     pub fn display(&self) -> String {
         self.words
             .iter()
-            .map(|word| {
+            .enumerate()
+            .map(|(i, word)| {
+                if let (Some(_), [Piece::Literal(t)]) = (self.glob(i), word.as_slice()) {
+                    return t.clone();
+                }
                 word.iter()
                     .map(|p| match p {
                         Piece::Literal(t) => shell_quote(t),
@@ -178,6 +198,22 @@ impl StepSpec {
             _ => None,
         }
     }
+}
+
+/// Whether a step has a pathname pattern whose `**` the habit's shell matched at any depth of
+/// directories (zsh, fish): POSIX sh reads `**` as `*`, so the tool is written for bash, with
+/// `globstar`, which matches `**/` as zsh does.
+pub fn needs_globstar<'a>(mut steps: impl Iterator<Item = &'a StepSpec>) -> bool {
+    steps.any(|step| {
+        (0..step.words.len()).any(|i| {
+            step.glob(i).is_some_and(Globbing::recursive)
+                && match step.words[i].as_slice() {
+                    [Piece::Literal(text)] => text.contains("**"),
+                    // A parameter's value is the caller's: it may hold `**`.
+                    _ => true,
+                }
+        })
+    })
 }
 
 /// What a repair prompt needs of the tool being repaired.
@@ -372,7 +408,7 @@ impl ToolSpec {
     /// The manifest of a tool written from this spec.
     pub fn manifest(&self, version: semver::Version, generator: &str) -> Manifest {
         let entrypoint = match self.language {
-            Language::Sh => "run.sh",
+            Language::Sh | Language::Bash => "run.sh",
             Language::Python => "run.py",
         };
         Manifest {

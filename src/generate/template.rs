@@ -8,6 +8,20 @@
 //! A recovery tool runs the command that used to fail, and when its output matches the error's
 //! template, runs the recovery steps and the command again.
 //!
+//! **Pathname patterns.** A word the habit's shell expanded as a pattern (`grep -l foo **/*.h`
+//! typed unquoted: [`StepSpec::glob`]) reached the program as the matching files, so the tool's
+//! shell expands it too: a parameter is written unquoted (`${p_x}`, `$@`), with `IFS=` set at
+//! the top so that it is never split (nothing else in the script relies on splitting), and a
+//! literal with only its `*`, `?` and bracket expressions unquoted (`glob_code`). A dry run
+//! sets `set -f`, so it prints the word as logged and the dry-run cases still compare with the
+//! log. The source shell's rules are kept: under zsh's or fish's, a pattern that matches nothing
+//! stops the tool before its command with that shell's message and status (`no matches found:
+//! PATTERN`, 1; fish's `No matches for wildcard`, 124), where sh and bash pass it as written;
+//! and a `**` zsh or fish matched at any depth makes the tool bash ([`Language::Bash`],
+//! `#!/usr/bin/env bash`, `shopt -s globstar`; [`needs_globstar`]). The tool runs the command
+//! once the pattern matched, as the shell did; it cannot give back the order of a locale other
+//! than the sandbox's.
+//!
 //! The derived tests (`tests/cases.json`): for every observed occurrence, the dry run with its
 //! parameter values must print exactly the commands that were run; `--help` lists every
 //! parameter; a missing required parameter and an unknown option fail cleanly.
@@ -17,8 +31,11 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::spec::{Occurrence, ParamKind, Piece, StepSpec, TemplateError, ToolSpec, is_snake_case};
+use super::spec::{
+    Occurrence, ParamKind, Piece, StepSpec, TemplateError, ToolSpec, is_snake_case, needs_globstar,
+};
 use crate::invoke;
+use crate::mine::token::Globbing;
 use crate::package::manifest::{Language, Origin};
 use crate::quote::shell_quote;
 use crate::validate::cases::{Case, Cases, Expect};
@@ -30,7 +47,7 @@ pub const GENERATOR: &str = "template/sh@1";
 /// ([`super::template_py`]) for a Python data transformation.
 pub fn generator_of(spec: &ToolSpec) -> &'static str {
     match spec.language {
-        Language::Sh => GENERATOR,
+        Language::Sh | Language::Bash => GENERATOR,
         Language::Python => super::template_py::GENERATOR,
     }
 }
@@ -38,7 +55,7 @@ pub fn generator_of(spec: &ToolSpec) -> &'static str {
 /// The entry point of `spec`'s tool.
 fn entry_of(spec: &ToolSpec) -> &'static str {
     match spec.language {
-        Language::Sh => "run.sh",
+        Language::Sh | Language::Bash => "run.sh",
         Language::Python => "run.py",
     }
 }
@@ -74,12 +91,22 @@ fn var(name: &str) -> String {
 }
 
 /// A word as sh code: literals single-quoted where needed, values double-quoted; the variadic
-/// parameter (a word of its own) is `"$@"`, where option parsing left its items.
-fn word_code(word: &[Piece], variadic: Option<&str>) -> String {
+/// parameter (a word of its own) is `"$@"`, where option parsing left its items. A word the
+/// habit's shell expanded as a pathname pattern (`glob`) is written for the tool's shell to
+/// expand: a parameter unquoted (`${p_x}`, `$@`; `IFS=` keeps it one field), a literal with
+/// only its pattern characters unquoted.
+fn word_code(word: &[Piece], variadic: Option<&str>, glob: Option<Globbing>) -> String {
     if let ([Piece::Param(name)], Some(v)) = (word, variadic)
         && name == v
     {
-        return "\"$@\"".to_owned();
+        return if glob.is_some() { "$@" } else { "\"$@\"" }.to_owned();
+    }
+    if glob.is_some() {
+        match word {
+            [Piece::Literal(text)] => return glob_code(text),
+            [Piece::Param(name)] => return format!("${{{}}}", var(name)),
+            _ => {}
+        }
     }
     let mut out = String::new();
     for piece in word {
@@ -96,12 +123,87 @@ fn word_code(word: &[Piece], variadic: Option<&str>) -> String {
     out
 }
 
+/// A pathname pattern as sh code the shell expands: `*`, `?` and whole bracket expressions
+/// (`[ch]`, `[!0-9]`) unquoted, every other character quoted as [`shell_quote`] quotes, so
+/// nothing but pathname expansion happens to it (`'~/src/'*.h`: no tilde, no brace expansion).
+fn glob_code(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::new();
+    let mut plain = String::new();
+    let flush = |plain: &mut String, out: &mut String| {
+        if !plain.is_empty() {
+            out.push_str(&shell_quote(plain));
+            plain.clear();
+        }
+    };
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '*' || c == '?' {
+            flush(&mut plain, &mut out);
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        if c == '[' {
+            // A bracket expression made of characters sh reads as they are: written bare.
+            let body_start = i + 1 + usize::from(matches!(chars.get(i + 1), Some('!' | '^')));
+            let close = (body_start + 1..chars.len()).find(|&j| chars[j] == ']');
+            if let Some(close) = close
+                && chars[i + 1..close]
+                    .iter()
+                    .all(|c| c.is_ascii_alphanumeric() || "!^-_.,:+@%=".contains(*c))
+            {
+                flush(&mut plain, &mut out);
+                out.extend(&chars[i..=close]);
+                i = close + 1;
+                continue;
+            }
+        }
+        plain.push(c);
+        i += 1;
+    }
+    flush(&mut plain, &mut out);
+    out
+}
+
 fn step_code(step: &StepSpec, variadic: Option<&str>) -> String {
     step.words
         .iter()
-        .map(|w| word_code(w, variadic))
+        .enumerate()
+        .map(|(i, w)| word_code(w, variadic, step.glob(i)))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The checks before a step of the words its shell refuses to run with when they match nothing
+/// (zsh, fish): `ts_glob PATTERN EXPANSION…`, one line each; none under sh's rules.
+fn glob_checks(step: &StepSpec, variadic: Option<&str>) -> Vec<String> {
+    (0..step.words.len())
+        .filter(|&i| step.glob(i).is_some_and(Globbing::fails_unmatched))
+        .map(|i| {
+            let word = &step.words[i];
+            let function = match step.glob(i) {
+                Some(Globbing::Fish) => "ts_glob_fish",
+                _ => "ts_glob_zsh",
+            };
+            match word.as_slice() {
+                [Piece::Param(name)] if Some(name.as_str()) == variadic => {
+                    format!("for ts_v do {function} \"$ts_v\" $ts_v; done")
+                }
+                _ => format!(
+                    "{function} {} {}",
+                    word_code(word, variadic, None),
+                    word_code(word, variadic, step.glob(i))
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Every step of `spec`, the failing command first.
+fn all_steps(spec: &ToolSpec) -> impl Iterator<Item = &StepSpec> {
+    spec.trigger_step.iter().chain(&spec.steps)
 }
 
 /// An extended regular expression matching the lines of an error template.
@@ -187,8 +289,16 @@ pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
         tool: spec.name.clone(),
         why: why.to_owned(),
     };
-    if spec.language != Language::Sh {
-        return Err(fail("it writes POSIX sh only"));
+    let bash = needs_globstar(all_steps(spec));
+    match spec.language {
+        Language::Sh if bash => {
+            return Err(fail(
+                "a pattern's `**` matched any depth of directories where it was typed, which \
+                 POSIX sh cannot do: the tool must be bash",
+            ));
+        }
+        Language::Sh | Language::Bash => {}
+        Language::Python => return Err(fail("it writes sh or bash only")),
     }
     if spec.steps.is_empty() && spec.trigger_step.is_none() {
         return Err(fail("the spec has no steps"));
@@ -237,7 +347,11 @@ pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
         }
     }
     let mut s = String::new();
-    let _ = writeln!(s, "#!/bin/sh");
+    if spec.language == Language::Bash {
+        s.push_str("#!/usr/bin/env bash\n");
+    } else {
+        s.push_str("#!/bin/sh\n");
+    }
     let _ = writeln!(s, "# {}: {}", spec.name, one_line(&spec.description));
     let source = match (&spec.pattern, spec.support) {
         (Some(p), Some(n)) => format!(" from pattern {p}, seen in {n} sessions"),
@@ -245,7 +359,40 @@ pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
         _ => String::new(),
     };
     let _ = writeln!(s, "# Written by toolsmith ({GENERATOR}){source}.");
-    s.push_str("set -eu\n\n");
+    s.push_str("set -eu\n");
+    if spec.language == Language::Bash {
+        // zsh's `**/` (and fish's `**`): any depth of directories, hidden ones left out.
+        s.push_str("shopt -s globstar\n");
+    }
+    s.push('\n');
+    let globbing: Vec<Globbing> = all_steps(spec)
+        .flat_map(|step| (0..step.words.len()).filter_map(|i| step.glob(i)))
+        .collect();
+    if !globbing.is_empty() {
+        s.push_str(
+            "# Words the habit's shell expanded as pathname patterns are written unquoted: with \
+             IFS empty\n# they are never split, only expanded. A dry run prints them as \
+             written.\nIFS=\nif [ \"${TOOLSMITH_DRY_RUN:-}\" = 1 ]; then set -f; fi\n\n",
+        );
+    }
+    for rules in [Globbing::Zsh, Globbing::Fish] {
+        if !globbing.contains(&rules) {
+            continue;
+        }
+        let (shell, message, status) = match rules {
+            Globbing::Fish => ("fish", "No matches for wildcard '%s'.", 124),
+            _ => ("zsh", "no matches found: %s", 1),
+        };
+        let _ = writeln!(
+            s,
+            "# {shell} refuses to run a command whose pattern matches nothing: so does this tool.\n\
+             ts_glob_{shell}() {{\n  [ \"${{TOOLSMITH_DRY_RUN:-}}\" != 1 ] || return 0\n  \
+             ts_pattern=$1\n  shift\n  if [ \"$#\" -eq 1 ] && [ \"$1\" = \"$ts_pattern\" ] && \
+             [ ! -e \"$1\" ] && [ ! -L \"$1\" ]; then\n    printf '%s: {message}\\n' {name} \
+             \"$ts_pattern\" >&2\n    exit {status}\n  fi\n}}\n",
+            name = shell_quote(&spec.name),
+        );
+    }
     let usage_text = usage(spec);
     // The here-document must not end early, whatever the description says.
     let mut end = String::from("TOOLSMITH_USAGE");
@@ -402,6 +549,12 @@ ts_run() {{
             let end = (i + 1..steps.len())
                 .find(|&j| !steps[j].piped)
                 .unwrap_or(steps.len());
+            for check in steps[i..end]
+                .iter()
+                .flat_map(|step| glob_checks(step, variadic))
+            {
+                let _ = writeln!(out, "{check}");
+            }
             if end - i > 1 {
                 let group = &steps[i..end];
                 let dry: Vec<String> = group
@@ -448,9 +601,13 @@ ts_run() {{
     match (&spec.trigger_step, &spec.trigger) {
         (Some(trigger), Some(t)) => {
             // Called with "$@" so that a variadic parameter's items reach the function.
+            let checks: String = glob_checks(trigger, variadic)
+                .iter()
+                .map(|check| format!("  {check}\n"))
+                .collect();
             let _ = writeln!(
                 s,
-                "ts_trigger() {{\n  ts_run {}\n}}\n",
+                "ts_trigger() {{\n{checks}  ts_run {}\n}}\n",
                 step_code(trigger, variadic)
             );
             let mut recovery = String::new();
@@ -774,7 +931,7 @@ pub fn generate(
     let manifest = spec.manifest(version, generator_of(spec));
     let mut files = BTreeMap::new();
     let code = match spec.language {
-        Language::Sh => run_sh(spec)?,
+        Language::Sh | Language::Bash => run_sh(spec)?,
         Language::Python => super::template_py::run_py(spec, &usage(spec))?,
     };
     files.insert(entry_of(spec).to_owned(), code);
@@ -833,6 +990,7 @@ pub(crate) mod tests_support {
             steps: vec![
                 StepSpec {
                     words: vec![lit("cargo"), lit("fmt"), lit("-p"), param("package")],
+                    globs: Vec::new(),
                     captures: None,
                     piped: false,
                 },
@@ -845,11 +1003,13 @@ pub(crate) mod tests_support {
                             Piece::Param("package".into()),
                         ],
                     ],
+                    globs: Vec::new(),
                     captures: None,
                     piped: false,
                 },
                 StepSpec {
                     words: vec![lit("git"), lit("commit"), lit("-m"), param("message")],
+                    globs: Vec::new(),
                     captures: None,
                     piped: false,
                 },
@@ -1009,6 +1169,7 @@ mod tests {
         spec.origin = Origin::ErrorRecovery;
         spec.trigger_step = Some(StepSpec {
             words: vec![lit("cargo"), lit("build")],
+            globs: Vec::new(),
             captures: None,
             piped: false,
         });
@@ -1021,5 +1182,88 @@ mod tests {
         assert!(sh.contains("grep -Eq --"), "{sh}");
         spec.trigger = None;
         assert!(run_sh(&spec).is_err());
+    }
+
+    #[test]
+    fn issue_20_a_literal_pattern_is_written_with_only_its_pattern_characters_unquoted() {
+        assert_eq!(glob_code("*.c"), "*.c");
+        assert_eq!(glob_code("**/*.h"), "**/*.h");
+        assert_eq!(glob_code("src dir/x?.[ch]"), "'src dir/x'?.[ch]");
+        assert_eq!(glob_code("log[!0-9]*"), "log[!0-9]*");
+        // Not a bracket expression sh reads as written: quoted, so it matches itself.
+        assert_eq!(glob_code("a[$x]*"), "'a[$x]'*");
+        assert_eq!(glob_code("~/{a,b}*"), "'~/{a,b}'*");
+    }
+
+    #[test]
+    fn issue_20_words_the_shell_expanded_are_written_for_the_tool_s_shell_to_expand() {
+        let mut spec = sequence_spec();
+        spec.params[1].variadic = true;
+        spec.params[1].kind = ParamKind::Glob;
+        spec.steps = vec![
+            StepSpec {
+                words: vec![
+                    lit("grep"),
+                    lit("-l"),
+                    vec![Piece::Param("package".into())],
+                    lit("src dir/*.h"),
+                ],
+                globs: vec![None, None, None, Some(Globbing::Sh)],
+                captures: None,
+                piped: false,
+            },
+            StepSpec {
+                words: vec![
+                    lit("wc"),
+                    lit("-l"),
+                    vec![Piece::Param("package".into())],
+                    vec![Piece::Param("message".into())],
+                ],
+                globs: vec![None, None, Some(Globbing::Zsh), Some(Globbing::Zsh)],
+                captures: None,
+                piped: false,
+            },
+        ];
+        // A zsh `**` may come with a parameter's value: POSIX sh cannot match it.
+        let refused = run_sh(&spec).unwrap_err();
+        assert!(refused.why.contains("must be bash"), "{refused}");
+        spec.language = Language::Bash;
+        let code = run_sh(&spec).unwrap();
+        assert!(code.starts_with("#!/usr/bin/env bash\n"), "{code}");
+        assert!(code.contains("set -eu\nshopt -s globstar\n"), "{code}");
+        assert!(code.contains("\nIFS=\nif [ \"${TOOLSMITH_DRY_RUN:-}\" = 1 ]; then set -f; fi\n"));
+        assert!(
+            code.contains("ts_run grep -l \"${p_package}\" 'src dir/'*.h\n"),
+            "{code}"
+        );
+        // zsh's refusal before the step, for the single value and each item of the variadic.
+        assert!(
+            code.contains(
+                "ts_glob_zsh \"${p_package}\" ${p_package}\nfor ts_v do ts_glob_zsh \"$ts_v\" \
+                 $ts_v; done\nts_run wc -l ${p_package} $@\n"
+            ),
+            "{code}"
+        );
+        assert!(
+            code.contains("printf '%s: no matches found: %s\\n'"),
+            "{code}"
+        );
+        assert!(!code.contains("ts_glob_fish"), "{code}");
+        // Under sh's rules alone: POSIX sh, no refusal, no globstar.
+        spec.steps[1].globs = vec![None, None, Some(Globbing::Sh), Some(Globbing::Sh)];
+        spec.language = Language::Sh;
+        let code = run_sh(&spec).unwrap();
+        assert!(
+            code.starts_with("#!/bin/sh\n") && !code.contains("shopt"),
+            "{code}"
+        );
+        assert!(!code.contains("ts_glob_"), "{code}");
+        assert!(code.contains("ts_run wc -l ${p_package} $@\n"), "{code}");
+        // A tool without patterns is as it was: nothing unquoted, no IFS.
+        let plain = run_sh(&sequence_spec()).unwrap();
+        assert!(
+            !plain.contains("IFS=") && !plain.contains("set -f"),
+            "{plain}"
+        );
     }
 }

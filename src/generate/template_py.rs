@@ -9,6 +9,11 @@
 //! with argument lists (`subprocess`, never a shell; piped steps joined by real pipes), so no value is re-read as code. The
 //! spec is embedded as data (JSON literals, which are Python literals too), never spliced
 //! into code. Its tests are the ones `template::derived_cases` derives.
+//!
+//! A step with a pathname pattern the habit's shell expanded (`grep -l foo **/*.h`) is not
+//! written here: the pattern stands for any number of files, found by that shell's rules (its
+//! `**`, what it does when nothing matches, its order), which the sh template reproduces with a
+//! shell of the same rules; this one reads one file at most.
 
 use std::fmt::Write as _;
 
@@ -31,6 +36,12 @@ pub fn is_text_filter(step: &StepSpec) -> bool {
         return false;
     };
     if !TEXT_FILTERS.contains(&program) || step.captures.is_some() {
+        return false;
+    }
+    // A pathname pattern the shell expanded (`grep -l foo **/*.h`) stands for any number of
+    // files, found by the rules of the shell the habit ran in: the sh template reproduces that
+    // expansion with a shell; this template reads one file at most.
+    if step.globs.iter().any(Option::is_some) {
         return false;
     }
     let mut literal_args = Vec::new();
@@ -360,6 +371,7 @@ mod tests {
     fn step(words: Vec<Vec<Piece>>) -> StepSpec {
         StepSpec {
             words,
+            globs: Vec::new(),
             captures: None,
             piped: false,
         }
@@ -387,6 +399,7 @@ mod tests {
             step(vec![lit("wc"), vec![Piece::Internal("out_1".into())]]),
             StepSpec {
                 words: vec![lit("wc"), lit("-l")],
+                globs: Vec::new(),
                 captures: Some("out_1".into()),
                 piped: false,
             },

@@ -450,6 +450,7 @@ mod tests {
                 lit("--target"),
                 vec![Piece::Param("target".into())],
             ],
+            globs: Vec::new(),
             captures: None,
             piped: false,
         }];

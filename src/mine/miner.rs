@@ -3357,6 +3357,7 @@ mod tests {
                 template: (*k).to_owned(),
                 words: Vec::new(),
                 key: (*k).to_owned(),
+                globs: Vec::new(),
                 captures: None,
                 piped: false,
                 agent_tool: false,

@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::pattern::{Evidence, Internal, Param, Piece, Replay, Step};
-use super::token::{SlotKind, SlotValue, Token, TokenKind, joins_run, names_a_file};
+use super::token::{Globbing, SlotKind, SlotValue, Token, TokenKind, joins_run, names_a_file};
 use crate::action::placeholder::PLACEHOLDER_START;
 use crate::quote::shell_quote;
 
@@ -98,13 +98,14 @@ fn segments(word: &str) -> Vec<Segment> {
     merged
 }
 
-/// The values of one token's placeholders, in template order: one string per placeholder (a
-/// variadic one joins its run with spaces), with the kind of its first slot. `None` when the
-/// slots do not fit the template.
-fn placeholder_values(
-    template: &[Vec<Segment>],
-    slots: &[SlotValue],
-) -> Option<Vec<(String, SlotKind, Vec<String>)>> {
+/// One placeholder's value in one occurrence: the value (a run joined with spaces), the kind of
+/// its first slot, the run, and how the shell expanded each item of the run as a pathname
+/// pattern (`None`: it reached the program as written).
+type Placeholder = (String, SlotKind, Vec<String>, Vec<Option<Globbing>>);
+
+/// The values of one token's placeholders, in template order: one per placeholder (a variadic
+/// one joins its run with spaces). `None` when the slots do not fit the template.
+fn placeholder_values(template: &[Vec<Segment>], slots: &[SlotValue]) -> Option<Vec<Placeholder>> {
     let mut values = Vec::new();
     let mut next = 0;
     for word in template {
@@ -114,6 +115,7 @@ fn placeholder_values(
             };
             let first = slots.get(next)?;
             let mut run = vec![first.value.clone()];
+            let mut globs = vec![first.glob];
             next += 1;
             if *variadic {
                 // The run the tokenizer wrote once: positional paths and globs, never a value
@@ -124,10 +126,11 @@ fn placeholder_values(
                         break;
                     }
                     run.push(s.value.clone());
+                    globs.push(s.glob);
                     next += 1;
                 }
             }
-            values.push((run.join(" "), first.kind, run));
+            values.push((run.join(" "), first.kind, run, globs));
         }
     }
     (next == slots.len()).then_some(values)
@@ -228,9 +231,28 @@ fn printed(output: &str, value: &str) -> bool {
     })
 }
 
-/// One occurrence's placeholder values: per step, per placeholder, the value (a run joined
-/// with spaces), the kind of its first slot and the run.
-type OccurrenceValues = Vec<Vec<(String, SlotKind, Vec<String>)>>;
+/// One occurrence's placeholder values: per step, per placeholder.
+type OccurrenceValues = Vec<Vec<Placeholder>>;
+
+/// How a word made of one placeholder's values is expanded, given each occurrence's value and
+/// mark: by the shell whose rules every occurrence holding a pattern character was expanded
+/// under, when each such occurrence was (a value without `*`, `?` or `[` expands to itself, so
+/// it agrees with any). A word quoted in one occurrence and not in another, or expanded by
+/// shells of different rules, stays literal: the tool can only do one thing, and passing the
+/// word as written is what it did before it knew of patterns. `None` when nothing was expanded.
+fn word_glob<'v>(items: impl IntoIterator<Item = (&'v str, Option<Globbing>)>) -> Option<Globbing> {
+    let mut rules = None;
+    for (value, mark) in items {
+        match (mark, rules) {
+            (None, _) if !value.contains(['*', '?', '[']) => {}
+            (None, _) => return None,
+            (Some(g), None) => rules = Some(g),
+            (Some(g), Some(r)) if g == r => {}
+            (Some(_), Some(_)) => return None,
+        }
+    }
+    rules
+}
 
 /// Aligns the occurrences of a pattern of `steps` steps. Occurrences whose tokens do not fit the
 /// templates (those of the first occurrence's key with the most values) are left out. `None`
@@ -571,30 +593,51 @@ fn fill_steps(
         .iter()
         .enumerate()
         .map(|(step, template)| {
-            let words = fill_words(template, |index, lone_run| {
+            // How each placeholder was expanded as a pathname pattern: the whole run, or
+            // each item of a constant run spread over words.
+            let column = |index: usize| values.iter().map(move |occ| &occ[step][index]);
+            let run_glob = |index: usize| {
+                word_glob(
+                    column(index)
+                        .flat_map(|v| v.2.iter().map(String::as_str).zip(v.3.iter().copied())),
+                )
+            };
+            let (words, globs) = fill_words(template, |index, lone_run| {
                 match roles.of.get(&(step, index)) {
                     // A constant run of arguments (`git add a.rs b.rs` every time) stays a run
                     // of words, not one word holding them all.
                     Some(Role::Literal(_)) if lone_run => {
-                        Filled::Spread(values[0][step][index].2.clone())
+                        let run = &values[0][step][index].2;
+                        let globs = (0..run.len())
+                            .map(|i| word_glob(column(index).map(|v| (v.2[i].as_str(), v.3[i]))))
+                            .collect();
+                        Filled::Spread(run.clone(), globs)
                     }
-                    Some(Role::Literal(v)) => Filled::Piece(Piece::Literal(v.clone())),
+                    Some(Role::Literal(v)) => {
+                        Filled::Piece(Piece::Literal(v.clone()), run_glob(index))
+                    }
                     Some(Role::Param(p)) => {
-                        Filled::Piece(Piece::Param(roles.params[*p].name.clone()))
+                        Filled::Piece(Piece::Param(roles.params[*p].name.clone()), run_glob(index))
                     }
                     Some(Role::Internal(i)) => {
-                        Filled::Piece(Piece::Internal(roles.internals[*i].name.clone()))
+                        Filled::Piece(Piece::Internal(roles.internals[*i].name.clone()), None)
                     }
-                    None => Filled::Piece(Piece::Literal(String::new())),
+                    None => Filled::Piece(Piece::Literal(String::new()), None),
                 }
             });
-            let template_text = render(&words, |p| match p {
+            let template_text = render(&words, &globs, |p| match p {
                 Piece::Literal(t) => shell_quote(t),
                 Piece::Param(n) | Piece::Internal(n) => format!("<{n}>"),
             });
+            let globs = if globs.iter().all(Option::is_none) {
+                Vec::new()
+            } else {
+                globs
+            };
             Step {
                 template: template_text,
                 words,
+                globs,
                 key: first.tokens[step].key.clone(),
                 agent_tool: first.tokens[step].kind == TokenKind::Tool,
                 captures: roles.captures.get(&step).cloned(),
@@ -631,16 +674,21 @@ fn fill_evidence(
                 .collect();
             let commands = (0..occ.tokens.len())
                 .map(|step| {
-                    let words = fill_words(&templates[step], |index, lone_run| {
-                        let run = &values[o][step][index].2;
+                    let (words, globs) = fill_words(&templates[step], |index, lone_run| {
+                        let (_, _, run, marks) = &values[o][step][index];
                         // Each argument of a run is a word of its own, as it was run.
                         if lone_run {
-                            Filled::Spread(run.clone())
+                            Filled::Spread(run.clone(), marks.clone())
                         } else {
-                            Filled::Piece(Piece::Literal(run.join(" ")))
+                            let glob = marks
+                                .iter()
+                                .all(Option::is_some)
+                                .then(|| marks[0])
+                                .flatten();
+                            Filled::Piece(Piece::Literal(run.join(" ")), glob)
                         }
                     });
-                    render(&words, |p| match p {
+                    render(&words, &globs, |p| match p {
                         Piece::Literal(t) => shell_quote(t),
                         Piece::Param(n) | Piece::Internal(n) => n.clone(),
                     })
@@ -658,36 +706,47 @@ fn fill_evidence(
         .collect()
 }
 
-/// What fills one placeholder of a template.
+/// What fills one placeholder of a template, with how the shell expanded it as a pathname
+/// pattern (`None`: as written).
 enum Filled {
-    /// A run of arguments, one word each (only for a placeholder that is a word of its own).
-    Spread(Vec<String>),
+    /// A run of arguments, one word each (only for a placeholder that is a word of its own),
+    /// each item's expansion.
+    Spread(Vec<String>, Vec<Option<Globbing>>),
     /// One piece of the word.
-    Piece(Piece),
+    Piece(Piece, Option<Globbing>),
 }
 
 /// The words of one step's template, each placeholder filled by `fill(index, lone_run)`, where
 /// `index` counts the step's placeholders and `lone_run` says the placeholder is a variadic one
-/// standing alone in its word (so its run may be spread over several words).
+/// standing alone in its word (so its run may be spread over several words); with each word's
+/// pathname expansion (only a word that is one placeholder's value can be a pattern).
 fn fill_words(
     template: &[Vec<Segment>],
     mut fill: impl FnMut(usize, bool) -> Filled,
-) -> Vec<Vec<Piece>> {
+) -> (Vec<Vec<Piece>>, Vec<Option<Globbing>>) {
     let mut index = 0;
     let mut words = Vec::new();
+    let mut globs = Vec::new();
     for word in template {
         let lone_run = matches!(word.as_slice(), [Segment::Slot { variadic: true, .. }]);
+        let alone = matches!(word.as_slice(), [Segment::Slot { .. }]);
         let mut pieces = Vec::new();
+        let mut word_glob = None;
         for seg in word {
             match seg {
                 Segment::Text(t) => pieces.push(Piece::Literal(t.clone())),
                 Segment::Slot { .. } => {
                     match fill(index, lone_run) {
-                        Filled::Spread(items) if lone_run => {
+                        Filled::Spread(items, marks) if lone_run => {
+                            let n = items.len();
                             words.extend(items.into_iter().map(|item| vec![Piece::Literal(item)]));
+                            globs.extend((0..n).map(|i| marks.get(i).copied().flatten()));
                         }
-                        Filled::Spread(items) => pieces.push(Piece::Literal(items.join(" "))),
-                        Filled::Piece(piece) => pieces.push(piece),
+                        Filled::Spread(items, _) => pieces.push(Piece::Literal(items.join(" "))),
+                        Filled::Piece(piece, glob) => {
+                            pieces.push(piece);
+                            word_glob = glob.filter(|_| alone);
+                        }
                     }
                     index += 1;
                 }
@@ -695,17 +754,28 @@ fn fill_words(
         }
         if !lone_run || !pieces.is_empty() {
             words.push(pieces);
+            globs.push(word_glob);
         }
     }
-    words
+    (words, globs)
 }
 
 /// Renders words of pieces as a command line: pieces of a word concatenated (a word of several
-/// pieces is quoted as a whole when one of them is a literal needing quotes).
-fn render(words: &[Vec<Piece>], piece: impl Fn(&Piece) -> String) -> String {
+/// pieces is quoted as a whole when one of them is a literal needing quotes); a literal word
+/// the shell expanded as a pathname pattern is written as it was typed, unquoted (it held no
+/// quote, no space and no operator, or the shell would not have expanded it).
+fn render(
+    words: &[Vec<Piece>],
+    globs: &[Option<Globbing>],
+    piece: impl Fn(&Piece) -> String,
+) -> String {
     words
         .iter()
-        .map(|w| w.iter().map(&piece).collect::<String>())
+        .enumerate()
+        .map(|(i, w)| match (w.as_slice(), globs.get(i)) {
+            ([Piece::Literal(t)], Some(Some(_))) => t.clone(),
+            _ => w.iter().map(&piece).collect::<String>(),
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -748,6 +818,90 @@ mod tests {
             replay: None,
             ok: true,
         }
+    }
+
+    /// An occurrence of `commands` (each one action) typed in the shell of `source`.
+    fn typed_in(source: Source, session: &str, commands: &[&str]) -> AlignInput {
+        let tokens: Vec<Token> = commands
+            .iter()
+            .flat_map(|c| {
+                tokens_of(&Action {
+                    session: session.into(),
+                    seq: 0,
+                    ts: None,
+                    source,
+                    cwd: Some("/w".into()),
+                    tool: "shell".into(),
+                    input: json!({ "command": c }),
+                    call_id: None,
+                    parent_session: None,
+                    result: None,
+                })
+            })
+            .collect();
+        AlignInput {
+            session: session.into(),
+            seqs: (0, commands.len() as u64 - 1),
+            outputs: vec![None; tokens.len()],
+            piped: piped_flags(&tokens),
+            tokens,
+            replay: None,
+            ok: true,
+        }
+    }
+
+    #[test]
+    fn issue_20_a_word_every_occurrence_expanded_as_a_pattern_is_marked_on_its_step() {
+        let zsh = |s: &str, c: &[&str]| typed_in(Source::Zsh, s, c);
+        let bash = |s: &str, c: &[&str]| typed_in(Source::Bash, s, c);
+        // The same pattern every time: a literal word, expanded by zsh's rules.
+        let a = align(
+            &[
+                zsh("s1", &["git grep foo", "grep -l bar **/*.h"]),
+                zsh("s2", &["git grep baz", "grep -l qux **/*.h"]),
+            ],
+            10,
+        )
+        .unwrap();
+        assert_eq!(a.steps[1].globs, [None, None, None, Some(Globbing::Zsh)]);
+        assert_eq!(a.steps[1].words[3], [Piece::Literal("**/*.h".into())]);
+        // Written as typed, never quoted, where the pattern shows it.
+        assert_eq!(a.steps[1].template, "grep -l <value_2> **/*.h");
+        assert_eq!(a.evidence[0].commands[1], "grep -l bar **/*.h");
+        assert!(a.steps[0].globs.is_empty());
+        // A varying pattern: a parameter, expanded. A value without pattern characters
+        // expands to itself, so it agrees.
+        let a = align(
+            &[
+                bash("s1", &["wc -l *.c"]),
+                bash("s2", &["wc -l *.h"]),
+                bash("s3", &["wc -l main.c"]),
+            ],
+            10,
+        )
+        .unwrap();
+        assert_eq!(a.steps[0].words[2], [Piece::Param("value".into())]);
+        assert_eq!(a.steps[0].globs, [None, None, Some(Globbing::Sh)]);
+        // Quoted once: the tool cannot both expand it and not; it passes it as written.
+        let a = align(
+            &[bash("s1", &["wc -l '*.c'"]), bash("s2", &["wc -l *.h"])],
+            10,
+        )
+        .unwrap();
+        assert!(a.steps[0].globs.is_empty());
+        // Expanded by shells of different rules: as written too.
+        let a = align(&[bash("s1", &["wc -l *.c"]), zsh("s2", &["wc -l *.h"])], 10).unwrap();
+        assert!(a.steps[0].globs.is_empty());
+        // A constant run of files spread over words: each word marked by itself.
+        let a = align(
+            &[
+                bash("s1", &["git add *.md src/a.rs", "git commit -m one"]),
+                bash("s2", &["git add *.md src/a.rs", "git commit -m two"]),
+            ],
+            10,
+        )
+        .unwrap();
+        assert_eq!(a.steps[0].globs, [None, None, Some(Globbing::Sh), None]);
     }
 
     #[test]

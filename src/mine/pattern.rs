@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::score::Score;
-use super::token::{looks_around, shuffles_files};
+use super::token::{Globbing, looks_around, shuffles_files};
 use crate::store::StoreError;
 
 /// What kind of habit a pattern is.
@@ -68,6 +68,12 @@ pub struct Step {
     pub template: String,
     /// The words, each made of pieces.
     pub words: Vec<Vec<Piece>>,
+    /// Per word (empty when none is), how the shell the habit ran in expanded it as a
+    /// pathname pattern (`grep foo **/*.h` typed unquoted): a tool must expand that word the
+    /// same way rather than pass it as written. Every occurrence must have expanded it (see
+    /// `params::word_glob`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub globs: Vec<Option<Globbing>>,
     /// The canonical key the step was mined by (values abstracted).
     pub key: String,
     /// When a later step uses a value this step printed: the variable it is kept in.

@@ -152,6 +152,9 @@ pub struct Runtime {
 pub enum Language {
     /// POSIX sh.
     Sh,
+    /// bash: a shell tool that needs what POSIX sh lacks (`**` matching any depth of
+    /// directories, for a pattern typed in zsh or fish).
+    Bash,
     /// Python 3.
     Python,
 }
@@ -161,6 +164,7 @@ impl Language {
     pub fn interpreter(self) -> &'static str {
         match self {
             Language::Sh => "/bin/sh",
+            Language::Bash => "bash",
             Language::Python => "python3",
         }
     }

@@ -498,7 +498,7 @@ impl CodePolicy {
         let mut findings = Vec::new();
         let mut programs: Vec<(usize, String)> = requires.iter().map(|p| (0, p.clone())).collect();
         programs.extend(match language {
-            Language::Sh => shell_programs(code),
+            Language::Sh | Language::Bash => shell_programs(code),
             Language::Python => python_programs(code),
         });
         for (line, program) in programs {
@@ -534,12 +534,12 @@ impl CodePolicy {
             }
         }
         let lang = match language {
-            Language::Sh => RuleLanguage::Sh,
+            Language::Sh | Language::Bash => RuleLanguage::Sh,
             Language::Python => RuleLanguage::Python,
         };
         for (n, raw) in code.lines().enumerate() {
             let line = match language {
-                Language::Sh => strip_comment(raw),
+                Language::Sh | Language::Bash => strip_comment(raw),
                 Language::Python => raw.split(" #").next().unwrap_or(raw),
             };
             if line.trim_start().starts_with('#') {

@@ -385,7 +385,7 @@ impl Validator {
             ));
         }
         let expected_ext = match manifest.runtime.language {
-            Language::Sh => ".sh",
+            Language::Sh | Language::Bash => ".sh",
             Language::Python => ".py",
         };
         if !entry.ends_with(expected_ext) {
@@ -539,13 +539,24 @@ impl Validator {
                     ));
                 }
             } else {
-                checkers.push(("sh -n", vec!["sh".into(), "-n".into(), path.clone()]));
+                // A bash tool's entry point is read by bash; any other shell file by sh.
+                let shell = if *name == manifest.runtime.entrypoint
+                    && manifest.runtime.language == Language::Bash
+                {
+                    "bash"
+                } else {
+                    "sh"
+                };
+                checkers.push((
+                    if shell == "bash" { "bash -n" } else { "sh -n" },
+                    vec![shell.into(), "-n".into(), path.clone()],
+                ));
                 if installed("shellcheck") {
                     checkers.push((
                         "shellcheck",
                         vec![
                             "shellcheck".into(),
-                            "--shell=sh".into(),
+                            format!("--shell={shell}"),
                             "--format=gcc".into(),
                             "--severity=warning".into(),
                             path.clone(),

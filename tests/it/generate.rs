@@ -1232,11 +1232,13 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
         steps: vec![
             StepSpec {
                 words: vec![lit("git"), lit("add"), lit("--"), param("path")],
+                globs: Vec::new(),
                 captures: None,
                 piped: false,
             },
             StepSpec {
                 words: vec![lit("git"), lit("rev-parse"), lit("HEAD")],
+                globs: Vec::new(),
                 captures: Some("out_2".into()),
                 piped: false,
             },
@@ -1247,6 +1249,7 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
                     vec![Piece::Literal("-n".into()), Piece::Param("count".into())],
                     vec![Piece::Internal("out_2".into())],
                 ],
+                globs: Vec::new(),
                 captures: None,
                 piped: false,
             },
@@ -1270,6 +1273,7 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
         spec.origin = Origin::ErrorRecovery;
         spec.trigger_step = Some(StepSpec {
             words: vec![lit("make"), lit("check"), param("path")],
+            globs: Vec::new(),
             captures: None,
             piped: false,
         });
@@ -1690,6 +1694,7 @@ fn logged_spec(steps: Vec<Vec<&str>>, lines: &[&str]) -> toolsmith::generate::sp
                 .into_iter()
                 .map(|w| vec![Piece::Literal(w.into())])
                 .collect(),
+            globs: Vec::new(),
             captures: None,
             piped: false,
         })

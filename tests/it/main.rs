@@ -17,6 +17,7 @@ mod control_timeouts;
 mod daemon;
 mod demo;
 mod generate;
+mod globs;
 mod heal;
 mod health;
 mod ingest;

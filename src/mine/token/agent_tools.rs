@@ -226,6 +226,7 @@ fn add_field(draft: &mut Draft, key: &str, name: &str, role: Role, value: String
             value,
             name: Some(name.to_owned()),
             flag: Some(key.to_owned()),
+            glob: false,
         }),
         Role::Named(kind) => {
             let kind = kind.unwrap_or_else(|| classify(&value));

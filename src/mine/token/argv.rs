@@ -4,7 +4,7 @@
 
 use super::basename;
 use super::classify::{
-    SlotKind, classify, env_like, is_flag, is_identifier_like, is_number, is_punct,
+    SlotKind, classify, env_like, expanded_glob, is_flag, is_identifier_like, is_number, is_punct,
 };
 use super::draft::{ArgPart, Draft, FlagPart, Segment};
 use super::tables::{Cli, GENERIC, Sub, cli, cli_of_module};
@@ -189,11 +189,13 @@ pub(super) fn command_args(known: Option<&Cli>, args: &[Word], draft: &mut Draft
             } else {
                 classify(t)
             };
+            let glob = expanded_glob(w, draft.globbing);
             draft.segment().push_arg(ArgPart::Slot {
                 kind,
                 value: t.to_owned(),
                 name: None,
                 flag: None,
+                glob,
             });
         }
         positionals += 1;
@@ -224,24 +226,34 @@ fn flag(
             classify(value)
         }
     };
-    // Each flag is written back the way it was logged: `-p x`, `--name=x`, `-j4`.
-    let mut add = |flag: &str, values: Vec<&str>, form: Form, draft: &mut Draft| {
-        if spec.pattern_flags.contains(&flag) {
-            *pattern_given = true;
-        }
-        let mut part = if values.is_empty() {
-            FlagPart::boolean(flag)
-        } else {
-            let values = values
-                .into_iter()
-                .map(|v| (value_kind(flag, v), v.to_owned()))
-                .collect();
-            FlagPart::valued(flag, values, spec.long_name(flag))
-        };
-        part.eq = form == Form::Eq;
-        part.attached = form == Form::Attached;
-        draft.segment().push_flag(part);
+    // Whether each of the words from `args[from]` on was expanded as a pathname pattern.
+    let globs = |from: usize, n: usize, draft: &Draft| -> Vec<bool> {
+        args.iter()
+            .skip(from)
+            .take(n)
+            .map(|w| expanded_glob(w, draft.globbing))
+            .collect()
     };
+    // Each flag is written back the way it was logged: `-p x`, `--name=x`, `-j4`.
+    let mut add =
+        |flag: &str, values: Vec<&str>, form: Form, globs: Vec<bool>, draft: &mut Draft| {
+            if spec.pattern_flags.contains(&flag) {
+                *pattern_given = true;
+            }
+            let mut part = if values.is_empty() {
+                FlagPart::boolean(flag)
+            } else {
+                let values = values
+                    .into_iter()
+                    .map(|v| (value_kind(flag, v), v.to_owned()))
+                    .collect();
+                FlagPart::valued(flag, values, spec.long_name(flag))
+            };
+            part.eq = form == Form::Eq;
+            part.attached = form == Form::Attached;
+            part.globs = globs;
+            draft.segment().push_flag(part);
+        };
 
     // `-p[REDACTED:password-flag]`: a value redacted at ingest, attached to its flag, is that
     // flag's value (a slot), whatever the table says of the flag, and stays attached (`mysql
@@ -265,7 +277,7 @@ fn flag(
     if let Some((name, value)) = t.split_once('=')
         && (t.starts_with("--") || name.len() > 2)
     {
-        add(name, vec![value], Form::Eq, draft);
+        add(name, vec![value], Form::Eq, Vec::new(), draft);
         return 1;
     }
     if spec.until_semicolon.contains(&t) {
@@ -277,7 +289,8 @@ fn flag(
             .position(|w| w.text == ";" || w.text == "+")
             .unwrap_or(rest.len());
         let command: Vec<&str> = rest[..len].iter().map(|w| w.text.as_str()).collect();
-        add(t, command, Form::Apart, draft);
+        let marks = globs(k + 1, len, draft);
+        add(t, command, Form::Apart, marks, draft);
         if let Some(end) = rest.get(len) {
             draft.segment().push_arg(ArgPart::Lit(end.text.clone()));
         }
@@ -292,17 +305,19 @@ fn flag(
             .map(|w| w.text.as_str())
             .collect();
         let used = values.len();
-        add(t, values, Form::Apart, draft);
+        let marks = globs(k + 1, used, draft);
+        add(t, values, Form::Apart, marks, draft);
         return 1 + used;
     }
     if spec.takes_value(sub, t) {
         return match next {
             Some(value) => {
-                add(t, vec![value], Form::Apart, draft);
+                let marks = globs(k + 1, 1, draft);
+                add(t, vec![value], Form::Apart, marks, draft);
                 2
             }
             None => {
-                add(t, vec![], Form::Apart, draft);
+                add(t, vec![], Form::Apart, Vec::new(), draft);
                 1
             }
         };
@@ -310,7 +325,7 @@ fn flag(
     if spec.optional_number.contains(&t)
         && let Some(value) = next.filter(|v| is_number(v))
     {
-        add(t, vec![value], Form::Apart, draft);
+        add(t, vec![value], Form::Apart, Vec::new(), draft);
         return 2;
     }
     if !t.starts_with("--")
@@ -322,7 +337,7 @@ fn flag(
             || spec.optional_number.contains(&short)
             || spec.attached.contains(&short)
         {
-            add(short, vec![rest], Form::Attached, draft);
+            add(short, vec![rest], Form::Attached, Vec::new(), draft);
             return 1;
         }
         // `-am msg`, `-xzf file.tgz`: a cluster whose last letter takes the next word.
@@ -330,11 +345,12 @@ fn flag(
             && spec.takes_value(sub, &format!("-{last}"))
             && let Some(value) = next
         {
-            add(t, vec![value], Form::Apart, draft);
+            let marks = globs(k + 1, 1, draft);
+            add(t, vec![value], Form::Apart, marks, draft);
             return 2;
         }
     }
-    add(t, vec![], Form::Apart, draft);
+    add(t, vec![], Form::Apart, Vec::new(), draft);
     1
 }
 

@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Globbing;
 use crate::action::placeholder::PLACEHOLDER_START;
+use crate::mine::shell::Word;
 
 /// The type of a slot value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -286,6 +288,26 @@ fn is_hex(word: &str) -> bool {
     word.len() >= 7
         && word.bytes().all(|b| b.is_ascii_hexdigit())
         && word.bytes().any(|b| b.is_ascii_digit())
+}
+
+/// Whether the shell whose rules are `globbing` expanded `word` as a pathname pattern: written
+/// without any quote or escape and without an expansion (`$VAR/*.c` holds a value unknown
+/// here), holding a pattern character of that shell (`*`, `?`, `[…]`; fish only knows `*`).
+/// A word partly quoted (`'a b'/*.c`) is left literal: its quoted part would have to be kept
+/// apart from its pattern, which the template does not write.
+pub(super) fn expanded_glob(word: &Word, globbing: Globbing) -> bool {
+    // A secret redacted at ingest stands where a value was: its brackets are not a pattern.
+    if word.quoted
+        || word.expanded
+        || !word.substitutions.is_empty()
+        || word.text.contains(PLACEHOLDER_START)
+    {
+        return false;
+    }
+    match globbing {
+        Globbing::Fish => word.text.contains('*'),
+        Globbing::Sh | Globbing::Zsh => is_glob(&word.text),
+    }
 }
 
 fn is_glob(word: &str) -> bool {

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use super::{SlotKind, SlotValue, Token, TokenKind, classify};
+use super::{Globbing, SlotKind, SlotValue, Token, TokenKind, classify};
 use crate::action::placeholder::PLACEHOLDER_START;
 
 /// How a slot is written in a key: one placeholder for every kind of value.
@@ -40,6 +40,9 @@ pub(super) struct FlagPart {
     pub(super) attached: bool,
     /// Written `--name=value`, one word.
     pub(super) eq: bool,
+    /// Per value, whether the shell expanded it as a pathname pattern (a value written as a
+    /// word of its own only); missing entries are `false`.
+    pub(super) globs: Vec<bool>,
 }
 
 impl FlagPart {
@@ -52,6 +55,7 @@ impl FlagPart {
             slot_flag: name.to_owned(),
             attached: false,
             eq: false,
+            globs: Vec::new(),
         }
     }
 
@@ -64,6 +68,7 @@ impl FlagPart {
             slot_flag: name.to_owned(),
             attached: false,
             eq: false,
+            globs: Vec::new(),
         }
     }
 
@@ -76,6 +81,7 @@ impl FlagPart {
             slot_flag: name.to_owned(),
             attached: false,
             eq: false,
+            globs: Vec::new(),
         }
     }
 }
@@ -90,6 +96,8 @@ pub(super) enum ArgPart {
         name: Option<String>,
         /// Flag recorded in the slot value (a tool's field); `None` for positionals.
         flag: Option<String>,
+        /// Whether the shell expanded the word as a pathname pattern.
+        glob: bool,
     },
 }
 
@@ -204,6 +212,8 @@ pub(super) struct Draft {
     pub(super) assigns: Vec<FlagPart>,
     pub(super) segments: Vec<Segment>,
     pub(super) redirects: Vec<RedirPart>,
+    /// The pathname expansion rules of the shell the command ran in.
+    pub(super) globbing: Globbing,
 }
 
 /// The key, template and slots being rendered.
@@ -216,13 +226,20 @@ struct Rendered {
 }
 
 impl Rendered {
-    fn slot(&mut self, kind: SlotKind, flag: Option<String>, value: String) {
+    fn slot(
+        &mut self,
+        kind: SlotKind,
+        flag: Option<String>,
+        value: String,
+        glob: Option<Globbing>,
+    ) {
         let counter = self.counters.entry(flag.clone()).or_insert(0);
         self.slots.push(SlotValue {
             kind,
             flag,
             position: *counter,
             value,
+            glob,
         });
         *counter += 1;
     }
@@ -232,7 +249,7 @@ impl Rendered {
         self.template.push(text);
     }
 
-    fn flag(&mut self, part: FlagPart) {
+    fn flag(&mut self, part: FlagPart, globbing: Globbing) {
         let FlagPart {
             name,
             assign,
@@ -241,6 +258,7 @@ impl Rendered {
             slot_flag,
             attached,
             eq,
+            globs,
         } = part;
         let one_word = if assign || eq {
             Some("=")
@@ -262,8 +280,10 @@ impl Rendered {
                 }
             }
         }
-        for (kind, value) in values {
-            self.slot(kind, Some(slot_flag.clone()), value);
+        for (i, (kind, value)) in values.into_iter().enumerate() {
+            // Only a value written as a word of its own was a pattern by itself.
+            let glob = (one_word.is_none() && globs.get(i) == Some(&true)).then_some(globbing);
+            self.slot(kind, Some(slot_flag.clone()), value, glob);
         }
     }
 }
@@ -285,8 +305,10 @@ impl Draft {
             .filter(|seg| seg.head.len() > 1)
             .map(|seg| seg.head[1..].join(" "));
         // Assignments, then each segment's words, in the order they were written.
+        let globbing = self.globbing;
+        let glob = |expanded: bool| expanded.then_some(globbing);
         for part in std::mem::take(&mut self.assigns) {
-            out.flag(part);
+            out.flag(part, globbing);
         }
         for mut seg in std::mem::take(&mut self.segments) {
             if kind == TokenKind::Tool {
@@ -294,13 +316,13 @@ impl Draft {
             }
             let mut parts = seg.parts.into_iter().peekable();
             while let Some(part) = parts.next() {
-                let (kind, value, name, flag) = match part {
+                let (kind, value, name, flag, expanded) = match part {
                     Part::Head(word) | Part::Arg(ArgPart::Lit(word)) => {
                         out.word(word);
                         continue;
                     }
                     Part::Flag(flag) => {
-                        out.flag(flag);
+                        out.flag(flag, globbing);
                         continue;
                     }
                     Part::Arg(ArgPart::Slot {
@@ -308,7 +330,8 @@ impl Draft {
                         value,
                         name,
                         flag,
-                    }) => (kind, value, name, flag),
+                        glob: expanded,
+                    }) => (kind, value, name, flag, expanded),
                 };
                 let label = name.unwrap_or_else(|| kind.as_str().to_owned());
                 let mut run = 1;
@@ -316,7 +339,7 @@ impl Draft {
                 // is one parameter, and the words around a secret are not).
                 let collapsible =
                     flag.is_none() && joins_run(kind) && !value.contains(PLACEHOLDER_START);
-                out.slot(kind, flag, value);
+                out.slot(kind, flag, value, glob(expanded));
                 while collapsible
                     && let Some(Part::Arg(ArgPart::Slot {
                         kind: next_kind,
@@ -327,8 +350,14 @@ impl Draft {
                     && joins_run(*next_kind)
                     && !next_value.contains(PLACEHOLDER_START)
                 {
-                    if let Some(Part::Arg(ArgPart::Slot { kind, value, .. })) = parts.next() {
-                        out.slot(kind, None, value);
+                    if let Some(Part::Arg(ArgPart::Slot {
+                        kind,
+                        value,
+                        glob: expanded,
+                        ..
+                    })) = parts.next()
+                    {
+                        out.slot(kind, None, value, glob(expanded));
                     }
                     run += 1;
                 }
@@ -350,7 +379,7 @@ impl Draft {
                 };
                 out.key.push(KEY_SLOT.to_owned());
                 out.template.push(format!("<{name}>"));
-                out.slot(kind, Some(r.op), value);
+                out.slot(kind, Some(r.op), value, None);
             }
         }
         Token {
@@ -379,6 +408,7 @@ mod tests {
             value: value.to_owned(),
             name: None,
             flag: None,
+            glob: false,
         }
     }
 

@@ -7,8 +7,8 @@ use super::argv::{command_args, strip_wrappers};
 use super::draft::{Draft, FlagPart, RedirPart, Segment};
 use super::tables::cli;
 use super::{
-    MAX_INLINE_INPUT, SlotKind, SlotValue, TEXT_FILTERS, Token, TokenKind, Tokenizer, UNPARSED,
-    basename, classify,
+    Globbing, MAX_INLINE_INPUT, SlotKind, SlotValue, TEXT_FILTERS, Token, TokenKind, Tokenizer,
+    UNPARSED, basename, classify,
 };
 use crate::mine::shell::{self, Dialect, RedirOp, SimpleCommand, Word};
 
@@ -18,6 +18,7 @@ impl Tokenizer {
         &self,
         line: &str,
         dialect: Dialect,
+        globbing: Globbing,
         cwd: Option<&str>,
     ) -> Vec<Token> {
         let commands = match shell::parse_dialect(line, dialect) {
@@ -54,7 +55,7 @@ impl Tokenizer {
                 inline = Some(data);
                 continue;
             }
-            match self.command_token(cmd, line, step, from_pipe, cwd) {
+            match self.command_token(cmd, line, step, from_pipe, globbing, cwd) {
                 Some(mut token) => {
                     if from_pipe {
                         token.pipe_from = pipe_source;
@@ -77,13 +78,17 @@ impl Tokenizer {
         line: &str,
         step: usize,
         from_pipe: bool,
+        globbing: Globbing,
         cwd: Option<&str>,
     ) -> Option<Token> {
         let cwd = match &cmd.cd {
             Some(dir) => Some(shell::resolve_dir(cwd, dir)),
             None => cwd.map(str::to_owned),
         };
-        let mut draft = Draft::default();
+        let mut draft = Draft {
+            globbing,
+            ..Draft::default()
+        };
         for a in &cmd.assignments {
             draft.assigns.push(FlagPart::assign(&a.name, &a.value.text));
         }
@@ -191,6 +196,7 @@ impl Tokenizer {
                 flag: None,
                 position: 0,
                 value: line.to_owned(),
+                glob: None,
             }],
             cwd: cwd.map(str::to_owned),
             step: 0,

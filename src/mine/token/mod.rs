@@ -135,6 +135,51 @@ pub struct SlotValue {
     pub position: usize,
     /// The value as the program received it (quotes removed).
     pub value: String,
+    /// When the shell that ran the command expanded this word as a pathname pattern (written
+    /// unquoted, with no expansion, holding `*`, `?` or `[…]`): that shell's rules. The
+    /// program then received the matching files, not `value`; a tool must expand it the same
+    /// way. `None` for a word that reached the program as written (quoted, escaped — also a
+    /// word only partly quoted, `src/'a b'/*.c`, kept literal for simplicity —, holding a
+    /// `$VAR` or `$(…)` whose value is unknown here, or part of a larger word, `--include=*.h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glob: Option<Globbing>,
+}
+
+/// How the shell that ran a command expanded a pathname pattern (`*.c`, `**/*.h`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Globbing {
+    /// sh and bash (shell histories of bash, every agent's `bash -c`): `**` is `*`, and a
+    /// pattern matching nothing reaches the program as written.
+    #[default]
+    Sh,
+    /// zsh: `**/` matches any depth of directories, and a pattern matching nothing stops the
+    /// command (`zsh: no matches found: PATTERN`, status 1).
+    Zsh,
+    /// fish: `*` and `**` only (`?` and `[…]` are literal), `**` matches any depth, and a
+    /// pattern matching nothing stops the command (`No matches for wildcard`, status 124).
+    Fish,
+}
+
+impl Globbing {
+    /// The rules of the shell an action of `source` ran in.
+    pub fn of(source: Source) -> Globbing {
+        match source {
+            Source::Zsh => Globbing::Zsh,
+            Source::Fish => Globbing::Fish,
+            _ => Globbing::Sh,
+        }
+    }
+
+    /// Whether `**` matches files at any depth under these rules (zsh's `**/`, fish's `**`).
+    pub fn recursive(self) -> bool {
+        self != Globbing::Sh
+    }
+
+    /// Whether a pattern matching nothing stops the command instead of reaching it as written.
+    pub fn fails_unmatched(self) -> bool {
+        self != Globbing::Sh
+    }
 }
 
 /// Where a token came from.
@@ -314,7 +359,8 @@ impl Tokenizer {
             } else {
                 Dialect::Posix
             };
-            let mut tokens = self.line_tokens(line, dialect, action.cwd.as_deref());
+            let globbing = Globbing::of(action.source);
+            let mut tokens = self.line_tokens(line, dialect, globbing, action.cwd.as_deref());
             // An aider slash command (`/add src/x.py`, `/ask …`) read as a command line (from an
             // input history) is the agent's command, not a program at the root.
             if let Some(first) = tokens.first_mut()
@@ -335,7 +381,8 @@ impl Tokenizer {
             } else {
                 line
             };
-            let mut tokens = self.line_tokens(line, Dialect::Posix, action.cwd.as_deref());
+            let mut tokens =
+                self.line_tokens(line, Dialect::Posix, Globbing::Sh, action.cwd.as_deref());
             // The adapter names the action after SWE-agent's own command (`edit`, `open`,
             // `create`, `find_file`, …): that command is the agent's tool, not a program, so a
             // pattern holding it is kept but no tool is made of it.
@@ -835,5 +882,103 @@ mod tests {
                 assert!(token.slots.iter().all(|s| !s.kind.as_str().is_empty()));
             }
         }
+    }
+
+    /// The pathname expansion of each slot of the first token of `command` run by `source`.
+    fn globs(source: Source, command: &str) -> Vec<(String, Option<Globbing>)> {
+        let tool = if source == Source::ClaudeCode {
+            "Bash"
+        } else {
+            "shell"
+        };
+        let tokens = tokens_of(&action(source, tool, json!({ "command": command }), None));
+        tokens[0]
+            .slots
+            .iter()
+            .map(|s| (s.value.clone(), s.glob))
+            .collect()
+    }
+
+    #[test]
+    fn issue_20_a_word_the_shell_expanded_as_a_pattern_is_marked_with_its_rules() {
+        let g = |v: &str, glob: Option<Globbing>| (v.to_owned(), glob);
+        // Typed unquoted in zsh: zsh's rules; the pattern given to grep is quoted there.
+        assert_eq!(
+            globs(Source::Zsh, "grep -l foo **/*.h"),
+            [g("foo", None), g("**/*.h", Some(Globbing::Zsh))]
+        );
+        // An agent's command ran under `bash -c`; bash history too.
+        for source in [Source::ClaudeCode, Source::Bash] {
+            assert_eq!(
+                globs(source, "grep foo *.c src/[ab].c x?.rs"),
+                [
+                    g("foo", None),
+                    g("*.c", Some(Globbing::Sh)),
+                    g("src/[ab].c", Some(Globbing::Sh)),
+                    g("x?.rs", Some(Globbing::Sh)),
+                ]
+            );
+        }
+        // fish knows `*` only.
+        assert_eq!(
+            globs(Source::Fish, "grep foo **.h x?.rs"),
+            [
+                g("foo", None),
+                g("**.h", Some(Globbing::Fish)),
+                g("x?.rs", None)
+            ]
+        );
+        // Quoted or escaped: the program got the pattern as written.
+        assert_eq!(
+            globs(
+                Source::Zsh,
+                r#"find . -name '*.rs' -o -name "*.md" -o -name \*.h"#
+            )
+            .into_iter()
+            .map(|(_, glob)| glob)
+            .collect::<Vec<_>>(),
+            [None, None, None, None]
+        );
+        assert_eq!(globs(Source::Bash, "git add '*.md'"), [g("*.md", None)]);
+        // Partly quoted: kept literal (the template writes a pattern whole or not at all).
+        assert_eq!(
+            globs(Source::Bash, "wc 'my dir'/*.c"),
+            [g("my dir/*.c", None)]
+        );
+        // A variable's value is not known here: literal.
+        assert_eq!(
+            globs(Source::Bash, "grep foo $SRC/*.c"),
+            [g("foo", None), g("$SRC/*.c", None)]
+        );
+        // A flag's value written apart is a word of its own; `--include=*.h` is part of one.
+        assert_eq!(
+            globs(Source::Bash, "grep -r --include=*.h -e foo -f *.pat ."),
+            [
+                g("*.h", None),
+                g("foo", None),
+                g("*.pat", Some(Globbing::Sh)),
+                g(".", None)
+            ]
+        );
+        // A secret redacted at ingest holds brackets, never a pattern.
+        assert_eq!(
+            globs(Source::Bash, "login [REDACTED:password]"),
+            [g("[REDACTED:password]", None)]
+        );
+    }
+
+    #[test]
+    fn a_slot_stored_before_patterns_were_marked_still_loads() {
+        let old = json!({"kind": "glob", "flag": null, "position": 0, "value": "*.c"});
+        let slot: SlotValue = serde_json::from_value(old).unwrap();
+        assert_eq!(slot.glob, None);
+        let t = &tokens_of(&action(
+            Source::Zsh,
+            "shell",
+            json!({"command": "wc -l **/*.h"}),
+            None,
+        ))[0];
+        assert_eq!(t.slots[0].glob, Some(Globbing::Zsh));
+        assert_eq!(serde_json::to_value(&t.slots[0]).unwrap()["glob"], "zsh");
     }
 }
