@@ -547,6 +547,14 @@ impl ToolSpec {
                  common commands seen together, not one piece of work a tool could take over"
             )));
         }
+        if let Some(step) = pattern.one_command_looked_around() {
+            let steps = pattern.steps_text().join(" → ");
+            return Err(fail(&format!(
+                "its steps (`{steps}`) are one command, `{}`, and others that just read around \
+                 it (status, logs, counts): a tool of it would be that command",
+                step.template
+            )));
+        }
         if let Some(step) = pattern.retried_step() {
             return Err(fail(&format!(
                 "its step `{}` is run again at once with flags added: a command that failed, \
@@ -1108,7 +1116,7 @@ mod tests {
     }
 
     #[test]
-    fn unrelated_file_shuffling_and_a_retry_are_no_tool() {
+    fn unrelated_file_shuffling_a_look_around_one_command_and_a_retry_are_no_tool() {
         let mut p = sequence();
         p.steps = vec![
             Step {
@@ -1138,6 +1146,26 @@ mod tests {
                 .err()
                 .is_none_or(|e| !e.to_string().contains("share no value")),
             "{made:?}"
+        );
+        let mut looked = sequence();
+        looked.steps = vec![
+            Step {
+                template: "git status".into(),
+                key: "git status".into(),
+                ..step(vec![lit("git"), lit("status")])
+            },
+            Step {
+                template: "git checkout <value>".into(),
+                key: "git checkout <arg>".into(),
+                ..step(vec![lit("git"), lit("checkout"), param("value")])
+            },
+        ];
+        let err = ToolSpec::from_pattern(&looked, &|_| false).expect_err("refused");
+        assert!(
+            err.to_string().contains(
+                "(`git status → git checkout <value>`) are one command, `git checkout <value>`, and others that just read around it"
+            ),
+            "{err}"
         );
         let mut retry = sequence();
         retry.steps = vec![

@@ -1806,6 +1806,7 @@ fn fold_groups(
         !p.only_looks_around()
             && !p.only_shuffles_files()
             && p.retried_step().is_none()
+            && p.one_command_looked_around().is_none()
             && !p
                 .steps
                 .iter()
@@ -3664,6 +3665,7 @@ mod tests {
         let into = find(&["mkdir <value>", "mv <path> <value>"]);
         assert!(!into.only_shuffles_files(), "{into:#?}");
         assert_eq!(into.retried_step(), None);
+        assert_eq!(unrelated.one_command_looked_around(), None);
         let retry = find(&["rm <path>", "rm <path> -r"]);
         assert_eq!(
             retry.retried_step().map(|s| s.template.as_str()),

@@ -275,6 +275,24 @@ impl Pattern {
         true
     }
 
+    /// The one command of a habit whose other steps only look around ([`looks_around`]):
+    /// `git status → git checkout <value>`, `git pull → git log`. A tool of it would be that
+    /// command with a look before or after, which the command already is. Kept as a
+    /// pattern; no tool is made of it. A recovery (its tool runs the fix on the failure) and
+    /// a pipeline (`cat <path> | jq .`) are not.
+    pub fn one_command_looked_around(&self) -> Option<&Step> {
+        if self.trigger.is_some() || self.steps.len() < 2 {
+            return None;
+        }
+        let mut doing = self
+            .steps
+            .iter()
+            .filter(|s| s.piped || s.agent_tool || !looks_around(&s.key));
+        let one = doing.next()?;
+        (doing.next().is_none() && !self.steps.iter().any(|s| s.piped || s.agent_tool))
+            .then_some(one)
+    }
+
     /// The first step that the next one runs again at once with flags added (`rm <arg>` then
     /// `rm <arg> -r`, `cp <arg> <arg>` then `cp <arg> <arg> -r`): a command that failed, tried
     /// again. A tool of both would stop at the failure, or do the work twice. Kept as a
