@@ -550,8 +550,8 @@ impl ToolSpec {
         if let Some(step) = pattern.one_command_looked_around() {
             let steps = pattern.steps_text().join(" → ");
             return Err(fail(&format!(
-                "its steps (`{steps}`) are one command, `{}`, and others that just read around \
-                 it (status, logs, counts): a tool of it would be that command",
+                "its steps (`{steps}`) are one command, `{}`, and a fixed look around it \
+                 (status, log, diff): a tool of it would be that command",
                 step.template
             )));
         }
@@ -1163,7 +1163,7 @@ mod tests {
         let err = ToolSpec::from_pattern(&looked, &|_| false).expect_err("refused");
         assert!(
             err.to_string().contains(
-                "(`git status → git checkout <value>`) are one command, `git checkout <value>`, and others that just read around it"
+                "(`git status → git checkout <value>`) are one command, `git checkout <value>`, and a fixed look around it"
             ),
             "{err}"
         );

@@ -359,15 +359,20 @@ pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
         _ => String::new(),
     };
     let _ = writeln!(s, "# Written by toolsmith ({GENERATOR}){source}.");
+    let globbing: Vec<Globbing> = all_steps(spec)
+        .flat_map(|step| (0..step.words.len()).filter_map(|i| step.glob(i)))
+        .collect();
+    if !globbing.is_empty() {
+        // Before the first command, so it holds for the whole file: a repeated parameter's
+        // patterns are `$@` unquoted on purpose, for the shell to expand each.
+        s.push_str("# shellcheck disable=SC2068\n");
+    }
     s.push_str("set -eu\n");
     if spec.language == Language::Bash {
         // zsh's `**/` (and fish's `**`): any depth of directories, hidden ones left out.
         s.push_str("shopt -s globstar\n");
     }
     s.push('\n');
-    let globbing: Vec<Globbing> = all_steps(spec)
-        .flat_map(|step| (0..step.words.len()).filter_map(|i| step.glob(i)))
-        .collect();
     if !globbing.is_empty() {
         s.push_str(
             "# Words the habit's shell expanded as pathname patterns are written unquoted: with \
@@ -1066,6 +1071,36 @@ pub(crate) mod tests_support {
 mod tests {
     use super::tests_support::sequence_spec;
     use super::*;
+
+    /// Static analysis of generated code (it is read, never run): shellcheck finds no error,
+    /// as validation requires. Skipped where shellcheck is not installed, except under CI.
+    fn shellcheck_passes(code: &str) {
+        let Ok(mut child) = std::process::Command::new("shellcheck")
+            .args(["--severity=error", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+        else {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "shellcheck is not installed (.ci/run installs it)"
+            );
+            eprintln!("shellcheck is not installed: generated code not checked");
+            return;
+        };
+        if let Some(mut stdin) = child.stdin.take() {
+            use std::io::Write as _;
+            stdin
+                .write_all(code.as_bytes())
+                .expect("shellcheck reads the code");
+        }
+        let out = child.wait_with_output().expect("shellcheck runs");
+        assert!(
+            out.status.success(),
+            "{}\n{code}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
     use crate::generate::spec::TriggerSpec;
     use crate::package::manifest::Manifest;
 
@@ -1259,6 +1294,7 @@ mod tests {
         );
         assert!(!code.contains("ts_glob_"), "{code}");
         assert!(code.contains("ts_run wc -l ${p_package} $@\n"), "{code}");
+        shellcheck_passes(&code);
         // A tool without patterns is as it was: nothing unquoted, no IFS.
         let plain = run_sh(&sequence_spec()).unwrap();
         assert!(

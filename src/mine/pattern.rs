@@ -275,19 +275,28 @@ impl Pattern {
         true
     }
 
-    /// The one command of a habit whose other steps only look around ([`looks_around`]):
-    /// `git status → git checkout <value>`, `git pull → git log`. A tool of it would be that
-    /// command with a look before or after, which the command already is. Kept as a
-    /// pattern; no tool is made of it. A recovery (its tool runs the fix on the failure) and
-    /// a pipeline (`cat <path> | jq .`) are not.
+    /// The one command of a habit whose other steps are fixed looks around ([`looks_around`],
+    /// no parameter): `git status → git checkout <value>`, `git pull → git log`. A tool of it
+    /// would be that command with a glance before or after. Kept as a pattern; no tool is
+    /// made of it. A recovery (its tool runs the fix on the failure), a pipeline (`cat <path>
+    /// | jq .`) and a search the habit feeds values (`mkdir -p out → grep -l <word> <glob>`)
+    /// are not.
     pub fn one_command_looked_around(&self) -> Option<&Step> {
         if self.trigger.is_some() || self.steps.len() < 2 {
             return None;
         }
+        let fixed_look = |s: &Step| {
+            looks_around(&s.key)
+                && !s
+                    .words
+                    .iter()
+                    .flatten()
+                    .any(|p| matches!(p, Piece::Param(_) | Piece::Internal(_)))
+        };
         let mut doing = self
             .steps
             .iter()
-            .filter(|s| s.piped || s.agent_tool || !looks_around(&s.key));
+            .filter(|s| s.piped || s.agent_tool || !fixed_look(s));
         let one = doing.next()?;
         (doing.next().is_none() && !self.steps.iter().any(|s| s.piped || s.agent_tool))
             .then_some(one)

@@ -791,7 +791,10 @@ const LOOKING_AROUND: &[&str] = &[
 ];
 
 /// `git` sub-commands that only show the repository's state.
-const GIT_LOOKING_AROUND: &[&str] = &["status", "diff", "log", "show"];
+const GIT_LOOKING_AROUND: &[&str] = &["status", "diff", "log", "show", "grep"];
+
+/// `git branch`'s flags that only list branches (`-D`, `-m` and a name change them).
+const GIT_BRANCH_LISTING: &[&str] = &["-a", "--all", "-r", "--remotes", "-v", "-vv", "--list"];
 
 /// `find` actions that change files or write them.
 const FIND_ACTIONS: &[&str] = &[
@@ -813,7 +816,7 @@ pub fn shuffles_files(key: &str) -> bool {
 
 /// Whether a step (its canonical key: `wc -l <arg>`, `sed -n <arg> <arg>`) only looks around:
 /// one of [`LOOKING_AROUND`], `sed` printing lines (`-n`, not `-i`), `find` without an action
-/// ([`FIND_ACTIONS`]), `git status|diff|log|show`, a program asked its version (`python3
+/// ([`FIND_ACTIONS`]), `git status|diff|log|show|grep`, `git branch` listing, a program asked its version (`python3
 /// --version`) — and no redirection writing a file. A habit
 /// made of these alone is the agent reading, which no tool takes off its hands.
 pub fn looks_around(key: &str) -> bool {
@@ -847,9 +850,11 @@ pub fn looks_around(key: &str) -> bool {
             quiet && !in_place
         }
         "find" => !words.iter().any(|w| FIND_ACTIONS.contains(w)),
-        "git" => words
-            .get(1)
-            .is_some_and(|sub| GIT_LOOKING_AROUND.contains(sub)),
+        "git" => match words.get(1) {
+            Some(&"branch") => words[2..].iter().all(|w| GIT_BRANCH_LISTING.contains(w)),
+            Some(sub) => GIT_LOOKING_AROUND.contains(sub),
+            None => false,
+        },
         _ => LOOKING_AROUND.contains(&program),
     }
 }
@@ -932,6 +937,9 @@ mod tests {
             "go version",
             "git status --short",
             "git diff --stat",
+            "git grep <arg>",
+            "git branch",
+            "git branch -a",
             "wc -l < <arg>",
             "grep <arg> <arg> 2>&1",
         ] {
@@ -947,6 +955,8 @@ mod tests {
             "find <arg> -exec rm <arg> ;",
             "git commit -m <arg>",
             "git add <arg>",
+            "git branch <arg>",
+            "git branch -D <arg>",
             "openssl x509 -in <arg> -noout -subject",
             "objdump -d <arg>",
             "sudo du -sh <arg>",
