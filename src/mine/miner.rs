@@ -1682,9 +1682,15 @@ fn complete_heads(
         }
         g
     };
-    let mut moved: Vec<(usize, Vec<usize>)> = joins
+    // Rotations of a longer loop could point at each other in a ring: those stay apart.
+    let joins: HashMap<usize, usize> = joins
         .keys()
-        .map(|&index| (end(index), std::mem::take(&mut groups[index].1)))
+        .map(|&index| (index, end(index)))
+        .filter(|(_, into)| !joins.contains_key(into))
+        .collect();
+    let mut moved: Vec<(usize, Vec<usize>)> = joins
+        .iter()
+        .map(|(&index, &into)| (into, std::mem::take(&mut groups[index].1)))
         .collect();
     moved.sort_by_key(|(into, members)| (*into, members.first().copied()));
     for (into, members) in moved {
