@@ -554,20 +554,26 @@ ts_run() {{
             let end = (i + 1..steps.len())
                 .find(|&j| !steps[j].piped)
                 .unwrap_or(steps.len());
-            for check in steps[i..end]
-                .iter()
-                .flat_map(|step| glob_checks(step, variadic))
-            {
-                let _ = writeln!(out, "{check}");
-            }
             if end - i > 1 {
                 let group = &steps[i..end];
                 let dry: Vec<String> = group
                     .iter()
                     .map(|step| format!("  ts_run {}", step_code(step, variadic)))
                     .collect();
-                let real: Vec<String> =
-                    group.iter().map(|step| step_code(step, variadic)).collect();
+                // A command of a pipeline whose pattern matches nothing fails alone, as in
+                // zsh: its check runs in its own element, and the others still run.
+                let real: Vec<String> = group
+                    .iter()
+                    .map(|step| {
+                        let checks = glob_checks(step, variadic);
+                        let code = step_code(step, variadic);
+                        if checks.is_empty() {
+                            code
+                        } else {
+                            format!("{{ {}; {code}; }}", checks.join("; "))
+                        }
+                    })
+                    .collect();
                 let _ = writeln!(
                     out,
                     "if [ \"${{TOOLSMITH_DRY_RUN:-}}\" = 1 ]; then\n{}\nelse\n  {}\nfi",
@@ -579,6 +585,9 @@ ts_run() {{
             }
             let step = &steps[i];
             i += 1;
+            for check in glob_checks(step, variadic) {
+                let _ = writeln!(out, "{check}");
+            }
             match &step.captures {
                 Some(name) => {
                     let v = var(name);

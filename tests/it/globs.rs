@@ -263,3 +263,21 @@ fn a_quoted_pattern_stays_as_written() {
     assert_eq!(none.code, Some(1));
     assert_eq!(none.stdout, "");
 }
+
+#[test]
+fn a_zsh_pattern_in_a_pipeline_fails_only_its_command() {
+    let Some(zsh) = shell("zsh") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let line = "grep -l WORD **/*.h | sort";
+    let (shown, tool) = generate(&env, "zsh", &history("zsh", line));
+    let [found, none] = compare(&env, &zsh, line, &shown, &tool);
+    assert_eq!(found.stdout, "a.h\nsub/b.h\nsub/deep/c.h\n");
+    // zsh fails the grep alone; sort still runs and the line ends with sort's status.
+    assert_eq!(none.code, Some(0), "{none:#?}");
+    assert!(
+        none.stderr.contains("no matches found: **/*.h"),
+        "{none:#?}"
+    );
+}
