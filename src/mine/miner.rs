@@ -3680,6 +3680,53 @@ mod tests {
     }
 
     #[test]
+    fn an_occurrence_with_a_value_its_shell_computed_is_left_out_of_the_habit() {
+        // Six sessions build then archive; in two the archive's name is a shell variable of
+        // the user's, whose value the log does not hold. A habit run only that way is none.
+        let mut calls = Vec::new();
+        for i in 0..6 {
+            let session = format!("s{i}");
+            let run = |c: String| (session.clone(), c, Some(true), None);
+            calls.push(run(format!("make -C m{i}")));
+            let archive = if i < 2 {
+                "$out".to_owned()
+            } else {
+                format!("a{i}.tgz")
+            };
+            calls.push(run(format!("tar czf {archive} m{i}/build")));
+            // Elsewhere: further than the gap from the habit.
+            calls.push(run(format!("after{i} --check")));
+            calls.push(run(format!("then{i} --check")));
+            calls.push(run(format!("last{i} --check")));
+            calls.push(run(format!("cmake -S d{i}")));
+            calls.push(run("cpack -G TGZ $gen".to_owned()));
+        }
+        let (_dir, conn) = store(&calls_of(&calls));
+        let report = mine(&conn, &MineOptions::default()).expect("the run");
+        let summary = fold_summary(&report);
+        let habit = report
+            .patterns
+            .iter()
+            .find(|p| p.templates.len() == 2 && p.templates[1].starts_with("tar czf"))
+            .unwrap_or_else(|| panic!("{summary:#?}"));
+        assert!(
+            habit
+                .evidence
+                .iter()
+                .all(|e| e.commands.iter().all(|c| !c.contains('$'))),
+            "{habit:#?}"
+        );
+        assert_eq!(habit.evidence.len(), 4, "{habit:#?}");
+        assert!(
+            report
+                .patterns
+                .iter()
+                .all(|p| p.templates.iter().all(|t| !t.contains("cpack"))),
+            "{summary:#?}"
+        );
+    }
+
+    #[test]
     fn a_consistent_habit_never_scores_zero() {
         // The commit message is free text: no slot of the habit is typed.
         let mut calls = Vec::new();

@@ -258,6 +258,18 @@ fn word_glob<'v>(items: impl IntoIterator<Item = (&'v str, Option<Globbing>)>) -
 /// templates (those of the first occurrence's key with the most values) are left out. `None`
 /// when none fits.
 pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned> {
+    // An occurrence with a word its shell computed (`cat $dirfile`) is not known word for
+    // word: the habit is what the others did, less consistent for it; none left, no habit.
+    let known = |o: &AlignInput| o.tokens.iter().all(|t| t.computed.is_none());
+    if !occurrences.iter().all(known) {
+        let kept: Vec<AlignInput> = occurrences.iter().filter(|o| known(o)).cloned().collect();
+        if kept.is_empty() {
+            return None;
+        }
+        let mut aligned = align(&kept, max_evidence)?;
+        aligned.consistency *= kept.len() as f64 / occurrences.len() as f64;
+        return Some(aligned);
+    }
     // The templates come from the occurrence with the most values (the longest runs of files:
     // `git add a.rs b.rs` rather than `git add a.rs`), so every occurrence of the key fits.
     let same_keys = |o: &AlignInput| {

@@ -162,6 +162,17 @@ impl Tokenizer {
         }
         let mut token = draft.finish(TokenKind::Shell, cwd, step);
         token.stdin = stdin;
+        token.computed = words[start..]
+            .iter()
+            .chain(cmd.assignments.iter().map(|a| &a.value))
+            .chain(
+                cmd.redirections
+                    .iter()
+                    .filter(|r| !matches!(r.op, RedirOp::HereDoc { .. }))
+                    .map(|r| &r.target),
+            )
+            .find(|w| w.expanded || !w.substitutions.is_empty())
+            .map(|w| w.raw.clone());
         Some(token)
     }
 
@@ -202,6 +213,7 @@ impl Tokenizer {
             step: 0,
             pipe_from: None,
             stdin: None,
+            computed: None,
         })
     }
 }
@@ -494,6 +506,29 @@ mod tests {
             None,
         );
         assert_eq!(tokens_of(&history)[0].cwd.as_deref(), Some("proj"));
+    }
+
+    #[test]
+    fn a_word_its_shell_computed_is_noted() {
+        for (line, computed) in [
+            ("cat $dirfile | sort", Some("$dirfile")),
+            (
+                "git log \"$(git merge-base HEAD main)\"..HEAD",
+                Some("\"$(git merge-base HEAD main)\"..HEAD"),
+            ),
+            ("tar czf out.tgz $HOME/.config", Some("$HOME/.config")),
+            ("RUST_LOG=$level cargo run", Some("$level")),
+            ("make > $log", Some("$log")),
+            ("cargo test `cat args`", Some("`cat args`")),
+            // Quoted, the `$` is the program's; the commit idiom's message is known.
+            ("perl -ne 'print $_'", None),
+            ("git commit -m \"$(cat <<'EOF'\nFix it\nEOF\n)\"", None),
+            ("cargo test -p core", None),
+        ] {
+            let tokens = bash(line);
+            let t = tokens.first().unwrap_or_else(|| panic!("{line}: no token"));
+            assert_eq!(t.computed.as_deref(), computed, "{line}");
+        }
     }
 
     #[test]
