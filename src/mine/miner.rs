@@ -1604,8 +1604,7 @@ fn complete_heads(
         .collect();
     // Groups to join another (its index in `groups`, then the other's).
     let mut joins: HashMap<usize, usize> = HashMap::new();
-    for index in 0..groups.len() {
-        let head = groups[index].0;
+    for (index, &(head, _)) in groups.iter().enumerate() {
         let Some(f) = patterns.get(head).and_then(|r| found.get(r.found)) else {
             continue;
         };
