@@ -671,8 +671,9 @@ impl Validator {
             .map(|program| {
                 format!(
                     "`{program}` (runtime.requires) is not a program on the sandbox's PATH; \
-                     an alias or function of your shell is no program a tool can run (write \
-                     the command it stands for), and a program is looked for in {path}: \
+                     an alias, function or builtin of your shell (`history`) is no program a \
+                     tool can run (write the command it stands for), and a program is looked \
+                     for in {path}: \
                      install it in one of those directories; a program of the \
                      user's own toolchains (rustup, pyenv, a venv, nvm, ~/.local/bin) is shown \
                      only when it is found on the user's PATH ([sandbox] path in the \
@@ -1017,10 +1018,10 @@ mod tests {
 
     #[test]
     fn a_summary_cuts_a_long_detail_at_a_word() {
-        let detail = "`gia` (runtime.requires) is not a program on the sandbox's PATH; an alias or function of your shell is no program a tool can run (write the command it stands for)";
+        let detail = "`gia` (runtime.requires) is not a program on the sandbox's PATH; an alias, function or builtin of your shell (`history`) is no program a tool can run (write the command it stands for)";
         assert_eq!(
             clip_at_word(detail, 110),
-            "`gia` (runtime.requires) is not a program on the sandbox's PATH; an alias or function of your shell is no…"
+            "`gia` (runtime.requires) is not a program on the sandbox's PATH; an alias, function or builtin of your shell…"
         );
         assert_eq!(clip_at_word("short", 160), "short");
         // One word longer than the room is cut inside it.

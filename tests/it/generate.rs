@@ -1172,7 +1172,7 @@ fn the_validator_feeds_stdin_and_checks_json_output_against_its_schema() {
     let detail = &requires.details[0];
     assert!(
         detail.contains("`toolsmith-no-such-program`")
-            && detail.contains("an alias or function of your shell")
+            && detail.contains("an alias, function or builtin of your shell")
             && detail.contains("/usr/bin")
             && detail.contains("install it")
             && detail.contains("sandbox.toolchains"),
