@@ -1574,9 +1574,10 @@ fn best_first(patterns: &mut [Ranked]) {
 ///
 /// A loop run several times over (`rm out → perl gen.pl → rm out → perl gen.pl`) is seen as
 /// both its rotations; where they stand for habits of their own (the rotation also run apart:
-/// `perl x.pl → rm x.pl`, a throwaway script), the loop's occurrences are the habit's ranked
-/// first, and the other keeps only its own ([`loop_claimed`]). One whose own occurrences no
-/// longer qualify it is the loop, met at another step: its group joins the first's.
+/// `perl x.pl → rm x.pl`, a throwaway script), the loop's occurrences are the loop's, and its
+/// middle ([`loop_middle`]) keeps only its own ([`loop_claimed`]). A middle whose own
+/// occurrences no longer qualify it is the loop, met at another step: its group joins the
+/// loop's.
 ///
 /// Returns the groups, with those joins made.
 fn complete_heads(
@@ -1722,9 +1723,15 @@ fn held_commands(spans: &[Span]) -> HashSet<(u32, u32)> {
 /// Whether `later`'s steps are `earlier`'s rotated (`perl → rm` for `rm → perl`): one loop
 /// entered at another step.
 fn is_rotation(earlier: &Pattern, later: &Pattern) -> bool {
+    // Cheap tests first: the fold asks this of every pair of groups.
+    if earlier.kind != later.kind
+        || earlier.steps.len() != later.steps.len()
+        || earlier.trigger.is_some() != later.trigger.is_some()
+    {
+        return false;
+    }
     let (theirs, keys) = (step_keys(earlier), step_keys(later));
-    earlier.kind == later.kind
-        && keys.len() == theirs.len()
+    keys.len() == theirs.len()
         && keys != theirs
         && (1..keys.len()).any(|r| keys[r..].iter().chain(&keys[..r]).eq(theirs.iter()))
 }
