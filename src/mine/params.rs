@@ -260,7 +260,7 @@ fn word_glob<'v>(items: impl IntoIterator<Item = (&'v str, Option<Globbing>)>) -
 pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned> {
     // An occurrence with a word its shell computed (`cat $dirfile`) is not known word for
     // word: the habit is what the others did, less consistent for it; none left, no habit.
-    let known = |o: &AlignInput| o.tokens.iter().all(|t| t.computed.is_none());
+    let known = |o: &AlignInput| o.tokens.iter().all(|t| !t.computed);
     if !occurrences.iter().all(known) {
         let kept: Vec<AlignInput> = occurrences.iter().filter(|o| known(o)).cloned().collect();
         if kept.is_empty() {

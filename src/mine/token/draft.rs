@@ -393,7 +393,7 @@ impl Draft {
             step,
             pipe_from: None,
             stdin: None,
-            computed: None,
+            computed: false,
         }
     }
 }

@@ -223,11 +223,12 @@ pub struct Token {
     /// through a pipe. Kept for [`TEXT_FILTERS`] only, so that what they made of it can be
     /// replayed as a test.
     pub stdin: Option<String>,
-    /// The first word of the command whose value its shell computed as it ran (`$dirfile`,
-    /// `"$(git merge-base HEAD main)"`, `$HOME/x`), as written: the log does not hold that
-    /// value, so no tool can reproduce the command from it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub computed: Option<String>,
+    /// Whether a word of the command has a value its shell computed as it ran (`$dirfile`,
+    /// `"$(git merge-base HEAD main)"`, `$HOME/x`): the log does not hold that value, so no
+    /// tool can reproduce the command from it. (A flag, not the word: tokens are kept for
+    /// every distinct command, and this one fits where the others leave room.)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub computed: bool,
 }
 
 /// How a key ends for a command line the shell parser rejected: `git <unparsed>`.
