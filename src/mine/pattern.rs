@@ -224,17 +224,17 @@ pub struct Pattern {
 }
 
 impl Pattern {
+    /// Its steps, the failing command first for a recovery.
+    fn every_step(&self) -> impl Iterator<Item = &Step> {
+        self.trigger.iter().map(|t| &t.step).chain(&self.steps)
+    }
+
     /// Whether every step only looks around (`wc -l`, `du -sh`, `sed -n`, `grep`: see
     /// [`looks_around`]), each a command of its own rather than a pipeline: the agent reading,
     /// steps seen together because they are common, not a habit a tool takes over. Kept as a
     /// pattern; no tool is made of it.
     pub fn only_looks_around(&self) -> bool {
-        let steps: Vec<&Step> = self
-            .trigger
-            .iter()
-            .map(|t| &t.step)
-            .chain(&self.steps)
-            .collect();
+        let steps: Vec<&Step> = self.every_step().collect();
         !steps.is_empty()
             && steps
                 .iter()
@@ -248,12 +248,7 @@ impl Pattern {
     /// mv <file> <dir>` moves a file into the directory it made: a habit. Kept as a pattern;
     /// no tool is made of it.
     pub fn only_shuffles_files(&self) -> bool {
-        let steps: Vec<&Step> = self
-            .trigger
-            .iter()
-            .map(|t| &t.step)
-            .chain(&self.steps)
-            .collect();
+        let steps: Vec<&Step> = self.every_step().collect();
         if steps.len() < 2
             || !self.internals.is_empty()
             || steps
