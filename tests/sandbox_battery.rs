@@ -1633,8 +1633,8 @@ fn cases() -> Vec<Case> {
             survivors_wall,
         ),
         c(
-            "trap '' TERM busy loop",
-            "sh: trap '' TERM; while :; do :; done (--timeout 2)",
+            "trap '' TERM loop",
+            "sh: trap '' TERM; while :; do sleep 1; done (--timeout 2)",
             Dangerous,
             trap_term,
         ),
@@ -3360,7 +3360,9 @@ fn survivors_wall(ctx: &Ctx) -> Verdict {
 
 fn trap_term(ctx: &Ctx) -> Verdict {
     let marker = ctx.sleep_marker();
-    let script = format!("trap '' TERM; : {marker}; while :; do :; done");
+    // A loop that sleeps: one that spins would meet the CPU limit (1 s here) as soon as the
+    // wall limit, whichever the scheduler lets come first; the CPU spin has its own case.
+    let script = format!("trap '' TERM; : {marker}; while :; do sleep 1; done");
     let run = ctx.sandbox(
         Opts {
             timeout: 2,
