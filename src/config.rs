@@ -149,6 +149,9 @@ pub struct DaemonSettings {
     pub log_level: Setting<String>,
     /// How many control connections may be open at once; more are refused with an error.
     pub max_connections: Setting<u32>,
+    /// How many connections may be subscribed to events at once, in a pool of their own beside
+    /// `max_connections` (so subscribers never take a request's slot); more are refused.
+    pub max_subscriptions: Setting<u32>,
     /// The largest control request accepted, in KiB.
     pub max_request_kib: Setting<u32>,
     /// How long a shutdown waits for in-flight requests before closing them, in seconds.
@@ -435,6 +438,7 @@ impl Config {
                 toml::Value::Integer(d.max_connections.value.into()),
                 &d.max_connections.origin,
             ),
+            int("daemon.max_subscriptions", &d.max_subscriptions),
             (
                 "daemon.max_request_kib",
                 toml::Value::Integer(d.max_request_kib.value.into()),
@@ -837,6 +841,7 @@ struct RawSource {
 struct RawDaemon {
     log_level: Option<Spanned<String>>,
     max_connections: Option<Spanned<u32>>,
+    max_subscriptions: Option<Spanned<u32>>,
     max_request_kib: Option<Spanned<u32>>,
     shutdown_grace_s: Option<Spanned<u32>>,
     idle_timeout_s: Option<Spanned<u32>>,
@@ -984,6 +989,7 @@ fn check_daemon(d: &RawDaemon, path: &Path, text: &str) -> Result<(), ConfigErro
         text,
         &[
             (&d.max_connections, "daemon.max_connections", 1, 4096),
+            (&d.max_subscriptions, "daemon.max_subscriptions", 1, 4096),
             (&d.max_request_kib, "daemon.max_request_kib", 1, 65536),
             (&d.shutdown_grace_s, "daemon.shutdown_grace_s", 0, 3600),
             (&d.idle_timeout_s, "daemon.idle_timeout_s", 1, 86_400),
@@ -1394,6 +1400,7 @@ fn resolve(
     let daemon = DaemonSettings {
         log_level: pick(&d.log_level, "info".to_owned(), &from_file),
         max_connections: pick(&d.max_connections, 64, &from_file),
+        max_subscriptions: pick(&d.max_subscriptions, 16, &from_file),
         max_request_kib: pick(&d.max_request_kib, 1024, &from_file),
         shutdown_grace_s: pick(&d.shutdown_grace_s, 10, &from_file),
         idle_timeout_s: pick(&d.idle_timeout_s, 60, &from_file),
@@ -1624,6 +1631,11 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # Control connections open at once; further clients get a "busy" error. Reloaded on SIGHUP.
 # max_connections = 64
 
+# Connections subscribed to events (`toolsmith watch`) at once, beside max_connections: a
+# subscription gives its slot back to requests, so subscribers never lock out `status` or `stop`.
+# A subscriber over this limit gets an error. Reloaded on SIGHUP.
+# max_subscriptions = 16
+
 # Largest control request accepted, in KiB. Reloaded on SIGHUP.
 # max_request_kib = 1024
 
@@ -1838,6 +1850,7 @@ mod tests {
         assert_eq!(config.file, None);
         assert_eq!(config.daemon.max_connections.value, 64);
         assert_eq!(config.daemon.max_connections.origin, Origin::Default);
+        assert_eq!(config.daemon.max_subscriptions.value, 16);
         assert_eq!(
             config.paths.state.value,
             PathBuf::from("/home/u/.local/state/toolsmith")
@@ -2146,6 +2159,11 @@ mod tests {
             "[daemon]\nshutdown_grace_s = 3601\n",
             "daemon.shutdown_grace_s",
             "3600",
+        );
+        refused_naming(
+            "[daemon]\nmax_subscriptions = 0\n",
+            "daemon.max_subscriptions",
+            "from 1",
         );
         refused_naming(
             "[daemon]\nidle_timeout_s = 0\n",

@@ -708,13 +708,16 @@ fn status(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> 
     rows.push((
         "requests",
         format!(
-            "{} ({} errors), connections: {} open, {} accepted, {} refused (peer), {} refused (busy)",
+            "{} ({} errors), connections: {} open, {} accepted, {} refused (peer), {} refused (busy); \
+             subscriptions: {} open, {} refused",
             n(&c["requests"]),
             n(&c["request_errors"]),
             n(&c["connections_open"]),
             n(&c["connections_accepted"]),
             n(&c["connections_refused_peer"]),
             n(&c["connections_refused_busy"]),
+            n(&c["subscriptions_open"]),
+            n(&c["subscriptions_refused"]),
         ),
     ));
     rows.push((

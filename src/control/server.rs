@@ -10,7 +10,11 @@
 //! line begun but not finished within the partial-line timeout is answered with an error and its
 //! connection closed, and a peer that does not read what it is sent (a full socket buffer for
 //! as long as the idle timeout) is dropped. A subscription is not idle: it may stay for as long
-//! as its peer reads.
+//! as its peer reads, so it may not stay in a request's slot. Subscribing moves the connection
+//! into a pool of its own, `max_subscriptions` slots, and gives its request slot back; a
+//! subscriber over that limit gets an error (its connection stays, as a request connection).
+//! However many subscribers there are, `max_connections` slots stay for requests such as
+//! `status` and `stop`.
 
 use std::future::Future;
 use std::os::fd::OwnedFd;
@@ -42,8 +46,10 @@ pub trait Methods: Send + Sync + 'static {
 /// Limits that may change while the server runs (a config reload updates them).
 #[derive(Debug)]
 pub struct Limits {
-    /// Connections open at once.
+    /// Connections open at once, not counting subscribed ones.
     pub max_connections: AtomicU32,
+    /// Connections subscribed to events at once, in a pool of their own.
+    pub max_subscriptions: AtomicU32,
     /// Largest request line in bytes.
     pub max_request_bytes: AtomicUsize,
     /// Milliseconds a connection may wait between requests (not counting subscriptions).
@@ -56,12 +62,14 @@ impl Limits {
     /// Limits with the given values.
     pub fn new(
         max_connections: u32,
+        max_subscriptions: u32,
         max_request_bytes: usize,
         idle_timeout: Duration,
         partial_line_timeout: Duration,
     ) -> Self {
         Limits {
             max_connections: AtomicU32::new(max_connections),
+            max_subscriptions: AtomicU32::new(max_subscriptions),
             max_request_bytes: AtomicUsize::new(max_request_bytes),
             idle_timeout_ms: AtomicU64::new(millis(idle_timeout)),
             partial_line_timeout_ms: AtomicU64::new(millis(partial_line_timeout)),
@@ -91,8 +99,12 @@ fn millis(d: Duration) -> u64 {
 /// Counters of what the server has seen, reported by `status`.
 #[derive(Debug, Default)]
 pub struct Stats {
-    /// Connections currently open.
+    /// Connections currently open for requests (subscribed ones are counted in `subscribed`).
     pub open: AtomicU32,
+    /// Connections currently subscribed to events.
+    pub subscribed: AtomicU32,
+    /// Subscriptions refused because `max_subscriptions` were open.
+    pub refused_subscriptions: AtomicU64,
     /// Connections accepted and served.
     pub accepted: AtomicU64,
     /// Connections refused because the peer's uid was not allowed.
@@ -120,6 +132,8 @@ impl Stats {
             "connections_accepted": get(&self.accepted),
             "connections_refused_peer": get(&self.refused_peer),
             "connections_refused_busy": get(&self.refused_busy),
+            "subscriptions_open": self.subscribed.load(Ordering::Relaxed),
+            "subscriptions_refused": get(&self.refused_subscriptions),
             "requests": get(&self.requests),
             "request_errors": get(&self.errors),
             "connections_closed_idle": get(&self.closed_idle),
@@ -198,12 +212,14 @@ impl<M: Methods> Server<M> {
             // Counted here, in accept order, so that the connection refused as busy is always
             // the newest one.
             let open = self.shared.stats.open.fetch_add(1, Ordering::AcqRel) + 1;
-            let guard = OpenGuard(Arc::clone(&self.shared.stats));
+            let slot = Slot {
+                stats: Arc::clone(&self.shared.stats),
+                subscribed: false,
+            };
             let shared = Arc::clone(&self.shared);
             let done = done_tx.clone();
             tokio::spawn(async move {
-                admit_and_serve(stream, open, shared).await;
-                drop(guard);
+                admit_and_serve(stream, open, slot, shared).await;
                 drop(done);
             });
         }
@@ -221,7 +237,12 @@ impl<M: Methods> Server<M> {
 }
 
 /// Checks the peer and the connection limit, then serves the connection.
-async fn admit_and_serve<M: Methods>(mut stream: UnixStream, open: u32, shared: Arc<Shared<M>>) {
+async fn admit_and_serve<M: Methods>(
+    mut stream: UnixStream,
+    open: u32,
+    mut slot: Slot,
+    shared: Arc<Shared<M>>,
+) {
     let stats = &shared.stats;
     let cred = match stream.peer_cred() {
         Ok(cred) => cred,
@@ -281,7 +302,7 @@ async fn admit_and_serve<M: Methods>(mut stream: UnixStream, open: u32, shared: 
         return;
     }
     stats.accepted.fetch_add(1, Ordering::Relaxed);
-    serve(stream, &shared).await;
+    serve(stream, &mut slot, &shared).await;
 }
 
 /// Why the peer must be refused as a sandboxed process, or `None` (see
@@ -373,12 +394,39 @@ fn alive(pidfd: &OwnedFd) -> bool {
     ret == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
-/// Decrements the open-connection count when the connection's task ends, however it ends.
-struct OpenGuard(Arc<Stats>);
+/// The slot a connection holds: a request slot (counted in `Stats::open`) or, once subscribed,
+/// a subscription slot (`Stats::subscribed`). Gives it back when the connection's task ends,
+/// however it ends.
+struct Slot {
+    stats: Arc<Stats>,
+    subscribed: bool,
+}
 
-impl Drop for OpenGuard {
+impl Slot {
+    /// Moves the connection from its request slot to a subscription slot, when one of `max` is
+    /// free; how many are taken otherwise.
+    fn subscribe(&mut self, max: u32) -> Result<(), u32> {
+        if self.subscribed {
+            return Ok(());
+        }
+        self.stats
+            .subscribed
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })?;
+        self.stats.open.fetch_sub(1, Ordering::AcqRel);
+        self.subscribed = true;
+        Ok(())
+    }
+}
+
+impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.open.fetch_sub(1, Ordering::AcqRel);
+        if self.subscribed {
+            self.stats.subscribed.fetch_sub(1, Ordering::AcqRel);
+        } else {
+            self.stats.open.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -390,7 +438,7 @@ async fn write_line<T: serde::Serialize>(stream: &mut UnixStream, msg: &T) -> st
 
 /// Serves requests on one connection until the peer closes it, the daemon shuts down, or a
 /// timeout ends it (idle, a half-sent line, a peer that does not read).
-async fn serve<M: Methods>(stream: UnixStream, shared: &Shared<M>) {
+async fn serve<M: Methods>(stream: UnixStream, slot: &mut Slot, shared: &Shared<M>) {
     let (read, mut write) = stream.into_split();
     // Responses and events share one ordered, bounded queue to the socket.
     let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(256);
@@ -474,7 +522,7 @@ async fn serve<M: Methods>(stream: UnixStream, shared: &Shared<M>) {
             Ok(Frame::Line(line)) => match protocol::parse_request(&line) {
                 Err(response) => Some(*response),
                 Ok(request) if request.method == "events.subscribe" => {
-                    let result = subscribe(&request.params, shared, &out_tx, &mut forwarder);
+                    let result = subscribe(&request.params, shared, slot, &out_tx, &mut forwarder);
                     request.id.map(|id| match result {
                         Ok(value) => Response::ok(id, value),
                         Err(error) => Response::err(id, error),
@@ -540,6 +588,7 @@ fn encode<T: serde::Serialize>(msg: &T) -> Vec<u8> {
 fn subscribe<M>(
     params: &Value,
     shared: &Shared<M>,
+    slot: &mut Slot,
     out: &mpsc::Sender<Vec<u8>>,
     forwarder: &mut Option<tokio::task::JoinHandle<()>>,
 ) -> Result<Value, RpcError> {
@@ -567,6 +616,22 @@ fn subscribe<M>(
         return Err(RpcError::new(
             protocol::INVALID_REQUEST,
             "this connection is already subscribed",
+        ));
+    }
+    let max = shared.limits.max_subscriptions.load(Ordering::Relaxed);
+    if let Err(open) = slot.subscribe(max) {
+        shared
+            .stats
+            .refused_subscriptions
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(open, max, "refused an event subscription: too many open");
+        return Err(RpcError::new(
+            protocol::BUSY,
+            format!(
+                "busy: {open} event subscriptions are open, the limit is {max} \
+                 (daemon.max_subscriptions); this connection stays open for requests. Close \
+                 another subscriber (`toolsmith watch`), raise the limit, or retry later"
+            ),
         ));
     }
     let mut rx = shared.events.subscribe();
@@ -765,6 +830,36 @@ mod tests {
                 Frame::Eof
             ]
         );
+    }
+
+    #[test]
+    fn a_subscription_gives_its_request_slot_back_and_has_a_pool_of_its_own() {
+        let stats = Arc::new(Stats::default());
+        let slot = |stats: &Arc<Stats>| {
+            stats.open.fetch_add(1, Ordering::AcqRel);
+            Slot {
+                stats: Arc::clone(stats),
+                subscribed: false,
+            }
+        };
+        let mut first = slot(&stats);
+        let mut second = slot(&stats);
+        let plain = slot(&stats);
+        assert_eq!(first.subscribe(1), Ok(()));
+        assert_eq!(stats.open.load(Ordering::Acquire), 2);
+        assert_eq!(second.subscribe(1), Err(1), "the pool of one is full");
+        assert_eq!(
+            stats.open.load(Ordering::Acquire),
+            2,
+            "the refused one keeps its slot"
+        );
+        drop(first);
+        assert_eq!(stats.subscribed.load(Ordering::Acquire), 0);
+        assert_eq!(second.subscribe(1), Ok(()));
+        drop(second);
+        drop(plain);
+        assert_eq!(stats.open.load(Ordering::Acquire), 0);
+        assert_eq!(stats.subscribed.load(Ordering::Acquire), 0);
     }
 
     #[tokio::test]

@@ -121,6 +121,9 @@ impl DaemonApi {
             .max_connections
             .store(new.daemon.max_connections.value, Ordering::Relaxed);
         self.limits
+            .max_subscriptions
+            .store(new.daemon.max_subscriptions.value, Ordering::Relaxed);
+        self.limits
             .max_request_bytes
             .store(new.max_request_bytes(), Ordering::Relaxed);
         self.limits

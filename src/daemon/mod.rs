@@ -165,6 +165,7 @@ async fn serve(
     let stats = Arc::new(Stats::default());
     let limits = Arc::new(Limits::new(
         config.daemon.max_connections.value,
+        config.daemon.max_subscriptions.value,
         config.max_request_bytes(),
         config.idle_timeout(),
         config.partial_line_timeout(),

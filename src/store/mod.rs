@@ -4,6 +4,13 @@
 //! the daemon sends it closures through [`Store::call`]. SQLite allows one writer at a time
 //! anyway: funnelling writes through one thread turns lock contention (`SQLITE_BUSY`) into a
 //! queue, and keeps blocking I/O off the async runtime.
+//!
+//! A store is three files: `state.db`, and beside it, after a crash or while a connection is
+//! open, `state.db-wal` (the latest writes, not yet copied into `state.db`) and `state.db-shm`
+//! (the index of the WAL). Opening checks the store through a connection that writes none of
+//! the three ([`check_untouched`]) before the writer's connection opens it: SQLite copies the WAL
+//! into the database and deletes it when a writing connection closes, which on a damaged store
+//! would mix the latest writes into the damage and leave nothing to restore.
 
 mod migrations;
 
@@ -26,21 +33,29 @@ pub enum StoreError {
         /// SQLite's error.
         source: rusqlite::Error,
     },
-    /// The file is not a SQLite database, or fails `PRAGMA integrity_check`.
+    /// The file is not a SQLite database, or fails `PRAGMA integrity_check`. Nothing was
+    /// written to the store's files on the way to this verdict.
     #[error(
-        "the state store {path} is damaged: {detail}. Stop toolsmithd, move the file aside \
-         (mv {path} {path}.damaged) to start with an empty store, or restore it from a backup"
+        "the state store {path} is damaged: {detail}. Nothing was changed: the store is \
+         {path}, {path}-wal (its latest writes) and {path}-shm, {}, left as they were. \
+         Stop toolsmithd, then either move the store aside as a whole, the three files \
+         together, to start with an empty one (mkdir {} && mv {} {}/), or restore all three \
+         from the same backup; never keep or delete the -wal without its database",
+        files.present, files.aside, files.move_args, files.aside
     )]
     Damaged {
         /// The database file.
         path: PathBuf,
         /// What SQLite reported.
         detail: String,
+        /// The store's files as they were found, for the message.
+        files: Box<DamagedFiles>,
     },
     /// The file was written by a newer toolsmith with a schema this version does not know.
     #[error(
         "the state store {path} has schema version {found}, newer than the {known} this \
-         toolsmith knows: upgrade toolsmith, or point --state at another directory"
+         toolsmith knows: upgrade toolsmith, or point --state at another directory (the store \
+         was left as it was)"
     )]
     TooNew {
         /// The database file.
@@ -90,6 +105,17 @@ pub enum StoreError {
         /// serde_json's error.
         reason: String,
     },
+}
+
+/// Which of a damaged store's three files exist, and how to move them aside together.
+#[derive(Debug)]
+pub struct DamagedFiles {
+    /// Which of the three exist, in words.
+    present: String,
+    /// Those that exist, as `mv` arguments.
+    move_args: String,
+    /// A directory beside them to move them into.
+    aside: String,
 }
 
 impl StoreError {
@@ -224,6 +250,14 @@ fn open_checked(path: &Path, flags: rusqlite::OpenFlags) -> Result<Connection, S
         path: path.to_owned(),
         source,
     })?;
+    match schema_matches(&conn, path) {
+        Ok(()) => Ok(conn),
+        Err(err) => Err(refuse(conn, err)),
+    }
+}
+
+/// Checks the schema version of a store just opened beside the daemon.
+fn schema_matches(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     let found: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
@@ -242,30 +276,113 @@ fn open_checked(path: &Path, flags: rusqlite::OpenFlags) -> Result<Connection, S
             known: SCHEMA_VERSION,
         });
     }
-    Ok(conn)
+    Ok(())
+}
+
+/// Closes a connection to a store being refused without SQLite's checkpoint on close, which
+/// would copy the `-wal` into `state.db` and delete it; returns `err`.
+fn refuse(conn: Connection, err: StoreError) -> StoreError {
+    use rusqlite::config::DbConfig;
+    if let Err(e) = conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true) {
+        tracing::warn!(error = %e, "cannot keep SQLite from checkpointing a refused store");
+    }
+    drop(conn);
+    err
 }
 
 /// Opens a connection with the store's pragmas, checks it and migrates it.
 fn open_connection(path: &Path) -> Result<Connection, StoreError> {
-    let damaged = |detail: String| StoreError::Damaged {
-        path: path.to_owned(),
-        detail,
-    };
-    let conn = Connection::open(path).map_err(|source| StoreError::Open {
+    if path.exists() {
+        check_untouched(path)?;
+    }
+    let mut conn = Connection::open(path).map_err(|source| StoreError::Open {
         path: path.to_owned(),
         source,
     })?;
-    // The first statement that reads the header is where a non-database file shows itself.
+    match prepare_writer(&mut conn, path) {
+        Ok(()) => Ok(conn),
+        Err(err) => Err(refuse(conn, err)),
+    }
+}
+
+/// Puts the writer's connection in WAL mode with the store's pragmas and migrates it.
+fn prepare_writer(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    // A new file, or one changed since the check: its header shows itself here.
     let mode: String = conn
         .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
         .map_err(|e| classify(path, e))?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(damaged(format!("cannot switch to WAL mode (got {mode})")));
+        return Err(damaged(
+            path,
+            format!("cannot switch to WAL mode (got {mode})"),
+        ));
     }
     conn.execute_batch(
         "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;",
     )
     .map_err(|e| classify(path, e))?;
+    migrations::migrate(conn, path)
+}
+
+/// Runs `PRAGMA integrity_check` and the schema-version check on an existing store through a
+/// connection that writes none of its three files, and refuses a damaged or newer store before
+/// any writing connection has opened it.
+///
+/// How it reads depends on what is there, since SQLite writes on its own when it can:
+/// - a `-wal` and its `-shm`: read-only, the `-shm` used read-only (`readonly_shm`; SQLite then
+///   builds the WAL's index in its own memory when no other connection holds the store);
+/// - a `-wal` without a `-shm` (a copy that left it out): read-only; SQLite creates a `-shm`,
+///   the WAL's index, as any reader does, and reads the WAL; `state.db` and `-wal` stay;
+/// - no `-wal`: no connection has the store open (each keeps the `-wal` while it does), and
+///   nothing holds writes that are not in `state.db`: `immutable`, which creates no `-wal`.
+///
+/// A read-only connection never checkpoints, so closing it leaves the `-wal` where it is.
+fn check_untouched(path: &Path) -> Result<(), StoreError> {
+    let wal = companion(path, "-wal");
+    let shm = companion(path, "-shm");
+    if !wal.exists() {
+        match check_with(path, "immutable=1") {
+            // Someone opened the store meanwhile: what was read may have been mid-change.
+            Err(StoreError::Damaged { .. }) if wal.exists() => check_with(path, "mode=ro"),
+            other => other,
+        }
+    } else if shm.exists() {
+        match check_with(path, "mode=ro&readonly_shm=1") {
+            // A live connection elsewhere may leave no read mark a read-only index can use.
+            Err(StoreError::Open { .. }) => check_with(path, "mode=ro"),
+            other => other,
+        }
+    } else {
+        check_with(path, "mode=ro")
+    }
+}
+
+/// The check itself, on `path` opened with the URI parameters `params`.
+fn check_with(path: &Path, params: &str) -> Result<(), StoreError> {
+    use rusqlite::OpenFlags;
+    let uri = sqlite_uri(path, params);
+    let conn = Connection::open_with_flags(
+        &uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    })?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    // The first statement that reads the header is where a non-database file shows itself.
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(|e| classify(path, e))?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_owned(),
+            found,
+            known: SCHEMA_VERSION,
+        });
+    }
     let mut stmt = conn
         .prepare("PRAGMA integrity_check")
         .map_err(|e| classify(path, e))?;
@@ -273,27 +390,109 @@ fn open_connection(path: &Path) -> Result<Connection, StoreError> {
         .query_map([], |row| row.get::<_, String>(0))
         .and_then(|rows| rows.collect())
         .map_err(|e| classify(path, e))?;
-    drop(stmt);
     if problems.first().map(String::as_str) != Some("ok") {
-        let shown: Vec<_> = problems.iter().take(3).cloned().collect();
-        return Err(damaged(format!(
-            "integrity check failed: {}",
-            shown.join("; ")
-        )));
+        // SQLite may put its whole report in one row, a line per problem.
+        let lines: Vec<&str> = problems
+            .iter()
+            .flat_map(|p| p.lines())
+            .filter(|l| !l.trim().is_empty() && !l.starts_with("***"))
+            .collect();
+        let mut shown = lines.iter().take(3).copied().collect::<Vec<_>>().join("; ");
+        // SQLite stops reporting at 100 problems.
+        if lines.len() >= 100 {
+            shown.push_str(" (and more: at least 100 problems)");
+        } else if lines.len() > 3 {
+            shown.push_str(&format!(" (and {} more)", lines.len() - 3));
+        }
+        return Err(damaged(path, format!("integrity check failed: {shown}")));
     }
-    let mut conn = conn;
-    migrations::migrate(&mut conn, path)?;
-    Ok(conn)
+    Ok(())
+}
+
+/// `path` as an SQLite `file:` URI with `params`: every byte but unreserved ones and `/`
+/// percent-encoded, so that `?`, `#` and `%` in a directory name stay part of the path.
+fn sqlite_uri(path: &Path, params: &str) -> PathBuf {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    // `file://` and an empty authority: a path beginning `//` is not taken for a host name.
+    let mut uri = b"file://".to_vec();
+    for &b in absolute.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b);
+        } else {
+            uri.extend_from_slice(format!("%{b:02X}").as_bytes());
+        }
+    }
+    uri.push(b'?');
+    uri.extend_from_slice(params.as_bytes());
+    PathBuf::from(std::ffi::OsString::from_vec(uri))
+}
+
+/// `path` with `suffix` appended to its file name: `state.db-wal`, `state.db-shm`.
+fn companion(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// A [`StoreError::Damaged`] for `path`, naming which of its three files exist and how to move
+/// them aside together.
+fn damaged(path: &Path, detail: String) -> StoreError {
+    let files = [
+        path.to_owned(),
+        companion(path, "-wal"),
+        companion(path, "-shm"),
+    ];
+    let existing: Vec<&PathBuf> = files.iter().filter(|f| f.exists()).collect();
+    let name = |f: &PathBuf| {
+        f.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
+    let present = match existing.as_slice() {
+        [] => "none of them present".to_owned(),
+        found => format!(
+            "present: {}",
+            found.iter().map(|f| name(f)).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let move_args = existing
+        .iter()
+        .map(|f| shell_word(&f.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let aside = companion(path, &format!(".damaged-{}", unix_now()));
+    StoreError::Damaged {
+        path: path.to_owned(),
+        detail,
+        files: Box::new(DamagedFiles {
+            present,
+            move_args,
+            aside: shell_word(&aside.to_string_lossy()),
+        }),
+    }
+}
+
+/// `word` as one shell word: as it is when plain, else single-quoted. (`quote` has the full
+/// rules but sits in this layer; a path needs only these.)
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/-._~+,:=@".contains(&b))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }
 
 /// Turns SQLite's "not a database" and "malformed" errors into [`StoreError::Damaged`].
 fn classify(path: &Path, err: rusqlite::Error) -> StoreError {
     use rusqlite::ffi::ErrorCode;
     match err.sqlite_error_code() {
-        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Damaged {
-            path: path.to_owned(),
-            detail: err.to_string(),
-        },
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+            damaged(path, err.to_string())
+        }
         _ => StoreError::Open {
             path: path.to_owned(),
             source: err,
@@ -420,6 +619,167 @@ mod tests {
         assert!(err.is_damage(), "{err}");
         assert!(err.to_string().contains("is damaged"), "{err}");
         assert!(err.to_string().contains("mv "), "{err}");
+    }
+
+    /// The store's three files and their bytes (`None`: absent).
+    fn snapshot(path: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+        ["", "-wal", "-shm"]
+            .iter()
+            .map(|suffix| {
+                let file = companion(path, suffix);
+                let bytes = std::fs::read(&file).ok();
+                (file, bytes)
+            })
+            .collect()
+    }
+
+    /// Closes the store's connection before returning (dropping the handle lets the writer
+    /// thread close it some time later), so that SQLite's checkpoint on close is done.
+    fn close(store: Store) {
+        store
+            .call_blocking(|conn| {
+                let old = std::mem::replace(conn, Connection::open_in_memory()?);
+                old.close().map_err(|(_, e)| e)?;
+                Ok(())
+            })
+            .expect("close");
+    }
+
+    /// A store as a crash leaves it: `state.db` with many pages, and a `-wal` and `-shm` holding
+    /// writes not yet copied into it (copied while the writer's connection is open).
+    fn crashed_store(dir: &Path) -> PathBuf {
+        let live = dir.join("live.db");
+        let store = Store::open(&live).expect("open");
+        store
+            .call_blocking(|conn| {
+                for pid in 0..3000 {
+                    record_start(conn, pid, "a version string long enough to fill pages")?;
+                }
+                Ok(())
+            })
+            .expect("fill");
+        close(store);
+        assert!(!companion(&live, "-wal").exists(), "checkpointed on close");
+        let store = Store::open(&live).expect("reopen");
+        store
+            .call_blocking(|conn| record_start(conn, 1, "after the checkpoint").map(drop))
+            .expect("write to the WAL");
+        let copy = dir.join("state.db");
+        for suffix in ["", "-wal", "-shm"] {
+            std::fs::copy(companion(&live, suffix), companion(&copy, suffix)).expect("copy");
+        }
+        drop(store);
+        assert!(
+            std::fs::metadata(companion(&copy, "-wal"))
+                .expect("wal")
+                .len()
+                > 0,
+            "the copy holds a WAL"
+        );
+        copy
+    }
+
+    /// Overwrites the middle half of `state.db` (pages the WAL does not hold) with garbage.
+    fn damage(path: &Path) {
+        let mut bytes = std::fs::read(path).expect("read");
+        let len = bytes.len();
+        for b in &mut bytes[len / 4..len * 3 / 4] {
+            *b = 0x5a;
+        }
+        std::fs::write(path, bytes).expect("write");
+    }
+
+    #[test]
+    fn a_damaged_store_with_a_wal_is_refused_untouched() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = crashed_store(dir.path());
+        damage(&path);
+        let before = snapshot(&path);
+        let err = Store::open(&path).expect_err("damage refused");
+        assert!(err.is_damage(), "{err}");
+        assert!(
+            snapshot(&path) == before,
+            "the store's files changed: {err}"
+        );
+        let text = err.to_string();
+        for name in [
+            "state.db-wal",
+            "state.db-shm",
+            "present: state.db, state.db-wal",
+        ] {
+            assert!(text.contains(name), "{name} in {text}");
+        }
+        assert!(text.contains("Nothing was changed"), "{text}");
+    }
+
+    #[test]
+    fn a_damaged_store_without_a_shm_keeps_its_database_and_wal() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = crashed_store(dir.path());
+        std::fs::remove_file(companion(&path, "-shm")).expect("rm shm");
+        damage(&path);
+        let before = snapshot(&path);
+        let err = Store::open(&path).expect_err("damage refused");
+        assert!(err.is_damage(), "{err}");
+        // SQLite builds the WAL's index anew, as any reader does; the data files stay.
+        assert!(
+            snapshot(&path)[..2] == before[..2],
+            "state.db or -wal changed"
+        );
+    }
+
+    #[test]
+    fn a_damaged_store_opened_beside_the_daemon_keeps_its_wal() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = crashed_store(dir.path());
+        damage_header(&path);
+        let before = snapshot(&path);
+        let err = open_for_update(&path).expect_err("damage refused");
+        assert!(err.is_damage(), "{err}");
+        // Closing the refused connection copied nothing into state.db and kept the -wal.
+        assert!(
+            snapshot(&path)[..2] == before[..2],
+            "state.db or -wal changed"
+        );
+    }
+
+    #[test]
+    fn a_crashed_healthy_store_opens_with_its_wal() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = crashed_store(dir.path());
+        let store = Store::open(&path).expect("a healthy store opens");
+        let runs = store
+            .call_blocking(|conn| daemon_run_count(conn))
+            .expect("count");
+        assert_eq!(runs, 3001, "the write in the WAL is there");
+    }
+
+    #[test]
+    fn paths_become_uris_that_keep_every_byte() {
+        let uri = sqlite_uri(Path::new("/a b/x?y#z%/s.db"), "mode=ro");
+        assert_eq!(
+            uri,
+            PathBuf::from("file:///a%20b/x%3Fy%23z%25/s.db?mode=ro")
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let odd = dir.path().join("a ?#%'dir");
+        std::fs::create_dir(&odd).expect("mkdir");
+        let path = odd.join("state.db");
+        close(Store::open(&path).expect("create"));
+        close(Store::open(&path).expect("reopen, checked through its URI"));
+        damage_header(&path);
+        let err = Store::open(&path).expect_err("damage refused");
+        assert!(err.is_damage(), "{err}");
+        assert!(
+            err.to_string().contains(r"'\''"),
+            "quoted for the shell: {err}"
+        );
+    }
+
+    fn damage_header(path: &Path) {
+        let mut bytes = std::fs::read(path).expect("read");
+        bytes[..16].copy_from_slice(b"not a database!\0");
+        std::fs::write(path, bytes).expect("write");
     }
 
     #[test]

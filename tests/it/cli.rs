@@ -38,6 +38,7 @@ fn config_show_prints_values_and_their_origins() {
     [daemon]
     log_level = "info"  # default
     max_connections = 12  # [TMP]/config.toml:3
+    max_subscriptions = 16  # default
     max_request_kib = 1024  # default
     shutdown_grace_s = 10  # default
     idle_timeout_s = 60  # default
@@ -160,7 +161,7 @@ fn config_check_accepts_good_files_and_names_the_line_of_bad_ones() {
         .arg(&bad)
         .assert()
         .code(4);
-    insta::assert_snapshot!(normalized(&env, &out.get_output().stderr), @"toolsmith: [TMP]/bad.toml:2:1: unknown field `max_conections`, expected one of `log_level`, `max_connections`, `max_request_kib`, `shutdown_grace_s`, `idle_timeout_s`, `partial_line_timeout_s` (key `daemon.max_conections`)");
+    insta::assert_snapshot!(normalized(&env, &out.get_output().stderr), @"toolsmith: [TMP]/bad.toml:2:1: unknown field `max_conections`, expected one of `log_level`, `max_connections`, `max_subscriptions`, `max_request_kib`, `shutdown_grace_s`, `idle_timeout_s`, `partial_line_timeout_s` (key `daemon.max_conections`)");
 
     std::fs::write(
         &bad,

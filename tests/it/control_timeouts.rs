@@ -133,3 +133,48 @@ fn status_gives_up_on_a_daemon_that_does_not_answer() {
     let _ = accepted.read_to_string(&mut sent);
     assert!(sent.contains("\"method\":\"status\""), "{sent}");
 }
+
+#[test]
+fn subscribers_never_lock_out_status_and_stop() {
+    let env = TestEnv::new();
+    // The defaults: 64 request slots, and 16 for subscriptions beside them.
+    let mut daemon = Daemon::start(&env, env.daemon_command());
+    // As many subscribers as there are request slots, each staying.
+    let mut subscribers = Vec::new();
+    let mut refused = Vec::new();
+    for _ in 0..64 {
+        let mut conn = daemon.connect();
+        let answer = conn.call(1, "events.subscribe", json!({"kinds": ["daemon."]}));
+        if answer["result"]["subscribed"] == json!(true) {
+            subscribers.push(conn);
+        } else {
+            refused.push((conn, answer));
+        }
+    }
+    // Every subscriber (and every refused one) still connected: the CLI is served.
+    let out = env.cli().arg("status").timeout(PATIENCE).assert().success();
+    let shown = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        shown.contains("subscriptions: 16 open, 48 refused"),
+        "{shown}"
+    );
+    assert_eq!(subscribers.len(), 16, "log:\n{}", daemon.log());
+    assert_eq!(refused.len(), 48);
+    let (first_refused, answer) = &mut refused[0];
+    assert_eq!(answer["error"]["code"], json!(-32002), "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("daemon.max_subscriptions"), "{message}");
+    assert!(message.contains("the limit is 16"), "{message}");
+    // A refused subscriber keeps a working connection for requests.
+    let status = first_refused.call(2, "status", Value::Null);
+    let counters = &status["result"]["counters"];
+    assert_eq!(counters["subscriptions_open"], json!(16), "{status}");
+    assert_eq!(counters["subscriptions_refused"], json!(48), "{status}");
+
+    env.cli().arg("stop").timeout(PATIENCE).assert().success();
+    for subscriber in &mut subscribers {
+        let event = subscriber.read_or(|| daemon.log());
+        assert_eq!(event["params"]["kind"], json!("daemon.stopping"), "{event}");
+    }
+    assert_eq!(daemon.wait_exit(), Some(0), "log:\n{}", daemon.log());
+}

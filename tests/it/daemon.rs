@@ -281,6 +281,93 @@ fn invalid_config_and_damaged_store_stop_start_up_with_their_codes() {
     assert!(stderr.contains("is damaged"), "{stderr}");
 }
 
+/// The store's three files and their bytes (`None`: absent).
+fn store_files(env: &TestEnv) -> Vec<(String, Option<Vec<u8>>)> {
+    ["state.db", "state.db-wal", "state.db-shm"]
+        .iter()
+        .map(|name| (name.to_string(), std::fs::read(env.state().join(name)).ok()))
+        .collect()
+}
+
+#[test]
+fn a_damaged_store_is_refused_and_left_as_it_was_with_its_wal() {
+    let env = TestEnv::new();
+    // Pages in state.db: more actions than SQLite's WAL holds before it copies them into the
+    // database (1000 pages), ingested one-shot.
+    let log = env.path().join("session.jsonl");
+    let mut lines = String::new();
+    for i in 0..6000 {
+        let line = json!({"v": 1, "session": "s1", "tool": "shell",
+            "input": {"command": format!("cargo test -p crate{i} -- --exact t{i}")},
+            "ok": true, "exit_code": 0, "output": format!("output {i} {}", "x".repeat(600))});
+        lines.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(&log, lines).expect("write log");
+    env.cli()
+        .args(["ingest", "--format", "native"])
+        .arg(&log)
+        .assert()
+        .success();
+    assert!(
+        std::fs::metadata(env.state().join("state.db")).map_or(0, |m| m.len()) > 1 << 20,
+        "the actions reached state.db"
+    );
+    // Writes only in the WAL: a daemon records its start there, then dies without a checkpoint.
+    let mut daemon = start(&env);
+    daemon.signal(Signal::SIGKILL);
+    daemon.wait_exit();
+    let wal = std::fs::metadata(env.state().join("state.db-wal")).map_or(0, |m| m.len());
+    assert!(wal > 0, "the daemon left writes in the WAL");
+    assert!(env.state().join("state.db-shm").exists());
+    // Damage the middle half of state.db: pages of actions, which the WAL does not hold.
+    let db = env.state().join("state.db");
+    let mut bytes = std::fs::read(&db).expect("read state.db");
+    let len = bytes.len();
+    bytes[len / 4..len * 3 / 4].fill(0x5a);
+    std::fs::write(&db, bytes).expect("damage state.db");
+    let before = store_files(&env);
+
+    let log_arg = log.to_string_lossy().into_owned();
+    let commands: [(&str, Vec<&str>); 3] = [
+        ("toolsmithd", vec![]),
+        ("toolsmith", vec!["ingest", "--format", "native", &log_arg]),
+        ("toolsmith", vec!["mine"]),
+    ];
+    for (program, args) in commands {
+        // Bounded: a daemon that took the store would serve forever.
+        let mut cmd = if program == "toolsmithd" {
+            assert_cmd::Command::from_std(env.daemon_command())
+        } else {
+            let mut cmd = env.cli();
+            cmd.args(&args);
+            cmd
+        };
+        let out = cmd
+            .timeout(common::PATIENCE)
+            .output()
+            .expect("run the command");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(6), "{program} {args:?}: {stderr}");
+        let after = store_files(&env);
+        for ((name, was), (_, is)) in before.iter().zip(&after) {
+            assert!(was == is, "{program} {args:?} changed {name}: {stderr}");
+        }
+        for said in [
+            "is damaged",
+            "Nothing was changed",
+            "state.db-wal",
+            "state.db-shm",
+            "present: state.db, state.db-wal, state.db-shm",
+            "mv ",
+        ] {
+            assert!(
+                stderr.contains(said),
+                "{program} {args:?} says {said:?}: {stderr}"
+            );
+        }
+    }
+}
+
 /// Runs `toolsmith` as uid 65534 against a socket whose file permissions were loosened: the
 /// daemon's SO_PEERCRED check must still refuse it.
 #[test]
