@@ -112,7 +112,7 @@ fn main() {
     let data = tmp_path.join("data");
     // With --state, every command finds the registry beside the state.
     let dir: PathBuf = tmp_path.join("state/registry");
-    let registry = Registry::open_or_init(&dir).expect("registry");
+    let registry = Registry::open_or_init(&dir, &tmp_path.join("state")).expect("registry");
 
     // One real tool from the offline generator, copied under 10,000 names.
     let spec = ToolSpec::from_request(

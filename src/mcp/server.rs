@@ -2,7 +2,8 @@
 //! official Rust SDK (`rmcp`) on a transport of our own ([`LineTransport`]) that answers lines
 //! it cannot read with JSON-RPC errors instead of dropping them.
 //!
-//! - `tools/list`: the active tools (approved, not deprecated, valid), ranked by
+//! - `tools/list`: the active tools (approved, not deprecated, valid, their files on disk
+//!   those of `main`: what a call would refuse is not offered), ranked by
 //!   [`catalog::rank`] and cut to the description budget by [`catalog::fit`], then the two fixed
 //!   tools [`SEARCH_TOOL`] and [`RUN_TOOL`], which reach every tool however many there are and
 //!   whether or not the client re-lists after a change.
@@ -188,8 +189,13 @@ impl Inner {
         let registry = match slot.take() {
             Some(registry) => registry,
             None => {
-                let registry = Registry::open_or_init(&self.settings.registry)?;
-                registry.reconcile()?;
+                let registry =
+                    Registry::open_or_init(&self.settings.registry, &self.settings.state_dir)?;
+                // A read: never waits for a lock nor needs to write (a read-only registry, a
+                // stale lock); what is committed is served, and only what was approved runs.
+                for note in registry.reconcile_if_free().notes {
+                    tracing::warn!("registry {}: {note}", self.settings.registry.display());
+                }
                 registry
             }
         };
@@ -205,7 +211,9 @@ impl Inner {
 
     /// The active tools, best first.
     fn ranked(&self, registry: &Registry) -> Result<Vec<ToolEntry>, RegistryError> {
-        let tools = registry.tools()?;
+        let mut tools = registry.tools()?;
+        // What a call would refuse is not offered: a tool whose files on disk were changed.
+        registry.check_disk(&mut tools)?;
         let approved = {
             let mut known = match self.approvals.lock() {
                 Ok(k) => k,
@@ -692,7 +700,7 @@ impl ServerHandler for McpServer {
 /// Serves MCP on stdin/stdout until the client closes the session.
 pub async fn serve_stdio(settings: ServerSettings) -> Result<(), ServeError> {
     // Fail before the handshake when the registry cannot be used: the client shows why.
-    Registry::open_or_init(&settings.registry)?;
+    Registry::open_or_init(&settings.registry, &settings.state_dir)?;
     let server = McpServer::new(settings);
     let service = server
         .clone()

@@ -122,6 +122,23 @@ impl Registry {
         Ok(out)
     }
 
+    /// Gives each entry listed without a problem whose files on disk differ from `main` that
+    /// problem, as [`Registry::runnable`] refuses it (the listing itself reads git alone): for
+    /// lists of what can be called now (MCP `tools/list`, `toolsmith tools`).
+    pub fn check_disk(&self, entries: &mut [ToolEntry]) -> Result<(), RegistryError> {
+        if !self.main_is_checked_out() {
+            return Ok(());
+        }
+        let main = self.main_commit()?.id();
+        for e in entries.iter_mut().filter(|e| e.problem.is_none()) {
+            if let Some(problem) = self.disk_problem(&e.name, main)? {
+                e.problem = Some(problem);
+                e.params = None;
+            }
+        }
+        Ok(())
+    }
+
     /// A tool's entry from its tree alone: its manifest read and checked, its files' kinds and
     /// its digest. Whether the tree is an approved version is not in it (see
     /// [`Registry::bind`]).

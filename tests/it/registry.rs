@@ -1011,7 +1011,7 @@ fn a_registry_held_open_sees_what_another_process_changed() {
     let env = TestEnv::new();
     let (a, _, _) = request(&env, "Build one package", "build");
     let (b, _, _) = request(&env, "Test one package", "test");
-    let held = Registry::open(&registry_dir(&env)).expect("open");
+    let held = Registry::open(&registry_dir(&env), &env.state()).expect("open");
     env.cli().args(["approve", &a]).assert().success();
     held.approve(&b, "Ada Reviewer <ada@example.com>", None)
         .expect("approve after another process moved main");
@@ -1026,7 +1026,7 @@ fn a_handle_held_open_checks_the_disk_on_every_run_and_each_new_tree_anew() {
     let (a, name, _) = request(&env, "Build one package", "build");
     env.cli().args(["approve", &a]).assert().success();
     // As an MCP session holds it: a version found valid is not checked again…
-    let held = Registry::open(&registry_dir(&env)).expect("open");
+    let held = Registry::open(&registry_dir(&env), &env.state()).expect("open");
     let (first, dir) = held.runnable(&name).expect("runnable");
     assert_eq!(held.runnable(&name).expect("runnable again").0, first);
     // …but its files on disk are, on every run.
@@ -1695,7 +1695,7 @@ fn a_registry_from_before_the_binding_keeps_working() {
     files.insert("tool.yaml".into(), manifest.to_yaml());
     let name = manifest.name.clone();
     {
-        let registry = Registry::open_or_init(&registry_dir(&env)).expect("registry");
+        let registry = Registry::open_or_init(&registry_dir(&env), &env.state()).expect("registry");
         registry
             .propose(&Proposal {
                 candidate: "c-0ld0ld0ld0ld".into(),
