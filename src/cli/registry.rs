@@ -220,7 +220,9 @@ pub(super) fn reject(
 /// `toolsmith tools`.
 pub(super) fn tools(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
     let Opened { registry, .. } = open_for_reading(cli)?;
-    let tools = registry.tools()?;
+    let mut tools = registry.tools()?;
+    // As MCP lists them: a tool whose files on disk differ from main is not runnable.
+    registry.check_disk(&mut tools)?;
     if cli.global.json {
         /// One tool as `tools --json` lists it.
         #[derive(serde::Serialize)]
