@@ -1,6 +1,7 @@
-//! The registry commands: `review`, `approve`, `reject`, `tools`, `run`, `verify`, `rollback`,
-//! `deprecate`, `sync`, `export skills`. They work on the git registry directly (git's own locks keep them safe beside
-//! the daemon) and record decisions in the store when there is one.
+//! The registry commands: `review`, `approve`, `reject`, `tools`, `run`, `verify`, `reapprove`,
+//! `rollback`, `deprecate`, `sync`, `export skills`. They work on the git registry directly
+//! (changes take turns with the daemon on the registry's lock; reads take none: see
+//! [`open_for_reading`]) and record decisions in the store when there is one.
 
 use std::io::Write;
 

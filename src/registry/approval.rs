@@ -543,6 +543,7 @@ impl Registry {
         }
         out.why.sort();
         out.why.dedup();
+        out.unvouched.sort_by(|a, b| a.reference.cmp(&b.reference));
         Ok(out)
     }
 
@@ -630,5 +631,67 @@ impl Registry {
         }
         found.trusted = true;
         Ok(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{self, git};
+    use super::*;
+
+    #[test]
+    fn tags_without_a_ledger_are_trusted_only_when_a_person_reapproves() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        registry.runnable("demo").expect("approved, it runs");
+        std::fs::remove_file(registry.ledger().path()).expect("rm the ledger");
+        let err = registry
+            .runnable("demo")
+            .expect_err("no ledger, no approval");
+        assert!(err.to_string().contains("toolsmith reapprove"), "{err}");
+        registry.reconcile().expect("reconcile");
+        assert!(
+            !registry.ledger().exists(),
+            "a ledger is not started over tags"
+        );
+        git(registry.root(), &["tag", "hand/v1.0.0"]);
+        let found = registry.unvouched().expect("unvouched");
+        let refs: Vec<(&str, bool)> = found
+            .unvouched
+            .iter()
+            .map(|u| (u.reference.as_str(), u.refused.is_none()))
+            .collect();
+        assert_eq!(
+            refs,
+            [
+                ("refs/tags/demo/v1.0.0", true),
+                ("refs/tags/hand/v1.0.0", false)
+            ]
+        );
+        assert!(!found.trusted);
+        registry
+            .runnable("demo")
+            .expect_err("listing trusts nothing");
+        let done = registry.reapprove().expect("reapprove");
+        assert!(done.trusted);
+        registry.runnable("demo").expect("re-approved, it runs");
+        let left = registry.unvouched().expect("unvouched");
+        assert_eq!(
+            left.unvouched.len(),
+            1,
+            "the lightweight tag stays untrusted"
+        );
+    }
+
+    #[test]
+    fn a_new_registry_starts_its_ledger_and_another_key_vouches_for_nothing() {
+        let (dir, registry) = fixture::registry();
+        registry.reconcile().expect("reconcile");
+        assert!(registry.ledger().exists(), "no tags: started, empty");
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        let elsewhere = Registry::open(registry.root(), &dir.path().join("other-state"))
+            .expect("open with another state directory");
+        let err = elsewhere.runnable("demo").expect_err("another key");
+        assert!(err.to_string().contains("no valid seal"), "{err}");
     }
 }

@@ -423,4 +423,44 @@ mod tests {
         drop(registry.exclusive().expect("turn"));
         assert!(lock.exists());
     }
+
+    #[test]
+    fn a_change_waits_briefly_then_names_who_holds_the_turn() {
+        let (dir, registry) = fixture::registry();
+        let other = Registry::open(registry.root(), &fixture::state(dir.path())).expect("open");
+        let _turn = registry.exclusive().expect("turn");
+        match other.flock_within(std::time::Duration::from_millis(50)) {
+            Err(RegistryError::Busy { path, holder }) => {
+                assert_eq!(path, registry.repo.path().join(LOCK));
+                assert!(
+                    holder.contains(&format!("toolsmith process {}", std::process::id()))
+                        && holder.contains(&format!("kill {}", std::process::id())),
+                    "{holder}"
+                );
+            }
+            other => panic!("took a held turn: {}", other.is_ok()),
+        }
+    }
+
+    #[test]
+    fn a_read_never_waits_for_the_turn_and_names_a_stale_git_lock() {
+        let (dir, registry) = fixture::registry();
+        let other = Registry::open(registry.root(), &fixture::state(dir.path())).expect("open");
+        let turn = registry.exclusive().expect("turn");
+        // Held elsewhere: the read goes on, reconciling nothing, with nothing to say.
+        let settled = other.reconcile_if_free();
+        assert!(settled.notes.is_empty(), "{:?}", settled.notes);
+        drop(turn);
+        let lock = registry.repo.path().join("index.lock");
+        std::fs::write(&lock, b"").expect("lock");
+        age(&lock, 180);
+        let settled = other.reconcile_if_free();
+        let notes = settled.notes.join("\n");
+        assert!(
+            notes.contains(&format!("{} exists (made 3 min ago)", lock.display()))
+                && notes.contains(&format!("rm {}", lock.display())),
+            "{notes}"
+        );
+        assert!(lock.exists(), "a read removes nothing");
+    }
 }

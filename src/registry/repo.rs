@@ -5,7 +5,8 @@
 //! Every change to `main` goes through [`Registry::land`]: the commit is written first
 //! (unreferenced), the work tree's paths of the change are checked clean, a journal records
 //! the move, the paths are checked out, and only then does `main` move, compare-and-swap on its
-//! old value. [`Registry::reconcile`], run whenever the registry is opened, finishes or undoes
+//! old value. [`Registry::reconcile`], run before every change (and by reads when the registry
+//! is free and writable: [`Registry::reconcile_if_free`]), finishes or undoes
 //! what a crash interrupted and recognises what was done with plain git (a review branch merged
 //! into `main`): a killed approval leaves no half-registered tool and no branch that
 //! `toolsmith review` cannot explain.
