@@ -230,9 +230,24 @@ impl Registry {
             })
     }
 
-    /// Records the tags and review branches a fetch brought under `refs/remotes/origin/` that
-    /// the ledger does not hold yet.
-    pub(super) fn record_fetched(&self) -> Result<(), RegistryError> {
+    /// The refs under `refs/remotes/origin/` a fetch may bring tags and proposals to, with
+    /// their targets: taken before a fetch, for [`Registry::record_fetched`].
+    pub(super) fn fetched_refs(&self) -> HashMap<String, Oid> {
+        let mut out = HashMap::new();
+        for prefix in [REMOTE_TAGS, "refs/remotes/origin/review/"] {
+            out.extend(self.ref_targets(prefix));
+        }
+        out
+    }
+
+    /// Records the tags and review branches the fetch brought under `refs/remotes/origin/`
+    /// that the ledger does not hold yet: those that are new or moved since `before` (what
+    /// [`Registry::fetched_refs`] said before it). A ref planted there by hand that the fetch
+    /// left alone is not the remote's, and is not recorded.
+    pub(super) fn record_fetched(
+        &self,
+        before: &HashMap<String, Oid>,
+    ) -> Result<(), RegistryError> {
         let known = self.known();
         let mut entries = Vec::new();
         for (prefix, kind) in [
@@ -240,7 +255,7 @@ impl Registry {
             ("refs/remotes/origin/review/", Kind::Proposal),
         ] {
             for (name, oid) in self.ref_targets(prefix) {
-                if !known.contains(oid) {
+                if !known.contains(oid) && before.get(&name) != Some(&oid) {
                     entries.push((kind, oid, name));
                 }
             }
@@ -351,10 +366,14 @@ impl Registry {
                 Tagged::Missing => problems.push(format!(
                     "tag {tag}{whose} names a commit without tools/{name}"
                 )),
-                Tagged::Tree(_) if !known.contains(target) => problems.push(format!(
-                    "tag {tag}{whose} was not made by toolsmith: {}",
-                    known.why_not(target)
-                )),
+                Tagged::Tree(_) if !known.contains(target) => {
+                    let why = known.why_not(target);
+                    problems.push(if why.by_hand {
+                        format!("tag {tag}{whose} was not made by toolsmith: {}", why.reason)
+                    } else {
+                        format!("tag {tag}{whose} is not trusted: {}", why.reason)
+                    })
+                }
                 Tagged::Tree(id) if id == tree => return Ok(()),
                 Tagged::Tree(id) => approved = approved.or(Some((format!("{tag}{whose}"), id))),
             }
@@ -509,7 +528,7 @@ impl Registry {
                 }
                 let tag = reference.trim_start_matches(prefix).to_owned();
                 let (detail, refused) = self.describe_tag(&tag, target);
-                out.why.push(known.why_not(target));
+                out.why.push(known.why_not(target).reason);
                 out.unvouched.push(Unvouched {
                     reference,
                     object: target.to_string(),
@@ -532,7 +551,7 @@ impl Registry {
                     ),
                     Err(e) => format!("does not name a commit ({})", e.message()),
                 };
-                out.why.push(known.why_not(target));
+                out.why.push(known.why_not(target).reason);
                 out.unvouched.push(Unvouched {
                     reference,
                     object: target.to_string(),

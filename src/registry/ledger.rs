@@ -192,38 +192,67 @@ impl Known {
         self.vouched.contains(&oid)
     }
 
-    /// Why `oid` is not vouched for, with what to do (for a tag or a proposal that is not).
-    pub fn why_not(&self, oid: Oid) -> String {
+    /// Why `oid` is not vouched for, with what to do (for a tag or a proposal that is not):
+    /// whether it was ever toolsmith's is unknown when the ledger is missing, unreadable, or
+    /// lists it without a valid seal (`by_hand` false), known not when the ledger simply does not
+    /// list it (`by_hand` true: a tag made with git).
+    pub fn why_not(&self, oid: Oid) -> WhyNot {
         let reapprove = "if a person approved it here, `toolsmith reapprove` shows what would be \
                          trusted again";
+        let unknown = |reason: String| WhyNot {
+            by_hand: false,
+            reason,
+        };
         if let Some(problem) = &self.problem {
-            return format!("{problem}; {reapprove}");
+            return unknown(format!("{problem}; {reapprove}"));
         }
         if self.missing {
-            return format!(
+            return unknown(format!(
                 "the registry's ledger {} is missing although the registry holds approvals \
                  (tags): no tag is trusted until a person re-approves (`toolsmith reapprove`)",
                 self.path.display()
-            );
+            ));
         }
         if self.unsealed.contains(&oid) {
-            return format!(
+            return unknown(format!(
                 "its line in the ledger {} carries no valid seal (written by hand, by an older \
                  toolsmith, or with another state directory's key), so it vouches for nothing; \
                  {reapprove}",
                 self.path.display()
-            );
+            ));
         }
-        format!(
-            "a tag made with git is not an approval, and the ledger {} does not list it: delete \
-             it, or {reapprove}",
-            self.path.display()
-        )
+        WhyNot {
+            by_hand: true,
+            reason: format!(
+                "a tag made with git is not an approval, and the ledger {} does not list it: \
+                 delete it, or {reapprove}",
+                self.path.display()
+            ),
+        }
     }
 
     /// Whether the ledger is missing.
     pub fn missing(&self) -> bool {
         self.missing
+    }
+}
+
+/// Why the ledger does not vouch for an object.
+#[derive(Debug, Clone)]
+pub struct WhyNot {
+    /// The ledger is there and does not list it: made with git, not by toolsmith.
+    pub by_hand: bool,
+    /// Why, and what to do.
+    pub reason: String,
+}
+
+impl std::fmt::Display for WhyNot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.by_hand {
+            write!(f, "not made or received by toolsmith: {}", self.reason)
+        } else {
+            write!(f, "not trusted: {}", self.reason)
+        }
     }
 }
 
@@ -356,7 +385,12 @@ mod tests {
         let b = Oid::from_str("2222222222222222222222222222222222222222").expect("oid");
         let missing = ledger.known(&seal);
         assert!(missing.missing() && !missing.contains(a));
-        assert!(missing.why_not(a).contains("toolsmith reapprove"));
+        assert!(
+            missing
+                .why_not(a)
+                .to_string()
+                .contains("toolsmith reapprove")
+        );
         ledger
             .record(&seal, &[(Kind::Tag, a, "x/v1.0.0\nproposal 2222".into())])
             .expect("record");
@@ -374,7 +408,7 @@ mod tests {
         assert!(known.contains(a));
         assert!(!known.contains(b), "an unsealed line vouches for nothing");
         assert!(
-            known.why_not(b).contains("no valid seal"),
+            known.why_not(b).reason.contains("no valid seal"),
             "{}",
             known.why_not(b)
         );

@@ -115,7 +115,7 @@ impl Registry {
                 }
                 if !known.contains(target) {
                     return Ok(Some(format!(
-                        "not made or received by toolsmith: {} (`git tag -d {tag}` deletes it)",
+                        "{} (`git tag -d {tag}` deletes it)",
                         known.why_not(target)
                     )));
                 }
