@@ -2048,3 +2048,43 @@ fn a_read_only_registry_is_verified_listed_and_run() {
     let err = stderr_of(&env.cli().args(["approve", &b]).assert().code(1));
     assert!(err.contains("Read-only file system"), "{err}");
 }
+
+#[test]
+fn a_remote_tag_planted_by_hand_is_not_sealed_by_a_sync() {
+    use common::tamper::{Form, commit_by_hand, edit};
+    let env = TestEnv::new();
+    let (id, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &id]).assert().success();
+    let remote = bare_remote(env.path());
+    sync(&env, Some(&remote));
+    // A new version committed by hand, and a "remote" tag for it made here with git: the
+    // remote never had it, so no fetch brings it.
+    edit(&env, &name, "run.sh", |t| format!("{t}\necho injected\n"));
+    edit(&env, &name, "tool.yaml", |t| {
+        t.replace("version: \"1.0.0\"", "version: \"1.0.1\"")
+    });
+    commit_by_hand(&env, &name, Form::V2, "a new version by hand");
+    common::tamper::git(&env, &["tag", "-a", "-m", "approved", "planted"]);
+    let object = tag_object(&env, "planted");
+    common::tamper::git(
+        &env,
+        &[
+            "update-ref",
+            &format!("refs/remotes/origin/tags/{name}/v1.0.1"),
+            &object,
+        ],
+    );
+    common::tamper::git(&env, &["tag", "-d", "planted"]);
+    sync(&env, None);
+    let ledger = std::fs::read_to_string(ledger_path(&env)).expect("ledger");
+    assert!(!ledger.contains(&object), "{ledger}");
+    let (code, problems) = verify_problems(&env);
+    assert_eq!(code, 1, "{problems}");
+    assert!(
+        problems.contains(&format!(
+            "tag {name}/v1.0.1 (the remote's) was not made by toolsmith"
+        )),
+        "{problems}"
+    );
+    run_build(&env, &name).code(1);
+}
