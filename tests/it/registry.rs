@@ -1989,8 +1989,8 @@ fn a_stale_git_lock_after_a_failed_approval_stops_no_read() {
     let (a, name, _) = request(&env, "Build one package", "build");
     env.cli().args(["approve", &a]).assert().success();
     let (b, _, _) = request(&env, "Test one package", "test");
-    // git's index lock, left by a git command that died: the approval fails on it, half-way
-    // (its journal written, main not moved).
+    // git's index lock, left by a git command that died: the approval fails on it (before it
+    // changes anything), naming it, its age and how to clear it.
     let lock = registry_dir(&env).join(".git/index.lock");
     std::fs::write(&lock, b"").expect("lock");
     age_file(&lock, 600);
@@ -1998,9 +1998,15 @@ fn a_stale_git_lock_after_a_failed_approval_stops_no_read() {
     let err = stderr_of(&failed);
     assert!(
         err.contains(&lock.display().to_string())
-            && err.contains("ago")
+            && err.contains("10 min ago")
             && err.contains(&format!("rm {}", lock.display())),
         "{err}"
+    );
+    assert!(
+        !registry_dir(&env)
+            .join(".git/toolsmith-landing.json")
+            .exists(),
+        "nothing left half-way"
     );
 
     // Every read still works, and says which lock stands in the way of changes, and how old.
