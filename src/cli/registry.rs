@@ -221,9 +221,7 @@ pub(super) fn reject(
 /// `toolsmith tools`.
 pub(super) fn tools(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
     let Opened { registry, .. } = open_for_reading(cli)?;
-    let mut tools = registry.tools()?;
-    // As MCP lists them: a tool whose files on disk differ from main is not runnable.
-    registry.check_disk(&mut tools)?;
+    let tools = registry.tools()?;
     if cli.global.json {
         /// One tool as `tools --json` lists it.
         #[derive(serde::Serialize)]

@@ -211,9 +211,7 @@ impl Inner {
 
     /// The active tools, best first.
     fn ranked(&self, registry: &Registry) -> Result<Vec<ToolEntry>, RegistryError> {
-        let mut tools = registry.tools()?;
-        // What a call would refuse is not offered: a tool whose files on disk were changed.
-        registry.check_disk(&mut tools)?;
+        let tools = registry.tools()?;
         let approved = {
             let mut known = match self.approvals.lock() {
                 Ok(k) => k,
@@ -243,9 +241,11 @@ impl Inner {
     }
 
     fn list_from(&self, registry: &Registry) -> Result<Vec<Tool>, RegistryError> {
-        let ranked = self.ranked(registry)?;
+        let mut ranked = self.ranked(registry)?;
+        let budget = self.settings.description_budget;
+        offer_runnable(registry, &mut ranked, |r| catalog::fit(r, budget).listed)?;
         let ranked: Vec<&ToolEntry> = ranked.iter().collect();
-        let listing = catalog::fit(&ranked, self.settings.description_budget);
+        let listing = catalog::fit(&ranked, budget);
         let mut tools = Vec::with_capacity(listing.listed.len() + 2);
         let mut definitions = match self.definitions.lock() {
             Ok(d) => d,
@@ -297,7 +297,8 @@ impl Inner {
             ));
         }
         let found = self.with_registry(|registry| {
-            let ranked = self.ranked(registry)?;
+            let mut ranked = self.ranked(registry)?;
+            offer_runnable(registry, &mut ranked, |r| catalog::search(r, query, limit))?;
             let ranked: Vec<&ToolEntry> = ranked.iter().collect();
             let found: Vec<Manifest> = catalog::search(&ranked, query, limit)
                 .into_iter()
@@ -432,6 +433,33 @@ impl Inner {
                 .map(|t| (t.name, t.tree))
                 .collect())
         })
+    }
+}
+
+/// Leaves out of `ranked` the tools `pick` would offer whose files on disk differ from `main`
+/// (a call would refuse them), picking again until what it picks is runnable: only the tools
+/// offered are checked, each once, so a registry of thousands is not hashed for a list.
+fn offer_runnable(
+    registry: &Registry,
+    ranked: &mut Vec<ToolEntry>,
+    pick: impl for<'a> Fn(&[&'a ToolEntry]) -> Vec<&'a ToolEntry>,
+) -> Result<(), RegistryError> {
+    let mut checked = std::collections::HashSet::new();
+    loop {
+        let refs: Vec<&ToolEntry> = ranked.iter().collect();
+        let mut changed = Vec::new();
+        for entry in pick(&refs) {
+            if checked.insert(entry.name.clone())
+                && let Some(problem) = registry.disk_problem_now(&entry.name)?
+            {
+                tracing::info!("{} is not offered: {problem}", entry.name);
+                changed.push(entry.name.clone());
+            }
+        }
+        if changed.is_empty() {
+            return Ok(());
+        }
+        ranked.retain(|e| !changed.contains(&e.name));
     }
 }
 

@@ -122,21 +122,16 @@ impl Registry {
         Ok(out)
     }
 
-    /// Gives each entry listed without a problem whose files on disk differ from `main` that
-    /// problem, as [`Registry::runnable`] refuses it (the listing itself reads git alone): for
-    /// lists of what can be called now (MCP `tools/list`, `toolsmith tools`).
-    pub fn check_disk(&self, entries: &mut [ToolEntry]) -> Result<(), RegistryError> {
+    /// Why `name`'s files on disk are not `main`'s, as [`Registry::runnable`] refuses them
+    /// (`None` when they are, or when `main` is not checked out): for lists of what can be
+    /// called now (MCP `tools/list` and `toolsmith_search`), which check only the tools they
+    /// offer — a listing reads git alone, and a registry of thousands is not hashed for a list.
+    pub fn disk_problem_now(&self, name: &str) -> Result<Option<String>, RegistryError> {
         if !self.main_is_checked_out() {
-            return Ok(());
+            return Ok(None);
         }
         let main = self.main_commit()?.id();
-        for e in entries.iter_mut().filter(|e| e.problem.is_none()) {
-            if let Some(problem) = self.disk_problem(&e.name, main)? {
-                e.problem = Some(problem);
-                e.params = None;
-            }
-        }
-        Ok(())
+        self.disk_problem(name, main)
     }
 
     /// A tool's entry from its tree alone: its manifest read and checked, its files' kinds and

@@ -762,15 +762,21 @@ async fn a_tool_changed_in_the_work_tree_is_not_listed() {
         .await
         .expect("a refused tool is a result");
     assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+    let found = call(&service, "toolsmith_search", json!({"query": "build"}))
+        .await
+        .expect("search")
+        .structured_content
+        .expect("structured");
+    assert_eq!(found["tools"], json!([]), "{found:#}");
     service.cancel().await.expect("close");
-    // `toolsmith tools` says the same.
-    let out = env.cli().args(["--json", "tools"]).assert().success();
-    let listed = json_of(out.get_output());
+    // `toolsmith verify` names what is wrong with it.
+    let out = env.cli().args(["--json", "verify"]).assert().code(1);
+    let report = json_of(out.get_output());
     assert!(
-        listed[0]["problem"]
+        report["problems"][0]
             .as_str()
-            .is_some_and(|p| p.contains("differ from main")),
-        "{listed:#}"
+            .is_some_and(|p| p.contains("its files on disk differ from main")),
+        "{report:#}"
     );
 }
 
