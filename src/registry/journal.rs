@@ -34,7 +34,7 @@ impl Registry {
         let checked_out = self.main_is_checked_out();
         // A git lock file in the way (a git command at work, or one that died) would stop the
         // move half-way: refused before anything is written, naming it.
-        if let Some(locks) = self.describe_git_locks() {
+        if let Some(locks) = self.describe_git_locks(false) {
             return Err(RegistryError::Locked {
                 path: self.root.clone(),
                 what: "move main".into(),

@@ -165,7 +165,7 @@ impl Registry {
             Ok(None) => {}
             Err(note) => settled.notes.push(note),
         }
-        if let Some(locks) = self.describe_git_locks() {
+        if let Some(locks) = self.describe_git_locks(false) {
             // Only when it was not named already.
             if !settled.notes.iter().any(|n| n.contains(&locks)) {
                 settled
@@ -244,15 +244,22 @@ impl Registry {
     }
 
     /// git's lock files in the registry's git directory (`HEAD.lock`, `packed-refs.lock`,
-    /// `index.lock`, a ref's `.lock`).
-    pub(super) fn git_locks(&self) -> Vec<PathBuf> {
+    /// `index.lock`, `config.lock`, `main`'s); with `every_ref`, any ref's too (a walk of the
+    /// refs: for a change that failed on one, or a holder that died, not for every read).
+    pub(super) fn git_locks(&self, every_ref: bool) -> Vec<PathBuf> {
         let git_dir = self.repo.path().to_owned();
-        let mut locks = Vec::new();
-        for name in ["HEAD.lock", "packed-refs.lock", "index.lock", "config.lock"] {
-            let p = git_dir.join(name);
-            if p.exists() {
-                locks.push(p);
-            }
+        let mut names = vec!["HEAD.lock", "packed-refs.lock", "index.lock", "config.lock"];
+        if !every_ref {
+            // The walk below finds it otherwise.
+            names.push("refs/heads/main.lock");
+        }
+        let mut locks: Vec<PathBuf> = names
+            .into_iter()
+            .map(|name| git_dir.join(name))
+            .filter(|p| p.exists())
+            .collect();
+        if !every_ref {
+            return locks;
         }
         let mut stack = vec![git_dir.join("refs")];
         while let Some(dir) = stack.pop() {
@@ -271,9 +278,10 @@ impl Registry {
         locks
     }
 
-    /// Each git lock file with its age and how to clear it; `None` when there is none.
-    pub(super) fn describe_git_locks(&self) -> Option<String> {
-        let locks = self.git_locks();
+    /// Each git lock file (see [`Registry::git_locks`]) with its age and how to clear it;
+    /// `None` when there is none.
+    pub(super) fn describe_git_locks(&self, every_ref: bool) -> Option<String> {
+        let locks = self.git_locks(every_ref);
         if locks.is_empty() {
             return None;
         }
@@ -299,7 +307,7 @@ impl Registry {
     /// so no other toolsmith writes; a lock younger than [`STALE_LOCK`] may be a git command
     /// of the user's at work, and is given that long to go away first.
     pub(super) fn clear_stale_locks(&self) {
-        for lock in self.git_locks() {
+        for lock in self.git_locks(true) {
             let age = age_of(&lock).unwrap_or(STALE_LOCK);
             if age < STALE_LOCK {
                 std::thread::sleep(STALE_LOCK - age);

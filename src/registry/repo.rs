@@ -411,7 +411,7 @@ impl Registry {
     ) -> Result<T, RegistryError> {
         result.map_err(|source| {
             if source.code() == ErrorCode::Locked
-                && let Some(locks) = self.describe_git_locks()
+                && let Some(locks) = self.describe_git_locks(true)
             {
                 return RegistryError::Locked {
                     path: self.root.clone(),
