@@ -215,6 +215,14 @@ fn main() {
             .args(args);
         cmd
     };
+    // Tags made outside toolsmith approve nothing until a person vouches for them: sealed in
+    // the ledger with the state directory's key, as `toolsmith reapprove --yes` does.
+    let out = cli(&["reapprove", "--yes"]).output().expect("reapprove");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Sanity: the CLI sees every tool.
     let out = cli(&["--json", "tools"]).output().expect("tools");
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
