@@ -112,7 +112,7 @@ fn main() {
     let data = tmp_path.join("data");
     // With --state, every command finds the registry beside the state.
     let dir: PathBuf = tmp_path.join("state/registry");
-    let registry = Registry::open_or_init(&dir).expect("registry");
+    let registry = Registry::open_or_init(&dir, &tmp_path.join("state")).expect("registry");
 
     // One real tool from the offline generator, copied under 10,000 names.
     let spec = ToolSpec::from_request(
@@ -215,6 +215,14 @@ fn main() {
             .args(args);
         cmd
     };
+    // Tags made outside toolsmith approve nothing until a person vouches for them: sealed in
+    // the ledger with the state directory's key, as `toolsmith reapprove --yes` does.
+    let out = cli(&["reapprove", "--yes"]).output().expect("reapprove");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Sanity: the CLI sees every tool.
     let out = cli(&["--json", "tools"]).output().expect("tools");
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");

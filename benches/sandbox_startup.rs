@@ -76,7 +76,9 @@ fn timed(work: impl FnOnce()) -> f64 {
 /// Approves a tool that runs `touch /tmp/ok` (its private `/tmp`) in a registry at `dir`: a real template tool, validated as
 /// `toolsmith approve` would find it. Returns its name.
 fn register_trivial_tool(dir: &Path) -> String {
-    let registry = Registry::open_or_init(dir).expect("registry");
+    // The registry lies in the state directory, which keeps the approval key.
+    let state = dir.parent().expect("the state directory");
+    let registry = Registry::open_or_init(dir, state).expect("registry");
     let spec = ToolSpec::from_request("Touch a file", &["touch /tmp/ok".to_owned()], &|_| false)
         .expect("spec");
     let mut files = template::generate(&spec, semver::Version::new(1, 0, 0)).expect("files");

@@ -132,7 +132,7 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
     };
     // The registry is looked at, never created, by doctor.
     let registry_check = match &config {
-        Ok(c) => registry_layer(&c.paths.registry.value),
+        Ok(c) => registry_layer(&c.paths.registry.value, &c.paths.state.value),
         Err(_) => Layer {
             available: false,
             detail: "unknown: the configuration does not load".into(),
@@ -302,7 +302,7 @@ fn network_grants(config: Option<&crate::config::Config>) -> NetworkGrants {
 }
 
 /// Whether the registry is there and usable: its path, tools, proposals and remote.
-fn registry_layer(dir: &std::path::Path) -> Layer {
+fn registry_layer(dir: &std::path::Path, state: &std::path::Path) -> Layer {
     use crate::registry::repo::Registry;
     let is_empty = std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none());
     if is_empty {
@@ -314,7 +314,7 @@ fn registry_layer(dir: &std::path::Path) -> Layer {
             ),
         };
     }
-    match Registry::open(dir) {
+    match Registry::open(dir, state) {
         Ok(r) => {
             let tools = r.tools().map(|t| t.len()).unwrap_or(0);
             let reviews = r.reviews().map(|v| v.len()).unwrap_or(0);

@@ -7,7 +7,7 @@ use std::io::Write;
 use serde_json::json;
 
 use super::output::{self, Style};
-use super::registry::open;
+use super::registry::open_for_reading as open;
 use super::{Cli, Failure, connect, load_config};
 use crate::config::Config;
 use crate::daemon::lock::{self, LockError};

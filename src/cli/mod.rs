@@ -200,6 +200,14 @@ pub enum Command {
     /// Check every tag and every tool on main: its manifest and digest, and that main holds
     /// what its version's tag approved.
     Verify,
+    /// Trust again the tags and review branches the registry's ledger does not vouch for (it
+    /// was lost or removed, or its lines carry no valid seal): lists them, with who made each
+    /// and what it holds; only `--yes` records them.
+    Reapprove {
+        /// Record them: a person checked the list and vouches for it.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Revert the commit that brought a tool's current version (a new commit on main).
     Rollback {
         /// The tool.
@@ -557,6 +565,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Sync { remote } => registry::sync(cli, remote.as_deref(), &mut out),
         Command::Export(ExportCommand::Skills { to }) => registry::export_skills(cli, to, &mut out),
         Command::Verify => registry::verify(cli, &mut out, style),
+        Command::Reapprove { yes } => registry::reapprove(cli, *yes, &mut out, style),
         Command::Health { check: true, .. } => health::check(cli, &mut out),
         Command::Health { name, .. } => health::health(cli, name.as_deref(), &mut out, style),
         Command::Heal { name } => generate::heal(cli, name, &mut out, style),

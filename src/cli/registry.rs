@@ -1,6 +1,7 @@
-//! The registry commands: `review`, `approve`, `reject`, `tools`, `run`, `verify`, `rollback`,
-//! `deprecate`, `sync`, `export skills`. They work on the git registry directly (git's own locks keep them safe beside
-//! the daemon) and record decisions in the store when there is one.
+//! The registry commands: `review`, `approve`, `reject`, `tools`, `run`, `verify`, `reapprove`,
+//! `rollback`, `deprecate`, `sync`, `export skills`. They work on the git registry directly
+//! (changes take turns with the daemon on the registry's lock; reads take none: see
+//! [`open_for_reading`]) and record decisions in the store when there is one.
 
 use std::io::Write;
 
@@ -37,12 +38,38 @@ pub(super) struct Opened {
     pub(super) store: Option<rusqlite::Connection>,
 }
 
-/// Opens (creating on first use) the configured registry, finishes what a crash interrupted,
-/// recognises proposals merged with plain git, and brings the store up to what git says.
+/// Opens (creating on first use) the configured registry for a change: finishes what a crash
+/// interrupted, recognises proposals merged with plain git (waiting briefly for another
+/// toolsmith process's turn), and brings the store up to what git says.
 pub(super) fn open(cli: &Cli) -> Result<Opened, Failure> {
     let config = load_config(cli)?;
-    let registry = Registry::open_or_init(&config.paths.registry.value)?;
+    let registry = Registry::open_or_init(&config.paths.registry.value, &config.paths.state.value)?;
     let reconciled = registry.reconcile()?;
+    finish_open(config, registry, &reconciled)
+}
+
+/// Opens the configured registry for reading (`run`, `verify`, `tools`, …): reconciled only
+/// when that needs no wait and the registry can be written; otherwise read as committed, with a
+/// note on stderr saying why (a read-only registry, a git lock left behind, named with its
+/// age). Never waits for a lock, never fails for one.
+pub(super) fn open_for_reading(cli: &Cli) -> Result<Opened, Failure> {
+    let config = load_config(cli)?;
+    let registry = Registry::open_or_init(&config.paths.registry.value, &config.paths.state.value)?;
+    let settled = registry.reconcile_if_free();
+    for note in &settled.notes {
+        eprintln!(
+            "toolsmith: note: registry {}: {note}",
+            registry.root().display()
+        );
+    }
+    finish_open(config, registry, &settled.reconciled)
+}
+
+fn finish_open(
+    config: Config,
+    registry: Registry,
+    reconciled: &crate::registry::repo::Reconciled,
+) -> Result<Opened, Failure> {
     let store = store_for_update(&config);
     if let Some(conn) = &store {
         review::record_landed(conn, &reconciled.landed)?;
@@ -72,7 +99,7 @@ fn store_for_update(config: &Config) -> Option<rusqlite::Connection> {
 
 /// `toolsmith review`.
 pub(super) fn list_reviews(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
-    let Opened { registry, .. } = open(cli)?;
+    let Opened { registry, .. } = open_for_reading(cli)?;
     let reviews = registry.reviews()?;
     if cli.global.json {
         return output::json(out, &json!(reviews));
@@ -193,7 +220,7 @@ pub(super) fn reject(
 
 /// `toolsmith tools`.
 pub(super) fn tools(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
-    let Opened { registry, .. } = open(cli)?;
+    let Opened { registry, .. } = open_for_reading(cli)?;
     let tools = registry.tools()?;
     if cli.global.json {
         /// One tool as `tools --json` lists it.
@@ -265,7 +292,7 @@ pub(super) fn run(cli: &Cli, args: &RunArgs) -> Result<u8, Failure> {
         config,
         registry,
         store,
-    } = open(cli)?;
+    } = open_for_reading(cli)?;
     let entry = registry.tool(name)?;
     let mut params: Map<String, Value> = match input {
         Some(text) => match serde_json::from_str::<Value>(text) {
@@ -380,7 +407,7 @@ fn sandbox_policy(config: &Config) -> Result<SandboxPolicy, Failure> {
 pub(super) fn verify(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
     let Opened {
         config, registry, ..
-    } = open(cli)?;
+    } = open_for_reading(cli)?;
     let report = registry.verify()?;
     // Valid tools asking for more than the policy allows run with less (validation refuses
     // such a profile now; an older version, or a policy lowered since, can still hold one).
@@ -436,6 +463,92 @@ pub(super) fn verify(cli: &Cli, out: &mut impl Write, style: Style) -> Result<()
     }
 }
 
+/// `toolsmith reapprove [--yes]`.
+pub(super) fn reapprove(
+    cli: &Cli,
+    yes: bool,
+    out: &mut impl Write,
+    style: Style,
+) -> Result<(), Failure> {
+    let found = if yes {
+        let Opened { registry, .. } = open(cli)?;
+        registry.reapprove()?
+    } else {
+        let Opened { registry, .. } = open_for_reading(cli)?;
+        registry.unvouched()?
+    };
+    if cli.global.json {
+        output::json(out, &json!(found))?;
+    } else {
+        if found.unvouched.is_empty() {
+            writeln!(
+                out,
+                "the ledger vouches for every tag and review branch: nothing to re-approve"
+            )?;
+            return Ok(());
+        }
+        for why in &found.why {
+            writeln!(out, "{}", style.warn(why))?;
+        }
+        let trusted = found
+            .unvouched
+            .iter()
+            .filter(|u| u.refused.is_none())
+            .count();
+        for u in &found.unvouched {
+            match &u.refused {
+                None => writeln!(out, "  {}  {}", u.reference, u.detail)?,
+                Some(why) => writeln!(
+                    out,
+                    "  {}  {}",
+                    u.reference,
+                    style.bad(&format!("not trusted: {why} ({})", u.detail))
+                )?,
+            }
+        }
+        if found.trusted {
+            writeln!(
+                out,
+                "trusted {trusted} again (recorded in the ledger, sealed with {}); `toolsmith \
+                 verify` checks the tools on main",
+                config_seal_hint(cli)
+            )?;
+        } else {
+            writeln!(
+                out,
+                "nothing was trusted: check that each of these is what a person approved (`git \
+                 show TAG`), then run `toolsmith reapprove --yes` to trust the {trusted} above"
+            )?;
+        }
+    }
+    if found.trusted || found.unvouched.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::new(
+            ExitCode::Failure,
+            format!(
+                "{} tags or review branches are not vouched for; `toolsmith reapprove --yes` \
+                 trusts them after you checked them",
+                found.unvouched.len()
+            ),
+        ))
+    }
+}
+
+/// Where the approval key is, as `reapprove` names it.
+fn config_seal_hint(cli: &Cli) -> String {
+    load_config(cli)
+        .map(|c| {
+            c.paths
+                .state
+                .value
+                .join(crate::registry::ledger::KEY_FILE)
+                .display()
+                .to_string()
+        })
+        .unwrap_or_else(|_| "the state directory's key".into())
+}
+
 /// `toolsmith rollback`.
 pub(super) fn rollback(cli: &Cli, name: &str, out: &mut impl Write) -> Result<(), Failure> {
     let Opened { registry, .. } = open(cli)?;
@@ -483,7 +596,7 @@ pub(super) fn deprecate(
 
 /// What `show` prints for a name that is a tool rather than a candidate.
 pub(super) fn show_tool(cli: &Cli, name: &str, out: &mut impl Write) -> Result<bool, Failure> {
-    let Opened { registry, .. } = open(cli)?;
+    let Opened { registry, .. } = open_for_reading(cli)?;
     let Ok(entry) = registry.tool(name) else {
         return Ok(false);
     };
@@ -516,7 +629,7 @@ pub(super) fn show_tool(cli: &Cli, name: &str, out: &mut impl Write) -> Result<b
 
 /// The proposal of a candidate awaiting review, with its diff against `main`.
 pub(super) fn proposal_of(cli: &Cli, candidate: &str) -> Option<Value> {
-    let Opened { registry, .. } = open(cli).ok()?;
+    let Opened { registry, .. } = open_for_reading(cli).ok()?;
     let review = registry.review(candidate).ok()?;
     let diff = registry.review_diff(&review).ok()?;
     Some(json!({"review": review, "diff": diff}))
@@ -566,7 +679,7 @@ pub(super) fn export_skills(
     dir: &std::path::Path,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
-    let Opened { registry, .. } = open(cli)?;
+    let Opened { registry, .. } = open_for_reading(cli)?;
     let mut active = Vec::new();
     for entry in registry.tools()? {
         if entry.deprecated || entry.problem.is_some() {

@@ -344,8 +344,9 @@ impl Methods for DaemonApi {
                     .and_then(Value::as_str)
                     .map(str::to_owned);
                 let dir = self.config().paths.registry.value.clone();
+                let state = self.config().paths.state.value.clone();
                 let landed = tokio::task::spawn_blocking(move || {
-                    let registry = Registry::open_or_init(&dir)?;
+                    let registry = Registry::open_or_init(&dir, &state)?;
                     let approver = registry.approver();
                     registry.approve(&key, &approver, note.as_deref())
                 })

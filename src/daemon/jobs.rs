@@ -729,8 +729,9 @@ async fn sync_once(events: EventBus, config: Arc<Config>) -> JobResult {
 
 async fn sync_report(events: EventBus, config: Arc<Config>) -> Result<JobReport, JobError> {
     let dir = config.paths.registry.value.clone();
+    let state = config.paths.state.value.clone();
     let synced = tokio::task::spawn_blocking(move || {
-        let registry = crate::registry::repo::Registry::open_or_init(&dir)?;
+        let registry = crate::registry::repo::Registry::open_or_init(&dir, &state)?;
         if registry.remote_url(None)?.is_none() {
             return Ok(None);
         }

@@ -36,8 +36,9 @@ pub(super) async fn run(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let dir = configs.borrow().paths.registry.value.clone();
+    let state = configs.borrow().paths.state.value.clone();
     let mut seen = Seen::default();
-    if let Err(e) = look(&dir, &store, &events, &mut seen).await {
+    if let Err(e) = look(&dir, &state, &store, &events, &mut seen).await {
         tracing::error!(
             "registry {}: {e}; proposals wait until it is usable",
             dir.display()
@@ -78,7 +79,7 @@ pub(super) async fn run(
             Some(()) = rx.recv() => {
                 tokio::time::sleep(SETTLE).await;
                 while rx.try_recv().is_ok() {}
-                if let Err(e) = look(&dir, &store, &events, &mut seen).await {
+                if let Err(e) = look(&dir, &state, &store, &events, &mut seen).await {
                     tracing::warn!("registry {}: {e}", dir.display());
                 }
             }
@@ -89,8 +90,15 @@ pub(super) async fn run(
 /// Reconciles the registry, records what landed (and decisions git has that the store missed:
 /// a killed approval, a branch deleted by hand), and checks the tools that changed. Git is read
 /// off the runtime; the store's writer only records.
-async fn look(dir: &Path, store: &Store, events: &EventBus, seen: &mut Seen) -> Result<(), String> {
+async fn look(
+    dir: &Path,
+    state: &Path,
+    store: &Store,
+    events: &EventBus,
+    seen: &mut Seen,
+) -> Result<(), String> {
     let dir: PathBuf = dir.to_owned();
+    let state: PathBuf = state.to_owned();
     let previous = std::mem::take(seen);
     let waiting = store
         .call(|conn| Ok(review::waiting(conn).map_err(|e| e.to_string())))
@@ -98,8 +106,16 @@ async fn look(dir: &Path, store: &Store, events: &EventBus, seen: &mut Seen) -> 
         .map_err(|e| e.to_string())??;
     let (reconciled, decisions, main, trees, problems, previous) =
         tokio::task::spawn_blocking(move || {
-            let registry = Registry::open_or_init(&dir).map_err(|e| e.to_string())?;
-            let reconciled = registry.reconcile().map_err(|e| e.to_string())?;
+            let registry = Registry::open_or_init(&dir, &state).map_err(|e| e.to_string())?;
+            // A registry that cannot be changed now (read-only, a stale lock, a long turn of
+            // another process) is still looked at, as committed.
+            let reconciled = match registry.reconcile() {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!("registry {}: read as committed: {e}", dir.display());
+                    Default::default()
+                }
+            };
             let decisions = review::decisions(&registry, &waiting).map_err(|e| e.to_string())?;
             let main = registry.main_id().map_err(|e| e.to_string())?;
             let tools = registry.tools().map_err(|e| e.to_string())?;

@@ -681,8 +681,9 @@ impl Generator {
             ));
         };
         let name = tool.to_owned();
+        let state = self.state_dir.clone();
         let found = tokio::task::spawn_blocking(move || {
-            let registry = Registry::open(&dir)?;
+            let registry = Registry::open(&dir, &state)?;
             registry.reconcile()?;
             registry.unapproved(&name)
         })
@@ -1331,8 +1332,9 @@ impl Generator {
                 AutoApproval::default()
             };
             let manifest = outcome.manifest.clone();
+            let state = self.state_dir.clone();
             let proposed = tokio::task::spawn_blocking(move || {
-                let registry = Registry::open_or_init(&dir)?;
+                let registry = Registry::open_or_init(&dir, &state)?;
                 let review = registry.propose(&proposal)?;
                 let landed = auto_approve(&registry, &auto, &review, manifest.as_ref())?;
                 Ok::<(Review, Option<Landed>), RegistryError>((review, landed))

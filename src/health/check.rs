@@ -143,15 +143,16 @@ pub async fn check_at(
     now: jiff::Timestamp,
 ) -> Result<CheckReport, CheckError> {
     let mut report = CheckReport::default();
-    let (tools, approvals) = active_tools(registry_dir.clone()).await?;
+    let (tools, approvals) = active_tools(registry_dir.clone(), state_dir.clone()).await?;
     let p = policy.clone();
+    let seen_state = state_dir.clone();
     let seen: Vec<Seen> = store
         .call(move |conn| {
             tools
                 .into_iter()
                 .map(|(name, version)| {
                     let approved_ms = approvals.get(&(name.clone(), version.clone())).copied();
-                    see(conn, name, version, approved_ms, &state_dir, &p)
+                    see(conn, name, version, approved_ms, &seen_state, &p)
                 })
                 .collect()
         })
@@ -160,6 +161,7 @@ pub async fn check_at(
     let steps = Steps {
         store,
         registry_dir: &registry_dir,
+        state_dir: &state_dir,
         generator,
         policy,
         events,
@@ -193,9 +195,10 @@ pub async fn check_at(
 /// and when each version was approved.
 async fn active_tools(
     registry_dir: PathBuf,
+    state_dir: PathBuf,
 ) -> Result<(Vec<(String, String)>, BTreeMap<(String, String), i64>), CheckError> {
     tokio::task::spawn_blocking(move || {
-        let registry = Registry::open_or_init(&registry_dir)?;
+        let registry = Registry::open_or_init(&registry_dir, &state_dir)?;
         let tools: Vec<(String, String)> = registry
             .tools()?
             .into_iter()
@@ -392,6 +395,7 @@ fn merges(seen: &[Seen]) -> Vec<Merge<'_>> {
 struct Steps<'a> {
     store: &'a Store,
     registry_dir: &'a Path,
+    state_dir: &'a Path,
     generator: &'a Generator,
     policy: &'a HealthPolicy,
     events: Option<&'a EventBus>,
@@ -416,10 +420,12 @@ impl Steps<'_> {
         let (store, events) = (self.store, self.events);
         if self.policy.regression.auto_rollback {
             let dir = self.registry_dir.to_path_buf();
+            let state = self.state_dir.to_path_buf();
             let n = name.to_owned();
-            let rolled = tokio::task::spawn_blocking(move || Registry::open(&dir)?.rollback(&n))
-                .await
-                .map_err(|_| CheckError::Task("rollback"))?;
+            let rolled =
+                tokio::task::spawn_blocking(move || Registry::open(&dir, &state)?.rollback(&n))
+                    .await
+                    .map_err(|_| CheckError::Task("rollback"))?;
             match rolled {
                 Ok((from, to, commit)) => {
                     let to_text = to.clone().unwrap_or_else(|| "nothing".into());

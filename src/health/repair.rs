@@ -80,8 +80,9 @@ pub async fn heal(
         return Err(GenerateError::Heal("no registry to repair tools in".into()));
     };
     let name = tool.to_owned();
+    let state = generator.state_dir().to_path_buf();
     let (manifest, code) = tokio::task::spawn_blocking(move || {
-        let registry = Registry::open(&dir)?;
+        let registry = Registry::open(&dir, &state)?;
         let (manifest, dir) = registry.runnable(&name)?;
         let code =
             std::fs::read_to_string(dir.join(&manifest.runtime.entrypoint)).unwrap_or_default();

@@ -2,7 +2,8 @@
 //! official Rust SDK (`rmcp`) on a transport of our own ([`LineTransport`]) that answers lines
 //! it cannot read with JSON-RPC errors instead of dropping them.
 //!
-//! - `tools/list`: the active tools (approved, not deprecated, valid), ranked by
+//! - `tools/list`: the active tools (approved, not deprecated, valid, their files on disk
+//!   those of `main`: what a call would refuse is not offered), ranked by
 //!   [`catalog::rank`] and cut to the description budget by [`catalog::fit`], then the two fixed
 //!   tools [`SEARCH_TOOL`] and [`RUN_TOOL`], which reach every tool however many there are and
 //!   whether or not the client re-lists after a change.
@@ -188,8 +189,13 @@ impl Inner {
         let registry = match slot.take() {
             Some(registry) => registry,
             None => {
-                let registry = Registry::open_or_init(&self.settings.registry)?;
-                registry.reconcile()?;
+                let registry =
+                    Registry::open_or_init(&self.settings.registry, &self.settings.state_dir)?;
+                // A read: never waits for a lock nor needs to write (a read-only registry, a
+                // stale lock); what is committed is served, and only what was approved runs.
+                for note in registry.reconcile_if_free().notes {
+                    tracing::warn!("registry {}: {note}", self.settings.registry.display());
+                }
                 registry
             }
         };
@@ -235,9 +241,11 @@ impl Inner {
     }
 
     fn list_from(&self, registry: &Registry) -> Result<Vec<Tool>, RegistryError> {
-        let ranked = self.ranked(registry)?;
+        let mut ranked = self.ranked(registry)?;
+        let budget = self.settings.description_budget;
+        offer_runnable(registry, &mut ranked, |r| catalog::fit(r, budget).listed)?;
         let ranked: Vec<&ToolEntry> = ranked.iter().collect();
-        let listing = catalog::fit(&ranked, self.settings.description_budget);
+        let listing = catalog::fit(&ranked, budget);
         let mut tools = Vec::with_capacity(listing.listed.len() + 2);
         let mut definitions = match self.definitions.lock() {
             Ok(d) => d,
@@ -289,7 +297,8 @@ impl Inner {
             ));
         }
         let found = self.with_registry(|registry| {
-            let ranked = self.ranked(registry)?;
+            let mut ranked = self.ranked(registry)?;
+            offer_runnable(registry, &mut ranked, |r| catalog::search(r, query, limit))?;
             let ranked: Vec<&ToolEntry> = ranked.iter().collect();
             let found: Vec<Manifest> = catalog::search(&ranked, query, limit)
                 .into_iter()
@@ -424,6 +433,33 @@ impl Inner {
                 .map(|t| (t.name, t.tree))
                 .collect())
         })
+    }
+}
+
+/// Leaves out of `ranked` the tools `pick` would offer whose files on disk differ from `main`
+/// (a call would refuse them), picking again until what it picks is runnable: only the tools
+/// offered are checked, each once, so a registry of thousands is not hashed for a list.
+fn offer_runnable(
+    registry: &Registry,
+    ranked: &mut Vec<ToolEntry>,
+    pick: impl for<'a> Fn(&[&'a ToolEntry]) -> Vec<&'a ToolEntry>,
+) -> Result<(), RegistryError> {
+    let mut checked = std::collections::HashSet::new();
+    loop {
+        let refs: Vec<&ToolEntry> = ranked.iter().collect();
+        let mut changed = Vec::new();
+        for entry in pick(&refs) {
+            if checked.insert(entry.name.clone())
+                && let Some(problem) = registry.disk_problem_now(&entry.name)?
+            {
+                tracing::info!("{} is not offered: {problem}", entry.name);
+                changed.push(entry.name.clone());
+            }
+        }
+        if changed.is_empty() {
+            return Ok(());
+        }
+        ranked.retain(|e| !changed.contains(&e.name));
     }
 }
 
@@ -692,7 +728,7 @@ impl ServerHandler for McpServer {
 /// Serves MCP on stdin/stdout until the client closes the session.
 pub async fn serve_stdio(settings: ServerSettings) -> Result<(), ServeError> {
     // Fail before the handshake when the registry cannot be used: the client shows why.
-    Registry::open_or_init(&settings.registry)?;
+    Registry::open_or_init(&settings.registry, &settings.state_dir)?;
     let server = McpServer::new(settings);
     let service = server
         .clone()

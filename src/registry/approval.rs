@@ -155,8 +155,9 @@ impl Registry {
         Ledger::new(self.repo.path())
     }
 
-    /// What the ledger vouches for; vouching for nothing when it cannot be read (every tool is
-    /// then refused, with the reason logged, rather than any trusted). Read again only when
+    /// What the ledger vouches for: its lines whose seal checks with the state directory's key;
+    /// nothing when it is missing or cannot be read (every tool is then refused, saying why,
+    /// rather than any trusted). Read again only when
     /// the file changed (a registry held open answers many questions).
     pub(super) fn known(&self) -> Arc<Known> {
         let ledger = self.ledger();
@@ -173,16 +174,7 @@ impl Registry {
         {
             return Arc::clone(known);
         }
-        let known = Arc::new(match ledger.known() {
-            Ok(k) => k,
-            Err(e) => {
-                tracing::warn!(
-                    "the registry's ledger {} cannot be read ({e}): no approval is trusted",
-                    ledger.path().display()
-                );
-                Known::Only(Default::default())
-            }
-        });
+        let known = Arc::new(ledger.known(self.seal()));
         *cache = Some((stamp, Arc::clone(&known)));
         known
     }
@@ -197,46 +189,65 @@ impl Registry {
             .collect()
     }
 
-    /// Starts the ledger when there is none, from the tags and review branches present: a
-    /// registry made before the ledger existed (or cloned with git) trusts what it holds
-    /// once. Called with the registry held.
+    /// Whether the registry holds tags of toolsmith's form (`<name>/v<version>`, its own or the
+    /// remote's): a registry that does has approvals, and a ledger that vouches for them.
+    pub(super) fn has_tool_tags(&self) -> bool {
+        ["refs/tags/*/v*".to_owned(), format!("{REMOTE_TAGS}*/v*")]
+            .iter()
+            .any(|glob| {
+                self.repo
+                    .references_glob(glob)
+                    .is_ok_and(|mut refs| refs.next().is_some())
+            })
+    }
+
+    /// Starts the ledger, empty, when there is none and the registry holds no tags: a new
+    /// registry. One that holds tags and no ledger lost it (or had it removed): nothing there
+    /// is trusted until a person re-approves ([`Registry::reapprove`]), so it is not started.
+    /// Called with the registry held.
     pub(super) fn start_ledger(&self) -> Result<(), RegistryError> {
         let ledger = self.ledger();
-        if ledger.exists() {
+        if ledger.exists() || self.has_tool_tags() {
             return Ok(());
         }
-        let mut entries = Vec::new();
-        for prefix in ["refs/tags/", REMOTE_TAGS] {
-            for (name, oid) in self.ref_targets(prefix) {
-                entries.push((Kind::Tag, oid, name));
-            }
-        }
-        for prefix in ["refs/heads/review/", "refs/remotes/origin/review/"] {
-            for (name, oid) in self.ref_targets(prefix) {
-                entries.push((Kind::Proposal, oid, name));
-            }
-        }
-        ledger.start(&entries).map_err(|source| RegistryError::Io {
-            path: ledger.path().to_owned(),
-            source,
-        })
+        ledger
+            .start(self.seal(), &[])
+            .map_err(|source| RegistryError::Io {
+                path: ledger.path().to_owned(),
+                source,
+            })
     }
 
-    /// Records objects toolsmith made or received (the ledger is started first when there is
-    /// none, so that what was there before is not lost). Called with the registry held.
+    /// Records objects toolsmith made or received, each sealed with the state directory's key.
+    /// Called with the registry held.
     pub(super) fn record(&self, entries: &[(Kind, Oid, String)]) -> Result<(), RegistryError> {
-        self.start_ledger()?;
         let ledger = self.ledger();
-        ledger.record(entries).map_err(|source| RegistryError::Io {
-            path: ledger.path().to_owned(),
-            source,
-        })
+        ledger
+            .record(self.seal(), entries)
+            .map_err(|source| RegistryError::Io {
+                path: ledger.path().to_owned(),
+                source,
+            })
     }
 
-    /// Records the tags and review branches a fetch brought under `refs/remotes/origin/` that
-    /// the ledger does not hold yet.
-    pub(super) fn record_fetched(&self) -> Result<(), RegistryError> {
-        self.start_ledger()?;
+    /// The refs under `refs/remotes/origin/` a fetch may bring tags and proposals to, with
+    /// their targets: taken before a fetch, for [`Registry::record_fetched`].
+    pub(super) fn fetched_refs(&self) -> HashMap<String, Oid> {
+        let mut out = HashMap::new();
+        for prefix in [REMOTE_TAGS, "refs/remotes/origin/review/"] {
+            out.extend(self.ref_targets(prefix));
+        }
+        out
+    }
+
+    /// Records the tags and review branches the fetch brought under `refs/remotes/origin/`
+    /// that the ledger does not hold yet: those that are new or moved since `before` (what
+    /// [`Registry::fetched_refs`] said before it). A ref planted there by hand that the fetch
+    /// left alone is not the remote's, and is not recorded.
+    pub(super) fn record_fetched(
+        &self,
+        before: &HashMap<String, Oid>,
+    ) -> Result<(), RegistryError> {
         let known = self.known();
         let mut entries = Vec::new();
         for (prefix, kind) in [
@@ -244,7 +255,7 @@ impl Registry {
             ("refs/remotes/origin/review/", Kind::Proposal),
         ] {
             for (name, oid) in self.ref_targets(prefix) {
-                if !known.contains(oid) {
+                if !known.contains(oid) && before.get(&name) != Some(&oid) {
                     entries.push((kind, oid, name));
                 }
             }
@@ -355,10 +366,14 @@ impl Registry {
                 Tagged::Missing => problems.push(format!(
                     "tag {tag}{whose} names a commit without tools/{name}"
                 )),
-                Tagged::Tree(_) if !known.contains(target) => problems.push(format!(
-                    "tag {tag}{whose} was not made by toolsmith (a tag made with git is not an \
-                     approval)"
-                )),
+                Tagged::Tree(_) if !known.contains(target) => {
+                    let why = known.why_not(target);
+                    problems.push(if why.by_hand {
+                        format!("tag {tag}{whose} was not made by toolsmith: {}", why.reason)
+                    } else {
+                        format!("tag {tag}{whose} is not trusted: {}", why.reason)
+                    })
+                }
                 Tagged::Tree(id) if id == tree => return Ok(()),
                 Tagged::Tree(id) => approved = approved.or(Some((format!("{tag}{whose}"), id))),
             }
@@ -470,5 +485,232 @@ impl Registry {
             approved,
             main: main.id().to_string(),
         })
+    }
+}
+
+/// A tag or a review branch the ledger does not vouch for, as `toolsmith reapprove` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Unvouched {
+    /// Its ref (`refs/tags/<name>/v<version>`, a review branch, or the remote's).
+    pub reference: String,
+    /// The object the ledger would record (a tag object, a proposal's commit).
+    pub object: String,
+    /// Who made it and when, and what it holds (what a person checks before trusting it).
+    pub detail: String,
+    /// Why it cannot be trusted at all, when it cannot (a lightweight tag, an invalid version).
+    pub refused: Option<String>,
+}
+
+/// What `toolsmith reapprove` found: what the ledger does not vouch for, and why.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Reapproval {
+    /// Why the ledger vouches for less than the registry holds (missing, lines unsealed, …).
+    pub why: Vec<String>,
+    /// The tags and review branches it does not vouch for.
+    pub unvouched: Vec<Unvouched>,
+    /// Whether they were recorded (`toolsmith reapprove --yes`).
+    pub trusted: bool,
+}
+
+impl Registry {
+    /// What the ledger does not vouch for: every tag and review branch (ours and the remote's)
+    /// it does not list with a valid seal, each with who made it, when, and what it holds —
+    /// what a person looks at before trusting them again ([`Registry::reapprove`]). A tag that
+    /// cannot approve anything (lightweight, not of toolsmith's form, an invalid version) is
+    /// listed as refused.
+    pub fn unvouched(&self) -> Result<Reapproval, RegistryError> {
+        let known = self.known();
+        let mut out = Reapproval::default();
+        for prefix in ["refs/tags/", REMOTE_TAGS] {
+            for (reference, target) in self.ref_targets(prefix) {
+                if known.contains(target) {
+                    continue;
+                }
+                let tag = reference.trim_start_matches(prefix).to_owned();
+                let (detail, refused) = self.describe_tag(&tag, target);
+                out.why.push(known.why_not(target).reason);
+                out.unvouched.push(Unvouched {
+                    reference,
+                    object: target.to_string(),
+                    detail,
+                    refused,
+                });
+            }
+        }
+        for prefix in ["refs/heads/review/", "refs/remotes/origin/review/"] {
+            for (reference, target) in self.ref_targets(prefix) {
+                if known.contains(target) {
+                    continue;
+                }
+                let detail = match self.repo.find_commit(target) {
+                    Ok(c) => format!(
+                        "proposal commit {:.12} by {} \"{}\"",
+                        c.id(),
+                        c.author(),
+                        c.summary().ok().flatten().unwrap_or_default()
+                    ),
+                    Err(e) => format!("does not name a commit ({})", e.message()),
+                };
+                out.why.push(known.why_not(target).reason);
+                out.unvouched.push(Unvouched {
+                    reference,
+                    object: target.to_string(),
+                    detail,
+                    refused: None,
+                });
+            }
+        }
+        out.why.sort();
+        out.why.dedup();
+        out.unvouched.sort_by(|a, b| a.reference.cmp(&b.reference));
+        Ok(out)
+    }
+
+    /// Who made a tag, when, what it tags; and why it cannot approve, when it cannot.
+    fn describe_tag(&self, tag: &str, target: Oid) -> (String, Option<String>) {
+        let Ok(object) = self.repo.find_object(target, None) else {
+            return ("names no object".into(), Some("it names no object".into()));
+        };
+        let Some(annotated) = object.as_tag() else {
+            return (
+                format!("lightweight tag of {:.12}", target),
+                Some("a lightweight tag approves nothing".into()),
+            );
+        };
+        let tagger = annotated
+            .tagger()
+            .map(|t| {
+                let when = jiff::Timestamp::from_second(t.when().seconds())
+                    .map(|ts| ts.to_string())
+                    .unwrap_or_default();
+                format!("{} at {when}", t)
+            })
+            .unwrap_or_else(|| "no tagger".into());
+        let commit = object.peel_to_commit().ok();
+        let detail = format!(
+            "tagged by {tagger}: commit {} \"{}\"",
+            commit
+                .as_ref()
+                .map(|c| format!("{:.12}", c.id()))
+                .unwrap_or_else(|| "?".into()),
+            commit
+                .as_ref()
+                .and_then(|c| c.summary().ok().flatten().map(str::to_owned))
+                .unwrap_or_default()
+        );
+        let refused = match tag.rsplit_once("/v") {
+            None => Some("not a tag of toolsmith's form <name>/v<version>".to_owned()),
+            Some((name, version)) => {
+                let tree = commit
+                    .as_ref()
+                    .and_then(|c| c.tree().ok())
+                    .and_then(|t| self.subtree_id(&t, &tool_path(name)));
+                match tree {
+                    None => Some(format!("its commit has no tools/{name}")),
+                    Some(id) => self.check_version(name, Some(version), id).err(),
+                }
+            }
+        };
+        (detail, refused)
+    }
+
+    /// Trusts again what [`Registry::unvouched`] lists (but what it refuses): each recorded in
+    /// the ledger, sealed with the state directory's key — the ledger is started when it is
+    /// missing. For a person who checked the list (`toolsmith reapprove --yes`), never done
+    /// on its own. Returns what was trusted.
+    pub fn reapprove(&self) -> Result<Reapproval, RegistryError> {
+        let _turn = self.exclusive()?;
+        let mut found = self.unvouched()?;
+        let entries: Vec<(Kind, Oid, String)> = found
+            .unvouched
+            .iter()
+            .filter(|u| u.refused.is_none())
+            .filter_map(|u| {
+                let oid = Oid::from_str(&u.object).ok()?;
+                let kind = if u.reference.starts_with("refs/heads/review/")
+                    || u.reference.starts_with("refs/remotes/origin/review/")
+                {
+                    Kind::Proposal
+                } else {
+                    Kind::Tag
+                };
+                Some((kind, oid, u.reference.clone()))
+            })
+            .collect();
+        if !self.ledger().exists() {
+            let ledger = self.ledger();
+            ledger
+                .start(self.seal(), &entries)
+                .map_err(|source| RegistryError::Io {
+                    path: ledger.path().to_owned(),
+                    source,
+                })?;
+        } else if !entries.is_empty() {
+            self.record(&entries)?;
+        }
+        found.trusted = true;
+        Ok(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{self, git};
+    use super::*;
+
+    #[test]
+    fn tags_without_a_ledger_are_trusted_only_when_a_person_reapproves() {
+        let (_dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        registry.runnable("demo").expect("approved, it runs");
+        std::fs::remove_file(registry.ledger().path()).expect("rm the ledger");
+        let err = registry
+            .runnable("demo")
+            .expect_err("no ledger, no approval");
+        assert!(err.to_string().contains("toolsmith reapprove"), "{err}");
+        registry.reconcile().expect("reconcile");
+        assert!(
+            !registry.ledger().exists(),
+            "a ledger is not started over tags"
+        );
+        git(registry.root(), &["tag", "hand/v1.0.0"]);
+        let found = registry.unvouched().expect("unvouched");
+        let refs: Vec<(&str, bool)> = found
+            .unvouched
+            .iter()
+            .map(|u| (u.reference.as_str(), u.refused.is_none()))
+            .collect();
+        assert_eq!(
+            refs,
+            [
+                ("refs/tags/demo/v1.0.0", true),
+                ("refs/tags/hand/v1.0.0", false)
+            ]
+        );
+        assert!(!found.trusted);
+        registry
+            .runnable("demo")
+            .expect_err("listing trusts nothing");
+        let done = registry.reapprove().expect("reapprove");
+        assert!(done.trusted);
+        registry.runnable("demo").expect("re-approved, it runs");
+        let left = registry.unvouched().expect("unvouched");
+        assert_eq!(
+            left.unvouched.len(),
+            1,
+            "the lightweight tag stays untrusted"
+        );
+    }
+
+    #[test]
+    fn a_new_registry_starts_its_ledger_and_another_key_vouches_for_nothing() {
+        let (dir, registry) = fixture::registry();
+        registry.reconcile().expect("reconcile");
+        assert!(registry.ledger().exists(), "no tags: started, empty");
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        let elsewhere = Registry::open(registry.root(), &dir.path().join("other-state"))
+            .expect("open with another state directory");
+        let err = elsewhere.runnable("demo").expect_err("another key");
+        assert!(err.to_string().contains("no valid seal"), "{err}");
     }
 }

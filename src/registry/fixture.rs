@@ -10,11 +10,18 @@ use crate::package::digest;
 use crate::package::manifest::tests_support::manifest;
 use crate::package::manifest::{TestCounts, Validation};
 
-/// A registry made from the template in a temp dir (kept alive by the first element).
+/// A registry made from the template in a temp dir (kept alive by the first element), its
+/// state directory (the approval key's) beside it.
 pub(super) fn registry() -> (tempfile::TempDir, Registry) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let registry = Registry::open_or_init(&dir.path().join("registry")).expect("registry");
+    let registry =
+        Registry::open_or_init(&dir.path().join("registry"), &state(dir.path())).expect("registry");
     (dir, registry)
+}
+
+/// The state directory of a registry [`registry`] made in `dir`.
+pub(super) fn state(dir: &Path) -> std::path::PathBuf {
+    dir.join("state")
 }
 
 /// A validated tool named `name` whose `run.sh` is `script`: the design's example manifest

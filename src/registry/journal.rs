@@ -32,6 +32,15 @@ impl Registry {
         log: &str,
     ) -> Result<(), RegistryError> {
         let checked_out = self.main_is_checked_out();
+        // A git lock file in the way (a git command at work, or one that died) would stop the
+        // move half-way: refused before anything is written, naming it.
+        if let Some(locks) = self.describe_git_locks(false) {
+            return Err(RegistryError::Locked {
+                path: self.root.clone(),
+                what: "move main".into(),
+                locks,
+            });
+        }
         if checked_out {
             self.check_clean(old, paths)?;
             let journal = Journal {
@@ -237,5 +246,44 @@ mod tests {
         assert!(!registry.repo.path().join(JOURNAL).exists());
         assert_eq!(registry.main_commit().expect("main").id(), old);
         assert_eq!(status(&registry), "");
+    }
+
+    #[test]
+    fn a_read_beside_a_journal_it_cannot_replay_runs_only_what_was_approved() {
+        let (dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-0", "zero", "#!/bin/sh\necho 0\n");
+        let old = registry.main_commit().expect("main").id();
+        let review = fixture::propose(&registry, "c-1", "demo", SCRIPT);
+        let new = Oid::from_str(&review.commit).expect("oid");
+        let paths = vec!["tools/demo".to_owned(), index::FILE_NAME.to_owned()];
+        // A move of main that stopped half-way (its files written, main not moved), and a git
+        // lock left beside it.
+        write_journal(&registry, old, new, &paths);
+        registry.checkout_paths(new, &paths).expect("half-way");
+        let lock = registry.repo.path().join("index.lock");
+        std::fs::write(&lock, b"").expect("lock");
+        let reader = Registry::open(registry.root(), &fixture::state(dir.path())).expect("open");
+        let settled = reader.reconcile_if_free();
+        let notes = settled.notes.join("\n");
+        assert!(
+            notes.contains("read as committed") && notes.contains(&lock.display().to_string()),
+            "{notes}"
+        );
+        assert!(
+            registry.repo.path().join(JOURNAL).exists(),
+            "left for a change"
+        );
+        reader.runnable("zero").expect("the approved tool runs");
+        assert!(matches!(
+            reader.runnable("demo"),
+            Err(RegistryError::NoSuchTool(_))
+        ));
+        let report = reader.verify().expect("verify");
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        // With the lock gone, the next change undoes the half-done move first.
+        std::fs::remove_file(&lock).expect("rm");
+        let done = registry.reconcile().expect("reconcile");
+        assert!(done.journal.is_some_and(|j| j.starts_with("undid")));
+        assert!(!registry.root().join("tools/demo").exists());
     }
 }

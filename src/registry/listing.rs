@@ -122,6 +122,18 @@ impl Registry {
         Ok(out)
     }
 
+    /// Why `name`'s files on disk are not `main`'s, as [`Registry::runnable`] refuses them
+    /// (`None` when they are, or when `main` is not checked out): for lists of what can be
+    /// called now (MCP `tools/list` and `toolsmith_search`), which check only the tools they
+    /// offer — a listing reads git alone, and a registry of thousands is not hashed for a list.
+    pub fn disk_problem_now(&self, name: &str) -> Result<Option<String>, RegistryError> {
+        if !self.main_is_checked_out() {
+            return Ok(None);
+        }
+        let main = self.main_commit()?.id();
+        self.disk_problem(name, main)
+    }
+
     /// A tool's entry from its tree alone: its manifest read and checked, its files' kinds and
     /// its digest. Whether the tree is an approved version is not in it (see
     /// [`Registry::bind`]).

@@ -3,12 +3,13 @@
 //!
 //! - [`approval`]: the binding of `main` to what was approved (each version's annotated tag);
 //! - [`auto`]: auto-approval, only by explicit policy rules;
-//! - [`ledger`]: the tags and proposals toolsmith made or received;
+//! - [`ledger`]: the tags and proposals toolsmith made or received, each sealed with a key kept
+//!   outside the registry (in the state directory);
 //! - [`repo`]: the git repository — [`repo::Registry`], opened or made from the template, and
 //!   the plumbing its parts share; beside it, each part as `impl Registry` blocks (their
 //!   types re-exported from `repo`): `proposals` (propose, review, approve, reject),
 //!   `journal` (every move of `main`, finished or undone after a crash), `lock` (turns at
-//!   changing it), `checkout` (the work tree), `reconcile` (what a crash or plain git left
+//!   changing it; reads take none), `checkout` (the work tree), `reconcile` (what a crash or plain git left
 //!   behind), `listing` (the tools on `main`), `verify` (what may run, and `verify`),
 //!   `history` (rollback, deprecation);
 //! - [`sync`]: sharing through a git remote;

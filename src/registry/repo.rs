@@ -5,7 +5,8 @@
 //! Every change to `main` goes through [`Registry::land`]: the commit is written first
 //! (unreferenced), the work tree's paths of the change are checked clean, a journal records
 //! the move, the paths are checked out, and only then does `main` move, compare-and-swap on its
-//! old value. [`Registry::reconcile`], run whenever the registry is opened, finishes or undoes
+//! old value. [`Registry::reconcile`], run before every change (and by reads when the registry
+//! is free and writable: [`Registry::reconcile_if_free`]), finishes or undoes
 //! what a crash interrupted and recognises what was done with plain git (a review branch merged
 //! into `main`): a killed approval leaves no half-registered tool and no branch that
 //! `toolsmith review` cannot explain.
@@ -30,6 +31,7 @@ use super::lock::{BUSY, LOCK};
 use crate::package::manifest::{self, Manifest};
 
 pub use super::listing::ToolEntry;
+pub use super::lock::Settled;
 pub use super::proposals::{Landed, NextVersion, Proposal, Review};
 pub use super::reconcile::Reconciled;
 pub use super::verify::VerifyReport;
@@ -153,6 +155,25 @@ pub enum RegistryError {
         /// What is wrong and what to do.
         problem: String,
     },
+    /// A git lock file stands in the way of a change: git's own (`index.lock`, a ref's
+    /// `.lock`), left by a git command at work or by one that died.
+    #[error("registry {}: {what}: {locks}", path.display())]
+    Locked {
+        /// The repository.
+        path: PathBuf,
+        /// What was being done.
+        what: String,
+        /// Each lock file with its age, and what to do.
+        locks: String,
+    },
+    /// Another toolsmith process held the registry longer than a change waits for it.
+    #[error("{}: {holder}", path.display())]
+    Busy {
+        /// The lock file.
+        path: PathBuf,
+        /// Who holds it, since when, and what to do.
+        holder: String,
+    },
     /// A file could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {
@@ -167,6 +188,10 @@ pub enum RegistryError {
 pub struct Registry {
     pub(super) repo: Repository,
     pub(super) root: PathBuf,
+    /// The state directory, where the key approvals are sealed with is kept.
+    pub(super) state: PathBuf,
+    /// That key, read (or made) when first needed.
+    pub(super) seal: std::cell::OnceCell<super::ledger::Seal>,
     /// The ledger as last read, with the file's identity then (read again when it changed).
     pub(super) known_cache: super::approval::KnownCache,
     /// Tool versions found valid (manifest read, files matching the recorded digest), by name
@@ -260,8 +285,10 @@ pub(super) fn tool_path(name: &str) -> String {
 
 impl Registry {
     /// Opens the registry at `dir`, creating it from the template when the directory does not
-    /// exist or is empty. An existing repository is checked, never overwritten.
-    pub fn open_or_init(dir: &Path) -> Result<Registry, RegistryError> {
+    /// exist or is empty. An existing repository is checked, never overwritten. `state` is the
+    /// state directory, which keeps the key approvals are sealed with (see
+    /// [`super::ledger::Seal`]).
+    pub fn open_or_init(dir: &Path, state: &Path) -> Result<Registry, RegistryError> {
         let empty = match std::fs::read_dir(dir) {
             Ok(mut entries) => entries.next().is_none(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
@@ -273,14 +300,16 @@ impl Registry {
             }
         };
         if empty {
-            Self::init(dir)
+            Self::init(dir, state)
         } else {
-            Self::open(dir)
+            Self::open(dir, state)
         }
     }
 
-    /// Opens an existing registry and checks its format; finishes what a crash interrupted.
-    pub fn open(dir: &Path) -> Result<Registry, RegistryError> {
+    /// Opens an existing registry and checks its format (changing nothing: see
+    /// [`Registry::reconcile`] and [`Registry::reconcile_if_free`]). `state` is the state
+    /// directory, which keeps the key approvals are sealed with.
+    pub fn open(dir: &Path, state: &Path) -> Result<Registry, RegistryError> {
         super::tune_git();
         let repo = Repository::open(dir).map_err(|e| RegistryError::NotARegistry {
             path: dir.to_owned(),
@@ -293,6 +322,8 @@ impl Registry {
         let registry = Registry {
             repo,
             root: dir.to_owned(),
+            state: state.to_owned(),
+            seal: Default::default(),
             known_cache: Default::default(),
             valid: RefCell::default(),
         };
@@ -300,7 +331,7 @@ impl Registry {
         Ok(registry)
     }
 
-    pub(super) fn init(dir: &Path) -> Result<Registry, RegistryError> {
+    pub(super) fn init(dir: &Path, state: &Path) -> Result<Registry, RegistryError> {
         super::tune_git();
         std::fs::create_dir_all(dir).map_err(|source| RegistryError::Io {
             path: dir.to_owned(),
@@ -321,6 +352,8 @@ impl Registry {
         let registry = Registry {
             repo,
             root: dir.to_owned(),
+            state: state.to_owned(),
+            seal: Default::default(),
             known_cache: Default::default(),
             valid: RefCell::default(),
         };
@@ -376,11 +409,28 @@ impl Registry {
         what: &str,
         result: Result<T, git2::Error>,
     ) -> Result<T, RegistryError> {
-        result.map_err(|source| RegistryError::Git {
-            path: self.root.clone(),
-            what: what.to_owned(),
-            source,
+        result.map_err(|source| {
+            if source.code() == ErrorCode::Locked
+                && let Some(locks) = self.describe_git_locks(true)
+            {
+                return RegistryError::Locked {
+                    path: self.root.clone(),
+                    what: what.to_owned(),
+                    locks,
+                };
+            }
+            RegistryError::Git {
+                path: self.root.clone(),
+                what: what.to_owned(),
+                source,
+            }
         })
+    }
+
+    /// The key approvals are sealed with (the state directory's; read or made once).
+    pub(super) fn seal(&self) -> &super::ledger::Seal {
+        self.seal
+            .get_or_init(|| super::ledger::Seal::of_state(&self.state))
     }
 
     pub(super) fn check_format(&self) -> Result<(), RegistryError> {

@@ -106,6 +106,7 @@ impl Registry {
             ..SyncReport::default()
         };
         let before: BTreeSet<String> = self.review_branch_names();
+        let fetched_before = self.fetched_refs();
         // The transfer is git's own: the user's credential helpers, ssh configuration and
         // proxies apply as they do to every other repository, and toolsmith links no TLS or
         // ssh library. Tags come through the refspec below, beside ours: never straight over
@@ -134,7 +135,7 @@ impl Registry {
         }
         // What came is the remote's: its tags approve and its proposals are proposals, as
         // ours are (the ledger records them before anything here uses them).
-        self.record_fetched()?;
+        self.record_fetched(&fetched_before)?;
         // main.
         let ours = self.main_commit()?.id();
         let theirs = self.repo.refname_to_id(REMOTE_MAIN).ok();

@@ -115,8 +115,8 @@ impl Registry {
                 }
                 if !known.contains(target) {
                     return Ok(Some(format!(
-                        "not made or received by toolsmith (a tag made with git is not an \
-                         approval): delete it (`git tag -d {tag}`)"
+                        "{} (`git tag -d {tag}` deletes it)",
+                        known.why_not(target)
                     )));
                 }
                 let commit = self.git(&format!("read tag {tag}"), object.peel_to_commit())?;

@@ -39,10 +39,13 @@ fn the_demo_runs_the_whole_loop_and_leaves_its_directory() {
     }
     assert!(report["first_log_line_to_candidate_awaiting_review_ms"].as_u64() > Some(0));
 
-    // What it leaves is a working set-up: the tool is approved in the registry, and runs.
+    // What it leaves is a working set-up: the tool is approved in the registry, and runs —
+    // with the demo's configuration, as it tells a user to, whose state directory (keeping
+    // the key the registry's approvals are sealed with) is the demo's.
     let config = dir.join("config.toml");
+    let demo_state = dir.join("state");
     let tools = env
-        .cli()
+        .cli_at(&demo_state)
         .arg("--config")
         .arg(&config)
         .args(["--json", "tools"])
@@ -52,7 +55,7 @@ fn the_demo_runs_the_whole_loop_and_leaves_its_directory() {
     assert_eq!(tools[0]["name"], "make-build-test", "{tools:#}");
     assert_eq!(tools[0]["version"], "1.0.0");
     let ran = env
-        .cli()
+        .cli_at(&demo_state)
         .arg("--config")
         .arg(&config)
         .args([

@@ -731,3 +731,117 @@ async fn calls_refuse_workspaces_with_toolsmiths_files_and_values_like_options()
     service.cancel().await.expect("close");
     assert_eq!(executions(&env, &build), [("mcp".to_owned(), true)]);
 }
+
+/// The tool names a fresh session lists.
+async fn listed_now(env: &TestEnv, ws: &Path) -> Vec<String> {
+    let (service, _) = connect(env, ws, ProtocolVersion::LATEST_WITH_INITIALIZE, None).await;
+    let names = names(&list(&service).await);
+    service.cancel().await.expect("close");
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_changed_in_the_work_tree_is_not_listed() {
+    use common::tamper::edit;
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    let (a, build) = request(&env, "Build one package", "build");
+    approve(&env, &a);
+    assert_eq!(
+        listed_now(&env, &ws).await,
+        [build.as_str(), "toolsmith_search", "toolsmith_run"]
+    );
+    // Changed on disk, not committed: a call is refused, so it is not offered.
+    edit(&env, &build, "run.sh", |t| format!("{t}\necho injected\n"));
+    let (service, _) = connect(&env, &ws, ProtocolVersion::LATEST_WITH_INITIALIZE, None).await;
+    assert_eq!(
+        names(&list(&service).await),
+        ["toolsmith_search", "toolsmith_run"]
+    );
+    let refused = call(&service, &build, json!({"dir": "core"}))
+        .await
+        .expect("a refused tool is a result");
+    assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+    let found = call(&service, "toolsmith_search", json!({"query": "build"}))
+        .await
+        .expect("search")
+        .structured_content
+        .expect("structured");
+    assert_eq!(found["tools"], json!([]), "{found:#}");
+    service.cancel().await.expect("close");
+    // `toolsmith verify` names what is wrong with it.
+    let out = env.cli().args(["--json", "verify"]).assert().code(1);
+    let report = json_of(out.get_output());
+    assert!(
+        report["problems"][0]
+            .as_str()
+            .is_some_and(|p| p.contains("its files on disk differ from main")),
+        "{report:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_whose_ledger_was_removed_serves_nothing_it_cannot_vouch_for() {
+    use common::tamper::{Form, commit_by_hand, edit, git};
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    let (a, build) = request(&env, "Build one package", "build");
+    approve(&env, &a);
+    let tag = format!("{build}/v1.0.0");
+    edit(&env, &build, "run.sh", |t| format!("{t}\necho injected\n"));
+    commit_by_hand(&env, &build, Form::V2, "a change by hand");
+    git(&env, &["tag", "-d", &tag]);
+    git(&env, &["tag", "-a", "-m", "approved", &tag]);
+    std::fs::remove_file(env.state().join("registry/.git/toolsmith-ledger")).expect("rm");
+    let (service, _) = connect(&env, &ws, ProtocolVersion::LATEST_WITH_INITIALIZE, None).await;
+    assert_eq!(
+        names(&list(&service).await),
+        ["toolsmith_search", "toolsmith_run"]
+    );
+    let refused = call(&service, &build, json!({"dir": "core"}))
+        .await
+        .expect("a refused tool is a result");
+    assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("toolsmith reapprove"),
+        "{}",
+        text(&refused)
+    );
+    service.cancel().await.expect("close");
+    assert!(executions(&env, &build).is_empty(), "nothing ran");
+}
+
+/// A fresh session lists `build` and runs it.
+async fn serves(env: &TestEnv, ws: &Path, build: &str) {
+    let (service, _) = connect(env, ws, ProtocolVersion::LATEST_WITH_INITIALIZE, None).await;
+    assert_eq!(
+        names(&list(&service).await),
+        [build, "toolsmith_search", "toolsmith_run"]
+    );
+    let ran = call(&service, build, json!({"dir": "core"}))
+        .await
+        .expect("call");
+    assert_ne!(ran.is_error, Some(true), "{}", text(&ran));
+    assert!(text(&ran).contains("built core"), "{}", text(&ran));
+    service.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_registry_and_a_stale_lock_still_serve_tools() {
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    let (a, build) = request(&env, "Build one package", "build");
+    approve(&env, &a);
+    let (b, _) = request(&env, "Test one package", "test");
+    // A stale git lock, and the approval it made fail half-way.
+    let lock = env.state().join("registry/.git/index.lock");
+    std::fs::write(&lock, b"").expect("lock");
+    env.cli().args(["approve", &b]).assert().code(1);
+    serves(&env, &ws, &build).await;
+    std::fs::remove_file(&lock).expect("rm the lock");
+    // Read-only: a read-only bind mount, as a shared checkout would be.
+    let Some(_ro) = common::ReadOnlyMount::new(&env.state().join("registry")) else {
+        return;
+    };
+    serves(&env, &ws, &build).await;
+}

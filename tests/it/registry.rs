@@ -1011,7 +1011,7 @@ fn a_registry_held_open_sees_what_another_process_changed() {
     let env = TestEnv::new();
     let (a, _, _) = request(&env, "Build one package", "build");
     let (b, _, _) = request(&env, "Test one package", "test");
-    let held = Registry::open(&registry_dir(&env)).expect("open");
+    let held = Registry::open(&registry_dir(&env), &env.state()).expect("open");
     env.cli().args(["approve", &a]).assert().success();
     held.approve(&b, "Ada Reviewer <ada@example.com>", None)
         .expect("approve after another process moved main");
@@ -1026,7 +1026,7 @@ fn a_handle_held_open_checks_the_disk_on_every_run_and_each_new_tree_anew() {
     let (a, name, _) = request(&env, "Build one package", "build");
     env.cli().args(["approve", &a]).assert().success();
     // As an MCP session holds it: a version found valid is not checked again…
-    let held = Registry::open(&registry_dir(&env)).expect("open");
+    let held = Registry::open(&registry_dir(&env), &env.state()).expect("open");
     let (first, dir) = held.runnable(&name).expect("runnable");
     assert_eq!(held.runnable(&name).expect("runnable again").0, first);
     // …but its files on disk are, on every run.
@@ -1695,7 +1695,7 @@ fn a_registry_from_before_the_binding_keeps_working() {
     files.insert("tool.yaml".into(), manifest.to_yaml());
     let name = manifest.name.clone();
     {
-        let registry = Registry::open_or_init(&registry_dir(&env)).expect("registry");
+        let registry = Registry::open_or_init(&registry_dir(&env), &env.state()).expect("registry");
         registry
             .propose(&Proposal {
                 candidate: "c-0ld0ld0ld0ld".into(),
@@ -1716,11 +1716,17 @@ fn a_registry_from_before_the_binding_keeps_working() {
     env.cli().arg("verify").assert().success();
     run_build(&env, &name).success();
 
-    // A registry without a ledger (made before it existed, or cloned with git) starts one from
-    // the tags it holds: its approved tools stay valid; a tag made by hand afterwards is not.
+    // A registry without a ledger (made before it existed, cloned with git, or its ledger
+    // removed) trusts none of its tags until a person re-approves them; then its approved
+    // tools are valid again, and a tag made by hand afterwards is not.
     let ledger = registry_dir(&env).join(".git/toolsmith-ledger");
     assert!(ledger.exists());
     std::fs::remove_file(&ledger).expect("rm ledger");
+    let (code, problems) = verify_problems(&env);
+    assert_eq!(code, 1);
+    assert!(problems.contains("toolsmith reapprove"), "{problems}");
+    assert!(!ledger.exists(), "not started over the tags");
+    env.cli().args(["reapprove", "--yes"]).assert().success();
     env.cli().arg("verify").assert().success();
     assert!(ledger.exists(), "started again");
     run_build(&env, &name).success();
@@ -1860,4 +1866,231 @@ fn run_refuses_a_workspace_that_reaches_toolsmiths_own_files() {
         .assert()
         .success();
     assert_eq!(String::from_utf8_lossy(&out.get_output().stdout), "a\nb\n");
+}
+
+/// The registry's ledger.
+fn ledger_path(env: &TestEnv) -> PathBuf {
+    registry_dir(env).join(".git/toolsmith-ledger")
+}
+
+/// The tag object a tag ref names.
+fn tag_object(env: &TestEnv, tag: &str) -> String {
+    git(env, &["rev-parse", &format!("refs/tags/{tag}")])
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn removing_the_ledger_after_a_hand_change_and_a_recreated_tag_trusts_nothing() {
+    use common::tamper::{Form, commit_by_hand, edit};
+    let env = TestEnv::new();
+    let (id, name, version) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &id]).assert().success();
+    run_build(&env, &name).success();
+    let tag = format!("{name}/v{version}");
+
+    // The attack, with plain git: the tool's code replaced, its digest recomputed, its tag
+    // recreated at the new commit, and the ledger that knew the old tag removed.
+    edit(&env, &name, "run.sh", |t| format!("{t}\necho injected\n"));
+    commit_by_hand(&env, &name, Form::V2, "a change by hand");
+    common::tamper::git(&env, &["tag", "-d", &tag]);
+    common::tamper::git(&env, &["tag", "-a", "-m", "approved", &tag]);
+    std::fs::remove_file(ledger_path(&env)).expect("rm the ledger");
+
+    let (code, problems) = verify_problems(&env);
+    assert_eq!(code, 1, "{problems}");
+    assert!(
+        problems.contains(&format!("tag {tag}"))
+            && problems.contains("toolsmith-ledger is missing")
+            && problems.contains("toolsmith reapprove"),
+        "{problems}"
+    );
+    let err = stderr_of(&run_build(&env, &name).code(1));
+    assert!(
+        err.contains("not run until") && err.contains("toolsmith-ledger is missing"),
+        "{err}"
+    );
+    assert!(!stdout_has(&run_build(&env, &name).code(1), "injected"));
+    assert!(
+        tools(&env)
+            .iter()
+            .any(|t| t["name"] == name.as_str() && t["problem"].is_string()),
+        "listed as not runnable"
+    );
+    assert!(
+        !ledger_path(&env).exists(),
+        "no read starts a ledger over tags"
+    );
+
+    // Lines written by hand vouch for nothing: the old format, and a made-up seal.
+    let object = tag_object(&env, &tag);
+    std::fs::write(
+        ledger_path(&env),
+        format!(
+            "tag {object} refs/tags/{tag}\ntag {object} {} refs/tags/{tag}\n",
+            "0f".repeat(32)
+        ),
+    )
+    .expect("forge the ledger");
+    let (code, problems) = verify_problems(&env);
+    assert_eq!(code, 1, "{problems}");
+    assert!(problems.contains("no valid seal"), "{problems}");
+    run_build(&env, &name).code(1);
+
+    // A person looks at what would be trusted, and only asking for it trusts it.
+    let shown = env.cli().arg("reapprove").assert().code(1);
+    let said = String::from_utf8_lossy(&shown.get_output().stdout).into_owned();
+    assert!(
+        said.contains(&format!("refs/tags/{tag}"))
+            && said.contains("Mallory Hand")
+            && said.contains("toolsmith reapprove --yes"),
+        "{said}"
+    );
+    run_build(&env, &name).code(1);
+    env.cli().args(["reapprove", "--yes"]).assert().success();
+    env.cli().arg("verify").assert().success();
+    let ran = run_build(&env, &name).success();
+    assert!(
+        stdout_has(&ran, "injected"),
+        "what the person re-approved runs"
+    );
+
+    // A ledger that lost the tag's line: refused again, saying what to do.
+    let kept: String = std::fs::read_to_string(ledger_path(&env))
+        .expect("ledger")
+        .lines()
+        .filter(|l| !l.contains(&object))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(ledger_path(&env), kept).expect("drop the tag's line");
+    let (code, problems) = verify_problems(&env);
+    assert_eq!(code, 1, "{problems}");
+    assert!(problems.contains("toolsmith reapprove"), "{problems}");
+    run_build(&env, &name).code(1);
+}
+
+fn stdout_has(assert: &assert_cmd::assert::Assert, text: &str) -> bool {
+    String::from_utf8_lossy(&assert.get_output().stdout).contains(text)
+}
+
+/// Makes `path`'s modification time `secs` seconds old.
+fn age_file(path: &std::path::Path, secs: u64) {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("open");
+    file.set_modified(std::time::SystemTime::now() - Duration::from_secs(secs))
+        .expect("set mtime");
+}
+
+#[test]
+fn a_stale_git_lock_after_a_failed_approval_stops_no_read() {
+    let env = TestEnv::new();
+    let (a, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &a]).assert().success();
+    let (b, _, _) = request(&env, "Test one package", "test");
+    // git's index lock, left by a git command that died: the approval fails on it (before it
+    // changes anything), naming it, its age and how to clear it.
+    let lock = registry_dir(&env).join(".git/index.lock");
+    std::fs::write(&lock, b"").expect("lock");
+    age_file(&lock, 600);
+    let failed = env.cli().args(["approve", &b]).assert().code(1);
+    let err = stderr_of(&failed);
+    assert!(
+        err.contains(&lock.display().to_string())
+            && err.contains("10 min ago")
+            && err.contains(&format!("rm {}", lock.display())),
+        "{err}"
+    );
+    assert!(
+        !registry_dir(&env)
+            .join(".git/toolsmith-landing.json")
+            .exists(),
+        "nothing left half-way"
+    );
+
+    // Every read still works, and says which lock stands in the way of changes, and how old.
+    let ran = run_build(&env, &name).success();
+    let note = stderr_of(&ran);
+    assert!(
+        note.contains(&lock.display().to_string()) && note.contains("10 min ago"),
+        "{note}"
+    );
+    env.cli().arg("verify").assert().success();
+    assert!(
+        tools(&env)
+            .iter()
+            .any(|t| t["name"] == name.as_str() && t["problem"].is_null())
+    );
+
+    // Removed as the message says, the next change finishes what was left and approves.
+    std::fs::remove_file(&lock).expect("rm the lock");
+    env.cli().args(["approve", &b]).assert().success();
+    env.cli().arg("verify").assert().success();
+}
+
+#[test]
+fn a_read_only_registry_is_verified_listed_and_run() {
+    let env = TestEnv::new();
+    let (a, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &a]).assert().success();
+    let (b, _, _) = request(&env, "Test one package", "test");
+    let Some(_ro) = common::ReadOnlyMount::new(&registry_dir(&env)) else {
+        return;
+    };
+    env.cli().arg("verify").assert().success();
+    assert!(
+        tools(&env)
+            .iter()
+            .any(|t| t["name"] == name.as_str() && t["problem"].is_null())
+    );
+    let ran = run_build(&env, &name).success();
+    assert!(stdout_has(&ran, "built core"));
+    assert!(
+        stderr_of(&ran).contains("cannot be written"),
+        "said why nothing was reconciled"
+    );
+    // A change says why it cannot be made.
+    let err = stderr_of(&env.cli().args(["approve", &b]).assert().code(1));
+    assert!(err.contains("Read-only file system"), "{err}");
+}
+
+#[test]
+fn a_remote_tag_planted_by_hand_is_not_sealed_by_a_sync() {
+    use common::tamper::{Form, commit_by_hand, edit};
+    let env = TestEnv::new();
+    let (id, name, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &id]).assert().success();
+    let remote = bare_remote(env.path());
+    sync(&env, Some(&remote));
+    // A new version committed by hand, and a "remote" tag for it made here with git: the
+    // remote never had it, so no fetch brings it.
+    edit(&env, &name, "run.sh", |t| format!("{t}\necho injected\n"));
+    edit(&env, &name, "tool.yaml", |t| {
+        t.replace("version: \"1.0.0\"", "version: \"1.0.1\"")
+    });
+    commit_by_hand(&env, &name, Form::V2, "a new version by hand");
+    common::tamper::git(&env, &["tag", "-a", "-m", "approved", "planted"]);
+    let object = tag_object(&env, "planted");
+    common::tamper::git(
+        &env,
+        &[
+            "update-ref",
+            &format!("refs/remotes/origin/tags/{name}/v1.0.1"),
+            &object,
+        ],
+    );
+    common::tamper::git(&env, &["tag", "-d", "planted"]);
+    sync(&env, None);
+    let ledger = std::fs::read_to_string(ledger_path(&env)).expect("ledger");
+    assert!(!ledger.contains(&object), "{ledger}");
+    let (code, problems) = verify_problems(&env);
+    assert_eq!(code, 1, "{problems}");
+    assert!(
+        problems.contains(&format!(
+            "tag {name}/v1.0.1 (the remote's) was not made by toolsmith"
+        )),
+        "{problems}"
+    );
+    run_build(&env, &name).code(1);
 }

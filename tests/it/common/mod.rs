@@ -331,3 +331,48 @@ pub fn machine_toolchain(program: &str) -> Option<toolsmith::sandbox::Toolchain>
         }
     }
 }
+
+/// A directory made read-only where it is, by a read-only bind mount of itself (a shared
+/// checkout, a read-only volume) — as root can: chmod does not stop root. Unmounted when
+/// dropped. `None` (said) when mounts cannot be made here; under `CI=true`, which runs as root,
+/// that fails.
+pub struct ReadOnlyMount {
+    dir: PathBuf,
+}
+
+impl ReadOnlyMount {
+    pub fn new(dir: &Path) -> Option<ReadOnlyMount> {
+        let mount = |args: &[&str]| {
+            Command::new("mount")
+                .args(args)
+                .arg(dir)
+                .arg(dir)
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !mount(&["--bind"]) {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI runs as root and can bind-mount"
+            );
+            eprintln!("skipped: cannot bind-mount {} here", dir.display());
+            return None;
+        }
+        let guard = ReadOnlyMount {
+            dir: dir.to_owned(),
+        };
+        assert!(mount(&["-o", "remount,ro,bind"]), "remount read-only");
+        assert!(
+            std::fs::write(dir.join(".probe"), b"").is_err(),
+            "{} is read-only",
+            dir.display()
+        );
+        Some(guard)
+    }
+}
+
+impl Drop for ReadOnlyMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.dir).status();
+    }
+}
