@@ -652,6 +652,126 @@ fn workspaces_that_reach_toolsmiths_own_files_are_refused() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "reg\n");
 }
 
+/// `toolsmith sandbox --workspace write WS -- sh -c …` after `mount --bind SOURCE TARGET`, in a
+/// private mount namespace of its own (`unshare -m --propagation private`: the mount never
+/// reaches the host). Its exit code, stdout and stderr.
+fn sandbox_after_bind(
+    dir: &Path,
+    source: &Path,
+    target: &Path,
+    workspace: &Path,
+) -> (Option<i32>, String, String) {
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.env("NO_COLOR", "1")
+        .env_remove("RUST_LOG")
+        .env_remove("TOOLSMITH_CONFIG")
+        .env("HOME", dir.join("home"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_RUNTIME_DIR", dir.join("runtime"))
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg("set -e; mount --bind \"$1\" \"$2\"; shift 2; exec \"$@\"")
+        .arg("sh")
+        .arg(source)
+        .arg(target)
+        .arg(env!("CARGO_BIN_EXE_toolsmith"))
+        .arg("--state")
+        .arg(dir.join("state"))
+        .args(["sandbox", "--workspace", "write"])
+        .arg(workspace)
+        .args(["--", "sh", "-c", "echo pwned > /workspace/pwned; echo ran"]);
+    let out = cmd.output().expect("unshare runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bind_mount_aliases_of_toolsmiths_places_are_refused() {
+    // Issue 28: `mount --bind $STATE /tmp/x`, then `--workspace write /tmp/x` let the run
+    // rewrite state.db. The guard compares the files, not their paths.
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: bind mounts need root (CI runs as root)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().canonicalize().expect("canonical");
+    for sub in [
+        "home",
+        "state/run",
+        "state/staging",
+        "aliases/x",
+        "aliases/y",
+        "project/sub",
+    ] {
+        std::fs::create_dir_all(dir.join(sub)).expect("mkdir");
+    }
+    std::fs::write(dir.join("state/state.db"), "a row").expect("write");
+    let cases: [(&str, &str, &str, &str); 4] = [
+        // The state directory itself under another path.
+        (
+            "state",
+            "aliases/x",
+            "aliases/x",
+            "is toolsmith's state directory",
+        ),
+        // A part of it.
+        (
+            "state/staging",
+            "aliases/y",
+            "aliases/y",
+            "lies inside toolsmith's state directory",
+        ),
+        // A project that holds a mount of it.
+        (
+            "state",
+            "project/sub",
+            "project",
+            "contains toolsmith's state directory",
+        ),
+        // A mount of what holds it: the state directory is seen inside at `aliases/x/state`.
+        (
+            ".",
+            "aliases/x",
+            "aliases/x/state",
+            "is toolsmith's state directory",
+        ),
+    ];
+    for (source, target, workspace, says) in cases {
+        let (code, stdout, stderr) = sandbox_after_bind(
+            &dir,
+            &dir.join(source),
+            &dir.join(target),
+            &dir.join(workspace),
+        );
+        assert!(
+            !dir.join("state/pwned").exists() && !dir.join("state/staging/pwned").exists(),
+            "{source} at {target}: the run wrote into toolsmith's state: {stdout}{stderr}"
+        );
+        assert_eq!(code, Some(125), "{source} at {target}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{source} at {target}: the command ran");
+        assert!(stderr.contains(says), "{source} at {target}: {stderr}");
+        assert!(stderr.contains("shows again"), "{stderr}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("state/state.db")).expect("read"),
+        "a row"
+    );
+    // A bind mount of a project is fine.
+    std::fs::create_dir_all(dir.join("elsewhere")).expect("mkdir");
+    let (code, stdout, stderr) = sandbox_after_bind(
+        &dir,
+        &dir.join("elsewhere"),
+        &dir.join("aliases/x"),
+        &dir.join("aliases/x"),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "ran\n");
+    assert!(dir.join("elsewhere/pwned").exists());
+}
+
 #[test]
 fn a_memory_limit_filled_by_tmpfs_pages_is_the_memory_limit() {
     // Files in the private /tmp and /work count against the run's memory cgroup but belong to
