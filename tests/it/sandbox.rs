@@ -7,7 +7,7 @@
 //! They need user namespaces (or, where those are blocked, Landlock for the fallback), bash and
 //! perl (`perl-base` is essential on Debian).
 
-use std::net::TcpListener;
+use std::net::{TcpListener, ToSocketAddrs};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -366,6 +366,82 @@ fn an_executed_helper_hands_its_listener_to_the_proxy() {
         "{seen:?}"
     );
     assert_eq!(seen.bytes_down, 20, "{seen:?}");
+}
+
+/// A granted name that resolves to a loopback address is not connected to (DNS rebinding: an
+/// answer is not a grant); the same listener granted as an IP literal, as written, is.
+#[test]
+fn a_granted_name_resolving_to_loopback_is_refused_and_a_granted_literal_is_not() {
+    if !Path::new("/usr/bin/python3").exists() {
+        println!("skipped: no /usr/bin/python3");
+        return;
+    }
+    let loopback = ("localhost", 0)
+        .to_socket_addrs()
+        .map(|mut a| a.any(|a| a.ip().is_loopback()))
+        .unwrap_or(false);
+    if !loopback {
+        println!("skipped: localhost does not resolve to a loopback address here");
+        return;
+    }
+    let server = TcpListener::bind("127.0.0.1:0").expect("bind");
+    server.set_nonblocking(true).expect("nonblocking");
+    let port = server.local_addr().expect("address").port();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = dir.path().join("policy.toml");
+    let (name, literal) = (format!("localhost:{port}"), format!("127.0.0.1:{port}"));
+    std::fs::write(
+        &policy,
+        format!("[grants]\nhosts = [{name:?}, {literal:?}]\n"),
+    )
+    .expect("write policy");
+    // Asks the proxy for each target in turn; prints the status line of each answer.
+    let script = format!(
+        "import socket\n\
+         for host in ['localhost', '127.0.0.1']:\n    \
+             s = socket.create_connection(('127.0.0.1', {proxy}))\n    \
+             s.sendall(f'CONNECT {{host}}:{port} HTTP/1.1\\r\\nHost: {{host}}:{port}\\r\\n\\r\\n'.encode())\n    \
+             print(host, s.recv(4096).split(b'\\r\\n')[0].decode())\n    \
+             s.close()\n",
+        proxy = toolsmith::sandbox::proxy::PORT
+    );
+    let (report, code) = run_json(
+        &[
+            "--policy",
+            policy.to_str().expect("utf-8"),
+            "--allow-host",
+            &name,
+            "--allow-host",
+            &literal,
+        ],
+        &["/usr/bin/python3", "-c", &script],
+    );
+    assert_eq!(code, 0, "{report}");
+    let stdout = text(&report, "stdout");
+    assert!(
+        stdout.starts_with("localhost HTTP/1.1 403"),
+        "the name reached the loopback listener: {report}"
+    );
+    assert!(
+        stdout.contains("127.0.0.1 HTTP/1.1 200"),
+        "the literal did not: {report}"
+    );
+    let connections = report["connections"].as_array().expect("connections");
+    assert_eq!(connections.len(), 2, "{report}");
+    assert_eq!(connections[0]["host"], "localhost", "{report}");
+    assert_eq!(connections[0]["verdict"], "denied", "{report}");
+    let reason = connections[0]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("localhost resolves to") && reason.contains("a granted name never reaches"),
+        "{reason}"
+    );
+    assert_eq!(connections[1]["verdict"], "allowed", "{report}");
+    // Only the literal's connection reached the listener.
+    let mut reached = 0;
+    while server.accept().is_ok() {
+        reached += 1;
+    }
+    assert_eq!(reached, 1);
 }
 
 #[test]
