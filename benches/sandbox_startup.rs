@@ -21,6 +21,9 @@
 //!   against no tool at all: what the approved tree costs per run (goal at most 0.5 ms), and
 //!   its ratio to bwrap; `Registry::runnable_files` against `Registry::runnable` (the check
 //!   alone); and `toolsmith run` of that tool by the CLI against bwrap;
+//! - the workspace guard (issue 28: toolsmith's places compared as files — the mount table,
+//!   device and inode of the workspace and its ancestors): the `prepare` part of a run with a
+//!   read-only workspace and toolsmith's places guarded against the same run guarding none;
 //! - `rustc --version` from rustup's toolchain, in `sandbox::run` with the toolchain bound
 //!   against bwrap (`--ro-bind / /`, so the toolchain is there too).
 //! - `sandbox::run(/bin/true)` with a network grant (issue 21: `lo` brought up, the listener
@@ -304,6 +307,25 @@ fn main() {
     let mut check_files = Samples::new("Registry::runnable_files (check + files from git)", rounds);
     let mut check_only = Samples::new("Registry::runnable (the check alone, before)", rounds);
     let mut cli_run = Samples::new("toolsmith run <trivial tool> (CLI)", rounds);
+    // A run with a workspace, guarding toolsmith's places (as every CLI, MCP and daemon run
+    // does) or none.
+    let mut ws_spec = spec.clone();
+    ws_spec.workspace = Some(workspace.clone());
+    ws_spec.profile.workspace = sandbox::WorkspaceAccess::Read;
+    let mut guarded_spec = ws_spec.clone();
+    for (what, dir) in [
+        ("state directory", state.clone()),
+        ("runtime directory", tmp.path().join("runtime")),
+        ("registry", state.join("registry")),
+        (
+            "configuration directory",
+            tmp.path().join("config/toolsmith"),
+        ),
+    ] {
+        guarded_spec.own.add(what, dir);
+    }
+    let mut prepare_guarded = Vec::with_capacity(rounds);
+    let mut prepare_unguarded = Vec::with_capacity(rounds);
 
     // The same run with a network grant: the proxy starts and stops around it.
     let grant_dir = tempfile::tempdir().expect("temp dir");
@@ -473,6 +495,14 @@ fn main() {
         cli_run.ms.push(timed(|| {
             assert!(run_quiet(Command::new(toolsmith).args(cli_run_args)))
         }));
+        for (spec, into) in [
+            (&guarded_spec, &mut prepare_guarded),
+            (&ws_spec, &mut prepare_unguarded),
+        ] {
+            let report = sandbox::run(spec).expect("sandboxed with a workspace");
+            assert_eq!(report.exit.status(), 0);
+            into.push(report.timings.prepare_us as f64 / 1e3);
+        }
         if !toolchains.is_empty() {
             lib_tc.ms.push(timed(|| {
                 let report = sandbox::run(&with_tc).expect("sandboxed with toolchains");
@@ -600,6 +630,17 @@ fn main() {
             None,
         );
     }
+    prepare_guarded.sort_by(f64::total_cmp);
+    prepare_unguarded.sort_by(f64::total_cmp);
+    let (guarded_m, unguarded_m) = (
+        percentile(&prepare_guarded, 0.5),
+        percentile(&prepare_unguarded, 0.5),
+    );
+    println!(
+        "the workspace guard per run: prepare {guarded_m:.3} ms with toolsmith's places \
+         guarded, {unguarded_m:.3} ms with none: {:.3} ms",
+        guarded_m - unguarded_m
+    );
     if !toolchains.is_empty() {
         let tc_m = lib_tc.report();
         println!("toolchain binds over none: {:.2} ms", tc_m - lib_m);
