@@ -27,9 +27,23 @@ impl Registry {
                 "main moved while the tool was being checked; run it again".into(),
             ));
         }
-        let manifest = self
-            .approved(name, tree, &self.known())
-            .map_err(|problem| invalid(format!("{problem}; it is not run")))?;
+        // What the tree alone decides was just checked and remembered by `runnable` (under
+        // the same key); what the tags say is checked again, on this tree id.
+        let remembered = self.valid.borrow().get(&(name.to_owned(), tree)).cloned();
+        let manifest = match remembered {
+            Some(m) => m,
+            None => self
+                .validated(name, tree)
+                .map_err(|problem| invalid(format!("{problem}; it is not run")))?,
+        };
+        self.bind(
+            name,
+            &manifest.version.to_string(),
+            tree,
+            &self.known(),
+            None,
+        )
+        .map_err(|problem| invalid(format!("{problem}; it is not run")))?;
         if manifest != checked {
             return Err(invalid(
                 "main moved while the tool was being checked; run it again".into(),
