@@ -444,6 +444,42 @@ fn a_granted_name_resolving_to_loopback_is_refused_and_a_granted_literal_is_not(
     assert_eq!(reached, 1);
 }
 
+/// A registry run's files are given by value: written at /tool inside the run's own root with
+/// the modes git records, read-only, and nothing of the host's directory is there.
+#[test]
+fn tool_files_given_by_value_are_read_only_with_their_modes() {
+    use toolsmith::sandbox::{self, Exit, SandboxSpec, ToolFiles};
+    let mut files = ToolFiles::new();
+    files
+        .add(
+            "run.sh",
+            true,
+            "#!/bin/sh\necho from the approved tree\n".into(),
+        )
+        .expect("add");
+    files
+        .add("tests/cases.json", false, "[]\n".into())
+        .expect("add");
+    let script = "stat -c '%a %n' /tool/run.sh /tool/tests/cases.json; \
+                  (echo x > /tool/run.sh) 2>/dev/null || echo read-only; \
+                  (echo x > /tool/new) 2>/dev/null || echo no-new-file; \
+                  /tool/run.sh";
+    let mut spec = SandboxSpec::new(vec!["sh".into(), "-c".into(), script.into()]);
+    spec.tool_files = Some(files.clone());
+    spec.helper = Some(env!("CARGO_BIN_EXE_toolsmith-sandbox-helper").into());
+    let report = sandbox::run(&spec).expect("runs");
+    assert_eq!(report.exit, Exit::Code(0), "{report:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&report.stdout.bytes),
+        "755 /tool/run.sh\n644 /tool/tests/cases.json\nread-only\nno-new-file\nfrom the approved tree\n",
+        "{report:?}"
+    );
+    // A directory and files for one run are refused: it shows one.
+    spec.tool_dir = Some(std::env::temp_dir());
+    let err = sandbox::run(&spec).expect_err("both");
+    assert!(err.to_string().contains("a run shows one"), "{err}");
+}
+
 #[test]
 fn proc_shows_the_sandbox_not_the_host() {
     let (report, code) = run_json(&[], &["cat", "/proc/1/cmdline"]);
