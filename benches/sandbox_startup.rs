@@ -15,6 +15,15 @@
 //! - `sandbox::run(/bin/true)` with the user's toolchains bound (those `cargo` and `python`
 //!   resolve into on this machine's PATH: rustup's, pyenv's), against the same bwrap and
 //!   against `sandbox::run` without them: what binding toolchains costs;
+//! - `sandbox::run(/bin/true)` given a registry tool's approved files (issue 28: read from
+//!   git by `Registry::runnable_files`, written into the run's root tmpfs at `/tool`) against
+//!   the same run with the tool's directory bound at `/tool` (what runs did before) and
+//!   against no tool at all: what the approved tree costs per run (goal at most 0.5 ms), and
+//!   its ratio to bwrap; `Registry::runnable_files` against `Registry::runnable` (the check
+//!   alone); and `toolsmith run` of that tool by the CLI against bwrap;
+//! - the workspace guard (issue 28: toolsmith's places compared as files — the mount table,
+//!   device and inode of the workspace and its ancestors): the `prepare` part of a run with a
+//!   read-only workspace and toolsmith's places guarded against the same run guarding none;
 //! - `rustc --version` from rustup's toolchain, in `sandbox::run` with the toolchain bound
 //!   against bwrap (`--ro-bind / /`, so the toolchain is there too).
 //! - `sandbox::run(/bin/true)` with a network grant (issue 21: `lo` brought up, the listener
@@ -273,6 +282,53 @@ fn main() {
     };
     call_tool();
 
+    // A registry run's tool: its approved files by value (now), its directory bound (before).
+    let registry = Registry::open(&state.join("registry")).expect("registry");
+    let (_, tool_files) = registry.runnable_files(&tool).expect("the approved files");
+    println!(
+        "approved tree: {} files, {} bytes",
+        tool_files.files().len(),
+        tool_files.bytes()
+    );
+    let mut tree_spec = spec.clone();
+    tree_spec.tool_files = Some(tool_files);
+    let mut bound_spec = spec.clone();
+    bound_spec.tool_dir = Some(state.join("registry/tools").join(&tool));
+    let cli_run_args = [
+        "--state",
+        state.to_str().expect("utf-8"),
+        "run",
+        tool.as_str(),
+    ];
+    assert!(run_quiet(Command::new(toolsmith).args(cli_run_args)));
+    let mut lib_tree = Samples::new("sandbox::run(/bin/true), approved tree at /tool", rounds);
+    let mut lib_bound = Samples::new(
+        "sandbox::run(/bin/true), tool directory bound at /tool (before)",
+        rounds,
+    );
+    let mut check_files = Samples::new("Registry::runnable_files (check + files from git)", rounds);
+    let mut check_only = Samples::new("Registry::runnable (the check alone, before)", rounds);
+    let mut cli_run = Samples::new("toolsmith run <trivial tool> (CLI)", rounds);
+    // A run with a workspace, guarding toolsmith's places (as every CLI, MCP and daemon run
+    // does) or none.
+    let mut ws_spec = spec.clone();
+    ws_spec.workspace = Some(workspace.clone());
+    ws_spec.profile.workspace = sandbox::WorkspaceAccess::Read;
+    let mut guarded_spec = ws_spec.clone();
+    for (what, dir) in [
+        ("state directory", state.clone()),
+        ("runtime directory", tmp.path().join("runtime")),
+        ("registry", state.join("registry")),
+        (
+            "configuration directory",
+            tmp.path().join("config/toolsmith"),
+        ),
+    ] {
+        guarded_spec.own.add(what, dir);
+    }
+    let mut prepare_guarded = Vec::with_capacity(rounds);
+    let mut prepare_unguarded = Vec::with_capacity(rounds);
+
     // The same run with a network grant: the proxy starts and stops around it.
     let grant_dir = tempfile::tempdir().expect("temp dir");
     let grant_policy = grant_dir.path().join("policy.toml");
@@ -424,6 +480,31 @@ fn main() {
             assert!(run_quiet(Command::new(toolsmith).arg("--version")))
         }));
         mcp.ms.push(timed(&mut call_tool));
+        lib_tree.ms.push(timed(|| {
+            let report = sandbox::run(&tree_spec).expect("sandboxed with the approved tree");
+            assert_eq!(report.exit.status(), 0);
+        }));
+        lib_bound.ms.push(timed(|| {
+            let report = sandbox::run(&bound_spec).expect("sandboxed with the tool bound");
+            assert_eq!(report.exit.status(), 0);
+        }));
+        check_files.ms.push(timed(|| {
+            registry.runnable_files(&tool).expect("runnable");
+        }));
+        check_only.ms.push(timed(|| {
+            registry.runnable(&tool).expect("runnable");
+        }));
+        cli_run.ms.push(timed(|| {
+            assert!(run_quiet(Command::new(toolsmith).args(cli_run_args)))
+        }));
+        for (spec, into) in [
+            (&guarded_spec, &mut prepare_guarded),
+            (&ws_spec, &mut prepare_unguarded),
+        ] {
+            let report = sandbox::run(spec).expect("sandboxed with a workspace");
+            assert_eq!(report.exit.status(), 0);
+            into.push(report.timings.prepare_us as f64 / 1e3);
+        }
         if !toolchains.is_empty() {
             lib_tc.ms.push(timed(|| {
                 let report = sandbox::run(&with_tc).expect("sandboxed with toolchains");
@@ -516,6 +597,52 @@ fn main() {
             None,
         );
     }
+    let tree_m = lib_tree.report();
+    let bound_m = lib_bound.report();
+    let files_m = check_files.report();
+    let check_m = check_only.report();
+    let cli_run_m = cli_run.report();
+    println!(
+        "the approved tree per run: {:.3} ms over no tool, {:.3} ms over the bind mount; \
+         reading its files from git: {:.3} ms over the check alone; in all {:.3} ms over \
+         before (goal at most 0.5)",
+        tree_m - lib_m,
+        tree_m - bound_m,
+        files_m - check_m,
+        (tree_m - bound_m) + (files_m - check_m),
+    );
+    if have_bwrap {
+        let bwrap_m = percentile(&bwrap.ms, 0.5);
+        ratio(
+            "sandbox::run with the approved tree / bwrap",
+            tree_m,
+            bwrap_m,
+            Some(1.0),
+        );
+        ratio(
+            "sandbox::run with the tool directory bound (before) / bwrap",
+            bound_m,
+            bwrap_m,
+            None,
+        );
+        ratio(
+            "CLI run of a registry tool / bwrap",
+            cli_run_m,
+            bwrap_m,
+            None,
+        );
+    }
+    prepare_guarded.sort_by(f64::total_cmp);
+    prepare_unguarded.sort_by(f64::total_cmp);
+    let (guarded_m, unguarded_m) = (
+        percentile(&prepare_guarded, 0.5),
+        percentile(&prepare_unguarded, 0.5),
+    );
+    println!(
+        "the workspace guard per run: prepare {guarded_m:.3} ms with toolsmith's places \
+         guarded, {unguarded_m:.3} ms with none: {:.3} ms",
+        guarded_m - unguarded_m
+    );
     if !toolchains.is_empty() {
         let tc_m = lib_tc.report();
         println!("toolchain binds over none: {:.2} ms", tc_m - lib_m);

@@ -1,7 +1,7 @@
 //! Running an approved tool: the version on `main`, checked against its digest, the tree its
 //! version's tag approved and its files on disk, its parameters checked against its schema,
-//! run in the sandbox with its manifest's profile, and recorded as an execution for the health
-//! stage.
+//! run in the sandbox with its manifest's profile — the files of the approved tree read from
+//! git, never the work tree — and recorded as an execution for the health stage.
 
 use std::path::{Path, PathBuf};
 
@@ -103,7 +103,9 @@ pub fn prepare(
     policy: &SandboxPolicy,
     helper: Option<PathBuf>,
 ) -> Result<PreparedRun, RunError> {
-    let (manifest, dir) = registry.runnable(&request.name)?;
+    // The files run are the approved tree's, read from git by its id and shown in the run's
+    // own mount namespace: never the work tree, which may change after the check.
+    let (manifest, files) = registry.runnable_files(&request.name)?;
     let params_error = |source| RunError::Params {
         name: request.name.clone(),
         source,
@@ -120,7 +122,7 @@ pub fn prepare(
         name: request.name.clone(),
         source,
     })?;
-    spec.tool_dir = Some(dir);
+    spec.tool_files = Some(files);
     spec.policy = policy.clone();
     spec.helper = helper;
     spec.own = request.own.clone();

@@ -1478,6 +1478,12 @@ fn cases() -> Vec<Case> {
             grant_ip_literal,
         ),
         c(
+            "grant: a name resolving to loopback",
+            "with localhost:<granted> granted: ask the proxy for localhost:<granted> (CONNECT, HTTP, SOCKS5 by name): DNS rebinding, a granted name never reaches a loopback or private address",
+            Normal,
+            grant_name_to_loopback,
+        ),
+        c(
             "grant: another port",
             "with 127.0.0.1:<granted> granted: ask the proxy for 127.0.0.1:<other listener> (CONNECT, HTTP, SOCKS5)",
             Normal,
@@ -2843,6 +2849,37 @@ fn grant_ip_literal(ctx: &Ctx) -> Verdict {
         vec![
             (format!("listener behind the granted name got {n}"), n == 0),
             all_denied(&run, 4),
+        ],
+    )
+}
+
+fn grant_name_to_loopback(ctx: &Ctx) -> Verdict {
+    if let Some(v) = no_python() {
+        return v;
+    }
+    let server = Server::new();
+    let granted = format!("localhost:{}", server.port);
+    let policy = grant_policy(ctx, std::slice::from_ref(&granted), &[]);
+    let port = server.port.to_string();
+    let run = through_proxy(
+        ctx,
+        &policy,
+        &granted,
+        &[
+            format!("connect localhost {port}"),
+            format!("http localhost {port}"),
+            format!("socks-name localhost {port}"),
+        ],
+    );
+    let n = server.hits();
+    ctx.refused(
+        &[&run],
+        vec![
+            (
+                format!("loopback listener behind the granted name got {n}"),
+                n == 0,
+            ),
+            all_denied(&run, 3),
         ],
     )
 }

@@ -11,12 +11,14 @@
 //!   `journal` (every move of `main`, finished or undone after a crash), `lock` (turns at
 //!   changing it; reads take none), `checkout` (the work tree), `reconcile` (what a crash or plain git left
 //!   behind), `listing` (the tools on `main`), `verify` (what may run, and `verify`),
+//!   `approved_tree` (the approved files a run is given, from git's objects),
 //!   `history` (rollback, deprecation);
 //! - [`sync`]: sharing through a git remote;
 //! - [`versions`]: semantic versions from the interface diff;
 //! - [`index`]: `TOOLS.md`, rewritten with every change.
 
 pub mod approval;
+mod approved_tree;
 pub mod auto;
 mod checkout;
 #[cfg(test)]

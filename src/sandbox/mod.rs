@@ -57,6 +57,7 @@ pub mod profile;
 mod protocol;
 pub mod proxy;
 mod seccomp;
+pub mod tool_files;
 pub mod toolchain;
 
 use std::path::PathBuf;
@@ -69,6 +70,7 @@ pub use policy::{Layer, LayerPlan, SandboxPolicy, SandboxPolicyError};
 pub use profile::{Limits, SandboxProfile, Toolchain, ToolchainKind, WorkspaceAccess};
 pub use protocol::Step;
 pub use proxy::{Connection, Verdict};
+pub use tool_files::{ToolFile, ToolFiles};
 
 /// The name (`argv[0]`) the helper is started under; [`helper_main`] recognises it.
 pub const HELPER_ARG0: &str = "toolsmith-sandbox-helper";
@@ -155,8 +157,14 @@ pub struct SandboxSpec {
     pub profile: Profile,
     /// The workspace on the host, shown at [`WORKSPACE_DIR`] when the profile grants access.
     pub workspace: Option<PathBuf>,
-    /// The tool's directory on the host, shown read-only at [`TOOL_DIR`].
+    /// The tool's directory on the host, shown read-only at [`TOOL_DIR`] (a bind mount: a
+    /// directory only toolsmith writes, such as a candidate's staging directory).
     pub tool_dir: Option<PathBuf>,
+    /// The tool's files by value, written into the run's own root at [`TOOL_DIR`] inside its
+    /// private mount namespace and made read-only before the command starts: what a registry
+    /// run executes is exactly what was checked, whatever happens on disk meanwhile. Exclusive
+    /// with `tool_dir`; needs the namespaces.
+    pub tool_files: Option<ToolFiles>,
     /// Variables to set in the command's environment besides the allow-listed ones (e.g.
     /// `TOOLSMITH_DRY_RUN=1`); they replace allow-listed ones of the same name.
     pub env: Vec<(String, String)>,
@@ -181,6 +189,7 @@ impl SandboxSpec {
             profile: Profile::default(),
             workspace: None,
             tool_dir: None,
+            tool_files: None,
             env: Vec::new(),
             stdin: Stdin::Null,
             policy: SandboxPolicy::default(),

@@ -13,8 +13,9 @@
 //! - `/proc`: a new procfs for the new pid namespace, with `sys`, `sysrq-trigger`, `irq` and
 //!   `bus` read-only (a process whose uid is root outside could otherwise write sysctls);
 //! - `/tmp` and `/work` (the home and work directory): private tmpfs, size-limited;
-//! - `/tool` (the tool's own files) read-only, and `/workspace` read-only or writable, when
-//!   given.
+//! - `/tool` (the tool's own files) read-only — a registry run's files written into the root
+//!   tmpfs from the request, a candidate's staging directory bound —, and `/workspace`
+//!   read-only or writable, when given.
 //!
 //! Nothing else: no home directory, no `/run`, no daemon socket or state, no `/sys`.
 
@@ -32,6 +33,7 @@ use nix::unistd::{chdir, pivot_root};
 use super::landlock::{Access, Rule};
 use super::profile::WorkspaceAccess;
 use super::protocol::{Entry, Failure, MountPlan, Step, What};
+use super::tool_files::{self, ToolFiles};
 
 /// The work directory, `HOME`.
 pub(crate) const WORK: &str = "/work";
@@ -77,8 +79,22 @@ const PROC_READ_ONLY: [&str; 4] = ["sys", "sysrq-trigger", "irq", "bus"];
 /// only visible in the private mount namespace, and sources are opened before it hides them.
 const BASE: &str = "/tmp";
 
-/// Size of the root tmpfs: it holds mount points and a few small files.
-const ROOT_SIZE: &str = "mode=0755,size=4m";
+/// Size of the root tmpfs, KiB: it holds mount points and a few small files, plus a
+/// registry run's tool files ([`root_options`]).
+const ROOT_KB: usize = 4096;
+
+/// The root tmpfs's mount options: [`ROOT_KB`] and room for the tool files the plan writes.
+fn root_options(plan: &MountPlan) -> String {
+    let files: usize = plan
+        .entries
+        .iter()
+        .map(|e| match &e.what {
+            What::Tree { files } => files.tmpfs_bytes(),
+            _ => 0,
+        })
+        .sum();
+    format!("mode=0755,size={}k", ROOT_KB + files.div_ceil(1024))
+}
 
 /// What is on the host at a path (not following a final symlink).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,6 +129,8 @@ pub(crate) struct Inputs<'a> {
     pub workspace: Option<(&'a Path, WorkspaceAccess)>,
     /// The tool's directory on the host (canonical).
     pub tool_dir: Option<&'a Path>,
+    /// The tool's files by value (a registry run), written at [`TOOL`] in the root tmpfs.
+    pub tool_files: Option<&'a ToolFiles>,
     /// Size of each of `/tmp` and `/work`, MiB.
     pub scratch_mb: u32,
     /// The synthesized `/etc/passwd`.
@@ -209,6 +227,14 @@ pub(crate) fn plan(inputs: &Inputs<'_>, inspect: &dyn Fn(&Path) -> HostEntry) ->
     if let Some(tool) = inputs.tool_dir {
         entries.push(entry(TOOL, bind(tool, false)));
     }
+    if let Some(files) = inputs.tool_files {
+        entries.push(entry(
+            TOOL,
+            What::Tree {
+                files: files.clone(),
+            },
+        ));
+    }
     // A granted socket, at the path the grant names (connecting needs no write access to the
     // mount: sockets are exempt from read-only mounts).
     for (shown, real) in inputs.host_sockets {
@@ -249,7 +275,7 @@ pub(crate) fn landlock_rules(plan: &MountPlan) -> Vec<Rule> {
         let access = match &e.what {
             What::Bind { writable: true, .. } | What::Tmpfs { .. } => Access::Write,
             What::Bind { .. } if e.target.starts_with("/etc") => continue,
-            What::Bind { .. } => Access::ReadExec,
+            What::Bind { .. } | What::Tree { .. } => Access::ReadExec,
             What::Device { source } => device_access(source),
             What::Proc => Access::Read,
             What::Symlink { .. } | What::File { .. } | What::ReadOnly => continue,
@@ -404,12 +430,13 @@ pub(crate) fn build(plan: &MountPlan) -> Result<(), Failure> {
     }
     let base = Path::new(BASE);
     let nosuid_nodev = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    let root_options = root_options(plan);
     mount(
         Some("tmpfs"),
         base,
         Some("tmpfs"),
         nosuid_nodev,
-        Some(ROOT_SIZE),
+        Some(root_options.as_str()),
     )
     .map_err(|e| sys(e, format!("mounting the new root's tmpfs on {BASE}")))?;
     for (e, source) in plan.entries.iter().zip(&sources) {
@@ -540,6 +567,7 @@ fn place(
             )
             .map_err(|e| sys(e, format!("mounting a tmpfs at {}", shown.display())))
         }
+        What::Tree { files } => write_tree(target, shown, files),
         What::Proc => {
             fs::create_dir_all(target).map_err(|e| io(&e, format!("mkdir {}", shown.display())))?;
             let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
@@ -566,6 +594,43 @@ fn place(
             set_attr(target, attrs, true)
         }
     }
+}
+
+/// Writes a tool's files under `target` in the root tmpfs (made read-only with the root once
+/// the view is built), each with the mode git records; paths are checked again here, so none
+/// leaves `target` whatever the request says.
+fn write_tree(target: &Path, shown: &Path, files: &ToolFiles) -> Result<(), Failure> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    let mkdir = |dir: &Path| {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(dir)
+            .map_err(|e| io(&e, format!("mkdir {}", dir.display())))
+    };
+    mkdir(target)?;
+    for file in files.files() {
+        tool_files::check_path(&file.path).map_err(|why| Failure::other(Step::Mount, why))?;
+        let path = target.join(&file.path);
+        let view = shown.join(&file.path);
+        if let Some(parent) = path.parent() {
+            mkdir(parent)?;
+        }
+        let mode = if file.executable { 0o755 } else { 0o644 };
+        let mut out = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| io(&e, format!("creating {}", view.display())))?;
+        out.write_all(file.contents.as_bytes())
+            // The umask must not take the executable bit git records.
+            .and_then(|()| out.set_permissions(fs::Permissions::from_mode(mode)))
+            .map_err(|e| io(&e, format!("writing {}", view.display())))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -595,6 +660,7 @@ mod tests {
         Inputs {
             workspace,
             tool_dir: Some(Path::new("/srv/registry/tools/t")),
+            tool_files: None,
             scratch_mb: 64,
             passwd: "alice:x:1000:1000::/work:/bin/sh\n".into(),
             group: "alice:x:1000:\n".into(),
@@ -757,6 +823,34 @@ mod tests {
         assert_eq!(access("/workspace"), Some(Access::ReadExec));
         let writable = plan_rules_for(WorkspaceAccess::Write);
         assert!(writable.contains(&Rule::new("/workspace", Access::Write)));
+    }
+
+    #[test]
+    fn a_registry_runs_files_are_written_in_the_root_not_bound_from_the_host() {
+        let mut files = ToolFiles::new();
+        files
+            .add("run.sh", true, "#!/bin/sh\necho hi\n".into())
+            .expect("add");
+        let mut with = inputs(None);
+        with.tool_dir = None;
+        with.tool_files = Some(&files);
+        let plan = plan(&with, &debian);
+        assert_eq!(
+            find(&plan, "/tool"),
+            Some(&What::Tree {
+                files: files.clone()
+            })
+        );
+        assert!(
+            plan.entries.iter().all(|e| !matches!(
+                &e.what,
+                What::Bind { source, .. } if source.starts_with("/srv")
+            )),
+            "nothing of the registry's work tree is bound"
+        );
+        assert!(landlock_rules(&plan).contains(&Rule::new("/tool", Access::ReadExec)));
+        // The root tmpfs has room for them: 4 MiB, plus a page for the contents and one more.
+        assert_eq!(root_options(&plan), "mode=0755,size=4104k");
     }
 
     fn plan_rules_for(access: WorkspaceAccess) -> Vec<Rule> {

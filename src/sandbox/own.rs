@@ -8,9 +8,20 @@
 //! holds one (a tool's own directory lies inside the registry or the staging area by design,
 //! and is shown read-only). Paths are compared after symlinks and `..` are resolved on both
 //! sides; a place that does not exist yet is compared where it would be created, so a
-//! writable workspace cannot plant a configuration file for toolsmith to find later. Bind
-//! mounts that show the same directory under another path are not seen.
+//! writable workspace cannot plant a configuration file for toolsmith to find later.
+//!
+//! Paths are not files: a bind mount shows a directory under another path. So the places are
+//! also compared as the files they are. Every mount of `/proc/self/mountinfo` on a place's
+//! device whose root is at or above the place shows the place again at another path (an
+//! alias, compared as the place itself), and one whose root lies inside it shows a part of it
+//! at its mount point (a directory at or inside that point lies inside the place, one above it
+//! holds it: the run's bind of the workspace is recursive). And the checked directory and each
+//! of its ancestors are compared by device and inode with each place that exists, which finds
+//! an alias however it was made. Both cost a read of the mount table and a `stat` per ancestor
+//! on each checked run, well under a millisecond; the contents of a workspace are not walked
+//! (only mounts bring another directory into it, and those are in the mount table).
 
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Component, Path, PathBuf};
 
 use super::SandboxError;
@@ -66,16 +77,19 @@ impl OwnPlaces {
         self.places.is_empty()
     }
 
-    /// Checks a run's workspace and tool directory, both already canonical.
-    /// Whether `path` (canonical) is one of the places or lies inside one: a host socket
-    /// there (the control socket) is never bound into a run.
+    /// Whether `path` (canonical) is one of the places or lies inside one, under any of the
+    /// paths that show it: a host socket there (the control socket) is never bound into a run.
     pub(crate) fn covers(&self, path: &Path) -> bool {
-        self.places.iter().any(|p| {
-            let at = resolve(&p.path);
-            matches!(relation(path, &at), Some(Relation::Is | Relation::Inside))
-        })
+        if self.places.is_empty() {
+            return false;
+        }
+        let shown = self.shown(path);
+        shown
+            .iter()
+            .any(|s| matches!(s.relation_of(path), Some(Relation::Is | Relation::Inside)))
     }
 
+    /// Checks a run's workspace and tool directory, both already canonical.
     pub(crate) fn check(
         &self,
         workspace: Option<&Path>,
@@ -85,42 +99,227 @@ impl OwnPlaces {
             return Ok(());
         }
         let scratch = self.scratch.as_deref().map(resolve);
-        let resolved: Vec<(&Place, PathBuf)> =
-            self.places.iter().map(|p| (p, resolve(&p.path))).collect();
+        let mounts = Mounts::read();
+        let shown_ws = workspace.map(|ws| self.shown_with(ws, &mounts));
+        let shown_tool = tool_dir.map(|tool| self.shown_with(tool, &mounts));
         // The most telling relation first: being a place, then holding one, then lying inside.
         for wanted in [Relation::Is, Relation::Holds, Relation::Inside] {
-            for (place, at) in &resolved {
-                if let Some(ws) = workspace
-                    && relation(ws, at) == Some(wanted)
-                {
+            if let (Some(ws), Some(shown)) = (workspace, &shown_ws) {
+                for s in shown {
+                    if s.relation_of(ws) != Some(wanted) {
+                        continue;
+                    }
                     let scratch_run = wanted == Relation::Inside
-                        && scratch
-                            .as_deref()
-                            .is_some_and(|s| ws != s && ws.starts_with(s) && s.starts_with(at));
+                        && s.kind == Kind::Place
+                        && scratch.as_deref().is_some_and(|sc| {
+                            ws != sc && ws.starts_with(sc) && sc.starts_with(&s.at)
+                        });
                     if !scratch_run {
-                        return Err(refusal("workspace", ws, wanted, place, at));
+                        return Err(refusal("workspace", ws, wanted, s));
                     }
                 }
-                if let Some(tool) = tool_dir
-                    && wanted != Relation::Inside
-                    && relation(tool, at) == Some(wanted)
-                {
-                    return Err(refusal("tool directory", tool, wanted, place, at));
-                }
+            }
+            // A tool's own directory lies inside the registry or the staging area by design.
+            if let (Some(tool), Some(shown)) = (tool_dir, &shown_tool)
+                && wanted != Relation::Inside
+                && let Some(s) = shown.iter().find(|s| s.relation_of(tool) == Some(wanted))
+            {
+                return Err(refusal("tool directory", tool, wanted, s));
             }
         }
         Ok(())
     }
+
+    /// Where each place is seen, for a check of `dir`: see [`OwnPlaces::shown_with`].
+    fn shown(&self, dir: &Path) -> Vec<Shown<'_>> {
+        self.shown_with(dir, &Mounts::read())
+    }
+
+    /// Where each place is seen: its own path (resolved), the paths the mounts show it or a
+    /// part of it at, and `dir` or an ancestor of it that is the place's very directory
+    /// (device and inode).
+    fn shown_with(&self, dir: &Path, mounts: &Mounts) -> Vec<Shown<'_>> {
+        let mut shown = Vec::new();
+        let ancestors: Vec<(&Path, Option<(u64, u64)>)> = dir
+            .ancestors()
+            .map(|a| (a, std::fs::metadata(a).ok().map(|m| (m.dev(), m.ino()))))
+            .collect();
+        for place in &self.places {
+            let at = resolve(&place.path);
+            let id = std::fs::metadata(&at).ok().map(|m| (m.dev(), m.ino()));
+            for (alias, kind) in mounts.aliases(&at) {
+                shown.push(Shown {
+                    place,
+                    at: alias,
+                    kind,
+                    real: at.clone(),
+                });
+            }
+            if let Some(id) = id
+                && let Some((ancestor, _)) = ancestors.iter().find(|(_, a)| *a == Some(id))
+                && *ancestor != at
+            {
+                shown.push(Shown {
+                    place,
+                    at: ancestor.to_path_buf(),
+                    kind: Kind::Place,
+                    real: at.clone(),
+                });
+            }
+            shown.push(Shown {
+                place,
+                at: at.clone(),
+                kind: Kind::Place,
+                real: at,
+            });
+        }
+        shown
+    }
+}
+
+/// A path at which one of toolsmith's places, or a part of it, is seen.
+#[derive(Debug)]
+struct Shown<'a> {
+    place: &'a Place,
+    /// The path.
+    at: PathBuf,
+    kind: Kind,
+    /// The place's own path, resolved.
+    real: PathBuf,
+}
+
+/// What a [`Shown`] path shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// The place itself.
+    Place,
+    /// A directory inside the place (a mount whose root lies inside it).
+    Part,
+}
+
+impl Shown<'_> {
+    /// How `dir` relates to the place through this path.
+    fn relation_of(&self, dir: &Path) -> Option<Relation> {
+        match self.kind {
+            Kind::Place => relation(dir, &self.at),
+            Kind::Part => match relation(dir, &self.at) {
+                Some(Relation::Is | Relation::Inside) => Some(Relation::Inside),
+                other => other,
+            },
+        }
+    }
+}
+
+/// One line of `/proc/self/mountinfo`: the device, the root of the mount inside its file
+/// system, and where it is mounted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Mount {
+    device: String,
+    root: PathBuf,
+    point: PathBuf,
+}
+
+/// The mounts of this process's mount namespace, the namespace its paths are resolved in.
+#[derive(Debug, Default)]
+struct Mounts(Vec<Mount>);
+
+impl Mounts {
+    /// Reads `/proc/self/mountinfo`; unreadable (no `/proc`), it is empty and only paths and
+    /// inodes are compared.
+    fn read() -> Mounts {
+        std::fs::read_to_string("/proc/self/mountinfo")
+            .map(|text| Mounts::parse(&text))
+            .unwrap_or_default()
+    }
+
+    fn parse(text: &str) -> Mounts {
+        Mounts(
+            text.lines()
+                .filter_map(|line| {
+                    let mut fields = line.split(' ').skip(2);
+                    let device = fields.next()?.to_owned();
+                    let root = PathBuf::from(unescape(fields.next()?));
+                    let point = PathBuf::from(unescape(fields.next()?));
+                    Some(Mount {
+                        device,
+                        root,
+                        point,
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// The other paths `place` (resolved) is seen at: (path, what it shows). The mount it lies
+    /// on is the last one whose mount point holds it (a later mount hides an earlier one).
+    fn aliases(&self, place: &Path) -> Vec<(PathBuf, Kind)> {
+        let Some(home) = self
+            .0
+            .iter()
+            .filter(|m| place.starts_with(&m.point))
+            .max_by_key(|m| m.point.components().count())
+        else {
+            return Vec::new();
+        };
+        let Ok(rest) = place.strip_prefix(&home.point) else {
+            return Vec::new();
+        };
+        // The place inside its file system.
+        let inner = home.root.join(rest);
+        let mut aliases = Vec::new();
+        for m in self.0.iter().filter(|m| m.device == home.device) {
+            let seen = if let Ok(below) = inner.strip_prefix(&m.root) {
+                (m.point.join(below), Kind::Place)
+            } else if m.root.starts_with(&inner) {
+                (m.point.clone(), Kind::Part)
+            } else {
+                continue;
+            };
+            if seen.0 != place && !aliases.contains(&seen) {
+                aliases.push(seen);
+            }
+        }
+        aliases
+    }
+}
+
+/// A mountinfo field with its octal escapes (`\040` for a space, …) decoded.
+fn unescape(field: &str) -> String {
+    if !field.contains('\\') {
+        return field.to_owned();
+    }
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| bytes[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)))
+            .map(|d| d.iter().fold(0u32, |n, c| n * 8 + u32::from(c - b'0')));
+        match octal.and_then(|n| u8::try_from(n).ok()) {
+            Some(byte) => {
+                out.push(byte);
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl OwnPlaces {
     /// Checks a toolchain path (canonical) a run would bind: it must neither be, hold nor lie
     /// inside one of toolsmith's places.
     pub(crate) fn check_toolchain(&self, path: &Path) -> Result<(), SandboxError> {
-        for place in &self.places {
-            let at = resolve(&place.path);
-            if let Some(r) = relation(path, &at) {
-                return Err(refusal("toolchain path", path, r, place, &at));
+        if self.places.is_empty() {
+            return Ok(());
+        }
+        for s in self.shown(path) {
+            if let Some(r) = s.relation_of(path) {
+                return Err(refusal("toolchain path", path, r, &s));
             }
         }
         Ok(())
@@ -139,17 +338,28 @@ fn relation(dir: &Path, place: &Path) -> Option<Relation> {
     }
 }
 
-fn refusal(what: &str, dir: &Path, relation: Relation, place: &Place, at: &Path) -> SandboxError {
+fn refusal(what: &str, dir: &Path, relation: Relation, seen: &Shown<'_>) -> SandboxError {
     let how = match relation {
         Relation::Is => "is",
         Relation::Holds => "contains",
         Relation::Inside => "lies inside",
     };
-    let shown = if at == place.path {
-        at.display().to_string()
+    let place = seen.place;
+    let mut shown = if seen.real == place.path {
+        place.path.display().to_string()
     } else {
-        format!("{} (that is {})", place.path.display(), at.display())
+        format!("{} (that is {})", place.path.display(), seen.real.display())
     };
+    if seen.at != seen.real {
+        let part = match seen.kind {
+            Kind::Place => "",
+            Kind::Part => "a part of ",
+        };
+        shown.push_str(&format!(
+            ", {part}which {} shows again (a bind mount or another mount of its file system)",
+            seen.at.display()
+        ));
+    }
     SandboxError::Refused(format!(
         "the {what} {} {how} toolsmith's {} {shown}: a sandboxed run must never reach \
          toolsmith's own files (its store, control socket, registry, configuration); give a \
@@ -271,6 +481,57 @@ mod tests {
             .to_string();
         assert!(tool.contains("tool directory"), "{tool}");
         assert!(OwnPlaces::none().check(Some(&root), None).is_ok());
+    }
+
+    #[test]
+    fn mounts_show_a_place_again_under_other_paths() {
+        let table = "\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+30 22 0:25 / /tmp rw shared:2 - tmpfs tmpfs rw
+41 30 8:1 /home/u/.local/state/toolsmith /tmp/x rw - ext4 /dev/sda1 rw
+42 30 8:1 /home/u/.local/state/toolsmith/staging /tmp/y rw - ext4 /dev/sda1 rw
+43 30 8:1 /home /tmp/h\\040dir rw - ext4 /dev/sda1 rw
+44 30 0:25 /home/u/.local/state/toolsmith /tmp/other-fs rw - tmpfs tmpfs rw
+45 30 8:1 /srv /tmp/srv rw - ext4 /dev/sda1 rw
+";
+        let mounts = Mounts::parse(table);
+        assert_eq!(
+            mounts.0[4].point,
+            Path::new("/tmp/h dir"),
+            "octal escapes decoded"
+        );
+        let aliases = mounts.aliases(Path::new("/home/u/.local/state/toolsmith"));
+        assert_eq!(
+            aliases,
+            [
+                (PathBuf::from("/tmp/x"), Kind::Place),
+                (PathBuf::from("/tmp/y"), Kind::Part),
+                (
+                    PathBuf::from("/tmp/h dir/u/.local/state/toolsmith"),
+                    Kind::Place
+                ),
+            ],
+            "the same device only; a mount elsewhere in it shows nothing of the place"
+        );
+        let part = Shown {
+            place: &Place {
+                what: "state directory",
+                path: "/s".into(),
+            },
+            at: "/tmp/y".into(),
+            kind: Kind::Part,
+            real: "/s".into(),
+        };
+        assert_eq!(
+            part.relation_of(Path::new("/tmp/y")),
+            Some(Relation::Inside)
+        );
+        assert_eq!(
+            part.relation_of(Path::new("/tmp/y/a")),
+            Some(Relation::Inside)
+        );
+        assert_eq!(part.relation_of(Path::new("/tmp")), Some(Relation::Holds));
+        assert_eq!(part.relation_of(Path::new("/tmp/z")), None);
     }
 
     #[test]

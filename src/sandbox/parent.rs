@@ -115,6 +115,12 @@ fn run_once(spec: &SandboxSpec, isolated: bool) -> Result<RunReport, SandboxErro
     let (limits, mut warnings) = policy.clamp(spec.profile.limits);
     let dirs = host_dirs(spec)?;
     refuse_missing_layers(policy, isolated)?;
+    if !isolated && spec.tool_files.is_some() {
+        return Err(SandboxError::Refused(format!(
+            "a registry tool's approved files are shown only in the run's own mount namespace,              and there are no namespaces here ({})",
+            namespaces_detail()
+        )));
+    }
     let granted = check_grants(spec, isolated)?;
 
     let root = nix::unistd::geteuid().is_root();
@@ -304,6 +310,11 @@ fn host_dirs(spec: &SandboxSpec) -> Result<HostDirs, SandboxError> {
         (_, WorkspaceAccess::None) => None,
     };
     let tool_dir = match &spec.tool_dir {
+        Some(_) if spec.tool_files.is_some() => {
+            return Err(SandboxError::Invalid(
+                "both a tool directory and the tool's files were given: a run shows one".into(),
+            ));
+        }
         Some(dir) => Some(canonical_dir(dir, "tool directory")?),
         None => None,
     };
@@ -495,6 +506,7 @@ fn request(
     let inputs = mounts::Inputs {
         workspace: dirs.workspace.as_deref().map(|w| (w, dirs.access)),
         tool_dir: dirs.tool_dir.as_deref(),
+        tool_files: spec.tool_files.as_ref(),
         scratch_mb: limits.file_size_mb,
         passwd,
         group,

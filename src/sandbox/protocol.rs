@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::landlock::Rule;
 use super::limits::CgroupBounds;
 use super::profile::Limits;
+use super::tool_files::ToolFiles;
 use super::{Enforcement, Exit};
 
 // The filesystem view the parent plans (`mounts::plan`) and the helper builds
@@ -49,6 +50,11 @@ pub(crate) enum What {
         /// Mode of its root.
         mode: u32,
     },
+    /// A tool's files, written into the root tmpfs (read-only once the view is built).
+    Tree {
+        /// The files.
+        files: ToolFiles,
+    },
     /// A new procfs.
     Proc,
     /// A path of the view (under `/proc`) bound onto itself read-only, when it exists.
@@ -75,8 +81,9 @@ pub(crate) struct MountPlan {
     pub hostname: String,
 }
 
-/// Largest request the helper reads: a request is a few KiB; more is not one.
-pub(crate) const MAX_SPEC_BYTES: u64 = 4 << 20;
+/// Largest request the helper reads: a request is a few KiB, plus a tool's files (at most
+/// `MAX_TOOL_BYTES`, which JSON's escapes may inflate); more is not one.
+pub(crate) const MAX_SPEC_BYTES: u64 = (4 << 20) + 6 * super::tool_files::MAX_TOOL_BYTES as u64;
 
 /// Largest report line written or read. Writes up to `PIPE_BUF` (4096 on Linux) are atomic.
 pub(crate) const MAX_MESSAGE_BYTES: usize = 4000;

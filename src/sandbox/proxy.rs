@@ -14,7 +14,11 @@
 //! one request per connection), and SOCKS5 (`CONNECT`, no authentication). It admits a target
 //! only when it equals a granted pair — an IP literal only when that literal is granted —,
 //! resolves names itself, and answers everything else with `403` (SOCKS: "not allowed by
-//! ruleset") and a reason. Every connection is recorded ([`Connection`]): host, port, bytes each
+//! ruleset") and a reason. A granted name reaches public addresses only: an address it
+//! resolves to that is loopback, private, link-local, shared or unspecified (IPv4 or IPv6,
+//! IPv4-mapped included) is never connected to — DNS answers are not a grant (rebinding) —,
+//! and a name resolving to nothing else is refused; only an IP literal granted as written
+//! reaches such an address. Every connection is recorded ([`Connection`]): host, port, bytes each
 //! way, verdict.
 //!
 //! Threads: one accepting, one per connection (two while relaying), at most [`MAX_LIVE`]
@@ -79,7 +83,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum Verdict {
     /// Admitted and connected.
     Allowed,
-    /// Refused: not granted, an IP literal, not a proxy request, too many connections.
+    /// Refused: not granted, an IP literal, a name resolving only to internal addresses, not
+    /// a proxy request, too many connections.
     Denied,
     /// Admitted, but the host could not be resolved or reached.
     Failed,
@@ -404,7 +409,16 @@ fn handle(client: &TcpStream, id: u64, granted: &[HostPort], shared: &Shared) ->
     }
     let upstream = match connect(&request.target) {
         Ok(s) => s,
-        Err(why) => {
+        Err(Unreached::Internal(why)) => {
+            record.reason = Some(why.clone());
+            let _ = if socks {
+                socks_reply(client, 0x02)
+            } else {
+                refuse_http(client, 403, &why)
+            };
+            return record;
+        }
+        Err(Unreached::Failed(why)) => {
             record.verdict = Verdict::Failed;
             record.reason = Some(why.clone());
             let _ = if socks {
@@ -465,14 +479,84 @@ fn admit(target: &HostPort, granted: &[HostPort]) -> Result<(), String> {
     ))
 }
 
+/// Why a target was not connected to.
+#[derive(Debug)]
+enum Unreached {
+    /// A granted name resolved only to internal addresses: refused.
+    Internal(String),
+    /// It could not be resolved or reached.
+    Failed(String),
+}
+
+/// Whether `ip` is an address of this host or of a network behind it — loopback, private,
+/// link-local, shared (carrier-grade NAT), unspecified, broadcast or multicast, an IPv4
+/// address inside an IPv6 one (mapped, compatible, NAT64) judged as that IPv4 address —,
+/// which a granted name must not lead to.
+fn is_internal(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+        }
+        IpAddr::V6(v6) => {
+            let segments = v6.segments();
+            let embedded = matches!(
+                segments,
+                [0, 0, 0, 0, 0, 0xffff, ..]
+                    | [0, 0, 0, 0, 0, 0, ..]
+                    | [0x64, 0xff9b, 0, 0, 0, 0, ..]
+            );
+            if embedded && !v6.is_loopback() && !v6.is_unspecified() {
+                let [.., g, h] = segments;
+                let v4 = std::net::Ipv4Addr::from((u32::from(g) << 16) | u32::from(h));
+                return is_internal(IpAddr::V4(v4));
+            }
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (segments[0] & 0xfe00) == 0xfc00
+                || (segments[0] & 0xffc0) == 0xfe80
+                || (segments[0] & 0xffc0) == 0xfec0
+        }
+    }
+}
+
 /// Resolves the target (in the host's network) and connects to the first address that answers.
-fn connect(target: &HostPort) -> Result<TcpStream, String> {
+/// An IP literal (granted as written) is connected to whatever it is; a name only at its public
+/// addresses.
+fn connect(target: &HostPort) -> Result<TcpStream, Unreached> {
     let addrs: Vec<SocketAddr> = match target.host.parse::<IpAddr>() {
         Ok(ip) => vec![SocketAddr::new(ip, target.port)],
-        Err(_) => (target.host.as_str(), target.port)
-            .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {}: {e}", target.host))?
-            .collect(),
+        Err(_) => {
+            let resolved: Vec<SocketAddr> = (target.host.as_str(), target.port)
+                .to_socket_addrs()
+                .map_err(|e| Unreached::Failed(format!("cannot resolve {}: {e}", target.host)))?
+                .collect();
+            let (internal, public): (Vec<SocketAddr>, Vec<SocketAddr>) =
+                resolved.into_iter().partition(|a| is_internal(a.ip()));
+            if public.is_empty()
+                && let Some(first) = internal.first()
+            {
+                return Err(Unreached::Internal(format!(
+                    "toolsmith's proxy refuses {target}: {} resolves to {}, a loopback, private                      or link-local address, which a granted name never reaches (DNS answers are                      not grants); a reviewer who means that address grants it as an IP literal                      ({}:{})",
+                    target.host,
+                    first.ip(),
+                    match first.ip() {
+                        IpAddr::V6(v6) => format!("[{v6}]"),
+                        IpAddr::V4(v4) => v4.to_string(),
+                    },
+                    target.port
+                )));
+            }
+            public
+        }
     };
     let mut last = format!("{} has no address", target.host);
     for addr in addrs {
@@ -481,7 +565,7 @@ fn connect(target: &HostPort) -> Result<TcpStream, String> {
             Err(e) => last = format!("cannot connect to {target} ({addr}): {e}"),
         }
     }
-    Err(last)
+    Err(Unreached::Failed(last))
 }
 
 /// Copies both ways until both directions end; returns the bytes (up, down).
@@ -731,6 +815,45 @@ fn socks_reply(client: &TcpStream, code: u8) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn internal_addresses_are_told_from_public_ones() {
+        for internal in [
+            "127.0.0.1",
+            "127.8.9.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "255.255.255.255",
+            "::1",
+            "::",
+            "fd00::1",
+            "fc00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "::ffff:169.254.169.254",
+            "64:ff9b::7f00:1",
+        ] {
+            let ip: IpAddr = internal.parse().expect(internal);
+            assert!(is_internal(ip), "{internal} is internal");
+        }
+        for public in [
+            "1.1.1.1",
+            "151.101.0.223",
+            "172.32.0.1",
+            "100.128.0.1",
+            "2606:4700::1111",
+            "::ffff:1.1.1.1",
+        ] {
+            let ip: IpAddr = public.parse().expect(public);
+            assert!(!is_internal(ip), "{public} is public");
+        }
+    }
 
     fn hp(s: &str) -> HostPort {
         HostPort::parse(s, false).unwrap()

@@ -11,6 +11,7 @@
 
 mod common;
 
+mod approved_tree;
 mod architecture;
 mod cli;
 mod control_timeouts;

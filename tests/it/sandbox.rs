@@ -7,7 +7,7 @@
 //! They need user namespaces (or, where those are blocked, Landlock for the fallback), bash and
 //! perl (`perl-base` is essential on Debian).
 
-use std::net::TcpListener;
+use std::net::{TcpListener, ToSocketAddrs};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -368,6 +368,118 @@ fn an_executed_helper_hands_its_listener_to_the_proxy() {
     assert_eq!(seen.bytes_down, 20, "{seen:?}");
 }
 
+/// A granted name that resolves to a loopback address is not connected to (DNS rebinding: an
+/// answer is not a grant); the same listener granted as an IP literal, as written, is.
+#[test]
+fn a_granted_name_resolving_to_loopback_is_refused_and_a_granted_literal_is_not() {
+    if !Path::new("/usr/bin/python3").exists() {
+        println!("skipped: no /usr/bin/python3");
+        return;
+    }
+    let loopback = ("localhost", 0)
+        .to_socket_addrs()
+        .map(|mut a| a.any(|a| a.ip().is_loopback()))
+        .unwrap_or(false);
+    if !loopback {
+        println!("skipped: localhost does not resolve to a loopback address here");
+        return;
+    }
+    let server = TcpListener::bind("127.0.0.1:0").expect("bind");
+    server.set_nonblocking(true).expect("nonblocking");
+    let port = server.local_addr().expect("address").port();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = dir.path().join("policy.toml");
+    let (name, literal) = (format!("localhost:{port}"), format!("127.0.0.1:{port}"));
+    std::fs::write(
+        &policy,
+        format!("[grants]\nhosts = [{name:?}, {literal:?}]\n"),
+    )
+    .expect("write policy");
+    // Asks the proxy for each target in turn; prints the status line of each answer.
+    let script = format!(
+        "import socket\n\
+         for host in ['localhost', '127.0.0.1']:\n    \
+             s = socket.create_connection(('127.0.0.1', {proxy}))\n    \
+             s.sendall(f'CONNECT {{host}}:{port} HTTP/1.1\\r\\nHost: {{host}}:{port}\\r\\n\\r\\n'.encode())\n    \
+             print(host, s.recv(4096).split(b'\\r\\n')[0].decode())\n    \
+             s.close()\n",
+        proxy = toolsmith::sandbox::proxy::PORT
+    );
+    let (report, code) = run_json(
+        &[
+            "--policy",
+            policy.to_str().expect("utf-8"),
+            "--allow-host",
+            &name,
+            "--allow-host",
+            &literal,
+        ],
+        &["/usr/bin/python3", "-c", &script],
+    );
+    assert_eq!(code, 0, "{report}");
+    let stdout = text(&report, "stdout");
+    assert!(
+        stdout.starts_with("localhost HTTP/1.1 403"),
+        "the name reached the loopback listener: {report}"
+    );
+    assert!(
+        stdout.contains("127.0.0.1 HTTP/1.1 200"),
+        "the literal did not: {report}"
+    );
+    let connections = report["connections"].as_array().expect("connections");
+    assert_eq!(connections.len(), 2, "{report}");
+    assert_eq!(connections[0]["host"], "localhost", "{report}");
+    assert_eq!(connections[0]["verdict"], "denied", "{report}");
+    let reason = connections[0]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("localhost resolves to") && reason.contains("a granted name never reaches"),
+        "{reason}"
+    );
+    assert_eq!(connections[1]["verdict"], "allowed", "{report}");
+    // Only the literal's connection reached the listener.
+    let mut reached = 0;
+    while server.accept().is_ok() {
+        reached += 1;
+    }
+    assert_eq!(reached, 1);
+}
+
+/// A registry run's files are given by value: written at /tool inside the run's own root with
+/// the modes git records, read-only, and nothing of the host's directory is there.
+#[test]
+fn tool_files_given_by_value_are_read_only_with_their_modes() {
+    use toolsmith::sandbox::{self, Exit, SandboxSpec, ToolFiles};
+    let mut files = ToolFiles::new();
+    files
+        .add(
+            "run.sh",
+            true,
+            "#!/bin/sh\necho from the approved tree\n".into(),
+        )
+        .expect("add");
+    files
+        .add("tests/cases.json", false, "[]\n".into())
+        .expect("add");
+    let script = "stat -c '%a %n' /tool/run.sh /tool/tests/cases.json; \
+                  (echo x > /tool/run.sh) 2>/dev/null || echo read-only; \
+                  (echo x > /tool/new) 2>/dev/null || echo no-new-file; \
+                  /tool/run.sh";
+    let mut spec = SandboxSpec::new(vec!["sh".into(), "-c".into(), script.into()]);
+    spec.tool_files = Some(files.clone());
+    spec.helper = Some(env!("CARGO_BIN_EXE_toolsmith-sandbox-helper").into());
+    let report = sandbox::run(&spec).expect("runs");
+    assert_eq!(report.exit, Exit::Code(0), "{report:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&report.stdout.bytes),
+        "755 /tool/run.sh\n644 /tool/tests/cases.json\nread-only\nno-new-file\nfrom the approved tree\n",
+        "{report:?}"
+    );
+    // A directory and files for one run are refused: it shows one.
+    spec.tool_dir = Some(std::env::temp_dir());
+    let err = sandbox::run(&spec).expect_err("both");
+    assert!(err.to_string().contains("a run shows one"), "{err}");
+}
+
 #[test]
 fn proc_shows_the_sandbox_not_the_host() {
     let (report, code) = run_json(&[], &["cat", "/proc/1/cmdline"]);
@@ -650,6 +762,126 @@ fn workspaces_that_reach_toolsmiths_own_files_are_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "reg\n");
+}
+
+/// `toolsmith sandbox --workspace write WS -- sh -c …` after `mount --bind SOURCE TARGET`, in a
+/// private mount namespace of its own (`unshare -m --propagation private`: the mount never
+/// reaches the host). Its exit code, stdout and stderr.
+fn sandbox_after_bind(
+    dir: &Path,
+    source: &Path,
+    target: &Path,
+    workspace: &Path,
+) -> (Option<i32>, String, String) {
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.env("NO_COLOR", "1")
+        .env_remove("RUST_LOG")
+        .env_remove("TOOLSMITH_CONFIG")
+        .env("HOME", dir.join("home"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_RUNTIME_DIR", dir.join("runtime"))
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg("set -e; mount --bind \"$1\" \"$2\"; shift 2; exec \"$@\"")
+        .arg("sh")
+        .arg(source)
+        .arg(target)
+        .arg(env!("CARGO_BIN_EXE_toolsmith"))
+        .arg("--state")
+        .arg(dir.join("state"))
+        .args(["sandbox", "--workspace", "write"])
+        .arg(workspace)
+        .args(["--", "sh", "-c", "echo pwned > /workspace/pwned; echo ran"]);
+    let out = cmd.output().expect("unshare runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bind_mount_aliases_of_toolsmiths_places_are_refused() {
+    // Issue 28: `mount --bind $STATE /tmp/x`, then `--workspace write /tmp/x` let the run
+    // rewrite state.db. The guard compares the files, not their paths.
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: bind mounts need root (CI runs as root)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().canonicalize().expect("canonical");
+    for sub in [
+        "home",
+        "state/run",
+        "state/staging",
+        "aliases/x",
+        "aliases/y",
+        "project/sub",
+    ] {
+        std::fs::create_dir_all(dir.join(sub)).expect("mkdir");
+    }
+    std::fs::write(dir.join("state/state.db"), "a row").expect("write");
+    let cases: [(&str, &str, &str, &str); 4] = [
+        // The state directory itself under another path.
+        (
+            "state",
+            "aliases/x",
+            "aliases/x",
+            "is toolsmith's state directory",
+        ),
+        // A part of it.
+        (
+            "state/staging",
+            "aliases/y",
+            "aliases/y",
+            "lies inside toolsmith's state directory",
+        ),
+        // A project that holds a mount of it.
+        (
+            "state",
+            "project/sub",
+            "project",
+            "contains toolsmith's state directory",
+        ),
+        // A mount of what holds it: the state directory is seen inside at `aliases/x/state`.
+        (
+            ".",
+            "aliases/x",
+            "aliases/x/state",
+            "is toolsmith's state directory",
+        ),
+    ];
+    for (source, target, workspace, says) in cases {
+        let (code, stdout, stderr) = sandbox_after_bind(
+            &dir,
+            &dir.join(source),
+            &dir.join(target),
+            &dir.join(workspace),
+        );
+        assert!(
+            !dir.join("state/pwned").exists() && !dir.join("state/staging/pwned").exists(),
+            "{source} at {target}: the run wrote into toolsmith's state: {stdout}{stderr}"
+        );
+        assert_eq!(code, Some(125), "{source} at {target}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{source} at {target}: the command ran");
+        assert!(stderr.contains(says), "{source} at {target}: {stderr}");
+        assert!(stderr.contains("shows again"), "{stderr}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("state/state.db")).expect("read"),
+        "a row"
+    );
+    // A bind mount of a project is fine.
+    std::fs::create_dir_all(dir.join("elsewhere")).expect("mkdir");
+    let (code, stdout, stderr) = sandbox_after_bind(
+        &dir,
+        &dir.join("elsewhere"),
+        &dir.join("aliases/x"),
+        &dir.join("aliases/x"),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "ran\n");
+    assert!(dir.join("elsewhere/pwned").exists());
 }
 
 #[test]
