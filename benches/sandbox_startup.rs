@@ -283,7 +283,7 @@ fn main() {
     call_tool();
 
     // A registry run's tool: its approved files by value (now), its directory bound (before).
-    let registry = Registry::open(&state.join("registry")).expect("registry");
+    let registry = Registry::open(&state.join("registry"), &state).expect("registry");
     let (_, tool_files) = registry.runnable_files(&tool).expect("the approved files");
     println!(
         "approved tree: {} files, {} bytes",
