@@ -50,6 +50,15 @@ impl Source {
         }
     }
 
+    /// Whether the program's call ids are unique beyond one session (Claude Code's `toolu_…`,
+    /// Codex's `call_…`), so that a call repeated in a sub-agent's transcript (a compaction copy
+    /// repeats its parent's calls under their ids) is the same call: such calls are keyed by
+    /// their root session (the parent's) and id. Other formats' ids (a native log's own) may be
+    /// reused by another session, so they are keyed by their own session.
+    pub fn call_ids_span_sessions(self) -> bool {
+        matches!(self, Source::ClaudeCode | Source::Codex)
+    }
+
     /// Every source, in a stable order.
     pub const ALL: [Source; 9] = [
         Source::ClaudeCode,

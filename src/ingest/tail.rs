@@ -79,12 +79,13 @@ impl SourceSpec {
         !matches!(self.matcher, FileMatcher::File(_))
     }
 
-    /// Whether `path` belongs to this source by name (format sniffing comes later).
+    /// Whether `path` belongs to this source by name (format sniffing comes later). A rotated
+    /// file (`x.1`) belongs where the file it was (`x`) does.
     fn claims(&self, path: &Path) -> bool {
         match &self.matcher {
-            FileMatcher::File(file) => path == file,
+            FileMatcher::File(file) => path == file || *formats::unrotated(path) == **file,
             FileMatcher::Tree => path.starts_with(&self.root),
-            FileMatcher::Glob(glob) => glob.is_match(path),
+            FileMatcher::Glob(glob) => glob.is_match(path) || glob.is_match(formats::unrotated(path)),
         }
     }
 }
@@ -304,6 +305,15 @@ impl TailState {
                     if path.exists() {
                         found.insert(path.clone());
                     }
+                    // Its rotations beside it (`.bash_history.1`).
+                    if let Ok(entries) = std::fs::read_dir(&spec.root) {
+                        for entry in entries.flatten() {
+                            let sibling = entry.path();
+                            if formats::rotation(&sibling).is_some() && spec.claims(&sibling) {
+                                found.insert(sibling);
+                            }
+                        }
+                    }
                 }
                 _ => walk(&spec.root, &mut |p| {
                     if spec.claims(p) {
@@ -326,6 +336,11 @@ impl TailState {
             .find(|s| matches!(&s.matcher, FileMatcher::File(f) if f == path));
         if let Some(spec) = exact {
             return Claim::Read(spec.clone());
+        }
+        if let Some(why) = formats::compressed(path)
+            && let Some(spec) = self.specs.iter().find(|s| s.claims(path))
+        {
+            return Claim::Skip(spec.clone(), why);
         }
         let candidates: Vec<SourceSpec> = self
             .specs
@@ -350,9 +365,11 @@ impl TailState {
             }
             Err(OpenError::Io(e)) => return Claim::Skip(first, unreadable(&e)),
         };
+        // A rotated file is recognised as the file it was.
+        let logical = formats::unrotated(path);
         if let Some(spec) = candidates
             .into_iter()
-            .find(|spec| spec.format.sniff(path, &head))
+            .find(|spec| spec.format.sniff(&logical, &head))
         {
             self.rejected.remove(path);
             return Claim::Read(spec);
@@ -411,6 +428,9 @@ impl TailState {
 
     fn round(&mut self, paths: BTreeSet<PathBuf>) -> Applied {
         let mut total = Applied::default();
+        // A log's rotations before the log, oldest first: the order it was written in.
+        let mut paths: Vec<PathBuf> = paths.into_iter().collect();
+        formats::rotation_order(&mut paths);
         for path in paths {
             if self.stop.load(Ordering::Relaxed) {
                 break;
@@ -549,6 +569,9 @@ impl TailState {
         let mut applied = Applied::default();
         let stats = &self.stats;
         let stop = &self.stop;
+        let store = &self.store;
+        let mut known =
+            |probe: &ingest_store::Probe<'_>| oneshot::known_generations::<RoundError>(store, probe);
         let mut writer = ingest_store::BatchWriter::new(&self.store);
         let mut count = |a: Applied| {
             stats.actions.fetch_add(a.inserted, Ordering::Relaxed);
@@ -562,6 +585,7 @@ impl TailState {
             &spec.name,
             spec.format,
             previous.as_ref(),
+            &mut known,
             &self.options,
             &self.redactor,
             |batch| {

@@ -197,6 +197,48 @@ const MIGRATIONS: &[&str] = &[
         reason  TEXT NOT NULL,
         at      INTEGER NOT NULL
     );",
+    // 9: an action's identity is where it was read, not (session, byte offset). Every file
+    // generation (a file's content from its start: a new file, or one truncated, rewritten or
+    // replaced) gets a rank, stored in the high bits of its actions' `seq` (a session spanning
+    // files stays ordered, and one file's bytes never collide with another's); a checkpoint
+    // also keeps a hash of the bytes just before it (a rewrite is seen by content, not size);
+    // the generations a path moved on from are kept so that a rotated or copied file resumes
+    // where its content was read up to. A call with an id is one action per id within its root
+    // session (a compaction copy repeats its parent's tool-use ids). Existing files keep their
+    // actions: each existing file becomes a generation ranked by its row id.
+    "ALTER TABLE ingest_files ADD COLUMN rank INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE ingest_files ADD COLUMN tail_hash INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE ingest_files ADD COLUMN tail_len INTEGER NOT NULL DEFAULT 0;
+    UPDATE ingest_files SET rank = id;
+    CREATE INDEX ingest_files_by_fingerprint ON ingest_files(fingerprint);
+    CREATE INDEX ingest_files_by_inode ON ingest_files(inode, dev);
+    CREATE INDEX ingest_files_by_rank ON ingest_files(rank);
+    CREATE TABLE ingest_generations (
+        rank            INTEGER PRIMARY KEY,
+        source          TEXT NOT NULL,
+        format          TEXT NOT NULL,
+        path            TEXT NOT NULL,
+        dev             INTEGER NOT NULL,
+        inode           INTEGER NOT NULL,
+        fingerprint     INTEGER NOT NULL,
+        fingerprint_len INTEGER NOT NULL,
+        offset          INTEGER NOT NULL,
+        line            INTEGER NOT NULL,
+        tail_hash       INTEGER NOT NULL,
+        tail_len        INTEGER NOT NULL,
+        parser_state    TEXT,
+        retired_at      INTEGER NOT NULL
+    );
+    CREATE INDEX ingest_generations_by_fingerprint ON ingest_generations(fingerprint);
+    CREATE INDEX ingest_generations_by_inode ON ingest_generations(inode, dev);
+    ALTER TABLE actions ADD COLUMN root TEXT;
+    DROP INDEX actions_by_call;
+    CREATE UNIQUE INDEX actions_by_call ON actions(coalesce(root, session), call_id)
+        WHERE call_id IS NOT NULL;
+    UPDATE OR REPLACE pending_results SET session = (
+        SELECT parent FROM sessions WHERE sessions.id = pending_results.session)
+    WHERE EXISTS (SELECT 1 FROM sessions WHERE sessions.id = pending_results.session
+                  AND parent IS NOT NULL AND source IN ('claude-code', 'codex'));",
 ];
 
 /// The schema version this build writes.
