@@ -50,8 +50,11 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<(&'static str, &'static dyn For
 pub fn rotation(path: &Path) -> Option<u32> {
     let name = path.file_name()?.to_str()?;
     let (stem, number) = name.rsplit_once('.')?;
-    let digits = !number.is_empty() && number.len() <= 4 && number.bytes().all(|b| b.is_ascii_digit());
-    (digits && !stem.is_empty()).then(|| number.parse().ok()).flatten()
+    let digits =
+        !number.is_empty() && number.len() <= 4 && number.bytes().all(|b| b.is_ascii_digit());
+    (digits && !stem.is_empty())
+        .then(|| number.parse().ok())
+        .flatten()
 }
 
 /// The file a rotated file was (`x.jsonl.1` → `x.jsonl`): it is read as that file's format,
@@ -74,7 +77,9 @@ pub fn unrotated(path: &Path) -> Cow<'_, Path> {
 }
 
 /// Extensions of compressed files, as rotations leave them (`x.log.2.gz`).
-const COMPRESSED: &[&str] = &["gz", "bz2", "xz", "zst", "lz4", "lzma", "z", "lz", "zip", "7z"];
+const COMPRESSED: &[&str] = &[
+    "gz", "bz2", "xz", "zst", "lz4", "lzma", "z", "lz", "zip", "7z",
+];
 
 /// Why a compressed file (a compressed rotation: `x.jsonl.2.gz`) is not read; `None` for any
 /// other file.

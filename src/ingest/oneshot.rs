@@ -239,7 +239,13 @@ pub fn known_generations<E: From<StoreError>>(
     let path = probe.path.to_owned();
     let probe = ingest_store::Probe { path: "", ..*probe };
     Ok(store.call_blocking(move |conn| {
-        ingest_store::known_generations(conn, &ingest_store::Probe { path: &path, ..probe })
+        ingest_store::known_generations(
+            conn,
+            &ingest_store::Probe {
+                path: &path,
+                ..probe
+            },
+        )
     })?)
 }
 

@@ -253,12 +253,7 @@ struct Plan {
 
 /// Whether `file` holds, at `prev`'s place, the bytes `prev` was read up to: its first bytes
 /// (fingerprint) and the bytes just before its offset (tail hash) are the same.
-fn holds(
-    file: &File,
-    prev: &Checkpoint,
-    size: u64,
-    head: &[u8],
-) -> std::io::Result<bool> {
+fn holds(file: &File, prev: &Checkpoint, size: u64, head: &[u8]) -> std::io::Result<bool> {
     if size < prev.offset || (prev.fingerprint_len as usize) > head.len() {
         return Ok(false);
     }
@@ -728,10 +723,19 @@ mod tests {
         let live = ReadOptions::default();
         let read = |opts: &ReadOptions| {
             let mut batches = Vec::new();
-            read_file::<ReadError>(&path, "s", format, None, &mut nothing_known, opts, &redactor, |b| {
-                batches.push(b);
-                Ok(())
-            })
+            read_file::<ReadError>(
+                &path,
+                "s",
+                format,
+                None,
+                &mut nothing_known,
+                opts,
+                &redactor,
+                |b| {
+                    batches.push(b);
+                    Ok(())
+                },
+            )
             .expect("read");
             batches
         };
@@ -775,10 +779,19 @@ mod tests {
         let options = ReadOptions::default();
         let read = |redactor: &Redactor, previous: Option<&Checkpoint>| {
             let mut batches = Vec::new();
-            read_file::<ReadError>(&path, "s", format, previous, &mut nothing_known, &options, redactor, |b| {
-                batches.push(b);
-                Ok(())
-            })
+            read_file::<ReadError>(
+                &path,
+                "s",
+                format,
+                previous,
+                &mut nothing_known,
+                &options,
+                redactor,
+                |b| {
+                    batches.push(b);
+                    Ok(())
+                },
+            )
             .expect("read");
             batches
         };

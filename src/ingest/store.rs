@@ -795,14 +795,12 @@ mod tests {
                 // An occurrence's range, as a pattern's evidence names it.
                 // The file's first generation is ranked 1, above the places in it.
                 let key = |place| stored_seq(1, place);
-                let between =
-                    crate::action::stored::actions_between(conn, "s1", key(2), key(9))?;
+                let between = crate::action::stored::actions_between(conn, "s1", key(2), key(9))?;
                 assert_eq!(between.len(), 1);
                 assert_eq!(between[0].input["command"], "echo 2");
                 assert_eq!(between[0].output.as_deref(), Some("out"));
                 assert!(
-                    crate::action::stored::actions_between(conn, "s2", key(0), key(9))?
-                        .is_empty()
+                    crate::action::stored::actions_between(conn, "s2", key(0), key(9))?.is_empty()
                 );
                 let cp = checkpoint(conn, "/logs/a.jsonl")?.expect("checkpoint");
                 assert_eq!(cp.offset, 20);

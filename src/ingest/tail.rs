@@ -85,7 +85,9 @@ impl SourceSpec {
         match &self.matcher {
             FileMatcher::File(file) => path == file || *formats::unrotated(path) == **file,
             FileMatcher::Tree => path.starts_with(&self.root),
-            FileMatcher::Glob(glob) => glob.is_match(path) || glob.is_match(formats::unrotated(path)),
+            FileMatcher::Glob(glob) => {
+                glob.is_match(path) || glob.is_match(formats::unrotated(path))
+            }
         }
     }
 }
@@ -570,8 +572,9 @@ impl TailState {
         let stats = &self.stats;
         let stop = &self.stop;
         let store = &self.store;
-        let mut known =
-            |probe: &ingest_store::Probe<'_>| oneshot::known_generations::<RoundError>(store, probe);
+        let mut known = |probe: &ingest_store::Probe<'_>| {
+            oneshot::known_generations::<RoundError>(store, probe)
+        };
         let mut writer = ingest_store::BatchWriter::new(&self.store);
         let mut count = |a: Applied| {
             stats.actions.fetch_add(a.inserted, Ordering::Relaxed);

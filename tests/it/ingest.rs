@@ -517,7 +517,11 @@ fn stored_commands(env: &TestEnv, state: &Path) -> Vec<String> {
 fn assert_each_once(got: &[String], expected: &[String]) {
     let mut sorted = got.to_vec();
     sorted.sort();
-    let mut dups: Vec<&String> = sorted.windows(2).filter(|w| w[0] == w[1]).map(|w| &w[0]).collect();
+    let mut dups: Vec<&String> = sorted
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| &w[0])
+        .collect();
     dups.dedup();
     let missing: Vec<&String> = expected.iter().filter(|c| !got.contains(c)).collect();
     let extra: Vec<&String> = got.iter().filter(|c| !expected.contains(c)).collect();
@@ -557,8 +561,12 @@ fn a_session_in_two_files_keeps_both_files_calls_and_a_compaction_copy_counts_on
     std::fs::create_dir_all(logs.join(session).join("subagents")).expect("mkdir");
     // The session's transcript, and the same session carried on in a second file (a resumed
     // or rotated log) whose calls sit at the very byte offsets of the first file's.
-    let first: String = (0..20).map(|i| claude_call(session, None, "aa", i)).collect();
-    let second: String = (0..20).map(|i| claude_call(session, None, "bb", i)).collect();
+    let first: String = (0..20)
+        .map(|i| claude_call(session, None, "aa", i))
+        .collect();
+    let second: String = (0..20)
+        .map(|i| claude_call(session, None, "bb", i))
+        .collect();
     std::fs::write(logs.join(format!("{session}.jsonl")), &first).expect("write");
     std::fs::write(logs.join("resumed.jsonl"), &second).expect("write");
     // Its compaction transcript: the first ten calls again, under their tool-use ids, then
@@ -576,7 +584,11 @@ fn a_session_in_two_files_keeps_both_files_calls_and_a_compaction_copy_counts_on
 
     let state = env.path().join("state-a");
     let report = oneshot(&env, &state, &[], &[&logs]);
-    assert_eq!(report_of(&report, "resumed.jsonl")["actions"], 20, "{report}");
+    assert_eq!(
+        report_of(&report, "resumed.jsonl")["actions"],
+        20,
+        "{report}"
+    );
     let expected: Vec<String> = ["aa", "bb"]
         .iter()
         .flat_map(|tag| (0..20).map(move |i| format!("cargo test -p {tag} -- case_{i:04}")))
@@ -613,7 +625,10 @@ fn a_compaction_transcript_of_the_corpus_repeats_no_call() {
             "corpus compaction pair missing under {} (required under CI=true)",
             dir.display()
         );
-        eprintln!("skipped: corpus compaction pair missing under {}", dir.display());
+        eprintln!(
+            "skipped: corpus compaction pair missing under {}",
+            dir.display()
+        );
         return;
     }
     // The distinct tool-use ids of the two files: one call, one action.
@@ -624,7 +639,11 @@ fn a_compaction_transcript_of_the_corpus_repeats_no_call() {
             let Ok(record) = serde_json::from_str::<Value>(line) else {
                 continue;
             };
-            for block in record["message"]["content"].as_array().into_iter().flatten() {
+            for block in record["message"]["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
                 if block["type"] == "tool_use"
                     && let Some(id) = block["id"].as_str()
                 {
@@ -635,7 +654,12 @@ fn a_compaction_transcript_of_the_corpus_repeats_no_call() {
     }
     let env = TestEnv::new();
     let state = env.path().join("state");
-    oneshot(&env, &state, &["--format", "claude-code"], &[&parent, &copy]);
+    oneshot(
+        &env,
+        &state,
+        &["--format", "claude-code"],
+        &[&parent, &copy],
+    );
     let actions = stored(&env, &state);
     let stored_ids: std::collections::BTreeSet<String> = actions
         .iter()
@@ -651,11 +675,19 @@ fn rotated_files_are_read_as_their_log_and_compressed_ones_are_skipped_with_a_re
     let logs = env.path().join("projects/-home-dev-app");
     std::fs::create_dir_all(&logs).expect("mkdir");
     let session = "1fb5e404-604d-4a2b-baf1-3beb42a67371";
-    let older: String = (0..10).map(|i| claude_call(session, None, "r1", i)).collect();
-    let newer: String = (0..10).map(|i| claude_call(session, None, "r2", i)).collect();
+    let older: String = (0..10)
+        .map(|i| claude_call(session, None, "r1", i))
+        .collect();
+    let newer: String = (0..10)
+        .map(|i| claude_call(session, None, "r2", i))
+        .collect();
     std::fs::write(logs.join(format!("{session}.jsonl.1")), &older).expect("write");
     std::fs::write(logs.join(format!("{session}.jsonl")), &newer).expect("write");
-    std::fs::write(logs.join(format!("{session}.jsonl.2.gz")), b"\x1f\x8b\x08\x00").expect("gz");
+    std::fs::write(
+        logs.join(format!("{session}.jsonl.2.gz")),
+        b"\x1f\x8b\x08\x00",
+    )
+    .expect("gz");
 
     let state = env.path().join("state");
     let report = oneshot(&env, &state, &[], &[&logs]);
@@ -664,7 +696,9 @@ fn rotated_files_are_read_as_their_log_and_compressed_ones_are_skipped_with_a_re
     assert_eq!(rotated["actions"], 10, "{report}");
     let gz = report_of(&report, &format!("{session}.jsonl.2.gz"));
     assert!(
-        gz["skipped"].as_str().is_some_and(|why| why.contains("compressed")),
+        gz["skipped"]
+            .as_str()
+            .is_some_and(|why| why.contains("compressed")),
         "{report}"
     );
     // One session, in the order it was written: the rotated file's calls first.
@@ -737,7 +771,9 @@ fn a_history_rewritten_in_place_at_the_same_size_keeps_its_new_commands() {
     std::fs::create_dir_all(&home).expect("mkdir");
     let history = home.join(".bash_history");
     let lines = |range: std::ops::Range<usize>| -> String {
-        range.map(|i| format!("git log --oneline -n {i:05}\n")).collect()
+        range
+            .map(|i| format!("git log --oneline -n {i:05}\n"))
+            .collect()
     };
     std::fs::write(&history, lines(0..100)).expect("write");
     let state = env.path().join("state");
@@ -757,7 +793,11 @@ fn a_history_rewritten_in_place_at_the_same_size_keeps_its_new_commands() {
     }
     assert_eq!(std::fs::metadata(&history).expect("stat").len(), before);
     let report = oneshot(&env, &state, &[], &[&history]);
-    assert_eq!(report_of(&report, ".bash_history")["actions"], 30, "{report}");
+    assert_eq!(
+        report_of(&report, ".bash_history")["actions"],
+        30,
+        "{report}"
+    );
     let expected: Vec<String> = (0..130)
         .map(|i| format!("git log --oneline -n {i:05}"))
         .collect();

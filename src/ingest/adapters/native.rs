@@ -165,9 +165,7 @@ impl RecordParser for NativeParser {
                 .as_u64()
                 // The store keeps a file generation's rank above the low 44 bits of seq.
                 .filter(|&seq| seq < 1 << crate::action::stored::RANK_SHIFT)
-                .ok_or_else(|| {
-                    Problem::new("\"seq\" must be a non-negative integer below 2^44")
-                })?,
+                .ok_or_else(|| Problem::new("\"seq\" must be a non-negative integer below 2^44"))?,
         };
         let ts = get(&obj, "ts").and_then(|ts| match ts {
             Value::String(text) => text.parse().ok(),
