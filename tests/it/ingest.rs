@@ -803,3 +803,62 @@ fn a_history_rewritten_in_place_at_the_same_size_keeps_its_new_commands() {
         .collect();
     assert_each_once(&stored_commands(&env, &state), &expected);
 }
+
+/// Waits until the daemon has stored each of `expected` once (and nothing else).
+fn wait_for_each_once(env: &TestEnv, daemon: &Daemon, expected: &[String]) {
+    let deadline = Instant::now() + PATIENCE;
+    let mut want = expected.to_vec();
+    want.sort();
+    loop {
+        let mut got = stored_commands(env, &env.state());
+        got.sort();
+        if got == want {
+            return;
+        }
+        if Instant::now() > deadline {
+            eprintln!("daemon log:\n{}", daemon.log());
+            assert_each_once(&got, expected);
+            panic!("stored what was expected only after the deadline");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_daemon_follows_a_copytruncate_right_after_a_write_and_names_compressed_rotations() {
+    let env = TestEnv::new();
+    let logs = env.path().join("logs");
+    std::fs::create_dir_all(&logs).expect("mkdir");
+    let daemon = daemon_with_sources(
+        &env,
+        &format!(
+            "[ingest]\ndebounce_ms = 20\n\n[[source]]\nformat = \"native\"\npath = \"{}\"\n",
+            logs.display()
+        ),
+    );
+    let log = logs.join("agent.jsonl");
+    append(&log, native_plain("a", 0..100).as_bytes());
+    wait_for_each_once(&env, &daemon, &native_commands("a", 0..100));
+    // A burst of writes, rotated by copytruncate before the daemon has read it, and the log
+    // written on at once; logrotate's `compress` left an older rotation beside it.
+    append(&log, native_plain("a", 100..2100).as_bytes());
+    copytruncate(&log);
+    append(&log, native_plain("b", 0..10).as_bytes());
+    std::fs::write(logs.join("agent.jsonl.2.gz"), b"\x1f\x8b\x08\x00\x00\x00").expect("gz");
+    let mut expected = native_commands("a", 0..2100);
+    expected.extend(native_commands("b", 0..10));
+    wait_for_each_once(&env, &daemon, &expected);
+    // In the order they were written.
+    assert_eq!(stored_commands(&env, &env.state()), expected);
+
+    let sources = env
+        .cli()
+        .args(["sources"])
+        .output()
+        .expect("toolsmith sources");
+    let text = String::from_utf8_lossy(&sources.stdout);
+    assert!(
+        text.contains("agent.jsonl.2.gz") && text.contains("compressed"),
+        "{text}"
+    );
+}
