@@ -238,6 +238,40 @@ pub struct TailStats {
     /// Files found not to be read (not regular files, not of their source's format,
     /// unreadable), counted once per file and reason; `toolsmith sources` lists them.
     pub skipped: AtomicU64,
+    /// Reads whose batch the store could not take (a full disk, an I/O error): nothing of it
+    /// was stored, not even its checkpoint, so the file is read again from there later.
+    pub write_failures: AtomicU64,
+    /// Files waiting to be read again after such a failure.
+    pub retrying: AtomicU64,
+    /// The last such failure, in words.
+    pub last_write_failure: Mutex<Option<String>>,
+}
+
+/// The first wait before files whose batch the store refused are read again; it doubles with
+/// each failed retry up to [`RETRY_MAX`], so a full disk costs a few reads a minute, not a loop.
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+
+/// The longest wait between retries.
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// What a store failure means for whoever reads `status`, and what to do about it.
+fn write_failure_words(err: &StoreError) -> String {
+    use rusqlite::ErrorCode;
+    let code = match err {
+        StoreError::Query(rusqlite::Error::SqliteFailure(e, _)) => Some(e.code),
+        _ => None,
+    };
+    match code {
+        Some(ErrorCode::DiskFull) => format!(
+            "the disk holding the state store is full ({err}); free space there: ingest \
+             retries by itself and loses nothing"
+        ),
+        Some(ErrorCode::SystemIoFailure) => format!(
+            "the state store could not be written ({err}); check the disk holding it: ingest \
+             retries by itself and loses nothing"
+        ),
+        _ => format!("the state store refused a batch ({err}); ingest retries it"),
+    }
 }
 
 struct OpenFile {
@@ -266,6 +300,8 @@ struct TailState {
     stop: Arc<AtomicBool>,
     /// The file being read now, for the message when a read outlives the shutdown grace.
     reading: Arc<Mutex<Option<PathBuf>>>,
+    /// Files whose last batch the store refused, to be read again.
+    retry: BTreeSet<PathBuf>,
 }
 
 /// Which source a file belongs to, as far as can be told.
@@ -442,10 +478,21 @@ impl TailState {
             }
             match self.read_path(&path) {
                 Ok(applied) => {
+                    self.retry.remove(&path);
                     total.inserted += applied.inserted;
                     total.joined += applied.joined;
                 }
                 Err(RoundError::Stopping) => break,
+                Err(RoundError::Store(StoreError::Closed)) => break,
+                Err(RoundError::Store(err)) => {
+                    let words = write_failure_words(&err);
+                    tracing::warn!(path = %path.display(), "ingest: {words}");
+                    self.stats.write_failures.fetch_add(1, Ordering::Relaxed);
+                    if let Ok(mut last) = self.stats.last_write_failure.lock() {
+                        *last = Some(words);
+                    }
+                    self.retry.insert(path);
+                }
                 Err(err) => tracing::warn!(path = %path.display(), "ingest failed: {err}"),
             }
             // Within the round too: a first scan of ten thousand sessions must not hold ten
@@ -455,6 +502,9 @@ impl TailState {
         if let Ok(mut reading) = self.reading.lock() {
             *reading = None;
         }
+        self.stats
+            .retrying
+            .store(self.retry.len() as u64, Ordering::Relaxed);
         self.stats.rounds.fetch_add(1, Ordering::Relaxed);
         total
     }
@@ -699,6 +749,7 @@ impl Tailer {
                 stats,
                 stop: Arc::new(AtomicBool::new(false)),
                 reading: Arc::default(),
+                retry: BTreeSet::new(),
             },
             debounce,
             grace,
@@ -769,6 +820,9 @@ impl Tailer {
             .iter()
             .filter_map(|p| p.parent().map(Path::to_owned))
             .collect();
+        // Files the store refused a batch of are read again after a wait that grows with each
+        // failure: a timer, never a loop.
+        let mut retry_wait = RETRY_FIRST;
         loop {
             if !dirty.is_empty() {
                 let Some(mut owned) = state.take() else { break };
@@ -821,7 +875,20 @@ impl Tailer {
             if *shutdown.borrow() {
                 break;
             }
+            let retry = state.as_ref().map(|s| s.retry.clone()).unwrap_or_default();
+            let wait = if retry.is_empty() {
+                retry_wait = RETRY_FIRST;
+                None
+            } else {
+                let wait = retry_wait;
+                retry_wait = (retry_wait * 2).min(RETRY_MAX);
+                Some(wait)
+            };
             tokio::select! {
+                _ = tokio::time::sleep(wait.unwrap_or(RETRY_MAX)), if wait.is_some() => {
+                    dirty.extend(retry);
+                    continue;
+                }
                 first = rx.recv() => {
                     let Some(first) = first else { break };
                     dirty.insert(first);

@@ -862,3 +862,139 @@ fn the_daemon_follows_a_copytruncate_right_after_a_write_and_names_compressed_ro
         "{text}"
     );
 }
+
+#[test]
+fn a_full_disk_while_the_daemon_ingests_is_shown_and_nothing_is_lost_once_space_is_back() {
+    if !nix::unistd::Uid::effective().is_root() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "a full disk is made with a tmpfs of its own, which needs root (CI runs as root)"
+        );
+        eprintln!("skipped: a full disk is made with a tmpfs of its own, which needs root");
+        return;
+    }
+    let env = TestEnv::new();
+    let logs = env.path().join("logs");
+    std::fs::create_dir_all(&logs).expect("mkdir");
+    let config = env.write_config(&format!(
+        "[ingest]\ndebounce_ms = 20\n\n[[source]]\nformat = \"native\"\npath = \"{}\"\n",
+        logs.display()
+    ));
+    // The state directory is a small file system of its own (a tmpfs, in a mount namespace of
+    // the daemon's own), so that filling it fills nothing else.
+    let mut cmd = std::process::Command::new("unshare");
+    env.apply(&mut cmd);
+    cmd.args([
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        "mount -t tmpfs -o size=16m toolsmith-full \"$1\" && shift && exec \"$@\"",
+        "sh",
+    ])
+    .arg(env.state())
+    .arg(env!("CARGO_BIN_EXE_toolsmithd"))
+    .arg("--state")
+    .arg(env.state())
+    .arg("--config")
+    .arg(&config);
+    let daemon = Daemon::start(&env, cmd);
+    let pid = daemon.pid().to_string();
+    // Commands run where the daemon's state directory is.
+    let inside = |program: &Path, args: &[&str]| {
+        let mut cmd = std::process::Command::new("nsenter");
+        env.apply(&mut cmd);
+        cmd.args(["-t", &pid, "-m", "--"]).arg(program).args(args);
+        cmd.output().expect("nsenter")
+    };
+    let cli = Path::new(env!("CARGO_BIN_EXE_toolsmith"));
+    let state = env.state().display().to_string();
+    let commands = || -> Vec<String> {
+        let out = inside(
+            cli,
+            &["--state", &state, "actions", "--json", "--limit", "100000"],
+        );
+        serde_json::from_slice::<Vec<Value>>(&out.stdout)
+            .unwrap_or_default()
+            .iter()
+            .map(|a| a["input"]["command"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + PATIENCE;
+        while !done() {
+            assert!(
+                Instant::now() < deadline,
+                "{what} did not happen; daemon log:\n{}",
+                daemon.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let lines = |tag: &str, range: std::ops::Range<usize>| -> String {
+        range
+            .map(|i| {
+                format!(
+                    "{}\n",
+                    json!({"v": 1, "session": "build", "tool": "shell",
+                           "input": {"command": format!("make {tag}-{i:05}")}, "ok": false,
+                           "output": format!("error {i}: {}", "x".repeat(600))})
+                )
+            })
+            .collect()
+    };
+    let log = logs.join("agent.jsonl");
+    append(&log, lines("a", 0..100).as_bytes());
+    wait_for("the first 100 actions stored", &|| commands().len() == 100);
+
+    // The disk fills up; the agent goes on writing.
+    let filler = env.state().join("filler");
+    let fill = format!("cat /dev/zero > '{}'", filler.display());
+    inside(Path::new("/bin/sh"), &["-c", &fill]);
+    append(&log, lines("a", 100..1100).as_bytes());
+    let status = || {
+        let out = inside(cli, &["--state", &state, "status", "--json"]);
+        serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+    };
+    wait_for("a write failure counted by status", &|| {
+        status()["counters"]["ingest"]["write_failures"]
+            .as_u64()
+            .is_some_and(|n| n > 0)
+    });
+    let ingest = status()["counters"]["ingest"].clone();
+    assert!(
+        ingest["last_write_failure"]
+            .as_str()
+            .is_some_and(|words| words.contains("full")),
+        "{ingest}"
+    );
+    let text = |args: &[&str]| {
+        let mut all = vec!["--state", state.as_str()];
+        all.extend_from_slice(args);
+        String::from_utf8_lossy(&inside(cli, &all).stdout).into_owned()
+    };
+    let shown = text(&["status"]);
+    assert!(shown.contains("batches not stored"), "{shown}");
+    let shown = text(&["sources"]);
+    assert!(shown.contains("batches not stored"), "{shown}");
+
+    // Space comes back: everything is read, once, without another write to the log.
+    inside(Path::new("/bin/rm"), &["-f", &filler.display().to_string()]);
+    let mut expected = native_commands_of(&lines("a", 0..1100));
+    expected.sort();
+    wait_for("every action stored once space was back", &|| {
+        let mut got = commands();
+        got.sort();
+        got == expected
+    });
+    assert_eq!(status()["counters"]["ingest"]["retrying"], 0);
+}
+
+/// The commands of native-format lines.
+fn native_commands_of(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["input"]["command"].as_str().map(str::to_owned))
+        .collect()
+}
