@@ -358,7 +358,9 @@ fn plan<E: From<ReadError>>(
         inode: meta.ino(),
         fingerprint,
     };
+    // Only what this format read: another format's places mean something else.
     let mut candidates = known(&probe)?;
+    candidates.retain(|c| c.format == format.source().as_str());
     candidates.sort_by_key(|c| std::cmp::Reverse(c.offset));
     for candidate in &candidates {
         if holds(file, candidate, size, head).map_err(fail)? {
@@ -369,11 +371,12 @@ fn plan<E: From<ReadError>>(
             });
         }
     }
-    // A copy still being made (it has the generation's first bytes, not yet all it was read up
-    // to) is read from its start in that generation: what it repeats is stored already, under
-    // the same keys.
+    // A copy still being made (a new file with the generation's first bytes, not yet all it was
+    // read up to) is read from its start in that generation: what it repeats is stored already,
+    // under the same keys. A file that was read before and changed is no copy in the making.
     if let Some(partial) = candidates.iter().find(|c| {
-        c.fingerprint_len > 0
+        previous.is_none()
+            && c.fingerprint_len > 0
             && c.fingerprint_len as usize <= head.len()
             && size < c.offset
             && fnv1a(&head[..c.fingerprint_len as usize]) == c.fingerprint
@@ -832,6 +835,96 @@ mod tests {
         );
         let replayed = read(&Redactor::new(), Some(&checkpoint));
         assert_eq!(outputs(&replayed), format!("password is {secret}"));
+    }
+
+    #[test]
+    fn copies_resume_in_the_generation_they_hold_and_rewrites_start_a_new_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let format = crate::ingest::formats::by_name("native").expect("format");
+        let redactor = Redactor::new();
+        let options = ReadOptions::default();
+        let line = |i: usize| {
+            format!(
+                "{}\n",
+                serde_json::json!({"v": 1, "session": "s", "tool": "shell",
+                    "input": {"command": format!("make target-{i:04}")}})
+            )
+        };
+        let text = |range: std::ops::Range<usize>| range.map(line).collect::<String>();
+        let read = |path: &Path, previous: Option<&Checkpoint>, known: &[Checkpoint]| {
+            let mut batches = Vec::new();
+            let known = known.to_vec();
+            let mut lookup = |_: &Probe<'_>| Ok::<_, ReadError>(known.clone());
+            read_file::<ReadError>(
+                path,
+                "s",
+                format,
+                previous,
+                &mut lookup,
+                &options,
+                &redactor,
+                |b| {
+                    batches.push(b);
+                    Ok(())
+                },
+            )
+            .expect("read");
+            batches
+        };
+        let commands = |batches: &[Batch]| -> Vec<String> {
+            batches
+                .iter()
+                .flat_map(|b| &b.items)
+                .filter_map(|i| match i {
+                    Item::Action(a) => a.input["command"].as_str().map(str::to_owned),
+                    _ => None,
+                })
+                .collect()
+        };
+        let log = dir.path().join("agent.jsonl");
+        std::fs::write(&log, text(0..40)).expect("write");
+        let first = read(&log, None, &[]);
+        assert_eq!(first[0].generation, Generation::New);
+        let read_up_to = Checkpoint {
+            rank: 5,
+            ..first.last().expect("batch").checkpoint.clone()
+        };
+
+        // A rotated copy holding more than was read resumes where reading stopped.
+        let rotated = dir.path().join("agent.jsonl.1");
+        std::fs::write(&rotated, text(0..50)).expect("write");
+        let copy = read(&rotated, None, std::slice::from_ref(&read_up_to));
+        assert_eq!(copy[0].generation, Generation::Adopt(5));
+        assert_eq!(commands(&copy).len(), 10);
+        assert_eq!(commands(&copy)[0], "make target-0040");
+
+        // A copy still being made is read from its start in that generation.
+        std::fs::write(&rotated, text(0..20)).expect("write");
+        let partial = read(&rotated, None, std::slice::from_ref(&read_up_to));
+        assert_eq!(partial[0].generation, Generation::Adopt(5));
+        assert_eq!(commands(&partial).len(), 20);
+
+        // The log itself rewritten in place, same size, same first KiB, another line after
+        // it: its content is not what was read, and it is no copy of anything.
+        let mut changed = text(0..40);
+        let at = changed.rfind("target-0039").expect("last line");
+        changed.replace_range(at..at + 11, "target-9999");
+        std::fs::write(&log, &changed).expect("rewrite");
+        let rewritten = read(&log, Some(&read_up_to), std::slice::from_ref(&read_up_to));
+        assert_eq!(rewritten[0].generation, Generation::New);
+        assert!(rewritten[0].reset);
+        assert_eq!(commands(&rewritten).len(), 40);
+
+        // Trimmed at its head and appended to: read on from where the last bytes read are.
+        std::fs::write(&log, text(10..45)).expect("trim");
+        let trimmed = read(&log, Some(&read_up_to), &[]);
+        assert_eq!(trimmed[0].generation, Generation::New);
+        assert_eq!(
+            commands(&trimmed),
+            (40..45)
+                .map(|i| format!("make target-{i:04}"))
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]
