@@ -823,6 +823,8 @@ impl Tailer {
         // Files the store refused a batch of are read again after a wait that grows with each
         // failure: a timer, never a loop.
         let mut retry_wait = RETRY_FIRST;
+        // When they are read again: kept across events, which must not put the retry off.
+        let mut retry_at: Option<tokio::time::Instant> = None;
         loop {
             if !dirty.is_empty() {
                 let Some(mut owned) = state.take() else { break };
@@ -876,16 +878,17 @@ impl Tailer {
                 break;
             }
             let retry = state.as_ref().map(|s| s.retry.clone()).unwrap_or_default();
-            let wait = if retry.is_empty() {
+            if retry.is_empty() {
                 retry_wait = RETRY_FIRST;
-                None
-            } else {
-                let wait = retry_wait;
+                retry_at = None;
+            } else if retry_at.is_none() {
+                retry_at = Some(tokio::time::Instant::now() + retry_wait);
                 retry_wait = (retry_wait * 2).min(RETRY_MAX);
-                Some(wait)
-            };
+            }
+            let retry_deadline = retry_at.unwrap_or_else(tokio::time::Instant::now);
             tokio::select! {
-                _ = tokio::time::sleep(wait.unwrap_or(RETRY_MAX)), if wait.is_some() => {
+                _ = tokio::time::sleep_until(retry_deadline), if retry_at.is_some() => {
+                    retry_at = None;
                     dirty.extend(retry);
                     continue;
                 }
