@@ -111,8 +111,10 @@ pub struct ActionResult {
 pub struct Action {
     /// Stable id of the agent session or shell session.
     pub session: String,
-    /// Ordering key within the session: increasing in log order, not necessarily contiguous.
-    /// Deterministic for the same bytes, so re-reading a file yields the same keys.
+    /// Ordering key within the session and the file: increasing in log order, not necessarily
+    /// contiguous (the store puts the file generation's rank above it: see
+    /// [`stored::stored_seq`]). Deterministic for the same bytes, so re-reading a file yields
+    /// the same keys.
     pub seq: u64,
     /// When the call was made (RFC 3339), if known.
     #[serde(default, skip_serializing_if = "Option::is_none")]

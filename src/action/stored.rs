@@ -11,7 +11,7 @@ use super::{Action, ActionResult};
 use crate::store::StoreError;
 
 /// Bits of a stored `seq` below the file generation's rank: the adapter's ordering key within
-/// its file (`offset << 8 | index`, so files up to 64 GiB).
+/// its file (`offset << 8 | index`, so files up to 64 GiB; see [`stored_seq`] for larger).
 pub const RANK_SHIFT: u32 = 44;
 
 /// The largest rank a stored `seq` holds (ranks above share it: ordering between those
@@ -22,16 +22,23 @@ pub const MAX_RANK: u64 = (1 << (63 - RANK_SHIFT)) - 1;
 /// in the order they were first read, so a session spanning files stays in order) above its
 /// `place` in that generation (the adapter's `seq`). With `rank`, two files never give two
 /// actions the same key; within one generation the same bytes always give the same key, so a
-/// re-read stores nothing twice.
+/// re-read stores nothing twice. A place too large to have a rank above it is not a place in a
+/// file but a key the log's writer gave (a native log's own `seq`, as `toolsmith run` writes
+/// it: time-based, unique within its session across files and processes): it is kept as
+/// written.
 ///
 /// ```
 /// use toolsmith::action::stored::{place_of, stored_seq};
 /// let seq = stored_seq(3, 1000 << 8);
 /// assert!(seq > stored_seq(2, 5_000_000 << 8));
 /// assert_eq!(place_of(seq), 1000 << 8);
+/// assert_eq!(stored_seq(3, 1_764_000_000_000_123), 1_764_000_000_000_123);
 /// ```
 pub fn stored_seq(rank: u64, place: u64) -> u64 {
-    (rank.min(MAX_RANK) << RANK_SHIFT) | place.min((1 << RANK_SHIFT) - 1)
+    if place >> RANK_SHIFT != 0 {
+        return place;
+    }
+    (rank.min(MAX_RANK) << RANK_SHIFT) | place
 }
 
 /// The place within its file generation of a stored `seq` (see [`stored_seq`]).
@@ -166,7 +173,8 @@ pub struct StoredAction {
     pub id: i64,
     /// Session.
     pub session: String,
-    /// Ordering key within the session.
+    /// Ordering key within the session, as stored: the file generation's rank above the place
+    /// in the file (see [`stored_seq`]).
     pub seq: u64,
     /// RFC 3339 time.
     pub ts: Option<String>,
@@ -270,7 +278,8 @@ pub struct ActionView<'r> {
     pub id: i64,
     /// Session.
     pub session: &'r str,
-    /// Ordering key within the session (a stored negative reads as 0).
+    /// Ordering key within the session, as stored (see [`stored_seq`]; a stored negative reads
+    /// as 0).
     pub seq: u64,
     /// Source format name.
     pub source: &'r str,
@@ -392,7 +401,8 @@ impl<'c> CallLookup<'c> {
 pub struct CallInput {
     /// Session.
     pub session: String,
-    /// Ordering key within the session.
+    /// Ordering key within the session, as stored: the file generation's rank above the place
+    /// in the file (see [`stored_seq`]).
     pub seq: i64,
     /// Input object, as JSON text.
     pub input: String,

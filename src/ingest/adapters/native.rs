@@ -15,7 +15,7 @@
 //! | `session`        | string, non-empty       | required  | required    | stable id of the agent or shell session |
 //! | `tool`           | string, non-empty       | required  | absent      | the tool's name (`Bash`, `shell`, `Edit`, …) |
 //! | `input`          | object                  | optional  | ignored     | the call's input (default `{}`); shell commands as `{"command": "…"}` |
-//! | `seq`            | integer, 0 ≤ seq < 2^44 | optional  | ignored     | order within the session and file, increasing in log order; default: the line's byte offset × 256 |
+//! | `seq`            | integer ≥ 0             | optional  | ignored     | order within the session, increasing in log order; default: the line's byte offset × 256 |
 //! | `ts`             | string (RFC 3339) or integer (Unix seconds) | optional | ignored | when the call was made; an unreadable value is treated as absent |
 //! | `cwd`            | string                  | optional  | ignored     | working directory of the call |
 //! | `call_id`        | string                  | optional  | required    | the writer's id for the call, joining a later result |
@@ -163,9 +163,7 @@ impl RecordParser for NativeParser {
             None => pos.offset << 8,
             Some(seq) => seq
                 .as_u64()
-                // The store keeps a file generation's rank above the low 44 bits of seq.
-                .filter(|&seq| seq < 1 << crate::action::stored::RANK_SHIFT)
-                .ok_or_else(|| Problem::new("\"seq\" must be a non-negative integer below 2^44"))?,
+                .ok_or_else(|| Problem::new("\"seq\" must be a non-negative integer"))?,
         };
         let ts = get(&obj, "ts").and_then(|ts| match ts {
             Value::String(text) => text.parse().ok(),
@@ -419,10 +417,6 @@ mod tests {
             (
                 r#"{"v":1,"session":"s","tool":"t","seq":-1}"#,
                 "\"seq\" must be",
-            ),
-            (
-                r#"{"v":1,"session":"s","tool":"t","seq":17592186044416}"#,
-                "below 2^44",
             ),
             (
                 r#"{"v":1,"session":"s","tool":"t","seq":"1"}"#,
