@@ -358,9 +358,17 @@ fn plan<E: From<ReadError>>(
         inode: meta.ino(),
         fingerprint,
     };
-    // Only what this format read: another format's places mean something else.
+    // Only what this format read (another format's places mean something else), and only the
+    // file itself moved (same inode) or a rotation of a log (`x.1`, as logrotate copies it):
+    // any other copy may go on growing apart from its original, and two files growing in one
+    // generation would give different actions the same places. Such a copy is read as a new
+    // generation (its calls with ids are still stored once).
+    let rotated = super::formats::rotation(Path::new(name)).is_some();
     let mut candidates = known(&probe)?;
-    candidates.retain(|c| c.format == format.source().as_str());
+    candidates.retain(|c| {
+        c.format == format.source().as_str()
+            && (rotated || (c.dev, c.inode) == (meta.dev(), meta.ino()))
+    });
     candidates.sort_by_key(|c| std::cmp::Reverse(c.offset));
     for candidate in &candidates {
         if holds(file, candidate, size, head).map_err(fail)? {
