@@ -50,6 +50,15 @@ impl Source {
         }
     }
 
+    /// Whether the program's call ids are unique beyond one session (Claude Code's `toolu_…`,
+    /// Codex's `call_…`), so that a call repeated in a sub-agent's transcript (a compaction copy
+    /// repeats its parent's calls under their ids) is the same call: such calls are keyed by
+    /// their root session (the parent's) and id. Other formats' ids (a native log's own) may be
+    /// reused by another session, so they are keyed by their own session.
+    pub fn call_ids_span_sessions(self) -> bool {
+        matches!(self, Source::ClaudeCode | Source::Codex)
+    }
+
     /// Every source, in a stable order.
     pub const ALL: [Source; 9] = [
         Source::ClaudeCode,
@@ -102,8 +111,10 @@ pub struct ActionResult {
 pub struct Action {
     /// Stable id of the agent session or shell session.
     pub session: String,
-    /// Ordering key within the session: increasing in log order, not necessarily contiguous.
-    /// Deterministic for the same bytes, so re-reading a file yields the same keys.
+    /// Ordering key within the session and the file: increasing in log order, not necessarily
+    /// contiguous (the store puts the file generation's rank above it: see
+    /// [`stored::stored_seq`]). Deterministic for the same bytes, so re-reading a file yields
+    /// the same keys.
     pub seq: u64,
     /// When the call was made (RFC 3339), if known.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,22 +10,75 @@ use serde_json::Value;
 use super::{Action, ActionResult};
 use crate::store::StoreError;
 
-/// Inserts an action unless already stored (`file_id`: the `ingest_files` row it was read from);
-/// joins a result that arrived before its call. Ingest's batches call it in their transaction.
+/// Bits of a stored `seq` below the file generation's rank: the adapter's ordering key within
+/// its file (`offset << 8 | index`, so files up to 64 GiB; see [`stored_seq`] for larger).
+pub const RANK_SHIFT: u32 = 44;
+
+/// The largest rank a stored `seq` holds (ranks above share it: ordering between those
+/// generations is then by place only).
+pub const MAX_RANK: u64 = (1 << (63 - RANK_SHIFT)) - 1;
+
+/// The stored ordering key of an action: its file generation's `rank` (generations are ranked
+/// in the order they were first read, so a session spanning files stays in order) above its
+/// `place` in that generation (the adapter's `seq`). With `rank`, two files never give two
+/// actions the same key; within one generation the same bytes always give the same key, so a
+/// re-read stores nothing twice. A place too large to have a rank above it is not a place in a
+/// file but a key the log's writer gave (a native log's own `seq`, as `toolsmith run` writes
+/// it: time-based, unique within its session across files and processes): it is kept as
+/// written.
+///
+/// ```
+/// use toolsmith::action::stored::{place_of, stored_seq};
+/// let seq = stored_seq(3, 1000 << 8);
+/// assert!(seq > stored_seq(2, 5_000_000 << 8));
+/// assert_eq!(place_of(seq), 1000 << 8);
+/// assert_eq!(stored_seq(3, 1_764_000_000_000_123), 1_764_000_000_000_123);
+/// ```
+pub fn stored_seq(rank: u64, place: u64) -> u64 {
+    if place >> RANK_SHIFT != 0 {
+        return place;
+    }
+    (rank.min(MAX_RANK) << RANK_SHIFT) | place
+}
+
+/// The place within its file generation of a stored `seq` (see [`stored_seq`]).
+pub fn place_of(seq: u64) -> u64 {
+    seq & ((1 << RANK_SHIFT) - 1)
+}
+
+/// The session an action's call id is unique within: its parent's for a source whose ids span
+/// sessions (see [`crate::action::Source::call_ids_span_sessions`]), else its own.
+pub fn call_root(action: &Action) -> &str {
+    match &action.parent_session {
+        Some(parent) if action.source.call_ids_span_sessions() => parent,
+        _ => &action.session,
+    }
+}
+
+/// Inserts an action at `seq` (its stored key, see [`stored_seq`]) unless already stored —
+/// the same place of the same file generation, or the same call id within its root session
+/// (`root`, see [`call_root`]); `file_id`: the `ingest_files` row it was read from. Joins a
+/// result that arrived before its call. Ingest's batches call it in their transaction.
+#[allow(clippy::too_many_arguments)]
 pub fn insert_action(
     conn: &Connection,
     action: &Action,
+    seq: u64,
+    root: &str,
     input: &str,
     ts: Option<&str>,
     file_id: i64,
 ) -> Result<bool, StoreError> {
     let result = action.result.as_ref();
+    // The root is stored only where it differs from the session (the index reads it through
+    // coalesce), which keeps most rows as small as before.
+    let stored_root = (root != action.session).then_some(root);
     let inserted = conn.prepare_cached("INSERT OR IGNORE INTO actions (session, seq, ts, source, cwd, tool, input, call_id, ok,
-                                        exit_code, output, duration_ms, file_id)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")?.execute(
+                                        exit_code, output, duration_ms, file_id, root)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)")?.execute(
         params![
             action.session,
-            action.seq as i64,
+            seq as i64,
             ts,
             action.source.as_str(),
             action.cwd,
@@ -36,7 +89,8 @@ pub fn insert_action(
             result.and_then(|r| r.exit_code),
             result.map(|r| r.output.as_str()),
             result.and_then(|r| r.duration_ms).map(|d| d as i64),
-            file_id
+            file_id,
+            stored_root
         ],
     )? == 1;
     if !inserted {
@@ -48,7 +102,7 @@ pub fn insert_action(
                 "DELETE FROM pending_results WHERE session = ?1 AND call_id = ?2
                  RETURNING ok, exit_code, output, duration_ms",
             )?
-            .query_row(params![action.session, call_id], |row| {
+            .query_row(params![root, call_id], |row| {
                 Ok(ActionResult {
                     ok: row.get(0)?,
                     exit_code: row.get(1)?,
@@ -58,27 +112,27 @@ pub fn insert_action(
             })
             .optional()?;
         if let Some(result) = pending {
-            join_result(conn, &action.session, call_id, &result)?;
+            join_result(conn, root, call_id, &result)?;
         }
     }
     Ok(true)
 }
 
-/// Joins a result to its stored call; keeps it pending (`pending_results`) when the call is not
-/// stored yet.
+/// Joins a result to its stored call, found by its root session (see [`call_root`]) and id;
+/// keeps it pending (`pending_results`, by root) when the call is not stored yet.
 pub fn join_result(
     conn: &Connection,
-    session: &str,
+    root: &str,
     call_id: &str,
     result: &ActionResult,
 ) -> Result<bool, StoreError> {
     let updated = conn
         .prepare_cached(
             "UPDATE actions SET ok = ?3, exit_code = ?4, output = ?5, duration_ms = ?6
-         WHERE session = ?1 AND call_id = ?2 AND ok IS NULL",
+         WHERE coalesce(root, session) = ?1 AND call_id = ?2 AND ok IS NULL",
         )?
         .execute(params![
-            session,
+            root,
             call_id,
             result.ok,
             result.exit_code,
@@ -90,9 +144,10 @@ pub fn join_result(
     }
     let call_exists: bool = conn
         .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM actions WHERE session = ?1 AND call_id = ?2)",
+            "SELECT EXISTS (SELECT 1 FROM actions
+                            WHERE coalesce(root, session) = ?1 AND call_id = ?2)",
         )?
-        .query_row(params![session, call_id], |row| row.get(0))?;
+        .query_row(params![root, call_id], |row| row.get(0))?;
     if !call_exists {
         conn.prepare_cached(
             "INSERT OR REPLACE INTO pending_results (session, call_id, ok, exit_code, output,
@@ -100,7 +155,7 @@ pub fn join_result(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?
         .execute(params![
-            session,
+            root,
             call_id,
             result.ok,
             result.exit_code,
@@ -118,7 +173,8 @@ pub struct StoredAction {
     pub id: i64,
     /// Session.
     pub session: String,
-    /// Ordering key within the session.
+    /// Ordering key within the session, as stored: the file generation's rank above the place
+    /// in the file (see [`stored_seq`]).
     pub seq: u64,
     /// RFC 3339 time.
     pub ts: Option<String>,
@@ -222,7 +278,8 @@ pub struct ActionView<'r> {
     pub id: i64,
     /// Session.
     pub session: &'r str,
-    /// Ordering key within the session (a stored negative reads as 0).
+    /// Ordering key within the session, as stored (see [`stored_seq`]; a stored negative reads
+    /// as 0).
     pub seq: u64,
     /// Source format name.
     pub source: &'r str,
@@ -344,7 +401,8 @@ impl<'c> CallLookup<'c> {
 pub struct CallInput {
     /// Session.
     pub session: String,
-    /// Ordering key within the session.
+    /// Ordering key within the session, as stored: the file generation's rank above the place
+    /// in the file (see [`stored_seq`]).
     pub seq: i64,
     /// Input object, as JSON text.
     pub input: String,

@@ -177,6 +177,22 @@ pub(super) fn actions(
     Ok(())
 }
 
+/// The daemon's batches the store refused, in words, from its status's `ingest` counters;
+/// `None` when there were none.
+pub(super) fn write_failures(ingest: &serde_json::Value) -> Option<String> {
+    let failures = ingest["write_failures"].as_u64().filter(|&n| n > 0)?;
+    let retrying = ingest["retrying"].as_u64().unwrap_or(0);
+    let last = ingest["last_write_failure"].as_str().unwrap_or("unknown");
+    Some(if retrying > 0 {
+        format!(
+            "{failures} batches not stored, {retrying} files waiting to be read again; last: \
+             {last}"
+        )
+    } else {
+        format!("{failures} batches not stored at first, all read again since; last: {last}")
+    })
+}
+
 /// `toolsmith sources`.
 pub(super) fn sources(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
     let conn = open_store(cli)?;
@@ -194,8 +210,14 @@ pub(super) fn sources(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
             })
             .sum();
     }
+    // Batches the store refused (a full disk) cannot be recorded in it: the daemon says.
+    let failing =
+        super::daemon_status(cli).and_then(|status| write_failures(&status["counters"]["ingest"]));
     if cli.global.json {
         return output::json(out, &json!(summaries));
+    }
+    if let Some(words) = &failing {
+        writeln!(out, "ingest: {words}")?;
     }
     if summaries.is_empty() {
         writeln!(out, "no sources read yet")?;

@@ -661,6 +661,11 @@ fn connect(cli: &Cli) -> Result<Client, Failure> {
     Ok(Client::connect(&socket_path(cli)?)?)
 }
 
+/// The daemon's `status`, if one is running and answers.
+fn daemon_status(cli: &Cli) -> Option<Value> {
+    connect(cli).ok()?.call("status", Value::Null).ok()
+}
+
 fn status(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
     let status = connect(cli)?.call("status", Value::Null)?;
     if cli.global.json {
@@ -742,7 +747,7 @@ fn status(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> 
     rows.push((
         "ingest",
         format!(
-            "{} actions from {} files, {} problems{}",
+            "{} actions from {} files, {} problems{}{}",
             n(&ingest["actions"]),
             n(&ingest["files"]),
             n(&ingest["problems"]),
@@ -752,7 +757,10 @@ fn status(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> 
                 ))
             } else {
                 String::new()
-            }
+            },
+            crate::cli::ingest::write_failures(ingest)
+                .map(|words| style.bad(&format!(", {words}")))
+                .unwrap_or_default()
         ),
     ));
     output::table(out, &rows)?;

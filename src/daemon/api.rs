@@ -179,6 +179,13 @@ impl DaemonApi {
                     "rescans": get(&t.rescans),
                     "opens": get(&t.opens),
                     "skipped": get(&t.skipped),
+                    "write_failures": get(&t.write_failures),
+                    "retrying": get(&t.retrying),
+                    "last_write_failure": t
+                        .last_write_failure
+                        .lock()
+                        .ok()
+                        .and_then(|last| last.clone()),
                 }),
             );
         }

@@ -112,6 +112,8 @@ pub fn ingest_paths_reporting(
     for path in paths {
         collect_files(path, &mut files, &mut specials)?;
     }
+    // A log's rotations before the log, oldest first: the order it was written in.
+    formats::rotation_order(&mut files);
     let redactor = Redactor::new();
     let mut reports = Vec::with_capacity(files.len() + specials.len());
     // Never opened: a FIFO would block the read, a device could have side effects.
@@ -135,6 +137,11 @@ pub fn ingest_paths_reporting(
     for (path, size) in files.into_iter().zip(sizes) {
         progress.files_done += 1;
         progress.bytes_done += size;
+        if let Some(why) = formats::compressed(&path) {
+            reports.push(skipped(path, why));
+            advance(progress);
+            continue;
+        }
         let chosen = match forced {
             Some(f) => Some(f),
             None => match read_head(&path) {
@@ -197,11 +204,13 @@ pub fn ingest_file(
         report.actions += applied.inserted;
         report.results += applied.joined;
     };
+    let mut known = |probe: &ingest_store::Probe<'_>| known_generations(store, probe);
     let summary = reader::read_file::<IngestError>(
         path,
         name,
         format,
         previous.as_ref(),
+        &mut known,
         options,
         redactor,
         |batch| {
@@ -219,6 +228,25 @@ pub fn ingest_file(
     last?;
     report.bytes = summary.bytes;
     Ok(report)
+}
+
+/// The generations read before that a file may be a rotated or copied form of (see
+/// [`ingest_store::known_generations`]), asked of `store`.
+pub fn known_generations<E: From<StoreError>>(
+    store: &Store,
+    probe: &ingest_store::Probe<'_>,
+) -> Result<Vec<ingest_store::Checkpoint>, E> {
+    let path = probe.path.to_owned();
+    let probe = ingest_store::Probe { path: "", ..*probe };
+    Ok(store.call_blocking(move |conn| {
+        ingest_store::known_generations(
+            conn,
+            &ingest_store::Probe {
+                path: &path,
+                ..probe
+            },
+        )
+    })?)
 }
 
 fn skipped(path: PathBuf, why: String) -> FileReport {

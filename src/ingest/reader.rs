@@ -14,10 +14,14 @@ use super::adapters::{Format, Framing, Position};
 use super::framing::{Cut, Cutter};
 use super::redact::Redactor;
 use super::sanitize::{FileKey, Sanitizer};
-use super::store::{Batch, Checkpoint};
+use super::store::{Batch, Checkpoint, Generation, Probe};
 
 /// How many leading bytes identify a file's content.
 pub const FINGERPRINT_BYTES: u64 = 1024;
+
+/// How many bytes before a checkpoint its tail hash covers: the same bytes there mean the
+/// content read is still in place (or, found elsewhere in a rewritten file, where it went).
+pub const TAIL_BYTES: u64 = 1024;
 
 /// Limits and behaviour of a read.
 #[derive(Debug, Clone, Copy)]
@@ -208,21 +212,208 @@ pub struct ReadSummary {
     pub reset: bool,
 }
 
+/// The generations read before (under other paths) that a file may hold, by its [`Probe`]:
+/// the store's answer to [`super::store::known_generations`], or nothing.
+pub type Known<'k, E> = &'k mut dyn FnMut(&Probe<'_>) -> Result<Vec<Checkpoint>, E>;
+
+/// A [`Known`] for a read that has no store to ask (every unknown file is new).
+pub fn nothing_known<E>(_: &Probe<'_>) -> Result<Vec<Checkpoint>, E> {
+    Ok(Vec::new())
+}
+
 /// Reads `path` from `previous` (its stored checkpoint, if any) to the end, handing batches to
 /// `sink`. A batch is complete by itself: storing it with its checkpoint is always consistent.
+/// `known` is asked only when the file is not the one `previous` describes: a rotated or copied
+/// file resumes where its content was read up to (see [`read_from`]).
+#[allow(clippy::too_many_arguments)]
 pub fn read_file<E: From<ReadError>>(
     path: &Path,
     source: &str,
     format: &dyn Format,
     previous: Option<&Checkpoint>,
+    known: Known<'_, E>,
     options: &ReadOptions,
     redactor: &Redactor,
     sink: impl FnMut(Batch) -> Result<(), E>,
 ) -> Result<ReadSummary, E> {
     let mut file = open_regular(path).map_err(ReadError::from)?;
     read_from(
-        &mut file, path, source, format, previous, options, redactor, sink,
+        &mut file, path, source, format, previous, known, options, redactor, sink,
     )
+}
+
+/// Where a read starts, and in which generation.
+struct Plan {
+    generation: Generation,
+    /// The checkpoint resumed from (offset, line, parser state), if any.
+    from: Option<Checkpoint>,
+    /// Whether what was read of the path before is no longer what it holds.
+    reset: bool,
+}
+
+/// Whether `file` holds, at `prev`'s place, the bytes `prev` was read up to: its first bytes
+/// (fingerprint) and the bytes just before its offset (tail hash) are the same.
+fn holds(file: &File, prev: &Checkpoint, size: u64, head: &[u8]) -> std::io::Result<bool> {
+    if size < prev.offset || (prev.fingerprint_len as usize) > head.len() {
+        return Ok(false);
+    }
+    if fnv1a(&head[..prev.fingerprint_len as usize]) != prev.fingerprint {
+        return Ok(false);
+    }
+    Ok(prev.tail_len == 0 || tail_hash(file, prev.offset, prev.tail_len)? == prev.tail_hash)
+}
+
+/// FNV-1a of the `len` bytes of `file` before `end`.
+fn tail_hash(file: &File, end: u64, len: u64) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let len = len.min(end);
+    let mut bytes = vec![0u8; len as usize];
+    file.read_exact_at(&mut bytes, end - len)?;
+    Ok(fnv1a(&bytes))
+}
+
+/// Where the bytes `prev`'s tail hash covers end in `file` now, at a line's end, with the line
+/// number there: the first such place. A history rewritten in place (its oldest lines
+/// trimmed, new ones appended) keeps what was read before that place and only adds after it.
+fn find_tail(file: &File, prev: &Checkpoint, size: u64) -> std::io::Result<Option<(u64, u64)>> {
+    use std::os::unix::fs::FileExt;
+    let want = prev.tail_len as usize;
+    if want == 0 || size < prev.tail_len {
+        return Ok(None);
+    }
+    // `window` holds the bytes from `start` on; at most `want` carried over from the last chunk.
+    let mut window: Vec<u8> = Vec::with_capacity(want + 64 * 1024);
+    let mut start = 0u64;
+    let mut at = 0u64;
+    let mut lines = 1u64;
+    let mut chunk = vec![0u8; 64 * 1024];
+    while at < size {
+        let n = file.read_at(&mut chunk, at)?;
+        if n == 0 {
+            break;
+        }
+        let scanned = window.len();
+        window.extend_from_slice(&chunk[..n]);
+        at += n as u64;
+        for i in scanned..window.len() {
+            if window[i] != b'\n' {
+                continue;
+            }
+            lines += 1;
+            let end = i + 1;
+            if end >= want && fnv1a(&window[end - want..end]) == prev.tail_hash {
+                return Ok(Some((start + end as u64, lines)));
+            }
+        }
+        let keep = window.len().min(want);
+        let cut = window.len() - keep;
+        window.drain(..cut);
+        start += cut as u64;
+    }
+    Ok(None)
+}
+
+/// Decides where to read `file` from: on from `previous` if it still holds what was read; else
+/// on from a generation read before under another path that it holds (a renamed or copied
+/// rotation); else, for a rewritten file, on from where the bytes read last are now; else from
+/// its start, as a new generation.
+#[allow(clippy::too_many_arguments)]
+fn plan<E: From<ReadError>>(
+    file: &File,
+    name: &str,
+    format: &dyn Format,
+    previous: Option<&Checkpoint>,
+    known: Known<'_, E>,
+    meta: &std::fs::Metadata,
+    head: &[u8],
+    fingerprint: u64,
+) -> Result<Plan, E> {
+    let fail = |source| ReadError {
+        path: name.to_owned(),
+        source,
+    };
+    let size = meta.len();
+    if let Some(prev) = previous
+        && holds(file, prev, size, head).map_err(fail)?
+    {
+        return Ok(Plan {
+            generation: Generation::Continue,
+            from: Some(prev.clone()),
+            reset: false,
+        });
+    }
+    let reset = previous.is_some();
+    if format.framing() == Framing::WholeFile && previous.is_some() {
+        // A whole document is read again when it changes, in the same generation: the same
+        // calls in it are the same actions.
+        return Ok(Plan {
+            generation: Generation::Continue,
+            from: None,
+            reset,
+        });
+    }
+    let probe = Probe {
+        path: name,
+        dev: meta.dev(),
+        inode: meta.ino(),
+        fingerprint,
+    };
+    // Only what this format read (another format's places mean something else), and only the
+    // file itself moved (same inode) or a rotation of a log (`x.1`, as logrotate copies it):
+    // any other copy may go on growing apart from its original, and two files growing in one
+    // generation would give different actions the same places. Such a copy is read as a new
+    // generation (its calls with ids are still stored once).
+    let rotated = super::formats::rotation(Path::new(name)).is_some();
+    let mut candidates = known(&probe)?;
+    candidates.retain(|c| {
+        c.format == format.source().as_str()
+            && (rotated || (c.dev, c.inode) == (meta.dev(), meta.ino()))
+    });
+    candidates.sort_by_key(|c| std::cmp::Reverse(c.offset));
+    for candidate in &candidates {
+        if holds(file, candidate, size, head).map_err(fail)? {
+            return Ok(Plan {
+                generation: Generation::Adopt(candidate.rank),
+                from: Some(candidate.clone()),
+                reset,
+            });
+        }
+    }
+    // A copy still being made (a new file with the generation's first bytes, not yet all it was
+    // read up to) is read from its start in that generation: what it repeats is stored already,
+    // under the same keys. A file that was read before and changed is no copy in the making.
+    if let Some(partial) = candidates.iter().find(|c| {
+        previous.is_none()
+            && c.fingerprint_len > 0
+            && c.fingerprint_len as usize <= head.len()
+            && size < c.offset
+            && fnv1a(&head[..c.fingerprint_len as usize]) == c.fingerprint
+    }) {
+        return Ok(Plan {
+            generation: Generation::Adopt(partial.rank),
+            from: None,
+            reset,
+        });
+    }
+    if let Some(prev) = previous
+        && format.framing() != Framing::WholeFile
+        && let Some((offset, line)) = find_tail(file, prev, size).map_err(fail)?
+    {
+        return Ok(Plan {
+            generation: Generation::New,
+            from: Some(Checkpoint {
+                offset,
+                line,
+                ..prev.clone()
+            }),
+            reset,
+        });
+    }
+    Ok(Plan {
+        generation: Generation::New,
+        from: None,
+        reset,
+    })
 }
 
 /// Like [`read_file`], on a file already open — possibly one that was renamed or deleted since
@@ -234,11 +425,15 @@ pub fn read_from<E: From<ReadError>>(
     source: &str,
     format: &dyn Format,
     previous: Option<&Checkpoint>,
+    known: Known<'_, E>,
     options: &ReadOptions,
     redactor: &Redactor,
     mut sink: impl FnMut(Batch) -> Result<(), E>,
 ) -> Result<ReadSummary, E> {
     let name = path.display().to_string();
+    // A rotated file (`x.jsonl.1`) is parsed as the file it was (`x.jsonl`): the same sessions.
+    let logical = super::formats::unrotated(path);
+    let parse_as: &Path = &logical;
     let fail = |source| ReadError {
         path: name.clone(),
         source,
@@ -265,9 +460,25 @@ pub fn read_from<E: From<ReadError>>(
         size_seen: size,
         mtime_ns,
         parser_state: None,
+        rank: 0,
+        tail_hash: 0,
+        tail_len: 0,
     };
-    let resume = previous.and_then(|prev| resume_from(prev, &meta, &head));
-    let reset = previous.is_some() && resume.is_none();
+    let Plan {
+        generation,
+        from,
+        reset,
+    } = plan(
+        file,
+        &name,
+        format,
+        previous,
+        known,
+        &meta,
+        &head,
+        fingerprint,
+    )?;
+    let resume = from.as_ref();
     let mut sanitizer = Sanitizer::new(redactor, options.output_cap);
     let file_key = FileKey {
         path: name.clone(),
@@ -285,7 +496,7 @@ pub fn read_from<E: From<ReadError>>(
         {
             // The secrets seen before the checkpoint are not stored: find them again.
             let mut replayed = Sanitizer::new(redactor, options.output_cap);
-            replay(file, path, format, prev.offset, options, &mut replayed).map_err(fail)?;
+            replay(file, parse_as, format, prev.offset, options, &mut replayed).map_err(fail)?;
             sanitizer.take_memory(replayed);
         }
     }
@@ -294,12 +505,16 @@ pub fn read_from<E: From<ReadError>>(
         return read_whole(
             file,
             previous,
-            resume.is_some(),
+            generation == Generation::Continue && !reset,
             checkpoint,
             format,
             options,
             redactor,
-            reset,
+            Batch {
+                reset,
+                generation,
+                ..Batch::default()
+            },
             sink,
         );
     }
@@ -309,7 +524,7 @@ pub fn read_from<E: From<ReadError>>(
         line: checkpoint.line,
     };
     file.seek(SeekFrom::Start(start.offset)).map_err(fail)?;
-    let mut parser = format.parser(path, checkpoint.parser_state.take());
+    let mut parser = format.parser(parse_as, checkpoint.parser_state.take());
     let mut cutter = Cutter::new(format.framing(), start, options.max_record);
     let mut summary = ReadSummary {
         reset,
@@ -360,10 +575,16 @@ pub fn read_from<E: From<ReadError>>(
             let mut batch = std::mem::take(&mut pending);
             batch.bytes = point.offset - consumed_from;
             batch.reset = summary.batches == 0 && reset;
+            if summary.batches == 0 {
+                batch.generation = generation;
+            }
+            let tail_len = point.offset.min(TAIL_BYTES);
             batch.checkpoint = Checkpoint {
                 offset: point.offset,
                 line: point.line,
                 parser_state: Some(sanitizer.wrap_state(parser.state())).filter(|s| !s.is_null()),
+                tail_hash: tail_hash(file, point.offset, tail_len).map_err(fail)?,
+                tail_len,
                 ..checkpoint.clone()
             };
             consumed_from = point.offset;
@@ -420,23 +641,6 @@ fn replay(
     }
 }
 
-/// The stored checkpoint, if the file at hand is the one it describes and has not been cut
-/// below it; `None` means: read from the start.
-fn resume_from<'a>(
-    prev: &'a Checkpoint,
-    meta: &std::fs::Metadata,
-    head: &[u8],
-) -> Option<&'a Checkpoint> {
-    if meta.len() < prev.offset {
-        return None; // truncated
-    }
-    // Same content at the start means the same file, whether it kept its inode or was moved
-    // back into place; a different start means a rewrite or a new file under the old name.
-    let same_start = (prev.fingerprint_len as usize) <= head.len()
-        && fnv1a(&head[..prev.fingerprint_len as usize]) == prev.fingerprint;
-    same_start.then_some(prev)
-}
-
 #[allow(clippy::too_many_arguments)]
 fn read_whole<E: From<ReadError>>(
     file: &mut File,
@@ -446,7 +650,7 @@ fn read_whole<E: From<ReadError>>(
     format: &dyn Format,
     options: &ReadOptions,
     redactor: &Redactor,
-    reset: bool,
+    mut batch: Batch,
     mut sink: impl FnMut(Batch) -> Result<(), E>,
 ) -> Result<ReadSummary, E> {
     let unchanged = same_file
@@ -457,12 +661,9 @@ fn read_whole<E: From<ReadError>>(
         return Ok(ReadSummary::default());
     }
     let size = checkpoint.size_seen;
-    let mut batch = Batch {
-        reset,
-        records: 1,
-        bytes: size,
-        ..Batch::default()
-    };
+    let reset = batch.reset;
+    batch.records = 1;
+    batch.bytes = size;
     if size > options.max_whole_file {
         batch.problems.push((
             1,
@@ -487,7 +688,7 @@ fn read_whole<E: From<ReadError>>(
         if cut_short && !options.complete {
             return Ok(ReadSummary::default());
         }
-        let path = Path::new(&checkpoint.path).to_owned();
+        let path = super::formats::unrotated(Path::new(&checkpoint.path)).into_owned();
         let mut parser = format.parser(&path, None);
         let pos = Position { offset: 0, line: 1 };
         if let Err(problem) = parser.record(&bytes, pos, &mut batch.items) {
@@ -533,10 +734,19 @@ mod tests {
         let live = ReadOptions::default();
         let read = |opts: &ReadOptions| {
             let mut batches = Vec::new();
-            read_file::<ReadError>(&path, "s", format, None, opts, &redactor, |b| {
-                batches.push(b);
-                Ok(())
-            })
+            read_file::<ReadError>(
+                &path,
+                "s",
+                format,
+                None,
+                &mut nothing_known,
+                opts,
+                &redactor,
+                |b| {
+                    batches.push(b);
+                    Ok(())
+                },
+            )
             .expect("read");
             batches
         };
@@ -573,15 +783,26 @@ mod tests {
         // More than a KiB before the secret, so that the fingerprint does not see it.
         let mut first = line("echo start", &"x".repeat(1500));
         first.push_str(&line(&format!("export DB_PASSWORD={secret}"), ""));
+        // And more than a KiB after it, so that the checkpoint's tail hash does not either.
+        first.push_str(&line("echo filler", &"z".repeat(1500)));
         let later = line("./probe", &format!("password is {secret}"));
         let format = crate::ingest::formats::by_name("native").expect("format");
         let options = ReadOptions::default();
         let read = |redactor: &Redactor, previous: Option<&Checkpoint>| {
             let mut batches = Vec::new();
-            read_file::<ReadError>(&path, "s", format, previous, &options, redactor, |b| {
-                batches.push(b);
-                Ok(())
-            })
+            read_file::<ReadError>(
+                &path,
+                "s",
+                format,
+                previous,
+                &mut nothing_known,
+                &options,
+                redactor,
+                |b| {
+                    batches.push(b);
+                    Ok(())
+                },
+            )
             .expect("read");
             batches
         };
@@ -622,6 +843,96 @@ mod tests {
         );
         let replayed = read(&Redactor::new(), Some(&checkpoint));
         assert_eq!(outputs(&replayed), format!("password is {secret}"));
+    }
+
+    #[test]
+    fn copies_resume_in_the_generation_they_hold_and_rewrites_start_a_new_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let format = crate::ingest::formats::by_name("native").expect("format");
+        let redactor = Redactor::new();
+        let options = ReadOptions::default();
+        let line = |i: usize| {
+            format!(
+                "{}\n",
+                serde_json::json!({"v": 1, "session": "s", "tool": "shell",
+                    "input": {"command": format!("make target-{i:04}")}})
+            )
+        };
+        let text = |range: std::ops::Range<usize>| range.map(line).collect::<String>();
+        let read = |path: &Path, previous: Option<&Checkpoint>, known: &[Checkpoint]| {
+            let mut batches = Vec::new();
+            let known = known.to_vec();
+            let mut lookup = |_: &Probe<'_>| Ok::<_, ReadError>(known.clone());
+            read_file::<ReadError>(
+                path,
+                "s",
+                format,
+                previous,
+                &mut lookup,
+                &options,
+                &redactor,
+                |b| {
+                    batches.push(b);
+                    Ok(())
+                },
+            )
+            .expect("read");
+            batches
+        };
+        let commands = |batches: &[Batch]| -> Vec<String> {
+            batches
+                .iter()
+                .flat_map(|b| &b.items)
+                .filter_map(|i| match i {
+                    Item::Action(a) => a.input["command"].as_str().map(str::to_owned),
+                    _ => None,
+                })
+                .collect()
+        };
+        let log = dir.path().join("agent.jsonl");
+        std::fs::write(&log, text(0..40)).expect("write");
+        let first = read(&log, None, &[]);
+        assert_eq!(first[0].generation, Generation::New);
+        let read_up_to = Checkpoint {
+            rank: 5,
+            ..first.last().expect("batch").checkpoint.clone()
+        };
+
+        // A rotated copy holding more than was read resumes where reading stopped.
+        let rotated = dir.path().join("agent.jsonl.1");
+        std::fs::write(&rotated, text(0..50)).expect("write");
+        let copy = read(&rotated, None, std::slice::from_ref(&read_up_to));
+        assert_eq!(copy[0].generation, Generation::Adopt(5));
+        assert_eq!(commands(&copy).len(), 10);
+        assert_eq!(commands(&copy)[0], "make target-0040");
+
+        // A copy still being made is read from its start in that generation.
+        std::fs::write(&rotated, text(0..20)).expect("write");
+        let partial = read(&rotated, None, std::slice::from_ref(&read_up_to));
+        assert_eq!(partial[0].generation, Generation::Adopt(5));
+        assert_eq!(commands(&partial).len(), 20);
+
+        // The log itself rewritten in place, same size, same first KiB, another line after
+        // it: its content is not what was read, and it is no copy of anything.
+        let mut changed = text(0..40);
+        let at = changed.rfind("target-0039").expect("last line");
+        changed.replace_range(at..at + 11, "target-9999");
+        std::fs::write(&log, &changed).expect("rewrite");
+        let rewritten = read(&log, Some(&read_up_to), std::slice::from_ref(&read_up_to));
+        assert_eq!(rewritten[0].generation, Generation::New);
+        assert!(rewritten[0].reset);
+        assert_eq!(commands(&rewritten).len(), 40);
+
+        // Trimmed at its head and appended to: read on from where the last bytes read are.
+        std::fs::write(&log, text(10..45)).expect("trim");
+        let trimmed = read(&log, Some(&read_up_to), &[]);
+        assert_eq!(trimmed[0].generation, Generation::New);
+        assert_eq!(
+            commands(&trimmed),
+            (40..45)
+                .map(|i| format!("make target-{i:04}"))
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]

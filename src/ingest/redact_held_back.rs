@@ -130,6 +130,7 @@ fn read(path: &Path, previous: Option<&Checkpoint>, complete: bool) -> Vec<Batch
         "held-back",
         format,
         previous,
+        &mut super::reader::nothing_known,
         &options,
         &redactor,
         |b| {

@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use super::adapters::Item;
 use crate::action::Action;
-use crate::action::stored::{insert_action, join_result};
+use crate::action::Source;
+use crate::action::stored::{call_root, insert_action, join_result, stored_seq};
 use crate::store::{Pending, Store, StoreError, unix_now};
 
 /// How many problems are kept per file (all are counted).
@@ -40,6 +41,27 @@ pub struct Checkpoint {
     pub mtime_ns: i64,
     /// The parser's state at `offset`.
     pub parser_state: Option<Value>,
+    /// The rank of the file generation read (see [`crate::action::stored::stored_seq`]): given
+    /// by the store when the generation is first stored.
+    pub rank: u64,
+    /// FNV-1a hash of the `tail_len` bytes before `offset`: the same bytes there mean the
+    /// content read is still the file's (a rewrite in place shows here whatever the size).
+    pub tail_hash: u64,
+    /// How many bytes `tail_hash` covers (0: unknown, as for a checkpoint of an older build).
+    pub tail_len: u64,
+}
+
+/// Which file generation a batch's checkpoint belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Generation {
+    /// The one the path's checkpoint names (a new one when the path has none).
+    #[default]
+    Continue,
+    /// A new one: the file was truncated, rewritten or replaced; the path's former generation
+    /// is kept for a rotated copy of it to resume.
+    New,
+    /// A known one, by rank: the file is a rotated (renamed or copied) generation read before.
+    Adopt(u64),
 }
 
 /// What one read produced: items, problems, and the checkpoint after them.
@@ -57,6 +79,9 @@ pub struct Batch {
     pub records: u64,
     /// Whether the file was found truncated, rewritten or replaced, and is read from the start.
     pub reset: bool,
+    /// The generation the checkpoint belongs to (only a read's first batch says other than
+    /// [`Generation::Continue`]).
+    pub generation: Generation,
 }
 
 /// What applying a batch changed.
@@ -122,28 +147,78 @@ pub fn checkpoint(conn: &Connection, path: &str) -> Result<Option<Checkpoint>, S
     Ok(conn
         .query_row(
             "SELECT source, format, path, dev, inode, fingerprint, fingerprint_len, offset, line,
-                    size_seen, mtime_ns, parser_state
+                    size_seen, mtime_ns, parser_state, rank, tail_hash, tail_len
              FROM ingest_files WHERE path = ?1",
             [path],
-            |row| {
-                let state: Option<String> = row.get(11)?;
-                Ok(Checkpoint {
-                    source: row.get(0)?,
-                    format: row.get(1)?,
-                    path: row.get(2)?,
-                    dev: row.get::<_, i64>(3)? as u64,
-                    inode: row.get::<_, i64>(4)? as u64,
-                    fingerprint: row.get::<_, i64>(5)? as u64,
-                    fingerprint_len: row.get::<_, i64>(6)? as u64,
-                    offset: row.get::<_, i64>(7)? as u64,
-                    line: row.get::<_, i64>(8)? as u64,
-                    size_seen: row.get::<_, i64>(9)? as u64,
-                    mtime_ns: row.get(10)?,
-                    parser_state: state.and_then(|s| serde_json::from_str(&s).ok()),
-                })
-            },
+            checkpoint_row,
         )
         .optional()?)
+}
+
+/// A row of `SELECT source, format, path, dev, inode, fingerprint, fingerprint_len, offset,
+/// line, size_seen, mtime_ns, parser_state, rank, tail_hash, tail_len`.
+fn checkpoint_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Checkpoint> {
+    let state: Option<String> = row.get(11)?;
+    let int = |i: usize| row.get::<_, i64>(i).map(|v| v as u64);
+    Ok(Checkpoint {
+        source: row.get(0)?,
+        format: row.get(1)?,
+        path: row.get(2)?,
+        dev: int(3)?,
+        inode: int(4)?,
+        fingerprint: int(5)?,
+        fingerprint_len: int(6)?,
+        offset: int(7)?,
+        line: int(8)?,
+        size_seen: int(9)?,
+        mtime_ns: row.get(10)?,
+        parser_state: state.and_then(|s| serde_json::from_str(&s).ok()),
+        rank: int(12)?,
+        tail_hash: int(13)?,
+        tail_len: int(14)?,
+    })
+}
+
+/// What a file is, for finding the generation it may be a rotated or copied form of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probe<'p> {
+    /// The file's path (its own checkpoint is not a candidate).
+    pub path: &'p str,
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub inode: u64,
+    /// FNV-1a of its first [`crate::ingest::reader::FINGERPRINT_BYTES`] bytes (or all, if
+    /// shorter).
+    pub fingerprint: u64,
+}
+
+/// The generations, read before under other paths (current or moved on from), that `probe`
+/// may hold: same first bytes, or same inode. The caller checks their content.
+pub fn known_generations(conn: &Connection, probe: &Probe) -> Result<Vec<Checkpoint>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT source, format, path, dev, inode, fingerprint, fingerprint_len, offset, line,
+                size_seen, mtime_ns, parser_state, rank, tail_hash, tail_len
+         FROM ingest_files
+         WHERE path <> ?1 AND offset > 0
+           AND (fingerprint = ?4 OR (inode = ?3 AND dev = ?2))
+         UNION ALL
+         SELECT source, format, path, dev, inode, fingerprint, fingerprint_len, offset, line,
+                offset, 0, parser_state, rank, tail_hash, tail_len
+         FROM ingest_generations
+         WHERE offset > 0 AND (fingerprint = ?4 OR (inode = ?3 AND dev = ?2))
+         LIMIT 64",
+    )?;
+    let rows = stmt.query_map(
+        params![
+            probe.path,
+            probe.dev as i64,
+            probe.inode as i64,
+            probe.fingerprint as i64
+        ],
+        checkpoint_row,
+    )?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// The JSON text of each action's input, in item order.
@@ -179,7 +254,12 @@ fn apply_encoded(
     inputs: &[String],
 ) -> Result<Applied, StoreError> {
     let tx = conn.transaction()?;
-    let file_id = upsert_checkpoint(&tx, batch)?;
+    let (file_id, rank) = upsert_checkpoint(&tx, batch)?;
+    let spans = Source::from_name(&batch.checkpoint.format)
+        .is_some_and(|source| source.call_ids_span_sessions());
+    // Each session's parent, as this batch or the store says: a late result's call is keyed
+    // by its root session.
+    let mut parents: std::collections::HashMap<String, Option<String>> = Default::default();
     let mut applied = Applied::default();
     let mut inputs = inputs.iter();
     // Session rows are updated once per batch, not once per action.
@@ -197,7 +277,12 @@ fn apply_encoded(
                     }
                 };
                 let ts = action.ts.map(|t| t.to_string());
-                if insert_action(&tx, action, input, ts.as_deref(), file_id)? {
+                if spans && let Some(parent) = &action.parent_session {
+                    parents.insert(action.session.clone(), Some(parent.clone()));
+                }
+                let seq = stored_seq(rank, action.seq);
+                let root = call_root(action);
+                if insert_action(&tx, action, seq, root, input, ts.as_deref(), file_id)? {
                     applied.inserted += 1;
                     let at = *session_at.entry(&action.session).or_insert_with(|| {
                         sessions.push((
@@ -230,11 +315,30 @@ fn apply_encoded(
                 }
             }
             Item::Result(late) => {
-                if join_result(&tx, &late.session, &late.call_id, &late.result)? {
+                let root = if spans {
+                    if !parents.contains_key(&late.session) {
+                        let parent: Option<String> = tx
+                            .prepare_cached("SELECT parent FROM sessions WHERE id = ?1")?
+                            .query_row([&late.session], |row| row.get(0))
+                            .optional()?
+                            .flatten();
+                        parents.insert(late.session.clone(), parent);
+                    }
+                    parents
+                        .get(&late.session)
+                        .and_then(Option::as_deref)
+                        .unwrap_or(&late.session)
+                } else {
+                    &late.session
+                };
+                if join_result(&tx, root, &late.call_id, &late.result)? {
                     applied.joined += 1;
                 }
             }
             Item::SessionLink { session, parent } => {
+                if spans {
+                    parents.insert(session.clone(), Some(parent.clone()));
+                }
                 tx.prepare_cached(
                     "INSERT INTO sessions (id, source, parent) VALUES (?1, ?2, ?3)
                      ON CONFLICT (id) DO UPDATE SET parent = excluded.parent",
@@ -295,19 +399,53 @@ fn apply_encoded(
     Ok(applied)
 }
 
-fn upsert_checkpoint(conn: &Connection, batch: &Batch) -> Result<i64, StoreError> {
+/// Stores the batch's checkpoint under its path, in the generation the batch names; returns
+/// the row's id and the generation's rank. A path that moves on to another generation keeps
+/// the one it leaves in `ingest_generations`, for a rotated or copied file holding it.
+fn upsert_checkpoint(conn: &Connection, batch: &Batch) -> Result<(i64, u64), StoreError> {
     let c = &batch.checkpoint;
+    let existing: Option<(i64, i64)> = conn
+        .prepare_cached("SELECT id, rank FROM ingest_files WHERE path = ?1")?
+        .query_row([&c.path], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    let rank = match (batch.generation, existing) {
+        (Generation::Continue, Some((_, rank))) => rank,
+        (Generation::Adopt(rank), _) => rank as i64,
+        (Generation::Continue | Generation::New, _) => next_rank(conn)?,
+    };
+    if let Some((id, old)) = existing
+        && old != rank
+    {
+        conn.prepare_cached(
+            "INSERT INTO ingest_generations (rank, source, format, path, dev, inode, fingerprint,
+                 fingerprint_len, offset, line, tail_hash, tail_len, parser_state, retired_at)
+             SELECT rank, source, format, path, dev, inode, fingerprint, fingerprint_len, offset,
+                    line, tail_hash, tail_len, parser_state, ?2
+             FROM ingest_files WHERE id = ?1 AND offset > 0
+             ON CONFLICT (rank) DO UPDATE SET
+                source = excluded.source, format = excluded.format, path = excluded.path,
+                dev = excluded.dev, inode = excluded.inode, fingerprint = excluded.fingerprint,
+                fingerprint_len = excluded.fingerprint_len, offset = excluded.offset,
+                line = excluded.line, tail_hash = excluded.tail_hash,
+                tail_len = excluded.tail_len, parser_state = excluded.parser_state,
+                retired_at = excluded.retired_at
+             WHERE excluded.offset > ingest_generations.offset",
+        )?
+        .execute(params![id, unix_now()])?;
+    }
     let state = c.parser_state.as_ref().map(Value::to_string);
     conn.prepare_cached(
         "INSERT INTO ingest_files (source, format, path, dev, inode, fingerprint, fingerprint_len,
-                                   offset, line, size_seen, mtime_ns, parser_state, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                                   offset, line, size_seen, mtime_ns, parser_state, updated_at,
+                                   rank, tail_hash, tail_len)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
          ON CONFLICT (path) DO UPDATE SET
             source = excluded.source, format = excluded.format, dev = excluded.dev,
             inode = excluded.inode, fingerprint = excluded.fingerprint,
             fingerprint_len = excluded.fingerprint_len, offset = excluded.offset,
             line = excluded.line, size_seen = excluded.size_seen, mtime_ns = excluded.mtime_ns,
-            parser_state = excluded.parser_state, updated_at = excluded.updated_at",
+            parser_state = excluded.parser_state, updated_at = excluded.updated_at,
+            rank = excluded.rank, tail_hash = excluded.tail_hash, tail_len = excluded.tail_len",
     )?
     .execute(params![
         c.source,
@@ -322,11 +460,28 @@ fn upsert_checkpoint(conn: &Connection, batch: &Batch) -> Result<i64, StoreError
         c.size_seen as i64,
         c.mtime_ns,
         state,
-        unix_now()
+        unix_now(),
+        rank,
+        c.tail_hash as i64,
+        c.tail_len as i64
     ])?;
+    let id = match existing {
+        Some((id, _)) => id,
+        None => conn
+            .prepare_cached("SELECT id FROM ingest_files WHERE path = ?1")?
+            .query_row([&c.path], |row| row.get(0))?,
+    };
+    Ok((id, rank.max(0) as u64))
+}
+
+/// A rank above every generation's: generations are ranked in the order they are first read.
+fn next_rank(conn: &Connection) -> Result<i64, StoreError> {
     Ok(conn
-        .prepare_cached("SELECT id FROM ingest_files WHERE path = ?1")?
-        .query_row([&c.path], |row| row.get(0))?)
+        .prepare_cached(
+            "SELECT max(coalesce((SELECT max(rank) FROM ingest_files), 0),
+                        coalesce((SELECT max(rank) FROM ingest_generations), 0)) + 1",
+        )?
+        .query_row([], |row| row.get(0))?)
 }
 
 /// Stores `actions` as read from `path` in one batch (the checkpoint names `path`, with the
@@ -601,6 +756,7 @@ mod tests {
             bytes: 10,
             records: 2,
             reset: false,
+            generation: Generation::Continue,
         }
     }
 
@@ -637,11 +793,15 @@ mod tests {
                     (Some(false), Some(1))
                 );
                 // An occurrence's range, as a pattern's evidence names it.
-                let between = crate::action::stored::actions_between(conn, "s1", 2, 9)?;
+                // The file's first generation is ranked 1, above the places in it.
+                let key = |place| stored_seq(1, place);
+                let between = crate::action::stored::actions_between(conn, "s1", key(2), key(9))?;
                 assert_eq!(between.len(), 1);
                 assert_eq!(between[0].input["command"], "echo 2");
                 assert_eq!(between[0].output.as_deref(), Some("out"));
-                assert!(crate::action::stored::actions_between(conn, "s2", 0, 9)?.is_empty());
+                assert!(
+                    crate::action::stored::actions_between(conn, "s2", key(0), key(9))?.is_empty()
+                );
                 let cp = checkpoint(conn, "/logs/a.jsonl")?.expect("checkpoint");
                 assert_eq!(cp.offset, 20);
                 let summary = source_summaries(conn)?;
@@ -695,7 +855,7 @@ mod tests {
                 for_each_action(conn, |a| -> Result<(), StoreError> {
                     seen.push((
                         a.session.to_owned(),
-                        a.seq,
+                        place_of(a.seq),
                         a.source.to_owned(),
                         a.ok,
                         a.failed_output.map(str::to_owned),
@@ -713,7 +873,10 @@ mod tests {
                     applied,
                     seen,
                     (first_only, stopped.is_err()),
-                    (lookup.get("s2", 1)?, lookup.get("s9", 1)?),
+                    (
+                        lookup.get("s2", stored_seq(1, 1))?,
+                        lookup.get("s9", stored_seq(1, 1))?,
+                    ),
                     (count_actions(conn, None)?, count_actions(conn, Some("s1"))?),
                     recent_successes_mentioning(conn, "make", 10)?,
                     recent_successes_mentioning(conn, "cargo", 10)?,
@@ -752,7 +915,7 @@ mod tests {
             make,
             [CallInput {
                 session: "s2".into(),
-                seq: 1,
+                seq: stored_seq(1, 1) as i64,
                 input: r#"{"command":"make"}"#.into()
             }]
         );

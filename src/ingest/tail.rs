@@ -79,12 +79,15 @@ impl SourceSpec {
         !matches!(self.matcher, FileMatcher::File(_))
     }
 
-    /// Whether `path` belongs to this source by name (format sniffing comes later).
+    /// Whether `path` belongs to this source by name (format sniffing comes later). A rotated
+    /// file (`x.1`) belongs where the file it was (`x`) does.
     fn claims(&self, path: &Path) -> bool {
         match &self.matcher {
-            FileMatcher::File(file) => path == file,
+            FileMatcher::File(file) => path == file || *formats::unrotated(path) == **file,
             FileMatcher::Tree => path.starts_with(&self.root),
-            FileMatcher::Glob(glob) => glob.is_match(path),
+            FileMatcher::Glob(glob) => {
+                glob.is_match(path) || glob.is_match(formats::unrotated(path))
+            }
         }
     }
 }
@@ -235,6 +238,40 @@ pub struct TailStats {
     /// Files found not to be read (not regular files, not of their source's format,
     /// unreadable), counted once per file and reason; `toolsmith sources` lists them.
     pub skipped: AtomicU64,
+    /// Reads whose batch the store could not take (a full disk, an I/O error): nothing of it
+    /// was stored, not even its checkpoint, so the file is read again from there later.
+    pub write_failures: AtomicU64,
+    /// Files waiting to be read again after such a failure.
+    pub retrying: AtomicU64,
+    /// The last such failure, in words.
+    pub last_write_failure: Mutex<Option<String>>,
+}
+
+/// The first wait before files whose batch the store refused are read again; it doubles with
+/// each failed retry up to [`RETRY_MAX`], so a full disk costs a few reads a minute, not a loop.
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+
+/// The longest wait between retries.
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// What a store failure means for whoever reads `status`, and what to do about it.
+fn write_failure_words(err: &StoreError) -> String {
+    use rusqlite::ErrorCode;
+    let code = match err {
+        StoreError::Query(rusqlite::Error::SqliteFailure(e, _)) => Some(e.code),
+        _ => None,
+    };
+    match code {
+        Some(ErrorCode::DiskFull) => format!(
+            "the disk holding the state store is full ({err}); free space there: ingest \
+             retries by itself and loses nothing"
+        ),
+        Some(ErrorCode::SystemIoFailure) => format!(
+            "the state store could not be written ({err}); check the disk holding it: ingest \
+             retries by itself and loses nothing"
+        ),
+        _ => format!("the state store refused a batch ({err}); ingest retries it"),
+    }
 }
 
 struct OpenFile {
@@ -263,6 +300,8 @@ struct TailState {
     stop: Arc<AtomicBool>,
     /// The file being read now, for the message when a read outlives the shutdown grace.
     reading: Arc<Mutex<Option<PathBuf>>>,
+    /// Files whose last batch the store refused, to be read again.
+    retry: BTreeSet<PathBuf>,
 }
 
 /// Which source a file belongs to, as far as can be told.
@@ -304,6 +343,15 @@ impl TailState {
                     if path.exists() {
                         found.insert(path.clone());
                     }
+                    // Its rotations beside it (`.bash_history.1`).
+                    if let Ok(entries) = std::fs::read_dir(&spec.root) {
+                        for entry in entries.flatten() {
+                            let sibling = entry.path();
+                            if formats::rotation(&sibling).is_some() && spec.claims(&sibling) {
+                                found.insert(sibling);
+                            }
+                        }
+                    }
                 }
                 _ => walk(&spec.root, &mut |p| {
                     if spec.claims(p) {
@@ -326,6 +374,11 @@ impl TailState {
             .find(|s| matches!(&s.matcher, FileMatcher::File(f) if f == path));
         if let Some(spec) = exact {
             return Claim::Read(spec.clone());
+        }
+        if let Some(why) = formats::compressed(path)
+            && let Some(spec) = self.specs.iter().find(|s| s.claims(path))
+        {
+            return Claim::Skip(spec.clone(), why);
         }
         let candidates: Vec<SourceSpec> = self
             .specs
@@ -350,9 +403,11 @@ impl TailState {
             }
             Err(OpenError::Io(e)) => return Claim::Skip(first, unreadable(&e)),
         };
+        // A rotated file is recognised as the file it was.
+        let logical = formats::unrotated(path);
         if let Some(spec) = candidates
             .into_iter()
-            .find(|spec| spec.format.sniff(path, &head))
+            .find(|spec| spec.format.sniff(&logical, &head))
         {
             self.rejected.remove(path);
             return Claim::Read(spec);
@@ -411,6 +466,9 @@ impl TailState {
 
     fn round(&mut self, paths: BTreeSet<PathBuf>) -> Applied {
         let mut total = Applied::default();
+        // A log's rotations before the log, oldest first: the order it was written in.
+        let mut paths: Vec<PathBuf> = paths.into_iter().collect();
+        formats::rotation_order(&mut paths);
         for path in paths {
             if self.stop.load(Ordering::Relaxed) {
                 break;
@@ -420,10 +478,21 @@ impl TailState {
             }
             match self.read_path(&path) {
                 Ok(applied) => {
+                    self.retry.remove(&path);
                     total.inserted += applied.inserted;
                     total.joined += applied.joined;
                 }
                 Err(RoundError::Stopping) => break,
+                Err(RoundError::Store(StoreError::Closed)) => break,
+                Err(RoundError::Store(err)) => {
+                    let words = write_failure_words(&err);
+                    tracing::warn!(path = %path.display(), "ingest: {words}");
+                    self.stats.write_failures.fetch_add(1, Ordering::Relaxed);
+                    if let Ok(mut last) = self.stats.last_write_failure.lock() {
+                        *last = Some(words);
+                    }
+                    self.retry.insert(path);
+                }
                 Err(err) => tracing::warn!(path = %path.display(), "ingest failed: {err}"),
             }
             // Within the round too: a first scan of ten thousand sessions must not hold ten
@@ -433,6 +502,9 @@ impl TailState {
         if let Ok(mut reading) = self.reading.lock() {
             *reading = None;
         }
+        self.stats
+            .retrying
+            .store(self.retry.len() as u64, Ordering::Relaxed);
         self.stats.rounds.fetch_add(1, Ordering::Relaxed);
         total
     }
@@ -549,6 +621,10 @@ impl TailState {
         let mut applied = Applied::default();
         let stats = &self.stats;
         let stop = &self.stop;
+        let store = &self.store;
+        let mut known = |probe: &ingest_store::Probe<'_>| {
+            oneshot::known_generations::<RoundError>(store, probe)
+        };
         let mut writer = ingest_store::BatchWriter::new(&self.store);
         let mut count = |a: Applied| {
             stats.actions.fetch_add(a.inserted, Ordering::Relaxed);
@@ -562,6 +638,7 @@ impl TailState {
             &spec.name,
             spec.format,
             previous.as_ref(),
+            &mut known,
             &self.options,
             &self.redactor,
             |batch| {
@@ -672,6 +749,7 @@ impl Tailer {
                 stats,
                 stop: Arc::new(AtomicBool::new(false)),
                 reading: Arc::default(),
+                retry: BTreeSet::new(),
             },
             debounce,
             grace,
@@ -742,6 +820,11 @@ impl Tailer {
             .iter()
             .filter_map(|p| p.parent().map(Path::to_owned))
             .collect();
+        // Files the store refused a batch of are read again after a wait that grows with each
+        // failure: a timer, never a loop.
+        let mut retry_wait = RETRY_FIRST;
+        // When they are read again: kept across events, which must not put the retry off.
+        let mut retry_at: Option<tokio::time::Instant> = None;
         loop {
             if !dirty.is_empty() {
                 let Some(mut owned) = state.take() else { break };
@@ -794,7 +877,21 @@ impl Tailer {
             if *shutdown.borrow() {
                 break;
             }
+            let retry = state.as_ref().map(|s| s.retry.clone()).unwrap_or_default();
+            if retry.is_empty() {
+                retry_wait = RETRY_FIRST;
+                retry_at = None;
+            } else if retry_at.is_none() {
+                retry_at = Some(tokio::time::Instant::now() + retry_wait);
+                retry_wait = (retry_wait * 2).min(RETRY_MAX);
+            }
+            let retry_deadline = retry_at.unwrap_or_else(tokio::time::Instant::now);
             tokio::select! {
+                _ = tokio::time::sleep_until(retry_deadline), if retry_at.is_some() => {
+                    retry_at = None;
+                    dirty.extend(retry);
+                    continue;
+                }
                 first = rx.recv() => {
                     let Some(first) = first else { break };
                     dirty.insert(first);

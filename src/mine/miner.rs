@@ -2561,7 +2561,9 @@ mod tests {
         let command = loaded.commands.resolve(a.rows[1].command);
         assert_eq!(command, Some("cargo test -p <arg> ; git status"));
         assert_eq!(loaded.command_words[a.rows[1].command as usize], (2, 6));
-        assert_eq!((a.rows[1].seq, a.rows[1].token_range()), (3, 1..3));
+        // Its stored key: the file generation's rank above the place in the file.
+        let place = crate::action::stored::place_of(a.rows[1].seq);
+        assert_eq!((place, a.rows[1].token_range()), (3, 1..3));
         // The editor is a by-hand step: a symbol of its own, past the interned ones.
         let c = &loaded.sessions[1];
         assert!(c.rows[0].by_hand && !c.rows[1].by_hand);

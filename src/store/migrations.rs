@@ -197,6 +197,48 @@ const MIGRATIONS: &[&str] = &[
         reason  TEXT NOT NULL,
         at      INTEGER NOT NULL
     );",
+    // 9: an action's identity is where it was read, not (session, byte offset). Every file
+    // generation (a file's content from its start: a new file, or one truncated, rewritten or
+    // replaced) gets a rank, stored in the high bits of its actions' `seq` (a session spanning
+    // files stays ordered, and one file's bytes never collide with another's); a checkpoint
+    // also keeps a hash of the bytes just before it (a rewrite is seen by content, not size);
+    // the generations a path moved on from are kept so that a rotated or copied file resumes
+    // where its content was read up to. A call with an id is one action per id within its root
+    // session (a compaction copy repeats its parent's tool-use ids). Existing files keep their
+    // actions: each existing file becomes a generation ranked by its row id.
+    "ALTER TABLE ingest_files ADD COLUMN rank INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE ingest_files ADD COLUMN tail_hash INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE ingest_files ADD COLUMN tail_len INTEGER NOT NULL DEFAULT 0;
+    UPDATE ingest_files SET rank = id;
+    CREATE INDEX ingest_files_by_fingerprint ON ingest_files(fingerprint);
+    CREATE INDEX ingest_files_by_inode ON ingest_files(inode, dev);
+    CREATE INDEX ingest_files_by_rank ON ingest_files(rank);
+    CREATE TABLE ingest_generations (
+        rank            INTEGER PRIMARY KEY,
+        source          TEXT NOT NULL,
+        format          TEXT NOT NULL,
+        path            TEXT NOT NULL,
+        dev             INTEGER NOT NULL,
+        inode           INTEGER NOT NULL,
+        fingerprint     INTEGER NOT NULL,
+        fingerprint_len INTEGER NOT NULL,
+        offset          INTEGER NOT NULL,
+        line            INTEGER NOT NULL,
+        tail_hash       INTEGER NOT NULL,
+        tail_len        INTEGER NOT NULL,
+        parser_state    TEXT,
+        retired_at      INTEGER NOT NULL
+    );
+    CREATE INDEX ingest_generations_by_fingerprint ON ingest_generations(fingerprint);
+    CREATE INDEX ingest_generations_by_inode ON ingest_generations(inode, dev);
+    ALTER TABLE actions ADD COLUMN root TEXT;
+    DROP INDEX actions_by_call;
+    CREATE UNIQUE INDEX actions_by_call ON actions(coalesce(root, session), call_id)
+        WHERE call_id IS NOT NULL;
+    UPDATE OR REPLACE pending_results SET session = (
+        SELECT parent FROM sessions WHERE sessions.id = pending_results.session)
+    WHERE EXISTS (SELECT 1 FROM sessions WHERE sessions.id = pending_results.session
+                  AND parent IS NOT NULL AND source IN ('claude-code', 'codex'));",
 ];
 
 /// The schema version this build writes.
@@ -226,4 +268,88 @@ pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
         tx.commit().map_err(fail)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store as the build before migration 9 left it: two files of one session, the second's
+    /// actions at offsets of its own, a call with its result pending.
+    fn store_at_version_8(path: &Path) -> Connection {
+        let conn = Connection::open(path).expect("open");
+        for sql in &MIGRATIONS[..8] {
+            conn.execute_batch(sql).expect("old migration");
+        }
+        conn.execute_batch(
+            "INSERT INTO ingest_files (id, source, format, path, fingerprint, fingerprint_len,
+                                       offset)
+             VALUES (1, 'claude-code', 'claude-code', '/l/a.jsonl', 7, 1024, 5000),
+                    (2, 'claude-code', 'claude-code', '/l/b.jsonl', 8, 1024, 9000);
+             INSERT INTO sessions (id, source, parent) VALUES ('s:agent:x', 'claude-code', 's');
+             INSERT INTO actions (session, seq, source, tool, input, call_id, file_id)
+             VALUES ('s', 256, 'claude-code', 'Bash', '{}', 'toolu_1', 1),
+                    ('s', 512, 'claude-code', 'Bash', '{}', NULL, 2),
+                    ('s:agent:x', 256, 'claude-code', 'Bash', '{}', 'toolu_1', 2);
+             INSERT INTO pending_results (session, call_id, ok, output)
+             VALUES ('s:agent:x', 'toolu_9', 1, 'done');
+             PRAGMA user_version = 8;",
+        )
+        .expect("old rows");
+        conn
+    }
+
+    #[test]
+    fn migration_9_keeps_every_action_and_ranks_existing_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("state.db");
+        let mut conn = store_at_version_8(&path);
+        migrate(&mut conn, &path).expect("migrate");
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .expect("version");
+        assert_eq!(version, SCHEMA_VERSION);
+        let seqs: Vec<(String, i64)> = conn
+            .prepare("SELECT session, seq FROM actions ORDER BY id")
+            .expect("prepare")
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert_eq!(
+            seqs,
+            [
+                ("s".into(), 256),
+                ("s".into(), 512),
+                ("s:agent:x".into(), 256)
+            ],
+            "every action kept, under its key"
+        );
+        // Each existing file is a generation of its own, ranked above the keys stored before.
+        let ranks: Vec<i64> = conn
+            .prepare("SELECT rank FROM ingest_files ORDER BY id")
+            .expect("prepare")
+            .query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert_eq!(ranks, [1, 2]);
+        // A sub-agent's pending result waits under its root session, where its call will look.
+        let pending: String = conn
+            .query_row("SELECT session FROM pending_results", [], |r| r.get(0))
+            .expect("pending");
+        assert_eq!(pending, "s");
+        // The same call id again in the root session is refused; another session's is not.
+        let insert = |session: &str, root: Option<&str>, seq: i64| {
+            conn.execute(
+                "INSERT OR IGNORE INTO actions (session, seq, source, tool, input, call_id, root)
+                 VALUES (?1, ?2, 'claude-code', 'Bash', '{}', 'toolu_2', ?3)",
+                rusqlite::params![session, seq, root],
+            )
+            .expect("insert")
+        };
+        assert_eq!(insert("s", None, 1 << 44), 1);
+        assert_eq!(insert("s:agent:y", Some("s"), 2 << 44), 0);
+        assert_eq!(insert("t", None, 1 << 44), 1);
+    }
 }

@@ -467,3 +467,534 @@ fn a_reload_that_adds_a_source_starts_reading_it() {
     assert_eq!(expected.len(), 6);
     wait_until_equal(&env, &env.state(), &expected, &daemon);
 }
+
+// ---------------------------------------------------------------------------------------------
+// An action's identity (issue 28): where it was read — the file generation and the place in
+// it — or the agent's own call id; never (session, byte offset), which two files share.
+
+/// One Bash call of a Claude Code session and its result (two lines), as the agent writes
+/// them. Every `tag` of the same length gives lines of the same lengths, so two files written
+/// with different tags put their calls at the same byte offsets. `agent`: a sub-agent's (or a
+/// compaction's) transcript, whose records carry the parent's session id.
+fn claude_call(session: &str, agent: Option<&str>, tag: &str, i: usize) -> String {
+    let tool_id = format!("toolu_{tag}_{i:04}");
+    let command = format!("cargo test -p {tag} -- case_{i:04}");
+    let mut call = json!({
+        "parentUuid": null, "isSidechain": agent.is_some(), "userType": "external",
+        "cwd": "/home/dev/app", "sessionId": session, "version": "2.1.81", "type": "assistant",
+        "message": {"id": format!("msg_{tag}_{i:04}"), "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5-20250929",
+            "content": [{"type": "tool_use", "id": tool_id, "name": "Bash",
+                "input": {"command": command}}]},
+        "uuid": format!("a{tag}{i:04}-0000-4000-8000-000000000000"),
+        "timestamp": format!("2026-11-20T10:{:02}:{:02}.000Z", i / 60 % 60, i % 60)
+    });
+    let mut result = json!({
+        "parentUuid": format!("a{tag}{i:04}-0000-4000-8000-000000000000"),
+        "isSidechain": agent.is_some(), "userType": "external", "cwd": "/home/dev/app",
+        "sessionId": session, "version": "2.1.81", "type": "user",
+        "message": {"role": "user", "content": [{"tool_use_id": tool_id,
+            "type": "tool_result", "content": "test result: ok", "is_error": false}]},
+        "uuid": format!("u{tag}{i:04}-0000-4000-8000-000000000000"),
+        "timestamp": format!("2026-11-20T10:{:02}:{:02}.500Z", i / 60 % 60, i % 60)
+    });
+    if let Some(agent) = agent {
+        call["agentId"] = json!(agent);
+        result["agentId"] = json!(agent);
+    }
+    format!("{call}\n{result}\n")
+}
+
+/// The command of every stored action, in the store's order (session, then seq).
+fn stored_commands(env: &TestEnv, state: &Path) -> Vec<String> {
+    stored(env, state)
+        .iter()
+        .map(|a| a["input"]["command"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// Panics unless `got` holds each of `expected` exactly once (and nothing else).
+fn assert_each_once(got: &[String], expected: &[String]) {
+    let mut sorted = got.to_vec();
+    sorted.sort();
+    let mut dups: Vec<&String> = sorted
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| &w[0])
+        .collect();
+    dups.dedup();
+    let missing: Vec<&String> = expected.iter().filter(|c| !got.contains(c)).collect();
+    let extra: Vec<&String> = got.iter().filter(|c| !expected.contains(c)).collect();
+    assert!(
+        dups.is_empty() && missing.is_empty() && extra.is_empty() && got.len() == expected.len(),
+        "stored {} actions for {} commands: {} missing (first {:?}), {} stored twice (first \
+         {:?}), {} unexpected (first {:?})",
+        got.len(),
+        expected.len(),
+        missing.len(),
+        missing.first(),
+        dups.len(),
+        dups.first(),
+        extra.len(),
+        extra.first()
+    );
+}
+
+fn report_of<'r>(report: &'r Value, name: &str) -> &'r Value {
+    report["files"]
+        .as_array()
+        .and_then(|files| {
+            files.iter().find(|f| {
+                f["path"]
+                    .as_str()
+                    .is_some_and(|p| Path::new(p).file_name() == Some(name.as_ref()))
+            })
+        })
+        .unwrap_or_else(|| panic!("no report for {name}: {report}"))
+}
+
+#[test]
+fn a_session_in_two_files_keeps_both_files_calls_and_a_compaction_copy_counts_once() {
+    let env = TestEnv::new();
+    let logs = env.path().join("projects/-home-dev-app");
+    let session = "6ec78367-c548-4d6d-b80c-ec1d30cc5bb2";
+    std::fs::create_dir_all(logs.join(session).join("subagents")).expect("mkdir");
+    // The session's transcript, and the same session carried on in a second file (a resumed
+    // or rotated log) whose calls sit at the very byte offsets of the first file's.
+    let first: String = (0..20)
+        .map(|i| claude_call(session, None, "aa", i))
+        .collect();
+    let second: String = (0..20)
+        .map(|i| claude_call(session, None, "bb", i))
+        .collect();
+    std::fs::write(logs.join(format!("{session}.jsonl")), &first).expect("write");
+    std::fs::write(logs.join("resumed.jsonl"), &second).expect("write");
+    // Its compaction transcript: the first ten calls again, under their tool-use ids, then
+    // five of its own.
+    let compact = "acompact-daddd852fc06500e";
+    let copy: String = (0..10)
+        .map(|i| claude_call(session, Some(compact), "aa", i))
+        .chain((0..5).map(|i| claude_call(session, Some(compact), "cc", i)))
+        .collect();
+    let copy_path = logs
+        .join(session)
+        .join("subagents")
+        .join(format!("agent-{compact}.jsonl"));
+    std::fs::write(&copy_path, &copy).expect("write");
+
+    let state = env.path().join("state-a");
+    let report = oneshot(&env, &state, &[], &[&logs]);
+    assert_eq!(
+        report_of(&report, "resumed.jsonl")["actions"],
+        20,
+        "{report}"
+    );
+    let expected: Vec<String> = ["aa", "bb"]
+        .iter()
+        .flat_map(|tag| (0..20).map(move |i| format!("cargo test -p {tag} -- case_{i:04}")))
+        .chain((0..5).map(|i| format!("cargo test -p cc -- case_{i:04}")))
+        .collect();
+    assert_each_once(&stored_commands(&env, &state), &expected);
+    // Every call's result is joined, whichever file stored the call.
+    let unknown = stored(&env, &state)
+        .iter()
+        .filter(|a| a["ok"] != json!(true))
+        .count();
+    assert_eq!(unknown, 0, "calls without their result");
+    // Read again: nothing new.
+    let again = oneshot(&env, &state, &[], &[&logs]);
+    let new: u64 = again["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["actions"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(new, 0, "{again}");
+    assert_each_once(&stored_commands(&env, &state), &expected);
+}
+
+#[test]
+fn a_compaction_transcript_of_the_corpus_repeats_no_call() {
+    let Some(corpus) = corpus() else { return };
+    let dir = corpus.join("formats-2026/claude-code");
+    let parent = dir.join("adrianstanca1__vps-config__6ec78367-c548-4d6d-b80c-ec1d30cc5bb2.jsonl");
+    let copy = dir.join("adrianstanca1__vps-config__agent-acompact-daddd852fc06500e.jsonl");
+    if !parent.is_file() || !copy.is_file() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "corpus compaction pair missing under {} (required under CI=true)",
+            dir.display()
+        );
+        eprintln!(
+            "skipped: corpus compaction pair missing under {}",
+            dir.display()
+        );
+        return;
+    }
+    // The distinct tool-use ids of the two files: one call, one action.
+    let mut ids = std::collections::BTreeSet::new();
+    for file in [&parent, &copy] {
+        let text = std::fs::read_to_string(file).expect("read corpus file");
+        for line in text.lines() {
+            let Ok(record) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            for block in record["message"]["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                if block["type"] == "tool_use"
+                    && let Some(id) = block["id"].as_str()
+                {
+                    ids.insert(id.to_owned());
+                }
+            }
+        }
+    }
+    let env = TestEnv::new();
+    let state = env.path().join("state");
+    oneshot(
+        &env,
+        &state,
+        &["--format", "claude-code"],
+        &[&parent, &copy],
+    );
+    let actions = stored(&env, &state);
+    let stored_ids: std::collections::BTreeSet<String> = actions
+        .iter()
+        .filter_map(|a| a["call_id"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(stored_ids, ids);
+    assert_eq!(actions.len(), ids.len(), "a call stored twice");
+}
+
+#[test]
+fn rotated_files_are_read_as_their_log_and_compressed_ones_are_skipped_with_a_reason() {
+    let env = TestEnv::new();
+    let logs = env.path().join("projects/-home-dev-app");
+    std::fs::create_dir_all(&logs).expect("mkdir");
+    let session = "1fb5e404-604d-4a2b-baf1-3beb42a67371";
+    let older: String = (0..10)
+        .map(|i| claude_call(session, None, "r1", i))
+        .collect();
+    let newer: String = (0..10)
+        .map(|i| claude_call(session, None, "r2", i))
+        .collect();
+    std::fs::write(logs.join(format!("{session}.jsonl.1")), &older).expect("write");
+    std::fs::write(logs.join(format!("{session}.jsonl")), &newer).expect("write");
+    std::fs::write(
+        logs.join(format!("{session}.jsonl.2.gz")),
+        b"\x1f\x8b\x08\x00",
+    )
+    .expect("gz");
+
+    let state = env.path().join("state");
+    let report = oneshot(&env, &state, &[], &[&logs]);
+    let rotated = report_of(&report, &format!("{session}.jsonl.1"));
+    assert_eq!(rotated["format"], "claude-code", "{report}");
+    assert_eq!(rotated["actions"], 10, "{report}");
+    let gz = report_of(&report, &format!("{session}.jsonl.2.gz"));
+    assert!(
+        gz["skipped"]
+            .as_str()
+            .is_some_and(|why| why.contains("compressed")),
+        "{report}"
+    );
+    // One session, in the order it was written: the rotated file's calls first.
+    let commands = stored_commands(&env, &state);
+    let expected: Vec<String> = ["r1", "r2"]
+        .iter()
+        .flat_map(|tag| (0..10).map(move |i| format!("cargo test -p {tag} -- case_{i:04}")))
+        .collect();
+    assert_eq!(commands, expected);
+}
+
+/// Native-format lines without call ids (their identity is their place in the file).
+fn native_plain(tag: &str, range: std::ops::Range<usize>) -> String {
+    range
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"v": 1, "session": "build", "tool": "shell",
+                       "input": {"command": format!("make {tag}-{i:05}")}, "ok": true})
+            )
+        })
+        .collect()
+}
+
+fn native_commands(tag: &str, range: std::ops::Range<usize>) -> Vec<String> {
+    range.map(|i| format!("make {tag}-{i:05}")).collect()
+}
+
+/// What logrotate's `copytruncate` does: copies the log to `<log>.1`, then truncates it.
+fn copytruncate(log: &Path) {
+    let rotated = log.with_file_name(format!(
+        "{}.1",
+        log.file_name().and_then(|n| n.to_str()).expect("name")
+    ));
+    std::fs::copy(log, &rotated).expect("copy");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(log)
+        .and_then(|f| f.set_len(0))
+        .expect("truncate");
+}
+
+#[test]
+fn a_log_rotated_by_copytruncate_right_after_a_write_loses_and_repeats_nothing() {
+    let env = TestEnv::new();
+    let logs = env.path().join("logs");
+    std::fs::create_dir_all(&logs).expect("mkdir");
+    let log = logs.join("agent.jsonl");
+    let state = env.path().join("state");
+    append(&log, native_plain("a", 0..100).as_bytes());
+    oneshot(&env, &state, &[], &[&logs]);
+    assert_eq!(stored(&env, &state).len(), 100);
+    // Written, rotated before it was read, and written again.
+    append(&log, native_plain("a", 100..2100).as_bytes());
+    copytruncate(&log);
+    append(&log, native_plain("b", 0..10).as_bytes());
+    oneshot(&env, &state, &[], &[&logs]);
+    let mut expected = native_commands("a", 0..2100);
+    expected.extend(native_commands("b", 0..10));
+    let commands = stored_commands(&env, &state);
+    assert_each_once(&commands, &expected);
+    // In the order they were written.
+    assert_eq!(commands, expected);
+}
+
+#[test]
+fn a_history_rewritten_in_place_at_the_same_size_keeps_its_new_commands() {
+    let env = TestEnv::new();
+    let home = env.path().join("home");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    let history = home.join(".bash_history");
+    let lines = |range: std::ops::Range<usize>| -> String {
+        range
+            .map(|i| format!("git log --oneline -n {i:05}\n"))
+            .collect()
+    };
+    std::fs::write(&history, lines(0..100)).expect("write");
+    let state = env.path().join("state");
+    oneshot(&env, &state, &[], &[&history]);
+    assert_eq!(stored(&env, &state).len(), 100);
+    // HISTFILESIZE=100: the shell drops the 30 oldest lines and appends its 30 new ones,
+    // rewriting the file in place; it keeps its size.
+    let before = std::fs::metadata(&history).expect("stat").len();
+    {
+        use std::io::{Seek, Write};
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&history)
+            .expect("open");
+        file.seek(std::io::SeekFrom::Start(0)).expect("seek");
+        file.write_all(lines(30..130).as_bytes()).expect("rewrite");
+    }
+    assert_eq!(std::fs::metadata(&history).expect("stat").len(), before);
+    let report = oneshot(&env, &state, &[], &[&history]);
+    assert_eq!(
+        report_of(&report, ".bash_history")["actions"],
+        30,
+        "{report}"
+    );
+    let expected: Vec<String> = (0..130)
+        .map(|i| format!("git log --oneline -n {i:05}"))
+        .collect();
+    assert_each_once(&stored_commands(&env, &state), &expected);
+}
+
+/// Waits until the daemon has stored each of `expected` once (and nothing else).
+fn wait_for_each_once(env: &TestEnv, daemon: &Daemon, expected: &[String]) {
+    let deadline = Instant::now() + PATIENCE;
+    let mut want = expected.to_vec();
+    want.sort();
+    loop {
+        let mut got = stored_commands(env, &env.state());
+        got.sort();
+        if got == want {
+            return;
+        }
+        if Instant::now() > deadline {
+            eprintln!("daemon log:\n{}", daemon.log());
+            assert_each_once(&got, expected);
+            panic!("stored what was expected only after the deadline");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_daemon_follows_a_copytruncate_right_after_a_write_and_names_compressed_rotations() {
+    let env = TestEnv::new();
+    let logs = env.path().join("logs");
+    std::fs::create_dir_all(&logs).expect("mkdir");
+    let daemon = daemon_with_sources(
+        &env,
+        &format!(
+            "[ingest]\ndebounce_ms = 20\n\n[[source]]\nformat = \"native\"\npath = \"{}\"\n",
+            logs.display()
+        ),
+    );
+    let log = logs.join("agent.jsonl");
+    append(&log, native_plain("a", 0..100).as_bytes());
+    wait_for_each_once(&env, &daemon, &native_commands("a", 0..100));
+    // A burst of writes, rotated by copytruncate before the daemon has read it, and the log
+    // written on at once; logrotate's `compress` left an older rotation beside it.
+    append(&log, native_plain("a", 100..2100).as_bytes());
+    copytruncate(&log);
+    append(&log, native_plain("b", 0..10).as_bytes());
+    std::fs::write(logs.join("agent.jsonl.2.gz"), b"\x1f\x8b\x08\x00\x00\x00").expect("gz");
+    let mut expected = native_commands("a", 0..2100);
+    expected.extend(native_commands("b", 0..10));
+    wait_for_each_once(&env, &daemon, &expected);
+    // In the order they were written.
+    assert_eq!(stored_commands(&env, &env.state()), expected);
+
+    let sources = env
+        .cli()
+        .args(["sources"])
+        .output()
+        .expect("toolsmith sources");
+    let text = String::from_utf8_lossy(&sources.stdout);
+    assert!(
+        text.contains("agent.jsonl.2.gz") && text.contains("compressed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_full_disk_while_the_daemon_ingests_is_shown_and_nothing_is_lost_once_space_is_back() {
+    if !nix::unistd::Uid::effective().is_root() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "a full disk is made with a tmpfs of its own, which needs root (CI runs as root)"
+        );
+        eprintln!("skipped: a full disk is made with a tmpfs of its own, which needs root");
+        return;
+    }
+    let env = TestEnv::new();
+    let logs = env.path().join("logs");
+    std::fs::create_dir_all(&logs).expect("mkdir");
+    let config = env.write_config(&format!(
+        "[ingest]\ndebounce_ms = 20\n\n[[source]]\nformat = \"native\"\npath = \"{}\"\n",
+        logs.display()
+    ));
+    // The state directory is a small file system of its own (a tmpfs, in a mount namespace of
+    // the daemon's own), so that filling it fills nothing else.
+    let mut cmd = std::process::Command::new("unshare");
+    env.apply(&mut cmd);
+    cmd.args([
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        "mount -t tmpfs -o size=16m toolsmith-full \"$1\" && shift && exec \"$@\"",
+        "sh",
+    ])
+    .arg(env.state())
+    .arg(env!("CARGO_BIN_EXE_toolsmithd"))
+    .arg("--state")
+    .arg(env.state())
+    .arg("--config")
+    .arg(&config);
+    let daemon = Daemon::start(&env, cmd);
+    let pid = daemon.pid().to_string();
+    // Commands run where the daemon's state directory is.
+    let inside = |program: &Path, args: &[&str]| {
+        let mut cmd = std::process::Command::new("nsenter");
+        env.apply(&mut cmd);
+        cmd.args(["-t", &pid, "-m", "--"]).arg(program).args(args);
+        cmd.output().expect("nsenter")
+    };
+    let cli = Path::new(env!("CARGO_BIN_EXE_toolsmith"));
+    let state = env.state().display().to_string();
+    let commands = || -> Vec<String> {
+        let out = inside(
+            cli,
+            &["--state", &state, "actions", "--json", "--limit", "100000"],
+        );
+        serde_json::from_slice::<Vec<Value>>(&out.stdout)
+            .unwrap_or_default()
+            .iter()
+            .map(|a| a["input"]["command"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + PATIENCE;
+        while !done() {
+            assert!(
+                Instant::now() < deadline,
+                "{what} did not happen; daemon log:\n{}",
+                daemon.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let lines = |tag: &str, range: std::ops::Range<usize>| -> String {
+        range
+            .map(|i| {
+                format!(
+                    "{}\n",
+                    json!({"v": 1, "session": "build", "tool": "shell",
+                           "input": {"command": format!("make {tag}-{i:05}")}, "ok": false,
+                           "output": format!("error {i}: {}", "x".repeat(600))})
+                )
+            })
+            .collect()
+    };
+    let log = logs.join("agent.jsonl");
+    append(&log, lines("a", 0..100).as_bytes());
+    wait_for("the first 100 actions stored", &|| commands().len() == 100);
+
+    // The disk fills up; the agent goes on writing.
+    let filler = env.state().join("filler");
+    let fill = format!("cat /dev/zero > '{}'", filler.display());
+    inside(Path::new("/bin/sh"), &["-c", &fill]);
+    append(&log, lines("a", 100..1100).as_bytes());
+    let status = || {
+        let out = inside(cli, &["--state", &state, "status", "--json"]);
+        serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+    };
+    wait_for("a write failure counted by status", &|| {
+        status()["counters"]["ingest"]["write_failures"]
+            .as_u64()
+            .is_some_and(|n| n > 0)
+    });
+    let ingest = status()["counters"]["ingest"].clone();
+    assert!(
+        ingest["last_write_failure"]
+            .as_str()
+            .is_some_and(|words| words.contains("full")),
+        "{ingest}"
+    );
+    let text = |args: &[&str]| {
+        let mut all = vec!["--state", state.as_str()];
+        all.extend_from_slice(args);
+        String::from_utf8_lossy(&inside(cli, &all).stdout).into_owned()
+    };
+    let shown = text(&["status"]);
+    assert!(shown.contains("batches not stored"), "{shown}");
+    let shown = text(&["sources"]);
+    assert!(shown.contains("batches not stored"), "{shown}");
+
+    // Space comes back: everything is read, once, without another write to the log.
+    inside(Path::new("/bin/rm"), &["-f", &filler.display().to_string()]);
+    let mut expected = native_commands_of(&lines("a", 0..1100));
+    expected.sort();
+    wait_for("every action stored once space was back", &|| {
+        let mut got = commands();
+        got.sort();
+        got == expected
+    });
+    assert_eq!(status()["counters"]["ingest"]["retrying"], 0);
+}
+
+/// The commands of native-format lines.
+fn native_commands_of(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["input"]["command"].as_str().map(str::to_owned))
+        .collect()
+}

@@ -499,7 +499,13 @@ fn staged(state: &Path, id: &str) -> Staged {
             let (session, rest) = rest.split_once(", actions ")?;
             let range = rest.split_whitespace().next()?;
             let (first, last) = range.split_once('-')?;
-            Some((session.to_owned(), first.parse().ok()?, last.parse().ok()?))
+            // Actions are named by their stored keys: the place in the transcript is below.
+            let place = toolsmith::action::stored::place_of;
+            Some((
+                session.to_owned(),
+                place(first.parse().ok()?),
+                place(last.parse().ok()?),
+            ))
         });
         if let Some(key) = parsed
             && case["dry_run"] == true
@@ -625,10 +631,13 @@ fn each_planted_habit_is_one_candidate_whose_dry_run_is_the_log_word_for_word() 
             .flatten()
             .map(|o| {
                 let e = &o["evidence"];
+                // The place in the transcript, below the rank the store keys it with.
+                let place =
+                    |key: &Value| toolsmith::action::stored::place_of(key.as_u64().unwrap_or(0));
                 (
                     e["session"].as_str().unwrap_or_default().to_owned(),
-                    e["first_seq"].as_u64().unwrap_or(0),
-                    e["last_seq"].as_u64().unwrap_or(0),
+                    place(&e["first_seq"]),
+                    place(&e["last_seq"]),
                 )
             })
             .collect()
