@@ -19,7 +19,10 @@
 //! of its ancestors are compared by device and inode with each place that exists, which finds
 //! an alias however it was made. Both cost a read of the mount table and a `stat` per ancestor
 //! on each checked run, well under a millisecond; the contents of a workspace are not walked
-//! (only mounts bring another directory into it, and those are in the mount table).
+//! (only mounts bring another directory into it, and those are in the mount table). A hard
+//! link brings a single file: the files toolsmith keeps directly in a place (and in a
+//! registry's git directory) must have no other link when the workspace is on their file
+//! system.
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Component, Path, PathBuf};
@@ -125,6 +128,54 @@ impl OwnPlaces {
                 && let Some(s) = shown.iter().find(|s| s.relation_of(tool) == Some(wanted))
             {
                 return Err(refusal("tool directory", tool, wanted, s));
+            }
+        }
+        if let Some(ws) = workspace {
+            self.check_hard_links(ws)?;
+        }
+        Ok(())
+    }
+
+    /// A file of a place reached through a hard link in the workspace is a file of the place:
+    /// no mount shows it, so its link count does. Only the files toolsmith keeps directly in a
+    /// place, and in a registry's git directory (its ledger, refs and index), are looked at —
+    /// not git's objects, which local clones share by design — and only when the workspace is
+    /// on the place's file system, the only one a hard link can come from.
+    fn check_hard_links(&self, workspace: &Path) -> Result<(), SandboxError> {
+        let Ok(ws_dev) = std::fs::metadata(workspace).map(|m| m.dev()) else {
+            return Ok(());
+        };
+        for place in &self.places {
+            let at = resolve(&place.path);
+            let Ok(meta) = std::fs::metadata(&at) else {
+                continue;
+            };
+            if !meta.is_dir() || meta.dev() != ws_dev {
+                continue;
+            }
+            for dir in [at.clone(), at.join(".git")] {
+                let Ok(entries) = std::fs::read_dir(&dir) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    let Ok(meta) = entry.metadata() else {
+                        continue;
+                    };
+                    if meta.is_file() && meta.nlink() > 1 {
+                        let file = entry.path();
+                        return Err(SandboxError::Refused(format!(
+                            "toolsmith's {} holds {}, which has {} hard links on the workspace's \
+                             file system: a link to it in the workspace {} would let the run \
+                             reach toolsmith's own files; remove the other links (`find / -xdev \
+                             -samefile {}`) or give a workspace on another file system",
+                            place.what,
+                            file.display(),
+                            meta.nlink(),
+                            workspace.display(),
+                            file.display(),
+                        )));
+                    }
+                }
             }
         }
         Ok(())

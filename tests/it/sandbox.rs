@@ -801,6 +801,55 @@ fn sandbox_after_bind(
 }
 
 #[test]
+fn a_hard_link_to_a_file_of_toolsmiths_state_in_the_workspace_is_refused() {
+    // A hard link shows one file of the state in a workspace: no mount, no path in common.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().canonicalize().expect("canonical");
+    for sub in ["home", "state", "project"] {
+        std::fs::create_dir_all(dir.join(sub)).expect("mkdir");
+    }
+    std::fs::write(dir.join("state/state.db"), "a row").expect("write");
+    std::fs::hard_link(dir.join("state/state.db"), dir.join("project/db")).expect("link");
+    let run = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG")
+            .env_remove("TOOLSMITH_CONFIG")
+            .env("HOME", dir.join("home"))
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .env("XDG_DATA_HOME", dir.join("data"))
+            .env("XDG_RUNTIME_DIR", dir.join("runtime"))
+            .arg("--state")
+            .arg(dir.join("state"))
+            .args(["sandbox", "--workspace", "write"])
+            .arg(dir.join("project"))
+            .args(["--", "sh", "-c", "echo pwned > /workspace/db; echo ran"])
+            .output()
+            .expect("toolsmith runs")
+    };
+    let out = run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(out.stdout.is_empty(), "the command ran");
+    assert!(stderr.contains("hard links"), "{stderr}");
+    assert!(stderr.contains("state.db"), "names the file: {stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("state/state.db")).expect("read"),
+        "a row"
+    );
+    // With the extra link gone, the same workspace runs.
+    std::fs::remove_file(dir.join("project/db")).expect("unlink");
+    let out = run();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+}
+
+#[test]
 fn bind_mount_aliases_of_toolsmiths_places_are_refused() {
     // Issue 28: `mount --bind $STATE /tmp/x`, then `--workspace write /tmp/x` let the run
     // rewrite state.db. The guard compares the files, not their paths.
