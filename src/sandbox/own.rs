@@ -158,6 +158,10 @@ impl OwnPlaces {
                     continue;
                 };
                 for entry in entries.flatten() {
+                    // The directory entry's type costs no call; only regular files are stat'ed.
+                    if !entry.file_type().is_ok_and(|t| t.is_file()) {
+                        continue;
+                    }
                     let Ok(meta) = entry.metadata() else {
                         continue;
                     };
