@@ -103,8 +103,9 @@ impl OwnPlaces {
         }
         let scratch = self.scratch.as_deref().map(resolve);
         let mounts = Mounts::read();
-        let shown_ws = workspace.map(|ws| self.shown_with(ws, &mounts));
-        let shown_tool = tool_dir.map(|tool| self.shown_with(tool, &mounts));
+        let places = self.resolved();
+        let shown_ws = workspace.map(|ws| shown_with(ws, &mounts, &places));
+        let shown_tool = tool_dir.map(|tool| shown_with(tool, &mounts, &places));
         // The most telling relation first: being a place, then holding one, then lying inside.
         for wanted in [Relation::Is, Relation::Holds, Relation::Inside] {
             if let (Some(ws), Some(shown)) = (workspace, &shown_ws) {
@@ -131,105 +132,122 @@ impl OwnPlaces {
             }
         }
         if let Some(ws) = workspace {
-            self.check_hard_links(ws)?;
-        }
-        Ok(())
-    }
-
-    /// A file of a place reached through a hard link in the workspace is a file of the place:
-    /// no mount shows it, so its link count does. Only the files toolsmith keeps directly in a
-    /// place, and in a registry's git directory (its ledger, refs and index), are looked at —
-    /// not git's objects, which local clones share by design — and only when the workspace is
-    /// on the place's file system, the only one a hard link can come from.
-    fn check_hard_links(&self, workspace: &Path) -> Result<(), SandboxError> {
-        let Ok(ws_dev) = std::fs::metadata(workspace).map(|m| m.dev()) else {
-            return Ok(());
-        };
-        for place in &self.places {
-            let at = resolve(&place.path);
-            let Ok(meta) = std::fs::metadata(&at) else {
-                continue;
-            };
-            if !meta.is_dir() || meta.dev() != ws_dev {
-                continue;
-            }
-            for dir in [at.clone(), at.join(".git")] {
-                let Ok(entries) = std::fs::read_dir(&dir) else {
-                    continue;
-                };
-                for entry in entries.flatten() {
-                    // The directory entry's type costs no call; only regular files are stat'ed.
-                    if !entry.file_type().is_ok_and(|t| t.is_file()) {
-                        continue;
-                    }
-                    let Ok(meta) = entry.metadata() else {
-                        continue;
-                    };
-                    if meta.is_file() && meta.nlink() > 1 {
-                        let file = entry.path();
-                        return Err(SandboxError::Refused(format!(
-                            "toolsmith's {} holds {}, which has {} hard links on the workspace's \
-                             file system: a link to it in the workspace {} would let the run \
-                             reach toolsmith's own files; remove the other links (`find / -xdev \
-                             -samefile {}`) or give a workspace on another file system",
-                            place.what,
-                            file.display(),
-                            meta.nlink(),
-                            workspace.display(),
-                            file.display(),
-                        )));
-                    }
-                }
-            }
+            check_hard_links(ws, &places)?;
         }
         Ok(())
     }
 
     /// Where each place is seen, for a check of `dir`: see [`OwnPlaces::shown_with`].
     fn shown(&self, dir: &Path) -> Vec<Shown<'_>> {
-        self.shown_with(dir, &Mounts::read())
+        shown_with(dir, &Mounts::read(), &self.resolved())
     }
 
-    /// Where each place is seen: its own path (resolved), the paths the mounts show it or a
-    /// part of it at, and `dir` or an ancestor of it that is the place's very directory
-    /// (device and inode).
-    fn shown_with(&self, dir: &Path, mounts: &Mounts) -> Vec<Shown<'_>> {
-        let mut shown = Vec::new();
-        let ancestors: Vec<(&Path, Option<(u64, u64)>)> = dir
-            .ancestors()
-            .map(|a| (a, std::fs::metadata(a).ok().map(|m| (m.dev(), m.ino()))))
-            .collect();
-        for place in &self.places {
-            let at = resolve(&place.path);
-            let id = std::fs::metadata(&at).ok().map(|m| (m.dev(), m.ino()));
-            for (alias, kind) in mounts.aliases(&at) {
-                shown.push(Shown {
-                    place,
-                    at: alias,
-                    kind,
-                    real: at.clone(),
-                });
-            }
-            if let Some(id) = id
-                && let Some((ancestor, _)) = ancestors.iter().find(|(_, a)| *a == Some(id))
-                && *ancestor != at
-            {
-                shown.push(Shown {
-                    place,
-                    at: ancestor.to_path_buf(),
-                    kind: Kind::Place,
-                    real: at.clone(),
-                });
-            }
+    /// Each place with its path resolved and its metadata, once per check.
+    fn resolved(&self) -> Vec<Resolved<'_>> {
+        self.places
+            .iter()
+            .map(|place| {
+                let at = resolve(&place.path);
+                let meta = std::fs::metadata(&at).ok();
+                Resolved { place, at, meta }
+            })
+            .collect()
+    }
+}
+
+/// One of toolsmith's places with its path resolved and what `stat` says of it.
+struct Resolved<'a> {
+    place: &'a Place,
+    at: PathBuf,
+    meta: Option<std::fs::Metadata>,
+}
+
+/// Where each place is seen: its own path (resolved), the paths the mounts show it or a
+/// part of it at, and `dir` or an ancestor of it that is the place's very directory
+/// (device and inode).
+fn shown_with<'a>(dir: &Path, mounts: &Mounts, places: &[Resolved<'a>]) -> Vec<Shown<'a>> {
+    let mut shown = Vec::new();
+    let ancestors: Vec<(&Path, Option<(u64, u64)>)> = dir
+        .ancestors()
+        .map(|a| (a, std::fs::metadata(a).ok().map(|m| (m.dev(), m.ino()))))
+        .collect();
+    for Resolved { place, at, meta } in places {
+        let id = meta.as_ref().map(|m| (m.dev(), m.ino()));
+        for (alias, kind) in mounts.aliases(at) {
             shown.push(Shown {
                 place,
-                at: at.clone(),
-                kind: Kind::Place,
-                real: at,
+                at: alias,
+                kind,
+                real: at.clone(),
             });
         }
-        shown
+        if let Some(id) = id
+            && let Some((ancestor, _)) = ancestors.iter().find(|(_, a)| *a == Some(id))
+            && ancestor != at
+        {
+            shown.push(Shown {
+                place,
+                at: ancestor.to_path_buf(),
+                kind: Kind::Place,
+                real: at.clone(),
+            });
+        }
+        shown.push(Shown {
+            place,
+            at: at.clone(),
+            kind: Kind::Place,
+            real: at.clone(),
+        });
     }
+    shown
+}
+
+/// A file of a place reached through a hard link in the workspace is a file of the place:
+/// no mount shows it, so its link count does. Only the files toolsmith keeps directly in a
+/// place, and in a registry's git directory (its ledger, refs and index), are looked at —
+/// not git's objects, which local clones share by design — and only when the workspace is
+/// on the place's file system, the only one a hard link can come from.
+fn check_hard_links(workspace: &Path, places: &[Resolved<'_>]) -> Result<(), SandboxError> {
+    let Ok(ws_dev) = std::fs::metadata(workspace).map(|m| m.dev()) else {
+        return Ok(());
+    };
+    for Resolved { place, at, meta } in places {
+        let Some(meta) = meta else {
+            continue;
+        };
+        if !meta.is_dir() || meta.dev() != ws_dev {
+            continue;
+        }
+        for dir in [at.clone(), at.join(".git")] {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                // The directory entry's type costs no call; only regular files are stat'ed.
+                if !entry.file_type().is_ok_and(|t| t.is_file()) {
+                    continue;
+                }
+                let Ok(meta) = entry.metadata() else {
+                    continue;
+                };
+                if meta.is_file() && meta.nlink() > 1 {
+                    let file = entry.path();
+                    return Err(SandboxError::Refused(format!(
+                        "toolsmith's {} holds {}, which has {} hard links on the workspace's \
+                         file system: a link to it in the workspace {} would let the run \
+                         reach toolsmith's own files; remove the other links (`find / -xdev \
+                         -samefile {}`) or give a workspace on another file system",
+                        place.what,
+                        file.display(),
+                        meta.nlink(),
+                        workspace.display(),
+                        file.display(),
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A path at which one of toolsmith's places, or a part of it, is seen.
