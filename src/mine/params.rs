@@ -156,7 +156,7 @@ pub struct Aligned {
 }
 
 /// A name fit for a parameter: snake_case ASCII, starting with a letter.
-fn param_name(raw: &str) -> String {
+pub(super) fn param_name(raw: &str) -> String {
     let mut name: String = raw
         .trim_start_matches('-')
         .chars()
@@ -180,7 +180,7 @@ fn param_name(raw: &str) -> String {
 }
 
 /// The kind of a parameter from its values' slot kinds and the values themselves.
-fn param_kind(kinds: &[SlotKind], values: &[String]) -> &'static str {
+pub(super) fn param_kind(kinds: &[SlotKind], values: &[String]) -> &'static str {
     if values.iter().any(|v| v.contains(char::is_whitespace)) {
         return "text";
     }

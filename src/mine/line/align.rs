@@ -1,0 +1,538 @@
+//! The occurrences of a habit's lines aligned into one template with holes.
+//!
+//! The occurrences whose lines share the most common skeleton ([`Line::skeleton`]: the same
+//! grammar text, values in the same places and quotings) are the habit's; the others are left
+//! out. Unit by unit, a value the same in every occurrence is literal; one that differs is a
+//! hole — the part between the longest prefix and suffix every occurrence shares, cut where a
+//! person would cut (never inside a word or a number: `v{1.4.2}`, `config/{dev}.toml`,
+//! `"Release {1.4.2}"`). A hole's value must be what the shell passes for it, so an occurrence
+//! whose hole holds a quote, a backslash or an expansion in its quoting is left out.
+//!
+//! Holes whose values are equal in every occurrence are one parameter: the version a release
+//! writes into a `sed` expression, a message and a tag is passed once. Names come from the
+//! flag or assignment the value belongs to, then from the value's shape, then from the text
+//! around it.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::{Line, Quoting, parse};
+use crate::mine::params::{param_kind, param_name};
+use crate::mine::pattern::{Param, Piece};
+use crate::mine::token::classify;
+
+/// A habit's lines with holes, and the values each fitting occurrence gives them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlignedLines {
+    /// Per step, the line as pieces: literal text as logged and parameters.
+    pub steps: Vec<Vec<Piece>>,
+    /// The parameters, in the order they first appear.
+    pub params: Vec<Param>,
+    /// The indices (into the input) of the occurrences that fit.
+    pub fitting: Vec<usize>,
+    /// Per fitting occurrence, each parameter's value.
+    pub values: Vec<BTreeMap<String, String>>,
+}
+
+/// A hole: where it is, and each fitting occurrence's value.
+struct Hole {
+    step: usize,
+    unit: usize,
+    /// Bytes of the unit's text before the hole, and after it, shared by every occurrence.
+    prefix: usize,
+    suffix: usize,
+    quoting: Quoting,
+    values: Vec<String>,
+}
+
+/// Aligns `occurrences` (each the lines of one occurrence, in order). `None` when fewer than
+/// two occurrences fit one skeleton, or a line cannot be read.
+pub fn align_lines(occurrences: &[Vec<String>]) -> Option<AlignedLines> {
+    let parsed: Vec<Option<Vec<Line>>> = occurrences
+        .iter()
+        .map(|lines| lines.iter().map(|l| parse(l).ok()).collect())
+        .collect();
+    // The most common skeleton (the first seen on a tie).
+    let mut groups: Vec<(Vec<String>, Vec<usize>)> = Vec::new();
+    for (i, lines) in parsed.iter().enumerate() {
+        let Some(lines) = lines else { continue };
+        let skeleton: Vec<String> = lines.iter().map(Line::skeleton).collect();
+        match groups.iter_mut().find(|(s, _)| *s == skeleton) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((skeleton, vec![i])),
+        }
+    }
+    let mut best: Option<&(Vec<String>, Vec<usize>)> = None;
+    for group in &groups {
+        if best.is_none_or(|b| group.1.len() > b.1.len()) {
+            best = Some(group);
+        }
+    }
+    let mut fitting = best?.1.clone();
+    // Leaving an occurrence out can change the holes (a shorter shared prefix): again until
+    // every occurrence left fits.
+    loop {
+        if fitting.len() < 2 {
+            return None;
+        }
+        let lines: Vec<&Vec<Line>> = fitting
+            .iter()
+            .filter_map(|&i| parsed[i].as_ref())
+            .collect();
+        let (holes, unfit) = find_holes(&lines);
+        if unfit.is_empty() {
+            return Some(build(&lines, holes, fitting));
+        }
+        fitting = fitting
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !unfit.contains(k))
+            .map(|(_, &i)| i)
+            .collect();
+    }
+}
+
+/// The holes of lines sharing one skeleton, and the occurrences (indices into `lines`) whose
+/// hole values are not what the shell passes.
+fn find_holes(lines: &[&Vec<Line>]) -> (Vec<Hole>, Vec<usize>) {
+    let mut holes = Vec::new();
+    let mut unfit = Vec::new();
+    let Some(first) = lines.first() else {
+        return (holes, unfit);
+    };
+    for (step, line) in first.iter().enumerate() {
+        for (unit, u) in line.units.iter().enumerate() {
+            let Some(quoting) = u.value else { continue };
+            let texts: Vec<&str> = lines.iter().map(|o| o[step].unit_text(unit)).collect();
+            if texts.iter().all(|t| *t == texts[0]) {
+                continue;
+            }
+            let (prefix, suffix) = cut(&texts, quoting);
+            let values: Vec<String> = texts
+                .iter()
+                .map(|t| t[prefix..t.len() - suffix].to_owned())
+                .collect();
+            for (k, v) in values.iter().enumerate() {
+                if !passes_as_written(v, quoting) && !unfit.contains(&k) {
+                    unfit.push(k);
+                }
+            }
+            holes.push(Hole {
+                step,
+                unit,
+                prefix,
+                suffix,
+                quoting,
+                values,
+            });
+        }
+    }
+    (holes, unfit)
+}
+
+/// The shared prefix and suffix (in bytes) of texts that differ, cut where a person would:
+/// never inside a word of letters or digits, nor inside a number (`1.4.2`), nor through a
+/// quote the unit's quoting owns. A hole left empty in some occurrence takes the whole value.
+fn cut(texts: &[&str], quoting: Quoting) -> (usize, usize) {
+    // The quotes of a single-quoted or ANSI-C unit are never part of a hole.
+    let (open, close) = match quoting {
+        Quoting::Single => (1, 1),
+        Quoting::AnsiC => (2, 1),
+        _ => (0, 0),
+    };
+    let shortest = texts.iter().map(|t| t.len()).min().unwrap_or(0);
+    let first = texts[0].as_bytes();
+    let mut prefix = 0;
+    while prefix < shortest && texts.iter().all(|t| t.as_bytes()[prefix] == first[prefix]) {
+        prefix += 1;
+    }
+    while prefix > open && !texts.iter().all(|t| cut_ok(t, prefix)) {
+        prefix -= 1;
+    }
+    let prefix = prefix.max(open.min(shortest));
+    let mut suffix = 0;
+    let room = shortest - prefix;
+    while suffix < room
+        && texts.iter().all(|t| {
+            t.as_bytes()[t.len() - 1 - suffix] == first[first.len() - 1 - suffix]
+        })
+    {
+        suffix += 1;
+    }
+    while suffix > close && !texts.iter().all(|t| cut_ok(t, t.len() - suffix)) {
+        suffix -= 1;
+    }
+    let suffix = suffix.max(close.min(room));
+    let empty = texts.iter().any(|t| t.len() == prefix + suffix);
+    if empty && prefix + suffix > open + close {
+        return (open.min(shortest), close.min(shortest.saturating_sub(open)));
+    }
+    (prefix, suffix)
+}
+
+/// Whether a hole may start or end at byte `i` of `text`.
+fn cut_ok(text: &str, i: usize) -> bool {
+    if !text.is_char_boundary(i) {
+        return false;
+    }
+    let before = text[..i].chars().next_back();
+    let after = text[i..].chars().next();
+    let (Some(a), Some(b)) = (before, after) else {
+        return true;
+    };
+    let digit_dot_digit = |x: char, y: char, z: Option<char>| {
+        x.is_ascii_digit() && y == '.' && z.is_some_and(|z| z.is_ascii_digit())
+    };
+    // Not inside a number: `1.4.2` is cut neither at `1|.4` nor at `1.|4`.
+    if digit_dot_digit(a, b, text[i..].chars().nth(1))
+        || (a == '.'
+            && b.is_ascii_digit()
+            && text[..i].chars().rev().nth(1).is_some_and(|c| c.is_ascii_digit()))
+    {
+        return false;
+    }
+    if a.is_alphanumeric() && b.is_alphanumeric() {
+        // Between letters and digits a value may start (`v1.4.2`, `sha256`), never inside a
+        // run of either.
+        return a.is_alphabetic() != b.is_alphabetic();
+    }
+    true
+}
+
+/// Whether `value`, written in a unit of this quoting, is what the shell passes for it (so a
+/// tool can write any value there as a value): nothing the quoting would read as quoting,
+/// escaping or expansion.
+fn passes_as_written(value: &str, quoting: Quoting) -> bool {
+    if value.is_empty() {
+        return false;
+    }
+    match quoting {
+        Quoting::Bare => {
+            !value.starts_with('~')
+                && value.chars().all(|c| {
+                    c.is_alphanumeric() || "_./:=@%+,-^*?[]".contains(c) || !c.is_ascii()
+                })
+        }
+        Quoting::Double => !value.contains(['\\', '"', '$', '`']),
+        Quoting::Single => !value.contains('\''),
+        Quoting::AnsiC => !value.contains(['\\', '\'']),
+        Quoting::HereDoc { expands: true } => !value.contains(['\\', '$', '`']),
+        Quoting::HereDoc { expands: false } => true,
+    }
+}
+
+/// The steps, the parameters (holes with equal values unified) and each occurrence's values.
+fn build(lines: &[&Vec<Line>], holes: Vec<Hole>, fitting: Vec<usize>) -> AlignedLines {
+    let first = lines[0];
+    // One parameter per distinct value vector.
+    let mut param_of: Vec<usize> = Vec::with_capacity(holes.len());
+    let mut by_values: HashMap<&[String], usize> = HashMap::new();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for (h, hole) in holes.iter().enumerate() {
+        let next = members.len();
+        let p = *by_values.entry(hole.values.as_slice()).or_insert(next);
+        if p == next {
+            members.push(Vec::new());
+        }
+        members[p].push(h);
+        param_of.push(p);
+    }
+    let mut params: Vec<Param> = Vec::new();
+    for group in &members {
+        let (name, named_from) = name_of(first, &holes, group);
+        let taken = |n: &str| params.iter().any(|p: &Param| p.name == n);
+        let mut unique = name.clone();
+        let mut k = 2;
+        while taken(&unique) {
+            unique = format!("{name}_{k}");
+            k += 1;
+        }
+        let values = &holes[group[0]].values;
+        let kinds: Vec<_> = values.iter().map(|v| classify(v)).collect();
+        params.push(Param {
+            name: unique,
+            kind: param_kind(&kinds, values).to_owned(),
+            named_from,
+            examples: most_common(values, 3),
+            variadic: false,
+            secret: values
+                .iter()
+                .any(|v| v.contains(crate::action::placeholder::PLACEHOLDER_START)),
+        });
+    }
+    let mut steps = Vec::new();
+    for (s, line) in first.iter().enumerate() {
+        let mut pieces: Vec<Piece> = Vec::new();
+        let mut at = 0;
+        let push_text = |pieces: &mut Vec<Piece>, text: &str| {
+            if text.is_empty() {
+                return;
+            }
+            if let Some(Piece::Literal(prev)) = pieces.last_mut() {
+                prev.push_str(text);
+            } else {
+                pieces.push(Piece::Literal(text.to_owned()));
+            }
+        };
+        for (h, hole) in holes.iter().enumerate().filter(|(_, h)| h.step == s) {
+            let range = &line.units[hole.unit].range;
+            let start = range.start + hole.prefix;
+            let end = range.end - hole.suffix;
+            push_text(&mut pieces, &line.text[at..start]);
+            pieces.push(Piece::Param(params[param_of[h]].name.clone()));
+            at = end;
+        }
+        push_text(&mut pieces, &line.text[at..]);
+        steps.push(pieces);
+    }
+    let values = (0..fitting.len())
+        .map(|k| {
+            holes
+                .iter()
+                .enumerate()
+                .map(|(h, hole)| (params[param_of[h]].name.clone(), hole.values[k].clone()))
+                .collect()
+        })
+        .collect();
+    AlignedLines {
+        steps,
+        params,
+        fitting,
+        values,
+    }
+}
+
+/// A parameter's name and where it came from: the flag or assignment one of its holes
+/// belongs to, else its values' shape, else the text before it.
+fn name_of(first: &[Line], holes: &[Hole], group: &[usize]) -> (String, String) {
+    for &h in group {
+        let hole = &holes[h];
+        let line = &first[hole.step];
+        let text = line.unit_text(hole.unit);
+        let before = &text[..hole.prefix];
+        // `--mode=prod`, `-Dprofile=x`.
+        if let Some(flag) = before.strip_suffix('=')
+            && flag.starts_with('-')
+            && flag.len() > 2
+        {
+            return (param_name(flag), format!("flag {flag}"));
+        }
+        if hole.prefix == 0 || matches!(hole.quoting, Quoting::Double) {
+            // The unit before: a flag (`--port 8081`) or an assignment (`LOG_LEVEL=debug`).
+            let prev = previous_unit(line, hole.unit);
+            if let Some(p) = prev {
+                let t = line.unit_text(p);
+                if line.units[p].value.is_some() && t.starts_with("--") && t.len() > 3 {
+                    return (param_name(t), format!("flag {t}"));
+                }
+                if line.units[p].value.is_none() && matches!(t, "cd" | "pushd") {
+                    return ("dir".to_owned(), format!("program {t}"));
+                }
+                if t == "=" && p > 0 && line.units[p - 1].kind == "variable_name" {
+                    let var = line.unit_text(p - 1);
+                    return (param_name(var), format!("variable {var}"));
+                }
+            }
+        }
+    }
+    let hole = &holes[group[0]];
+    let values = &hole.values;
+    let version = |v: &String| {
+        let parts: Vec<&str> = v.split('.').collect();
+        parts.len() >= 2
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+    };
+    if values.iter().all(version) {
+        return ("version".to_owned(), "values".to_owned());
+    }
+    let line = &first[hole.step];
+    let before = &line.unit_text(hole.unit)[..hole.prefix];
+    if values
+        .iter()
+        .all(|v| !v.is_empty() && v.len() <= 5 && v.chars().all(|c| c.is_ascii_digit()))
+        && before.ends_with(':')
+    {
+        return ("port".to_owned(), "values".to_owned());
+    }
+    // The word before the hole in its own text (`config/{env}.toml` → `config`).
+    let word: String = before
+        .trim_end_matches(|c: char| !c.is_alphanumeric())
+        .chars()
+        .rev()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    if word.len() > 1 && word.chars().any(char::is_alphabetic) {
+        return (param_name(&word), format!("text {before}"));
+    }
+    let kinds: Vec<_> = values.iter().map(|v| classify(v)).collect();
+    let name = match param_kind(&kinds, values) {
+        "path" => "path",
+        "number" => "n",
+        "sha" => "commit",
+        "url" => "url",
+        "glob" => "pattern",
+        "text" => "message",
+        _ => "value",
+    };
+    (name.to_owned(), "values".to_owned())
+}
+
+/// The unit before `unit` in its line, skipping the quotes of a double-quoted string.
+fn previous_unit(line: &Line, unit: usize) -> Option<usize> {
+    let mut i = unit;
+    while i > 0 {
+        i -= 1;
+        if line.units[i].kind != "\"" {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// Distinct values, most frequent first, at most `max`.
+fn most_common(values: &[String], max: usize) -> Vec<String> {
+    let mut counts: Vec<(&String, usize)> = Vec::new();
+    for v in values {
+        match counts.iter_mut().find(|(x, _)| *x == v) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((v, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1));
+    counts
+        .into_iter()
+        .take(max)
+        .map(|(v, _)| v.clone())
+        .collect()
+}
+
+/// The line of a step with each parameter's value written in: what was typed.
+pub fn render(step: &[Piece], values: &BTreeMap<String, String>) -> String {
+    step.iter()
+        .map(|p| match p {
+            Piece::Literal(t) => t.as_str(),
+            Piece::Param(n) | Piece::Internal(n) => values.get(n).map_or("", String::as_str),
+        })
+        .collect()
+}
+
+/// The line of a step with its parameters as `<name>`: how a person reads the habit.
+pub fn display(step: &[Piece]) -> String {
+    step.iter()
+        .map(|p| match p {
+            Piece::Literal(t) => t.clone(),
+            Piece::Param(n) | Piece::Internal(n) => format!("<{n}>"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn occ(lines: &[&str]) -> Vec<String> {
+        lines.iter().map(|l| (*l).to_owned()).collect()
+    }
+
+    fn aligned(occurrences: &[Vec<String>]) -> AlignedLines {
+        align_lines(occurrences).expect("aligns")
+    }
+
+    #[test]
+    fn every_occurrence_renders_back_to_its_lines_word_for_word() {
+        let occurrences = vec![
+            occ(&[
+                "cd frontend && pnpm run build --mode staging 2>&1 | tail -n 20",
+                "curl -fsS localhost:8081/health | jq -r .status",
+            ]),
+            occ(&[
+                "cd frontend && pnpm run build --mode prod 2>&1 | tail -n 20",
+                "curl -fsS localhost:9000/health | jq -r .status",
+            ]),
+            occ(&[
+                "cd frontend && pnpm run build --mode dev 2>&1 | tail -n 20",
+                "curl -fsS localhost:3000/health | jq -r .status",
+            ]),
+        ];
+        let a = aligned(&occurrences);
+        assert_eq!(a.fitting, vec![0, 1, 2]);
+        for (k, &i) in a.fitting.iter().enumerate() {
+            for (s, step) in a.steps.iter().enumerate() {
+                assert_eq!(render(step, &a.values[k]), occurrences[i][s]);
+            }
+        }
+        assert_eq!(
+            a.steps.iter().map(|s| display(s)).collect::<Vec<_>>(),
+            vec![
+                "cd frontend && pnpm run build --mode <mode> 2>&1 | tail -n 20",
+                "curl -fsS localhost:<port>/health | jq -r .status",
+            ]
+        );
+    }
+
+    #[test]
+    fn one_value_written_in_several_places_is_one_parameter() {
+        let release = |v: &str| {
+            occ(&[&format!(
+                "sed -i 's/^version = .*/version = \"{v}\"/' Cargo.toml && git commit -am \"Release {v}\" && git tag v{v}"
+            )])
+        };
+        let a = aligned(&[release("1.4.2"), release("1.5.0"), release("2.0.1")]);
+        assert_eq!(a.params.len(), 1, "{:?}", a.params);
+        assert_eq!(a.params[0].name, "version");
+        assert_eq!(
+            display(&a.steps[0]),
+            "sed -i 's/^version = .*/version = \"<version>\"/' Cargo.toml && git commit -am \
+             \"Release <version>\" && git tag v<version>"
+        );
+    }
+
+    #[test]
+    fn holes_are_cut_at_word_and_number_boundaries() {
+        let a = aligned(&[
+            occ(&["deploy --config config/dev.toml"]),
+            occ(&["deploy --config config/prod.toml"]),
+        ]);
+        assert_eq!(display(&a.steps[0]), "deploy --config config/<config>.toml");
+        let a = aligned(&[occ(&["git checkout main"]), occ(&["git checkout master"])]);
+        assert_eq!(display(&a.steps[0]), "git checkout <value>");
+        let a = aligned(&[occ(&["pin 1.4.2"]), occ(&["pin 1.4.3"])]);
+        assert_eq!(display(&a.steps[0]), "pin <version>");
+        let a = aligned(&[
+            occ(&["LOG_LEVEL=debug ./bin/api --port 8081"]),
+            occ(&["LOG_LEVEL=info ./bin/api --port 8082"]),
+        ]);
+        assert_eq!(display(&a.steps[0]), "LOG_LEVEL=<log_level> ./bin/api --port <port>");
+    }
+
+    #[test]
+    fn an_occurrence_whose_value_the_shell_would_read_differently_is_left_out() {
+        let a = aligned(&[
+            occ(&["git commit -m \"fix a\""]),
+            occ(&["git commit -m \"fix b\""]),
+            occ(&["git commit -m \"fix \\\"c\\\"\""]),
+        ]);
+        assert_eq!(a.fitting, vec![0, 1]);
+        // A different shape is another habit's: the most common shape wins.
+        let a = aligned(&[
+            occ(&["make test"]),
+            occ(&["cd x && make test"]),
+            occ(&["cd y && make test"]),
+        ]);
+        assert_eq!(a.fitting, vec![1, 2]);
+        assert_eq!(display(&a.steps[0]), "cd <dir> && make test");
+        assert!(align_lines(&[occ(&["echo 'open"]), occ(&["ls"])]).is_none());
+    }
+
+    #[test]
+    fn a_commit_message_in_a_quoted_here_document_is_one_hole() {
+        let commit = |m: &str| occ(&[&format!("git commit -m \"$(cat <<'EOF'\n{m}\nEOF\n)\"")]);
+        let a = aligned(&[commit("Fix the parser"), commit("Add a test")]);
+        assert_eq!(a.params.len(), 1);
+        assert_eq!(a.values[0].values().next().map(String::as_str), Some("Fix the parser"));
+    }
+}

@@ -1,0 +1,403 @@
+//! A logged command line as a habit keeps it: the line itself, every byte, cut by the shell
+//! grammar into **units** — the text of the grammar that says what the line does (operators,
+//! keywords, program names, quotes, redirection operators, variable names) and the values it
+//! passes (bare words, the text inside quotes, here-document bodies).
+//!
+//! A step of a habit is one such line, never a simple command cut out of it: `cd web &&`,
+//! `| tail -n 20`, `2>/dev/null || echo none`, `LOG_LEVEL=debug` and here-documents are part of
+//! it. [`align`] lines up the occurrences of a habit's lines unit by unit and makes a **hole**
+//! of what varies — a whole value or the part of one that differs (`v{version}`,
+//! `config/{env}.toml`, inside a quoted string).
+//!
+//! The grammar is tree-sitter-bash (the grammar Codex analyses agents' commands with): it is
+//! maintained, gives the byte range of every node, so the line is kept exactly as typed, and
+//! marks what it cannot read with explicit error nodes rather than guessing. A line with such a
+//! node is [`LineError::Syntax`]: it stays one opaque step, never a tool.
+//!
+//! Input comes from untrusted logs: nothing here panics on any text; lines longer than
+//! [`MAX_LINE`] are refused, and parsing is bounded by the grammar's own linear work.
+
+pub mod align;
+
+use std::cell::RefCell;
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use tree_sitter::{Node, Parser};
+
+use crate::action::Source;
+
+/// Longest line aligned, in bytes: a longer one (a script pasted whole) is no habit's step.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// The shell a line was written for, whose semantics a tool made of it keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Shell {
+    /// bash: every agent's shell tool (`bash -c`, `bash -lc`) and bash histories.
+    #[default]
+    Bash,
+    /// zsh: zsh histories.
+    Zsh,
+    /// fish: fish histories.
+    Fish,
+}
+
+impl Shell {
+    /// The shell an action of `source` ran its line in.
+    pub fn of(source: Source) -> Shell {
+        match source {
+            Source::Zsh => Shell::Zsh,
+            Source::Fish => Shell::Fish,
+            _ => Shell::Bash,
+        }
+    }
+
+    /// The program's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shell::Bash => "bash",
+            Shell::Zsh => "zsh",
+            Shell::Fish => "fish",
+        }
+    }
+}
+
+/// How the text of a value unit is written, which decides how a value is written into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quoting {
+    /// A bare word (`build`, `--mode=prod`, `*.rs`).
+    Bare,
+    /// The text inside double quotes.
+    Double,
+    /// A single-quoted string, quotes included (`'s/a/b/'`).
+    Single,
+    /// An ANSI-C string, `$'…'`, quotes included.
+    AnsiC,
+    /// A here-document's body: `expands` when its delimiter was unquoted (`<<EOF`), so that
+    /// `$`, backquotes and backslashes in it are the shell's.
+    HereDoc {
+        /// Whether the shell expands the body.
+        expands: bool,
+    },
+}
+
+/// One unit of a line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    /// Its bytes in the line.
+    pub range: Range<usize>,
+    /// The grammar's name for it (`word`, `&&`, `string_content`, `heredoc_body`, …).
+    pub kind: &'static str,
+    /// For a value the line passes: how it is written. `None` for the grammar's own text,
+    /// which is the same in every occurrence of a habit.
+    pub value: Option<Quoting>,
+}
+
+/// A command line cut into units.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    /// The line as logged.
+    pub text: String,
+    /// Its units, in order; the text between two units is whitespace (or a line continuation).
+    pub units: Vec<Unit>,
+}
+
+impl Line {
+    /// The text of unit `i`.
+    pub fn unit_text(&self, i: usize) -> &str {
+        self.units
+            .get(i)
+            .and_then(|u| self.text.get(u.range.clone()))
+            .unwrap_or("")
+    }
+
+    /// What every occurrence of one step shares: the grammar's text as written, and for each
+    /// value its kind and quoting. Two lines with the same skeleton differ only in their values
+    /// (and in the whitespace between units).
+    pub fn skeleton(&self) -> String {
+        let mut key = String::new();
+        for (i, unit) in self.units.iter().enumerate() {
+            if i > 0 {
+                key.push(' ');
+            }
+            match unit.value {
+                None => key.push_str(self.unit_text(i)),
+                Some(q) => {
+                    key.push('\u{1}');
+                    key.push_str(unit.kind);
+                    key.push_str(&format!("{q:?}"));
+                }
+            }
+        }
+        key
+    }
+}
+
+/// Why a line cannot be a habit's step.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum LineError {
+    /// Nothing but whitespace and comments.
+    #[error("the line is empty")]
+    Empty,
+    /// Longer than [`MAX_LINE`].
+    #[error("the line is {len} bytes, more than the {MAX_LINE} a step may have")]
+    TooLong {
+        /// Its length.
+        len: usize,
+    },
+    /// The grammar could not read it (an unterminated quote, a dangling operator, another
+    /// shell's language).
+    #[error("the shell grammar cannot read the line at byte {at}")]
+    Syntax {
+        /// Where the first unreadable part starts.
+        at: usize,
+    },
+}
+
+thread_local! {
+    /// One parser per thread: building one loads the grammar's tables.
+    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+}
+
+/// Parses `text` with the bash grammar into its units.
+pub fn parse(text: &str) -> Result<Line, LineError> {
+    if text.len() > MAX_LINE {
+        return Err(LineError::TooLong { len: text.len() });
+    }
+    let tree = PARSER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let mut parser = Parser::new();
+            parser
+                .set_language(&tree_sitter_bash::LANGUAGE.into())
+                .ok()?;
+            *slot = Some(parser);
+        }
+        slot.as_mut()?.parse(text, None)
+    });
+    let Some(tree) = tree else {
+        return Err(LineError::Syntax { at: 0 });
+    };
+    let root = tree.root_node();
+    if root.has_error() {
+        return Err(LineError::Syntax {
+            at: first_error(root).unwrap_or(0),
+        });
+    }
+    let mut units = Vec::new();
+    collect(root, text, &mut units);
+    if units.iter().all(|u| u.kind == "comment") {
+        return Err(LineError::Empty);
+    }
+    Ok(Line {
+        text: text.to_owned(),
+        units,
+    })
+}
+
+/// Whether two lines say the same to the shell: the same units with the same text, whatever
+/// the whitespace between them. Lines the grammar cannot read are the same only when equal.
+pub fn same_line(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    match (parse(a), parse(b)) {
+        (Ok(x), Ok(y)) => {
+            x.units.len() == y.units.len()
+                && (0..x.units.len())
+                    .all(|i| x.units[i].kind == y.units[i].kind && x.unit_text(i) == y.unit_text(i))
+        }
+        _ => false,
+    }
+}
+
+/// The start of the first error or missing node, depth first.
+fn first_error(node: Node<'_>) -> Option<usize> {
+    if node.is_error() || node.is_missing() {
+        return Some(node.start_byte());
+    }
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+    children
+        .into_iter()
+        .filter(|c| c.has_error())
+        .find_map(first_error)
+}
+
+/// Nodes kept whole as one unit: their inside is a value written in one quoting.
+const WHOLE: &[&str] = &["raw_string", "ansi_c_string", "heredoc_body"];
+
+/// Ancestors under which a word is code rather than a value (`${A:-b}`, `$((n+1))`).
+const CODE: &[&str] = &[
+    "expansion",
+    "arithmetic_expansion",
+    "subscript",
+    "command_name",
+    "regex",
+    "extglob_pattern",
+];
+
+fn collect(node: Node<'_>, text: &str, units: &mut Vec<Unit>) {
+    // An explicit stack: nesting comes from untrusted text.
+    let mut stack = vec![node];
+    while let Some(node) = stack.pop() {
+        let kind = node.kind();
+        if node.child_count() == 0 || WHOLE.contains(&kind) {
+            if node.start_byte() == node.end_byte() {
+                continue;
+            }
+            units.push(Unit {
+                range: node.byte_range(),
+                kind,
+                value: value_quoting(node, text),
+            });
+            continue;
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    // tree-sitter-bash places a here-document's body after the rest of its line's nodes in
+    // some trees: units are kept in the order of the text.
+    units.sort_by_key(|u| u.range.start);
+}
+
+/// How a leaf (or a [`WHOLE`] node) is written when it is a value; `None` for the grammar's
+/// own text.
+fn value_quoting(node: Node<'_>, text: &str) -> Option<Quoting> {
+    let kind = node.kind();
+    let mut up = node.parent();
+    while let Some(parent) = up {
+        if CODE.contains(&parent.kind()) {
+            return None;
+        }
+        up = parent.parent();
+    }
+    match kind {
+        "word" | "number" => {
+            let parent = node.parent()?;
+            // `2>&1`: the duplicated descriptor is the redirection's own text.
+            let dup = parent.kind() == "file_redirect"
+                && node
+                    .prev_sibling()
+                    .is_some_and(|p| matches!(p.kind(), ">&" | "<&" | ">&-" | "<&-"));
+            (!dup).then_some(Quoting::Bare)
+        }
+        "string_content" => Some(Quoting::Double),
+        "raw_string" => Some(Quoting::Single),
+        "ansi_c_string" => Some(Quoting::AnsiC),
+        "heredoc_body" => {
+            let start = node
+                .parent()
+                .and_then(|p| {
+                    let mut cursor = p.walk();
+                    let found = p
+                        .children(&mut cursor)
+                        .find(|c| c.kind() == "heredoc_start");
+                    found
+                })
+                .and_then(|s| text.get(s.byte_range()))
+                .unwrap_or("");
+            Some(Quoting::HereDoc {
+                expands: !start.contains(['\'', '"', '\\']),
+            })
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(line: &str) -> Vec<(&str, Quoting)> {
+        let parsed = parse(line).expect("parses");
+        let mut out = Vec::new();
+        for (i, u) in parsed.units.iter().enumerate() {
+            if let Some(q) = u.value {
+                let text = &line[parsed.units[i].range.clone()];
+                out.push((text, q));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_byte_of_the_line_is_a_unit_or_whitespace_between_units() {
+        for line in [
+            "cd frontend && LOG=debug pnpm run build --mode=prod 2>&1 | tail -n 20 || echo failed",
+            "git commit -m \"$(cat <<'EOF'\nFix it\n\nbody\nEOF\n)\"",
+            "for f in *.c; do gcc \"$f\" -o \"${f%.c}\"; done",
+            "curl -fsS localhost:8080/health | jq -r .status",
+        ] {
+            let parsed = parse(line).expect("parses");
+            let mut at = 0;
+            for u in &parsed.units {
+                assert!(u.range.start >= at, "{line}: units overlap");
+                assert!(
+                    line[at..u.range.start].trim().is_empty()
+                        || line[at..u.range.start].trim() == "\\",
+                    "{line}: text between units is dropped: {:?}",
+                    &line[at..u.range.start]
+                );
+                at = u.range.end;
+            }
+            assert!(line[at..].trim().is_empty(), "{line}: tail dropped");
+        }
+    }
+
+    #[test]
+    fn values_are_told_from_the_grammar_s_own_text() {
+        assert_eq!(
+            values("cd web && LOG=debug pnpm run build --mode=prod 2>&1 | tail -n 20"),
+            vec![
+                ("web", Quoting::Bare),
+                ("debug", Quoting::Bare),
+                ("run", Quoting::Bare),
+                ("build", Quoting::Bare),
+                ("--mode=prod", Quoting::Bare),
+                ("-n", Quoting::Bare),
+                ("20", Quoting::Bare),
+            ]
+        );
+        assert_eq!(
+            values("git tag -a v1.4.2 -m \"Release 1.4.2 $X\" && sed -i 's/a/b/' f"),
+            vec![
+                ("tag", Quoting::Bare),
+                ("-a", Quoting::Bare),
+                ("v1.4.2", Quoting::Bare),
+                ("-m", Quoting::Bare),
+                ("Release 1.4.2 ", Quoting::Double),
+                ("-i", Quoting::Bare),
+                ("'s/a/b/'", Quoting::Single),
+                ("f", Quoting::Bare),
+            ]
+        );
+        let heredoc = "git commit -m \"$(cat <<'EOF'\nFix it\nEOF\n)\"";
+        assert_eq!(
+            values(heredoc).last(),
+            Some(&("Fix it\n", Quoting::HereDoc { expands: false }))
+        );
+        // Code inside an expansion is no value; a program's name is the grammar's.
+        assert_eq!(values("echo ${A:-b}"), vec![]);
+    }
+
+    #[test]
+    fn lines_the_grammar_cannot_read_are_errors_not_panics() {
+        assert!(matches!(parse("echo 'open"), Err(LineError::Syntax { .. })));
+        assert!(matches!(parse("a && && b"), Err(LineError::Syntax { .. })));
+        assert_eq!(parse("   "), Err(LineError::Empty));
+        let long = "a".repeat(MAX_LINE + 1);
+        assert!(matches!(parse(&long), Err(LineError::TooLong { .. })));
+    }
+
+    #[test]
+    fn the_same_line_is_the_same_whatever_the_spacing() {
+        assert!(same_line("a  &&  b -x 1", "a && b -x 1"));
+        assert!(!same_line("a && b -x 1", "a && b -x 2"));
+        assert!(!same_line("a 'x y'", "a \"x y\""));
+    }
+}
