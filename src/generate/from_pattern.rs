@@ -270,6 +270,7 @@ fn convert_step(step: &pattern::Step) -> StepSpec {
         globs: step.globs.clone(),
         captures: step.captures.clone(),
         piped: step.piped,
+        line: Vec::new(),
     }
 }
 
@@ -315,6 +316,8 @@ struct Parts<'a> {
     params: &'a [pattern::Param],
     evidence: &'a [pattern::Evidence],
     median_ms: Option<u64>,
+    /// The shell a habit of command lines ran in.
+    shell: crate::mine::line::Shell,
 }
 
 /// The parameters, with at most one variadic one, and only where it is a word of its own (the
@@ -377,8 +380,23 @@ fn params_of(parts: &Parts<'_>) -> Vec<ParamSpec> {
 /// The spec from the parts; `name` and `description` are the caller's.
 fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
     let params = params_of(&parts);
-    let mut requires: Vec<String> = Vec::new();
-    for step in parts.trigger_step.iter().chain(&parts.steps) {
+    let lines = !parts.steps.is_empty() && parts.steps.iter().all(|s| !s.line.is_empty());
+    let first_values = parts
+        .evidence
+        .first()
+        .map(|e| e.params.clone())
+        .unwrap_or_default();
+    let mut requires: Vec<String> = if lines {
+        super::lines::requires(&parts.steps, parts.shell, &first_values)
+    } else {
+        Vec::new()
+    };
+    for step in parts
+        .trigger_step
+        .iter()
+        .chain(&parts.steps)
+        .filter(|_| !lines)
+    {
         // `./gradlew`, `bin/rails`: the project's own programs, found in the workspace when the
         // tool runs, not on the host (nor in a validation's scratch workspace).
         let in_project = matches!(
@@ -401,7 +419,9 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
     }
     // A pure text transformation is written in Python, which needs its interpreter; a pattern
     // whose `**` the habit's shell matched at any depth, in bash.
-    let language = if super::template_py::fits(&parts.steps, parts.trigger_step.as_ref()) {
+    let language = if lines {
+        Language::Bash
+    } else if super::template_py::fits(&parts.steps, parts.trigger_step.as_ref()) {
         requires.push("python3".to_owned());
         Language::Python
     } else if needs_globstar(parts.trigger_step.iter().chain(&parts.steps)) {
@@ -415,7 +435,7 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
         .steps
         .iter()
         .chain(parts.trigger_step.as_ref())
-        .all(reads_only)
+        .all(|s| reads_only(s) && !super::lines::writes_files(s))
     {
         sandbox.workspace = WorkspaceAccess::Read;
     }
@@ -439,6 +459,7 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
         examples: Vec::new(),
         median_ms: parts.median_ms,
         keys: Vec::new(),
+        shell: parts.shell,
         heal: None,
         regression_cases: Vec::new(),
     };
@@ -472,6 +493,18 @@ fn build(parts: Parts<'_>, name: String, description: String) -> ToolSpec {
                     !r.stdin.contains(PLACEHOLDER_START) && !r.stdout.contains(PLACEHOLDER_START)
                 }),
                 logged: Vec::new(),
+                // The lines as the log holds them, a redacted secret as its stand-in.
+                lines: if lines {
+                    e.commands
+                        .iter()
+                        .map(|l| {
+                            replace_placeholders(l, |kind| format!("example-{kind}"))
+                                .unwrap_or_else(|| l.clone())
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                },
                 failure_output: None,
             }
         })
@@ -576,7 +609,13 @@ impl ToolSpec {
                 step.key
             )));
         }
-        let steps: Vec<StepSpec> = pattern.steps.iter().map(convert_step).collect();
+        // A habit of command lines is its lines, run as typed; the others (a recovery, values
+        // passed between steps) are their commands.
+        let steps: Vec<StepSpec> = if pattern.lines.is_empty() {
+            pattern.steps.iter().map(convert_step).collect()
+        } else {
+            super::lines::line_steps(pattern)
+        };
         let trigger_step = pattern.trigger.as_ref().map(|t| convert_step(&t.step));
         if let Some(step) = step_with_redacted_literal(trigger_step.iter().chain(&steps)) {
             return Err(fail(&format!(
@@ -640,6 +679,7 @@ impl ToolSpec {
                 params: &pattern.params,
                 evidence: &pattern.evidence,
                 median_ms: pattern.median_ms,
+                shell: pattern.shell,
             },
             name,
             plain(&description, 1000),
@@ -721,6 +761,7 @@ impl ToolSpec {
                     params: &[],
                     evidence: &[],
                     median_ms: None,
+                    shell: Default::default(),
                 },
                 name,
                 description,
@@ -778,6 +819,7 @@ impl ToolSpec {
                     params: &aligned.params,
                     evidence: &aligned.evidence,
                     median_ms: None,
+                    shell: Default::default(),
                 },
                 name,
                 description,
@@ -833,6 +875,7 @@ mod tests {
 
     fn evidence(session: &str, params: &[(&str, &str)]) -> MinedEvidence {
         MinedEvidence {
+            agent: Default::default(),
             session: session.into(),
             first_seq: 1,
             last_seq: 2,
@@ -847,6 +890,8 @@ mod tests {
 
     fn sequence() -> Pattern {
         Pattern {
+            lines: Default::default(),
+            shell: Default::default(),
             id: "p-0a1b2c3d".into(),
             kind: PatternKind::Sequence,
             support: 5,

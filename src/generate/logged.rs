@@ -470,6 +470,7 @@ mod tests {
 
     fn step(words: Vec<Vec<Piece>>) -> StepSpec {
         StepSpec {
+            line: Default::default(),
             words,
             globs: Vec::new(),
             captures: None,
@@ -479,6 +480,7 @@ mod tests {
 
     fn spec(steps: Vec<StepSpec>, params: &[&str]) -> ToolSpec {
         ToolSpec {
+            shell: Default::default(),
             name: "t".into(),
             description: "t".into(),
             origin: Origin::MinedSequence,
@@ -515,6 +517,7 @@ mod tests {
 
     fn occurrence(params: &[(&str, &str)]) -> Occurrence {
         Occurrence {
+            lines: Default::default(),
             evidence: Evidence {
                 session: "s".into(),
                 first_seq: 1,

@@ -20,6 +20,7 @@
 pub mod candidates;
 pub mod contract;
 pub mod from_pattern;
+pub mod lines;
 pub mod llm;
 pub mod logged;
 pub mod pipeline;

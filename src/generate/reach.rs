@@ -300,6 +300,7 @@ mod tests {
 
     fn step(words: &[&str]) -> StepSpec {
         StepSpec {
+            line: Default::default(),
             words: words
                 .iter()
                 .map(|w| vec![Piece::Literal((*w).to_owned())])

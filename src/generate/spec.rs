@@ -158,6 +158,12 @@ pub struct StepSpec {
     /// Whether it reads the previous step's output through a pipe.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub piped: bool,
+    /// For a habit of command lines: the line as the agent typed it, every byte, with its
+    /// parameters where the values varied ([`crate::mine::line`]). The tool runs this line, and
+    /// its dry run prints it with the values written in; `words` then only describe it (the
+    /// programs it runs, for the name and the needs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub line: Vec<Piece>,
 }
 
 impl StepSpec {
@@ -173,6 +179,16 @@ impl StepSpec {
     /// The step as readable text: literals shell-quoted where needed (a pattern the shell
     /// expanded written as typed), parameters as `<name>`.
     pub fn display(&self) -> String {
+        if !self.line.is_empty() {
+            return self
+                .line
+                .iter()
+                .map(|p| match p {
+                    Piece::Literal(t) => t.clone(),
+                    Piece::Param(n) | Piece::Internal(n) => format!("<{n}>"),
+                })
+                .collect();
+        }
         self.words
             .iter()
             .enumerate()
@@ -280,6 +296,11 @@ pub struct Occurrence {
     /// cannot know it. Empty when the log could not be read: such an occurrence is not a test.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logged: Vec<Vec<String>>,
+    /// For a habit of command lines: the lines as the log recorded them, one per step, what
+    /// the dry run must print (compared with the shell grammar: the whitespace between words
+    /// does not count). A secret the log held redacted shows as its parameter's stand-in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<String>,
     /// For a recovery: the failing command's output as the log recorded it, which the dry run
     /// reads on stdin in place of running the command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -330,6 +351,9 @@ pub struct ToolSpec {
     /// commands), then the steps. Two specs with the same keys do the same thing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub keys: Vec<String>,
+    /// For a habit of command lines: the shell they ran in, whose semantics the tool keeps.
+    #[serde(default)]
+    pub shell: crate::mine::line::Shell,
     /// For a repair: the tool's code, its failures and new evidence, for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heal: Option<HealContext>,
@@ -340,6 +364,11 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
+    /// Whether its steps are command lines with holes ([`StepSpec::line`]), run as typed.
+    pub fn is_lines(&self) -> bool {
+        !self.steps.is_empty() && self.steps.iter().all(|s| !s.line.is_empty())
+    }
+
     /// Whether this spec does what `other` does: both have canonical keys, and the same.
     pub fn same_keys(&self, other: &[String]) -> bool {
         !self.keys.is_empty() && self.keys == other
@@ -450,6 +479,22 @@ impl ToolSpec {
     /// does; a recovery runs its failing command, the recovery steps and the command again. A
     /// value an earlier step prints is unknown in a dry run and shows as `<name>`.
     pub fn dry_run_lines(&self, params: &BTreeMap<String, String>) -> Vec<String> {
+        if self.is_lines() {
+            return self
+                .steps
+                .iter()
+                .map(|s| {
+                    s.line
+                        .iter()
+                        .map(|p| match p {
+                            Piece::Literal(t) => t.clone(),
+                            Piece::Param(n) => params.get(n).cloned().unwrap_or_default(),
+                            Piece::Internal(n) => format!("<{n}>"),
+                        })
+                        .collect()
+                })
+                .collect();
+        }
         let render = |step: &StepSpec| -> String {
             step.words
                 .iter()

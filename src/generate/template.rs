@@ -318,7 +318,8 @@ pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
         ));
     }
     let variadic = variadics.first().copied();
-    // A redirection the miner kept as a word would reach the program as an argument.
+    // A redirection the miner kept as a word would reach the program as an argument (a
+    // command line keeps its redirections where they were typed).
     let redirection = spec
         .steps
         .iter()
@@ -328,7 +329,7 @@ pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
             [Piece::Literal(t)] if is_redirection(t) => Some(t.clone()),
             _ => None,
         });
-    if let Some(op) = redirection {
+    if let Some(op) = redirection.filter(|_| !spec.is_lines()) {
         return Err(fail(&format!(
             "a step redirects (`{op}`), which template/sh@1 does not write; use the LLM backend"
         )));
@@ -368,7 +369,7 @@ pub fn run_sh(spec: &ToolSpec) -> Result<String, TemplateError> {
         s.push_str("# shellcheck disable=SC2068\n");
     }
     s.push_str("set -eu\n");
-    if spec.language == Language::Bash {
+    if spec.language == Language::Bash && !spec.is_lines() {
         // zsh's `**/` (and fish's `**`): any depth of directories, hidden ones left out.
         s.push_str("shopt -s globstar\n");
     }
@@ -612,6 +613,10 @@ ts_run() {{
     {
         s.push_str("ts_nl='\n'\n");
     }
+    if spec.is_lines() {
+        super::lines::write_body(spec, &mut s).map_err(|why| fail(&why))?;
+        return Ok(s);
+    }
     match (&spec.trigger_step, &spec.trigger) {
         (Some(trigger), Some(t)) => {
             // Called with "$@" so that a variadic parameter's items reach the function.
@@ -713,15 +718,26 @@ pub fn logged_cases(spec: &ToolSpec) -> Vec<Case> {
     let mut cases = Vec::new();
     // What the log recorded, not what the miner made of it: an occurrence whose commands the
     // log does not give is no test. A recovery's dry run reads the recorded failure on stdin.
+    let lines = spec.is_lines();
     for (i, occ) in spec
         .occurrences
         .iter()
-        .filter(|occ| !occ.logged.is_empty())
+        .filter(|occ| {
+            if lines {
+                occ.lines.len() == spec.steps.len()
+            } else {
+                !occ.logged.is_empty()
+            }
+        })
         .take(MAX_OCCURRENCE_CASES)
         .enumerate()
     {
         let params = occurrence_params(spec, occ);
-        let stdout = dry_run_text(&occ.logged);
+        let (stdout, stdout_lines) = if lines {
+            (None, occ.lines.clone())
+        } else {
+            (Some(dry_run_text(&occ.logged)), Vec::new())
+        };
         cases.push(Case {
             name: format!(
                 "occurrence {}: session {}, actions {}-{} — the dry run prints what was run",
@@ -736,7 +752,8 @@ pub fn logged_cases(spec: &ToolSpec) -> Vec<Case> {
             stdin: spec.trigger_step.as_ref().and(occ.failure_output.clone()),
             expect: Expect {
                 exit_code: Some(0),
-                stdout: Some(stdout),
+                stdout,
+                stdout_lines,
                 ..Expect::default()
             },
         });
@@ -978,6 +995,7 @@ pub(crate) mod tests_support {
 
     pub(crate) fn sequence_spec() -> ToolSpec {
         ToolSpec {
+            shell: Default::default(),
             name: "cargo-check-package".into(),
             description: "Format, lint and test one package.".into(),
             origin: Origin::MinedSequence,
@@ -1003,12 +1021,14 @@ pub(crate) mod tests_support {
             ],
             steps: vec![
                 StepSpec {
+                    line: Default::default(),
                     words: vec![lit("cargo"), lit("fmt"), lit("-p"), param("package")],
                     globs: Vec::new(),
                     captures: None,
                     piped: false,
                 },
                 StepSpec {
+                    line: Default::default(),
                     words: vec![
                         lit("cargo"),
                         lit("clippy"),
@@ -1022,6 +1042,7 @@ pub(crate) mod tests_support {
                     piped: false,
                 },
                 StepSpec {
+                    line: Default::default(),
                     words: vec![lit("git"), lit("commit"), lit("-m"), param("message")],
                     globs: Vec::new(),
                     captures: None,
@@ -1036,6 +1057,7 @@ pub(crate) mod tests_support {
             sandbox: ToolSpec::default_profile(None),
             requires: vec!["cargo".into(), "git".into()],
             occurrences: vec![Occurrence {
+                lines: Default::default(),
                 evidence: Evidence {
                     session: "s1".into(),
                     first_seq: 10,
@@ -1212,6 +1234,7 @@ mod tests {
         let mut spec = sequence_spec();
         spec.origin = Origin::ErrorRecovery;
         spec.trigger_step = Some(StepSpec {
+            line: Default::default(),
             words: vec![lit("cargo"), lit("build")],
             globs: Vec::new(),
             captures: None,
@@ -1246,6 +1269,7 @@ mod tests {
         spec.params[1].kind = ParamKind::Glob;
         spec.steps = vec![
             StepSpec {
+                line: Default::default(),
                 words: vec![
                     lit("grep"),
                     lit("-l"),
@@ -1257,6 +1281,7 @@ mod tests {
                 piped: false,
             },
             StepSpec {
+                line: Default::default(),
                 words: vec![
                     lit("wc"),
                     lit("-l"),

@@ -370,6 +370,7 @@ mod tests {
 
     fn step(words: Vec<Vec<Piece>>) -> StepSpec {
         StepSpec {
+            line: Default::default(),
             words,
             globs: Vec::new(),
             captures: None,
@@ -398,6 +399,7 @@ mod tests {
             step(vec![lit("cut"), file.clone(), file.clone()]),
             step(vec![lit("wc"), vec![Piece::Internal("out_1".into())]]),
             StepSpec {
+                line: Default::default(),
                 words: vec![lit("wc"), lit("-l")],
                 globs: Vec::new(),
                 captures: Some("out_1".into()),

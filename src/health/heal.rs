@@ -277,6 +277,7 @@ pub fn patch_spec(spec: &ToolSpec, evidence: &[EvidenceCommand]) -> Option<Patch
                 params,
                 replay: None,
                 logged,
+                lines: Vec::new(),
                 failure_output: None,
             }
         })
@@ -444,6 +445,7 @@ mod tests {
             variadic: false,
         }];
         spec.steps = vec![StepSpec {
+            line: Default::default(),
             words: vec![
                 lit("./fakecli"),
                 lit("build"),

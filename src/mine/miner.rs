@@ -25,6 +25,7 @@ use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::line::{self, RawOccurrence, Shell};
 use super::params::{AlignInput, Aligned, align};
 use super::pattern::{
     CandidateOutcomes, Folded, Pattern, PatternKind, Replay, Trigger, apply_outcomes, pattern_id,
@@ -36,7 +37,7 @@ use super::recovery::{
 use super::score::{SECONDS_PER_CALL, ScoreInput, score};
 use super::sequences::{self, PatternRef, SequenceMiner, SequenceMinerConfig, SequenceMinerError};
 use super::templates::{TemplateId, TemplateMiner, TemplateMinerConfig};
-use super::token::{InternError, Interner, NoiseRules, Token, TokenKind, Tokenizer};
+use super::token::{self, InternError, Interner, NoiseRules, Token, TokenKind, Tokenizer};
 use crate::action::stored as actions_table;
 use crate::action::{Action, ActionResult, Source};
 use crate::config::MineSettings;
@@ -471,7 +472,9 @@ impl StoredCall {
 }
 
 /// An action read again for alignment: its tokens and its output.
-type Refetched = (Vec<Token>, Option<String>);
+/// An action read back: its tokens, its output, its command line (for a shell action) and
+/// where it came from.
+type Refetched = (Vec<Token>, Option<String>, Option<String>, Source);
 
 /// What tokenizing one command gave, kept so that the same command is tokenized once a run.
 #[derive(Debug, Clone)]
@@ -774,6 +777,8 @@ impl<'c> Refetch<'c> {
             }
             .into_action(session, seq);
             let tokens = self.tokenizer.tokens(&action);
+            let line = token::command_line(&action).map(str::to_owned);
+            let source = action.source;
             let bytes = output.as_ref().map_or(0, String::len)
                 + tokens
                     .iter()
@@ -792,7 +797,8 @@ impl<'c> Refetch<'c> {
                 self.cached_bytes = 0;
             }
             self.cached_bytes += bytes;
-            self.cache.insert(key.clone(), (tokens, output));
+            self.cache
+                .insert(key.clone(), (tokens, output, line, source));
         }
         Ok(self.cache.get(&key))
     }
@@ -813,6 +819,7 @@ fn align_occurrences(
     options: &MineOptions,
 ) -> Result<Option<(Aligned, Vec<u64>)>, MineError> {
     let mut inputs = Vec::new();
+    let mut raw = Vec::new();
     let mut durations = Vec::new();
     for occ in occs.iter().take(options.max_occurrences) {
         let s = occ.session;
@@ -822,6 +829,11 @@ fn align_occurrences(
         let mut ok = true;
         let mut rows_seen = BTreeSet::new();
         let mut fits = true;
+        // The lines of its actions, each once, for [`line::attach`].
+        let mut lines: Vec<String> = Vec::new();
+        let mut all_lines = true;
+        let mut shell = Shell::default();
+        let mut agent = String::new();
         for (i, &pos) in occ.positions.iter().enumerate() {
             let row = s.rows[s.token_row[pos] as usize];
             rows_seen.insert(s.token_row[pos]);
@@ -830,7 +842,17 @@ fn align_occurrences(
             }
             let within = pos - row.first_token as usize;
             match refetch.action(&s.id, row.seq)? {
-                Some((action_tokens, output)) if within < action_tokens.len() => {
+                Some((action_tokens, output, line, source)) if within < action_tokens.len() => {
+                    if rows_seen.len() > lines.len() {
+                        match line {
+                            Some(l) if action_tokens.iter().all(|t| t.kind == TokenKind::Shell) => {
+                                lines.push(l.clone());
+                            }
+                            _ => all_lines = false,
+                        }
+                        shell = Shell::of(*source);
+                        agent = source.as_str().to_owned();
+                    }
                     let token = &action_tokens[within];
                     let same_action =
                         i > 0 && s.token_row[occ.positions[i - 1]] == s.token_row[pos];
@@ -858,6 +880,13 @@ fn align_occurrences(
         let last =
             s.rows[s.token_row[*occ.positions.last().unwrap_or(&occ.positions[0])] as usize].seq;
         let replay = whole_pipeline_replay(s, occ, &tokens, &piped, &outputs);
+        raw.push(RawOccurrence {
+            session: s.id.clone(),
+            seqs: (first, last),
+            lines: all_lines.then_some(lines),
+            shell,
+            agent,
+        });
         inputs.push(AlignInput {
             session: s.id.clone(),
             seqs: (first, last),
@@ -868,7 +897,19 @@ fn align_occurrences(
             ok,
         });
     }
-    Ok(align(&inputs, options.max_evidence).map(|a| (a, durations)))
+    let Some(mut aligned) = align(&inputs, options.max_evidence) else {
+        return Ok(None);
+    };
+    // A habit of command lines is those lines, with holes: not a recovery (its failure is
+    // matched by its error), not values passed between steps, not a text transformation the
+    // log replays whole.
+    if !trigger
+        && aligned.internals.is_empty()
+        && aligned.evidence.iter().all(|e| e.replay.is_none())
+    {
+        line::attach(&mut aligned, &raw, options.max_evidence);
+    }
+    Ok(Some((aligned, durations)))
 }
 
 /// The input and output of an occurrence that is one whole action, a pipeline fed data
@@ -2301,6 +2342,8 @@ fn scored_pattern(f: &Found<'_>, aligned: Aligned, mut durations: Vec<u64>) -> P
         steps,
         params: aligned.params,
         internals: aligned.internals,
+        lines: aligned.lines,
+        shell: aligned.shell,
         workspace_varies: aligned.workspace_varies,
         trigger,
         median_ms,
@@ -3380,6 +3423,8 @@ mod tests {
             .collect();
         Ranked {
             pattern: Pattern {
+                lines: Default::default(),
+                shell: Default::default(),
                 id: pattern_id(PatternKind::Sequence, keys, None),
                 kind: PatternKind::Sequence,
                 support: 2,

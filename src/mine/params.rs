@@ -153,6 +153,11 @@ pub struct Aligned {
     pub success_rate: f64,
     /// Whether the working directory differed between occurrences.
     pub workspace_varies: bool,
+    /// The habit as the lines the agent ran, with holes ([`super::line::attach`]); empty until
+    /// then, and when they do not align.
+    pub lines: Vec<Vec<Piece>>,
+    /// The shell the lines ran in.
+    pub shell: super::line::Shell,
 }
 
 /// A name fit for a parameter: snake_case ASCII, starting with a letter.
@@ -320,6 +325,8 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
         evidence,
         success_rate: fitting.iter().filter(|o| o.ok).count() as f64 / n as f64,
         workspace_varies,
+        lines: Vec::new(),
+        shell: super::line::Shell::default(),
     })
 }
 
@@ -713,6 +720,7 @@ fn fill_evidence(
                 params: params_here,
                 commands,
                 replay: occ.replay.clone().filter(|_| one_pipeline),
+                agent: None,
             }
         })
         .collect()

@@ -139,6 +139,9 @@ pub struct Evidence {
     /// command line: that data and what the pipeline printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<Replay>,
+    /// The agent (or shell history) whose session it is: `claude-code`, `codex`, `bash`, ….
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// A text transformation the log shows whole: its input, written out in the command line
@@ -205,6 +208,16 @@ pub struct Pattern {
     /// Values passed from one step to a later one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub internals: Vec<Internal>,
+    /// The habit as the command lines the agent ran, one per step, every byte as logged with
+    /// holes (`Param` pieces, named in `params`) where the values varied (see
+    /// [`crate::mine::line`]). Empty for what is not a run of command lines: a recovery, a
+    /// habit with values passed between steps, one with an agent's tool call, a text
+    /// transformation replayed whole, or lines that did not align.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<Vec<Piece>>,
+    /// The shell the lines were run in.
+    #[serde(default)]
+    pub shell: crate::mine::line::Shell,
     /// Whether the working directory varied between occurrences (it becomes the workspace).
     pub workspace_varies: bool,
     /// For a recovery: what fails and how.
@@ -338,6 +351,14 @@ impl Pattern {
                 "{}  (fails: {})",
                 trigger.step.template, trigger.error_template
             ));
+        }
+        if !self.lines.is_empty() {
+            steps.extend(
+                self.lines
+                    .iter()
+                    .map(|l| crate::mine::line::align::display(l)),
+            );
+            return steps;
         }
         steps.extend(self.steps.iter().map(|s| {
             if s.piped {
@@ -659,6 +680,8 @@ mod tests {
 
     fn pattern(id: &str) -> Pattern {
         Pattern {
+            lines: Default::default(),
+            shell: Default::default(),
             id: id.into(),
             kind: PatternKind::Sequence,
             support: 3,

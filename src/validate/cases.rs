@@ -73,6 +73,11 @@ pub struct Expect {
     /// The whole stdout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdout: Option<String>,
+    /// Command lines, as the log recorded them, a dry run must print, one after another:
+    /// compared with the shell grammar ([`crate::mine::line::same_line`]), so only the
+    /// whitespace between words may differ.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stdout_lines: Vec<String>,
     /// Substrings of stdout.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stdout_contains: Vec<String>,
@@ -337,6 +342,17 @@ pub fn check(case: &Case, manifest: &Manifest, observed: &Observed) -> CaseResul
             excerpt(want.trim_end()),
             excerpt(observed.stdout.trim_end())
         ));
+    }
+    if !e.stdout_lines.is_empty() {
+        let want = e.stdout_lines.join("\n");
+        let got = observed.stdout.trim_end();
+        if !crate::mine::line::same_line(got, want.trim_end()) {
+            problems.push(format!(
+                "the dry run does not print the lines as logged.\n--- logged\n{}\n--- printed\n{}",
+                excerpt(want.trim_end()),
+                excerpt(got)
+            ));
+        }
     }
     for want in &e.stdout_contains {
         if !observed.stdout.contains(want.as_str()) {

@@ -1221,6 +1221,7 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
         variadic,
     };
     let mut spec = ToolSpec {
+        shell: Default::default(),
         name: "variant-tool".into(),
         description: "Stages files, commits, shows the commit.".into(),
         origin: Origin::MinedSequence,
@@ -1232,18 +1233,21 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
         ],
         steps: vec![
             StepSpec {
+                line: Default::default(),
                 words: vec![lit("git"), lit("add"), lit("--"), param("path")],
                 globs: Vec::new(),
                 captures: None,
                 piped: false,
             },
             StepSpec {
+                line: Default::default(),
                 words: vec![lit("git"), lit("rev-parse"), lit("HEAD")],
                 globs: Vec::new(),
                 captures: Some("out_2".into()),
                 piped: false,
             },
             StepSpec {
+                line: Default::default(),
                 words: vec![
                     lit("git"),
                     lit("log"),
@@ -1273,6 +1277,7 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
     if recovery {
         spec.origin = Origin::ErrorRecovery;
         spec.trigger_step = Some(StepSpec {
+            line: Default::default(),
             words: vec![lit("make"), lit("check"), param("path")],
             globs: Vec::new(),
             captures: None,
@@ -1322,6 +1327,7 @@ fn variant_spec(recovery: bool) -> toolsmith::generate::spec::ToolSpec {
         .collect();
         let commands = spec.dry_run_lines(&params);
         spec.occurrences.push(Occurrence {
+            lines: Default::default(),
             evidence: Evidence {
                 session: session.into(),
                 first_seq: 1,
@@ -1691,6 +1697,7 @@ fn logged_spec(steps: Vec<Vec<&str>>, lines: &[&str]) -> toolsmith::generate::sp
     let steps: Vec<StepSpec> = steps
         .into_iter()
         .map(|words| StepSpec {
+            line: Default::default(),
             words: words
                 .into_iter()
                 .map(|w| vec![Piece::Literal(w.into())])
@@ -1701,6 +1708,7 @@ fn logged_spec(steps: Vec<Vec<&str>>, lines: &[&str]) -> toolsmith::generate::sp
         })
         .collect();
     let mut spec = ToolSpec {
+        shell: Default::default(),
         name: "openssl-x509-verify".into(),
         description: "Shows a certificate and verifies it.".into(),
         origin: Origin::MinedSequence,
@@ -1716,6 +1724,7 @@ fn logged_spec(steps: Vec<Vec<&str>>, lines: &[&str]) -> toolsmith::generate::sp
         sandbox: ToolSpec::default_profile(None),
         requires: Vec::new(),
         occurrences: vec![Occurrence {
+            lines: Default::default(),
             evidence: Evidence {
                 session: "s1".into(),
                 first_seq: 1,

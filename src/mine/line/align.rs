@@ -74,10 +74,7 @@ pub fn align_lines(occurrences: &[Vec<String>]) -> Option<AlignedLines> {
         if fitting.len() < 2 {
             return None;
         }
-        let lines: Vec<&Vec<Line>> = fitting
-            .iter()
-            .filter_map(|&i| parsed[i].as_ref())
-            .collect();
+        let lines: Vec<&Vec<Line>> = fitting.iter().filter_map(|&i| parsed[i].as_ref()).collect();
         let (holes, unfit) = find_holes(&lines);
         if unfit.is_empty() {
             return Some(build(&lines, holes, fitting));
@@ -152,9 +149,9 @@ fn cut(texts: &[&str], quoting: Quoting) -> (usize, usize) {
     let mut suffix = 0;
     let room = shortest - prefix;
     while suffix < room
-        && texts.iter().all(|t| {
-            t.as_bytes()[t.len() - 1 - suffix] == first[first.len() - 1 - suffix]
-        })
+        && texts
+            .iter()
+            .all(|t| t.as_bytes()[t.len() - 1 - suffix] == first[first.len() - 1 - suffix])
     {
         suffix += 1;
     }
@@ -186,7 +183,11 @@ fn cut_ok(text: &str, i: usize) -> bool {
     if digit_dot_digit(a, b, text[i..].chars().nth(1))
         || (a == '.'
             && b.is_ascii_digit()
-            && text[..i].chars().rev().nth(1).is_some_and(|c| c.is_ascii_digit()))
+            && text[..i]
+                .chars()
+                .rev()
+                .nth(1)
+                .is_some_and(|c| c.is_ascii_digit()))
     {
         return false;
     }
@@ -208,9 +209,9 @@ fn passes_as_written(value: &str, quoting: Quoting) -> bool {
     match quoting {
         Quoting::Bare => {
             !value.starts_with('~')
-                && value.chars().all(|c| {
-                    c.is_alphanumeric() || "_./:=@%+,-^*?[]".contains(c) || !c.is_ascii()
-                })
+                && value
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "_./:=@%+,-^*?[]".contains(c) || !c.is_ascii())
         }
         Quoting::Double => !value.contains(['\\', '"', '$', '`']),
         Quoting::Single => !value.contains('\''),
@@ -506,7 +507,10 @@ mod tests {
             occ(&["LOG_LEVEL=debug ./bin/api --port 8081"]),
             occ(&["LOG_LEVEL=info ./bin/api --port 8082"]),
         ]);
-        assert_eq!(display(&a.steps[0]), "LOG_LEVEL=<log_level> ./bin/api --port <port>");
+        assert_eq!(
+            display(&a.steps[0]),
+            "LOG_LEVEL=<log_level> ./bin/api --port <port>"
+        );
     }
 
     #[test]
@@ -533,6 +537,9 @@ mod tests {
         let commit = |m: &str| occ(&[&format!("git commit -m \"$(cat <<'EOF'\n{m}\nEOF\n)\"")]);
         let a = aligned(&[commit("Fix the parser"), commit("Add a test")]);
         assert_eq!(a.params.len(), 1);
-        assert_eq!(a.values[0].values().next().map(String::as_str), Some("Fix the parser"));
+        assert_eq!(
+            a.values[0].values().next().map(String::as_str),
+            Some("Fix the parser")
+        );
     }
 }

@@ -18,6 +18,9 @@
 //! [`MAX_LINE`] are refused, and parsing is bounded by the grammar's own linear work.
 
 pub mod align;
+mod attach;
+
+pub use attach::{RawOccurrence, attach};
 
 use std::cell::RefCell;
 use std::ops::Range;

@@ -456,6 +456,12 @@ fn aider_command(line: &str) -> Option<&str> {
 }
 
 /// The command line of a shell action, if the action is one.
+/// The command line of a shell action (an agent's shell tool call, an OpenHands `run`, a
+/// history line); `None` for any other action.
+pub fn command_line(action: &Action) -> Option<&str> {
+    shell_line(action)
+}
+
 fn shell_line(action: &Action) -> Option<&str> {
     let tool = action.tool.as_str();
     let is_shell = SHELL_TOOLS.contains(&tool)
