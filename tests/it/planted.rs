@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use common::{Daemon, TestEnv, json_of};
 use serde_json::{Value, json};
+use toolsmith::mine::line::same_line;
 use toolsmith::validate::cases::dry_run_commands;
 
 /// One planted command: the line as the agent ran it, the argv a shell runs for it, its output.
@@ -328,6 +329,8 @@ struct Planted {
     session: String,
     seqs: Vec<u64>,
     argv: Vec<Vec<String>>,
+    /// The command lines as this file wrote them into the session.
+    lines: Vec<String>,
     failure: Option<String>,
 }
 
@@ -382,6 +385,7 @@ fn plant(dir: &Path, with_coverage: bool) -> (Vec<Planted>, usize) {
             session: t.sid.clone(),
             seqs,
             argv: cmds.iter().flat_map(|c| c.argv.clone()).collect(),
+            lines: cmds.iter().map(|c| c.line.clone()).collect(),
             failure: cmds.iter().find(|c| !c.ok).map(|c| c.output.clone()),
         });
     };
@@ -731,11 +735,22 @@ fn each_planted_habit_is_one_candidate_whose_dry_run_is_the_log_word_for_word() 
                     )
                 });
             let printed = dry_run(&env, &stage.tool_dir, &params, p.failure.as_deref());
-            let got = dry_run_commands(&printed).unwrap_or_default();
-            assert_eq!(
-                got, p.argv,
-                "{habit}: the dry run of {id} with {params} is not what was run"
-            );
+            if p.failure.is_some() {
+                // A recovery runs the failing command and its fix, each an argv.
+                let got = dry_run_commands(&printed).unwrap_or_default();
+                assert_eq!(
+                    got, p.argv,
+                    "{habit}: the dry run of {id} with {params} is not what was run"
+                );
+            } else {
+                // A habit of command lines prints each line as this file typed it.
+                let typed = p.lines.join("\n");
+                assert!(
+                    same_line(printed.trim_end(), &typed),
+                    "{habit}: the dry run of {id} with {params} is not what was typed\n--- \
+                     typed\n{typed}\n--- printed\n{printed}"
+                );
+            }
             reproduced += 1;
         }
         report.insert(habit, (reproduced, occurrences.len()));

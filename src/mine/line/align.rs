@@ -191,6 +191,19 @@ fn cut_ok(text: &str, i: usize) -> bool {
     {
         return false;
     }
+    // Nor inside a hexadecimal number's `0x`, nor after it.
+    if a == '0' && matches!(b, 'x' | 'X') {
+        return false;
+    }
+    let head = &text[..i];
+    if (head.ends_with("0x") || head.ends_with("0X"))
+        && !head[..head.len() - 2]
+            .chars()
+            .next_back()
+            .is_some_and(char::is_alphanumeric)
+    {
+        return false;
+    }
     if a.is_alphanumeric() && b.is_alphanumeric() {
         // Between letters and digits a value may start (`v1.4.2`, `sha256`), never inside a
         // run of either.
@@ -366,7 +379,7 @@ fn name_of(first: &[Line], holes: &[Hole], group: &[usize]) -> (String, String) 
         .into_iter()
         .rev()
         .collect();
-    if word.len() > 1 && word.chars().any(char::is_alphabetic) {
+    if word.len() > 1 && word.chars().all(|c| c.is_alphabetic() || c == '_') {
         return (param_name(&word), format!("text {before}"));
     }
     let kinds: Vec<_> = values.iter().map(|v| classify(v)).collect();
@@ -501,6 +514,11 @@ mod tests {
         assert_eq!(display(&a.steps[0]), "deploy --config config/<config>.toml");
         let a = aligned(&[occ(&["git checkout main"]), occ(&["git checkout master"])]);
         assert_eq!(display(&a.steps[0]), "git checkout <value>");
+        let a = aligned(&[
+            occ(&["objdump -d build/a --start-address 0x4013b0"]),
+            occ(&["objdump -d out/b --start-address 0x402000"]),
+        ]);
+        assert_eq!(display(&a.steps[0]), "objdump -d <path> --start-address <start_address>");
         let a = aligned(&[occ(&["pin 1.4.2"]), occ(&["pin 1.4.3"])]);
         assert_eq!(display(&a.steps[0]), "pin <version>");
         let a = aligned(&[

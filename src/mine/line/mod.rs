@@ -118,7 +118,7 @@ impl Line {
     }
 
     /// What every occurrence of one step shares: the grammar's text as written, and for each
-    /// value its kind and quoting. Two lines with the same skeleton differ only in their values
+    /// value its quoting. Two lines with the same skeleton differ only in their values
     /// (and in the whitespace between units).
     pub fn skeleton(&self) -> String {
         let mut key = String::new();
@@ -128,9 +128,10 @@ impl Line {
             }
             match unit.value {
                 None => key.push_str(self.unit_text(i)),
+                // The grammar tells `0x402000` (a number) from `0x4013b0` (a word): both are
+                // bare values.
                 Some(q) => {
                     key.push('\u{1}');
-                    key.push_str(unit.kind);
                     key.push_str(&format!("{q:?}"));
                 }
             }
@@ -210,8 +211,15 @@ pub fn same_line(a: &str, b: &str) -> bool {
     match (parse(a), parse(b)) {
         (Ok(x), Ok(y)) => {
             x.units.len() == y.units.len()
-                && (0..x.units.len())
-                    .all(|i| x.units[i].kind == y.units[i].kind && x.unit_text(i) == y.unit_text(i))
+                && (0..x.units.len()).all(|i| {
+                    let (a, b) = (&x.units[i], &y.units[i]);
+                    let same_kind = match (a.value, b.value) {
+                        (Some(p), Some(q)) => p == q,
+                        (None, None) => a.kind == b.kind,
+                        _ => false,
+                    };
+                    same_kind && x.unit_text(i) == y.unit_text(i)
+                })
         }
         _ => false,
     }
