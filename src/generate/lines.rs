@@ -243,10 +243,18 @@ fn line_code(
             pos = next;
         }
     };
+    let variadic = |name: &str| spec.params.iter().any(|p| p.name == name && p.variadic);
     for ((start, end, quoting), name) in holes.iter().zip(&names) {
         push_fixed(&mut code, at, *start);
         let v = var(name);
         let written = match (spec.shell, quoting) {
+            // A run of files: the option's items, which the option parsing left in "$@".
+            (Shell::Fish, Quoting::Bare) if variadic(name) => {
+                return Err(format!(
+                    "the run of files <{name}> cannot be passed to fish"
+                ));
+            }
+            (_, Quoting::Bare) if variadic(name) => "\"$@\"".to_owned(),
             // fish never splits a variable, and reads `"$x"` between two quoted parts as one
             // word with them.
             (Shell::Fish, Quoting::Bare) => format!("${v}"),
@@ -301,6 +309,10 @@ pub fn write_body(spec: &ToolSpec, s: &mut String) -> Result<(), String> {
     s.push_str(
         r#"# A value as a dry run prints it in its place in the line.
 ts_raw() { printf '%s' "$1"; }
+ts_words() {
+  ts_sep=
+  for ts_w do printf '%s%s' "$ts_sep" "$(ts_quote "$ts_w")"; ts_sep=' '; done
+}
 ts_dq() {
   ts_v=$1
   ts_v=${ts_v//\\/\\\\}; ts_v=${ts_v//\"/\\\"}; ts_v=${ts_v//\$/\\\$}; ts_v=${ts_v//\`/\\\`}
@@ -326,12 +338,16 @@ ts_ansi() { ts_v=${1//\\/\\\\}; printf '%s' "${ts_v//\'/\\\'}"; }
                     let globbed = spec.params.iter().any(|p| {
                         &p.name == n && p.examples.iter().any(|v| v.contains(['*', '?', '[']))
                     });
-                    let _ = write!(
-                        dry,
-                        "\"$({} \"${{{}}}\")\"",
-                        printer(quoting, globbed),
-                        var(n)
-                    );
+                    if spec.params.iter().any(|p| &p.name == n && p.variadic) {
+                        dry.push_str("\"$(ts_words \"$@\")\"");
+                    } else {
+                        let _ = write!(
+                            dry,
+                            "\"$({} \"${{{}}}\")\"",
+                            printer(quoting, globbed),
+                            var(n)
+                        );
+                    }
                 }
             }
         }
@@ -362,7 +378,11 @@ ts_ansi() { ts_v=${1//\\/\\\\}; printf '%s' "${ts_v//\'/\\\'}"; }
                 } else {
                     format!("export {}; ", exported.join(" "))
                 };
-                format!("({export}{program} {})", shell_quote(&code))
+                format!(
+                    "({export}{program} {} {} \"$@\")",
+                    shell_quote(&code),
+                    shell.as_str()
+                )
             }
         };
         let _ = writeln!(

@@ -525,6 +525,13 @@ fn staged(state: &Path, id: &str) -> Staged {
 fn dry_run(env: &TestEnv, tool_dir: &Path, params: &Value, stdin: Option<&str>) -> String {
     let workspace = tempfile::tempdir_in(env.path()).expect("workspace");
     let args = args_of(params.as_object().expect("params"));
+    // The interpreter the tool names (a tool of command lines keeps bash's semantics).
+    let script = std::fs::read_to_string(tool_dir.join("run.sh")).unwrap_or_default();
+    let shell = if script.starts_with("#!/usr/bin/env bash") {
+        "/bin/bash"
+    } else {
+        "/bin/sh"
+    };
     let mut cli = env.cli();
     cli.args(["sandbox", "--env", "TOOLSMITH_DRY_RUN=1", "--env"])
         .arg(format!("FAILURE={}", stdin.unwrap_or_default()))
@@ -534,9 +541,11 @@ fn dry_run(env: &TestEnv, tool_dir: &Path, params: &Value, stdin: Option<&str>) 
         .arg(workspace.path())
         .args(["--timeout", "30", "--", "/bin/sh", "-c"]);
     if stdin.is_some() {
-        cli.arg("printf '%s' \"$FAILURE\" | /bin/sh /tool/run.sh \"$@\"");
+        cli.arg(format!(
+            "printf '%s' \"$FAILURE\" | {shell} /tool/run.sh \"$@\""
+        ));
     } else {
-        cli.arg("/bin/sh /tool/run.sh \"$@\"");
+        cli.arg(format!("{shell} /tool/run.sh \"$@\""));
     }
     let out = cli
         .arg("sh")
@@ -748,7 +757,8 @@ fn each_planted_habit_is_one_candidate_whose_dry_run_is_the_log_word_for_word() 
                 assert!(
                     same_line(printed.trim_end(), &typed),
                     "{habit}: the dry run of {id} with {params} is not what was typed\n--- \
-                     typed\n{typed}\n--- printed\n{printed}"
+                     typed\n{typed}\n--- printed\n{printed}\n--- the tool\n{}",
+                    std::fs::read_to_string(stage.tool_dir.join("run.sh")).unwrap_or_default()
                 );
             }
             reproduced += 1;

@@ -42,32 +42,35 @@ struct Hole {
     suffix: usize,
     quoting: Quoting,
     values: Vec<String>,
+    /// A run of files whose number varies: a list of values.
+    variadic: bool,
 }
 
 /// Aligns `occurrences` (each the lines of one occurrence, in order). `None` when fewer than
 /// two occurrences fit one skeleton, or a line cannot be read.
 pub fn align_lines(occurrences: &[Vec<String>]) -> Option<AlignedLines> {
-    let parsed: Vec<Option<Vec<Line>>> = occurrences
+    let exact: Vec<Option<Vec<Line>>> = occurrences
         .iter()
         .map(|lines| lines.iter().map(|l| parse(l).ok()).collect())
         .collect();
-    // The most common skeleton (the first seen on a tie).
-    let mut groups: Vec<(Vec<String>, Vec<usize>)> = Vec::new();
-    for (i, lines) in parsed.iter().enumerate() {
-        let Some(lines) = lines else { continue };
-        let skeleton: Vec<String> = lines.iter().map(Line::skeleton).collect();
-        match groups.iter_mut().find(|(s, _)| *s == skeleton) {
-            Some((_, members)) => members.push(i),
-            None => groups.push((skeleton, vec![i])),
-        }
-    }
-    let mut best: Option<&(Vec<String>, Vec<usize>)> = None;
-    for group in &groups {
-        if best.is_none_or(|b| group.1.len() > b.1.len()) {
-            best = Some(group);
-        }
-    }
-    let mut fitting = best?.1.clone();
+    // Runs of files are one unit only where that makes more occurrences one shape (`git add
+    // a.rs` and `git add a.rs b.rs`): two files with roles of their own (`verify -CAfile
+    // ca.pem cert.pem`) stay two values.
+    let runs: Vec<Option<Vec<Line>>> = exact
+        .iter()
+        .map(|lines| {
+            lines
+                .as_ref()
+                .map(|ls| ls.iter().map(Line::with_runs).collect())
+        })
+        .collect();
+    let (exact_best, exact_n) = most_common_shape(&exact);
+    let (runs_best, runs_n) = most_common_shape(&runs);
+    let (parsed, mut fitting) = if runs_n > exact_n {
+        (runs, runs_best)
+    } else {
+        (exact, exact_best)
+    };
     // Leaving an occurrence out can change the holes (a shorter shared prefix): again until
     // every occurrence left fits.
     loop {
@@ -88,6 +91,27 @@ pub fn align_lines(occurrences: &[Vec<String>]) -> Option<AlignedLines> {
     }
 }
 
+/// The occurrences of the most common skeleton (the first seen on a tie), and how many.
+fn most_common_shape(parsed: &[Option<Vec<Line>>]) -> (Vec<usize>, usize) {
+    let mut groups: Vec<(Vec<String>, Vec<usize>)> = Vec::new();
+    for (i, lines) in parsed.iter().enumerate() {
+        let Some(lines) = lines else { continue };
+        let skeleton: Vec<String> = lines.iter().map(Line::skeleton).collect();
+        match groups.iter_mut().find(|(s, _)| *s == skeleton) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((skeleton, vec![i])),
+        }
+    }
+    let mut best: Vec<usize> = Vec::new();
+    for (_, members) in groups {
+        if members.len() > best.len() {
+            best = members;
+        }
+    }
+    let n = best.len();
+    (best, n)
+}
+
 /// The holes of lines sharing one skeleton, and the occurrences (indices into `lines`) whose
 /// hole values are not what the shell passes.
 fn find_holes(lines: &[&Vec<Line>]) -> (Vec<Hole>, Vec<usize>) {
@@ -103,13 +127,25 @@ fn find_holes(lines: &[&Vec<Line>]) -> (Vec<Hole>, Vec<usize>) {
             if texts.iter().all(|t| *t == texts[0]) {
                 continue;
             }
-            let (prefix, suffix) = cut(&texts, quoting);
+            let variadic =
+                u.kind == super::FILES && texts.iter().any(|t| t.contains(char::is_whitespace));
+            let (prefix, suffix) = if variadic {
+                (0, 0)
+            } else {
+                cut(&texts, quoting)
+            };
             let values: Vec<String> = texts
                 .iter()
                 .map(|t| t[prefix..t.len() - suffix].to_owned())
                 .collect();
             for (k, v) in values.iter().enumerate() {
-                if !passes_as_written(v, quoting) && !unfit.contains(&k) {
+                let passes = if variadic {
+                    v.split_whitespace()
+                        .all(|item| passes_as_written(item, quoting))
+                } else {
+                    passes_as_written(v, quoting)
+                };
+                if !passes && !unfit.contains(&k) {
                     unfit.push(k);
                 }
             }
@@ -120,6 +156,7 @@ fn find_holes(lines: &[&Vec<Line>]) -> (Vec<Hole>, Vec<usize>) {
                 suffix,
                 quoting,
                 values,
+                variadic,
             });
         }
     }
@@ -239,11 +276,13 @@ fn build(lines: &[&Vec<Line>], holes: Vec<Hole>, fitting: Vec<usize>) -> Aligned
     let first = lines[0];
     // One parameter per distinct value vector.
     let mut param_of: Vec<usize> = Vec::with_capacity(holes.len());
-    let mut by_values: HashMap<&[String], usize> = HashMap::new();
+    let mut by_values: HashMap<(&[String], bool), usize> = HashMap::new();
     let mut members: Vec<Vec<usize>> = Vec::new();
     for (h, hole) in holes.iter().enumerate() {
         let next = members.len();
-        let p = *by_values.entry(hole.values.as_slice()).or_insert(next);
+        let p = *by_values
+            .entry((hole.values.as_slice(), hole.variadic))
+            .or_insert(next);
         if p == next {
             members.push(Vec::new());
         }
@@ -261,13 +300,21 @@ fn build(lines: &[&Vec<Line>], holes: Vec<Hole>, fitting: Vec<usize>) -> Aligned
             k += 1;
         }
         let values = &holes[group[0]].values;
-        let kinds: Vec<_> = values.iter().map(|v| classify(v)).collect();
+        let items: Vec<String> = if holes[group[0]].variadic {
+            values
+                .iter()
+                .flat_map(|v| v.split_whitespace().map(str::to_owned))
+                .collect()
+        } else {
+            values.clone()
+        };
+        let kinds: Vec<_> = items.iter().map(|v| classify(v)).collect();
         params.push(Param {
             name: unique,
-            kind: param_kind(&kinds, values).to_owned(),
+            kind: param_kind(&kinds, &items).to_owned(),
             named_from,
             examples: most_common(values, 3),
-            variadic: false,
+            variadic: holes[group[0]].variadic,
             secret: values
                 .iter()
                 .any(|v| v.contains(crate::action::placeholder::PLACEHOLDER_START)),
@@ -318,6 +365,9 @@ fn build(lines: &[&Vec<Line>], holes: Vec<Hole>, fitting: Vec<usize>) -> Aligned
 /// A parameter's name and where it came from: the flag or assignment one of its holes
 /// belongs to, else its values' shape, else the text before it.
 fn name_of(first: &[Line], holes: &[Hole], group: &[usize]) -> (String, String) {
+    if holes[group[0]].variadic {
+        return ("files".to_owned(), "a run of files".to_owned());
+    }
     for &h in group {
         let hole = &holes[h];
         let line = &first[hole.step];
@@ -330,12 +380,22 @@ fn name_of(first: &[Line], holes: &[Hole], group: &[usize]) -> (String, String) 
         {
             return (param_name(flag), format!("flag {flag}"));
         }
-        if hole.prefix == 0 || matches!(hole.quoting, Quoting::Double) {
+        // The flag or variable a value belongs to names it, unless the hole is part of a
+        // quoted text (`-m "Release {v}"` is no `m`).
+        let whole_text = hole.prefix == 0 && hole.suffix == 0;
+        let bare = hole.quoting == Quoting::Bare && hole.prefix == 0;
+        if bare || (hole.quoting == Quoting::Double && whole_text) {
             // The unit before: a flag (`--port 8081`) or an assignment (`LOG_LEVEL=debug`).
             let prev = previous_unit(line, hole.unit);
             if let Some(p) = prev {
                 let t = line.unit_text(p);
-                if line.units[p].value.is_some() && t.starts_with("--") && t.len() > 3 {
+                // `--port 8081`, `-in cert.pem`, `-CAfile ca.pem`: a flag of a word.
+                let flag = t.starts_with('-')
+                    && t.trim_start_matches('-').len() >= 2
+                    && t.trim_start_matches('-')
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-');
+                if line.units[p].value.is_some() && flag {
                     return (param_name(t), format!("flag {t}"));
                 }
                 if line.units[p].value.is_none() && matches!(t, "cd" | "pushd") {
@@ -518,7 +578,10 @@ mod tests {
             occ(&["objdump -d build/a --start-address 0x4013b0"]),
             occ(&["objdump -d out/b --start-address 0x402000"]),
         ]);
-        assert_eq!(display(&a.steps[0]), "objdump -d <path> --start-address <start_address>");
+        assert_eq!(
+            display(&a.steps[0]),
+            "objdump -d <path> --start-address <start_address>"
+        );
         let a = aligned(&[occ(&["pin 1.4.2"]), occ(&["pin 1.4.3"])]);
         assert_eq!(display(&a.steps[0]), "pin <version>");
         let a = aligned(&[
@@ -548,6 +611,37 @@ mod tests {
         assert_eq!(a.fitting, vec![1, 2]);
         assert_eq!(display(&a.steps[0]), "cd <dir> && make test");
         assert!(align_lines(&[occ(&["echo 'open"]), occ(&["ls"])]).is_none());
+    }
+
+    #[test]
+    fn a_run_of_files_of_varying_length_is_one_list_parameter() {
+        let a = aligned(&[
+            occ(&["git add src/a.rs && git commit -m \"x\""]),
+            occ(&["git add src/b.rs tests/b.rs && git commit -m \"y\""]),
+            occ(&["git add c.md && git commit -m \"z\""]),
+        ]);
+        assert_eq!(a.fitting, vec![0, 1, 2]);
+        assert_eq!(
+            display(&a.steps[0]),
+            "git add <files> && git commit -m \"<value>\""
+        );
+        assert!(a.params[0].variadic);
+        assert_eq!(a.params[0].kind, "path");
+        // Files with roles of their own stay two values.
+        let a = aligned(&[
+            occ(&[
+                "openssl x509 -in a.pem",
+                "openssl verify -CAfile ca.pem a.pem",
+            ]),
+            occ(&[
+                "openssl x509 -in b.pem",
+                "openssl verify -CAfile root.pem b.pem",
+            ]),
+        ]);
+        assert_eq!(
+            display(&a.steps[1]),
+            "openssl verify -CAfile <cafile>.pem <in>.pem"
+        );
     }
 
     #[test]

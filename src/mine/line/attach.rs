@@ -68,12 +68,6 @@ pub fn attach(aligned: &mut Aligned, raw: &[RawOccurrence], max_evidence: usize)
             }
         })
         .collect();
-    {
-        use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open("/tmp/attach-debug.log") {
-            let _ = writeln!(f, "DEBUG attach consistency {} fitting {} raw {} shell {} lines {:?}", aligned.consistency, found.fitting.len(), raw.len(), of_shell.len(), lines.iter().map(|l| l.join(" ;; ")).collect::<Vec<_>>());
-        }
-    }
     aligned.consistency *= found.fitting.len() as f64 / raw.len() as f64;
     aligned.lines = found.steps;
     aligned.params = found.params;

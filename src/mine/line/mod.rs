@@ -140,6 +140,48 @@ impl Line {
     }
 }
 
+/// The kind of a unit standing for a run of files written one after another (`git add a.rs
+/// b.rs`): the number of files varies between occurrences of one habit.
+pub const FILES: &str = "files";
+
+/// Whether a bare value names a file or a pattern of them (`src/a.rs`, `notes.md`, `*.py`):
+/// such values make a run.
+fn file_like(text: &str) -> bool {
+    !text.starts_with('-')
+        && !text.contains('=')
+        && (text.contains('/')
+            || text.contains('*')
+            || (text.contains('.') && !text.chars().all(|c| c.is_ascii_digit() || c == '.')))
+}
+
+impl Line {
+    /// The line with each run of files (bare values naming files, one after another) as one
+    /// unit of kind [`FILES`], spanning the run: `git add a.rs` and `git add a.rs b.rs` then
+    /// have one skeleton.
+    pub fn with_runs(&self) -> Line {
+        let mut units: Vec<Unit> = Vec::with_capacity(self.units.len());
+        let mut in_run = false;
+        for (i, unit) in self.units.iter().enumerate() {
+            let file = unit.value == Some(Quoting::Bare) && file_like(self.unit_text(i));
+            match units.last_mut() {
+                Some(last) if file && in_run => last.range.end = unit.range.end,
+                _ => {
+                    let mut unit = unit.clone();
+                    if file {
+                        unit.kind = FILES;
+                    }
+                    units.push(unit);
+                }
+            }
+            in_run = file;
+        }
+        Line {
+            text: self.text.clone(),
+            units,
+        }
+    }
+}
+
 /// Why a line cannot be a habit's step.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum LineError {
