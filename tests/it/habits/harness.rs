@@ -173,14 +173,14 @@ fn tool_dir(state: &Path, id: &str) -> Option<PathBuf> {
 }
 
 /// What the candidate's dry run prints for `params`, run in the sandbox as
-/// `tests/it/planted.rs` runs it; `Err` with stderr when it fails.
-fn dry_run(env: &TestEnv, tool_dir: &Path, spec: &Value, params: &Value) -> Result<String, String> {
+/// `tests/it/planted.rs` runs it, with the interpreter and entry point of the tool's manifest;
+/// `Err` with what went wrong when it fails.
+fn dry_run(env: &TestEnv, tool_dir: &Path, params: &Value) -> Result<String, String> {
     let workspace = tempfile::tempdir_in(env.path()).expect("workspace");
-    let (interpreter, entry) = match spec["language"].as_str() {
-        Some("python") => ("python3", "/tool/run.py"),
-        Some("bash") => ("bash", "/tool/run.sh"),
-        _ => ("/bin/sh", "/tool/run.sh"),
-    };
+    let manifest = toolsmith::package::manifest::Manifest::load(tool_dir)
+        .map_err(|e| format!("the tool's manifest: {e}"))?;
+    let interpreter = manifest.runtime.language.interpreter();
+    let entry = format!("/tool/{}", manifest.runtime.entrypoint);
     let out = env
         .cli()
         .args(["sandbox", "--env", "TOOLSMITH_DRY_RUN=1", "--tool-dir"])
@@ -298,14 +298,12 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
             (None, _) => bash_sessions.get(&o.places[0]).cloned().unwrap_or_default(),
         }
     };
-    let located: Vec<(String, u64, u64)> = corpus
+    // Each occurrence's session and the places of its own lines (a look-around between two of
+    // them is not the habit's).
+    let located: Vec<(String, Vec<u64>)> = corpus
         .occs
         .iter()
-        .map(|o| {
-            let first = *o.places.iter().min().unwrap_or(&0);
-            let last = *o.places.iter().max().unwrap_or(&0);
-            (occ_session(o), first, last)
-        })
+        .map(|o| (occ_session(o), o.places.clone()))
         .collect();
 
     let place = |key: &Value| toolsmith::action::stored::place_of(key.as_u64().unwrap_or(0));
@@ -344,8 +342,9 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
             }
         })
         .collect();
-    let overlaps = |(s, first, last): &(String, u64, u64), (ps, pf, pl): &(String, u64, u64)| {
-        s == ps && first <= pl && last >= pf
+    // Evidence holds an occurrence when it spans one of the occurrence's lines.
+    let overlaps = |(s, first, last): &(String, u64, u64), (ps, places): &(String, Vec<u64>)| {
+        s == ps && places.iter().any(|p| first <= p && p <= last)
     };
 
     let mut figures = Figures {
@@ -441,7 +440,7 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
                     );
                     break;
                 };
-                match dry_run(&env, &dir, &c.spec, params) {
+                match dry_run(&env, &dir, params) {
                     Ok(got) if normal(&got) == want => {}
                     Ok(got) => {
                         all = false;
