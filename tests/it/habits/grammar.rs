@@ -739,6 +739,17 @@ pub fn habit(id: usize, rng: &mut Rng) -> Habit {
         if !shared {
             shapes.remove("shared-value");
         }
+        let across = (0..vars.len()).any(|i| {
+            vars[i].varies
+                && lines
+                    .iter()
+                    .filter(|line| line.contains(&Seg::Hole(i)))
+                    .count()
+                    > 1
+        });
+        if across {
+            shapes.insert("shared-across-lines");
+        }
         if n > 1 {
             shapes.insert("multi-line");
         }

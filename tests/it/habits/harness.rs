@@ -35,6 +35,9 @@ pub struct Figures {
     pub params_equal: usize,
     /// Candidates awaiting review holding no planted occurrence.
     pub false_proposals: usize,
+    /// Habits whose candidate has more parameters than values varied, and fewer.
+    pub params_more: usize,
+    pub params_fewer: usize,
     /// Every candidate by state.
     pub states: BTreeMap<String, usize>,
     /// Habits drawn with each shape, and of those how many were reproduced word for word.
@@ -51,6 +54,8 @@ impl Figures {
         self.one_candidate += other.one_candidate;
         self.params_equal += other.params_equal;
         self.false_proposals += other.false_proposals;
+        self.params_more += other.params_more;
+        self.params_fewer += other.params_fewer;
         for (k, v) in &other.states {
             *self.states.entry(k.clone()).or_default() += v;
         }
@@ -99,10 +104,14 @@ impl Figures {
         );
         let _ = writeln!(
             s,
-            "parameters = values varied: {}/{} = {:.1}% (goal ≥ 95%)",
+            "parameters = values varied: {}/{} = {:.1}% (goal ≥ 95%); more parameters in {}, \
+             fewer in {}, no candidate in {}",
             self.params_equal,
             self.habits,
-            100.0 * self.params_ratio()
+            100.0 * self.params_ratio(),
+            self.params_more,
+            self.params_fewer,
+            self.habits - self.params_equal - self.params_more - self.params_fewer
         );
         let _ = writeln!(s, "false proposals: {} (goal 0)", self.false_proposals);
         let _ = writeln!(s, "candidates by state: {:?}", self.states);
@@ -280,6 +289,11 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
     cli().args(["--json", "generate"]).assert().success();
     let out = cli().args(["--json", "candidates"]).assert().success();
     let listed = json_of(out.get_output());
+    let out = cli()
+        .args(["--json", "patterns", "--limit", "1000000"])
+        .assert()
+        .success();
+    let patterns = json_of(out.get_output());
 
     // Each occurrence's session as stored: a history's sessions are the adapter's.
     let bash_sessions: BTreeMap<u64, String> = common::stored(&env, &env.state())
@@ -476,8 +490,11 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
         }
         let judged = reproduced_by.or(proposed.first().copied());
         let params = judged.map(|c| c.spec["params"].as_array().map_or(0, Vec::len));
-        if params == Some(h.values_varied()) {
-            figures.params_equal += 1;
+        match params.map(|p| p.cmp(&h.values_varied())) {
+            Some(std::cmp::Ordering::Equal) => figures.params_equal += 1,
+            Some(std::cmp::Ordering::Greater) => figures.params_more += 1,
+            Some(std::cmp::Ordering::Less) => figures.params_fewer += 1,
+            None => {}
         }
         for shape in &h.shapes {
             let e = figures.shapes.entry(shape).or_default();
@@ -529,6 +546,37 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
                 );
             }
             report.push_str(&lines);
+            // What the miner made of it: the patterns holding its occurrences.
+            for p in patterns.as_array().into_iter().flatten().filter(|p| {
+                p["evidence"].as_array().into_iter().flatten().any(|e| {
+                    let e = (
+                        e["session"].as_str().unwrap_or_default().to_owned(),
+                        place(&e["first_seq"]),
+                        place(&e["last_seq"]),
+                    );
+                    occs.iter().any(|&o| overlaps(&e, &located[o]))
+                })
+            }) {
+                let steps: Vec<&str> = p["steps"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                let _ = writeln!(
+                    report,
+                    "    pattern {} {} (support {}, score {:.0}{}): {}",
+                    p["id"].as_str().unwrap_or_default(),
+                    p["status"].as_str().unwrap_or_default(),
+                    p["support"],
+                    p["score"].as_f64().unwrap_or_default(),
+                    p["reason"]
+                        .as_str()
+                        .map(|r| format!(", {}", r.chars().take(200).collect::<String>()))
+                        .unwrap_or_default(),
+                    steps.join(" → ")
+                );
+            }
         }
     }
     drop(daemon);

@@ -64,6 +64,7 @@ fn the_grammar_draws_every_shape_deterministically() {
         "real-program",
         "redirection",
         "shared-value",
+        "shared-across-lines",
     ] {
         assert!(shapes.contains(shape), "no habit of shape {shape}");
     }
