@@ -457,6 +457,15 @@ impl Builder<'_> {
                     self.word_value(name);
                 }
             }
+            6 if self.rng.chance(0.25) => {
+                // A value the shell computes: the same text in every occurrence.
+                self.shapes.insert("command-substitution");
+                let sub = *self.rng.pick(&[
+                    "--since=\"$(date +%F)\"",
+                    "--rev $(git rev-parse --short HEAD)",
+                ]);
+                self.lit(&format!(" {sub}"));
+            }
             6 => {
                 let flag = *self
                     .rng
@@ -618,7 +627,10 @@ impl Builder<'_> {
                 self.hole(&[Kind::Ident, Kind::Version], Ctx::Quoted, "replacement");
                 self.lit("/'");
             }
-            8 => self.lit("awk '{print $2}'"),
+            8 => {
+                let f = *self.rng.pick(&["awk '{print $2}'", "cat"]);
+                self.lit(f);
+            }
             _ => {
                 let p = word(self.rng);
                 self.lit(&p);
@@ -680,11 +692,25 @@ impl Builder<'_> {
             self.heredoc();
             return std::mem::take(&mut self.line);
         }
+        if self.rng.chance(0.06) {
+            // A subshell: the directory change stays inside it.
+            self.shapes.insert("subshell");
+            self.lit("(cd ");
+            self.hole(&[Kind::Ident], Ctx::Bare, "dir");
+            self.lit(" && ");
+            self.command();
+            self.lit(")");
+            return std::mem::take(&mut self.line);
+        }
         if self.rng.chance(0.25) {
             self.shapes.insert("cd");
             self.lit("cd ");
             if self.rng.chance(0.3) {
                 self.hole(&[Kind::Ident], Ctx::Bare, "dir");
+            } else if self.rng.chance(0.3) {
+                // As agents write it: the absolute path, quoted.
+                let d = *self.rng.pick(&["frontend", "services/api", "web"]);
+                self.lit(&format!("\"/home/dev/relay/{d}\""));
             } else {
                 let d =
                     *self

@@ -65,6 +65,8 @@ fn the_grammar_draws_every_shape_deterministically() {
         "redirection",
         "shared-value",
         "shared-across-lines",
+        "subshell",
+        "command-substitution",
     ] {
         assert!(shapes.contains(shape), "no habit of shape {shape}");
     }
