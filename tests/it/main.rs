@@ -19,6 +19,7 @@ mod daemon;
 mod demo;
 mod generate;
 mod globs;
+mod habits;
 mod heal;
 mod health;
 mod ingest;
