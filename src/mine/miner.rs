@@ -625,8 +625,10 @@ impl Loaded {
         let command = self.commands.intern(&key).map_err(symbols_full)?;
         if command as usize == self.command_words.len() {
             let words: usize = tokens.iter().map(|t| t.key.split(' ').count()).sum();
+            // `cd web && make build` is two commands of the line, the `cd` no token of its own.
+            let moved = tokens.iter().filter(|t| t.moved).count();
             self.command_words.push((
-                tokens.len() as u32,
+                (tokens.len() + moved) as u32,
                 u32::try_from(words).unwrap_or(u32::MAX),
             ));
         }
@@ -897,7 +899,33 @@ fn align_occurrences(
             ok,
         });
     }
-    let Some(mut aligned) = align(&inputs, options.max_evidence) else {
+    // A word its shell computed (`$(date +%F)`) is no value the log holds: the commands do not
+    // align with it, but a line keeps it as it was typed.
+    let aligned = align(&inputs, options.max_evidence).or_else(|| {
+        let unknown = |r: &RawOccurrence| {
+            r.lines.iter().flatten().any(|l| {
+                line::parse(l)
+                    .map(|parsed| parsed.reads_variables())
+                    .unwrap_or(true)
+            })
+        };
+        if trigger || raw.iter().any(unknown) {
+            return None;
+        }
+        let typed: Vec<AlignInput> = inputs
+            .iter()
+            .map(|input| {
+                let mut input = input.clone();
+                for token in &mut input.tokens {
+                    token.computed = false;
+                }
+                input
+            })
+            .collect();
+        let mut aligned = align(&typed, options.max_evidence)?;
+        line::attach(&mut aligned, &raw, options.max_evidence).then_some(aligned)
+    });
+    let Some(mut aligned) = aligned else {
         return Ok(None);
     };
     // A habit of command lines is those lines, with holes: not a recovery (its failure is

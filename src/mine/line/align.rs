@@ -213,12 +213,14 @@ fn cut_ok(text: &str, i: usize) -> bool {
     let (Some(a), Some(b)) = (before, after) else {
         return true;
     };
+    let joins = |c: char| matches!(c, '.' | '-' | ':');
     let digit_dot_digit = |x: char, y: char, z: Option<char>| {
-        x.is_ascii_digit() && y == '.' && z.is_some_and(|z| z.is_ascii_digit())
+        x.is_ascii_digit() && joins(y) && z.is_some_and(|z| z.is_ascii_digit())
     };
-    // Not inside a number: `1.4.2` is cut neither at `1|.4` nor at `1.|4`.
+    // Not inside a number, a date or a time: `1.4.2`, `2026-10-01` and `12:30` are cut neither
+    // at `1|.4` nor at `1.|4`.
     if digit_dot_digit(a, b, text[i..].chars().nth(1))
-        || (a == '.'
+        || (joins(a)
             && b.is_ascii_digit()
             && text[..i]
                 .chars()
@@ -242,9 +244,15 @@ fn cut_ok(text: &str, i: usize) -> bool {
         return false;
     }
     if a.is_alphanumeric() && b.is_alphanumeric() {
-        // Between letters and digits a value may start (`v1.4.2`, `sha256`), never inside a
-        // run of either.
-        return a.is_alphabetic() != b.is_alphabetic();
+        // Never inside a run of letters or of digits; between them only where a version
+        // starts (`v{1.4.2}`): `m1.rs` is one name.
+        let version_follows = a.is_alphabetic() && {
+            let rest = &text[i..];
+            let digits = rest.chars().take_while(char::is_ascii_digit).count();
+            rest[digits..].starts_with('.')
+                && rest[digits + 1..].starts_with(|c: char| c.is_ascii_digit())
+        };
+        return version_follows;
     }
     true
 }
@@ -390,12 +398,16 @@ fn name_of(first: &[Line], holes: &[Hole], group: &[usize]) -> (String, String) 
             if let Some(p) = prev {
                 let t = line.unit_text(p);
                 // `--port 8081`, `-in cert.pem`, `-CAfile ca.pem`: a flag of a word.
+                // (`-rf`, `-am` are letters of switches.)
+                let letters = if t.starts_with("--") { 2 } else { 3 };
                 let flag = t.starts_with('-')
-                    && t.trim_start_matches('-').len() >= 2
+                    && t.trim_start_matches('-').len() >= letters
                     && t.trim_start_matches('-')
                         .chars()
                         .all(|c| c.is_ascii_alphanumeric() || c == '-');
-                if line.units[p].value.is_some() && flag {
+                let single_dash_text = !t.starts_with("--")
+                    && hole.values.iter().any(|v| v.contains(char::is_whitespace));
+                if line.units[p].value.is_some() && flag && !single_dash_text {
                     return (param_name(t), format!("flag {t}"));
                 }
                 if line.units[p].value.is_none() && matches!(t, "cd" | "pushd") {

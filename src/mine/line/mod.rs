@@ -117,6 +117,13 @@ impl Line {
             .unwrap_or("")
     }
 
+    /// Whether the line reads a variable (`$gen`, `${HOME}`, `$?`): its value was the
+    /// session's, which the log does not hold. A command substitution (`$(date +%F)`) is
+    /// computed again wherever the line runs.
+    pub fn reads_variables(&self) -> bool {
+        self.units.iter().any(|u| matches!(u.kind, "$" | "${"))
+    }
+
     /// What every occurrence of one step shares: the grammar's text as written, and for each
     /// value its quoting. Two lines with the same skeleton differ only in their values
     /// (and in the whitespace between units).

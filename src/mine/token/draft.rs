@@ -394,6 +394,7 @@ impl Draft {
             pipe_from: None,
             stdin: None,
             computed: false,
+            moved: false,
         }
     }
 }

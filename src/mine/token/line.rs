@@ -162,6 +162,7 @@ impl Tokenizer {
         }
         let mut token = draft.finish(TokenKind::Shell, cwd, step);
         token.stdin = stdin;
+        token.moved = cmd.cd.is_some();
         token.computed = words[start..]
             .iter()
             .chain(cmd.assignments.iter().map(|a| &a.value))
@@ -213,6 +214,7 @@ impl Tokenizer {
             pipe_from: None,
             stdin: None,
             computed: false,
+            moved: false,
         })
     }
 }

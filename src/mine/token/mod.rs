@@ -229,6 +229,10 @@ pub struct Token {
     /// every distinct command, and this one fits where the others leave room.)
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub computed: bool,
+    /// Whether a `cd DIR` of its line moved it to another directory first: the line is then
+    /// two commands, whatever the tokens say.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub moved: bool,
 }
 
 /// How a key ends for a command line the shell parser rejected: `git <unparsed>`.
