@@ -5,8 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::find::{step_positions, upper_bound};
 use super::fold::Span;
-use super::load::Session;
-use super::load::{Loaded, Refetch};
+use super::load::{Loaded, Refetch, Session};
 use super::{Found, MineError, MineOptions, Occ};
 use crate::mine::params::{AlignInput, Aligned, align};
 use crate::mine::pattern::{Pattern, PatternKind, Replay, Trigger, pattern_id};

@@ -7,16 +7,14 @@ use std::ops::ControlFlow;
 use std::time::Instant;
 
 use super::align::{median, score_input};
-use super::load::Loaded;
-use super::load::{Row, Session};
+use super::load::{Loaded, Row, Session};
 use super::{
     Found, MineError, MineOptions, Needed, Occ, elapsed_ms, only_content, repeats_a_block,
 };
 use crate::mine::pattern::PatternKind;
 use crate::mine::recovery::{RecoveryGroup, find_recoveries, group_recoveries};
 use crate::mine::score::score;
-use crate::mine::sequences;
-use crate::mine::sequences::{PatternRef, SequenceMiner, SequenceMinerConfig};
+use crate::mine::sequences::{self, PatternRef, SequenceMiner, SequenceMinerConfig};
 
 /// How the sequence miner runs for `options`; `agent_tool` says which symbols are an agent's
 /// own tool calls.

@@ -1,4 +1,4 @@
-//! Step 5, **fold**: a pattern that mostly repeats a longer or better one (a stray step's
+//! After scoring, **fold**: a pattern that mostly repeats a longer or better one (a stray step's
 //! variant, a loop met at another step, a rotation) is folded into the habit it stands for, and
 //! a habit's occurrences are completed from those it takes over.
 

@@ -450,11 +450,12 @@ impl<'c> Refetch<'c> {
 
 #[cfg(test)]
 mod tests {
+    use rusqlite::params;
+
     use super::super::test_support::*;
     use super::*;
     use crate::mine::miner::{MineOptions, mine};
     use crate::store::{Store, open_for_update};
-    use rusqlite::params;
 
     #[test]
     fn load_keeps_each_sessions_tokens_and_leaves_noise_out() {

@@ -16,6 +16,10 @@
 //! [`store_patterns`] then writes them in one transaction, keeping each known pattern's status
 //! (a pattern whose candidate was rejected stays rejected, one already proposed or covered by an
 //! approved tool is not proposed again).
+//!
+//! One file per step: `load.rs` (1), `find.rs` (2), `align.rs` (3 and 4: rank, align, score),
+//! `fold.rs` (one habit, one pattern: the fold, and the heads completed), `report.rs` (what a
+//! run returns).
 
 use std::time::Instant;
 

@@ -104,6 +104,9 @@
 //! not call for.
 //!
 //! Symbols are `u32`; there must be fewer than 2³² − 1 sequences and items in all.
+//!
+//! The search itself is in `search.rs`; `tests.rs` checks it against the published examples and
+//! a brute-force oracle of these definitions.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;

@@ -47,8 +47,8 @@
 //! position is negligible and would only merge two templates. So is a collision between two
 //! lines' texts in the verbatim cache, which would give a line the other's template.
 //!
-//! The parts: [`words`] turns a line into words and shapes, [`hash`] holds the hashes the
-//! tables key by, [`clusters`] the templates and the [`TemplateMiner`] matching lines to them.
+//! The parts: `words.rs` turns a line into words and shapes, `hash.rs` holds the hashes the
+//! tables key by, `clusters.rs` the templates and the [`TemplateMiner`] matching lines to them.
 
 use std::fmt;
 
