@@ -383,7 +383,7 @@ impl Session {
 
 /// Reads actions back for alignment, tokenized, with their outputs; cached within a run.
 pub(super) struct Refetch<'c> {
-    pub(super) calls: actions_table::CallLookup<'c>,
+    calls: actions_table::CallLookup<'c>,
     tokenizer: &'c Tokenizer,
     cache: HashMap<(String, u64), Refetched>,
     /// About how many bytes the cache holds (outputs, inline inputs, keys).

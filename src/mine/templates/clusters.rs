@@ -149,7 +149,7 @@ fn compare(c: &Cluster, toks: &[Tok]) -> Cmp {
 
 /// An online template miner. See the module documentation for the algorithm.
 pub struct TemplateMiner {
-    pub(super) cfg: TemplateMinerConfig,
+    cfg: TemplateMinerConfig,
     /// Live templates by width (word count).
     buckets: IdMap<Vec<u32>>,
     /// Live templates by signature length, for the lookup across widths.

@@ -11,7 +11,7 @@ use super::{TemplateMinerConfig, WILDCARD};
 #[derive(Clone, Copy)]
 pub(super) struct Tok {
     pub(super) hash: u64,
-    pub(super) start: u32,
+    start: u32,
     pub(super) end: u32,
     in_buf: bool,
     /// The shape contains a wildcard.
