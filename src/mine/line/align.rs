@@ -652,7 +652,7 @@ mod tests {
         ]);
         assert_eq!(
             display(&a.steps[1]),
-            "openssl verify -CAfile <cafile>.pem <in>.pem"
+            "openssl verify -CAfile <cafile>.pem <value>.pem"
         );
     }
 

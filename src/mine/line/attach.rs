@@ -10,6 +10,72 @@ use super::align::align_lines;
 use crate::mine::params::Aligned;
 use crate::mine::pattern::Evidence;
 
+/// Names a hole as the command alignment named the same values (`cargo test -p <package>`:
+/// the CLI tables know `-p`), where that name says more than the hole's own. Compared where
+/// both hold the occurrence (the commands' evidence is a sample).
+fn name_as_the_commands_did(
+    found: &mut super::align::AlignedLines,
+    aligned: &Aligned,
+    of_shell: &[&RawOccurrence],
+) {
+    let generic = |name: &str| {
+        ["value", "arg", "number", "string", "text", "n"]
+            .iter()
+            .any(|g| name == *g || name.starts_with(&format!("{g}_")))
+    };
+    let mut renames: Vec<(String, String)> = Vec::new();
+    for param in &found.params {
+        let values: Vec<Option<&String>> =
+            found.values.iter().map(|v| v.get(&param.name)).collect();
+        let by_commands = aligned.params.iter().find(|p| {
+            let mut compared = 0;
+            let agrees = found.fitting.iter().zip(&values).all(|(&i, value)| {
+                let r = of_shell[i];
+                let held = aligned
+                    .evidence
+                    .iter()
+                    .find(|e| e.session == r.session && (e.first_seq, e.last_seq) == r.seqs);
+                match held {
+                    Some(e) => {
+                        compared += 1;
+                        e.params.get(&p.name) == *value
+                    }
+                    None => true,
+                }
+            });
+            !generic(&p.name) && agrees && compared > 0
+        });
+        let Some(named) = by_commands else { continue };
+        let taken = found.params.iter().any(|p| p.name == named.name)
+            || renames.iter().any(|(_, to)| *to == named.name);
+        if !taken && named.name != param.name {
+            renames.push((param.name.clone(), named.name.clone()));
+        }
+    }
+    for (from, to) in renames {
+        for p in &mut found.params {
+            if p.name == from {
+                p.name.clone_from(&to);
+                p.named_from = format!("the commands' {to}");
+            }
+        }
+        for step in &mut found.steps {
+            for piece in step.iter_mut() {
+                if let crate::mine::pattern::Piece::Param(n) = piece
+                    && *n == from
+                {
+                    n.clone_from(&to);
+                }
+            }
+        }
+        for values in &mut found.values {
+            if let Some(v) = values.remove(&from) {
+                values.insert(to.clone(), v);
+            }
+        }
+    }
+}
+
 /// One occurrence as its log holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawOccurrence {
@@ -47,6 +113,8 @@ pub fn attach(aligned: &mut Aligned, raw: &[RawOccurrence], max_evidence: usize)
     let Some(found) = align_lines(&lines) else {
         return false;
     };
+    let mut found = found;
+    name_as_the_commands_did(&mut found, aligned, &of_shell);
     let evidence: Vec<Evidence> = found
         .fitting
         .iter()

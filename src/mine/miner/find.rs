@@ -776,11 +776,11 @@ mod tests {
         let unrelated = find(&["rm -rf <value>", "mkdir <value_2>"]);
         assert!(unrelated.only_shuffles_files());
         assert_eq!(unrelated.retried_step(), None);
-        let into = find(&["mkdir <value>", "mv <path> <value>"]);
+        let into = find(&["mkdir <value>", "mv <value_2>.txt <value>"]);
         assert!(!into.only_shuffles_files(), "{into:#?}");
         assert_eq!(into.retried_step(), None);
         assert_eq!(unrelated.one_command_looked_around(), None);
-        let retry = find(&["rm <path>", "rm <path> -r"]);
+        let retry = find(&["rm <value>/", "rm <value>/ -r"]);
         assert_eq!(
             retry.retried_step().map(|s| s.template.as_str()),
             Some("rm <path>")

@@ -963,12 +963,13 @@ mod tests {
             .patterns
             .iter()
             .filter(|p| p.folded_into.is_none())
-            .filter(|p| p.templates.iter().any(|t| t.starts_with("git commit")))
+            .filter(|p| p.templates.iter().any(|t| t.contains("&& git commit")))
             .collect();
+        // The habit is its one line, as typed; the variant with the stray step folds into it.
         assert_eq!(proposed.len(), 1, "{summary:#?}");
-        assert_eq!(proposed[0].templates.len(), 2, "{summary:#?}");
+        assert_eq!(proposed[0].templates.len(), 1, "{summary:#?}");
         assert!(
-            proposed[0].folded.iter().any(|f| f.steps.len() == 3),
+            proposed[0].folded.iter().any(|f| f.steps.len() == 2),
             "{summary:#?}"
         );
     }
@@ -1042,7 +1043,7 @@ mod tests {
         assert_eq!(proposed.len(), 1, "{summary:#?}");
         assert_eq!(
             proposed[0].templates,
-            ["gia <path>", "gc", "gp"],
+            ["gia src/<src>.rs", "gc", "gp"],
             "{summary:#?}"
         );
         let shorter = report
