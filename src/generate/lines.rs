@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::spec::{Piece, StepSpec, ToolSpec};
+use crate::action::placeholder::replace_placeholders;
 use crate::mine::line::{self, Line, Quoting, Shell};
 use crate::mine::pattern;
 use crate::mine::shell;
@@ -39,10 +40,20 @@ const BUILTINS: &[&str] = &[
 /// A pattern's lines as steps: each line's pieces, and words describing it (the first
 /// occurrence's main command, for the name and the checks that read words).
 pub fn line_steps(pattern: &pattern::Pattern) -> Vec<StepSpec> {
-    let values = pattern
+    // A secret the log held redacted describes the line as its stand-in.
+    let values: BTreeMap<String, String> = pattern
         .evidence
         .first()
-        .map(|e| e.params.clone())
+        .map(|e| {
+            e.params
+                .iter()
+                .map(|(k, v)| {
+                    let v = replace_placeholders(v, |kind| format!("example-{kind}"))
+                        .unwrap_or_else(|| v.clone());
+                    (k.clone(), v)
+                })
+                .collect()
+        })
         .unwrap_or_default();
     pattern
         .lines

@@ -38,6 +38,13 @@ person before anyone uses them: write plain, readable code.";
 
 fn conventions(spec: &ToolSpec) -> String {
     let lang = match spec.language {
+        // A habit of command lines runs each line as typed, in the shell it was typed in.
+        Language::Bash if spec.is_lines() => {
+            "bash (#!/usr/bin/env bash, `set -eu`). Run each command line exactly as the agent \
+             typed it (every `cd`, pipe, redirection and `||` kept), each in a subshell with \
+             `set +eu`, stopping at the first that fails; write each parameter into its place \
+             as a quoted value, never as code. The entry point is run.sh."
+        }
         Language::Sh => {
             "POSIX sh (#!/bin/sh, `set -eu`, no bashisms; quote every expansion). The entry point \
              is run.sh."
@@ -51,6 +58,14 @@ fn conventions(spec: &ToolSpec) -> String {
              entry point is run.py."
         }
     };
+    let dry_run = if spec.is_lines() {
+        "prints each command line as typed, one per line, with the parameters' values written \
+         into their places (quoted as the place needs: inside single quotes, double quotes or \
+         bare), and runs nothing"
+    } else {
+        "prints each command it would run, one per line, with words that contain characters \
+         other than letters, digits and `_./:=@%+,~-` in single quotes, and runs nothing"
+    };
     let mut text = format!(
         "Conventions every tool follows:\n\
          - Language: {lang}\n\
@@ -59,9 +74,7 @@ fn conventions(spec: &ToolSpec) -> String {
          - `--help` prints usage listing every option and exits 0.\n\
          - A missing required option, a bad value or an unknown option prints a message to stderr \
            and exits 2.\n\
-         - With the environment variable {dry}=1 the tool prints each command it would run, one \
-           per line, with words that contain characters other than letters, digits and `_./:=@%+,~-` \
-           in single quotes, and runs nothing.\n\
+         - With the environment variable {dry}=1 the tool {dry_run}.\n\
          - Output: {output}.\n\
          - {network}, sudo, eval, or write outside the working directory and $TMPDIR.\n",
         network = if spec.sandbox.hosts.is_empty() {

@@ -346,9 +346,10 @@ pub fn check(case: &Case, manifest: &Manifest, observed: &Observed) -> CaseResul
     if !e.stdout_lines.is_empty() {
         let want = e.stdout_lines.join("\n");
         let got = observed.stdout.trim_end();
-        if !crate::mine::line::same_line(got, want.trim_end()) {
+        if let Some(at) = crate::mine::line::first_difference(want.trim_end(), got) {
             problems.push(format!(
-                "the dry run does not print the lines as logged.\n--- logged\n{}\n--- printed\n{}",
+                "the dry run does not print the lines as logged: {at}\n--- logged\n{}\n--- \
+                 printed\n{}",
                 excerpt(want.trim_end()),
                 excerpt(got)
             ));

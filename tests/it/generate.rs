@@ -170,7 +170,7 @@ fn a_mined_pattern_becomes_a_candidate_whose_derived_tests_pass_in_the_sandbox()
             .as_array()
             .expect("checks")
             .iter()
-            .any(|c| c["name"] == "sh -n run.sh" && c["passed"] == true),
+            .any(|c| c["name"] == "bash -n run.sh" && c["passed"] == true),
         "{diagnostics:#}"
     );
     // One dry-run case per occurrence (four sessions), --help, a --dir beginning with `-`
@@ -588,7 +588,7 @@ fn a_model_s_tool_that_drops_a_logged_word_is_refused() {
         assert_eq!(case["passed"], false, "{case:#}");
         let details = case["details"].to_string();
         assert!(
-            details.contains("command 2 word 3: expected `-C`, got `"),
+            details.contains("line 2 word 3: expected `-C`, got `"),
             "{details}"
         );
     }
@@ -596,7 +596,7 @@ fn a_model_s_tool_that_drops_a_logged_word_is_refused() {
     let asked = server.received();
     assert_eq!(asked.len(), 2);
     let repair = asked[1].body.to_string();
-    assert!(repair.contains("command 2 word 3: expected"), "{repair}");
+    assert!(repair.contains("line 2 word 3: expected"), "{repair}");
     // The repair prints what was run: accepted.
     let second = checks(1);
     assert!(second.iter().all(|c| c["passed"] == true), "{second:#?}");

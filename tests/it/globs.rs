@@ -207,12 +207,12 @@ fn a_zsh_pattern_reaches_the_program_as_zsh_expanded_it() {
     let env = TestEnv::new();
     let line = "grep -l WORD **/*.h";
     let (shown, tool) = generate(&env, "zsh", &history("zsh", line));
-    // zsh's `**/` descends into directories, which POSIX sh cannot do: a bash tool.
+    // The line runs as zsh ran it: in zsh, whose `**/` descends into directories.
     assert_eq!(shown["spec"]["language"], "bash", "{shown:#}");
     let code = std::fs::read_to_string(tool.join("run.sh")).expect("run.sh");
     assert!(
         code.starts_with("#!/usr/bin/env bash\n")
-            && code.contains("shopt -s globstar")
+            && code.contains("zsh -fc")
             && code.contains(" **/*.h"),
         "{code}"
     );
@@ -236,7 +236,7 @@ fn a_bash_pattern_reaches_the_program_as_bash_expanded_it() {
     let env = TestEnv::new();
     let line = "grep -l WORD **/*.h";
     let (shown, tool) = generate(&env, "bash", &history("bash", line));
-    assert_eq!(shown["spec"]["language"], "sh", "{shown:#}");
+    assert_eq!(shown["spec"]["language"], "bash", "{shown:#}");
     let [found, none] = compare(&env, &bash, line, &shown, &tool);
     // bash's `**` is `*` (no globstar in an interactive bash by default).
     assert_eq!(found.stdout, "sub/b.h\n");

@@ -98,7 +98,9 @@ fn find<'a>(patterns: &'a [Value], kind: &str, first_step: &str) -> &'a Value {
     patterns
         .iter()
         .find(|p| {
+            // The habit's own pattern, not a variant folded into it.
             p["kind"] == kind
+                && p["status"] != "folded"
                 && p["step_detail"][0]["template"]
                     .as_str()
                     .is_some_and(|t| t.starts_with(first_step))
@@ -133,7 +135,8 @@ fn one_shot_mining_finds_sequences_recoveries_and_slow_operations() {
 
     let all = patterns(&env, &env.state());
     // Build then test, the package a parameter, seen in all five sessions (one with a stray
-    // `git status` between the steps: the default gap allows it).
+    // `git status` between the steps: the default gap allows it), then the search of the
+    // package's sources: one value, `src/<package>`, in three lines.
     let build = find(&all, "sequence", "cargo build -p <package>");
     assert_eq!(build["support"], 5, "{build:#}");
     let steps: Vec<&str> = build["step_detail"]

@@ -215,7 +215,14 @@ fn no_secret_reaches_disk_and_a_redacted_value_becomes_a_parameter() {
     );
     assert!(
         written.iter().any(|(p, _)| p.contains("staging")),
-        "nothing staged: {report:#}"
+        "nothing staged: {report:#}\npatterns: {}",
+        String::from_utf8_lossy(
+            &env.cli()
+                .args(["--json", "patterns"])
+                .output()
+                .expect("patterns")
+                .stdout
+        )
     );
     assert!(
         written.iter().any(|(p, _)| p.ends_with("(objects)")),

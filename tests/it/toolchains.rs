@@ -428,7 +428,8 @@ fn a_pytest_then_coverage_habit_runs_with_pyenvs_python_in_the_sandbox() {
             "run",
             &tool,
             "--param",
-            &format!("{param}=tests/api"),
+            // The habit is `pytest -q tests/<tests>`: the part that varied.
+            &format!("{param}=api"),
             "--workspace",
         ])
         .arg(&ws)
@@ -447,7 +448,7 @@ fn a_pytest_then_coverage_habit_runs_with_pyenvs_python_in_the_sandbox() {
         "coverage's data in the workspace"
     );
 
-    let called = mcp_call(&env, &ws, &tool, json!({ param.as_str(): "tests/unit" }));
+    let called = mcp_call(&env, &ws, &tool, json!({ param.as_str(): "unit" }));
     assert_eq!(called["result"]["isError"], false, "{called:#}");
     let text = called["result"]["content"].to_string();
     assert!(

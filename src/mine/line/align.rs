@@ -16,6 +16,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{Line, Quoting, parse};
+use crate::action::placeholder::PLACEHOLDER_START;
 use crate::mine::params::{param_kind, param_name};
 use crate::mine::pattern::{Param, Piece};
 use crate::mine::token::classify;
@@ -125,6 +126,22 @@ fn find_holes(lines: &[&Vec<Line>]) -> (Vec<Hole>, Vec<usize>) {
             let Some(quoting) = u.value else { continue };
             let texts: Vec<&str> = lines.iter().map(|o| o[step].unit_text(unit)).collect();
             if texts.iter().all(|t| *t == texts[0]) {
+                // A secret the log held redacted is a parameter, never a literal: the
+                // placeholder is the hole.
+                if let Some(start) = texts[0].find(PLACEHOLDER_START)
+                    && let Some(len) = texts[0][start..].find(']')
+                {
+                    let end = start + len + 1;
+                    holes.push(Hole {
+                        step,
+                        unit,
+                        prefix: start,
+                        suffix: texts[0].len() - end,
+                        quoting,
+                        values: texts.iter().map(|t| t[start..end].to_owned()).collect(),
+                        variadic: false,
+                    });
+                }
                 continue;
             }
             let variadic =
@@ -323,9 +340,7 @@ fn build(lines: &[&Vec<Line>], holes: Vec<Hole>, fitting: Vec<usize>) -> Aligned
             named_from,
             examples: most_common(values, 3),
             variadic: holes[group[0]].variadic,
-            secret: values
-                .iter()
-                .any(|v| v.contains(crate::action::placeholder::PLACEHOLDER_START)),
+            secret: values.iter().any(|v| v.contains(PLACEHOLDER_START)),
         });
     }
     let mut steps = Vec::new();

@@ -136,9 +136,7 @@ pub fn attach(aligned: &mut Aligned, raw: &[RawOccurrence], max_evidence: usize)
             }
         })
         .collect();
-    // Every hole is typed from its values: what is left of consistency is how many
-    // occurrences the lines fit.
-    aligned.consistency = found.fitting.len() as f64 / raw.len() as f64;
+    aligned.consistency *= found.fitting.len() as f64 / raw.len() as f64;
     aligned.lines = found.steps;
     aligned.params = found.params;
     aligned.evidence = evidence;

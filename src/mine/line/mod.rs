@@ -220,6 +220,10 @@ pub fn parse(text: &str) -> Result<Line, LineError> {
     if text.len() > MAX_LINE {
         return Err(LineError::TooLong { len: text.len() });
     }
+    // A secret redaction left (`[REDACTED:kind]`) is one word wherever it stands: the grammar
+    // reads a copy where its brackets and colon are letters (offsets unchanged).
+    let masked = mask_placeholders(text);
+    let text_for_grammar = masked.as_deref().unwrap_or(text);
     let tree = PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -229,7 +233,7 @@ pub fn parse(text: &str) -> Result<Line, LineError> {
                 .ok()?;
             *slot = Some(parser);
         }
-        slot.as_mut()?.parse(text, None)
+        slot.as_mut()?.parse(text_for_grammar, None)
     });
     let Some(tree) = tree else {
         return Err(LineError::Syntax { at: 0 });
@@ -272,6 +276,73 @@ pub fn same_line(a: &str, b: &str) -> bool {
         }
         _ => false,
     }
+}
+
+/// Where `got` first says something else than `want` to the shell, for a person: `line 2 word
+/// 3: expected `-C`, got `core``. `None` when they are the same ([`same_line`]).
+pub fn first_difference(want: &str, got: &str) -> Option<String> {
+    if same_line(want, got) {
+        return None;
+    }
+    let (Ok(w), Ok(g)) = (parse(want), parse(got)) else {
+        return Some("the printed lines are not shell the grammar can read".to_owned());
+    };
+    let position = |line: &Line, i: usize| {
+        let start = line.units.get(i).map_or(line.text.len(), |u| u.range.start);
+        let row = line.text[..start].matches('\n').count() + 1;
+        let row_start = line.text[..start].rfind('\n').map_or(0, |n| n + 1);
+        let word = line
+            .units
+            .iter()
+            .filter(|u| u.range.start >= row_start && u.range.start <= start)
+            .count();
+        (row, word)
+    };
+    let n = w.units.len().max(g.units.len());
+    (0..n).find_map(|i| {
+        let (a, b) = (w.units.get(i), g.units.get(i));
+        let same = match (a, b) {
+            (Some(_), Some(_)) => w.unit_text(i) == g.unit_text(i),
+            _ => false,
+        };
+        if same {
+            return None;
+        }
+        let (row, word) = position(&w, i);
+        Some(match (a, b) {
+            (Some(_), Some(_)) => format!(
+                "line {row} word {word}: expected `{}`, got `{}`",
+                w.unit_text(i),
+                g.unit_text(i)
+            ),
+            (Some(_), None) => format!("line {row} word {word}: `{}` is missing", w.unit_text(i)),
+            _ => format!("line {row}: `{}` was added", g.unit_text(i)),
+        })
+    })
+}
+
+/// `text` with each redaction placeholder's `[`, `:` and `]` made `_`, or `None` when it has
+/// none.
+fn mask_placeholders(text: &str) -> Option<String> {
+    use crate::action::placeholder::PLACEHOLDER_START;
+    if !text.contains(PLACEHOLDER_START) {
+        return None;
+    }
+    let mut out = text.to_owned().into_bytes();
+    let mut from = 0;
+    while let Some(at) = text[from..].find(PLACEHOLDER_START) {
+        let start = from + at;
+        let Some(len) = text[start..].find(']') else {
+            break;
+        };
+        for b in &mut out[start..=start + len] {
+            if matches!(*b, b'[' | b']' | b':') {
+                *b = b'_';
+            }
+        }
+        from = start + len + 1;
+    }
+    String::from_utf8(out).ok()
 }
 
 /// The start of the first error or missing node, depth first.
