@@ -260,6 +260,10 @@ fn cut_ok(text: &str, i: usize) -> bool {
     {
         return false;
     }
+    // A one-letter flag and its attached value (`-f12`, `-j4`): the value is the hole.
+    if head.len() == 2 && head.starts_with('-') && a.is_ascii_alphabetic() {
+        return true;
+    }
     if a.is_alphanumeric() && b.is_alphanumeric() {
         // Never inside a run of letters or of digits; between them only where a version
         // starts (`v{1.4.2}`): `m1.rs` is one name.
@@ -609,6 +613,8 @@ mod tests {
             display(&a.steps[0]),
             "objdump -d <path> --start-address <start_address>"
         );
+        let a = aligned(&[occ(&["cut -d: -f12 x"]), occ(&["cut -d: -f3 x"])]);
+        assert_eq!(display(&a.steps[0]), "cut -d: -f<n> x");
         let a = aligned(&[occ(&["pin 1.4.2"]), occ(&["pin 1.4.3"])]);
         assert_eq!(display(&a.steps[0]), "pin <version>");
         let a = aligned(&[

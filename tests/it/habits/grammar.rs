@@ -521,6 +521,7 @@ impl Builder<'_> {
                         self.hole(&[Kind::Count], Ctx::Bare, "count");
                         self.lit(" -- ");
                         self.hole(&[Kind::Path], Ctx::Bare, "path");
+                        self.last_hole_varies();
                     }
                     2 => {
                         self.shapes.insert("quoted");
@@ -535,6 +536,7 @@ impl Builder<'_> {
                     3 => {
                         self.lit("git diff --stat ");
                         self.hole(&[Kind::Sha], Ctx::Bare, "sha");
+                        self.last_hole_varies();
                         self.lit("..HEAD");
                     }
                     4 => {
@@ -552,6 +554,15 @@ impl Builder<'_> {
                 }
                 false
             }
+        }
+    }
+
+    /// Makes the value of the hole just written vary: a look-around (`git log`, `git diff`)
+    /// with fixed values is a decoy the agent runs anywhere, never a step of a habit.
+    fn last_hole_varies(&mut self) {
+        if let Some(Seg::Hole(v)) = self.line.last() {
+            let v = *v;
+            self.vars[v].varies = true;
         }
     }
 
