@@ -763,6 +763,12 @@ pub fn habit(id: usize, rng: &mut Rng) -> Habit {
         if !vars.iter().any(|v| v.varies) {
             continue;
         }
+        // One simple command alone is no habit (a tool of it would be that command): a
+        // one-line habit holds several (`cd X &&`, a list, a pipeline, a fallback, a heredoc).
+        let several = ["cd", "list", "pipeline", "fallback", "heredoc", "subshell"];
+        if n == 1 && !several.iter().any(|s| shapes.contains(s)) {
+            continue;
+        }
         // A shared value is one whose holes are several.
         let shared = (0..vars.len()).any(|i| {
             vars[i].varies
