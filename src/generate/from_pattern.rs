@@ -233,6 +233,18 @@ fn plain(text: &str, max: usize) -> String {
 
 /// A step as a person reads it in a description: parameters in capitals.
 fn step_text(step: &StepSpec) -> String {
+    // A command line as typed, its parameters named (on one line: a description is one).
+    if !step.line.is_empty() {
+        let text: String = step
+            .line
+            .iter()
+            .map(|p| match p {
+                Piece::Literal(t) => t.clone(),
+                Piece::Param(n) | Piece::Internal(n) => n.to_ascii_uppercase(),
+            })
+            .collect();
+        return text.split('\n').collect::<Vec<_>>().join(" ⏎ ");
+    }
     step.words
         .iter()
         .enumerate()

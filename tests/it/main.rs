@@ -25,6 +25,7 @@ mod health;
 mod ingest;
 mod ingest_quiet;
 mod install;
+mod lines;
 mod llm;
 mod mcp;
 mod mine;
