@@ -235,10 +235,20 @@ fn show(found: &StoredPattern, out: &mut impl Write, style: Style) -> Result<(),
         writeln!(out, "when   {}", trigger.step.template)?;
         writeln!(out, "fails  {}", trigger.error_template)?;
         writeln!(out, "the agent recovers with:")?;
+    } else if !p.lines.is_empty() {
+        // A habit of command lines: each line as typed, its parameters named.
+        writeln!(out, "lines ({}):", p.shell.as_str())?;
+        for (i, line) in p.templates.iter().enumerate() {
+            let mut rows = line.lines();
+            writeln!(out, "  {}. {}", i + 1, rows.next().unwrap_or(""))?;
+            for row in rows {
+                writeln!(out, "     {row}")?;
+            }
+        }
     } else {
         writeln!(out, "steps:")?;
     }
-    for (i, step) in p.steps.iter().enumerate() {
+    for (i, step) in p.steps.iter().enumerate().filter(|_| p.lines.is_empty()) {
         let capture = step
             .captures
             .as_ref()
@@ -267,13 +277,22 @@ fn show(found: &StoredPattern, out: &mut impl Write, style: Style) -> Result<(),
     }
     writeln!(out, "evidence:")?;
     for e in p.evidence.iter().take(10) {
+        let agent = e
+            .agent
+            .as_deref()
+            .map(|a| format!(" ({a})"))
+            .unwrap_or_default();
         writeln!(
             out,
-            "  session {} actions {}–{}",
+            "  session {}{agent} actions {}–{}",
             e.session, e.first_seq, e.last_seq
         )?;
         for c in &e.commands {
-            writeln!(out, "      {c}")?;
+            let mut rows = c.lines();
+            writeln!(out, "      {}", rows.next().unwrap_or(""))?;
+            for row in rows {
+                writeln!(out, "        {row}")?;
+            }
         }
     }
     Ok(())
