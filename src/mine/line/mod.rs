@@ -526,6 +526,77 @@ mod tests {
     }
 
     #[test]
+    fn random_bytes_and_broken_lines_never_panic() {
+        // xorshift64*, seeded: the same cases every run.
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        };
+        let pieces = [
+            "git",
+            " ",
+            "'",
+            "\"",
+            "$(",
+            ")",
+            "`",
+            "<<'EOF'\n",
+            "\nEOF\n",
+            "<<EOF\n",
+            "&&",
+            "||",
+            "|",
+            ";",
+            "\\",
+            "${",
+            "}",
+            "[REDACTED:token]",
+            "[REDACTED:",
+            "-f12",
+            "0x4013b0",
+            "2026-10-01",
+            "v1.4.2",
+            "é",
+            "\n",
+            "#",
+            "(",
+            "*",
+            "$'",
+            "2>&1",
+            ">",
+            "cd x",
+        ];
+        let mut parsed = 0;
+        for _ in 0..3000 {
+            let len = (next() % 24) as usize;
+            let text: String = (0..len)
+                .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+                .collect();
+            let bytes: Vec<u8> = (0..(next() % 40)).map(|_| (next() % 256) as u8).collect();
+            let noise = String::from_utf8_lossy(&bytes).into_owned();
+            for line in [&text, &noise] {
+                if let Ok(l) = parse(line) {
+                    parsed += 1;
+                    let runs = l.with_runs();
+                    let _ = (l.skeleton(), runs.skeleton(), l.reads_variables());
+                    for i in 0..l.units.len() {
+                        let _ = l.unit_text(i);
+                    }
+                }
+                let _ = first_difference(line, &text);
+                let _ = align::align_lines(&[vec![line.clone()], vec![text.clone()]]);
+            }
+        }
+        assert!(
+            parsed > 100,
+            "the generator makes some readable lines: {parsed}"
+        );
+    }
+
+    #[test]
     fn the_same_line_is_the_same_whatever_the_spacing() {
         assert!(same_line("a  &&  b -x 1", "a && b -x 1"));
         assert!(!same_line("a && b -x 1", "a && b -x 2"));
