@@ -242,6 +242,7 @@ fn heredoc_value(word: &Word) -> Word {
             quoted: true,
             expanded: false,
             substitutions: Vec::new(),
+            span: word.span.clone(),
         },
         None => word.clone(),
     }
