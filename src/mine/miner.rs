@@ -36,7 +36,7 @@ use super::recovery::{
 use super::score::{SECONDS_PER_CALL, ScoreInput, score};
 use super::sequences::{self, PatternRef, SequenceMiner, SequenceMinerConfig, SequenceMinerError};
 use super::templates::{TemplateId, TemplateMiner, TemplateMinerConfig};
-use super::token::{InternError, Interner, NoiseRules, Token, TokenKind, Tokenizer};
+use super::token::{InternError, Interner, LineParse, NoiseRules, Token, TokenKind, Tokenizer};
 use crate::action::stored as actions_table;
 use crate::action::{Action, ActionResult, Source};
 use crate::config::MineSettings;
@@ -230,6 +230,11 @@ pub struct MineReport {
     pub actions: usize,
     /// Tokens (steps) they became, noise left out.
     pub tokens: usize,
+    /// Actions whose command line the shell grammar rejected, or that are in another shell's
+    /// language: each is one opaque step (never a tool), or none.
+    pub unparsed: usize,
+    /// Of those, the lines in another shell's language (PowerShell, `cmd.exe`).
+    pub foreign: usize,
     /// Distinct token keys.
     pub symbols: usize,
     /// Highest action row id read: actions stored later are new to the next run.
@@ -260,6 +265,8 @@ impl MineReport {
             sessions: self.sessions,
             actions: self.actions,
             tokens: self.tokens,
+            unparsed: self.unparsed,
+            foreign: self.foreign,
             symbols: self.symbols,
             duration_ms: self.duration_ms,
             truncated: self.truncated,
@@ -303,6 +310,12 @@ pub struct MineSummary {
     pub actions: usize,
     /// Tokens (steps) they became.
     pub tokens: usize,
+    /// Actions whose command line did not parse (one opaque step each, never a tool).
+    #[serde(default)]
+    pub unparsed: usize,
+    /// Of those, the lines in another shell's language (PowerShell, `cmd.exe`).
+    #[serde(default)]
+    pub foreign: usize,
     /// Distinct token keys.
     pub symbols: usize,
     /// How long the run took.
@@ -434,6 +447,9 @@ struct Loaded {
     command_words: Vec<(u32, u32)>,
     errors: TemplateMiner,
     actions: usize,
+    /// Actions whose command line did not parse, and of those the foreign ones.
+    unparsed: usize,
+    foreign: usize,
     last_action: i64,
 }
 
@@ -538,7 +554,8 @@ struct CallText<'r> {
 /// Agents run the same commands again and again: each distinct one is tokenized once a run.
 struct CommandCache<'t> {
     tokenizer: &'t Tokenizer,
-    cache: HashMap<Box<str>, Option<Abstracted>>,
+    /// Per distinct call: its tokens interned, and what became of its command line.
+    cache: HashMap<Box<str>, (Option<Abstracted>, LineParse)>,
     /// The key being looked up, kept to reuse its buffer.
     key: String,
 }
@@ -564,7 +581,8 @@ impl<'t> CommandCache<'t> {
         for part in [call.source, "\0", call.tool, "\0", call.input] {
             self.key.push_str(part);
         }
-        if let Some(hit) = self.cache.get(self.key.as_str()) {
+        if let Some((hit, parse)) = self.cache.get(self.key.as_str()) {
+            loaded.count_parse(*parse);
             return Ok(hit.clone());
         }
         let action = StoredCall {
@@ -575,12 +593,14 @@ impl<'t> CommandCache<'t> {
             ok: call.ok,
         }
         .into_action(session, seq);
-        let abstracted = loaded.abstract_tokens(&self.tokenizer.tokens(&action))?;
+        let (tokens, parse) = self.tokenizer.tokens_and_parse(&action);
+        loaded.count_parse(parse);
+        let abstracted = loaded.abstract_tokens(&tokens)?;
         if self.cache.len() >= TOKEN_CACHE_ENTRIES {
             self.cache.clear();
         }
         self.cache
-            .insert(self.key.as_str().into(), abstracted.clone());
+            .insert(self.key.as_str().into(), (abstracted.clone(), parse));
         Ok(abstracted)
     }
 }
@@ -604,7 +624,21 @@ impl Loaded {
             command_words: Vec::new(),
             errors: TemplateMiner::new(TemplateMinerConfig::default()),
             actions: 0,
+            unparsed: 0,
+            foreign: 0,
             last_action: 0,
+        }
+    }
+
+    /// Counts an action whose command line did not parse.
+    fn count_parse(&mut self, parse: LineParse) {
+        match parse {
+            LineParse::Unparsed => self.unparsed += 1,
+            LineParse::Foreign => {
+                self.unparsed += 1;
+                self.foreign += 1;
+            }
+            LineParse::NoLine | LineParse::Parsed => {}
         }
     }
 
@@ -984,6 +1018,8 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
         sessions: loaded.families.len(),
         actions: loaded.actions,
         tokens: loaded.sessions.iter().map(|s| s.symbols.len()).sum(),
+        unparsed: loaded.unparsed,
+        foreign: loaded.foreign,
         symbols: loaded.interner.len(),
         last_action: loaded.last_action,
         duration_ms: elapsed_ms(started),

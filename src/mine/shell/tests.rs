@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn words(cmd: &SimpleCommand) -> Vec<&str> {
@@ -615,4 +614,80 @@ fn dump_lines() {
     {
         println!("{line:?} => {:#?}", parse(line));
     }
+}
+
+#[test]
+fn spans_point_at_the_words_as_typed() {
+    let line = "cd web && LOG=\"a b\" npm run 'build' --mode=x 2>/dev/null | tail -n 5";
+    let cmds = parse(line).unwrap();
+    for cmd in &cmds {
+        for w in &cmd.words {
+            assert_eq!(&line[w.span.clone()], w.raw, "{w:?}");
+        }
+        assert!(
+            line[cmd.span.clone()].starts_with(cmd.words[0].raw.as_str())
+                || !cmd.assignments.is_empty()
+        );
+    }
+    let npm = &cmds[0];
+    assert_eq!(
+        &line[npm.span.clone()],
+        "LOG=\"a b\" npm run 'build' --mode=x 2>/dev/null"
+    );
+    assert_eq!(&line[npm.assignments[0].value.span.clone()], "\"a b\"");
+    assert_eq!(npm.words[2].text, "build");
+    assert_eq!(&line[npm.words[2].span.clone()], "'build'");
+    assert_eq!(&line[npm.redirections[0].target.span.clone()], "/dev/null");
+    assert_eq!(&line[cmds[1].span.clone()], "tail -n 5");
+}
+
+#[test]
+fn grammar_quirks_are_read_as_bash_reads_them() {
+    // A lone `-` before a here-document (the grammar drops it).
+    let cmds = parse("python3 - <<'EOF'\nprint(1)\nEOF").unwrap();
+    assert_eq!(words(&cmds[0]), ["python3", "-"]);
+    assert_eq!(cmds[0].words[1].span, 8..9);
+    assert_eq!(cmds[0].redirections[0].body.as_deref(), Some("print(1)\n"));
+    // A redirection after a pipeline is its last command's.
+    let cmds = parse("make 2>&1 | tail -5 > last.log").unwrap();
+    assert_eq!(cmds[0].redirections.len(), 1);
+    assert_eq!(cmds[1].redirections[0].target.text, "last.log");
+    assert!(cmds[1].in_pipeline);
+    // What follows a here-document's delimiter on its line.
+    let cmds = parse("cat <<EOF | wc -l\none\ntwo\nEOF\nls").unwrap();
+    assert_eq!(argvs_of(&cmds), [vec!["cat"], vec!["wc", "-l"], vec!["ls"]]);
+    assert_eq!(cmds[0].connector, Some(Connector::Pipe));
+    assert_eq!(cmds[0].redirections[0].body.as_deref(), Some("one\ntwo\n"));
+    assert!(cmds[1].in_pipeline);
+    let cmds = parse("cat <<EOF > out.txt && echo done\nx\nEOF").unwrap();
+    assert_eq!(argvs_of(&cmds), [vec!["cat"], vec!["echo", "done"]]);
+    let ops: Vec<RedirOp> = cmds[0].redirections.iter().map(|r| r.op).collect();
+    assert_eq!(
+        ops,
+        [RedirOp::HereDoc { strip_tabs: false }, RedirOp::Write]
+    );
+    assert_eq!(cmds[0].connector, Some(Connector::And));
+    // A line continuation ending the line.
+    assert_eq!(argvs("make test\\\n"), [["make", "test"]]);
+    // A word the grammar would skip is an error, never a dropped word.
+    assert!(parse("sshnatofuz@localhost").is_err());
+}
+
+#[test]
+fn foreign_shells_are_errors_not_posix_words() {
+    for (line, shell) in [
+        ("Get-ChildItem -Force", "powershell"),
+        ("Set-Location src; npm test", "powershell"),
+        ("echo $env:PATH", "powershell"),
+        ("cmd /c dir", "cmd"),
+        ("dir /s /b", "cmd"),
+    ] {
+        assert_eq!(
+            parse(line),
+            Err(ShellError::ForeignShell { shell }),
+            "{line}"
+        );
+    }
+    let long = "x".repeat(MAX_LINE + 1);
+    assert!(matches!(parse(&long), Err(ShellError::TooLong { .. })));
 }

@@ -84,6 +84,12 @@ pub(super) fn parse_tree(line: &str, dialect: Dialect) -> Result<Vec<SimpleComma
     // A trailing backslash escapes nothing: bash keeps it as a character, the grammar calls it
     // an error; an escaped one reads the same. fish's grammar wants a line to end in a
     // terminator. What is appended is never part of a span.
+    // A line continuation that ends the line (a history line `make \⏎`) continues into
+    // nothing: it is blank, though the grammar wants a word after it.
+    let line = match line.strip_suffix("\\\n") {
+        Some(rest) if ends_in_lone_backslash(line.get(..line.len() - 1).unwrap_or("")) => rest,
+        _ => line,
+    };
     let padded;
     let src = match dialect {
         Dialect::Posix if ends_in_lone_backslash(line) => {
@@ -738,7 +744,11 @@ impl Walker<'_> {
                 }
             }
         }
-        let start = body.map_or(node.start_byte(), |b| cmd.span.start.min(b.start_byte()));
+        let start = if body.is_some() {
+            cmd.span.start
+        } else {
+            node.start_byte()
+        };
         let end = self
             .src
             .get(..end)
