@@ -222,6 +222,14 @@ fn every_corpus_command_line_parses_or_is_one_opaque_counted_step() {
         }
     }
     assert!(lines > 2_000, "only {lines} command lines in the corpus");
+    // No real line comes near the parser's work budget or nesting limit.
+    for line in &rejected {
+        let e = shell::parse(line).err();
+        assert!(
+            !matches!(e, Some(ShellError::TooDeep { .. })),
+            "{line:?}: {e:?}"
+        );
+    }
     // The grammar reads almost every real line; what it rejects is listed for a look.
     let share = rejected.len() as f64 / lines as f64;
     eprintln!(

@@ -691,3 +691,34 @@ fn foreign_shells_are_errors_not_posix_words() {
     let long = "x".repeat(MAX_LINE + 1);
     assert!(matches!(parse(&long), Err(ShellError::TooLong { .. })));
 }
+
+#[test]
+fn fish_operators_and_spans() {
+    let line = "cd web && npm run build | tail -5";
+    let cmds = parse_dialect(line, Dialect::Fish).unwrap();
+    assert_eq!(
+        argvs_of(&cmds),
+        [vec!["npm", "run", "build"], vec!["tail", "-5"]]
+    );
+    assert_eq!(cmds[0].cd.as_deref(), Some("web"));
+    assert_eq!(cmds[0].connector, Some(Connector::Pipe));
+    assert!(cmds[1].in_pipeline);
+    for w in cmds.iter().flat_map(|c| &c.words) {
+        assert_eq!(&line[w.span.clone()], w.raw);
+    }
+    let cmds = parse_dialect("set -x A 1; FOO=bar make 2>&1 >log", Dialect::Fish).unwrap();
+    assert_eq!(cmds[1].assignments[0].name, "FOO");
+    assert_eq!(words(&cmds[1]), ["make"]);
+    let ops: Vec<(Option<u32>, RedirOp, &str)> = cmds[1]
+        .redirections
+        .iter()
+        .map(|r| (r.fd, r.op, r.target.text.as_str()))
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            (Some(2), RedirOp::DupOut, "1"),
+            (None, RedirOp::Write, "log")
+        ]
+    );
+}

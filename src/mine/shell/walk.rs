@@ -48,7 +48,10 @@ fn parse_source(src: &str, dialect: Dialect) -> Result<Tree, ShellError> {
             *slot = Some(parser);
         }
         let Some(parser) = slot.as_mut() else {
-            return Err(ShellError::TooDeep { at: 0 });
+            return Err(ShellError::Grammar {
+                dialect: language(dialect).1,
+                reason: "no parser".into(),
+            });
         };
         let mut budget = PROGRESS_BASE.saturating_add(src.len().saturating_mul(PROGRESS_PER_BYTE));
         let mut stopped_at = None;
@@ -81,15 +84,15 @@ fn parse_source(src: &str, dialect: Dialect) -> Result<Tree, ShellError> {
 
 /// Parses `line` in `dialect` into its simple commands.
 pub(super) fn parse_tree(line: &str, dialect: Dialect) -> Result<Vec<SimpleCommand>, ShellError> {
-    // A trailing backslash escapes nothing: bash keeps it as a character, the grammar calls it
-    // an error; an escaped one reads the same. fish's grammar wants a line to end in a
-    // terminator. What is appended is never part of a span.
     // A line continuation that ends the line (a history line `make \⏎`) continues into
     // nothing: it is blank, though the grammar wants a word after it.
     let line = match line.strip_suffix("\\\n") {
         Some(rest) if ends_in_lone_backslash(line.get(..line.len() - 1).unwrap_or("")) => rest,
         _ => line,
     };
+    // A trailing backslash escapes nothing: bash keeps it as a character, the grammar calls it
+    // an error; an escaped one reads the same. fish's grammar wants a line to end in a
+    // terminator. What is appended is never part of a span.
     let padded;
     let src = match dialect {
         Dialect::Posix if ends_in_lone_backslash(line) => {
@@ -230,7 +233,7 @@ fn check_coverage(root: Node<'_>, src: &str, len: usize) -> Result<(), ShellErro
             return Ok(());
         }
         Err(ShellError::UnexpectedToken {
-            token: String::from_utf8_lossy(gap.trim_ascii()).into_owned(),
+            token: short(&String::from_utf8_lossy(gap.trim_ascii())),
             at: from + gap.len() - gap.trim_ascii_start().len(),
         })
     };
@@ -341,11 +344,7 @@ fn error_node(node: Node<'_>, src: &str, len: usize) -> ShellError {
     let text = src.get(first.byte_range()).unwrap_or("");
     let at = (first.start_byte() + text.len() - text.trim_start().len()).min(len);
     let text = text.trim();
-    let whole = src
-        .get(node.byte_range())
-        .unwrap_or("")
-        .trim_start()
-        .to_owned();
+    let whole = src.get(node.byte_range()).unwrap_or("").trim_start();
     if let Some(quote) = whole.chars().next().filter(|c| matches!(c, '\'' | '"')) {
         return ShellError::UnterminatedQuote { quote, at };
     }
@@ -368,9 +367,17 @@ fn error_node(node: Node<'_>, src: &str, len: usize) -> ShellError {
         "if" => ShellError::Unclosed { what: "if" },
         "" => ShellError::UnexpectedEnd,
         _ => ShellError::UnexpectedToken {
-            token: text.to_owned(),
+            token: short(text),
             at,
         },
+    }
+}
+
+/// At most 40 characters of `text`, for an error message.
+fn short(text: &str) -> String {
+    match text.char_indices().nth(40) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
     }
 }
 
@@ -926,6 +933,24 @@ impl Walker<'_> {
     }
 
     fn redirection(&self, node: Node<'_>, out: &mut Vec<Redirection>) {
+        if node.kind() == "stream_redirect" && node.child_count() == 0 {
+            // fish's `2>&1`, one token.
+            let text = self.text(node);
+            let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+            let (op, tail) = redir_op(text.get(digits..).unwrap_or(""));
+            if let Some(op) = op {
+                let end = node.end_byte().min(self.len);
+                let mut target = Word::literal(tail);
+                target.span = end.saturating_sub(tail.len())..end;
+                out.push(Redirection {
+                    fd: text.get(..digits).and_then(|d| d.parse().ok()),
+                    op,
+                    target,
+                    body: None,
+                });
+            }
+            return;
+        }
         let mut fd = None;
         let mut op = None;
         let mut target = None;
@@ -953,20 +978,12 @@ impl Walker<'_> {
                 kind if is_redirect(kind) => self.redirection(child, &mut nested),
                 // `cat <<EOF | wc -l`: read by the caller.
                 kind if is_statement(kind) => {}
-                "direction" | "stream_redirect" => {
-                    // fish: `2>`, `>>`, `2>&1` as one token.
+                "direction" => {
+                    // fish: `2>`, `>>` as one token.
                     let text = self.text(child);
                     let digits = text.bytes().take_while(u8::is_ascii_digit).count();
                     fd = text.get(..digits).and_then(|d| d.parse().ok());
-                    let rest = text.get(digits..).unwrap_or("");
-                    let (o, tail) = redir_op(rest);
-                    op = o;
-                    if kind == "stream_redirect" && !tail.is_empty() {
-                        let mut w = Word::literal(tail);
-                        let end = child.end_byte().min(self.len);
-                        w.span = end.saturating_sub(tail.len())..end;
-                        target = Some(w);
-                    }
+                    op = redir_op(text.get(digits..).unwrap_or("")).0;
                 }
                 _ if !child.is_named() && op.is_none() => {
                     let (o, tail) = redir_op(kind);
