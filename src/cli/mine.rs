@@ -70,6 +70,13 @@ pub(super) fn mine(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), 
         "mined {} actions in {} sessions ({} steps, {} distinct) in {} ms",
         summary.actions, summary.sessions, summary.tokens, summary.symbols, summary.duration_ms
     )?;
+    // Each such line stays one opaque step, never a tool: said, so that a habit missing from
+    // the patterns can be traced to its lines.
+    writeln!(
+        out,
+        "lines not parsed: {} ({} in another shell's language), each kept as one opaque step",
+        summary.unparsed, summary.foreign
+    )?;
     let kinds = &summary.kinds;
     writeln!(
         out,

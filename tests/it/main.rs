@@ -13,6 +13,7 @@ mod common;
 
 mod approved_tree;
 mod architecture;
+mod bad_input;
 mod cli;
 mod control_timeouts;
 mod daemon;

@@ -628,3 +628,53 @@ fn the_corpus_shell_histories_yield_their_commit_habit() {
         }
     }
 }
+
+/// Issue 29's bad input: a line the shell grammar rejects, and a line in another shell's language
+/// (PowerShell, as Codex runs on Windows), are counted by `toolsmith mine` and stay one opaque
+/// step each: the PowerShell line is never read as POSIX words.
+#[test]
+fn lines_that_do_not_parse_are_counted_and_stay_opaque() {
+    let env = TestEnv::new();
+    let mut lines = Vec::new();
+    for i in 0..5 {
+        let s = format!("s{i}");
+        lines.push(call(&s, 1, "Get-ChildItem -Force", true, "", 50));
+        lines.push(call(&s, 2, &format!("cargo build -p p{i}"), true, "", 50));
+        lines.push(call(&s, 3, "git commit -m 'unterminated", false, "", 50));
+        lines.push(call(&s, 4, "cargo test", true, "", 50));
+    }
+    let log = env.path().join("agent.jsonl");
+    std::fs::write(&log, lines.join("\n") + "\n").expect("write log");
+    env.cli()
+        .args(["ingest", "--format", "native"])
+        .arg(&log)
+        .assert()
+        .success();
+    let out = env.cli().args(["--json", "mine"]).assert().success();
+    let summary = json_of(out.get_output());
+    assert_eq!(summary["actions"], 20, "{summary:#}");
+    assert_eq!(summary["unparsed"], 10, "{summary:#}");
+    assert_eq!(summary["foreign"], 5, "{summary:#}");
+    let out = env.cli().arg("mine").assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains("lines not parsed: 10 (5 in another shell's language)"),
+        "{text}"
+    );
+    // Each is one opaque step: the PowerShell line never as a command with a flag.
+    let all = patterns(&env, &env.state());
+    let templates: Vec<&str> = all
+        .iter()
+        .flat_map(|p| p["step_detail"].as_array().into_iter().flatten())
+        .filter_map(|s| s["template"].as_str())
+        .collect();
+    assert!(
+        templates.iter().all(|t| !t.starts_with("Get-ChildItem -")),
+        "{templates:?}"
+    );
+    // The whole line is the step's one value.
+    assert!(
+        templates.contains(&"Get-ChildItem 'Get-ChildItem -Force'"),
+        "{templates:?}"
+    );
+}

@@ -11,7 +11,7 @@ use super::{BARRIER, MineError, interactive};
 use crate::action::{Action, ActionResult, Source, stored as actions_table};
 use crate::mine::recovery::{AsAttempt, Attempt, error_line};
 use crate::mine::templates::{TemplateId, TemplateMiner, TemplateMinerConfig};
-use crate::mine::token::{self, InternError, Interner, Token, TokenKind, Tokenizer};
+use crate::mine::token::{self, InternError, Interner, LineParse, Token, TokenKind, Tokenizer};
 use crate::store::StoreError;
 
 /// One action as mining keeps it (28 bytes: millions of them are held at once).
@@ -80,6 +80,9 @@ pub(super) struct Loaded {
     pub(super) command_words: Vec<(u32, u32)>,
     pub(super) errors: TemplateMiner,
     pub(super) actions: usize,
+    /// Actions whose command line did not parse, and of those the foreign ones.
+    pub(super) unparsed: usize,
+    pub(super) foreign: usize,
     pub(super) last_action: i64,
 }
 
@@ -186,7 +189,8 @@ struct CallText<'r> {
 /// Agents run the same commands again and again: each distinct one is tokenized once a run.
 struct CommandCache<'t> {
     tokenizer: &'t Tokenizer,
-    cache: HashMap<Box<str>, Option<Abstracted>>,
+    /// Per distinct call: its tokens interned, and what became of its command line.
+    cache: HashMap<Box<str>, (Option<Abstracted>, LineParse)>,
     /// The key being looked up, kept to reuse its buffer.
     key: String,
 }
@@ -212,7 +216,8 @@ impl<'t> CommandCache<'t> {
         for part in [call.source, "\0", call.tool, "\0", call.input] {
             self.key.push_str(part);
         }
-        if let Some(hit) = self.cache.get(self.key.as_str()) {
+        if let Some((hit, parse)) = self.cache.get(self.key.as_str()) {
+            loaded.count_parse(*parse);
             return Ok(hit.clone());
         }
         let action = StoredCall {
@@ -223,12 +228,14 @@ impl<'t> CommandCache<'t> {
             ok: call.ok,
         }
         .into_action(session, seq);
-        let abstracted = loaded.abstract_tokens(&self.tokenizer.tokens(&action))?;
+        let (tokens, parse) = self.tokenizer.tokens_and_parse(&action);
+        loaded.count_parse(parse);
+        let abstracted = loaded.abstract_tokens(&tokens)?;
         if self.cache.len() >= TOKEN_CACHE_ENTRIES {
             self.cache.clear();
         }
         self.cache
-            .insert(self.key.as_str().into(), abstracted.clone());
+            .insert(self.key.as_str().into(), (abstracted.clone(), parse));
         Ok(abstracted)
     }
 }
@@ -252,7 +259,21 @@ impl Loaded {
             command_words: Vec::new(),
             errors: TemplateMiner::new(TemplateMinerConfig::default()),
             actions: 0,
+            unparsed: 0,
+            foreign: 0,
             last_action: 0,
+        }
+    }
+
+    /// Counts an action whose command line did not parse.
+    fn count_parse(&mut self, parse: LineParse) {
+        match parse {
+            LineParse::Unparsed => self.unparsed += 1,
+            LineParse::Foreign => {
+                self.unparsed += 1;
+                self.foreign += 1;
+            }
+            LineParse::NoLine | LineParse::Parsed => {}
         }
     }
 

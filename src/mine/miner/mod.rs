@@ -309,6 +309,8 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
         sessions: loaded.families.len(),
         actions: loaded.actions,
         tokens: loaded.sessions.iter().map(|s| s.symbols.len()).sum(),
+        unparsed: loaded.unparsed,
+        foreign: loaded.foreign,
         symbols: loaded.interner.len(),
         last_action: loaded.last_action,
         duration_ms: elapsed_ms(started),

@@ -14,6 +14,11 @@ pub struct MineReport {
     pub actions: usize,
     /// Tokens (steps) they became, noise left out.
     pub tokens: usize,
+    /// Actions whose command line the shell grammar rejected, or that are in another shell's
+    /// language: each is one opaque step (never a tool), or none.
+    pub unparsed: usize,
+    /// Of those, the lines in another shell's language (PowerShell, `cmd.exe`).
+    pub foreign: usize,
     /// Distinct token keys.
     pub symbols: usize,
     /// Highest action row id read: actions stored later are new to the next run.
@@ -44,6 +49,8 @@ impl MineReport {
             sessions: self.sessions,
             actions: self.actions,
             tokens: self.tokens,
+            unparsed: self.unparsed,
+            foreign: self.foreign,
             symbols: self.symbols,
             duration_ms: self.duration_ms,
             truncated: self.truncated,
@@ -87,6 +94,12 @@ pub struct MineSummary {
     pub actions: usize,
     /// Tokens (steps) they became.
     pub tokens: usize,
+    /// Actions whose command line did not parse (one opaque step each, never a tool).
+    #[serde(default)]
+    pub unparsed: usize,
+    /// Of those, the lines in another shell's language (PowerShell, `cmd.exe`).
+    #[serde(default)]
+    pub foreign: usize,
     /// Distinct token keys.
     pub symbols: usize,
     /// How long the run took.

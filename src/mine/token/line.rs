@@ -7,29 +7,41 @@ use super::argv::{command_args, strip_wrappers};
 use super::draft::{Draft, FlagPart, RedirPart, Segment};
 use super::tables::cli;
 use super::{
-    Globbing, MAX_INLINE_INPUT, SlotKind, SlotValue, TEXT_FILTERS, Token, TokenKind, Tokenizer,
-    UNPARSED, basename, classify,
+    Globbing, LineParse, MAX_INLINE_INPUT, SlotKind, SlotValue, TEXT_FILTERS, Token, TokenKind,
+    Tokenizer, UNPARSED, basename, classify,
 };
-use crate::mine::shell::{self, Dialect, RedirOp, SimpleCommand, Word};
+use crate::mine::shell::{self, Dialect, RedirOp, ShellError, SimpleCommand, Word};
 
 impl Tokenizer {
-    /// The tokens of one command line.
+    /// The tokens of one command line, and whether it parsed.
     pub(super) fn line_tokens(
         &self,
         line: &str,
         dialect: Dialect,
         globbing: Globbing,
         cwd: Option<&str>,
-    ) -> Vec<Token> {
+    ) -> (Vec<Token>, LineParse) {
         let commands = match shell::parse_dialect(line, dialect) {
             Ok(commands) => commands,
+            // PowerShell or cmd.exe: never read as POSIX words, not even its first line.
+            Err(ShellError::ForeignShell { .. }) => {
+                return (
+                    self.unparsed(line, cwd).into_iter().collect(),
+                    LineParse::Foreign,
+                );
+            }
             Err(_) => {
                 // A multi-line text whose first line is a command (SWE-agent, aider) is still
                 // worth that command.
                 let first = line.lines().next().unwrap_or("");
                 match shell::parse_dialect(first, dialect) {
                     Ok(commands) if first.len() < line.len() => commands,
-                    _ => return self.unparsed(line, cwd).into_iter().collect(),
+                    _ => {
+                        return (
+                            self.unparsed(line, cwd).into_iter().collect(),
+                            LineParse::Unparsed,
+                        );
+                    }
                 }
             }
         };
@@ -69,7 +81,7 @@ impl Tokenizer {
                 None => inline = None,
             }
         }
-        tokens
+        (tokens, LineParse::Parsed)
     }
 
     fn command_token(
@@ -244,6 +256,7 @@ fn heredoc_value(word: &Word) -> Word {
             quoted: true,
             expanded: false,
             substitutions: Vec::new(),
+            span: word.span.clone(),
         },
         None => word.clone(),
     }

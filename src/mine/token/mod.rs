@@ -235,6 +235,20 @@ pub struct Token {
     pub moved: bool,
 }
 
+/// What became of an action's shell command line, for the counts a mining run reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineParse {
+    /// The action is not a shell command line (a tool call, a noise tool).
+    NoLine,
+    /// The line parsed into its commands.
+    Parsed,
+    /// The shell grammar rejected the line: it is one opaque [`TokenKind::Unparsed`] step (or
+    /// none, when its first word is noise or it has none), never a tool.
+    Unparsed,
+    /// The line is PowerShell or `cmd.exe`: one opaque step, as for [`LineParse::Unparsed`].
+    Foreign,
+}
+
 /// How a key ends for a command line the shell parser rejected: `git <unparsed>`.
 pub const UNPARSED: &str = " <unparsed>";
 
@@ -358,10 +372,15 @@ impl Tokenizer {
     /// The tokens of an action, in order: one per simple command of a shell action (noise
     /// dropped), one for a tool call, none for a noise tool or an empty command.
     pub fn tokens(&self, action: &Action) -> Vec<Token> {
+        self.tokens_and_parse(action).0
+    }
+
+    /// [`Tokenizer::tokens`], and what became of the action's command line.
+    pub fn tokens_and_parse(&self, action: &Action) -> (Vec<Token>, LineParse) {
         if self.tools.contains(&action.tool)
             || action.input.get("is_input").and_then(Value::as_bool) == Some(true)
         {
-            return Vec::new();
+            return (Vec::new(), LineParse::NoLine);
         }
         if let Some(line) = shell_line(action) {
             let dialect = if action.source == Source::Fish {
@@ -370,15 +389,17 @@ impl Tokenizer {
                 Dialect::Posix
             };
             let globbing = Globbing::of(action.source);
-            let mut tokens = self.line_tokens(line, dialect, globbing, action.cwd.as_deref());
+            let (mut tokens, parse) =
+                self.line_tokens(line, dialect, globbing, action.cwd.as_deref());
             // An aider slash command (`/add src/x.py`, `/ask …`) read as a command line (from an
             // input history) is the agent's command, not a program at the root.
             if let Some(first) = tokens.first_mut()
+                && first.kind == TokenKind::Shell
                 && aider_command(line).is_some_and(|name| name == first.program)
             {
                 first.kind = TokenKind::Tool;
             }
-            return tokens;
+            return (tokens, parse);
         }
         if action.source == Source::SweAgent
             && let Some(line) = action.input.get("command").and_then(Value::as_str)
@@ -391,7 +412,7 @@ impl Tokenizer {
             } else {
                 line
             };
-            let mut tokens =
+            let (mut tokens, parse) =
                 self.line_tokens(line, Dialect::Posix, Globbing::Sh, action.cwd.as_deref());
             // The adapter names the action after SWE-agent's own command (`edit`, `open`,
             // `create`, `find_file`, …): that command is the agent's tool, not a program, so a
@@ -401,11 +422,12 @@ impl Tokenizer {
                     token.kind = TokenKind::Tool;
                 }
             }
-            return tokens;
+            return (tokens, parse);
         }
-        tool_token(&action.tool, &action.input, action.cwd.as_deref())
+        let tokens = tool_token(&action.tool, &action.input, action.cwd.as_deref())
             .into_iter()
-            .collect()
+            .collect();
+        (tokens, LineParse::NoLine)
     }
 }
 
