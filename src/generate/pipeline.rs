@@ -1263,6 +1263,7 @@ impl Generator {
                 passed: 0,
                 failed: 0,
             },
+            needs: Vec::new(),
         });
         if self.cancelled() {
             // Left `validating`: the next start puts it back to `proposed` and validates again.
@@ -1296,6 +1297,7 @@ impl Generator {
     ) -> Result<Candidate, GenerateError> {
         if let Some(mut manifest) = outcome.manifest.clone() {
             manifest.validation = outcome.validation.clone();
+            manifest.needs = outcome.needs.clone();
             staging.write_manifest(attempt, &manifest)?;
         }
         let mut reason = outcome.summary();
@@ -1348,6 +1350,7 @@ impl Generator {
                         && let Ok(v) = semver::Version::parse(&review.version)
                     {
                         manifest.validation = outcome.validation.clone();
+                        manifest.needs = outcome.needs.clone();
                         manifest.version = v;
                         staging.write_manifest(attempt, &manifest)?;
                     }
@@ -1576,6 +1579,10 @@ fn proposal_trailers(
     ));
     if let Some(g) = generator {
         t.push(("Generator".into(), g.to_owned()));
+    }
+    // What a person must grant at approval (`toolsmith approve --grant`).
+    for need in &outcome.needs {
+        t.push(("Needs".into(), need.to_string()));
     }
     // What the tool may reach beyond the system directories, for the reviewer.
     let toolchains = outcome

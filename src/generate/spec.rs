@@ -442,6 +442,8 @@ impl ToolSpec {
             },
             validation: None,
             deprecated: None,
+            needs: Vec::new(),
+            granted: Vec::new(),
         }
     }
 

@@ -418,6 +418,19 @@ impl Registry {
         approver: &str,
         note: Option<&str>,
     ) -> Result<Landed, RegistryError> {
+        self.approve_granting(key, approver, note, &[])
+    }
+
+    /// [`Registry::approve`] granting `grants`: exactly the needs the proposal's manifest lists
+    /// (else refused, naming the missing grants and the command that passes them). The approved
+    /// manifest's `granted` lists them, and the commit has a `Granted:` trailer for each.
+    pub fn approve_granting(
+        &self,
+        key: &str,
+        approver: &str,
+        note: Option<&str>,
+        grants: &[crate::sandbox::Need],
+    ) -> Result<Landed, RegistryError> {
         let _turn = self.exclusive()?;
         let review = self.review(key)?;
         let tag = tag_name(&review.name, &review.version);
@@ -444,28 +457,41 @@ impl Registry {
         let main = self.main_commit()?;
         let main_tree = self.git("read main", main.tree())?;
         let path = tool_path(&review.name);
-        let tree = if base.id() == main.id() {
-            proposed_tree.id()
-        } else {
-            if self.subtree_id(&main_tree, &path) != self.subtree_id(&base_tree, &path) {
-                return Err(RegistryError::Conflict(format!(
-                    "main changed {path} since {} was proposed: approve or reject what is on \
-                     main first, or reject this proposal and let toolsmith propose it again",
-                    review.branch
-                )));
+        let shown_key = review.candidate.clone().unwrap_or_else(|| key.to_owned());
+        let granted = self.granted_tool(&proposed_tree, &review, &shown_key, grants)?;
+        let moved = base.id() != main.id();
+        if moved && self.subtree_id(&main_tree, &path) != self.subtree_id(&base_tree, &path) {
+            return Err(RegistryError::Conflict(format!(
+                "main changed {path} since {} was proposed: approve or reject what is on \
+                 main first, or reject this proposal and let toolsmith propose it again",
+                review.branch
+            )));
+        }
+        let tree = match granted {
+            None if !moved => proposed_tree.id(),
+            granted => {
+                let (tool, manifest) = match granted {
+                    Some((tool, manifest)) => (Some(tool), Some(manifest)),
+                    None => (
+                        self.subtree_id(&proposed_tree, &path),
+                        self.manifest_in(&proposed_tree, &review.name),
+                    ),
+                };
+                self.with_tool(
+                    &main_tree,
+                    &review.name,
+                    tool,
+                    manifest.as_ref().map(Self::row_of).as_ref(),
+                )?
             }
-            let tool = self.subtree_id(&proposed_tree, &path);
-            let manifest = self.manifest_in(&proposed_tree, &review.name);
-            self.with_tool(
-                &main_tree,
-                &review.name,
-                tool,
-                manifest.as_ref().map(Self::row_of).as_ref(),
-            )?
         };
         let tree = self.git("read the tree", self.repo.find_tree(tree))?;
         let original = proposed.message().unwrap_or_default();
         let mut t = trailers(original);
+        let mut sorted = grants.to_vec();
+        sorted.sort();
+        sorted.dedup();
+        t.extend(sorted.iter().map(|g| ("Granted".to_owned(), g.to_string())));
         t.push(("Approved-by".into(), approver.to_owned()));
         let subject = proposed
             .summary()

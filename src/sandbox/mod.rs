@@ -50,6 +50,7 @@ pub mod grants;
 mod landlock;
 mod limits;
 mod mounts;
+pub mod needs;
 mod own;
 mod parent;
 pub mod policy;
@@ -65,6 +66,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use grants::{Grants, HostPort};
+pub use needs::{Level, Need};
 pub use own::OwnPlaces;
 pub use policy::{Layer, LayerPlan, SandboxPolicy, SandboxPolicyError};
 pub use profile::{Limits, SandboxProfile, Toolchain, ToolchainKind, WorkspaceAccess};

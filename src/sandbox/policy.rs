@@ -177,6 +177,7 @@ impl SandboxPolicy {
             grants: Grants::from_table(&doc, file)?,
             ..SandboxPolicy::default()
         };
+        policy.grants.levels = super::needs::GrantLevels::from_text(text, file)?;
         let Some(table) = doc.get("sandbox") else {
             return Ok(policy);
         };
