@@ -124,6 +124,15 @@ pub fn prepare(
     })?;
     spec.tool_files = Some(files);
     spec.policy = policy.clone();
+    // What a person granted this tool at approval (its manifest's `granted`, sealed with the
+    // approved tree) is admitted for its runs alone, unless the policy now denies it.
+    spec.policy.grants = policy
+        .grants
+        .with_approved(&manifest.granted, &policy.file)
+        .map_err(|why| RunError::Sandbox {
+            name: request.name.clone(),
+            source: SandboxError::Refused(why),
+        })?;
     spec.helper = helper;
     spec.own = request.own.clone();
     spec.own.add("registry", registry.root());

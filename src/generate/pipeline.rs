@@ -1117,7 +1117,7 @@ impl Generator {
         // managers are configured with, the git remotes it names), never from a generator;
         // validation refuses what the policy's [grants] does not list, naming the line.
         spec.sandbox.hosts = super::reach::hosts(&spec, &super::reach::current());
-        spec.sandbox.host_sockets.clear();
+        spec.sandbox.host_sockets = super::reach::sockets(&spec, &super::reach::current());
         let staging = Staging::new(&self.state_dir, &c.id);
         // Held until this returns, however it returns: while it is held the candidate is this
         // process's; once the process is gone, whoever runs next resumes it.

@@ -198,14 +198,22 @@ impl GrantLevels {
     }
 }
 
-/// The line of `key = …` inside the table spanning `span` of `text`: the first line there
-/// that starts with the key (toml keeps no span for a table's values).
+/// The line of `key = …` in the table whose span starts `span` of `text`: for a `[table]`,
+/// the first line below its header, before the next header, that starts with the key; for
+/// an inline table, its own line (toml keeps no span for a table's values).
 pub fn value_line(text: &str, span: std::ops::Range<usize>, key: &str) -> Option<usize> {
     let start = span.start.min(text.len());
-    let end = span.end.min(text.len()).max(start);
-    let mut offset = start;
-    for line in text[start..end].split_inclusive('\n') {
+    let mut lines = text[start..].split_inclusive('\n');
+    let first = lines.next()?;
+    if !first.trim_start().starts_with('[') {
+        return Some(line_at(text, start));
+    }
+    let mut offset = start + first.len();
+    for line in lines {
         let trimmed = line.trim_start();
+        if trimmed.starts_with('[') {
+            return None;
+        }
         let bare = trimmed
             .strip_prefix(key)
             .or_else(|| trimmed.strip_prefix(&format!("\"{key}\"")));
@@ -250,7 +258,9 @@ impl Need {
             {
                 Ok(Need::Program(value.to_owned()))
             }
-            "host" => HostPort::parse(value, false).map(Need::Host),
+            "host" => HostPort::parse(value, false)
+                .map(Need::Host)
+                .map_err(|e| format!("{e}; {}", bad())),
             "socket" if value.starts_with('/') => Ok(Need::Socket(PathBuf::from(value))),
             "credential" if value.starts_with("~/") && !value.contains("..") => {
                 Ok(Need::Credential(value.to_owned()))
