@@ -448,7 +448,8 @@ mod tests {
         assert!(sockets(&s, &src).is_empty());
         let d = spec(vec![step(&["docker", "ps"])]);
         assert_eq!(sockets(&d, &src), [PathBuf::from("/var/run/docker.sock")]);
-        let custom = |n: &str| (n == "DOCKER_HOST").then(|| "unix:///run/user/1/docker.sock".to_owned());
+        let custom =
+            |n: &str| (n == "DOCKER_HOST").then(|| "unix:///run/user/1/docker.sock".to_owned());
         assert_eq!(
             sockets(&d, &sources(&custom, &none)),
             [PathBuf::from("/run/user/1/docker.sock")]

@@ -104,7 +104,10 @@ mod tests {
     use super::*;
 
     fn needs(texts: &[&str]) -> Vec<Need> {
-        texts.iter().map(|t| Need::parse(t).expect("need")).collect()
+        texts
+            .iter()
+            .map(|t| Need::parse(t).expect("need"))
+            .collect()
     }
 
     #[test]
@@ -119,9 +122,16 @@ mod tests {
             "{missing}"
         );
         assert_eq!(grant_problem("c-1", &asked, &asked), None);
-        let extra = grant_problem("c-1", &asked, &needs(&["program:curl", "host:127.0.0.1:8080", "socket:/run/x.sock"]))
-            .expect("extra");
-        assert!(extra.contains("does not need socket:/run/x.sock"), "{extra}");
+        let extra = grant_problem(
+            "c-1",
+            &asked,
+            &needs(&["program:curl", "host:127.0.0.1:8080", "socket:/run/x.sock"]),
+        )
+        .expect("extra");
+        assert!(
+            extra.contains("does not need socket:/run/x.sock"),
+            "{extra}"
+        );
         assert!(
             grant_problem("c-2", &[], &needs(&["program:curl"]))
                 .is_some_and(|p| p.contains("it needs no grant"))

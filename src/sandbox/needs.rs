@@ -178,9 +178,11 @@ impl GrantLevels {
                     )));
                 }
             };
-            let text_value = value
-                .as_str()
-                .ok_or_else(|| invalid(format!("`{value}` is not a level: use \"allow\", \"ask\" or \"deny\"")))?;
+            let text_value = value.as_str().ok_or_else(|| {
+                invalid(format!(
+                    "`{value}` is not a level: use \"allow\", \"ask\" or \"deny\""
+                ))
+            })?;
             slot.level = Level::parse(text_value).map_err(invalid)?;
             slot.line = Some(line);
         }
@@ -350,7 +352,8 @@ mod tests {
             GrantLevels::from_text("", "p.toml").expect("empty"),
             GrantLevels::default()
         );
-        let text = "[grants]\nhosts = []\n\n[grants.levels]\nhosts = \"deny\"\ncredentials = \"allow\"\n";
+        let text =
+            "[grants]\nhosts = []\n\n[grants.levels]\nhosts = \"deny\"\ncredentials = \"allow\"\n";
         let levels = GrantLevels::from_text(text, "p.toml").expect("valid");
         assert_eq!(levels.hosts.level, Level::Deny);
         assert_eq!(levels.hosts.line, Some(5));
@@ -362,7 +365,10 @@ mod tests {
             "p.toml:5 (grants.levels.hosts = \"deny\")"
         );
         assert!(
-            levels.host_sockets.origin("p.toml").contains("built-in default"),
+            levels
+                .host_sockets
+                .origin("p.toml")
+                .contains("built-in default"),
             "{}",
             levels.host_sockets.origin("p.toml")
         );
@@ -371,9 +377,18 @@ mod tests {
     #[test]
     fn bad_grant_levels_name_the_file_and_the_line() {
         for (text, expect) in [
-            ("[grants.levels]\nhosts = \"maybe\"\n", "line 2: `maybe` is not a level"),
-            ("[grants.levels]\n\nhosts = 1\n", "line 3: `1` is not a level"),
-            ("[grants.levels]\nnetwork = \"ask\"\n", "line 2: `network` is not a kind of grant"),
+            (
+                "[grants.levels]\nhosts = \"maybe\"\n",
+                "line 2: `maybe` is not a level",
+            ),
+            (
+                "[grants.levels]\n\nhosts = 1\n",
+                "line 3: `1` is not a level",
+            ),
+            (
+                "[grants.levels]\nnetwork = \"ask\"\n",
+                "line 2: `network` is not a kind of grant",
+            ),
         ] {
             let err = GrantLevels::from_text(text, "/etc/p.toml").expect_err(text);
             let message = err.to_string();

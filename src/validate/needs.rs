@@ -128,12 +128,11 @@ impl Levels {
         let (text, file) = match path {
             Some(path) => {
                 let file = path.display().to_string();
-                let text = std::fs::read_to_string(path).map_err(|source| {
-                    ValidatorError::Read {
+                let text =
+                    std::fs::read_to_string(path).map_err(|source| ValidatorError::Read {
                         file: file.clone(),
                         source,
-                    }
-                })?;
+                    })?;
                 (text, file)
             }
             None => (
@@ -161,10 +160,9 @@ impl Levels {
         let level = self.level_of(need)?;
         (level.level == Level::Deny).then(|| {
             let what = match need {
-                Need::Program(p) => format!(
-                    "`{p}` is in the `{}` domain, which",
-                    self.code.domain_of(p)
-                ),
+                Need::Program(p) => {
+                    format!("`{p}` is in the `{}` domain, which", self.code.domain_of(p))
+                }
                 other => format!("{other} is a need which"),
             };
             format!(
@@ -188,7 +186,8 @@ mod tests {
 
     #[test]
     fn a_denied_grant_is_refused_naming_the_line() {
-        let deny = levels("[validate.levels]\nnetwork = \"deny\"\n\n[grants.levels]\nhosts = \"deny\"\n");
+        let deny =
+            levels("[validate.levels]\nnetwork = \"deny\"\n\n[grants.levels]\nhosts = \"deny\"\n");
         let curl = Need::parse("program:curl").expect("need");
         assert_eq!(
             deny.refusal(&curl).as_deref(),
@@ -207,7 +206,11 @@ mod tests {
         assert_eq!(ask.level_of(&curl).map(|l| l.level), Some(Level::Ask));
         assert_eq!(ask.refusal(&host), None);
         let listed = levels("[grants]\nhosts = [\"127.0.0.1:8080\"]\n");
-        assert_eq!(listed.level_of(&host), None, "listed: nobody needs to grant it");
+        assert_eq!(
+            listed.level_of(&host),
+            None,
+            "listed: nobody needs to grant it"
+        );
     }
 
     #[test]

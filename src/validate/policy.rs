@@ -151,7 +151,12 @@ fn domain_levels(
 ) -> Result<(BTreeMap<String, LevelAt>, Option<LevelAt>), PolicyError> {
     let mut levels: BTreeMap<String, LevelAt> = DEFAULT_LEVELS
         .iter()
-        .map(|(d, l)| ((*d).to_owned(), LevelAt::default_of(&format!("validate.levels.{d}"), *l)))
+        .map(|(d, l)| {
+            (
+                (*d).to_owned(),
+                LevelAt::default_of(&format!("validate.levels.{d}"), *l),
+            )
+        })
         .collect();
     let invalid = |key: String, line: usize, message: String| PolicyError::Invalid {
         file: file.into(),
@@ -183,7 +188,11 @@ fn domain_levels(
     }
     // With `allow_domains` listed, a domain it does not list is denied, as it always was.
     let mut unlisted = None;
-    if let Some(allow) = validate.allow_domains.as_ref().filter(|a| !a.get_ref().is_empty()) {
+    if let Some(allow) = validate
+        .allow_domains
+        .as_ref()
+        .filter(|a| !a.get_ref().is_empty())
+    {
         let line = line_at(text, allow.span().start);
         for domain in allow.get_ref() {
             if let Some(other) = listed.get(domain) {
@@ -627,7 +636,9 @@ impl CodePolicy {
             .get(domain)
             .or(self.unlisted.as_ref())
             .cloned()
-            .unwrap_or_else(|| LevelAt::default_of(&format!("validate.levels.{domain}"), Level::Allow))
+            .unwrap_or_else(|| {
+                LevelAt::default_of(&format!("validate.levels.{domain}"), Level::Allow)
+            })
     }
 
     /// The policy file, as messages name it.
@@ -874,7 +885,10 @@ rm -rf ./target/tmp
 
     #[test]
     fn network_and_system_are_asked_privilege_is_denied_with_its_line() {
-        assert_eq!(asked(Language::Sh, "curl -s https://example.com/x"), ["curl"]);
+        assert_eq!(
+            asked(Language::Sh, "curl -s https://example.com/x"),
+            ["curl"]
+        );
         assert_eq!(asked(Language::Sh, "cd src && wget http://x/y"), ["wget"]);
         assert_eq!(asked(Language::Sh, "systemctl status nginx"), ["systemctl"]);
         assert_eq!(
@@ -925,7 +939,9 @@ rm -rf ./target/tmp
         assert_eq!(p.level_of("privilege").level, Level::Deny, "a default kept");
         let curl = p.check(Language::Sh, "run.sh", "curl x", &[]);
         assert!(
-            curl[0].reason.contains("/etc/p.toml:5 (validate.levels.network = \"deny\")"),
+            curl[0]
+                .reason
+                .contains("/etc/p.toml:5 (validate.levels.network = \"deny\")"),
             "{curl:?}"
         );
         // allow_domains still allows only what it lists.

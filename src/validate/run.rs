@@ -29,9 +29,9 @@ use super::report::{CheckLayer, CheckReport, Diagnostics};
 use crate::package::digest::digest_v2;
 use crate::package::manifest::{self, Language, Manifest, OutputKind, TestCounts};
 use crate::sandbox::Limits;
+use crate::sandbox::Need;
 use crate::sandbox::{self, Exit, OwnPlaces, Profile, SandboxPolicy, SandboxSpec, WorkspaceAccess};
 use crate::validate::cases::{self, CASES_FILE, Cases, Observed};
-use crate::sandbox::Need;
 use crate::validate::policy::{CodePolicy, Severity};
 
 /// The built-in policy file's text: the `[validate]` rules and the `[sandbox]` table.
@@ -751,11 +751,8 @@ impl Validator {
                 programs.push(f.excerpt.clone());
             }
         }
-        let (credentials, refused) = super::needs::credential_needs(
-            &programs,
-            &self.code_policy,
-            &self.sandbox_policy,
-        );
+        let (credentials, refused) =
+            super::needs::credential_needs(&programs, &self.code_policy, &self.sandbox_policy);
         needs.extend(credentials);
         let denied: Vec<_> = findings
             .iter()

@@ -27,6 +27,7 @@ mod install;
 mod llm;
 mod mcp;
 mod mine;
+mod needs;
 mod network;
 mod planted;
 mod prefixspan_golden;
