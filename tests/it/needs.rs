@@ -428,3 +428,93 @@ fn a_denied_domain_fails_the_candidate_naming_the_policy_line() {
     );
     assert!(shown.contains(&expected), "{expected}\n{shown}");
 }
+
+#[test]
+fn through_the_daemon_approve_asks_for_the_grants_and_records_them() {
+    let env = TestEnv::new();
+    let service = Service::serve();
+    let (config, policy) = mined(
+        &env,
+        &service,
+        false,
+        toolsmith::validate::run::DEFAULT_POLICY,
+    );
+    let all = generate(&env, &config);
+    let curl = candidate_running(&env, &config, &all, "curl");
+    assert_eq!(curl["state"], "awaiting-review", "{curl:#}");
+    let id = curl["id"].as_str().expect("id").to_owned();
+    let host = service.host();
+    let mut command = env.daemon_command();
+    command.arg("--config").arg(&config);
+    let _daemon = common::Daemon::start(&env, command);
+
+    // The daemon answers `registry.approve`: without the grants, refused with the command.
+    let refused = cli(&env, &config).args(["approve", &id]).assert().failure();
+    let said = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    // The daemon answered (a JSON-RPC error, with its code), not a one-shot approval.
+    assert!(
+        said.contains(&format!(
+            "toolsmith approve {id} --grant program:curl --grant host:{host}"
+        )) && said.contains("(code -"),
+        "{said}"
+    );
+    // A grant the policy denies, named with its line (the daemon reads the policy file).
+    let denying = toolsmith::validate::run::DEFAULT_POLICY.replace(
+        "[grants.levels]\nhosts = \"ask\"",
+        "[grants.levels]\nhosts = \"deny\"",
+    );
+    std::fs::write(&policy, &denying).expect("policy");
+    let refused = cli(&env, &config)
+        .args(["approve", &id, "--grant", "program:curl", "--grant"])
+        .arg(format!("host:{host}"))
+        .assert()
+        .failure();
+    let said = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(
+        said.contains(&format!(
+            "--grant host:{host} is refused: host:{host} is a need which the policy denies: \
+             {}:{} (grants.levels.hosts = \"deny\")",
+            policy.display(),
+            line_of(&denying, "hosts = \"deny\"")
+        )),
+        "{said}"
+    );
+    std::fs::write(&policy, toolsmith::validate::run::DEFAULT_POLICY).expect("policy");
+    // A grant it does not need is refused too: exactly what it needs is granted.
+    let refused = cli(&env, &config)
+        .args(["approve", &id, "--grant", "program:curl", "--grant"])
+        .arg(format!("host:{host}"))
+        .args(["--grant", "socket:/var/run/docker.sock"])
+        .assert()
+        .failure();
+    let said = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(
+        said.contains("does not need socket:/var/run/docker.sock"),
+        "{said}"
+    );
+    let approved = cli(&env, &config)
+        .args([
+            "--json",
+            "approve",
+            &id,
+            "--grant",
+            "program:curl",
+            "--grant",
+        ])
+        .arg(format!("host:{host}"))
+        .assert()
+        .success();
+    let landed = json_of(approved.get_output());
+    let commit = landed["commit"].as_str().expect("commit").to_owned();
+    let log = Command::new("git")
+        .arg("-C")
+        .arg(env.state().join("registry"))
+        .args(["log", "-1", "--format=%B", &commit])
+        .output()
+        .expect("git log");
+    let message = String::from_utf8_lossy(&log.stdout).into_owned();
+    assert!(
+        message.contains(&format!("Granted: program:curl\nGranted: host:{host}\n")),
+        "{message}"
+    );
+}
