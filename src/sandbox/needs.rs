@@ -93,7 +93,16 @@ impl LevelAt {
     /// Where the level comes from, for messages: `policy.toml:12 (grants.levels.hosts =
     /// "deny")`, or the built-in default and where to change it.
     pub fn origin(&self, file: &str) -> String {
+        let allow_list = self.key.ends_with("allow_domains");
         match self.line {
+            // The older lists set a level by listing the domain (or, for `allow_domains`, by
+            // leaving it out).
+            Some(line) if allow_list && self.level == Level::Deny => {
+                format!("{file}:{line} ({} does not list it)", self.key)
+            }
+            Some(line) if self.key.ends_with("_domains") => {
+                format!("{file}:{line} ({} lists it)", self.key)
+            }
             Some(line) => format!("{file}:{line} ({} = \"{}\")", self.key, self.level),
             None => format!(
                 "the built-in default {} = \"{}\" (set it in {})",

@@ -953,6 +953,14 @@ rm -rf ./target/tmp
         assert_eq!(only.level_of("vcs").level, Level::Allow);
         let build = only.level_of("build");
         assert_eq!((build.level, build.line), (Level::Deny, Some(2)));
+        assert_eq!(
+            build.origin("p.toml"),
+            "p.toml:2 (validate.allow_domains does not list it)"
+        );
+        assert_eq!(
+            p.level_of("system").origin("/etc/p.toml"),
+            "/etc/p.toml:2 (validate.deny_domains lists it)"
+        );
     }
 
     #[test]

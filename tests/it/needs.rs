@@ -411,22 +411,45 @@ fn a_habit_needing_the_network_awaits_review_with_its_needs_and_runs_with_what_w
 
 #[test]
 fn a_denied_domain_fails_the_candidate_naming_the_policy_line() {
-    let env = TestEnv::new();
-    let service = Service::serve();
-    let denying =
-        toolsmith::validate::run::DEFAULT_POLICY.replace("network = \"ask\"", "network = \"deny\"");
-    let (config, policy) = mined(&env, &service, false, &denying);
-    let all = generate(&env, &config);
-    let curl = candidate_running(&env, &config, &all, "curl");
-    assert_eq!(curl["state"], "failed", "{curl:#}");
-    let shown = show(&env, &config, curl["id"].as_str().expect("id")).to_string();
-    let line = line_of(&denying, "network = \"deny\"");
-    let expected = format!(
-        "`curl` is in the `network` domain, which the policy denies: {}:{line} \
-         (validate.levels.network = \\\"deny\\\")",
-        policy.display()
+    let default = toolsmith::validate::run::DEFAULT_POLICY;
+    // The level written in [validate.levels], and the older list, which still works.
+    let levels = default.replace("network = \"ask\"", "network = \"deny\"");
+    let older = default.replace(
+        "[validate.levels]\nnetwork = \"ask\"\nsystem = \"ask\"\nprivilege = \"deny\"\n",
+        "",
     );
-    assert!(shown.contains(&expected), "{expected}\n{shown}");
+    let older = older.replacen(
+        "[validate]\n",
+        "[validate]\ndeny_domains = [\"network\", \"privilege\", \"system\"]\n",
+        1,
+    );
+    for (policy_text, wanted, origin) in [
+        (
+            &levels,
+            "network = \"deny\"",
+            "validate.levels.network = \\\"deny\\\"",
+        ),
+        (
+            &older,
+            "deny_domains = [\"network\", \"privilege\", \"system\"]",
+            "validate.deny_domains lists it",
+        ),
+    ] {
+        let env = TestEnv::new();
+        let service = Service::serve();
+        let (config, policy) = mined(&env, &service, false, policy_text);
+        let all = generate(&env, &config);
+        let curl = candidate_running(&env, &config, &all, "curl");
+        assert_eq!(curl["state"], "failed", "{curl:#}");
+        let shown = show(&env, &config, curl["id"].as_str().expect("id")).to_string();
+        let line = line_of(policy_text, wanted);
+        let expected = format!(
+            "`curl` is in the `network` domain, which the policy denies: {}:{line} \
+             ({origin})",
+            policy.display()
+        );
+        assert!(shown.contains(&expected), "{expected}\n{shown}");
+    }
 }
 
 #[test]
