@@ -425,14 +425,14 @@ fn a_denied_domain_fails_the_candidate_naming_the_policy_line() {
     );
     for (policy_text, wanted, origin) in [
         (
-            &levels,
-            "network = \"deny\"",
-            "validate.levels.network = \\\"deny\\\"",
-        ),
-        (
             &older,
             "deny_domains = [\"network\", \"privilege\", \"system\"]",
             "validate.deny_domains lists it",
+        ),
+        (
+            &levels,
+            "network = \"deny\"",
+            "validate.levels.network = \\\"deny\\\"",
         ),
     ] {
         let env = TestEnv::new();
