@@ -15,6 +15,9 @@ use super::repo::{
     toolsmith_signature, trailer, trailers,
 };
 use super::versions::{self, Bump};
+
+/// How a proposal's message starts the line of what a person must grant at approval.
+const NEEDS_LINE: &str = "Grants needed at approval: ";
 use crate::package::manifest::{self, Manifest};
 
 /// A proposal to make: a validated candidate's files and why it was made.
@@ -233,6 +236,13 @@ impl Registry {
             ));
         }
         body.extend(crate::sandbox::grants::reach_lines(&manifest.sandbox));
+        if !manifest.needs.is_empty() {
+            body.push(format!(
+                "{NEEDS_LINE}{} (`toolsmith approve {} --grant NEED` for each).",
+                crate::sandbox::needs::list(&manifest.needs),
+                proposal.candidate
+            ));
+        }
         let mut trailers = proposal.trailers.clone();
         trailers.push(("Candidate".into(), proposal.candidate.clone()));
         let msg = message(&subject, &body, &trailers);
@@ -311,7 +321,11 @@ impl Registry {
                     bump,
                     reach: msg
                         .lines()
-                        .filter(|l| l.starts_with("Network: ") || l.starts_with("WARNING: "))
+                        .filter(|l| {
+                            l.starts_with("Network: ")
+                                || l.starts_with("WARNING: ")
+                                || l.starts_with(NEEDS_LINE)
+                        })
                         .map(str::to_owned)
                         .collect(),
                 },

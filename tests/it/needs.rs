@@ -290,6 +290,15 @@ fn a_habit_needing_the_network_awaits_review_with_its_needs_and_runs_with_what_w
         "{text}"
     );
 
+    let review = cli(&env, &config).arg("review").assert().success();
+    let listed = String::from_utf8_lossy(&review.get_output().stdout).into_owned();
+    assert!(
+        listed.contains(&format!(
+            "Grants needed at approval: {needs} (`toolsmith approve {id} --grant NEED` for each)."
+        )),
+        "{listed}"
+    );
+
     if kubectl {
         let kube = candidate_running(&env, &config, &all, "kubectl");
         assert_eq!(kube["state"], "awaiting-review", "{kube:#}");
