@@ -181,6 +181,11 @@ pub struct SandboxSpec {
     /// toolsmith's own directories and files (state, runtime, registry, configuration): a
     /// workspace that is, holds or lies inside one is refused, whoever asks for the run.
     pub own: OwnPlaces,
+    /// Credential files (or directories) a person granted the tool at approval, as
+    /// (`~/…` as granted, the host path): each bound read-only at the same place under the
+    /// run's home (`/work`), where the program that reads it looks. Only in the sandbox's own
+    /// view (namespaces); never one of toolsmith's own places.
+    pub credentials: Vec<(String, PathBuf)>,
 }
 
 impl SandboxSpec {
@@ -197,6 +202,7 @@ impl SandboxSpec {
             policy: SandboxPolicy::default(),
             helper: None,
             own: OwnPlaces::none(),
+            credentials: Vec::new(),
         }
     }
 }

@@ -721,6 +721,7 @@ impl Validator {
         needs: &mut Vec<Need>,
     ) -> bool {
         let mut findings = Vec::new();
+        let mut programs: Vec<String> = Vec::new();
         let mut requires_checked = false;
         for (name, code) in files {
             let language = if name.ends_with(".py") {
@@ -740,16 +741,24 @@ impl Validator {
                 &manifest.runtime.requires
             };
             findings.extend(self.code_policy.check(language, name, code, requires));
+            let called = match language {
+                Language::Sh | Language::Bash => crate::validate::policy::shell_programs(code),
+                Language::Python => crate::validate::policy::python_programs(code),
+            };
+            for program in requires
+                .iter()
+                .cloned()
+                .chain(called.into_iter().map(|(_, p)| p))
+            {
+                if !programs.contains(&program) {
+                    programs.push(program);
+                }
+            }
         }
-        // A program of an `ask` domain is a need, listed for review; its credential files too.
-        let mut programs: Vec<String> = Vec::new();
+        // A program of an `ask` domain is a need, listed for review; so are the credential
+        // files of every program the tool runs, whatever its domain's level.
         for f in findings.iter().filter(|f| f.severity == Severity::Ask) {
             needs.push(Need::Program(f.excerpt.clone()));
-        }
-        for f in &findings {
-            if f.rule.starts_with("domain.") && !programs.contains(&f.excerpt) {
-                programs.push(f.excerpt.clone());
-            }
         }
         let (credentials, refused) =
             super::needs::credential_needs(&programs, &self.code_policy, &self.sandbox_policy);
