@@ -227,7 +227,9 @@ struct Granted {
 
 /// Checks the profile's grants against the policy: a host or socket the policy does not list
 /// is refused, naming the line that would allow it; a network grant needs the namespaces; a
-/// socket must exist, be a socket and lie clear of toolsmith's own places.
+/// socket must exist, be a socket and lie clear of toolsmith's own places; a credential file
+/// (granted at approval) must lie under the home, exist, lie clear of toolsmith's own places,
+/// and is bound only in the sandbox's own view.
 fn check_grants(spec: &SandboxSpec, isolated: bool) -> Result<Granted, SandboxError> {
     let policy = &spec.policy;
     let mut granted = Granted::default();

@@ -416,6 +416,49 @@ fn a_habit_needing_the_network_awaits_review_with_its_needs_and_runs_with_what_w
                 && c["port"] == service.port),
         "{connections:#?}"
     );
+
+    if kubectl {
+        // The kubectl tool, granted its credential file, reads it in its run: the only place
+        // the cluster's address is written is the user's ~/.kube/config.
+        let kube = candidate_running(&env, &config, &all, "kubectl");
+        let kube_id = kube["id"].as_str().expect("id");
+        let kube_tool = kube["tool"].as_str().expect("tool");
+        let kube_dir = env.path().join("home/.kube");
+        std::fs::create_dir_all(&kube_dir).expect("mkdir");
+        std::fs::write(
+            kube_dir.join("config"),
+            "apiVersion: v1\nkind: Config\nclusters:\n- cluster: {server: \"https://127.0.0.1:16443\"}\n  \
+             name: test\ncontexts:\n- context: {cluster: test, user: test}\n  name: test\n\
+             current-context: test\nusers:\n- name: test\n  user: {token: t}\n",
+        )
+        .expect("kubeconfig");
+        cli(&env, &config)
+            .args(["approve", kube_id, "--grant", "program:kubectl"])
+            .args(["--grant", "credential:~/.kube/config"])
+            .assert()
+            .success();
+        let shown = json_of(
+            cli(&env, &config)
+                .args(["--json", "show", kube_tool])
+                .assert()
+                .success()
+                .get_output(),
+        );
+        let mut run = cli(&env, &config);
+        run.args(["--json", "run", kube_tool]);
+        for name in shown["manifest"]["interface"]["params"]["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+            .keys()
+        {
+            run.arg("--param").arg(format!("{name}=shop"));
+        }
+        let out = run.timeout(Duration::from_secs(120)).output().expect("run");
+        let ran = json_of(&out);
+        let said = format!("{}{}", ran["stdout"], ran["stderr"]);
+        assert!(said.contains("127.0.0.1:16443"), "{ran:#}");
+    }
 }
 
 #[test]
