@@ -781,11 +781,7 @@ impl Validator {
             .filter(|f| f.severity != Severity::Deny)
             .map(|f| format!("[{}] {}", f.rule, detail(f)))
             .collect();
-        if !refused.is_empty() {
-            checks.push(check(CheckLayer::Policy, "credentials", false, refused));
-            return false;
-        }
-        if denied.is_empty() {
+        if denied.is_empty() && refused.is_empty() {
             checks.push(check(CheckLayer::Policy, "policy", true, warned));
             return true;
         }
@@ -795,6 +791,9 @@ impl Validator {
         }
         for (rule, details) in by_rule {
             checks.push(check(CheckLayer::Policy, rule, false, details));
+        }
+        if !refused.is_empty() {
+            checks.push(check(CheckLayer::Policy, "credentials", false, refused));
         }
         if !warned.is_empty() {
             checks.push(check(CheckLayer::Policy, "warnings", true, warned));
