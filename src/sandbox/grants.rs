@@ -552,6 +552,40 @@ mod tests {
     }
 
     #[test]
+    fn what_a_person_granted_widens_one_run_unless_the_policy_now_denies_it() {
+        let host = Need::parse("host:127.0.0.1:8080").expect("need");
+        let socket = Need::parse("socket:/run/x.sock").expect("need");
+        let curl = Need::parse("program:curl").expect("need");
+        let ask = grants_of("");
+        assert!(
+            !ask.allows_host(&hp("127.0.0.1:8080")),
+            "asked: not granted by itself"
+        );
+        let widened = ask
+            .with_approved(&[host.clone(), socket.clone(), curl], "/p.toml")
+            .expect("ask");
+        assert!(widened.allows_host(&hp("127.0.0.1:8080")));
+        assert!(!widened.allows_host(&hp("127.0.0.1:8081")), "nothing more");
+        assert!(widened.allows_socket(Path::new("/run/x.sock")));
+        let deny = grants_of("[grants.levels]\nhosts = \"deny\"\n");
+        let err = deny.with_approved(&[host], "/p.toml").expect_err("denied");
+        assert!(
+            err.contains("/p.toml:2 (grants.levels.hosts = \"deny\")"),
+            "{err}"
+        );
+        let allow = grants_of("[grants.levels]\nhost_sockets = \"allow\"\n");
+        assert!(allow.allows_socket(Path::new("/run/any.sock")));
+        assert!(!allow.allows_host(&hp("127.0.0.1:8080")));
+    }
+
+    /// The grants of a policy file's text.
+    fn grants_of(text: &str) -> Grants {
+        crate::sandbox::SandboxPolicy::from_toml(text, "/p.toml")
+            .expect("policy")
+            .grants
+    }
+
+    #[test]
     fn unknown_kinds_and_keys_are_named() {
         match grants("[grants]\ntoolchains = [\"conda\"]\n").expect_err("unknown kind") {
             SandboxPolicyError::Invalid { key, message, .. } => {
