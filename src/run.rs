@@ -124,6 +124,33 @@ pub fn prepare(
     })?;
     spec.tool_files = Some(files);
     spec.policy = policy.clone();
+    // What a person granted this tool at approval (its manifest's `granted`, sealed with the
+    // approved tree) is admitted for its runs alone, unless the policy now denies it.
+    spec.policy.grants = policy
+        .grants
+        .with_approved(&manifest.granted, &policy.file)
+        .map_err(|why| RunError::Sandbox {
+            name: request.name.clone(),
+            source: SandboxError::Refused(why),
+        })?;
+    // The credential files granted at approval, from the home of the user toolsmith runs as.
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
+    for need in &manifest.granted {
+        if let crate::sandbox::Need::Credential(written) = need {
+            let Some(home) = &home else {
+                return Err(RunError::Sandbox {
+                    name: request.name.clone(),
+                    source: SandboxError::Invalid(format!(
+                        "the credential {written} was granted, but HOME is not set: there is \
+                         no home directory to find it in"
+                    )),
+                });
+            };
+            let relative = written.strip_prefix("~/").unwrap_or(written);
+            spec.credentials
+                .push((written.clone(), PathBuf::from(home).join(relative)));
+        }
+    }
     spec.helper = helper;
     spec.own = request.own.clone();
     spec.own.add("registry", registry.root());

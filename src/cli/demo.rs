@@ -148,8 +148,9 @@ fn lay_out(dir: &Path) -> std::io::Result<PathBuf> {
     let config = dir.join("config.toml");
     let quote = |p: &Path| toml::Value::String(p.display().to_string()).to_string();
     // The demo's logs hold a `pip install` recovery: its policy grants the package indexes pip
-    // is configured with on this machine (what `toolsmith doctor` suggests), so that tool can
-    // be proposed; the built-in policy grants nothing and refuses it, naming the line to add.
+    // is configured with on this machine (what `toolsmith doctor` suggests), so that tool is
+    // proposed needing no grant; the built-in policy lists no host and asks a person for them
+    // (`toolsmith approve ID --grant host:…`).
     let mut pip_hosts: Vec<String> =
         crate::generate::reach::configured_indexes(&crate::generate::reach::current())
             .into_iter()

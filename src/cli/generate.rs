@@ -357,6 +357,19 @@ pub(super) fn list(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), 
     Ok(())
 }
 
+/// What the manifest staged in `attempt` says the tool needs a person to grant.
+fn staged_needs(staging: &Staging, attempt: u32) -> Vec<crate::sandbox::Need> {
+    staging
+        .files(attempt)
+        .get(crate::package::manifest::FILE_NAME)
+        .and_then(|text| {
+            crate::package::manifest::Manifest::parse(text, crate::package::manifest::FILE_NAME)
+                .ok()
+        })
+        .map(|m| m.needs)
+        .unwrap_or_default()
+}
+
 /// `toolsmith show <candidate> [--attempts]`.
 pub(super) fn show(
     cli: &Cli,
@@ -393,6 +406,10 @@ pub(super) fn show(
     } else {
         None
     };
+    let needs = numbers
+        .last()
+        .map(|&n| staged_needs(&staging, n))
+        .unwrap_or_default();
     if cli.global.json {
         let attempt_json: Vec<Value> = numbers
             .iter()
@@ -421,10 +438,21 @@ pub(super) fn show(
                 "attempts": attempt_json,
                 "diffs": diffs,
                 "proposal": proposal,
+                "needs": needs,
             }),
         );
     }
     header(&c, interrupted, out, style)?;
+    if !needs.is_empty() {
+        writeln!(
+            out,
+            "{}",
+            style.warn(&format!(
+                "needs (the policy asks a person to grant them at approval): {}",
+                crate::sandbox::needs::list(&needs)
+            ))
+        )?;
+    }
     if let Some(spec) = staging.spec() {
         writeln!(out, "{}", spec.description)?;
         for line in crate::sandbox::grants::reach_lines(&spec.sandbox) {
@@ -506,9 +534,10 @@ pub(super) fn show(
             p["review"]["subject"].as_str().unwrap_or_default()
         )?;
         out.write_all(p["diff"].as_str().unwrap_or_default().as_bytes())?;
+        let grants: String = needs.iter().map(|n| format!(" --grant {n}")).collect();
         writeln!(
             out,
-            "\n`toolsmith approve {id}` or `toolsmith reject {id} --reason …`",
+            "\n`toolsmith approve {id}{grants}` or `toolsmith reject {id} --reason …`",
             id = c.id
         )?;
         return attempt_summary(&staging, last, out, style);

@@ -155,6 +155,11 @@ pub enum Command {
         /// A note kept in the commit message.
         #[arg(long, value_name = "TEXT")]
         note: Option<String>,
+        /// Grant a need the policy asks a person for (`program:curl`, `host:HOST:PORT`,
+        /// `socket:/PATH`, `credential:~/PATH`; `toolsmith show` lists them): repeat for each.
+        /// The approval commit records each as `Granted:`, and runs get exactly these.
+        #[arg(long = "grant", value_name = "NEED")]
+        grants: Vec<String>,
     },
     /// Reject a proposal: its branch goes (the commit is kept under refs/toolsmith/rejected/)
     /// and its habit is not proposed again.
@@ -559,7 +564,9 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Run(args) => registry::run(cli, args).map(drop),
         Command::Mcp { workspace } => mcp::serve(cli, workspace.clone()),
         Command::Review => registry::list_reviews(cli, &mut out, style),
-        Command::Approve { id, note } => registry::approve(cli, id, note.as_deref(), &mut out),
+        Command::Approve { id, note, grants } => {
+            registry::approve(cli, id, note.as_deref(), grants, &mut out)
+        }
         Command::Reject { id, reason } => registry::reject(cli, id, reason, &mut out),
         Command::Tools => registry::tools(cli, &mut out, style),
         Command::Sync { remote } => registry::sync(cli, remote.as_deref(), &mut out),

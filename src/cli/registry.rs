@@ -16,8 +16,9 @@ use crate::health::executions::Caller;
 use crate::invoke;
 use crate::registry::repo::{Registry, RegistryError};
 use crate::run::{RunError, RunRecorder, RunRequest, run_recorded};
-use crate::sandbox::SandboxPolicy;
+use crate::sandbox::{Need, SandboxPolicy};
 use crate::store;
+use crate::validate::needs::Levels;
 
 impl From<RegistryError> for Failure {
     fn from(err: RegistryError) -> Self {
@@ -143,16 +144,24 @@ pub(super) fn approve(
     cli: &Cli,
     key: &str,
     note: Option<&str>,
+    grants: &[String],
     out: &mut impl Write,
 ) -> Result<(), Failure> {
+    let grants = grants
+        .iter()
+        .map(|g| Need::parse(g).map_err(|e| Failure::new(ExitCode::Usage, format!("--grant: {e}"))))
+        .collect::<Result<Vec<Need>, Failure>>()?;
     // With the daemon running, it approves: it has the registry open already, and records
     // the decision in its store.
     let landed = match super::socket_path(cli)
         .and_then(|path| crate::control::Client::connect(&path).map_err(Failure::from))
     {
         Ok(mut client) => {
-            let reply =
-                client.call_job("registry.approve", json!({"candidate": key, "note": note}))?;
+            let shown: Vec<String> = grants.iter().map(ToString::to_string).collect();
+            let reply = client.call_job(
+                "registry.approve",
+                json!({"candidate": key, "note": note, "grants": shown}),
+            )?;
             serde_json::from_value(reply).map_err(|e| {
                 Failure::new(
                     ExitCode::Failure,
@@ -162,10 +171,22 @@ pub(super) fn approve(
         }
         Err(_) => {
             let Opened {
-                registry, store, ..
+                config,
+                registry,
+                store,
             } = open(cli)?;
+            let levels = Levels::load(config.generate.policy.value.as_deref())
+                .map_err(|e| Failure::new(ExitCode::InvalidConfig, e.to_string()))?;
             let approver = registry.approver();
-            review::approve(&registry, store.as_ref(), key, &approver, note)?
+            review::approve(
+                &registry,
+                store.as_ref(),
+                key,
+                &approver,
+                note,
+                &grants,
+                &levels,
+            )?
         }
     };
     if cli.global.json {
@@ -180,6 +201,14 @@ pub(super) fn approve(
         &landed.commit[..12.min(landed.commit.len())],
         landed.approved_by
     )?;
+    if !grants.is_empty() {
+        writeln!(
+            out,
+            "granted: {} (recorded as Granted: in the commit; its runs get these and nothing \
+             more)",
+            crate::sandbox::needs::list(&grants)
+        )?;
+    }
     writeln!(out, "run it: toolsmith run {}", landed.name)?;
     Ok(())
 }
@@ -612,6 +641,13 @@ pub(super) fn show_tool(cli: &Cli, name: &str, out: &mut impl Write) -> Result<b
         Some(m) => {
             for line in crate::sandbox::grants::reach_lines(&m.sandbox) {
                 writeln!(out, "# {line}")?;
+            }
+            if !m.granted.is_empty() {
+                writeln!(
+                    out,
+                    "# Granted at approval: {}",
+                    crate::sandbox::needs::list(&m.granted)
+                )?;
             }
             out.write_all(m.to_yaml().as_bytes())?;
         }

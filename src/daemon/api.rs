@@ -16,7 +16,9 @@ use crate::events::{Event, EventBus};
 use crate::generate::review;
 use crate::logging::Logging;
 use crate::registry::repo::Registry;
+use crate::sandbox::Need;
 use crate::store::{self, DaemonRun, Store};
+use crate::validate::needs::Levels;
 
 /// What the API is built from.
 pub(super) struct Parts {
@@ -342,7 +344,8 @@ impl Methods for DaemonApi {
                     .ok_or_else(|| {
                         RpcError::new(
                             protocol::INVALID_PARAMS,
-                            "registry.approve takes {\"candidate\": \"c-…\", \"note\": \"…\"}",
+                            "registry.approve takes {\"candidate\": \"c-…\", \"note\": \"…\", \
+                             \"grants\": [\"program:curl\", …]}",
                         )
                     })?
                     .to_owned();
@@ -350,12 +353,28 @@ impl Methods for DaemonApi {
                     .get("note")
                     .and_then(Value::as_str)
                     .map(str::to_owned);
+                let grants = params
+                    .get("grants")
+                    .and_then(Value::as_array)
+                    .map(|all| {
+                        all.iter()
+                            .map(|g| Need::parse(g.as_str().unwrap_or_default()))
+                            .collect::<Result<Vec<Need>, String>>()
+                    })
+                    .transpose()
+                    .map_err(|e| RpcError::new(protocol::INVALID_PARAMS, e))?
+                    .unwrap_or_default();
+                let levels = Levels::load(self.config().generate.policy.value.as_deref())
+                    .map_err(|e| RpcError::new(protocol::FAILED, e.to_string()))?;
+                if let Some(why) = review::denied_grant(&levels, &grants) {
+                    return Err(RpcError::new(protocol::FAILED, why));
+                }
                 let dir = self.config().paths.registry.value.clone();
                 let state = self.config().paths.state.value.clone();
                 let landed = tokio::task::spawn_blocking(move || {
                     let registry = Registry::open_or_init(&dir, &state)?;
                     let approver = registry.approver();
-                    registry.approve(&key, &approver, note.as_deref())
+                    registry.approve_granting(&key, &approver, note.as_deref(), &grants)
                 })
                 .await
                 .map_err(|e| RpcError::new(protocol::FAILED, e.to_string()))?

@@ -1,9 +1,11 @@
 //! What a tool must reach on the network, derived from the evidence — never written by a
 //! model: the package index each package manager a step runs is configured with (pip's
 //! `PIP_INDEX_URL` or `pip.conf`, npm's registry in the environment or `.npmrc`, crates.io for
-//! cargo), and the host of a git URL a step names. The result goes into the manifest's
-//! `sandbox.hosts`; validation refuses hosts the policy's `[grants] hosts` does not list,
-//! naming the line to add. `toolsmith doctor` shows the indexes found ([`configured_indexes`]).
+//! cargo), the host of a git URL a step names, the hosts of the URLs an HTTP client (`curl`,
+//! `wget`) is given, and a container engine's socket (`docker`). The result goes into the
+//! manifest's `sandbox.hosts` and `sandbox.host_sockets`; what the policy's `[grants]` does not
+//! list is a need a person grants at review (level `ask`), or refused naming the line
+//! (`deny`). `toolsmith doctor` shows the indexes found ([`configured_indexes`]).
 
 use std::path::{Path, PathBuf};
 
@@ -230,9 +232,45 @@ fn git_hosts(argv: &[Option<String>]) -> Vec<HostPort> {
     argv.iter().flatten().filter_map(|w| url_host(w)).collect()
 }
 
-/// The hosts `spec`'s commands reach: each fetching package manager's configured indexes and
-/// the hosts of the git URLs its steps and logged commands name; sorted, without repeats.
-pub fn hosts(spec: &ToolSpec, sources: &Sources<'_>) -> Vec<String> {
+/// The hosts of the `http(s)://` URLs an HTTP client (`curl`, `wget`, …) is given.
+fn client_hosts(argv: &[Option<String>]) -> Vec<HostPort> {
+    let program = argv
+        .first()
+        .and_then(|w| w.as_deref())
+        .and_then(|p| p.rsplit('/').next());
+    if !program.is_some_and(|p| ["curl", "wget", "http", "https", "xh"].contains(&p)) {
+        return Vec::new();
+    }
+    argv.iter().flatten().filter_map(|w| url_host(w)).collect()
+}
+
+/// The host sockets `spec`'s commands talk to: a container engine's (`docker`: the socket of
+/// `DOCKER_HOST` when it names one, else `/var/run/docker.sock`; `podman`:
+/// `/run/podman/podman.sock`); sorted, without repeats.
+pub fn sockets(spec: &ToolSpec, sources: &Sources<'_>) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for argv in commands(spec) {
+        let program = argv
+            .first()
+            .and_then(|w| w.as_deref())
+            .and_then(|p| p.rsplit('/').next());
+        let socket = match program {
+            Some("docker") => (sources.env)("DOCKER_HOST")
+                .and_then(|h| h.strip_prefix("unix://").map(PathBuf::from))
+                .unwrap_or_else(|| PathBuf::from("/var/run/docker.sock")),
+            Some("podman") => PathBuf::from("/run/podman/podman.sock"),
+            _ => continue,
+        };
+        if !found.contains(&socket) {
+            found.push(socket);
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Every command of `spec`: its steps' literal words, and the commands its occurrences logged.
+fn commands(spec: &ToolSpec) -> Vec<Vec<Option<String>>> {
     let mut commands: Vec<Vec<Option<String>>> = spec
         .steps
         .iter()
@@ -246,7 +284,25 @@ pub fn hosts(spec: &ToolSpec, sources: &Sources<'_>) -> Vec<String> {
                 .iter()
                 .map(|argv| argv.iter().cloned().map(Some).collect()),
         );
+        // A habit of command lines: every command of each line as logged.
+        for line in &occurrence.lines {
+            if let Ok(parsed) = crate::mine::shell::parse(line) {
+                commands.extend(
+                    parsed
+                        .iter()
+                        .map(|c| c.words.iter().map(|w| Some(w.text.clone())).collect()),
+                );
+            }
+        }
     }
+    commands
+}
+
+/// The hosts `spec`'s commands reach: each fetching package manager's configured indexes, the
+/// hosts of the git URLs its steps and logged commands name, and those of the URLs its HTTP
+/// clients are given; sorted, without repeats.
+pub fn hosts(spec: &ToolSpec, sources: &Sources<'_>) -> Vec<String> {
+    let commands = commands(spec);
     let mut managers = Vec::new();
     let mut found: Vec<HostPort> = Vec::new();
     for argv in &commands {
@@ -256,6 +312,7 @@ pub fn hosts(spec: &ToolSpec, sources: &Sources<'_>) -> Vec<String> {
             managers.push(manager);
         }
         found.extend(git_hosts(argv));
+        found.extend(client_hosts(argv));
         // `pip install -i URL` / `--index-url URL`, `npm --registry URL`: the URL the
         // command names itself.
         if fetching_manager(argv).is_some() {
@@ -386,6 +443,28 @@ mod tests {
                 "{quiet:?}"
             );
         }
+    }
+
+    #[test]
+    fn http_clients_reach_the_hosts_of_their_urls_and_docker_its_socket() {
+        let env = |n: &str| (n == "HOME").then(|| "/home/a".to_owned());
+        let none = |_: &Path| None;
+        let src = sources(&env, &none);
+        let s = spec(vec![
+            step(&["curl", "-fsS", "http://127.0.0.1:8080/health"]),
+            step(&["wget", "-q", "https://example.org/x"]),
+            step(&["echo", "https://not.reached.example/"]),
+        ]);
+        assert_eq!(hosts(&s, &src), ["127.0.0.1:8080", "example.org:443"]);
+        assert!(sockets(&s, &src).is_empty());
+        let d = spec(vec![step(&["docker", "ps"])]);
+        assert_eq!(sockets(&d, &src), [PathBuf::from("/var/run/docker.sock")]);
+        let custom =
+            |n: &str| (n == "DOCKER_HOST").then(|| "unix:///run/user/1/docker.sock".to_owned());
+        assert_eq!(
+            sockets(&d, &sources(&custom, &none)),
+            [PathBuf::from("/run/user/1/docker.sock")]
+        );
     }
 
     #[test]

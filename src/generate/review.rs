@@ -6,7 +6,9 @@ use rusqlite::Connection;
 use super::candidates::{self, State};
 use crate::mine::pattern::{self, PatternStatus};
 use crate::registry::repo::{Landed, Registry, RegistryError, Review};
+use crate::sandbox::Need;
 use crate::store::StoreError;
+use crate::validate::needs::Levels;
 
 /// A review decision that could not be made or recorded.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +23,9 @@ pub enum ReviewError {
     /// The candidate could not change state.
     #[error("{0}")]
     Candidate(#[from] candidates::CandidateError),
+    /// A grant the policy denies (the message names the line that denies it).
+    #[error("{0}")]
+    Denied(String),
 }
 
 impl From<rusqlite::Error> for ReviewError {
@@ -49,15 +54,30 @@ pub fn record_landed(conn: &Connection, landed: &[Landed]) -> Result<(), StoreEr
     Ok(())
 }
 
-/// Approves a proposal in the registry, then records it.
+/// Why the policy refuses one of `grants` (it denies it), naming the line that does.
+pub fn denied_grant(levels: &Levels, grants: &[Need]) -> Option<String> {
+    grants.iter().find_map(|g| {
+        levels
+            .refusal(g)
+            .map(|why| format!("--grant {g} is refused: {why}"))
+    })
+}
+
+/// Approves a proposal in the registry granting `grants` (exactly its needs; none the policy
+/// `levels` deny), then records it.
 pub fn approve(
     registry: &Registry,
     conn: Option<&Connection>,
     key: &str,
     approver: &str,
     note: Option<&str>,
+    grants: &[Need],
+    levels: &Levels,
 ) -> Result<Landed, ReviewError> {
-    let landed = registry.approve(key, approver, note)?;
+    if let Some(why) = denied_grant(levels, grants) {
+        return Err(ReviewError::Denied(why));
+    }
+    let landed = registry.approve_granting(key, approver, note, grants)?;
     if let Some(conn) = conn {
         record_landed(conn, std::slice::from_ref(&landed))?;
     }

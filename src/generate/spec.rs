@@ -471,6 +471,8 @@ impl ToolSpec {
             },
             validation: None,
             deprecated: None,
+            needs: Vec::new(),
+            granted: Vec::new(),
         }
     }
 

@@ -37,7 +37,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::sandbox::SandboxProfile;
+use crate::sandbox::{Need, SandboxProfile};
 
 /// The only `apiVersion` this build reads and writes.
 pub const API_VERSION: &str = "toolsmith/v1";
@@ -108,6 +108,15 @@ pub struct Manifest {
     /// Set when the tool is deprecated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deprecated: Option<Deprecation>,
+    /// What the tool needs that the policy asks a person to grant (`program:curl`,
+    /// `host:HOST:PORT`, `socket:/PATH`, `credential:~/PATH`), written by validation; outside
+    /// the digest, like `validation`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<Need>,
+    /// What a person granted at approval (`toolsmith approve --grant`): exactly `needs`,
+    /// recorded in the approval commit's `Granted:` trailers. Runs get these and nothing more.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub granted: Vec<Need>,
 }
 
 /// How a tool is called.

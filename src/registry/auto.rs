@@ -110,6 +110,10 @@ impl AutoApproval {
     /// The rule that approves this proposal, if one does. `bump` is `None` for a tool's first
     /// version.
     pub fn approving_rule(&self, manifest: &Manifest, bump: Option<Bump>) -> Option<&Rule> {
+        // What needs a person's grant is never approved by a rule.
+        if !manifest.needs.is_empty() {
+            return None;
+        }
         self.rules.iter().find(|rule| {
             let origin_ok = rule.origins.is_empty()
                 || rule
@@ -160,6 +164,12 @@ max_workspace = "read"
             policy.approving_rule(&m, None).is_none(),
             "new tools need new_tools"
         );
+        m.needs = vec![crate::sandbox::Need::Program("curl".into())];
+        assert!(
+            policy.approving_rule(&m, Some(Bump::Patch)).is_none(),
+            "a need waits for a person"
+        );
+        m.needs.clear();
         m.sandbox.workspace = WorkspaceAccess::Write;
         assert!(policy.approving_rule(&m, Some(Bump::Patch)).is_none());
         m.sandbox.workspace = WorkspaceAccess::None;

@@ -2,7 +2,8 @@
 //! [`crate::package`]).
 //!
 //! - [`approval`]: the binding of `main` to what was approved (each version's annotated tag);
-//! - [`auto`]: auto-approval, only by explicit policy rules;
+//! - [`auto`]: auto-approval, only by explicit policy rules (never of a proposal with needs);
+//! - [`grants`]: what a person grants at approval (`--grant`), exactly a proposal's needs;
 //! - [`ledger`]: the tags and proposals toolsmith made or received, each sealed with a key kept
 //!   outside the registry (in the state directory);
 //! - [`repo`]: the git repository — [`repo::Registry`], opened or made from the template, and
@@ -23,6 +24,7 @@ pub mod auto;
 mod checkout;
 #[cfg(test)]
 mod fixture;
+pub mod grants;
 mod history;
 pub mod index;
 mod journal;

@@ -15,6 +15,9 @@ use super::repo::{
     toolsmith_signature, trailer, trailers,
 };
 use super::versions::{self, Bump};
+
+/// How a proposal's message starts the line of what a person must grant at approval.
+const NEEDS_LINE: &str = "Grants needed at approval: ";
 use crate::package::manifest::{self, Manifest};
 
 /// A proposal to make: a validated candidate's files and why it was made.
@@ -233,6 +236,13 @@ impl Registry {
             ));
         }
         body.extend(crate::sandbox::grants::reach_lines(&manifest.sandbox));
+        if !manifest.needs.is_empty() {
+            body.push(format!(
+                "{NEEDS_LINE}{} (`toolsmith approve {} --grant NEED` for each).",
+                crate::sandbox::needs::list(&manifest.needs),
+                proposal.candidate
+            ));
+        }
         let mut trailers = proposal.trailers.clone();
         trailers.push(("Candidate".into(), proposal.candidate.clone()));
         let msg = message(&subject, &body, &trailers);
@@ -311,7 +321,11 @@ impl Registry {
                     bump,
                     reach: msg
                         .lines()
-                        .filter(|l| l.starts_with("Network: ") || l.starts_with("WARNING: "))
+                        .filter(|l| {
+                            l.starts_with("Network: ")
+                                || l.starts_with("WARNING: ")
+                                || l.starts_with(NEEDS_LINE)
+                        })
                         .map(str::to_owned)
                         .collect(),
                 },
@@ -418,6 +432,19 @@ impl Registry {
         approver: &str,
         note: Option<&str>,
     ) -> Result<Landed, RegistryError> {
+        self.approve_granting(key, approver, note, &[])
+    }
+
+    /// [`Registry::approve`] granting `grants`: exactly the needs the proposal's manifest lists
+    /// (else refused, naming the missing grants and the command that passes them). The approved
+    /// manifest's `granted` lists them, and the commit has a `Granted:` trailer for each.
+    pub fn approve_granting(
+        &self,
+        key: &str,
+        approver: &str,
+        note: Option<&str>,
+        grants: &[crate::sandbox::Need],
+    ) -> Result<Landed, RegistryError> {
         let _turn = self.exclusive()?;
         let review = self.review(key)?;
         let tag = tag_name(&review.name, &review.version);
@@ -444,28 +471,41 @@ impl Registry {
         let main = self.main_commit()?;
         let main_tree = self.git("read main", main.tree())?;
         let path = tool_path(&review.name);
-        let tree = if base.id() == main.id() {
-            proposed_tree.id()
-        } else {
-            if self.subtree_id(&main_tree, &path) != self.subtree_id(&base_tree, &path) {
-                return Err(RegistryError::Conflict(format!(
-                    "main changed {path} since {} was proposed: approve or reject what is on \
-                     main first, or reject this proposal and let toolsmith propose it again",
-                    review.branch
-                )));
+        let shown_key = review.candidate.clone().unwrap_or_else(|| key.to_owned());
+        let granted = self.granted_tool(&proposed_tree, &review, &shown_key, grants)?;
+        let moved = base.id() != main.id();
+        if moved && self.subtree_id(&main_tree, &path) != self.subtree_id(&base_tree, &path) {
+            return Err(RegistryError::Conflict(format!(
+                "main changed {path} since {} was proposed: approve or reject what is on \
+                 main first, or reject this proposal and let toolsmith propose it again",
+                review.branch
+            )));
+        }
+        let tree = match granted {
+            None if !moved => proposed_tree.id(),
+            granted => {
+                let (tool, manifest) = match granted {
+                    Some((tool, manifest)) => (Some(tool), Some(manifest)),
+                    None => (
+                        self.subtree_id(&proposed_tree, &path),
+                        self.manifest_in(&proposed_tree, &review.name),
+                    ),
+                };
+                self.with_tool(
+                    &main_tree,
+                    &review.name,
+                    tool,
+                    manifest.as_ref().map(Self::row_of).as_ref(),
+                )?
             }
-            let tool = self.subtree_id(&proposed_tree, &path);
-            let manifest = self.manifest_in(&proposed_tree, &review.name);
-            self.with_tool(
-                &main_tree,
-                &review.name,
-                tool,
-                manifest.as_ref().map(Self::row_of).as_ref(),
-            )?
         };
         let tree = self.git("read the tree", self.repo.find_tree(tree))?;
         let original = proposed.message().unwrap_or_default();
         let mut t = trailers(original);
+        let mut sorted = grants.to_vec();
+        sorted.sort();
+        sorted.dedup();
+        t.extend(sorted.iter().map(|g| ("Granted".to_owned(), g.to_string())));
         t.push(("Approved-by".into(), approver.to_owned()));
         let subject = proposed
             .summary()

@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::needs::{GrantLevels, Level, Need};
 use super::policy::SandboxPolicyError;
 use super::profile::{Toolchain, ToolchainKind};
 
@@ -155,6 +156,9 @@ pub struct Grants {
     pub hosts: Vec<HostPort>,
     /// Host sockets that may be bound into a sandbox, as written (absolute paths).
     pub host_sockets: Vec<PathBuf>,
+    /// What happens to a host, socket or credential file not listed (`[grants.levels]`:
+    /// `ask` by default).
+    pub levels: GrantLevels,
 }
 
 impl Default for Grants {
@@ -164,6 +168,7 @@ impl Default for Grants {
             toolchains: ToolchainKind::ALL.into_iter().collect(),
             hosts: Vec::new(),
             host_sockets: Vec::new(),
+            levels: GrantLevels::default(),
         }
     }
 }
@@ -176,6 +181,9 @@ struct RawGrants {
     hosts: Vec<String>,
     #[serde(default)]
     host_sockets: Vec<PathBuf>,
+    /// Read with its lines by `GrantLevels::from_text`.
+    #[allow(dead_code)]
+    levels: Option<toml::Value>,
 }
 
 /// Where a line of `[grants]` goes: the policy file named, or, when the built-in policy is in
@@ -245,6 +253,7 @@ impl Grants {
             toolchains,
             hosts,
             host_sockets: raw.host_sockets,
+            levels: GrantLevels::default(),
         })
     }
 
@@ -277,17 +286,57 @@ impl Grants {
         ))
     }
 
-    /// Whether the policy may grant `target`.
+    /// Whether the policy may grant `target`: `[grants] hosts` lists it, or hosts are at
+    /// level `allow`.
     pub fn allows_host(&self, target: &HostPort) -> bool {
-        self.hosts.iter().any(|pattern| pattern.admits(target))
+        self.levels.hosts.level == Level::Allow
+            || self.hosts.iter().any(|pattern| pattern.admits(target))
     }
 
-    /// Whether the policy names `socket` (compared as written, then canonical on both sides).
+    /// Whether the policy names `socket` (compared as written, then canonical on both sides),
+    /// or host sockets are at level `allow`.
     pub fn allows_socket(&self, socket: &Path) -> bool {
         let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-        self.host_sockets
-            .iter()
-            .any(|s| s == socket || canonical(s) == canonical(socket))
+        self.levels.host_sockets.level == Level::Allow
+            || self
+                .host_sockets
+                .iter()
+                .any(|s| s == socket || canonical(s) == canonical(socket))
+    }
+
+    /// The level of a host or socket need the policy does not list (`None`: it lists it, or
+    /// the need is not of those kinds).
+    pub fn unlisted_level(&self, need: &Need) -> Option<&super::needs::LevelAt> {
+        match need {
+            Need::Host(h) if !self.allows_host(h) => Some(&self.levels.hosts),
+            Need::Socket(s) if !self.allows_socket(s) => Some(&self.levels.host_sockets),
+            Need::Credential(_) => Some(&self.levels.credentials),
+            _ => None,
+        }
+    }
+
+    /// These grants widened by what a person granted a tool at approval (its manifest's
+    /// `granted`): each host and socket granted is admitted for this run, unless the policy
+    /// now puts its kind at `deny` — then the refusal names the line that denies it.
+    pub fn with_approved(&self, granted: &[Need], file: &str) -> Result<Grants, String> {
+        let mut grants = self.clone();
+        for need in granted {
+            let Some(level) = self.unlisted_level(need) else {
+                continue;
+            };
+            if level.level == Level::Deny {
+                return Err(format!(
+                    "{need} was granted at approval, but the policy now denies it: {}",
+                    level.origin(file)
+                ));
+            }
+            match need {
+                Need::Host(h) => grants.hosts.push(h.clone()),
+                Need::Socket(s) => grants.host_sockets.push(s.clone()),
+                Need::Program(_) | Need::Credential(_) => {}
+            }
+        }
+        Ok(grants)
     }
 
     /// The policy line that would allow `target`, for refusals.
@@ -500,6 +549,40 @@ mod tests {
             ToolchainKind::ALL.iter().all(|k| hosts_only.allows(*k)),
             "granting hosts leaves the toolchains' default alone"
         );
+    }
+
+    #[test]
+    fn what_a_person_granted_widens_one_run_unless_the_policy_now_denies_it() {
+        let host = Need::parse("host:127.0.0.1:8080").expect("need");
+        let socket = Need::parse("socket:/run/x.sock").expect("need");
+        let curl = Need::parse("program:curl").expect("need");
+        let ask = grants_of("");
+        assert!(
+            !ask.allows_host(&hp("127.0.0.1:8080")),
+            "asked: not granted by itself"
+        );
+        let widened = ask
+            .with_approved(&[host.clone(), socket.clone(), curl], "/p.toml")
+            .expect("ask");
+        assert!(widened.allows_host(&hp("127.0.0.1:8080")));
+        assert!(!widened.allows_host(&hp("127.0.0.1:8081")), "nothing more");
+        assert!(widened.allows_socket(Path::new("/run/x.sock")));
+        let deny = grants_of("[grants.levels]\nhosts = \"deny\"\n");
+        let err = deny.with_approved(&[host], "/p.toml").expect_err("denied");
+        assert!(
+            err.contains("/p.toml:2 (grants.levels.hosts = \"deny\")"),
+            "{err}"
+        );
+        let allow = grants_of("[grants.levels]\nhost_sockets = \"allow\"\n");
+        assert!(allow.allows_socket(Path::new("/run/any.sock")));
+        assert!(!allow.allows_host(&hp("127.0.0.1:8080")));
+    }
+
+    /// The grants of a policy file's text.
+    fn grants_of(text: &str) -> Grants {
+        crate::sandbox::SandboxPolicy::from_toml(text, "/p.toml")
+            .expect("policy")
+            .grants
     }
 
     #[test]

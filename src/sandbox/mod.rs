@@ -50,6 +50,7 @@ pub mod grants;
 mod landlock;
 mod limits;
 mod mounts;
+pub mod needs;
 mod own;
 mod parent;
 pub mod policy;
@@ -65,6 +66,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use grants::{Grants, HostPort};
+pub use needs::{Level, Need};
 pub use own::OwnPlaces;
 pub use policy::{Layer, LayerPlan, SandboxPolicy, SandboxPolicyError};
 pub use profile::{Limits, SandboxProfile, Toolchain, ToolchainKind, WorkspaceAccess};
@@ -179,6 +181,11 @@ pub struct SandboxSpec {
     /// toolsmith's own directories and files (state, runtime, registry, configuration): a
     /// workspace that is, holds or lies inside one is refused, whoever asks for the run.
     pub own: OwnPlaces,
+    /// Credential files (or directories) a person granted the tool at approval, as
+    /// (`~/…` as granted, the host path): each bound read-only at the same place under the
+    /// run's home (`/work`), where the program that reads it looks. Only in the sandbox's own
+    /// view (namespaces); never one of toolsmith's own places.
+    pub credentials: Vec<(String, PathBuf)>,
 }
 
 impl SandboxSpec {
@@ -195,6 +202,7 @@ impl SandboxSpec {
             policy: SandboxPolicy::default(),
             helper: None,
             own: OwnPlaces::none(),
+            credentials: Vec::new(),
         }
     }
 }

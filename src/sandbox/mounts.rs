@@ -139,6 +139,9 @@ pub(crate) struct Inputs<'a> {
     pub group: String,
     /// Granted host sockets: (the path the run sees, the socket on the host, canonical).
     pub host_sockets: &'a [(PathBuf, PathBuf)],
+    /// Granted credential files: (the path the run sees, under [`WORK`]; the file on the
+    /// host, canonical), bound read-only.
+    pub credentials: &'a [(PathBuf, PathBuf)],
     /// The user's toolchain paths (checked, canonical where they were resolved), bound
     /// read-only at their own paths.
     pub toolchains: Vec<PathBuf>,
@@ -238,6 +241,11 @@ pub(crate) fn plan(inputs: &Inputs<'_>, inspect: &dyn Fn(&Path) -> HostEntry) ->
     // A granted socket, at the path the grant names (connecting needs no write access to the
     // mount: sockets are exempt from read-only mounts).
     for (shown, real) in inputs.host_sockets {
+        entries.push(entry(shown, bind(real, false)));
+    }
+    // A granted credential file, read-only, where its program looks under the run's home (the
+    // private tmpfs at WORK, placed above).
+    for (shown, real) in inputs.credentials {
         entries.push(entry(shown, bind(real, false)));
     }
     // Last, so a toolchain's mount points are made in the root tmpfs, at the paths the
@@ -665,6 +673,7 @@ mod tests {
             passwd: "alice:x:1000:1000::/work:/bin/sh\n".into(),
             group: "alice:x:1000:\n".into(),
             host_sockets: &[],
+            credentials: &[],
             toolchains: Vec::new(),
         }
     }
@@ -699,6 +708,30 @@ mod tests {
             rules.contains(&Rule::new(tc, Access::ReadExec)),
             "read and execute, never write: {rules:?}"
         );
+    }
+
+    #[test]
+    fn a_granted_credential_is_bound_read_only_under_the_run_s_home() {
+        let granted = [(
+            PathBuf::from("/work/.kube/config"),
+            PathBuf::from("/home/alice/.kube/config"),
+        )];
+        let mut with = inputs(None);
+        with.credentials = &granted;
+        let plan = plan(&with, &debian);
+        assert_eq!(
+            find(&plan, "/work/.kube/config"),
+            Some(&bind("/home/alice/.kube/config", false))
+        );
+        // Placed after the home's tmpfs, so the tmpfs does not hide it.
+        let position = |t: &str| plan.entries.iter().position(|e| e.target == Path::new(t));
+        assert!(position("/work") < position("/work/.kube/config"));
+        assert!(
+            landlock_rules(&plan).contains(&Rule::new("/work/.kube/config", Access::ReadExec)),
+            "read, never write"
+        );
+        let without = super::plan(&inputs(None), &debian);
+        assert_eq!(find(&without, "/work/.kube/config"), None);
     }
 
     fn find<'a>(plan: &'a MountPlan, target: &str) -> Option<&'a What> {

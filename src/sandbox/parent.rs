@@ -220,11 +220,16 @@ struct Granted {
     hosts: Vec<HostPort>,
     /// Host sockets to bind, as (where the run sees it, the socket on the host, canonical).
     sockets: Vec<(PathBuf, PathBuf)>,
+    /// Credential files to bind read-only, as (where the run sees it, under its home; the
+    /// file on the host, canonical).
+    credentials: Vec<(PathBuf, PathBuf)>,
 }
 
 /// Checks the profile's grants against the policy: a host or socket the policy does not list
 /// is refused, naming the line that would allow it; a network grant needs the namespaces; a
-/// socket must exist, be a socket and lie clear of toolsmith's own places.
+/// socket must exist, be a socket and lie clear of toolsmith's own places; a credential file
+/// (granted at approval) must lie under the home, exist, lie clear of toolsmith's own places,
+/// and is bound only in the sandbox's own view.
 fn check_grants(spec: &SandboxSpec, isolated: bool) -> Result<Granted, SandboxError> {
     let policy = &spec.policy;
     let mut granted = Granted::default();
@@ -289,6 +294,43 @@ fn check_grants(spec: &SandboxSpec, isolated: bool) -> Result<Granted, SandboxEr
             )));
         }
         granted.sockets.push((socket.clone(), real));
+    }
+    for (written, host) in &spec.credentials {
+        let relative = written
+            .strip_prefix("~/")
+            .map(Path::new)
+            .filter(|r| {
+                r.components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)))
+            })
+            .ok_or_else(|| {
+                SandboxError::Invalid(format!(
+                    "the credential {written} is not a path under the home directory (~/…)"
+                ))
+            })?;
+        if !isolated {
+            return Err(SandboxError::Refused(format!(
+                "the credential {written} is bound into the sandbox's own view, but there are \
+                 no namespaces here ({})",
+                namespaces_detail()
+            )));
+        }
+        let real = host.canonicalize().map_err(|e| {
+            SandboxError::Invalid(format!(
+                "the credential {written} ({}) cannot be used: {e}",
+                host.display()
+            ))
+        })?;
+        if spec.own.covers(&real) {
+            return Err(SandboxError::Refused(format!(
+                "the credential {written} ({}) is one of toolsmith's own places; no run may \
+                 reach it",
+                host.display()
+            )));
+        }
+        granted
+            .credentials
+            .push((Path::new(mounts::WORK).join(relative), real));
     }
     Ok(granted)
 }
@@ -511,6 +553,7 @@ fn request(
         passwd,
         group,
         host_sockets: &granted.sockets,
+        credentials: &granted.credentials,
         toolchains: dirs.toolchains.clone(),
     };
     let mut scratch = None;

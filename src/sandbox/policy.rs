@@ -147,7 +147,15 @@ impl Default for SandboxPolicy {
                 file_size_mb: 4096,
                 open_files: 4096,
             },
-            grants: Grants::default(),
+            grants: Grants {
+                // The levels with the lines of the built-in file, so refusals name them.
+                levels: super::needs::GrantLevels::from_text(
+                    include_str!("../../policies/default.toml"),
+                    DEFAULT_FILE,
+                )
+                .unwrap_or_default(),
+                ..Grants::default()
+            },
         }
     }
 }
@@ -177,6 +185,7 @@ impl SandboxPolicy {
             grants: Grants::from_table(&doc, file)?,
             ..SandboxPolicy::default()
         };
+        policy.grants.levels = super::needs::GrantLevels::from_text(text, file)?;
         let Some(table) = doc.get("sandbox") else {
             return Ok(policy);
         };

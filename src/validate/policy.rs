@@ -20,6 +20,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use crate::package::manifest::Language;
+use crate::sandbox::needs::{Level, LevelAt, line_at, value_line};
 
 /// Why a policy could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +65,9 @@ pub enum Severity {
     Deny,
     /// Reported to the reviewer; the candidate goes on.
     Warn,
+    /// A need a person grants at review (a program of an `ask` domain): the candidate goes on
+    /// and is proposed with it listed. Never a rule's severity.
+    Ask,
 }
 
 /// Which code a rule looks at.
@@ -101,14 +105,158 @@ fn default_severity() -> Severity {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawValidate {
+    // Read with their lines by `domain_levels`; here only so the table's keys are checked.
     #[serde(default)]
+    #[allow(dead_code)]
     allow_domains: Vec<String>,
     #[serde(default)]
+    #[allow(dead_code)]
     deny_domains: Vec<String>,
     #[serde(default)]
     domains: BTreeMap<String, String>,
+    /// Read with their lines by `domain_levels`.
+    #[serde(default)]
+    #[allow(dead_code)]
+    levels: Option<toml::Value>,
     #[serde(default)]
     rule: Vec<RawRule>,
+}
+
+/// The parts of `[validate]` whose lines messages name.
+#[derive(Deserialize)]
+struct SpannedDoc {
+    validate: Option<SpannedValidate>,
+}
+
+#[derive(Deserialize)]
+struct SpannedValidate {
+    allow_domains: Option<toml::Spanned<Vec<String>>>,
+    deny_domains: Option<toml::Spanned<Vec<String>>>,
+    levels: Option<toml::Spanned<toml::Table>>,
+}
+
+/// The built-in levels of capability domains; every other domain is allowed.
+const DEFAULT_LEVELS: &[(&str, Level)] = &[
+    ("network", Level::Ask),
+    ("system", Level::Ask),
+    ("privilege", Level::Deny),
+];
+
+/// The level of every capability domain: the built-in ones, then `deny_domains` and
+/// `allow_domains` (the older lists, still read), then `[validate.levels]`. A domain both
+/// listed and given a level, or a value that is no level, is refused naming the line.
+fn domain_levels(
+    text: &str,
+    file: &str,
+) -> Result<(BTreeMap<String, LevelAt>, Option<LevelAt>), PolicyError> {
+    let mut levels: BTreeMap<String, LevelAt> = DEFAULT_LEVELS
+        .iter()
+        .map(|(d, l)| {
+            (
+                (*d).to_owned(),
+                LevelAt::default_of(&format!("validate.levels.{d}"), *l),
+            )
+        })
+        .collect();
+    let invalid = |key: String, line: usize, message: String| PolicyError::Invalid {
+        file: file.into(),
+        key,
+        message: format!("line {line}: {message}"),
+    };
+    let doc: SpannedDoc = toml::from_str(text).map_err(|e| PolicyError::Syntax {
+        file: file.into(),
+        line: e.span().map_or(0, |s| line_at(text, s.start)),
+        message: e.message().to_owned(),
+    })?;
+    let Some(validate) = doc.validate else {
+        return Ok((levels, None));
+    };
+    let mut listed: BTreeMap<String, usize> = BTreeMap::new();
+    if let Some(deny) = &validate.deny_domains {
+        let line = line_at(text, deny.span().start);
+        for domain in deny.get_ref() {
+            listed.insert(domain.clone(), line);
+            levels.insert(
+                domain.clone(),
+                LevelAt {
+                    level: Level::Deny,
+                    key: "validate.deny_domains".into(),
+                    line: Some(line),
+                },
+            );
+        }
+    }
+    // With `allow_domains` listed, a domain it does not list is denied, as it always was.
+    let mut unlisted = None;
+    if let Some(allow) = validate
+        .allow_domains
+        .as_ref()
+        .filter(|a| !a.get_ref().is_empty())
+    {
+        let line = line_at(text, allow.span().start);
+        for domain in allow.get_ref() {
+            if let Some(other) = listed.get(domain) {
+                return Err(invalid(
+                    "validate.allow_domains".into(),
+                    line,
+                    format!(
+                        "`{domain}` is in both allow_domains and deny_domains (line {other}): \
+                         keep it in one"
+                    ),
+                ));
+            }
+            listed.insert(domain.clone(), line);
+            levels.insert(
+                domain.clone(),
+                LevelAt {
+                    level: Level::Allow,
+                    key: "validate.allow_domains".into(),
+                    line: Some(line),
+                },
+            );
+        }
+        unlisted = Some(LevelAt {
+            level: Level::Deny,
+            key: "validate.allow_domains".into(),
+            line: Some(line),
+        });
+    }
+    if let Some(table) = &validate.levels {
+        let table_line = line_at(text, table.span().start);
+        for (domain, value) in table.get_ref() {
+            let line = value_line(text, table.span(), domain).unwrap_or(table_line);
+            let key = format!("validate.levels.{domain}");
+            if let Some(other) = listed.get(domain) {
+                return Err(invalid(
+                    key,
+                    line,
+                    format!(
+                        "`{domain}` also has a level from allow_domains or deny_domains (line {other}): give it one level, here"
+                    ),
+                ));
+            }
+            let level = value
+                .as_str()
+                .ok_or_else(|| "a level is a string".to_owned())
+                .and_then(Level::parse)
+                .map_err(|m| {
+                    invalid(
+                        key.clone(),
+                        line,
+                        format!("{m} (the value written is {value})"),
+                    )
+                })?;
+            levels.insert(
+                domain.clone(),
+                LevelAt {
+                    level,
+                    key,
+                    line: Some(line),
+                },
+            );
+        }
+    }
+    Ok((levels, unlisted))
 }
 
 /// A compiled rule.
@@ -128,8 +276,12 @@ pub struct Rule {
 /// The code policy.
 #[derive(Debug, Clone)]
 pub struct CodePolicy {
-    allow_domains: Vec<String>,
-    deny_domains: Vec<String>,
+    /// The policy file, for messages.
+    file: String,
+    /// Each domain's level, with where it was set.
+    levels: BTreeMap<String, LevelAt>,
+    /// The level of a domain `levels` does not name (`allow_domains` denies the others).
+    unlisted: Option<LevelAt>,
     domains: BTreeMap<String, String>,
     rules: Vec<Rule>,
 }
@@ -468,12 +620,30 @@ impl CodePolicy {
             .map(|(p, d)| ((*p).to_owned(), (*d).to_owned()))
             .collect();
         domains.extend(raw.domains);
+        let (levels, unlisted) = domain_levels(text, file)?;
         Ok(CodePolicy {
-            allow_domains: raw.allow_domains,
-            deny_domains: raw.deny_domains,
+            file: file.into(),
+            levels,
+            unlisted,
             domains,
             rules,
         })
+    }
+
+    /// The level of a capability domain, with where the policy set it.
+    pub fn level_of(&self, domain: &str) -> LevelAt {
+        self.levels
+            .get(domain)
+            .or(self.unlisted.as_ref())
+            .cloned()
+            .unwrap_or_else(|| {
+                LevelAt::default_of(&format!("validate.levels.{domain}"), Level::Allow)
+            })
+    }
+
+    /// The policy file, as messages name it.
+    pub fn file(&self) -> &str {
+        &self.file
     }
 
     /// The rules, in file order.
@@ -503,34 +673,39 @@ impl CodePolicy {
         });
         for (line, program) in programs {
             let domain = self.domain_of(&program);
-            let denied = self.deny_domains.iter().any(|d| d == domain);
-            let not_allowed =
-                !self.allow_domains.is_empty() && !self.allow_domains.iter().any(|d| d == domain);
-            if denied || not_allowed {
-                let reason = if denied {
-                    format!("`{program}` is in the `{domain}` domain, which the policy denies")
-                } else {
+            let level = self.level_of(domain);
+            let (severity, reason) = match level.level {
+                Level::Allow => continue,
+                Level::Ask => (
+                    Severity::Ask,
                     format!(
-                        "`{program}` is in the `{domain}` domain, which the policy does not \
-                         allow (allowed: {})",
-                        self.allow_domains.join(", ")
-                    )
-                };
-                let finding = Finding {
-                    rule: format!("domain.{domain}"),
-                    severity: Severity::Deny,
-                    file: if line == 0 {
-                        "tool.yaml".into()
-                    } else {
-                        file.into()
-                    },
-                    line,
-                    excerpt: program,
-                    reason,
-                };
-                if !findings.contains(&finding) {
-                    findings.push(finding);
-                }
+                        "`{program}` is in the `{domain}` domain, which the policy asks a person \
+                         to grant at review ({}): `toolsmith approve --grant program:{program}`",
+                        level.origin(&self.file)
+                    ),
+                ),
+                Level::Deny => (
+                    Severity::Deny,
+                    format!(
+                        "`{program}` is in the `{domain}` domain, which the policy denies: {}",
+                        level.origin(&self.file)
+                    ),
+                ),
+            };
+            let finding = Finding {
+                rule: format!("domain.{domain}"),
+                severity,
+                file: if line == 0 {
+                    "tool.yaml".into()
+                } else {
+                    file.into()
+                },
+                line,
+                excerpt: program,
+                reason,
+            };
+            if !findings.contains(&finding) {
+                findings.push(finding);
             }
         }
         let lang = match language {
@@ -589,18 +764,11 @@ mod tests {
     fn every_rule_rejects_its_sample_with_its_id() {
         // (rule id, language, a sample it must catch)
         let samples: &[(&str, Language, &str)] = &[
-            (
-                "domain.network",
-                Language::Sh,
-                "curl -s https://example.com/x",
-            ),
-            ("domain.network", Language::Sh, "cd src && wget http://x/y"),
             ("domain.privilege", Language::Sh, "sudo make install"),
-            ("domain.system", Language::Sh, "systemctl restart nginx"),
             (
-                "domain.network",
+                "domain.privilege",
                 Language::Python,
-                "subprocess.run([\"curl\", url])",
+                "subprocess.run([\"chown\", user, path])",
             ),
             (
                 "net.curl-pipe-shell",
@@ -704,6 +872,116 @@ rm -rf ./target/tmp
         let code = "FOO=1 env BAR=2 git status && make -C x | sort\n$(curl x)\nrun() { ls; }\nrun";
         let programs: Vec<String> = shell_programs(code).into_iter().map(|(_, p)| p).collect();
         assert_eq!(programs, ["git", "make", "sort", "curl", "ls"]);
+    }
+
+    fn asked(language: Language, code: &str) -> Vec<String> {
+        policy()
+            .check(language, "run.sh", code, &[])
+            .into_iter()
+            .filter(|f| f.severity == Severity::Ask)
+            .map(|f| f.excerpt)
+            .collect()
+    }
+
+    #[test]
+    fn network_and_system_are_asked_privilege_is_denied_with_its_line() {
+        assert_eq!(
+            asked(Language::Sh, "curl -s https://example.com/x"),
+            ["curl"]
+        );
+        assert_eq!(asked(Language::Sh, "cd src && wget http://x/y"), ["wget"]);
+        assert_eq!(asked(Language::Sh, "systemctl status nginx"), ["systemctl"]);
+        assert_eq!(
+            asked(Language::Sh, "kubectl get pods | grep web && docker ps"),
+            ["kubectl", "docker"]
+        );
+        assert_eq!(
+            asked(Language::Python, "subprocess.run([\"curl\", url])"),
+            ["curl"]
+        );
+        assert!(denied(Language::Sh, "curl -s https://example.com/x").is_empty());
+        let p = policy();
+        let sudo = p
+            .check(Language::Sh, "run.sh", "sudo make install", &[])
+            .into_iter()
+            .find(|f| f.rule == "domain.privilege")
+            .expect("denied");
+        assert_eq!(sudo.severity, Severity::Deny);
+        let line = DEFAULT
+            .lines()
+            .position(|l| l == "privilege = \"deny\"")
+            .expect("the default policy's line")
+            + 1;
+        assert!(
+            sudo.reason.contains(&format!(
+                "policies/default.toml:{line} (validate.levels.privilege = \"deny\")"
+            )),
+            "{}",
+            sudo.reason
+        );
+        // Without a levels table, the built-in levels hold.
+        let bare = CodePolicy::from_toml("", "p.toml").expect("empty");
+        assert_eq!(bare.level_of("network").level, Level::Ask);
+        assert_eq!(bare.level_of("system").level, Level::Ask);
+        assert_eq!(bare.level_of("privilege").level, Level::Deny);
+        assert_eq!(bare.level_of("build").level, Level::Allow);
+    }
+
+    #[test]
+    fn levels_and_the_older_lists_are_read_with_their_lines() {
+        let text = "[validate]\ndeny_domains = [\"system\"]\n\n[validate.levels]\nnetwork = \"deny\"\nbuild = \"ask\"\n";
+        let p = CodePolicy::from_toml(text, "/etc/p.toml").expect("valid");
+        let network = p.level_of("network");
+        assert_eq!((network.level, network.line), (Level::Deny, Some(5)));
+        assert_eq!(p.level_of("build").level, Level::Ask);
+        let system = p.level_of("system");
+        assert_eq!((system.level, system.line), (Level::Deny, Some(2)));
+        assert_eq!(p.level_of("privilege").level, Level::Deny, "a default kept");
+        let curl = p.check(Language::Sh, "run.sh", "curl x", &[]);
+        assert!(
+            curl[0]
+                .reason
+                .contains("/etc/p.toml:5 (validate.levels.network = \"deny\")"),
+            "{curl:?}"
+        );
+        // allow_domains still allows only what it lists.
+        let only = CodePolicy::from_toml(
+            "[validate]\nallow_domains = [\"vcs\", \"text\"]\n",
+            "p.toml",
+        )
+        .expect("valid");
+        assert_eq!(only.level_of("vcs").level, Level::Allow);
+        let build = only.level_of("build");
+        assert_eq!((build.level, build.line), (Level::Deny, Some(2)));
+        assert_eq!(
+            build.origin("p.toml"),
+            "p.toml:2 (validate.allow_domains does not list it)"
+        );
+        assert_eq!(
+            p.level_of("system").origin("/etc/p.toml"),
+            "/etc/p.toml:2 (validate.deny_domains lists it)"
+        );
+    }
+
+    #[test]
+    fn bad_levels_name_the_file_and_the_line() {
+        for (text, expect) in [
+            (
+                "[validate.levels]\nnetwork = \"maybe\"\n",
+                "/etc/p.toml: validate.levels.network: line 2: `maybe` is not a level",
+            ),
+            (
+                "[validate.levels]\n\nsystem = true\n",
+                "/etc/p.toml: validate.levels.system: line 3: a level is a string",
+            ),
+            (
+                "[validate]\ndeny_domains = [\"network\"]\n[validate.levels]\nnetwork = \"ask\"\n",
+                "/etc/p.toml: validate.levels.network: line 4: `network` also has a level",
+            ),
+        ] {
+            let err = CodePolicy::from_toml(text, "/etc/p.toml").expect_err(text);
+            assert!(err.to_string().starts_with(expect), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -29,6 +29,7 @@ use super::report::{CheckLayer, CheckReport, Diagnostics};
 use crate::package::digest::digest_v2;
 use crate::package::manifest::{self, Language, Manifest, OutputKind, TestCounts};
 use crate::sandbox::Limits;
+use crate::sandbox::Need;
 use crate::sandbox::{self, Exit, OwnPlaces, Profile, SandboxPolicy, SandboxSpec, WorkspaceAccess};
 use crate::validate::cases::{self, CASES_FILE, Cases, Observed};
 use crate::validate::policy::{CodePolicy, Severity};
@@ -84,6 +85,10 @@ pub struct Outcome {
     pub validation: Option<manifest::Validation>,
     /// Test counts.
     pub tests: TestCounts,
+    /// What the tool needs that the policy asks a person to grant at review (programs of
+    /// `ask` domains, hosts, host sockets, credential files), sorted; validation ran without
+    /// them and counted nothing that needs them as a failure.
+    pub needs: Vec<Need>,
 }
 
 impl Outcome {
@@ -95,7 +100,7 @@ impl Outcome {
     /// One line: what passed, or the first failures.
     pub fn summary(&self) -> String {
         if self.passed() {
-            return format!(
+            let mut text = format!(
                 "passed {} checks and {} tests",
                 self.checks
                     .iter()
@@ -103,6 +108,13 @@ impl Outcome {
                     .count(),
                 self.tests.passed
             );
+            if !self.needs.is_empty() {
+                text.push_str(&format!(
+                    "; needs a grant at review: {}",
+                    crate::sandbox::needs::list(&self.needs)
+                ));
+            }
+            return text;
         }
         let failed: Vec<String> = self
             .checks
@@ -285,13 +297,24 @@ impl Validator {
                 passed: 0,
                 failed: 0,
             },
+            needs: Vec::new(),
         };
-        let Some((manifest, cases)) = self.manifest_layer(files, &mut outcome.checks) else {
+        let Some((manifest, cases)) =
+            self.manifest_layer(files, &mut outcome.checks, &mut outcome.needs)
+        else {
             return outcome;
         };
-        outcome.manifest = Some(manifest.clone());
+        // Needs are found here and grants given at approval, never taken from the files: what
+        // the manifest said of them is dropped from what is staged and proposed.
+        let mut staged = manifest.clone();
+        staged.needs.clear();
+        staged.granted.clear();
+        outcome.manifest = Some(staged);
         let static_ok = self.static_layer(&manifest, tool_dir, files, &mut outcome.checks);
-        let policy_ok = self.policy_layer(&manifest, files, &mut outcome.checks);
+        let policy_ok =
+            self.policy_layer(&manifest, files, &mut outcome.checks, &mut outcome.needs);
+        outcome.needs.sort();
+        outcome.needs.dedup();
         if !(static_ok && policy_ok) {
             outcome.checks.push(check(
                 CheckLayer::Tests,
@@ -353,6 +376,7 @@ impl Validator {
         &self,
         files: &BTreeMap<String, String>,
         checks: &mut Vec<CheckReport>,
+        needs: &mut Vec<Need>,
     ) -> Option<(Manifest, Cases)> {
         let Some(text) = files.get(manifest::FILE_NAME) else {
             checks.push(check(
@@ -411,15 +435,12 @@ impl Validator {
                 self.sandbox_policy.file
             ));
         }
-        // What the tool may reach must be grantable under this policy: refused here, with the
-        // policy line that would allow it, before anything of the tool runs.
-        let (grants, file) = (&self.sandbox_policy.grants, &self.sandbox_policy.file);
-        problems.extend(grants.check_hosts(&manifest.sandbox.hosts, file).err());
-        problems.extend(
-            grants
-                .check_sockets(&manifest.sandbox.host_sockets, file)
-                .err(),
-        );
+        // What the tool may reach must be grantable under this policy: what it denies is
+        // refused here, with the line that denies it and the line that would allow it, before
+        // anything of the tool runs; what it asks for is a need, granted at review.
+        let (asked, refused) = super::needs::reach_needs(&manifest, &self.sandbox_policy);
+        needs.extend(asked);
+        problems.extend(refused);
         checks.push(check(
             CheckLayer::Manifest,
             manifest::FILE_NAME,
@@ -697,8 +718,10 @@ impl Validator {
         manifest: &Manifest,
         files: &BTreeMap<String, String>,
         checks: &mut Vec<CheckReport>,
+        needs: &mut Vec<Need>,
     ) -> bool {
         let mut findings = Vec::new();
+        let mut programs: Vec<String> = Vec::new();
         let mut requires_checked = false;
         for (name, code) in files {
             let language = if name.ends_with(".py") {
@@ -718,7 +741,28 @@ impl Validator {
                 &manifest.runtime.requires
             };
             findings.extend(self.code_policy.check(language, name, code, requires));
+            let called = match language {
+                Language::Sh | Language::Bash => crate::validate::policy::shell_programs(code),
+                Language::Python => crate::validate::policy::python_programs(code),
+            };
+            for program in requires
+                .iter()
+                .cloned()
+                .chain(called.into_iter().map(|(_, p)| p))
+            {
+                if !programs.contains(&program) {
+                    programs.push(program);
+                }
+            }
         }
+        // A program of an `ask` domain is a need, listed for review; so are the credential
+        // files of every program the tool runs, whatever its domain's level.
+        for f in findings.iter().filter(|f| f.severity == Severity::Ask) {
+            needs.push(Need::Program(f.excerpt.clone()));
+        }
+        let (credentials, refused) =
+            super::needs::credential_needs(&programs, &self.code_policy, &self.sandbox_policy);
+        needs.extend(credentials);
         let denied: Vec<_> = findings
             .iter()
             .filter(|f| f.severity == Severity::Deny)
@@ -734,10 +778,10 @@ impl Validator {
         };
         let warned: Vec<String> = findings
             .iter()
-            .filter(|f| f.severity == Severity::Warn)
+            .filter(|f| f.severity != Severity::Deny)
             .map(|f| format!("[{}] {}", f.rule, detail(f)))
             .collect();
-        if denied.is_empty() {
+        if denied.is_empty() && refused.is_empty() {
             checks.push(check(CheckLayer::Policy, "policy", true, warned));
             return true;
         }
@@ -747,6 +791,9 @@ impl Validator {
         }
         for (rule, details) in by_rule {
             checks.push(check(CheckLayer::Policy, rule, false, details));
+        }
+        if !refused.is_empty() {
+            checks.push(check(CheckLayer::Policy, "credentials", false, refused));
         }
         if !warned.is_empty() {
             checks.push(check(CheckLayer::Policy, "warnings", true, warned));
@@ -776,6 +823,15 @@ impl Validator {
             }
         };
         profile.limits.wall_s = profile.limits.wall_s.min(MAX_CASE_WALL_S);
+        // What waits for a person's grant is not given to the tests: they run as far as the
+        // sandbox allows without it (dry runs and `--help` need none of it).
+        let needs = &outcome.needs;
+        profile
+            .hosts
+            .retain(|h| !needs.contains(&Need::Host(h.clone())));
+        profile
+            .host_sockets
+            .retain(|s| !needs.contains(&Need::Socket(s.clone())));
         let entry = format!("{}/{}", sandbox::TOOL_DIR, manifest.runtime.entrypoint);
         for case in &cases.cases {
             if stop() {

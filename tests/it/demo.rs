@@ -147,8 +147,8 @@ fn the_daemon_on_embedded_defaults_finds_the_agents_logs_and_proposes_tools() {
 
     // Mining (on schedule, after enough new actions, or asked for) is followed by generation:
     // the build-then-test habit becomes a validated candidate awaiting review; the `pip
-    // install` recovery needs PyPI, which the built-in policy does not grant: it is refused,
-    // naming the line that would allow it.
+    // install` recovery needs PyPI, which the built-in policy asks a person to grant: it awaits
+    // review too, its hosts listed as needs.
     env.cli().args(["mine"]).assert().success();
     let deadline = std::time::Instant::now() + common::PATIENCE;
     loop {
@@ -166,13 +166,16 @@ fn the_daemon_on_embedded_defaults_finds_the_agents_logs_and_proposes_tools() {
             c["tool"]
                 .as_str()
                 .is_some_and(|t| t.contains("pip-install"))
-                && c["state"] == "failed"
+                && c["state"] != "proposed"
+                && c["state"] != "generating"
+                && c["state"] != "validating"
         });
         if let (true, Some(pip)) = (make, pip) {
             let reason = pip["reason"].as_str().unwrap_or_default();
             assert!(
-                reason.contains("which the policy does not grant: add \"")
-                    && reason.contains(":443\" to [grants] hosts in"),
+                pip["state"] == "awaiting-review"
+                    && reason.contains("needs a grant at review: host:")
+                    && reason.contains(":443"),
                 "{pip:#}"
             );
             break;

@@ -753,7 +753,9 @@ fn model_replies_good_and_bad_all_end_in_a_clear_state_and_the_daemon_stays_up()
         "{text}"
     );
 
-    // Code that tries the network: policy stops it, every attempt, with the rule's id.
+    // Code that tries the network: `curl` is a program the policy asks a person to grant
+    // (the policy layer lists it as a need, not a failure), but a host a model wrote is never
+    // derived from the evidence, so no grant reaches it: the sandbox stops it, every attempt.
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     server.script(vec![Reply::openai(&greeting_reply(&network_script(port)))]);
@@ -762,12 +764,24 @@ fn model_replies_good_and_bad_all_end_in_a_clear_state_and_the_daemon_stays_up()
     assert_eq!(made["attempts"], 3, "{made:#}");
     let reason = made["reason"].as_str().unwrap_or_default();
     assert!(
-        reason.contains("domain.network") && reason.contains("gave up after 3"),
+        reason.contains("gave up after 3")
+            && reason.contains(&format!("Failed to connect to 127.0.0.1 port {port}")),
         "{reason}"
     );
-    // Were policy bypassed, the sandbox would stop it: the staged code, run there, reaches
-    // nothing.
     let shown = show(&env, made["id"].as_str().expect("id"));
+    let policy_check = shown["attempts"][0]["diagnostics"]["checks"]
+        .as_array()
+        .and_then(|checks| checks.iter().find(|c| c["layer"] == "policy"))
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        policy_check["passed"] == true
+            && policy_check["details"]
+                .to_string()
+                .contains("[domain.network] run.sh:3: `curl`"),
+        "{policy_check:#}"
+    );
+    // The staged code, run in the sandbox, reaches nothing.
     let tool_dir = env
         .state()
         .join("staging")

@@ -30,6 +30,7 @@ mod lines;
 mod llm;
 mod mcp;
 mod mine;
+mod needs;
 mod network;
 mod planted;
 mod prefixspan_golden;

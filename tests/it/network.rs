@@ -2,7 +2,8 @@
 //! sessions in which `python3 -m unittest` fails with `ModuleNotFoundError`, `pip install` of
 //! the module fixes it, and the tests pass) asks for the host of the package index pip is
 //! configured with (`PIP_INDEX_URL`, a PEP 503 index this test serves on 127.0.0.1). Under a
-//! policy that grants nothing the candidate is refused with the line to add; once the policy
+//! policy that lists no host and denies the others (`[grants.levels] hosts = "deny"`) the
+//! candidate is refused with the line that denies it and the line to add; once the policy
 //! grants the index, the tool is validated, approved, and installs a wheel from the index
 //! through toolsmith's proxy — while the package's own call to a second host is refused.
 
@@ -289,8 +290,14 @@ fn a_pip_install_recovery_asks_for_the_index_and_installs_through_the_proxy() {
         ("PIP_BREAK_SYSTEM_PACKAGES", "1".to_owned()),
         ("PIP_DISABLE_PIP_VERSION_CHECK", "1".to_owned()),
     ];
+    // A policy that lists no host and denies the others (the built-in one asks a person).
     let policy = env.path().join("policy.toml");
-    std::fs::write(&policy, toolsmith::validate::run::DEFAULT_POLICY).unwrap();
+    let denying = toolsmith::validate::run::DEFAULT_POLICY.replace(
+        "[grants.levels]\nhosts = \"ask\"",
+        "[grants.levels]\nhosts = \"deny\"",
+    );
+    assert_ne!(denying, toolsmith::validate::run::DEFAULT_POLICY);
+    std::fs::write(&policy, &denying).unwrap();
     let config = env.write_config(&format!(
         "[generate]\nbackend = \"template\"\npolicy = \"{}\"\n\n\
          [[source]]\nformat = \"claude-code\"\npath = \"{}\"\n",
@@ -325,8 +332,9 @@ fn a_pip_install_recovery_asks_for_the_index_and_installs_through_the_proxy() {
         "{text}"
     );
 
-    // Under a policy that grants nothing, the recovery asks for the index's host and is
-    // refused with the line that would allow it.
+    // Under a policy that grants no host and denies the others, the recovery asks for the
+    // index's host and is refused with the line that denies it and the line that would allow
+    // it.
     let deadline = Instant::now() + common::PATIENCE;
     loop {
         let out = cli().args(["sources"]).output().expect("sources");
@@ -347,8 +355,18 @@ fn a_pip_install_recovery_asks_for_the_index_and_installs_through_the_proxy() {
     });
     let failed = refused.iter().find(|c| is_pip_recovery(c)).unwrap();
     let reason = failed["reason"].as_str().unwrap_or_default();
+    let deny_line = denying
+        .lines()
+        .position(|l| l == "hosts = \"deny\"")
+        .unwrap()
+        + 1;
     assert!(
-        reason.contains(&format!("the tool needs the network host {}", index.host())),
+        reason.contains(&format!(
+            "the tool needs the network host {}, which the policy does not grant ({}:{deny_line} \
+             (grants.levels.hosts = \"deny\"))",
+            index.host(),
+            policy.display()
+        )),
         "{failed:#}"
     );
     let full = cli()

@@ -480,6 +480,42 @@ fn tool_files_given_by_value_are_read_only_with_their_modes() {
     assert!(err.to_string().contains("a run shows one"), "{err}");
 }
 
+/// A credential file granted at approval is bound read-only where its program looks under the
+/// run's home, and nothing else of the home comes with it.
+#[test]
+fn a_granted_credential_is_read_only_under_the_run_s_home() {
+    let home = tempfile::tempdir().expect("home");
+    let kube = home.path().join(".kube");
+    std::fs::create_dir_all(&kube).expect("mkdir");
+    std::fs::write(kube.join("config"), "server: https://127.0.0.1:6443\n").expect("write");
+    std::fs::write(kube.join("other"), "not granted\n").expect("write");
+    let script = "cat \"$HOME/.kube/config\"; \
+                  (echo x >> \"$HOME/.kube/config\") 2>/dev/null || echo read-only; \
+                  cat \"$HOME/.kube/other\" 2>/dev/null || echo no-other";
+    let mut spec =
+        toolsmith::sandbox::SandboxSpec::new(vec!["sh".into(), "-c".into(), script.into()]);
+    spec.helper = Some(env!("CARGO_BIN_EXE_toolsmith-sandbox-helper").into());
+    spec.credentials = vec![("~/.kube/config".into(), kube.join("config"))];
+    let report = toolsmith::sandbox::run(&spec).expect("runs");
+    assert_eq!(
+        String::from_utf8_lossy(&report.stdout.bytes),
+        "server: https://127.0.0.1:6443\nread-only\nno-other\n",
+        "{report:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(kube.join("config")).expect("read"),
+        "server: https://127.0.0.1:6443\n",
+        "the host's file is unchanged"
+    );
+    // A path out of the home is refused.
+    spec.credentials = vec![("~/../etc/shadow".into(), "/etc/shadow".into())];
+    let err = toolsmith::sandbox::run(&spec).expect_err("refused");
+    assert!(
+        err.to_string().contains("not a path under the home"),
+        "{err}"
+    );
+}
+
 #[test]
 fn proc_shows_the_sandbox_not_the_host() {
     let (report, code) = run_json(&[], &["cat", "/proc/1/cmdline"]);

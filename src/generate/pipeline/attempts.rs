@@ -124,7 +124,8 @@ impl Generator {
         // managers are configured with, the git remotes it names), never from a generator;
         // validation refuses what the policy's [grants] does not list, naming the line.
         spec.sandbox.hosts = super::super::reach::hosts(&spec, &super::super::reach::current());
-        spec.sandbox.host_sockets.clear();
+        spec.sandbox.host_sockets =
+            super::super::reach::sockets(&spec, &super::super::reach::current());
         let staging = Staging::new(&self.state_dir, &c.id);
         // Held until this returns, however it returns: while it is held the candidate is this
         // process's; once the process is gone, whoever runs next resumes it.
@@ -270,6 +271,7 @@ impl Generator {
                 passed: 0,
                 failed: 0,
             },
+            needs: Vec::new(),
         });
         if self.cancelled() {
             // Left `validating`: the next start puts it back to `proposed` and validates again.
@@ -303,6 +305,7 @@ impl Generator {
     ) -> Result<Candidate, GenerateError> {
         if let Some(mut manifest) = outcome.manifest.clone() {
             manifest.validation = outcome.validation.clone();
+            manifest.needs = outcome.needs.clone();
             staging.write_manifest(attempt, &manifest)?;
         }
         let mut reason = outcome.summary();
@@ -355,6 +358,7 @@ impl Generator {
                         && let Ok(v) = semver::Version::parse(&review.version)
                     {
                         manifest.validation = outcome.validation.clone();
+                        manifest.needs = outcome.needs.clone();
                         manifest.version = v;
                         staging.write_manifest(attempt, &manifest)?;
                     }
@@ -583,6 +587,10 @@ fn proposal_trailers(
     ));
     if let Some(g) = generator {
         t.push(("Generator".into(), g.to_owned()));
+    }
+    // What a person must grant at approval (`toolsmith approve --grant`).
+    for need in &outcome.needs {
+        t.push(("Needs".into(), need.to_string()));
     }
     // What the tool may reach beyond the system directories, for the reviewer.
     let toolchains = outcome
