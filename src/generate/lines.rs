@@ -137,13 +137,16 @@ pub fn writes_files(step: &StepSpec) -> bool {
     })
 }
 
+/// A hole's bytes in a logged line, and its quoting.
+type Placed = (usize, usize, Quoting);
+
 /// Where each hole of a step sits: its quoting, found by parsing the line an occurrence
 /// typed and locating the hole's bytes in it.
 fn hole_quotings(
     step: &StepSpec,
     raw: &str,
     values: &BTreeMap<String, String>,
-) -> Result<(Line, Vec<(usize, usize, Quoting)>), String> {
+) -> Result<(Line, Vec<Placed>), String> {
     let parsed = line::parse(raw).map_err(|e| format!("the logged line `{raw}`: {e}"))?;
     let mut at = 0;
     let mut holes = Vec::new();

@@ -507,7 +507,7 @@ fn most_common(values: &[String], max: usize) -> Vec<String> {
             None => counts.push((v, 1)),
         }
     }
-    counts.sort_by(|a, b| b.1.cmp(&a.1));
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
     counts
         .into_iter()
         .take(max)

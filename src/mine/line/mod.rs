@@ -424,11 +424,9 @@ fn value_quoting(node: Node<'_>, text: &str) -> Option<Quoting> {
             let start = node
                 .parent()
                 .and_then(|p| {
-                    let mut cursor = p.walk();
-                    let found = p
-                        .children(&mut cursor)
-                        .find(|c| c.kind() == "heredoc_start");
-                    found
+                    (0..p.child_count())
+                        .filter_map(|i| p.child(i as _))
+                        .find(|c| c.kind() == "heredoc_start")
                 })
                 .and_then(|s| text.get(s.byte_range()))
                 .unwrap_or("");
