@@ -9,6 +9,9 @@
 //! figures are the median wall time and the child's peak resident memory (`ru_maxrss`).
 //!
 //! `cargo bench --bench mine_pipeline` (`TOOLSMITH_BENCH_SESSIONS=1000,10000` by default).
+//! With `TOOLSMITH_BENCH_BASELINE=/path/to/an/older/toolsmith`, each round runs that binary
+//! and this one in turn on the same store (copies of it), and the ratio of the medians is
+//! printed: the figure a change to mining is held to.
 
 // A benchmark may panic on what it sets up itself.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -174,9 +177,35 @@ fn main() {
             .expect("ingest");
         let ingest_s = started.elapsed().as_secs_f64();
         drop(store);
+        let baseline = std::env::var("TOOLSMITH_BENCH_BASELINE").ok();
+        let baseline_state = dir.path().join("baseline-state");
+        if baseline.is_some() {
+            std::fs::create_dir_all(&baseline_state).expect("mkdir");
+            for file in ["state.db", "state.db-wal", "state.db-shm"] {
+                if state.join(file).exists() {
+                    std::fs::copy(state.join(file), baseline_state.join(file)).expect("copy");
+                }
+            }
+        }
         let mut times = Vec::new();
+        let mut baseline_times = Vec::new();
         let mut summary = serde_json::Value::Null;
         for _ in 0..3 {
+            if let Some(older) = &baseline {
+                let started = Instant::now();
+                let out = Command::new(older)
+                    .arg("--state")
+                    .arg(&baseline_state)
+                    .args(["--json", "mine"])
+                    .env("HOME", dir.path())
+                    .env("XDG_CONFIG_HOME", dir.path().join("config"))
+                    .env("XDG_DATA_HOME", dir.path().join("data"))
+                    .env("XDG_RUNTIME_DIR", dir.path().join("run"))
+                    .output()
+                    .expect("run the baseline's toolsmith mine");
+                baseline_times.push(started.elapsed().as_secs_f64());
+                assert!(out.status.success(), "the baseline's mine failed");
+            }
             let started = Instant::now();
             let out = Command::new(bin)
                 .arg("--state")
@@ -197,6 +226,16 @@ fn main() {
             summary = serde_json::from_slice(&out.stdout).expect("summary JSON");
         }
         times.sort_by(f64::total_cmp);
+        if !baseline_times.is_empty() {
+            baseline_times.sort_by(f64::total_cmp);
+            println!(
+                "{sessions:>6} sessions: this build {:.2} s, baseline {:.2} s (medians of 3, \
+                 alternating): ratio {:.2}",
+                times[1],
+                baseline_times[1],
+                times[1] / baseline_times[1]
+            );
+        }
         let planted = summary["top"]
             .as_array()
             .map(|top| {
