@@ -15,21 +15,22 @@
 //! node is [`LineError::Syntax`]: it stays one opaque step, never a tool.
 //!
 //! Input comes from untrusted logs: nothing here panics on any text; lines longer than
-//! [`MAX_LINE`] are refused, and parsing is bounded by the grammar's own linear work.
+//! [`MAX_LINE`] are refused, and parsing goes through [`crate::mine::shell`]'s parser, with its
+//! work budget.
 
 pub mod align;
 mod attach;
 
 pub use attach::{RawOccurrence, attach};
 
-use std::cell::RefCell;
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
-use tree_sitter::{Node, Parser};
+use tree_sitter::Node;
 
 use crate::action::Source;
+use crate::mine::shell::{Dialect, syntax_tree};
 
 /// Longest line aligned, in bytes: a longer one (a script pasted whole) is no habit's step.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -210,11 +211,6 @@ pub enum LineError {
     },
 }
 
-thread_local! {
-    /// One parser per thread: building one loads the grammar's tables.
-    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
-}
-
 /// Parses `text` with the bash grammar into its units.
 pub fn parse(text: &str) -> Result<Line, LineError> {
     if text.len() > MAX_LINE {
@@ -224,20 +220,9 @@ pub fn parse(text: &str) -> Result<Line, LineError> {
     // reads a copy where its brackets and colon are letters (offsets unchanged).
     let masked = mask_placeholders(text);
     let text_for_grammar = masked.as_deref().unwrap_or(text);
-    let tree = PARSER.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            let mut parser = Parser::new();
-            parser
-                .set_language(&tree_sitter_bash::LANGUAGE.into())
-                .ok()?;
-            *slot = Some(parser);
-        }
-        slot.as_mut()?.parse(text_for_grammar, None)
-    });
-    let Some(tree) = tree else {
-        return Err(LineError::Syntax { at: 0 });
-    };
+    let tree = syntax_tree(text_for_grammar, Dialect::Posix).map_err(|e| LineError::Syntax {
+        at: e.at().unwrap_or(0),
+    })?;
     let root = tree.root_node();
     if root.has_error() {
         return Err(LineError::Syntax {
@@ -345,17 +330,22 @@ fn mask_placeholders(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// The start of the first error or missing node, depth first.
+/// The start of the first error or missing node, depth first (an explicit stack: nesting
+/// comes from untrusted text).
 fn first_error(node: Node<'_>) -> Option<usize> {
-    if node.is_error() || node.is_missing() {
-        return Some(node.start_byte());
+    let mut stack = vec![node];
+    while let Some(node) = stack.pop() {
+        if node.is_error() || node.is_missing() {
+            return Some(node.start_byte());
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node
+            .children(&mut cursor)
+            .filter(|c| c.has_error())
+            .collect();
+        stack.extend(children.into_iter().rev());
     }
-    let mut cursor = node.walk();
-    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-    children
-        .into_iter()
-        .filter(|c| c.has_error())
-        .find_map(first_error)
+    None
 }
 
 /// Nodes kept whole as one unit: their inside is a value written in one quoting.
@@ -371,10 +361,30 @@ const CODE: &[&str] = &[
     "extglob_pattern",
 ];
 
+/// What a node's ancestors say of its leaves, carried down the walk (asking a node for its
+/// parent walks the tree from its root again).
+#[derive(Clone, Copy)]
+struct Context {
+    /// Under code rather than a value (`${A:-b}`, `$((n+1))`, a program's name).
+    in_code: bool,
+    /// The parent is a redirection to a file descriptor or a file.
+    in_redirect: bool,
+    /// The previous sibling duplicates a descriptor (`>&`): this is its number.
+    after_dup: bool,
+    /// For a here-document's body: whether its delimiter was quoted.
+    heredoc_quoted: bool,
+}
+
 fn collect(node: Node<'_>, text: &str, units: &mut Vec<Unit>) {
     // An explicit stack: nesting comes from untrusted text.
-    let mut stack = vec![node];
-    while let Some(node) = stack.pop() {
+    let top = Context {
+        in_code: false,
+        in_redirect: false,
+        after_dup: false,
+        heredoc_quoted: false,
+    };
+    let mut stack = vec![(node, top)];
+    while let Some((node, context)) = stack.pop() {
         let kind = node.kind();
         if node.child_count() == 0 || WHOLE.contains(&kind) {
             if node.start_byte() == node.end_byte() {
@@ -383,13 +393,34 @@ fn collect(node: Node<'_>, text: &str, units: &mut Vec<Unit>) {
             units.push(Unit {
                 range: node.byte_range(),
                 kind,
-                value: value_quoting(node, text),
+                value: value_quoting(kind, context),
             });
             continue;
         }
         let mut cursor = node.walk();
         let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-        stack.extend(children.into_iter().rev());
+        let heredoc_quoted = children
+            .iter()
+            .find(|c| c.kind() == "heredoc_start")
+            .and_then(|c| text.get(c.byte_range()))
+            .map_or(context.heredoc_quoted, |start| {
+                start.contains(['\'', '"', '\\'])
+            });
+        let mut previous: Option<&str> = None;
+        let mut pushed = Vec::with_capacity(children.len());
+        for child in &children {
+            pushed.push((
+                *child,
+                Context {
+                    in_code: context.in_code || CODE.contains(&kind),
+                    in_redirect: kind == "file_redirect",
+                    after_dup: matches!(previous, Some(">&" | "<&" | ">&-" | "<&-")),
+                    heredoc_quoted,
+                },
+            ));
+            previous = Some(child.kind());
+        }
+        stack.extend(pushed.into_iter().rev());
     }
     // tree-sitter-bash places a here-document's body after the rest of its line's nodes in
     // some trees: units are kept in the order of the text.
@@ -398,42 +429,19 @@ fn collect(node: Node<'_>, text: &str, units: &mut Vec<Unit>) {
 
 /// How a leaf (or a [`WHOLE`] node) is written when it is a value; `None` for the grammar's
 /// own text.
-fn value_quoting(node: Node<'_>, text: &str) -> Option<Quoting> {
-    let kind = node.kind();
-    let mut up = node.parent();
-    while let Some(parent) = up {
-        if CODE.contains(&parent.kind()) {
-            return None;
-        }
-        up = parent.parent();
+fn value_quoting(kind: &str, context: Context) -> Option<Quoting> {
+    if context.in_code {
+        return None;
     }
     match kind {
-        "word" | "number" => {
-            let parent = node.parent()?;
-            // `2>&1`: the duplicated descriptor is the redirection's own text.
-            let dup = parent.kind() == "file_redirect"
-                && node
-                    .prev_sibling()
-                    .is_some_and(|p| matches!(p.kind(), ">&" | "<&" | ">&-" | "<&-"));
-            (!dup).then_some(Quoting::Bare)
-        }
+        // `2>&1`: the duplicated descriptor is the redirection's own text.
+        "word" | "number" => (!(context.in_redirect && context.after_dup)).then_some(Quoting::Bare),
         "string_content" => Some(Quoting::Double),
         "raw_string" => Some(Quoting::Single),
         "ansi_c_string" => Some(Quoting::AnsiC),
-        "heredoc_body" => {
-            let start = node
-                .parent()
-                .and_then(|p| {
-                    (0..p.child_count())
-                        .filter_map(|i| p.child(i as _))
-                        .find(|c| c.kind() == "heredoc_start")
-                })
-                .and_then(|s| text.get(s.byte_range()))
-                .unwrap_or("");
-            Some(Quoting::HereDoc {
-                expands: !start.contains(['\'', '"', '\\']),
-            })
-        }
+        "heredoc_body" => Some(Quoting::HereDoc {
+            expands: !context.heredoc_quoted,
+        }),
         _ => None,
     }
 }
@@ -519,6 +527,14 @@ mod tests {
         assert!(matches!(parse("echo 'open"), Err(LineError::Syntax { .. })));
         assert!(matches!(parse("a && && b"), Err(LineError::Syntax { .. })));
         assert_eq!(parse("   "), Err(LineError::Empty));
+        // Deep nesting is refused or read, never a stack overflow.
+        for deep in [
+            "$(".repeat(20_000),
+            "(".repeat(20_000) + &")".repeat(20_000),
+        ] {
+            let _ = parse(&deep);
+            let _ = same_line(&deep, "x");
+        }
         let long = "a".repeat(MAX_LINE + 1);
         assert!(matches!(parse(&long), Err(LineError::TooLong { .. })));
     }

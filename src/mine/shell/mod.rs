@@ -33,6 +33,10 @@
 
 mod foreign;
 mod walk;
+
+/// The syntax tree of a line with the thread's parser for its dialect, within the work budget
+/// (what [`crate::mine::line`] cuts a habit's lines with).
+pub(crate) use walk::parse_source as syntax_tree;
 mod word;
 
 use thiserror::Error;

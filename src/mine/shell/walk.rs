@@ -32,7 +32,7 @@ fn language(dialect: Dialect) -> (tree_sitter::Language, &'static str) {
 
 /// Parses `src` (the line, possibly with a byte appended that is not part of it) with the
 /// thread's parser for `dialect`.
-fn parse_source(src: &str, dialect: Dialect) -> Result<Tree, ShellError> {
+pub(crate) fn parse_source(src: &str, dialect: Dialect) -> Result<Tree, ShellError> {
     PARSERS.with(|cell| {
         let mut parsers = cell.borrow_mut();
         let slot = &mut parsers[usize::from(dialect == Dialect::Fish)];
