@@ -107,11 +107,11 @@ pub(super) fn parse_tree(line: &str, dialect: Dialect) -> Result<Vec<SimpleComma
     };
     let tree = parse_source(src, dialect)?;
     let root = tree.root_node();
-    check_depth(root)?;
+    let uncovered = check_tree(root, src, line.len())?;
     if root.has_error() {
         return Err(first_error(root, src, line.len()));
     }
-    check_coverage(root, src, line.len())?;
+    uncovered?;
     let mut walker = Walker {
         src,
         len: line.len(),
@@ -154,38 +154,6 @@ fn nests(kind: &str) -> bool {
     )
 }
 
-/// [`ShellError::TooDeep`] when nesting goes past [`MAX_DEPTH`]; the whole tree is walked with a
-/// cursor, without recursion.
-fn check_depth(root: Node<'_>) -> Result<(), ShellError> {
-    let mut cursor = root.walk();
-    let mut depth = 0usize;
-    loop {
-        let node = cursor.node();
-        if nests(node.kind()) {
-            depth += 1;
-            if depth > MAX_DEPTH {
-                return Err(ShellError::TooDeep {
-                    at: node.start_byte(),
-                });
-            }
-        }
-        if cursor.goto_first_child() {
-            continue;
-        }
-        loop {
-            if nests(cursor.node().kind()) {
-                depth = depth.saturating_sub(1);
-            }
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                return Ok(());
-            }
-        }
-    }
-}
-
 /// Node kinds whose text is not all in their children (a string's `"a $x b"` around `$x`, a
 /// here-document's body around its expansions).
 fn holds_text(kind: &str) -> bool {
@@ -202,14 +170,17 @@ fn holds_text(kind: &str) -> bool {
     )
 }
 
-/// Every byte of the line is in a node, but for blanks and line continuations: a word the
-/// grammar skipped would otherwise vanish from the commands without an error. Walked with a
-/// cursor; the gap before each leaf is checked.
-fn check_coverage(root: Node<'_>, src: &str, len: usize) -> Result<(), ShellError> {
+/// One walk of the whole tree, with a cursor (no recursion): [`ShellError::TooDeep`] when
+/// nesting goes past [`MAX_DEPTH`]; else, as `Ok(Err(…))`, the first byte of the line no node
+/// covers but for blanks and line continuations (a word the grammar skipped would otherwise
+/// vanish from the commands without an error).
+fn check_tree(root: Node<'_>, src: &str, len: usize) -> Result<Result<(), ShellError>, ShellError> {
     let bytes = src.as_bytes();
     let mut cursor = root.walk();
     let mut covered = 0usize;
-    let check = |from: usize, to: usize, parent: Option<Node<'_>>| -> Result<(), ShellError> {
+    let mut depth = 0usize;
+    let mut uncovered = Ok(());
+    let check = |from: usize, to: usize, leaf: Option<Node<'_>>| -> Result<(), ShellError> {
         let gap = bytes.get(from..to.min(len)).unwrap_or(&[]);
         let blank = gap.iter().enumerate().all(|(i, &b)| {
             matches!(b, b' ' | b'\t' | b'\r' | b'\n')
@@ -220,7 +191,7 @@ fn check_coverage(root: Node<'_>, src: &str, len: usize) -> Result<(), ShellErro
         }
         // Inside a node that holds text of its own.
         let first = from + gap.len() - gap.trim_ascii_start().len();
-        let mut up = parent;
+        let mut up = leaf;
         while let Some(node) = up {
             if holds_text(node.kind()) && node.start_byte() <= first {
                 return Ok(());
@@ -234,35 +205,47 @@ fn check_coverage(root: Node<'_>, src: &str, len: usize) -> Result<(), ShellErro
         }
         Err(ShellError::UnexpectedToken {
             token: short(&String::from_utf8_lossy(gap.trim_ascii())),
-            at: from + gap.len() - gap.trim_ascii_start().len(),
+            at: first,
         })
     };
     loop {
         let node = cursor.node();
-        if node.child_count() == 0 {
-            let start = node.start_byte();
-            if start > covered {
-                check(covered, start, Some(node))?;
+        let kind = node.kind();
+        if nests(kind) {
+            depth += 1;
+            if depth > MAX_DEPTH {
+                return Err(ShellError::TooDeep {
+                    at: node.start_byte().min(len),
+                });
             }
-            covered = covered.max(node.end_byte());
         }
         if cursor.goto_first_child() {
             continue;
         }
+        // A leaf: the bytes before it.
+        let start = node.start_byte();
+        if start > covered && uncovered.is_ok() {
+            uncovered = check(covered, start, Some(node));
+        }
+        covered = covered.max(node.end_byte());
         loop {
+            let node = cursor.node();
+            let kind = node.kind();
+            if nests(kind) {
+                depth = depth.saturating_sub(1);
+            }
+            // The end of a node holding text: its tail is its own.
+            if holds_text(kind) {
+                covered = covered.max(node.end_byte());
+            }
             if cursor.goto_next_sibling() {
                 break;
             }
             if !cursor.goto_parent() {
-                if len > covered {
-                    check(covered, len, None)?;
+                if len > covered && uncovered.is_ok() {
+                    uncovered = check(covered, len, None);
                 }
-                return Ok(());
-            }
-            // The end of a node holding text: its tail is its own.
-            let node = cursor.node();
-            if holds_text(node.kind()) {
-                covered = covered.max(node.end_byte());
+                return Ok(uncovered);
             }
         }
     }
