@@ -217,6 +217,16 @@ fn cut(texts: &[&str], quoting: Quoting) -> (usize, usize) {
     if empty && prefix + suffix > open + close {
         return (open.min(shortest), close.min(shortest.saturating_sub(open)));
     }
+    // Free text (a message) is passed whole from its start: words it happened to begin with
+    // in every occurrence (`Add …`) are the person's, while a value in a fixed text (`Release
+    // 1.4.2`) keeps that text, and so does a fixed ending (a commit trailer).
+    let free_text = quoting != Quoting::Bare
+        && texts
+            .iter()
+            .any(|t| t[prefix..t.len() - suffix].contains(char::is_whitespace));
+    if free_text {
+        return (open.min(shortest), suffix);
+    }
     (prefix, suffix)
 }
 
@@ -680,6 +690,19 @@ mod tests {
     #[test]
     fn a_commit_message_in_a_quoted_here_document_is_one_hole() {
         let commit = |m: &str| occ(&[&format!("git commit -m \"$(cat <<'EOF'\n{m}\nEOF\n)\"")]);
+        // The message is passed whole, the trailer every occurrence ends with kept.
+        let trailer = "\n\nCo-Authored-By: Claude <noreply@anthropic.com>";
+        let a = aligned(&[
+            commit(&format!("Add the parser{trailer}")),
+            commit(&format!("Add a test{trailer}")),
+        ]);
+        assert_eq!(
+            a.values
+                .iter()
+                .map(|v| v["message"].as_str())
+                .collect::<Vec<_>>(),
+            ["Add the parser", "Add a test"]
+        );
         let a = aligned(&[commit("Fix the parser"), commit("Add a test")]);
         assert_eq!(a.params.len(), 1);
         assert_eq!(
