@@ -50,9 +50,46 @@ struct Hole {
 /// Aligns `occurrences` (each the lines of one occurrence, in order). `None` when fewer than
 /// two occurrences fit one skeleton, or a line cannot be read.
 pub fn align_lines(occurrences: &[Vec<String>]) -> Option<AlignedLines> {
+    align_lines_cached(occurrences, &mut ParseCache::default())
+}
+
+/// Lines already cut in one mining run, by their text: the patterns of a run share their
+/// occurrences, and agents type the same lines again and again.
+#[derive(Debug, Default)]
+pub struct ParseCache {
+    lines: HashMap<Box<str>, Option<Line>>,
+    bytes: usize,
+}
+
+/// Bytes of lines a [`ParseCache`] keeps before it starts over.
+const PARSE_CACHE_BYTES: usize = 8 << 20;
+
+impl ParseCache {
+    /// `text` cut into units, from the cache when it was cut before.
+    pub fn parse(&mut self, text: &str) -> Option<Line> {
+        if let Some(hit) = self.lines.get(text) {
+            return hit.clone();
+        }
+        let parsed = parse(text).ok();
+        let size = text.len() * 2 + parsed.as_ref().map_or(0, |l| l.units.len() * 48) + 64;
+        if self.bytes + size > PARSE_CACHE_BYTES {
+            self.lines.clear();
+            self.bytes = 0;
+        }
+        self.bytes += size;
+        self.lines.insert(text.into(), parsed.clone());
+        parsed
+    }
+}
+
+/// [`align_lines`], cutting lines through `cache`.
+pub fn align_lines_cached(
+    occurrences: &[Vec<String>],
+    cache: &mut ParseCache,
+) -> Option<AlignedLines> {
     let exact: Vec<Option<Vec<Line>>> = occurrences
         .iter()
-        .map(|lines| lines.iter().map(|l| parse(l).ok()).collect())
+        .map(|lines| lines.iter().map(|l| cache.parse(l)).collect())
         .collect();
     // Runs of files are one unit only where that makes more occurrences one shape (`git add
     // a.rs` and `git add a.rs b.rs`): two files with roles of their own (`verify -CAfile

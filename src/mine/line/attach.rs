@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::Shell;
-use super::align::align_lines;
+use super::align::{ParseCache, align_lines_cached};
 use crate::mine::params::Aligned;
 use crate::mine::pattern::Evidence;
 
@@ -96,7 +96,12 @@ pub struct RawOccurrence {
 /// Makes `aligned`'s steps the lines of `raw`'s occurrences, with holes, when they align:
 /// the parameters become the holes', and the evidence the occurrences that fit, with their
 /// lines as logged. Returns whether it did. `raw` is in the order `aligned` was made from.
-pub fn attach(aligned: &mut Aligned, raw: &[RawOccurrence], max_evidence: usize) -> bool {
+pub fn attach(
+    aligned: &mut Aligned,
+    raw: &[RawOccurrence],
+    max_evidence: usize,
+    cache: &mut ParseCache,
+) -> bool {
     if raw.is_empty() || raw.iter().any(|r| r.lines.is_none()) {
         return false;
     }
@@ -110,7 +115,7 @@ pub fn attach(aligned: &mut Aligned, raw: &[RawOccurrence], max_evidence: usize)
         .iter()
         .map(|r| r.lines.clone().unwrap_or_default())
         .collect();
-    let Some(found) = align_lines(&lines) else {
+    let Some(found) = align_lines_cached(&lines, cache) else {
         return false;
     };
     let mut found = found;

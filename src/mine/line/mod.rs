@@ -21,6 +21,7 @@
 pub mod align;
 mod attach;
 
+pub use align::ParseCache;
 pub use attach::{RawOccurrence, attach};
 
 use std::ops::Range;

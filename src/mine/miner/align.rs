@@ -105,9 +105,10 @@ pub(super) fn align_occurrences(
     let aligned = align(&inputs, options.max_evidence).or_else(|| {
         let unknown = |r: &RawOccurrence| {
             r.lines.iter().flatten().any(|l| {
-                line::parse(l)
-                    .map(|parsed| parsed.reads_variables())
-                    .unwrap_or(true)
+                refetch
+                    .lines
+                    .parse(l)
+                    .is_none_or(|parsed| parsed.reads_variables())
             })
         };
         if trigger || raw.iter().any(unknown) {
@@ -124,7 +125,8 @@ pub(super) fn align_occurrences(
             })
             .collect();
         let mut aligned = align(&typed, options.max_evidence)?;
-        line::attach(&mut aligned, &raw, options.max_evidence).then_some(aligned)
+        line::attach(&mut aligned, &raw, options.max_evidence, &mut refetch.lines)
+            .then_some(aligned)
     });
     let Some(mut aligned) = aligned else {
         return Ok(None);
@@ -136,7 +138,7 @@ pub(super) fn align_occurrences(
         && aligned.internals.is_empty()
         && aligned.evidence.iter().all(|e| e.replay.is_none())
     {
-        line::attach(&mut aligned, &raw, options.max_evidence);
+        line::attach(&mut aligned, &raw, options.max_evidence, &mut refetch.lines);
     }
     Ok(Some((aligned, durations)))
 }

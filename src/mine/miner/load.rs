@@ -413,6 +413,8 @@ pub(super) struct Refetch<'c> {
     cache: HashMap<(String, u64), Refetched>,
     /// About how many bytes the cache holds (outputs, inline inputs, keys).
     cached_bytes: usize,
+    /// The occurrences' command lines, cut once a run.
+    pub(super) lines: crate::mine::line::ParseCache,
 }
 
 /// Bytes of re-read actions kept per run before the cache starts over: a habit's repeats in
@@ -426,6 +428,7 @@ impl<'c> Refetch<'c> {
             tokenizer,
             cache: HashMap::new(),
             cached_bytes: 0,
+            lines: crate::mine::line::ParseCache::default(),
         })
     }
 
