@@ -189,6 +189,7 @@ fn main() {
         }
         let mut times = Vec::new();
         let mut baseline_times = Vec::new();
+        let mut baseline_phases = serde_json::Value::Null;
         let mut summary = serde_json::Value::Null;
         for _ in 0..3 {
             if let Some(older) = &baseline {
@@ -205,6 +206,9 @@ fn main() {
                     .expect("run the baseline's toolsmith mine");
                 baseline_times.push(started.elapsed().as_secs_f64());
                 assert!(out.status.success(), "the baseline's mine failed");
+                let summary: serde_json::Value =
+                    serde_json::from_slice(&out.stdout).unwrap_or_default();
+                baseline_phases = summary["phases_ms"].clone();
             }
             let started = Instant::now();
             let out = Command::new(bin)
@@ -230,7 +234,7 @@ fn main() {
             baseline_times.sort_by(f64::total_cmp);
             println!(
                 "{sessions:>6} sessions: this build {:.2} s, baseline {:.2} s (medians of 3, \
-                 alternating): ratio {:.2}",
+                 alternating): ratio {:.2}; the baseline's phases {baseline_phases}",
                 times[1],
                 baseline_times[1],
                 times[1] / baseline_times[1]

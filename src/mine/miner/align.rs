@@ -20,6 +20,7 @@ pub(super) fn align_occurrences(
     occs: &[Occ<'_>],
     trigger: bool,
     options: &MineOptions,
+    lines: bool,
 ) -> Result<Option<(Aligned, Vec<u64>)>, MineError> {
     let mut inputs = Vec::new();
     let mut raw = Vec::new();
@@ -134,7 +135,8 @@ pub(super) fn align_occurrences(
     // A habit of command lines is those lines, with holes: not a recovery (its failure is
     // matched by its error), not values passed between steps, not a text transformation the
     // log replays whole.
-    if !trigger
+    if lines
+        && !trigger
         && aligned.internals.is_empty()
         && aligned.evidence.iter().all(|e| e.replay.is_none())
     {
@@ -214,7 +216,7 @@ pub(super) fn align_and_score(
         }
         let to_align = &f.occurrences[..f.aligned.min(f.occurrences.len())];
         let Some((aligned, durations)) =
-            align_occurrences(refetch, to_align, f.trigger.is_some(), options)?
+            align_occurrences(refetch, to_align, f.trigger.is_some(), options, false)?
         else {
             continue;
         };
