@@ -606,17 +606,6 @@ fn garbage_never_panics() {
 }
 
 #[test]
-#[ignore = "a debugging aid: SHELL_DUMP='line' cargo test --lib dump_lines -- --ignored --nocapture"]
-fn dump_lines() {
-    for line in std::env::var("SHELL_DUMP")
-        .unwrap_or_default()
-        .split("\n===\n")
-    {
-        println!("{line:?} => {:#?}", parse(line));
-    }
-}
-
-#[test]
 fn spans_point_at_the_words_as_typed() {
     let line = "cd web && LOG=\"a b\" npm run 'build' --mode=x 2>/dev/null | tail -n 5";
     let cmds = parse(line).unwrap();
