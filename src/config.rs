@@ -1420,7 +1420,7 @@ fn resolve(
         min_support_percent: pick(&m.min_support_percent, 1, &from_file),
         max_gap: pick(&m.max_gap, 1, &from_file),
         min_length: pick(&m.min_length, 2, &from_file),
-        max_length: pick(&m.max_length, 12, &from_file),
+        max_length: pick(&m.max_length, 8, &from_file),
         fold_percent: pick(&m.fold_percent, 90, &from_file),
         slow_ms: pick(&m.slow_ms, 30_000, &from_file),
         schedule: pick(&m.schedule, "*/15 * * * *".to_owned(), &from_file),
@@ -1691,7 +1691,7 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 
 # Fewest and most steps of a repeated sequence.
 # min_length = 2
-# max_length = 12
+# max_length = 8
 
 # A pattern is dropped when a longer one keeps at least this share (percent) of its support,
 # and, when patterns are the same habit (the occurrences of one mostly lie inside the other's),

@@ -60,7 +60,7 @@ fn config_show_prints_values_and_their_origins() {
     min_support_percent = 1  # default
     max_gap = 1  # default
     min_length = 2  # default
-    max_length = 12  # default
+    max_length = 8  # default
     fold_percent = 90  # default
     slow_ms = 30000  # default
     schedule = "*/15 * * * *"  # default

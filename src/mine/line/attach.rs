@@ -141,9 +141,7 @@ pub fn attach(
             }
         })
         .collect();
-    // Every hole is typed from its values (the commands' untyped slots no longer count): what
-    // is left of consistency is how many occurrences the lines fit.
-    aligned.consistency = found.fitting.len() as f64 / raw.len() as f64;
+    aligned.consistency *= found.fitting.len() as f64 / raw.len() as f64;
     aligned.lines = found.steps;
     aligned.params = found.params;
     aligned.evidence = evidence;

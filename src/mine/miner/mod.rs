@@ -167,7 +167,7 @@ impl Default for MineOptions {
             min_support_percent: 1,
             max_gap: 1,
             min_length: 2,
-            max_length: 12,
+            max_length: 8,
             fold_ratio: 0.9,
             slow_ms: 30_000,
             max_recovery_steps: 8,
