@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::spec::{Piece, StepSpec, ToolSpec};
+use super::template::var;
 use crate::action::placeholder::replace_placeholders;
 use crate::mine::line::{self, Line, Quoting, Shell};
 use crate::mine::pattern;
@@ -169,11 +170,6 @@ fn hole_quotings(
         }
     }
     Ok((parsed, holes))
-}
-
-/// The shell variable of a parameter.
-fn var(name: &str) -> String {
-    format!("p_{name}")
 }
 
 /// The code of one line: the logged line with each hole written for its quoting.
@@ -434,15 +430,7 @@ pub fn requires(
         out.push("bash".to_owned());
     }
     for step in spec_steps {
-        let rendered: String = step
-            .line
-            .iter()
-            .map(|p| match p {
-                Piece::Literal(t) => t.clone(),
-                Piece::Param(n) | Piece::Internal(n) => values.get(n).cloned().unwrap_or_default(),
-            })
-            .collect();
-        for program in programs(&rendered) {
+        for program in programs(&step.typed_line(values)) {
             if !out.contains(&program) {
                 out.push(program);
             }

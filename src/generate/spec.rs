@@ -207,6 +207,19 @@ impl StepSpec {
             .join(" ")
     }
 
+    /// A command line step as typed with these parameter values (a value an earlier step
+    /// printed as `<name>`).
+    pub fn typed_line(&self, params: &BTreeMap<String, String>) -> String {
+        self.line
+            .iter()
+            .map(|p| match p {
+                Piece::Literal(t) => t.clone(),
+                Piece::Param(n) => params.get(n).cloned().unwrap_or_default(),
+                Piece::Internal(n) => format!("<{n}>"),
+            })
+            .collect()
+    }
+
     /// The program the step runs (its first word, when literal).
     pub fn program(&self) -> Option<&str> {
         match self.words.first()?.as_slice() {
@@ -482,20 +495,7 @@ impl ToolSpec {
     /// value an earlier step prints is unknown in a dry run and shows as `<name>`.
     pub fn dry_run_lines(&self, params: &BTreeMap<String, String>) -> Vec<String> {
         if self.is_lines() {
-            return self
-                .steps
-                .iter()
-                .map(|s| {
-                    s.line
-                        .iter()
-                        .map(|p| match p {
-                            Piece::Literal(t) => t.clone(),
-                            Piece::Param(n) => params.get(n).cloned().unwrap_or_default(),
-                            Piece::Internal(n) => format!("<{n}>"),
-                        })
-                        .collect()
-                })
-                .collect();
+            return self.steps.iter().map(|s| s.typed_line(params)).collect();
         }
         let render = |step: &StepSpec| -> String {
             step.words

@@ -86,7 +86,7 @@ fn is_redirection(word: &str) -> bool {
 }
 
 /// The shell variable holding a parameter or internal value.
-fn var(name: &str) -> String {
+pub(super) fn var(name: &str) -> String {
     format!("p_{name}")
 }
 
