@@ -192,11 +192,22 @@ fn show(found: &StoredPattern, out: &mut impl Write, style: Style) -> Result<(),
     if let Some(reason) = found.reason.as_ref().filter(|_| p.folded_into.is_none()) {
         writeln!(out, "  {}", style.warn(reason))?;
     }
+    if let Some(why) = p.not_a_habit().filter(|_| found.status.proposable()) {
+        writeln!(
+            out,
+            "  {}",
+            style.warn(&format!(
+                "not proposed: {why}; `toolsmith generate --pattern {}` makes a tool of it anyway",
+                p.id
+            ))
+        )?;
+    }
     let s = &p.score_parts;
     writeln!(
         out,
-        "  score parts: frequency {:.2}, impact {:.2}, complexity {:.2}, confidence {:.2}",
-        s.frequency, s.impact, s.complexity, s.confidence
+        "  score parts: frequency {:.2}, impact {:.2}, complexity {:.2}, confidence {:.2}, \
+         habit {:.2}",
+        s.frequency, s.impact, s.complexity, s.confidence, s.habit
     )?;
     // Patterns stored before the terms were kept have none to show.
     if s.sessions > 0 {
@@ -209,6 +220,33 @@ fn show(found: &StoredPattern, out: &mut impl Write, style: Style) -> Result<(),
             out,
             "    confidence = (0.25 + 0.75 × consistency {:.2}) × (0.5 + 0.5 × success rate {:.2})",
             s.consistency, s.success_rate
+        )?;
+    }
+    if let Some(a) = &s.association {
+        let steps = p.steps_text();
+        let at = a.link as usize;
+        let link = match (steps.get(at), steps.get(at + 1)) {
+            (Some(from), Some(to)) => format!("{from} → {to}"),
+            _ => format!("link {}", at + 1),
+        };
+        let verdict = if a.beats_chance() {
+            style.good("more than chance")
+        } else {
+            style.warn("no more than chance: not proposed")
+        };
+        writeln!(
+            out,
+            "  habit {:.2} = ln(lift)/ln 16, at its weakest link ({link}): followed {} of {} \
+             times, chance predicts {:.1}; lift {:.2}, G² {:.1} ({verdict}; needs lift ≥ {}, \
+             G² ≥ {})",
+            s.habit,
+            a.observed,
+            a.trials,
+            a.expected,
+            a.lift,
+            a.llr,
+            crate::mine::chance::MIN_LIFT,
+            crate::mine::chance::MIN_LLR,
         )?;
     }
     if let Some(into) = &p.folded_into {

@@ -602,8 +602,9 @@ impl ToolSpec {
         }
         if let Some(step) = pattern.retried_step() {
             return Err(fail(&format!(
-                "its step `{}` is run again at once with flags added: a command that failed, \
-                 tried again; a tool would stop at the failure or do the work twice",
+                "its step `{}` is run again at once for the same target (with flags added, \
+                 with sudo, or through another program): a command that failed, tried again; \
+                 a tool would stop at the failure or do the work twice",
                 step.template
             )));
         }
@@ -1240,7 +1241,7 @@ mod tests {
         let err = ToolSpec::from_pattern(&retry, &|_| false).expect_err("refused");
         assert!(
             err.to_string()
-                .contains("`cp <path> <value>` is run again at once with flags added"),
+                .contains("`cp <path> <value>` is run again at once for the same target"),
             "{err}"
         );
     }

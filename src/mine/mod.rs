@@ -9,6 +9,7 @@
 //! - [`params`] aligns a pattern's occurrences into literals, parameters and internal variables.
 //! - [`score`] ranks patterns; [`pattern`] is the result and its storage; [`miner`] runs it all.
 
+pub mod chance;
 pub mod line;
 pub mod miner;
 pub mod params;

@@ -310,36 +310,83 @@ impl Pattern {
             .then_some(one)
     }
 
-    /// The first step that the next one runs again at once with flags added (`rm <arg>` then
-    /// `rm <arg> -r`, `cp <arg> <arg>` then `cp <arg> <arg> -r`): a command that failed, tried
-    /// again. A tool of both would stop at the failure, or do the work twice. Kept as a
-    /// pattern; no tool is made of it. A recovery's failing command and its fix (`npm run
-    /// lint` failing, then `npm run lint -- --fix`) are not: its tool runs the fix on the
-    /// failure.
+    /// The first step that the next one runs again at once for the same target: with flags
+    /// added (`rm <arg>` then `rm <arg> -r`), with more power (`rm <arg>` then `sudo rm <arg>`),
+    /// or through another program taking the same sub-command or flags (`paru -S <arg>` then
+    /// `sudo pacman -S <arg>`): a command that failed, tried again. A tool of both would stop
+    /// at the failure, or do the work twice. Kept as a pattern; no tool is made of it. A
+    /// recovery's failing command and its fix (`npm run lint` failing, then `npm run lint --
+    /// --fix`) are not: its tool runs the fix on the failure.
     pub fn retried_step(&self) -> Option<&Step> {
         self.steps.windows(2).find_map(|pair| {
             let (first, then) = (&pair[0], &pair[1]);
-            let (a, b): (Vec<&str>, Vec<&str>) = (
-                first.key.split(' ').collect(),
-                then.key.split(' ').collect(),
-            );
-            if first.agent_tool || then.agent_tool || then.piped || b.len() <= a.len() {
+            if first.agent_tool || then.agent_tool || then.piped {
                 return None;
             }
-            // `a`'s words in order within `b`, every other word of `b` a flag.
-            let mut rest = a.iter().peekable();
-            let mut added = 0;
-            for word in &b {
-                if rest.peek() == Some(&word) {
-                    rest.next();
-                } else if word.starts_with('-') && word.len() > 1 {
-                    added += 1;
-                } else {
-                    return None;
-                }
-            }
-            (rest.peek().is_none() && added > 0 && a.first() == b.first()).then_some(first)
+            retries(&first.key, &then.key).then_some(first)
         })
+    }
+
+    /// Whether the habit's steps follow each other no more often than their own frequencies
+    /// predict ([`crate::mine::chance`]): two commands run all day, seen together by chance.
+    /// Kept as a pattern; no tool is made of it. Patterns stored before the test was made are
+    /// not judged by it.
+    pub fn by_chance(&self) -> Option<&crate::mine::chance::Association> {
+        self.score_parts
+            .association
+            .as_ref()
+            .filter(|a| !a.beats_chance())
+    }
+
+    /// Whether the habit is one command: a single command line, or a pipeline (`cat <path> |
+    /// jq .`, `cat <path> | pbcopy`), whatever its other steps that only change directory. A
+    /// habit needs two steps that each do work; a command the agent types is already one call.
+    /// Recoveries (the failure detected is the work) and slow operations are other habits.
+    pub fn one_command(&self) -> bool {
+        if self.kind != PatternKind::Sequence {
+            return false;
+        }
+        let working = self
+            .steps
+            .iter()
+            .filter(|s| !s.piped && !moves(&s.key))
+            .count();
+        working < 2
+    }
+
+    /// Why the pattern is no habit to propose, when it is not: one command, or steps that
+    /// follow each other no more often than chance. Unlike the other refusals a tool could
+    /// still be made of it: `toolsmith generate --pattern ID` is a person's own call and makes
+    /// one; only the proposals the daemon makes by itself pass it by. Mined again, it is
+    /// judged again.
+    pub fn not_a_habit(&self) -> Option<String> {
+        let steps = self.steps_text();
+        if self.one_command() {
+            return Some(format!(
+                "it is one command (`{}`; a pipeline is one command): a habit needs two steps \
+                 that each do work, and the agent already runs this one in one call",
+                steps.join(" → ")
+            ));
+        }
+        let a = self.by_chance()?;
+        let at = a.link as usize;
+        let link = match (steps.get(at), steps.get(at + 1)) {
+            (Some(from), Some(to)) => format!("`{from}` → `{to}`"),
+            _ => format!("link {}", at + 1),
+        };
+        Some(format!(
+            "its steps follow each other about as often as chance predicts: {link} came {} \
+             times after {} runs where chance predicts {:.1} (lift {:.2}, G² {:.1}; a habit \
+             needs a lift of at least {} and G² of at least {}): commands run often, seen \
+             together, not one piece of work",
+            a.observed,
+            a.trials,
+            a.expected,
+            a.lift,
+            a.llr,
+            crate::mine::chance::MIN_LIFT,
+            crate::mine::chance::MIN_LLR,
+        ))
     }
 
     /// The steps as readable templates, the failing command first for a recovery; a step that
@@ -369,6 +416,63 @@ impl Pattern {
         }));
         steps
     }
+}
+
+/// Whether a step only changes the shell's directory (`cd <arg>`, `pushd`, `popd`).
+fn moves(key: &str) -> bool {
+    matches!(key.split(' ').next(), Some("cd" | "pushd" | "popd"))
+}
+
+/// Whether the command keyed `then` runs the one keyed `first` again for the same target (see
+/// [`Pattern::retried_step`]).
+fn retries(first: &str, then: &str) -> bool {
+    /// The words after a privilege prefix (`sudo`, `doas`, with their flags), and whether
+    /// there was one.
+    fn unprivileged(key: &str) -> (Vec<&str>, bool) {
+        let mut words = key.split(' ').peekable();
+        let mut privileged = false;
+        while let Some(&w) = words.peek() {
+            if matches!(w, "sudo" | "doas") || (privileged && w.starts_with('-')) {
+                privileged = true;
+                words.next();
+            } else {
+                break;
+            }
+        }
+        (words.collect(), privileged)
+    }
+    let ((a, a_root), (b, b_root)) = (unprivileged(first), unprivileged(then));
+    let (Some(program_a), Some(program_b)) = (a.first(), b.first()) else {
+        return false;
+    };
+    // `a`'s words in order within `b`, every other word of `b` a flag: how many were added.
+    let added_flags = || {
+        let mut rest = a.iter().peekable();
+        let mut added = 0;
+        for word in &b {
+            if rest.peek() == Some(&word) {
+                rest.next();
+            } else if word.starts_with('-') && word.len() > 1 {
+                added += 1;
+            } else {
+                return None;
+            }
+        }
+        rest.peek().is_none().then_some(added)
+    };
+    if program_a == program_b {
+        return match added_flags() {
+            Some(added) => added > 0 || (b_root && !a_root),
+            None => false,
+        };
+    }
+    // Another program for the same target: the same sub-command or flags and values after
+    // the program, at least one of them a word of its own (not only values: `mypy <arg>` then
+    // `ruff <arg>` checks a path twice, a habit).
+    a[1..] == b[1..]
+        && a[1..]
+            .iter()
+            .any(|w| !w.starts_with('<') && w.chars().any(|c| c.is_ascii_alphabetic()))
 }
 
 /// The stable id of a pattern of `kind` whose steps have these canonical keys.
@@ -702,6 +806,102 @@ mod tests {
             folded_into: None,
             folded: Vec::new(),
         }
+    }
+
+    /// A sequence of steps keyed `keys` (`|` first: read through a pipe).
+    fn steps_of(keys: &[&str]) -> Pattern {
+        let mut p = pattern("p-steps");
+        p.steps = keys
+            .iter()
+            .map(|k| {
+                let (piped, key) = match k.strip_prefix("| ") {
+                    Some(rest) => (true, rest),
+                    None => (false, *k),
+                };
+                Step {
+                    template: key.to_owned(),
+                    words: Vec::new(),
+                    globs: Vec::new(),
+                    key: key.to_owned(),
+                    captures: None,
+                    piped,
+                    agent_tool: false,
+                }
+            })
+            .collect();
+        p
+    }
+
+    #[test]
+    fn a_command_run_again_with_more_power_or_another_program_is_a_retry() {
+        for retry in [
+            ["rm <arg>", "sudo rm <arg>"],
+            ["rm -r <arg>", "sudo rm -r <arg>"],
+            ["rm <arg>", "rm <arg> -r"],
+            ["paru -S <arg>", "sudo pacman -S <arg>"],
+            ["pip install <arg>", "pip3 install <arg>"],
+            ["apt install <arg>", "sudo -E apt install <arg>"],
+            ["npm install", "yarn install"],
+        ] {
+            assert!(
+                steps_of(&retry).retried_step().is_some(),
+                "{retry:?} is a retry"
+            );
+        }
+        for habit in [
+            ["git add <arg>", "git commit -m <arg>"],
+            ["mypy <arg>", "ruff <arg>"],
+            ["make", "make clean"],
+            ["cargo build", "cargo test"],
+            ["sudo rm <arg>", "rm <arg>"],
+            ["sudo make clean install", "sudo rm <arg>"],
+            ["black .", "isort ."],
+        ] {
+            assert!(
+                steps_of(&habit).retried_step().is_none(),
+                "{habit:?} is no retry"
+            );
+        }
+    }
+
+    #[test]
+    fn a_pipeline_is_one_command_and_a_habit_needs_two_that_work() {
+        assert!(steps_of(&["cat <arg>", "| pbcopy"]).one_command());
+        assert!(steps_of(&["cat <arg>", "| jq <arg>", "| head -n <arg>"]).one_command());
+        assert!(steps_of(&["docker run --rm -it <arg>"]).one_command());
+        assert!(steps_of(&["cd <arg>", "make"]).one_command());
+        assert!(!steps_of(&["cat <arg>", "| jq .", "git diff"]).one_command());
+        assert!(!steps_of(&["cd <arg>", "make", "make install"]).one_command());
+        assert!(!steps_of(&["git add <arg>", "git commit -m <arg>"]).one_command());
+        let mut slow = steps_of(&["cargo build --release"]);
+        slow.kind = PatternKind::Slow;
+        assert!(
+            !slow.one_command(),
+            "a slow operation is a habit of its own"
+        );
+    }
+
+    #[test]
+    fn a_pattern_is_by_chance_when_its_weakest_link_is() {
+        use crate::mine::chance::Association;
+        let mut p = steps_of(&["make", "open <arg>"]);
+        assert!(p.by_chance().is_none(), "untested: not judged");
+        p.score_parts.association = Some(Association {
+            lift: 1.1,
+            llr: 0.4,
+            ..Association::default()
+        });
+        assert!(p.by_chance().is_some());
+        p.score_parts.association = Some(Association {
+            lift: 9.0,
+            llr: 60.0,
+            ..Association::default()
+        });
+        assert!(p.by_chance().is_none());
+        // Round trip through the stored body keeps the terms.
+        let back: Pattern =
+            serde_json::from_value(serde_json::to_value(&p).expect("json")).expect("parsed");
+        assert_eq!(back.score_parts.association, p.score_parts.association);
     }
 
     #[test]

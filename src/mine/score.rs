@@ -6,7 +6,8 @@
 //! impact     I = ½ (1 − e^(−calls / 20)) + ½ (1 − e^(−seconds / 600))
 //! complexity C = min(1, (steps − 1 + ½ params + ½ [recovery]) / 3), at least 0.2
 //! confidence K = (¼ + ¾ consistency) × (½ + ½ success rate)
-//! score      = 100 × F^0.35 × I^0.30 × C^0.15 × K^0.20
+//! habit      A = min(1, max(0.05, ln(lift) / ln 16))          a sequence's weakest link; else 1
+//! score      = 100 × F^0.35 × I^0.30 × C^0.15 × K^0.20 × A^0.25
 //! ```
 //!
 //! - `calls` are the agent calls a tool would have saved over all occurrences: each occurrence
@@ -26,6 +27,12 @@
 //!   two sessions counts as much as one seen once in each of four: repeats count, session
 //!   diversity counts more.
 //!
+//! - `lift` is how many times more often a sequence's steps follow each other than their own
+//!   frequencies predict, at its weakest link ([`super::chance`]): a habit's steps need each
+//!   other, two commands run all day follow each other by chance. A link no more than chance
+//!   is not proposed at all ([`super::pattern::Pattern::by_chance`]); among those that are,
+//!   the steps most bound to each other rank first.
+//!
 //! A weighted geometric mean: a pattern never seen, or one that saves nothing, sinks whatever
 //! its other parts say. Confidence never does: free-text values (a commit message) or failing
 //! steps (the tests a habit runs fail half the time) make a habit less certain, not worthless,
@@ -33,6 +40,8 @@
 //! Frequency weighs most, as the design asks for habits, not accidents.
 
 use serde::{Deserialize, Serialize};
+
+use super::chance::Association;
 
 /// Seconds a model's round trip between two agent calls is taken to cost.
 pub const SECONDS_PER_CALL: f64 = 5.0;
@@ -58,6 +67,8 @@ pub struct ScoreInput {
     pub consistency: f64,
     /// Share (0–1) of the occurrences that succeeded.
     pub success_rate: f64,
+    /// A sequence's test against chance (its weakest link); `None` for the other kinds.
+    pub association: Option<Association>,
 }
 
 /// The score and its parts, each from 0 to 1 (the score from 0 to 100), with the terms they
@@ -87,6 +98,17 @@ pub struct Score {
     /// The success rate in K (0–1).
     #[serde(default)]
     pub success_rate: f64,
+    /// A: how much more than chance a sequence's steps follow each other (1 for the other
+    /// kinds, and for patterns stored before it was kept).
+    #[serde(default = "one")]
+    pub habit: f64,
+    /// The terms of A: a sequence's weakest link against chance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub association: Option<Association>,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// Scores one pattern by the formula in the module documentation.
@@ -104,11 +126,19 @@ pub fn score(input: &ScoreInput) -> Score {
     let consistency = clamp01(input.consistency);
     let success_rate = clamp01(input.success_rate);
     let confidence = (0.25 + 0.75 * consistency) * (0.5 + 0.5 * success_rate);
+    let habit = input.association.map_or(1.0, |a| {
+        if a.lift.is_nan() {
+            0.05
+        } else {
+            (a.lift.max(1.0).ln() / 16f64.ln()).clamp(0.05, 1.0)
+        }
+    });
     let score = 100.0
         * frequency.powf(0.35)
         * impact.powf(0.30)
         * complexity.powf(0.15)
-        * confidence.powf(0.20);
+        * confidence.powf(0.20)
+        * habit.powf(0.25);
     let round = |x: f64| (x * 1000.0).round() / 1000.0;
     Score {
         score: (score * 10.0).round() / 10.0,
@@ -120,6 +150,8 @@ pub fn score(input: &ScoreInput) -> Score {
         occurrences: input.occurrences.max(input.support),
         consistency: round(consistency),
         success_rate: round(success_rate),
+        habit: round(habit),
+        association: input.association,
     }
 }
 
@@ -143,6 +175,7 @@ mod tests {
             recovery: false,
             consistency: 1.0,
             success_rate: 1.0,
+            association: None,
         }
     }
 
@@ -289,6 +322,7 @@ mod tests {
             recovery: true,
             consistency: 3.0,
             success_rate: 2.0,
+            association: None,
         });
         assert!(top.score <= 100.0 && top.score > 99.0, "{top:?}");
         let odd = score(&ScoreInput {
@@ -297,6 +331,28 @@ mod tests {
             ..base()
         });
         assert!(odd.score >= 0.0);
+    }
+
+    #[test]
+    fn steps_bound_to_each_other_rank_above_neighbours() {
+        let with_lift = |lift: f64| {
+            score(&ScoreInput {
+                association: Some(Association {
+                    lift,
+                    llr: 40.0,
+                    ..Association::default()
+                }),
+                ..base()
+            })
+        };
+        let (bound, loose, chance) = (with_lift(30.0), with_lift(3.0), with_lift(1.0));
+        assert!(bound.score > loose.score && loose.score > chance.score);
+        assert_eq!(bound.habit, 1.0);
+        assert_eq!(chance.habit, 0.05);
+        // Another kind is not tested against chance and loses nothing.
+        assert_eq!(score(&base()).habit, 1.0);
+        assert_eq!(bound.score, score(&base()).score);
+        assert_eq!(with_lift(f64::NAN).habit, 0.05);
     }
 
     #[test]

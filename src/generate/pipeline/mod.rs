@@ -591,7 +591,11 @@ impl Generator {
                     if stored.pattern.score < min {
                         break;
                     }
-                    if stored.status != PatternStatus::New {
+                    // Not a habit (one command, or neighbours by chance): kept, shown with its
+                    // reason by `toolsmith patterns ID`, judged again at the next mining run,
+                    // made only when a person asks for it.
+                    if stored.status != PatternStatus::New || stored.pattern.not_a_habit().is_some()
+                    {
                         continue;
                     }
                     if self.cancelled() {

@@ -356,6 +356,7 @@ pub(super) fn score_input(
         recovery: f.kind == PatternKind::Recovery,
         consistency,
         success_rate,
+        association: f.association,
     }
 }
 
@@ -378,6 +379,7 @@ mod tests {
             trigger: None,
             calls_per_occurrence: keys.len() as f64,
             single: false,
+            association: None,
             bound: 0.0,
             aligned: 0,
         };

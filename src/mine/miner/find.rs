@@ -140,6 +140,7 @@ fn sequence_candidate<'s>(
         // At most one call per step: the bound stays an upper bound.
         calls_per_occurrence: p.items.len() as f64,
         single: false,
+        association: None,
         bound: 0.0,
         aligned: 0,
     };
@@ -210,9 +211,8 @@ fn sequence_candidate<'s>(
         .take(options.max_occurrences.saturating_sub(f.occurrences.len()))
         .copied()
         .collect();
-    if !f.more.is_empty() {
-        f.items = p.items.into();
-    }
+    // Its symbols place `more`'s steps and name its links for the test against chance.
+    f.items = p.items.into();
     f.calls_per_occurrence = f
         .occurrences
         .first()
@@ -297,6 +297,7 @@ pub(super) fn find_commands<'s>(
                 trigger: None,
                 calls_per_occurrence: 1.5,
                 single: true,
+                association: None,
                 bound: 0.0,
                 aligned: usize::MAX,
             });
@@ -382,6 +383,7 @@ fn slow_command<'s>(
         trigger: None,
         calls_per_occurrence: 1.0,
         single: false,
+        association: None,
         bound: 0.0,
         aligned: usize::MAX,
     })
@@ -464,6 +466,7 @@ fn recovery_candidate(
         trigger: Some(group.error_template),
         calls_per_occurrence: 1.0 + group.step_keys.len() as f64,
         single: false,
+        association: None,
         bound: 0.0,
         aligned,
     }

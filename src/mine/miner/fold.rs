@@ -109,6 +109,7 @@ pub(super) fn complete_heads(
                     trigger: f.trigger.clone(),
                     calls_per_occurrence: f.calls_per_occurrence,
                     single: f.single,
+                    association: f.association,
                     bound: f.bound,
                     aligned: 0,
                 };
@@ -264,6 +265,8 @@ pub(super) fn fold_groups(
             && !p.only_shuffles_files()
             && p.retried_step().is_none()
             && p.one_command_looked_around().is_none()
+            && p.by_chance().is_none()
+            && !p.one_command()
             && !p
                 .steps
                 .iter()
@@ -1302,6 +1305,11 @@ mod tests {
         for i in 0..3 {
             let session = format!("loop{i}");
             let run = |c: &str| (session.clone(), c.to_owned(), Some(true), None);
+            // The session's other work: without it, `rm` would be a third of the session and
+            // `perl → rm` no more than chance.
+            for one_off in &ONE_OFFS[..4] {
+                calls.push(run(one_off));
+            }
             calls.push(run(&format!("make -C m{i}")));
             for _ in 0..3 {
                 calls.push(run("rm out/gen.txt"));

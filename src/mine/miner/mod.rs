@@ -25,6 +25,7 @@ use std::time::Instant;
 
 use rusqlite::{Connection, params};
 
+use super::chance::{Association, count_links};
 use super::pattern::{CandidateOutcomes, Pattern, PatternKind, apply_outcomes, replace_patterns};
 use super::sequences::{self, SequenceMinerError};
 use super::token::{NoiseRules, Token, Tokenizer};
@@ -249,6 +250,9 @@ struct Found<'s> {
     calls_per_occurrence: f64,
     /// A single command line (a habit only when its arguments vary).
     single: bool,
+    /// A sequence's weakest link against chance ([`super::chance`]); `None` for the other
+    /// kinds.
+    association: Option<Association>,
     /// Upper bound of the score, to choose what to align.
     bound: f64,
     /// How many of `occurrences`, from the first, are aligned.
@@ -272,6 +276,7 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     let mut found = sequences.found;
     found.extend(find_commands(&loaded, options, needed));
     found.extend(find_recovery_habits(&loaded, options, needed));
+    test_against_chance(&loaded, &mut found, options);
     rank(&mut found);
     let mined_ms = elapsed_ms(started) - load_ms;
     let mut refetch = Refetch::new(conn, &tokenizer)?;
@@ -319,6 +324,38 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
         min_occurrences: needed.occurrences,
         patterns,
     })
+}
+
+/// Tests every sequence's links against chance ([`super::chance`]), in one pass over the
+/// sessions.
+fn test_against_chance(loaded: &load::Loaded, found: &mut [Found<'_>], options: &MineOptions) {
+    let mut pairs: Vec<(u32, u32)> = found
+        .iter()
+        .flat_map(|f| f.items.windows(2).map(|w| (w[0], w[1])))
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    if pairs.is_empty() {
+        return;
+    }
+    let sessions: Vec<&[u32]> = loaded
+        .sessions
+        .iter()
+        .map(|s| s.symbols.as_slice())
+        .collect();
+    let window = options.max_gap as usize + 1;
+    let counts = count_links(&sessions, &pairs, window);
+    for f in found.iter_mut().filter(|f| f.items.len() >= 2) {
+        let links: Vec<_> = f
+            .items
+            .windows(2)
+            .filter_map(|w| {
+                let at = pairs.binary_search(&(w[0], w[1])).ok()?;
+                counts.get(at).copied()
+            })
+            .collect();
+        f.association = Association::weakest(&links);
+    }
 }
 
 /// What qualifies a pattern: the sessions it is seen in (sub-agents with their parents), or

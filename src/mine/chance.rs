@@ -1,0 +1,366 @@
+//! Whether the steps of a sequence follow each other more often than chance: two commands run
+//! all day (`make`, `open X`, `git status`) follow each other often whether or not one needs
+//! the other. A habit's steps follow each other far more often than their own frequencies
+//! predict.
+//!
+//! For each link `a → b` of a sequence (two consecutive steps), over every session:
+//!
+//! ```text
+//! trials    n    = positions of a
+//! observed  O    = positions of a followed by b within the window (max gap + 1 positions)
+//! expected  E    = Σ_sessions n_a(s) × (1 − (1 − r_b(s))^window)
+//!           r_b(s) = b's share of the positions of s that no a comes just before
+//! lift           = O / E
+//! G²             = 2 [O ln(O/E) + (n − O) ln((n − O)/(n − E))]      when O > E, else 0
+//! ```
+//!
+//! The chance that `b` follows is taken from `b`'s frequency within each session, not over all
+//! of them (a person who runs `make` all day in one history and never elsewhere makes `make`
+//! likely after anything in that history, and only there), and only where no `a` comes just
+//! before: the question is whether `b` comes after `a` more often than it comes elsewhere, so
+//! a habit's own repetitions do not make its second step look common (in a session that is
+//! only the habit, `b` comes nowhere else; half a position stands for "almost never" there). `G²` is the log-likelihood ratio of
+//! a binomial test (Dunning's): large when the excess is both big and seen often enough to be
+//! sure of. A link is more than chance when its lift is at least [`MIN_LIFT`] and its `G²` at
+//! least [`MIN_LLR`] (p < 0.01 with one degree of freedom); a sequence is as strong as its
+//! weakest link. No list of programs is involved: the counts decide.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The least lift of a link that is more than chance: its steps follow each other at least
+/// twice as often as their frequencies predict.
+pub const MIN_LIFT: f64 = 2.0;
+
+/// The least log-likelihood ratio (`G²`) of a link that is more than chance: p < 0.01 for one
+/// degree of freedom.
+pub const MIN_LLR: f64 = 6.63;
+
+/// The counts of one link `a → b` over all sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LinkCounts {
+    /// Positions of `a`.
+    pub trials: u32,
+    /// Positions of `a` followed by `b` within the window.
+    pub observed: u32,
+    /// How many of them chance predicts.
+    pub expected: f64,
+}
+
+impl LinkCounts {
+    /// `observed / expected` (0 when nothing is expected or seen).
+    pub fn lift(&self) -> f64 {
+        if self.expected <= 0.0 {
+            return if self.observed > 0 {
+                f64::INFINITY
+            } else {
+                0.0
+            };
+        }
+        f64::from(self.observed) / self.expected
+    }
+
+    /// Dunning's log-likelihood ratio of the observed against the expected, 0 when fewer are
+    /// observed than expected (a link less frequent than chance is no habit either way).
+    pub fn llr(&self) -> f64 {
+        let n = f64::from(self.trials);
+        let o = f64::from(self.observed);
+        let e = self.expected;
+        if o <= e || e <= 0.0 || n <= 0.0 {
+            return 0.0;
+        }
+        let term = |x: f64, y: f64| {
+            if x > 0.0 && y > 0.0 {
+                x * (x / y).ln()
+            } else {
+                0.0
+            }
+        };
+        (2.0 * (term(o, e) + term(n - o, n - e))).max(0.0)
+    }
+
+    /// Whether the link is more than chance ([`MIN_LIFT`], [`MIN_LLR`]).
+    pub fn beats_chance(&self) -> bool {
+        self.lift() >= MIN_LIFT && self.llr() >= MIN_LLR
+    }
+}
+
+/// A sequence's test against chance: its weakest link's terms, which `toolsmith patterns ID`
+/// shows.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Association {
+    /// Which link (0: between the first and second step).
+    pub link: u32,
+    /// Its first step's positions.
+    pub trials: u32,
+    /// How often the next step followed.
+    pub observed: u32,
+    /// How often chance predicts.
+    pub expected: f64,
+    /// `observed / expected`.
+    pub lift: f64,
+    /// `G²`.
+    pub llr: f64,
+}
+
+impl Association {
+    /// The weakest of `links` (the least `G²`, then the least lift), `None` without links.
+    pub fn weakest(links: &[LinkCounts]) -> Option<Association> {
+        let (link, counts) = links.iter().enumerate().min_by(|(_, a), (_, b)| {
+            a.llr()
+                .total_cmp(&b.llr())
+                .then_with(|| a.lift().total_cmp(&b.lift()))
+        })?;
+        let round = |x: f64| (x * 100.0).round() / 100.0;
+        let lift = counts.lift();
+        Some(Association {
+            link: link as u32,
+            trials: counts.trials,
+            observed: counts.observed,
+            expected: round(counts.expected),
+            // JSON has no infinity: a link chance never predicts is as strong as can be shown.
+            lift: if lift.is_finite() { round(lift) } else { 1e6 },
+            llr: round(counts.llr()),
+        })
+    }
+
+    /// Whether every link is more than chance (see the module documentation).
+    pub fn beats_chance(&self) -> bool {
+        self.lift >= MIN_LIFT && self.llr >= MIN_LLR
+    }
+}
+
+/// Counts every link of `pairs` over `sessions` (symbols in order), `b` counted when it comes
+/// within `window` positions after `a`. One pass over the sessions, whatever the number of
+/// pairs; memory per distinct symbol of the pairs.
+pub fn count_links(sessions: &[&[u32]], pairs: &[(u32, u32)], window: usize) -> Vec<LinkCounts> {
+    let window = window.max(1);
+    // Dense ids for the symbols the pairs name.
+    let mut ids: HashMap<u32, usize> = HashMap::new();
+    for &(a, b) in pairs {
+        let next = ids.len();
+        ids.entry(a).or_insert(next);
+        let next = ids.len();
+        ids.entry(b).or_insert(next);
+    }
+    // Per first step: its pairs (their index and second step's id).
+    let mut after: Vec<Vec<(usize, usize)>> = vec![Vec::new(); ids.len()];
+    let mut second: Vec<usize> = Vec::with_capacity(pairs.len());
+    for (i, (a, b)) in pairs.iter().enumerate() {
+        after[ids[a]].push((i, ids[b]));
+        second.push(ids[b]);
+    }
+    let mut counts = vec![LinkCounts::default(); pairs.len()];
+    let mut expected = vec![0.0f64; pairs.len()];
+    let mut in_session = vec![0u32; ids.len()];
+    let mut per_pair = vec![SessionLink::default(); pairs.len()];
+    let mut touched: Vec<usize> = Vec::new();
+    let mut touched_pairs: Vec<usize> = Vec::new();
+    // Per pair: trials in sessions where `b` comes nowhere else, and the positions without an
+    // `a` just before over every session where `a` runs.
+    let mut unseen = vec![(0u32, 0.0f64); pairs.len()];
+    // The chance that a position at `rate` turns up within the window.
+    let within = |rate: f64| 1.0 - (1.0 - rate).powi(window as i32);
+    for symbols in sessions {
+        for (at, s) in symbols.iter().enumerate() {
+            let Some(&id) = ids.get(s) else { continue };
+            if in_session[id] == 0 {
+                touched.push(id);
+            }
+            in_session[id] += 1;
+            let end = symbols.len().min(at + 1 + window);
+            for &(pair, b) in &after[id] {
+                let link = &mut per_pair[pair];
+                if link.trials == 0 {
+                    touched_pairs.push(pair);
+                }
+                link.trials += 1;
+                let ahead = &symbols[at + 1..end];
+                if ahead.iter().any(|t| ids.get(t) == Some(&b)) {
+                    link.observed += 1;
+                }
+                // The positions this `a` newly brings under a window, and the `b`s among them.
+                let from = (at + 1).max(link.covered_to);
+                for t in symbols.iter().take(end).skip(from) {
+                    link.covered += 1;
+                    link.b_covered += u32::from(ids.get(t) == Some(&b));
+                }
+                link.covered_to = link.covered_to.max(end);
+            }
+        }
+        let len = symbols.len() as f64;
+        for pair in touched_pairs.drain(..) {
+            let link = std::mem::take(&mut per_pair[pair]);
+            let b = second[pair];
+            // `b`'s rate where no `a` comes just before: the habit itself does not make `b`
+            // look common. Where `b` comes nowhere else in a session, its rate is taken from
+            // all such sessions together, below.
+            let elsewhere = len - f64::from(link.covered);
+            let b_elsewhere = in_session[b].saturating_sub(link.b_covered);
+            unseen[pair].1 += elsewhere;
+            if b_elsewhere > 0 {
+                let rate = (f64::from(b_elsewhere) / elsewhere.max(1.0)).min(1.0);
+                expected[pair] += f64::from(link.trials) * within(rate);
+            } else {
+                unseen[pair].0 += link.trials;
+            }
+            counts[pair].trials += link.trials;
+            counts[pair].observed += link.observed;
+        }
+        for id in touched.drain(..) {
+            in_session[id] = 0;
+        }
+    }
+    // Where `b` never came without an `a` just before, half a position over all the positions
+    // of those sessions stands for "almost never": never certain that `b` cannot come by chance.
+    for ((c, e), (trials, positions)) in counts.iter_mut().zip(expected).zip(unseen) {
+        let rate = if positions > 0.0 {
+            0.5 / positions
+        } else {
+            0.0
+        };
+        c.expected = e + f64::from(trials) * within(rate);
+    }
+    counts
+}
+
+/// One link's counts within one session.
+#[derive(Debug, Clone, Copy, Default)]
+struct SessionLink {
+    trials: u32,
+    observed: u32,
+    /// Positions within a window after an `a`, and the `b`s among them.
+    covered: u32,
+    b_covered: u32,
+    /// The end of the last window.
+    covered_to: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session of `n` symbols drawn (deterministically) from `weights`.
+    fn draw(seed: &mut u64, weights: &[(u32, u32)], n: usize) -> Vec<u32> {
+        let total: u32 = weights.iter().map(|w| w.1).sum();
+        (0..n)
+            .map(|_| {
+                *seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let mut r = ((*seed >> 33) % u64::from(total)) as u32;
+                weights
+                    .iter()
+                    .find(|(_, w)| {
+                        if r < *w {
+                            true
+                        } else {
+                            r -= w;
+                            false
+                        }
+                    })
+                    .map_or(0, |w| w.0)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn frequent_neighbours_are_chance_and_a_habit_is_not() {
+        // `1` and `2` are a third of everything each and follow each other by chance alone;
+        // `7 → 8` is planted: 8 comes only after 7.
+        let mut seed = 7;
+        let mut sessions: Vec<Vec<u32>> = Vec::new();
+        for _ in 0..40 {
+            let mut s = draw(
+                &mut seed,
+                &[(1, 30), (2, 30), (3, 10), (4, 10), (5, 10)],
+                60,
+            );
+            s.splice(20..20, [7, 8]);
+            s.splice(45..45, [7, 8]);
+            sessions.push(s);
+        }
+        let refs: Vec<&[u32]> = sessions.iter().map(Vec::as_slice).collect();
+        let links = count_links(&refs, &[(1, 2), (7, 8), (2, 1)], 2);
+        let [neighbours, habit, back] = [links[0], links[1], links[2]];
+        assert!(!neighbours.beats_chance(), "{neighbours:?}");
+        assert!(!back.beats_chance(), "{back:?}");
+        assert!((0.7..1.4).contains(&neighbours.lift()), "{neighbours:?}");
+        assert!(habit.beats_chance(), "{habit:?}");
+        assert_eq!((habit.trials, habit.observed), (80, 80));
+    }
+
+    #[test]
+    fn a_link_seen_twice_to_a_step_common_elsewhere_is_not_enough_evidence() {
+        let sessions: Vec<Vec<u32>> = vec![
+            vec![1, 2, 3, 2, 4, 2, 5, 2, 6, 2],
+            vec![2, 6, 2, 5, 1, 2, 2, 3, 2, 4],
+        ];
+        let refs: Vec<&[u32]> = sessions.iter().map(Vec::as_slice).collect();
+        let link = count_links(&refs, &[(1, 2)], 1)[0];
+        assert_eq!((link.trials, link.observed), (2, 2));
+        assert!(link.llr() < MIN_LLR, "{link:?} {}", link.llr());
+        assert!(!link.beats_chance());
+    }
+
+    #[test]
+    fn a_session_that_is_only_the_habit_shows_it() {
+        // Three sessions, each the habit alone: its second step comes nowhere else.
+        let sessions: Vec<Vec<u32>> = vec![vec![1, 2], vec![1, 2], vec![1, 2]];
+        let refs: Vec<&[u32]> = sessions.iter().map(Vec::as_slice).collect();
+        let link = count_links(&refs, &[(1, 2)], 2)[0];
+        assert_eq!((link.trials, link.observed), (3, 3));
+        assert!(
+            link.beats_chance(),
+            "{link:?} lift {} G² {}",
+            link.lift(),
+            link.llr()
+        );
+        // Run the other way round as often, it is not.
+        let both: Vec<Vec<u32>> = vec![vec![1, 2], vec![2, 1], vec![1, 2], vec![2, 1]];
+        let refs: Vec<&[u32]> = both.iter().map(Vec::as_slice).collect();
+        let link = count_links(&refs, &[(1, 2)], 1)[0];
+        assert!(
+            !link.beats_chance(),
+            "{link:?} lift {} G² {}",
+            link.lift(),
+            link.llr()
+        );
+    }
+
+    #[test]
+    fn chance_is_taken_within_each_session() {
+        // `9` is half of one short session and absent from a long one: pooled, it is rare and
+        // seems to follow `1` four times as often as chance; within the session it lives in,
+        // it follows `1` as often as anything else.
+        let mut seed = 3;
+        let busy = draw(&mut seed, &[(1, 50), (9, 50)], 100);
+        let long = draw(&mut seed, &[(1, 10), (3, 45), (4, 45)], 2000);
+        let refs: Vec<&[u32]> = vec![&busy, &long];
+        let link = count_links(&refs, &[(1, 9)], 1)[0];
+        let pooled = f64::from(link.trials) * 50.0 / 2100.0;
+        assert!(f64::from(link.observed) / pooled > 3.0, "{link:?}");
+        assert!((0.6..1.5).contains(&link.lift()), "{link:?}");
+        assert!(!link.beats_chance());
+    }
+
+    #[test]
+    fn the_weakest_link_stands_for_the_sequence() {
+        let strong = LinkCounts {
+            trials: 40,
+            observed: 38,
+            expected: 2.0,
+        };
+        let weak = LinkCounts {
+            trials: 400,
+            observed: 60,
+            expected: 50.0,
+        };
+        let a = Association::weakest(&[strong, weak]).expect("two links");
+        assert_eq!(a.link, 1);
+        assert!(!a.beats_chance());
+        assert!(Association::weakest(&[strong]).expect("one").beats_chance());
+        assert_eq!(Association::weakest(&[]), None);
+    }
+}
