@@ -787,7 +787,16 @@ pub(super) fn cli_of_module(module: &str) -> Option<&'static Cli> {
 const LOOKING_AROUND: &[&str] = &[
     "wc", "du", "df", "stat", "file", "uname", "nl", "grep", "egrep", "fgrep", "rg", "ag", "ack",
     "tree", "cat", "head", "tail", "ls", "realpath", "readlink", "basename", "dirname", "hostname",
-    "id", "free", "uptime", "lsblk", "xxd", "od", "hexdump", "strings",
+    "id", "free", "uptime", "lsblk", "xxd", "od", "hexdump", "strings", "which", "whereis",
+    "where", "type", "whoami", "pwd", "env", "printenv", "date",
+];
+
+/// Sub-commands that, whatever the program, only show its state (`docker images`, `hg log`,
+/// `brew list`, `kubectl describe`, `npm ls`): the verbs command-line tools give to reading.
+/// A program's own verb for changing things is never among them.
+const SUB_COMMANDS_LOOKING_AROUND: &[&str] = &[
+    "status", "log", "diff", "show", "list", "ls", "images", "ps", "inspect", "describe", "info",
+    "versions", "outdated", "top", "history", "summary", "heads", "tags", "branches", "whoami",
 ];
 
 /// `git` sub-commands that only show the repository's state.
@@ -855,7 +864,12 @@ pub fn looks_around(key: &str) -> bool {
             Some(sub) => GIT_LOOKING_AROUND.contains(sub),
             None => false,
         },
-        _ => LOOKING_AROUND.contains(&program),
+        _ => {
+            LOOKING_AROUND.contains(&program)
+                || words
+                    .get(1)
+                    .is_some_and(|sub| SUB_COMMANDS_LOOKING_AROUND.contains(sub))
+        }
     }
 }
 
@@ -942,6 +956,11 @@ mod tests {
             "git branch -a",
             "wc -l < <arg>",
             "grep <arg> <arg> 2>&1",
+            "docker images",
+            "hg log",
+            "brew info <arg>",
+            "kubectl describe <arg> <arg>",
+            "which <arg>",
         ] {
             assert!(looks_around(key), "{key}");
         }
@@ -963,6 +982,10 @@ mod tests {
             "make -C <arg> test",
             "python3 --version > <arg>",
             "cargo version <arg>",
+            "docker build <arg>",
+            "brew upgrade <arg>",
+            "hg update -C",
+            "npm install <arg>",
         ] {
             assert!(!looks_around(key), "{key}");
         }
