@@ -283,8 +283,10 @@ impl Pattern {
         true
     }
 
-    /// The one command of a habit whose other steps are fixed looks around ([`looks_around`],
-    /// no parameter): `git status → git checkout <value>`, `git pull → git log`. A tool of it
+    /// The one command of a habit whose other steps are glances: fixed looks around
+    /// ([`looks_around`], no parameter: `git status → git checkout <value>`, `git pull → git
+    /// log`), or the same program asked for its state with values of their own (`brew update
+    /// → brew info <value>`). A tool of it
     /// would be that command with a glance before or after. Kept as a pattern; no tool is
     /// made of it. A recovery (its tool runs the fix on the failure), a pipeline (`cat <path>
     /// | jq .`) and a search the habit feeds values (`mkdir -p out → grep -l <word> <glob>`)
@@ -293,14 +295,31 @@ impl Pattern {
         if self.trigger.is_some() || self.steps.len() < 2 {
             return None;
         }
-        let fixed_look = |s: &Step| {
-            looks_around(&s.key)
-                && !s
-                    .words
-                    .iter()
-                    .flatten()
-                    .any(|p| matches!(p, Piece::Param(_) | Piece::Internal(_)))
-        };
+        fn values(s: &Step) -> Vec<&String> {
+            s.words
+                .iter()
+                .flatten()
+                .filter_map(|p| match p {
+                    Piece::Param(name) | Piece::Internal(name) => Some(name),
+                    _ => None,
+                })
+                .collect()
+        }
+        let program = |s: &Step| s.key.split(' ').next().unwrap_or_default().to_owned();
+        // A look is a glance when it is fixed, or when it asks the program another step
+        // drives for its state and shares no value with the others (`brew update → brew info
+        // <value>`, `docker build . → docker images`).
+        let fixed_look =
+            |s: &Step| {
+                if !looks_around(&s.key) {
+                    return false;
+                }
+                let own = values(s);
+                own.is_empty()
+                    || self.steps.iter().filter(|o| !std::ptr::eq(*o, s)).all(|o| {
+                        program(o) == program(s) && values(o).iter().all(|v| !own.contains(v))
+                    })
+            };
         let mut doing = self
             .steps
             .iter()
@@ -445,14 +464,16 @@ fn retries(first: &str, then: &str) -> bool {
     let (Some(program_a), Some(program_b)) = (a.first(), b.first()) else {
         return false;
     };
-    // `a`'s words in order within `b`, every other word of `b` a flag: how many were added.
+    // `a`'s words in order within `b`, every other word of `b` a flag or a value (no word of
+    // its own, which would make it another command: `make` then `make clean`): how many were
+    // added.
     let added_flags = || {
         let mut rest = a.iter().peekable();
         let mut added = 0;
         for word in &b {
             if rest.peek() == Some(&word) {
                 rest.next();
-            } else if word.starts_with('-') && word.len() > 1 {
+            } else if (word.starts_with('-') && word.len() > 1) || word.starts_with('<') {
                 added += 1;
             } else {
                 return None;
@@ -842,6 +863,7 @@ mod tests {
             ["pip install <arg>", "pip3 install <arg>"],
             ["apt install <arg>", "sudo -E apt install <arg>"],
             ["npm install", "yarn install"],
+            ["ojichat", "ojichat <arg>"],
         ] {
             assert!(
                 steps_of(&retry).retried_step().is_some(),
@@ -856,12 +878,40 @@ mod tests {
             ["sudo rm <arg>", "rm <arg>"],
             ["sudo make clean install", "sudo rm <arg>"],
             ["black .", "isort ."],
+            ["make", "make install"],
         ] {
             assert!(
                 steps_of(&habit).retried_step().is_none(),
                 "{habit:?} is no retry"
             );
         }
+    }
+
+    #[test]
+    fn a_program_asked_for_its_state_after_working_is_a_glance() {
+        let with_value = |p: &mut Pattern, step: usize, name: &str| {
+            p.steps[step].words = vec![vec![Piece::Param(name.to_owned())]];
+        };
+        let mut info = steps_of(&["brew update", "brew info <arg>"]);
+        with_value(&mut info, 1, "value");
+        assert_eq!(
+            info.one_command_looked_around().map(|s| s.key.as_str()),
+            Some("brew update")
+        );
+        assert!(
+            steps_of(&["docker build <arg>", "docker images"])
+                .one_command_looked_around()
+                .is_some()
+        );
+        // The look at what the first step made: a value passes.
+        let mut shared = steps_of(&["docker build -t <arg> <arg>", "docker inspect <arg>"]);
+        with_value(&mut shared, 0, "tag");
+        with_value(&mut shared, 1, "tag");
+        assert!(shared.one_command_looked_around().is_none());
+        // A search the habit feeds values, with another program, stays a habit.
+        let mut search = steps_of(&["mkdir -p out", "grep -l <arg> <arg>"]);
+        with_value(&mut search, 1, "word");
+        assert!(search.one_command_looked_around().is_none());
     }
 
     #[test]

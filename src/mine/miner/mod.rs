@@ -45,12 +45,12 @@ use load::{Refetch, Session, load};
 pub use report::{KindCounts, MineReport, MineSummary, Phases, TopPattern};
 
 /// Programs a person drives by hand (editors, pagers, monitors, shells, REPLs without a
-/// script): no tool can do their part, so no pattern goes through them. They still occupy
+/// script, a file opened in the desktop's application for it): no tool can do their part, so no pattern goes through them. They still occupy
 /// their place in the session, so the steps around them are not taken for neighbours.
 pub const INTERACTIVE_PROGRAMS: &[&str] = &[
     "vim", "vi", "nvim", "nano", "emacs", "micro", "helix", "hx", "code", "htop", "top", "btop",
     "less", "more", "man", "ssh", "mosh", "tmux", "screen", "ranger", "yazi", "yy", "lf", "nnn",
-    "mc", "lazygit", "tig", "fzf", "watch", "glow",
+    "mc", "lazygit", "tig", "fzf", "watch", "glow", "open", "xdg-open",
 ];
 
 /// Programs that are interactive when run without arguments (a REPL), and scripts otherwise.
