@@ -26,6 +26,7 @@ mod health;
 mod ingest;
 mod ingest_quiet;
 mod install;
+mod keep_rate;
 mod lines;
 mod llm;
 mod mcp;
