@@ -236,10 +236,12 @@ fn show(found: &StoredPattern, out: &mut impl Write, style: Style) -> Result<(),
         };
         writeln!(
             out,
-            "  habit {:.2} = ln(lift)/ln 16, at its weakest link ({link}): followed {} of {} \
-             times, chance predicts {:.1}; lift {:.2}, G² {:.1} ({verdict}; needs lift ≥ {}, \
-             G² ≥ {})",
+            "  habit {:.2} = ln(lift)/ln 16 + ¼ × {} of {} links a value passes over; weakest \
+             link ({link}): followed {} of {} times, chance predicts {:.1}; lift {:.2}, G² {:.1} \
+             ({verdict}; needs lift ≥ {}, G² ≥ {})",
             s.habit,
+            s.links_passing,
+            p.steps.len().saturating_sub(1),
             a.observed,
             a.trials,
             a.expected,

@@ -6,7 +6,7 @@
 //! impact     I = ½ (1 − e^(−calls / 20)) + ½ (1 − e^(−seconds / 600))
 //! complexity C = min(1, (steps − 1 + ½ params + ½ [recovery]) / 3), at least 0.2
 //! confidence K = (¼ + ¾ consistency) × (½ + ½ success rate)
-//! habit      A = min(1, max(0.05, ln(lift) / ln 16))          a sequence's weakest link; else 1
+//! habit      A = min(1, max(0.05, ln(lift) / ln 16) + ¼ passing)   a sequence's; else 1
 //! score      = 100 × F^0.35 × I^0.30 × C^0.15 × K^0.20 × A^0.25
 //! ```
 //!
@@ -31,7 +31,9 @@
 //!   frequencies predict, at its weakest link ([`super::chance`]): a habit's steps need each
 //!   other, two commands run all day follow each other by chance. A link no more than chance
 //!   is not proposed at all ([`super::pattern::Pattern::by_chance`]); among those that are,
-//!   the steps most bound to each other rank first.
+//!   the steps most bound to each other rank first. `passing` is the share of its links a
+//!   value passes over (a parameter or a printed value used on both sides, a pipe): steps that
+//!   hand each other work are one piece of work.
 //!
 //! A weighted geometric mean: a pattern never seen, or one that saves nothing, sinks whatever
 //! its other parts say. Confidence never does: free-text values (a commit message) or failing
@@ -69,6 +71,9 @@ pub struct ScoreInput {
     pub success_rate: f64,
     /// A sequence's test against chance (its weakest link); `None` for the other kinds.
     pub association: Option<Association>,
+    /// Links (two consecutive steps) a value passes over: a parameter or printed value used on
+    /// both sides, or a pipe.
+    pub links_passing: u32,
 }
 
 /// The score and its parts, each from 0 to 1 (the score from 0 to 100), with the terms they
@@ -105,6 +110,9 @@ pub struct Score {
     /// The terms of A: a sequence's weakest link against chance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub association: Option<Association>,
+    /// The links a value passes over, in A.
+    #[serde(default)]
+    pub links_passing: u32,
 }
 
 fn one() -> f64 {
@@ -126,12 +134,15 @@ pub fn score(input: &ScoreInput) -> Score {
     let consistency = clamp01(input.consistency);
     let success_rate = clamp01(input.success_rate);
     let confidence = (0.25 + 0.75 * consistency) * (0.5 + 0.5 * success_rate);
+    let links = input.steps.saturating_sub(1).max(1);
+    let passing = f64::from(input.links_passing.min(links)) / f64::from(links);
     let habit = input.association.map_or(1.0, |a| {
-        if a.lift.is_nan() {
+        let lift = if a.lift.is_nan() {
             0.05
         } else {
             (a.lift.max(1.0).ln() / 16f64.ln()).clamp(0.05, 1.0)
-        }
+        };
+        (lift + 0.25 * passing).min(1.0)
     });
     let score = 100.0
         * frequency.powf(0.35)
@@ -152,6 +163,7 @@ pub fn score(input: &ScoreInput) -> Score {
         success_rate: round(success_rate),
         habit: round(habit),
         association: input.association,
+        links_passing: input.links_passing,
     }
 }
 
@@ -176,6 +188,7 @@ mod tests {
             consistency: 1.0,
             success_rate: 1.0,
             association: None,
+            links_passing: 0,
         }
     }
 
@@ -323,6 +336,7 @@ mod tests {
             consistency: 3.0,
             success_rate: 2.0,
             association: None,
+            links_passing: 0,
         });
         assert!(top.score <= 100.0 && top.score > 99.0, "{top:?}");
         let odd = score(&ScoreInput {
@@ -335,16 +349,15 @@ mod tests {
 
     #[test]
     fn steps_bound_to_each_other_rank_above_neighbours() {
-        let with_lift = |lift: f64| {
-            score(&ScoreInput {
-                association: Some(Association {
-                    lift,
-                    llr: 40.0,
-                    ..Association::default()
-                }),
-                ..base()
-            })
+        let with_lift_input = |lift: f64| ScoreInput {
+            association: Some(Association {
+                lift,
+                llr: 40.0,
+                ..Association::default()
+            }),
+            ..base()
         };
+        let with_lift = |lift: f64| score(&with_lift_input(lift));
         let (bound, loose, chance) = (with_lift(30.0), with_lift(3.0), with_lift(1.0));
         assert!(bound.score > loose.score && loose.score > chance.score);
         assert_eq!(bound.habit, 1.0);
@@ -353,6 +366,13 @@ mod tests {
         assert_eq!(score(&base()).habit, 1.0);
         assert_eq!(bound.score, score(&base()).score);
         assert_eq!(with_lift(f64::NAN).habit, 0.05);
+        // A value handed from step to step counts for the habit.
+        let handing = score(&ScoreInput {
+            links_passing: 2,
+            ..with_lift_input(3.0)
+        });
+        assert!(handing.score > loose.score, "{handing:?} vs {loose:?}");
+        assert!((handing.habit - loose.habit - 0.25).abs() < 0.01);
     }
 
     #[test]

@@ -45,7 +45,12 @@ struct Label {
 fn normal(step: &str) -> String {
     let mut out = String::new();
     let mut in_name = false;
-    for c in step.split_whitespace().collect::<Vec<_>>().join(" ").chars() {
+    for c in step
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+    {
         match c {
             '<' => {
                 in_name = true;
@@ -177,7 +182,11 @@ fn most_habits_chosen_from_the_corpus_are_kept_and_none_worth_a_tool_is_lost() {
          not):\n{}\n{table}",
         unlabelled.join("\n")
     );
-    assert!(lost.is_empty(), "habits worth a tool lost:\n{}", lost.join("\n"));
+    assert!(
+        lost.is_empty(),
+        "habits worth a tool lost:\n{}",
+        lost.join("\n")
+    );
     assert!(
         precision >= 0.6 && top_kept >= 6,
         "precision {:.0}% (goal ≥ 60%), top 10 kept {top_kept} (goal ≥ 6):\n{table}",
@@ -187,7 +196,10 @@ fn most_habits_chosen_from_the_corpus_are_kept_and_none_worth_a_tool_is_lost() {
 
 #[test]
 fn steps_match_their_labels_whatever_their_parameter_names() {
-    assert_eq!(normal("brew upgrade <value> <value_2> "), "brew upgrade <> <>");
+    assert_eq!(
+        normal("brew upgrade <value> <value_2> "),
+        "brew upgrade <> <>"
+    );
     assert_eq!(normal("cat <path> |pbcopy "), "cat <>|pbcopy");
     assert_eq!(normal("cat <path> | pbcopy"), "cat <>|pbcopy");
     assert_eq!(normal("ojichat  <value>"), "ojichat <>");

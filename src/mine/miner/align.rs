@@ -287,14 +287,16 @@ pub(super) fn scored_pattern(f: &Found<'_>, aligned: Aligned, mut durations: Vec
     let key_refs: Vec<&str> = f.keys.iter().map(String::as_str).collect();
     let id = pattern_id(f.kind, &key_refs, f.trigger.as_deref());
     let step_count = steps.len() as u32 + u32::from(trigger.is_some());
-    let scored = score(&score_input(
+    let mut input = score_input(
         f,
         median_ms,
         aligned.consistency,
         aligned.success_rate,
         step_count,
         aligned.params.len() as u32,
-    ));
+    );
+    input.links_passing = links_passing(&steps);
+    let scored = score(&input);
     let mut pattern = Pattern {
         id,
         kind: f.kind,
@@ -317,6 +319,32 @@ pub(super) fn scored_pattern(f: &Found<'_>, aligned: Aligned, mut durations: Vec
     };
     pattern.templates = pattern.steps_text();
     pattern
+}
+
+/// How many links of a sequence (two consecutive steps) a value passes over: a parameter or a
+/// printed value used on both sides of it, or a pipe.
+pub(super) fn links_passing(steps: &[crate::mine::pattern::Step]) -> u32 {
+    use crate::mine::pattern::Piece;
+    let names = |s: &crate::mine::pattern::Step| -> BTreeSet<String> {
+        s.words
+            .iter()
+            .flatten()
+            .filter_map(|p| match p {
+                Piece::Param(n) | Piece::Internal(n) => Some(n.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let per_step: Vec<BTreeSet<String>> = steps.iter().map(names).collect();
+    (1..steps.len())
+        .filter(|&at| {
+            steps[at].piped
+                || per_step[..at]
+                    .iter()
+                    .flatten()
+                    .any(|n| per_step[at..].iter().any(|later| later.contains(n)))
+        })
+        .count() as u32
 }
 
 pub(super) fn score_input(
@@ -357,6 +385,7 @@ pub(super) fn score_input(
         consistency,
         success_rate,
         association: f.association,
+        links_passing: 0,
     }
 }
 
@@ -491,6 +520,39 @@ mod tests {
                 .iter()
                 .all(|p| p.templates.iter().all(|t| !t.contains("cpack"))),
             "{summary:#?}"
+        );
+    }
+
+    #[test]
+    fn a_value_used_on_both_sides_of_a_link_or_a_pipe_passes_over_it() {
+        use crate::mine::pattern::{Piece, Step};
+        let step = |words: &[&str], piped: bool| Step {
+            template: String::new(),
+            words: words
+                .iter()
+                .map(|w| match w.strip_prefix('$') {
+                    Some(name) => vec![Piece::Param(name.to_owned())],
+                    None => vec![Piece::Literal((*w).to_owned())],
+                })
+                .collect(),
+            globs: Vec::new(),
+            key: String::new(),
+            captures: None,
+            piped,
+            agent_tool: false,
+        };
+        // `mkdir $dir → cp $file $dir → ls`, then `| wc -l`.
+        let steps = [
+            step(&["mkdir", "$dir"], false),
+            step(&["cp", "$file", "$dir"], false),
+            step(&["ls"], false),
+            step(&["wc", "-l"], true),
+        ];
+        assert_eq!(links_passing(&steps), 2);
+        assert_eq!(links_passing(&steps[..1]), 0);
+        assert_eq!(
+            links_passing(&[step(&["make"], false), step(&["open"], false)]),
+            0
         );
     }
 
