@@ -71,7 +71,11 @@ pub fn word(rng: &mut Rng) -> String {
             w.push_str(VOWELS[rng.below(VOWELS.len())]);
         }
         w.push_str(CODAS[rng.below(CODAS.len())]);
-        if w.len() >= 4 && !RESERVED.contains(&w.as_str()) {
+        // Nor a program of the background: a habit's step never reads as an everyday command.
+        if w.len() >= 4
+            && !RESERVED.contains(&w.as_str())
+            && !super::background::PROGRAMS.contains(&w.as_str())
+        {
             return w;
         }
     }

@@ -35,6 +35,13 @@ pub struct Figures {
     pub params_equal: usize,
     /// Candidates awaiting review holding no planted occurrence.
     pub false_proposals: usize,
+    /// Candidates, in any state (chosen for a tool), one of whose steps is an everyday command
+    /// of the background (issue 30): a frequent neighbour, never a habit.
+    pub neighbours: usize,
+    /// Of those, the ones made of background commands alone (the rest hold a planted step).
+    pub neighbours_alone: usize,
+    /// Each of them, named: `tool` (state): its steps' keys.
+    pub neighbour_names: Vec<String>,
     /// Habits whose candidate has more parameters than values varied, and fewer.
     pub params_more: usize,
     pub params_fewer: usize,
@@ -54,6 +61,10 @@ impl Figures {
         self.one_candidate += other.one_candidate;
         self.params_equal += other.params_equal;
         self.false_proposals += other.false_proposals;
+        self.neighbours += other.neighbours;
+        self.neighbours_alone += other.neighbours_alone;
+        self.neighbour_names
+            .extend(other.neighbour_names.iter().cloned());
         self.params_more += other.params_more;
         self.params_fewer += other.params_fewer;
         for (k, v) in &other.states {
@@ -114,6 +125,17 @@ impl Figures {
             self.habits - self.params_equal - self.params_more - self.params_fewer
         );
         let _ = writeln!(s, "false proposals: {} (goal 0)", self.false_proposals);
+        let _ = writeln!(
+            s,
+            "frequent-neighbour proposals: {} (goal 0): {} of background commands alone, {} \
+             with a planted habit's step",
+            self.neighbours,
+            self.neighbours_alone,
+            self.neighbours - self.neighbours_alone
+        );
+        for name in &self.neighbour_names {
+            let _ = writeln!(s, "    neighbour {name}");
+        }
         let _ = writeln!(s, "candidates by state: {:?}", self.states);
         let shapes: Vec<String> = self
             .shapes
@@ -305,13 +327,20 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
                 .then(|| (a["seq"].as_u64().unwrap_or(0), session.to_owned()))
         })
         .collect();
-    let occ_session = |o: &super::corpus::Occ| -> String {
-        let s = &corpus.sessions[o.session];
+    let session_of = |session: usize, place: u64| -> String {
+        let s = &corpus.sessions[session];
         match (&s.id, s.fmt) {
             (Some(id), _) => id.clone(),
-            (None, _) => bash_sessions.get(&o.places[0]).cloned().unwrap_or_default(),
+            (None, _) => bash_sessions.get(&place).cloned().unwrap_or_default(),
         }
     };
+    let occ_session = |o: &super::corpus::Occ| session_of(o.session, o.places[0]);
+    // Where each background command was stored: a step of a candidate there is a neighbour.
+    let background: BTreeSet<(String, u64)> = corpus
+        .background
+        .iter()
+        .map(|&(s, place)| (session_of(s, place), place))
+        .collect();
     // Each occurrence's session and the places of its own lines (a look-around between two of
     // them is not the habit's).
     let located: Vec<(String, Vec<u64>)> = corpus
@@ -395,6 +424,39 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
     );
     for d in &corpus.decoys {
         let _ = writeln!(report, "decoy: {d}");
+    }
+    // A candidate whose first or last step, in some occurrence, is a background command: the
+    // pattern's ends are its first and last steps, so such a step is one of the tool's.
+    for c in &cands {
+        let ends_in_background = c.evidence.iter().any(|((s, first, last), _)| {
+            background.contains(&(s.clone(), *first)) || background.contains(&(s.clone(), *last))
+        });
+        if !ends_in_background {
+            continue;
+        }
+        figures.neighbours += 1;
+        let planted = c
+            .evidence
+            .iter()
+            .any(|(e, _)| located.iter().any(|p| overlaps(e, p)));
+        if !planted {
+            figures.neighbours_alone += 1;
+        }
+        let keys: Vec<&str> = c.spec["keys"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let name = format!(
+            "`{}` ({}{}): {}",
+            c.tool,
+            c.state,
+            if planted { ", with a planted step" } else { "" },
+            keys.join(" → ")
+        );
+        let _ = writeln!(report, "NEIGHBOUR {} {name}", c.id);
+        figures.neighbour_names.push(name);
     }
     for c in cands.iter().filter(awaiting) {
         let planted = c
