@@ -38,7 +38,8 @@ pub struct Figures {
     /// Candidates, in any state (chosen for a tool), one of whose steps is an everyday command
     /// of the background (issue 30): a frequent neighbour, never a habit.
     pub neighbours: usize,
-    /// Of those, the ones made of background commands alone (the rest hold a planted step).
+    /// Of those, the ones made of background commands alone (the rest span a planted step:
+    /// a background command before or after it, or around it within the miner's gap).
     pub neighbours_alone: usize,
     /// Each of them, named: `tool` (state): its steps' keys.
     pub neighbour_names: Vec<String>,
@@ -128,7 +129,7 @@ impl Figures {
         let _ = writeln!(
             s,
             "frequent-neighbour proposals: {} (goal 0): {} of background commands alone, {} \
-             with a planted habit's step",
+             around a planted habit's step",
             self.neighbours,
             self.neighbours_alone,
             self.neighbours - self.neighbours_alone
@@ -169,13 +170,25 @@ fn normal(text: &str) -> String {
 }
 
 /// Parameters as the validation passes them: `--name-with-dashes VALUE`, an array's option
-/// once per item, a true boolean bare.
-fn args_of(params: &Value) -> Vec<String> {
+/// once per item (a variadic parameter's text split at whitespace, as `ParamSpec::value_of`
+/// reads it), a true boolean bare.
+fn args_of(params: &Value, spec: &Value) -> Vec<String> {
+    let variadic = |name: &str| {
+        spec["params"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|p| p["name"] == name && p["variadic"] == true)
+    };
     let mut args = Vec::new();
     for (name, value) in params.as_object().into_iter().flatten() {
         let option = format!("--{}", name.replace('_', "-"));
         let items = match value {
             Value::Array(items) => items.clone(),
+            Value::String(text) if variadic(name) => text
+                .split_whitespace()
+                .map(|item| Value::String(item.to_owned()))
+                .collect(),
             other => vec![other.clone()],
         };
         for item in items {
@@ -206,7 +219,7 @@ fn tool_dir(state: &Path, id: &str) -> Option<PathBuf> {
 /// What the candidate's dry run prints for `params`, run in the sandbox as
 /// `tests/it/planted.rs` runs it, with the interpreter and entry point of the tool's manifest;
 /// `Err` with what went wrong when it fails.
-fn dry_run(env: &TestEnv, tool_dir: &Path, params: &Value) -> Result<String, String> {
+fn dry_run(env: &TestEnv, tool_dir: &Path, params: &Value, spec: &Value) -> Result<String, String> {
     let workspace = tempfile::tempdir_in(env.path()).expect("workspace");
     let manifest = toolsmith::package::manifest::Manifest::load(tool_dir)
         .map_err(|e| format!("the tool's manifest: {e}"))?;
@@ -221,7 +234,7 @@ fn dry_run(env: &TestEnv, tool_dir: &Path, params: &Value) -> Result<String, Str
         .args(["--timeout", "30", "--", "/bin/sh", "-c"])
         .arg(format!("{interpreter} {entry} \"$@\""))
         .arg("sh")
-        .args(args_of(params))
+        .args(args_of(params, spec))
         .timeout(Duration::from_secs(90))
         .output()
         .expect("toolsmith sandbox runs");
@@ -452,7 +465,11 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
             "`{}` ({}{}): {}",
             c.tool,
             c.state,
-            if planted { ", with a planted step" } else { "" },
+            if planted {
+                ", around a planted step"
+            } else {
+                ""
+            },
             keys.join(" → ")
         );
         let _ = writeln!(report, "NEIGHBOUR {} {name}", c.id);
@@ -516,7 +533,7 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
                     );
                     break;
                 };
-                match dry_run(&env, &dir, params) {
+                match dry_run(&env, &dir, params, &c.spec) {
                     Ok(got) if normal(&got) == want => {}
                     Ok(got) => {
                         all = false;

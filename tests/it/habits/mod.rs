@@ -76,6 +76,7 @@ fn the_grammar_draws_every_shape_deterministically() {
         "shared-across-lines",
         "subshell",
         "command-substitution",
+        "variadic-list",
     ] {
         assert!(shapes.contains(shape), "no habit of shape {shape}");
     }
@@ -91,6 +92,10 @@ fn the_grammar_draws_every_shape_deterministically() {
             let values: BTreeSet<&str> = occs.iter().map(|o| o.values[i].as_str()).collect();
             let wanted = if var.varies { occs.len() } else { 1 };
             assert_eq!(values.len(), wanted, "habit {} value {}", h.id, var.name);
+            if var.list {
+                let counts: BTreeSet<usize> = values.iter().map(|v| v.split(' ').count()).collect();
+                assert!(counts.len() > 1, "habit {} list {counts:?}", h.id);
+            }
         }
         let formats: BTreeSet<corpus::Fmt> = occs
             .iter()
@@ -102,4 +107,11 @@ fn the_grammar_draws_every_shape_deterministically() {
     }
     let formats: BTreeSet<corpus::Fmt> = corpus.sessions.iter().map(|s| s.fmt).collect();
     assert_eq!(formats.len(), 3);
+    // The test's own draw holds a list whose number of values varies (issue 30).
+    let listed = corpus::Corpus::new(29, 24)
+        .habits
+        .iter()
+        .filter(|h| h.shapes.contains("variadic-list"))
+        .count();
+    assert!(listed >= 1, "seed 29 draws no habit of shape variadic-list");
 }
