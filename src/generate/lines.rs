@@ -161,6 +161,7 @@ fn hole_quotings(
                     .iter()
                     .find(|u| u.range.start <= at && at + len <= u.range.end)
                     .and_then(|u| u.value)
+                    .or_else(|| list_quoting(&parsed, at, at + len))
                     .ok_or_else(|| {
                         format!("the parameter <{n}> is not inside one value of `{raw}`")
                     })?;
@@ -170,6 +171,20 @@ fn hole_quotings(
         }
     }
     Ok((parsed, holes))
+}
+
+/// The quoting of a list's hole (`brew upgrade wget jq`, a variadic parameter): bare values
+/// one after another exactly spanning `start..end`; `None` for anything else.
+fn list_quoting(parsed: &Line, start: usize, end: usize) -> Option<Quoting> {
+    let within: Vec<&line::Unit> = parsed
+        .units
+        .iter()
+        .filter(|u| u.range.start < end && u.range.end > start)
+        .collect();
+    let spans = within.first().is_some_and(|u| u.range.start == start)
+        && within.last().is_some_and(|u| u.range.end == end);
+    (within.len() > 1 && spans && within.iter().all(|u| u.value == Some(Quoting::Bare)))
+        .then_some(Quoting::Bare)
 }
 
 /// The code of one line: the logged line with each hole written for its quoting.

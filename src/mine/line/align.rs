@@ -102,9 +102,18 @@ pub fn align_lines_cached(
                 .map(|ls| ls.iter().map(Line::with_runs).collect())
         })
         .collect();
+    // The operands a command ends with are one list where their number varies between
+    // occurrences (`brew upgrade wget`, `brew upgrade wget jq`), and only there: values of
+    // fixed roles stay values of their own (issue 30).
+    let lists = with_lists(&runs);
     let (exact_best, exact_n) = most_common_shape(&exact);
     let (runs_best, runs_n) = most_common_shape(&runs);
-    let (parsed, mut fitting) = if runs_n > exact_n {
+    let (lists_best, lists_n) = lists
+        .as_ref()
+        .map_or((Vec::new(), 0), |l| most_common_shape(l));
+    let (parsed, mut fitting) = if lists_n > runs_n.max(exact_n) {
+        (lists.unwrap_or_default(), lists_best)
+    } else if runs_n > exact_n {
         (runs, runs_best)
     } else {
         (exact, exact_best)
@@ -127,6 +136,85 @@ pub fn align_lines_cached(
             .map(|(_, &i)| i)
             .collect();
     }
+}
+
+/// The lines with the runs of operands whose number of values varies between occurrences
+/// (the same run of the same step, counted in order) joined into lists; `None` when no number
+/// varies.
+fn with_lists(parsed: &[Option<Vec<Line>>]) -> Option<Vec<Option<Vec<Line>>>> {
+    // Per step, per run: the numbers of values seen.
+    let mut counts: Vec<Vec<Vec<usize>>> = Vec::new();
+    for lines in parsed.iter().flatten() {
+        for (step, line) in lines.iter().enumerate() {
+            if counts.len() <= step {
+                counts.resize(step + 1, Vec::new());
+            }
+            for (k, run) in line.operand_runs().iter().enumerate() {
+                if counts[step].len() <= k {
+                    counts[step].resize(k + 1, Vec::new());
+                }
+                let n = line.run_items(run);
+                if !counts[step][k].contains(&n) {
+                    counts[step][k].push(n);
+                }
+            }
+        }
+    }
+    let join: Vec<Vec<bool>> = counts
+        .iter()
+        .map(|runs| runs.iter().map(|seen| seen.len() > 1).collect())
+        .collect();
+    if !join.iter().flatten().any(|&j| j) {
+        return None;
+    }
+    Some(
+        parsed
+            .iter()
+            .map(|lines| {
+                lines.as_ref().map(|ls| {
+                    ls.iter()
+                        .enumerate()
+                        .map(|(step, l)| l.with_lists(join.get(step).map_or(&[], Vec::as_slice)))
+                        .collect()
+                })
+            })
+            .collect(),
+    )
+}
+
+/// The values every text of a list begins with, as a byte count shared by all (the literal
+/// before the list: `upgrade` in `upgrade wget` and `upgrade wget jq`), leaving each text one
+/// value at least.
+fn shared_items(texts: &[&str]) -> usize {
+    let items: Vec<Vec<&str>> = texts
+        .iter()
+        .map(|t| t.split_whitespace().collect())
+        .collect();
+    let fewest = items.iter().map(Vec::len).min().unwrap_or(0);
+    let mut shared = 0;
+    while shared + 1 < fewest && items.iter().all(|i| i[shared] == items[0][shared]) {
+        shared += 1;
+    }
+    // The byte where the first value not shared starts: the same in every text, or no prefix.
+    while shared > 0 {
+        let starts: Vec<Option<usize>> = texts
+            .iter()
+            .map(|t| {
+                let mut rest = *t;
+                for _ in 0..shared {
+                    rest = rest.trim_start();
+                    rest = &rest[rest.find(char::is_whitespace)?..];
+                }
+                let rest = rest.trim_start();
+                Some(t.len() - rest.len())
+            })
+            .collect();
+        if starts.iter().all(|s| s.is_some() && *s == starts[0]) {
+            return starts[0].unwrap_or(0);
+        }
+        shared -= 1;
+    }
+    0
 }
 
 /// The occurrences of the most common skeleton (the first seen on a tie), and how many.
@@ -181,9 +269,12 @@ fn find_holes(lines: &[&Vec<Line>]) -> (Vec<Hole>, Vec<usize>) {
                 }
                 continue;
             }
-            let variadic =
-                u.kind == super::FILES && texts.iter().any(|t| t.contains(char::is_whitespace));
-            let (prefix, suffix) = if variadic {
+            let list = u.kind == super::LIST;
+            let variadic = (u.kind == super::FILES || list)
+                && texts.iter().any(|t| t.contains(char::is_whitespace));
+            let (prefix, suffix) = if variadic && list {
+                (shared_items(&texts), 0)
+            } else if variadic {
                 (0, 0)
             } else {
                 cut(&texts, quoting)
@@ -440,6 +531,14 @@ fn build(lines: &[&Vec<Line>], holes: Vec<Hole>, fitting: Vec<usize>) -> Aligned
 /// belongs to, else its values' shape, else the text before it.
 fn name_of(first: &[Line], holes: &[Hole], group: &[usize]) -> (String, String) {
     if holes[group[0]].variadic {
+        let hole = &holes[group[0]];
+        let files = hole
+            .values
+            .iter()
+            .all(|v| v.split_whitespace().all(super::file_like));
+        if first[hole.step].units[hole.unit].kind == super::LIST && !files {
+            return ("values".to_owned(), "a list of values".to_owned());
+        }
         return ("files".to_owned(), "a run of files".to_owned());
     }
     for &h in group {
@@ -722,6 +821,57 @@ mod tests {
             display(&a.steps[1]),
             "openssl verify -CAfile <cafile>.pem <value>.pem"
         );
+    }
+
+    /// Issue 30: the same steps with one or several values of a list (packages to upgrade,
+    /// to install, paths to remove) are one habit whose line holds one list parameter; the
+    /// word every occurrence starts the list with (`upgrade`) stays literal, and operands
+    /// whose number never varies stay values of their own.
+    #[test]
+    fn operands_of_varying_number_are_one_list_parameter() {
+        let a = aligned(&[
+            occ(&["brew update", "brew upgrade wget"]),
+            occ(&["brew update", "brew upgrade wget jq"]),
+            occ(&["brew update", "brew upgrade node ripgrep fd | tail -n 3"]),
+            occ(&["brew update", "brew upgrade ffmpeg"]),
+        ]);
+        // The pipeline's occurrence is another shape: three of four fit.
+        assert_eq!(a.fitting, vec![0, 1, 3]);
+        assert_eq!(display(&a.steps[1]), "brew upgrade <values>");
+        assert_eq!(a.params.len(), 1);
+        assert!(a.params[0].variadic);
+        let lists: Vec<&str> = a.values.iter().map(|v| v["values"].as_str()).collect();
+        assert_eq!(lists, ["wget", "wget jq", "ffmpeg"]);
+        for (k, &o) in a.fitting.iter().enumerate() {
+            let occurrence = [
+                occ(&["brew update", "brew upgrade wget"]),
+                occ(&["brew update", "brew upgrade wget jq"]),
+                occ(&["brew update", "brew upgrade node ripgrep fd | tail -n 3"]),
+                occ(&["brew update", "brew upgrade ffmpeg"]),
+            ][o]
+                .clone();
+            let rendered: Vec<String> = a.steps.iter().map(|s| render(s, &a.values[k])).collect();
+            assert_eq!(rendered, occurrence);
+        }
+        // Before a redirection or an operator, under sudo, with paths and words mixed.
+        let a = aligned(&[
+            occ(&["sudo apt install -y curl > /dev/null && echo done"]),
+            occ(&["sudo apt install -y jq ripgrep > /dev/null && echo done"]),
+            occ(&["sudo apt install -y fd-find bat src/x.deb > /dev/null && echo done"]),
+        ]);
+        assert_eq!(a.fitting, vec![0, 1, 2]);
+        assert_eq!(
+            display(&a.steps[0]),
+            "sudo apt install -y <values> > /dev/null && echo done"
+        );
+        assert!(a.params[0].variadic);
+        // Two operands in every occurrence are two values, not a list.
+        let a = aligned(&[
+            occ(&["git pull --rebase origin main"]),
+            occ(&["git pull --rebase upstream dev"]),
+        ]);
+        assert_eq!(display(&a.steps[0]), "git pull --rebase <rebase> <value>");
+        assert!(a.params.iter().all(|p| !p.variadic));
     }
 
     #[test]

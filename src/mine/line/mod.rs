@@ -191,6 +191,86 @@ impl Line {
     }
 }
 
+/// The kind of a unit standing for the operands a command ends with (`brew upgrade wget jq`),
+/// joined where their number varies between occurrences of one habit: a list of values.
+pub const LIST: &str = "list";
+
+/// Whether a unit with no value of its own ends the operands before it: an operator between
+/// commands, the end of a group, a redirection.
+fn ends_operands(text: &str) -> bool {
+    matches!(
+        text,
+        "|" | "|&" | "&&" | "||" | ";" | "&" | ")" | "}" | ";;"
+    ) || text.contains(['>', '<'])
+}
+
+impl Line {
+    /// The units of each run of operands a simple command ends with, in order: bare values
+    /// that are no flag or assignment (a run of files counts as its words), followed by an
+    /// operator, a redirection or the end of the line.
+    pub fn operand_runs(&self) -> Vec<Range<usize>> {
+        let mut runs = Vec::new();
+        let mut start: Option<usize> = None;
+        for (i, unit) in self.units.iter().enumerate() {
+            let text = self.unit_text(i);
+            let operand =
+                unit.value == Some(Quoting::Bare) && !text.starts_with('-') && !text.contains('=');
+            if operand {
+                start.get_or_insert(i);
+                continue;
+            }
+            if let Some(s) = start.take()
+                && unit.value.is_none()
+                && ends_operands(text)
+            {
+                runs.push(s..i);
+            }
+        }
+        if let Some(s) = start {
+            runs.push(s..self.units.len());
+        }
+        runs
+    }
+
+    /// How many values the operands of `run` are (a run of files counts its words).
+    pub fn run_items(&self, run: &Range<usize>) -> usize {
+        run.clone()
+            .map(|i| self.unit_text(i).split_whitespace().count())
+            .sum()
+    }
+
+    /// The line with each run of operands (the `k`-th of [`Line::operand_runs`]) that `join[k]`
+    /// says joined into one unit of kind [`LIST`], spanning the run.
+    pub fn with_lists(&self, join: &[bool]) -> Line {
+        let runs = self.operand_runs();
+        let mut units: Vec<Unit> = Vec::with_capacity(self.units.len());
+        let mut i = 0;
+        while i < self.units.len() {
+            let joined = runs
+                .iter()
+                .enumerate()
+                .find(|(k, r)| r.start == i && join.get(*k).copied().unwrap_or(false));
+            match joined {
+                Some((_, run)) => {
+                    let mut unit = self.units[run.start].clone();
+                    unit.range.end = self.units[run.end - 1].range.end;
+                    unit.kind = LIST;
+                    units.push(unit);
+                    i = run.end;
+                }
+                None => {
+                    units.push(self.units[i].clone());
+                    i += 1;
+                }
+            }
+        }
+        Line {
+            text: self.text.clone(),
+            units,
+        }
+    }
+}
+
 /// Why a line cannot be a habit's step.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum LineError {

@@ -13,7 +13,7 @@
 //! split a habit. A value's kind never decides whether an occurrence fits: a parameter's type
 //! is the join of its values' kinds.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::pattern::{Evidence, Internal, Param, Piece, Replay, Step};
 use super::token::{Globbing, SlotKind, SlotValue, Token, TokenKind, joins_run, names_a_file};
@@ -52,7 +52,14 @@ pub fn piped_flags(tokens: &[Token]) -> Vec<bool> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Segment {
     Text(String),
-    Slot { name: String, variadic: bool },
+    Slot {
+        name: String,
+        variadic: bool,
+        /// The operands a command ends with, whose number varies between occurrences
+        /// (`brew upgrade <string>...`): the values left once every later placeholder has
+        /// its own ([`with_operand_lists`]).
+        list: bool,
+    },
 }
 
 fn segments(word: &str) -> Vec<Segment> {
@@ -81,6 +88,7 @@ fn segments(word: &str) -> Vec<Segment> {
         out.push(Segment::Slot {
             name: name.to_owned(),
             variadic,
+            list: false,
         });
         rest = if variadic { &after[3..] } else { after };
     }
@@ -108,16 +116,36 @@ type Placeholder = (String, SlotKind, Vec<String>, Vec<Option<Globbing>>);
 fn placeholder_values(template: &[Vec<Segment>], slots: &[SlotValue]) -> Option<Vec<Placeholder>> {
     let mut values = Vec::new();
     let mut next = 0;
+    let mut left = template
+        .iter()
+        .flatten()
+        .filter(|s| matches!(s, Segment::Slot { .. }))
+        .count();
     for word in template {
         for seg in word {
-            let Segment::Slot { variadic, .. } = seg else {
+            let Segment::Slot { variadic, list, .. } = seg else {
                 continue;
             };
+            left -= 1;
             let first = slots.get(next)?;
             let mut run = vec![first.value.clone()];
             let mut globs = vec![first.glob];
             next += 1;
-            if *variadic {
+            if *list {
+                // Every slot but those the later placeholders take: operands, one at least.
+                let end = slots.len().checked_sub(left)?;
+                if end < next || first.flag.is_some() {
+                    return None;
+                }
+                for s in slots.get(next..end)? {
+                    if s.flag.is_some() || s.value.contains(PLACEHOLDER_START) {
+                        return None;
+                    }
+                    run.push(s.value.clone());
+                    globs.push(s.glob);
+                }
+                next = end;
+            } else if *variadic {
                 // The run the tokenizer wrote once: positional paths and globs, never a value
                 // redacted at ingest.
                 while let Some(s) = slots.get(next) {
@@ -295,7 +323,7 @@ pub fn align(occurrences: &[AlignInput], max_evidence: usize) -> Option<Aligned>
                 .sum::<usize>()
         })?;
     let first = occurrences.get(model)?;
-    let templates = step_templates(first);
+    let templates = with_operand_lists(step_templates(first), first, occurrences, same_keys);
     let (fitting, values) = fitting_occurrences(occurrences, &templates);
     if fitting.is_empty() {
         return None;
@@ -343,6 +371,87 @@ fn step_templates(first: &AlignInput) -> Vec<Vec<Vec<Segment>>> {
                 .collect()
         })
         .collect()
+}
+
+/// `templates` (the model occurrence's) with the operands each step ends with as one list
+/// placeholder, in the steps where the number of values varies between occurrences of the same
+/// keys (`brew upgrade wget`, `brew upgrade wget jq`: issue 30), so that every occurrence fits;
+/// elsewhere each operand stays a placeholder of its own.
+fn with_operand_lists(
+    mut templates: Vec<Vec<Vec<Segment>>>,
+    model: &AlignInput,
+    occurrences: &[AlignInput],
+    same_keys: impl Fn(&AlignInput) -> bool,
+) -> Vec<Vec<Vec<Segment>>> {
+    for (step, template) in templates.iter_mut().enumerate() {
+        let counts: BTreeSet<usize> = occurrences
+            .iter()
+            .filter(|o| same_keys(o))
+            .filter_map(|o| o.tokens.get(step).map(|t| t.slots.len()))
+            .collect();
+        if counts.len() < 2 {
+            continue;
+        }
+        let Some(token) = model.tokens.get(step) else {
+            continue;
+        };
+        // Which slot each word's placeholder takes first (a word of one placeholder only).
+        let mut next = 0;
+        let mut lone: Vec<Option<usize>> = Vec::with_capacity(template.len());
+        for word in template.iter() {
+            let slots = word
+                .iter()
+                .filter(|s| matches!(s, Segment::Slot { .. }))
+                .count();
+            let plain = matches!(
+                word.as_slice(),
+                [Segment::Slot {
+                    variadic: false,
+                    ..
+                }]
+            );
+            lone.push(plain.then_some(next));
+            next += slots;
+        }
+        // The last run of words that are each one operand (no flag), followed by no operand.
+        let operand = |w: usize| {
+            lone[w].is_some_and(|k| token.slots.get(k).is_some_and(|s| s.flag.is_none()))
+        };
+        let Some(last) = (0..template.len()).rev().find(|&w| operand(w)) else {
+            continue;
+        };
+        // After them, only placeholders of flags (a redirection's file): else the words are
+        // no operands the command ends with.
+        let flagged = |w: usize| {
+            lone[w].is_some_and(|k| token.slots.get(k).is_some_and(|s| s.flag.is_some()))
+        };
+        let later_operand = (last + 1..template.len()).any(|w| {
+            template[w]
+                .iter()
+                .any(|s| matches!(s, Segment::Slot { .. }))
+                && !flagged(w)
+        });
+        if later_operand {
+            continue;
+        }
+        let mut first = last;
+        while first > 0 && operand(first - 1) {
+            first -= 1;
+        }
+        let name = match template[first].first() {
+            Some(Segment::Slot { name, .. }) => name.clone(),
+            _ => continue,
+        };
+        template.splice(
+            first..=last,
+            [vec![Segment::Slot {
+                name,
+                variadic: true,
+                list: true,
+            }]],
+        );
+    }
+    templates
 }
 
 /// The occurrences whose tokens fit `templates`, with their placeholder values.
@@ -426,7 +535,7 @@ fn assign_roles(
         .unwrap_or(0);
     for (step, template) in templates.iter().enumerate() {
         let names = template.iter().flatten().filter_map(|seg| match seg {
-            Segment::Slot { name, variadic } => Some((name.as_str(), *variadic)),
+            Segment::Slot { name, variadic, .. } => Some((name.as_str(), *variadic)),
             Segment::Text(_) => None,
         });
         for (index, (name, variadic)) in names.enumerate() {
@@ -540,6 +649,14 @@ fn new_param(column: &Column<'_>, secret: bool, token: &Token, params: &[Param])
     // with spaces, which is no sign of free text, and a bare name has no slash.
     let kind = if column.variadic && column.kinds.contains(&SlotKind::Path) {
         "path"
+    } else if column.variadic {
+        // A list of operands (`wget jq`): its items' kind, the spaces between them no text.
+        let items: Vec<String> = column
+            .values
+            .iter()
+            .flat_map(|v| v.split_whitespace().map(str::to_owned))
+            .collect();
+        param_kind(&column.kinds, &items)
     } else {
         param_kind(&column.kinds, &column.values)
     };

@@ -318,7 +318,8 @@ fn template_words_are_cut_into_placeholders() {
             Segment::Text("--features=".into()),
             Segment::Slot {
                 name: "features".into(),
-                variadic: false
+                variadic: false,
+                list: false
             }
         ]
     );
@@ -326,7 +327,8 @@ fn template_words_are_cut_into_placeholders() {
         segments("<path>..."),
         vec![Segment::Slot {
             name: "path".into(),
-            variadic: true
+            variadic: true,
+            list: false
         }]
     );
     assert_eq!(segments("<<EOF"), vec![Segment::Text("<<EOF".into())]);
@@ -353,7 +355,8 @@ fn occurrences_that_do_not_fit_the_first_ones_templates_are_left_out() {
         templates[0].last(),
         Some(&vec![Segment::Slot {
             name: "package".into(),
-            variadic: false
+            variadic: false,
+            list: false
         }])
     );
     let (fitting, values) = fitting_occurrences(&occs, &templates);
@@ -751,4 +754,71 @@ fn issue_20_branch_values_of_any_shape_are_one_parameter() {
         "git checkout <value>",
     );
     assert_eq!(names(&a), [("value", "string")]);
+}
+
+/// Issue 30: the same steps with one or several operands (`brew upgrade wget`, `brew upgrade
+/// wget jq`) are one list parameter every occurrence fits; operands whose number never varies
+/// stay values of their own, a constant one literal.
+#[test]
+fn operands_of_varying_number_are_one_list_every_occurrence_fits() {
+    let occs = vec![
+        occurrence("s1", &["brew update", "brew upgrade wget"], &["", ""], "/r"),
+        occurrence(
+            "s2",
+            &["brew update", "brew upgrade wget jq"],
+            &["", ""],
+            "/r",
+        ),
+        occurrence(
+            "s3",
+            &["brew update", "brew upgrade node fd rg"],
+            &["", ""],
+            "/r",
+        ),
+        occurrence(
+            "s4",
+            &["brew update", "brew upgrade ffmpeg"],
+            &["", ""],
+            "/r",
+        ),
+    ];
+    let a = align(&occs, 20).expect("aligned");
+    let lists: Vec<&str> = a
+        .evidence
+        .iter()
+        .filter_map(|e| e.params.values().next().map(String::as_str))
+        .collect();
+    assert_eq!(lists, ["wget", "wget jq", "node fd rg", "ffmpeg"]);
+    assert_eq!(a.params.len(), 1, "{:?}", a.params);
+    assert!(a.params[0].variadic);
+    // As consistent as one operand in every occurrence.
+    let one: Vec<AlignInput> = ["wget", "jq", "node", "ffmpeg"]
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let upgrade = format!("brew upgrade {p}");
+            occurrence(
+                &format!("s{k}"),
+                &["brew update", &upgrade],
+                &["", ""],
+                "/r",
+            )
+        })
+        .collect();
+    let fixed = align(&one, 20).expect("aligned");
+    assert_eq!(fixed.evidence.len(), 4);
+    assert!(
+        (a.consistency - fixed.consistency).abs() < 1e-9,
+        "every occurrence fits: {} against {}",
+        a.consistency,
+        fixed.consistency
+    );
+    let occs = vec![
+        occurrence("s1", &["git pull --rebase origin main"], &[""], "/r"),
+        occurrence("s2", &["git pull --rebase origin dev"], &[""], "/r"),
+    ];
+    let a = align(&occs, 20).expect("aligned");
+    assert_eq!(a.params.len(), 1, "{:?}", a.params);
+    assert!(!a.params[0].variadic);
+    assert_eq!(a.steps[0].template, "git pull --rebase origin <value>");
 }

@@ -314,8 +314,29 @@ impl Draft {
             if kind == TokenKind::Tool {
                 seg.canonical();
             }
+            // The operands a command ends with (`brew upgrade wget jq`, `apt install a b c`):
+            // one key slot whatever their number, so that the same steps with one or several
+            // values of a list are one habit (issue 30); the template keeps each value, and
+            // the alignment of the lines says where a list stood.
+            let operands = if kind == TokenKind::Tool {
+                0
+            } else {
+                seg.parts
+                    .iter()
+                    .rev()
+                    .take_while(|p| {
+                        matches!(p, Part::Arg(ArgPart::Slot { flag: None, value, .. })
+                            if !value.contains(PLACEHOLDER_START))
+                    })
+                    .count()
+            };
+            let list_from = seg.parts.len() - operands;
+            let mut taken = 0;
+            let mut list_keyed = false;
             let mut parts = seg.parts.into_iter().peekable();
             while let Some(part) = parts.next() {
+                let at = taken;
+                taken += 1;
                 let (kind, value, name, flag, expanded) = match part {
                     Part::Head(word) | Part::Arg(ArgPart::Lit(word)) => {
                         out.word(word);
@@ -360,11 +381,15 @@ impl Draft {
                         out.slot(kind, None, value, glob(expanded));
                     }
                     run += 1;
+                    taken += 1;
                 }
                 // One file or several: one key (the number of files never splits a habit); the
                 // template marks where a run may stand, and alignment says whether one did.
                 let _ = run;
-                out.key.push(KEY_SLOT.to_owned());
+                if at < list_from || !list_keyed {
+                    out.key.push(KEY_SLOT.to_owned());
+                }
+                list_keyed |= at >= list_from;
                 let dots = if collapsible { "..." } else { "" };
                 out.template.push(format!("<{label}>{dots}"));
             }
@@ -462,6 +487,31 @@ mod tests {
         );
     }
 
+    /// Issue 30: the operands a command ends with are one key slot whatever their number
+    /// (`brew upgrade X` and `brew upgrade X Y` are the same step); each value stays a slot
+    /// of its own, in order, and what precedes the operands still counts.
+    #[test]
+    fn a_command_s_operands_are_one_key_slot_whatever_their_number() {
+        let one = &bash("brew upgrade wget")[0];
+        let two = &bash("brew upgrade wget jq")[0];
+        let three = &bash("sudo apt install -y curl jq ripgrep")[0];
+        assert_eq!(one.key, "brew upgrade <arg>");
+        assert_eq!(two.key, one.key);
+        assert_eq!(three.key, bash("sudo apt install -y curl")[0].key);
+        let values: Vec<&str> = two.slots.iter().map(|s| s.value.as_str()).collect();
+        assert_eq!(values, ["wget", "jq"]);
+        assert_eq!(two.template.matches('<').count(), 2, "{}", two.template);
+        // A flag's values and an operand before a flag are not operands the command ends with.
+        assert_ne!(
+            bash("tool run a -x b")[0].key,
+            bash("tool run a b -x c")[0].key
+        );
+        assert_ne!(
+            bash("cargo test -p a -p b")[0].key,
+            bash("cargo test -p a")[0].key
+        );
+    }
+
     /// Issue 20: values of different shapes for one parameter (`main`, `feature/login`,
     /// `fix-1432`, a sha) give one key, so they never split a habit; each slot keeps its kind.
     #[test]
@@ -474,7 +524,7 @@ mod tests {
         ];
         let tokens: Vec<Token> = lines.iter().map(|l| bash(l).remove(0)).collect();
         for t in &tokens {
-            assert_eq!(t.key, "git pull --rebase <arg> <arg>", "{t:?}");
+            assert_eq!(t.key, "git pull --rebase <arg>", "{t:?}");
         }
         let kinds: Vec<SlotKind> = tokens.iter().map(|t| t.slots[1].kind).collect();
         assert_eq!(

@@ -405,7 +405,7 @@ mod tests {
         };
         let cases: &[(&str, &str, &str)] = &[
             ("echo '{\"a\": 1}' | jq .a", "jq <arg>", "{\"a\": 1}\n"),
-            ("echo -n a b | tr a-z A-Z", "tr <arg> <arg>", "a b"),
+            ("echo -n a b | tr a-z A-Z", "tr <arg>", "a b"),
             ("printf 'b\\na\\n' | sort", "sort", "b\na\n"),
             ("printf '%s\\n' b a b | sort -u", "sort -u", "b\na\nb\n"),
             (

@@ -702,7 +702,7 @@ mod tests {
                 Source::SweAgent,
                 "open",
                 json!({"command": "open src/x.py 100"}),
-                &["open <arg> <arg>"],
+                &["open <arg>"],
             ),
             (
                 Source::SweAgent,
@@ -720,7 +720,7 @@ mod tests {
                 Source::SweAgent,
                 "edit",
                 json!({"command": "edit 'return a\n' '# rounded\nreturn b'"}),
-                &["edit <arg> <arg>"],
+                &["edit <arg>"],
             ),
             (
                 Source::SweAgent,

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use super::background::Background;
 use super::grammar::{Habit, Kind, Rng, habit, value, word};
 
 /// A session's log format.
@@ -31,6 +32,8 @@ pub enum Entry {
     },
     /// One of the agent's own calls (Claude Code's `Read`, Codex's `update_plan`).
     Own(usize),
+    /// An everyday command of the background ([`Background`]) and its output.
+    Background { line: String, output: String },
 }
 
 /// A session: its format, its id (`None` for a history, whose sessions the adapter cuts), its
@@ -61,6 +64,9 @@ pub struct Corpus {
     pub sessions: Vec<Session>,
     /// What the decoys are, for the report.
     pub decoys: Vec<String>,
+    /// Each background command's session (an index into `sessions`) and place (as an
+    /// occurrence's), set by [`Corpus::write`].
+    pub background: Vec<(usize, u64)>,
 }
 
 const LOOKAROUNDS: [&str; 6] = [
@@ -116,9 +122,14 @@ fn noise(rng: &mut Rng) -> Entry {
 }
 
 impl Corpus {
-    /// `n` habits and their sessions, from `seed`.
+    /// `n` habits and their sessions, from `seed`, with background noise between everything.
     pub fn new(seed: u64, n: usize) -> Corpus {
         let mut rng = Rng::new(seed);
+        let mut bg = Background::new(seed);
+        let everyday = |line: String, bg: &mut Background| Entry::Background {
+            output: output(bg.rng()),
+            line,
+        };
         // Two habits never share a line's shape: each occurrence is one habit's.
         let mut habits: Vec<Habit> = Vec::new();
         let mut shapes: BTreeSet<String> = BTreeSet::new();
@@ -202,15 +213,26 @@ impl Corpus {
             for _ in 0..rng.below(3) {
                 entries.push(noise(&mut rng));
             }
+            for line in bg.stretch(1, 4) {
+                entries.push(everyday(line, &mut bg));
+            }
             for &o in held {
                 occs[o].session = s;
                 if rng.chance(0.3) {
                     entries.push(shell((*rng.pick(&LOOKAROUNDS)).to_owned(), &mut rng));
                 }
+                if let Some(line) = bg.navigation() {
+                    entries.push(everyday(line, &mut bg));
+                }
                 for (i, line) in occs[o].lines.iter().enumerate() {
-                    // A look-around between two steps, in a few occurrences.
+                    // A look-around between two steps, in a few occurrences; else, now and
+                    // then, a frequent command (never navigation: a piece of work goes on in
+                    // one place). One action at most: what the miner's gap allows.
                     if i > 0 && rng.chance(0.2) {
                         entries.push(shell((*rng.pick(&LOOKAROUNDS)).to_owned(), &mut rng));
+                    } else if i > 0 && bg.chance(0.1) {
+                        let line = bg.frequent();
+                        entries.push(everyday(line, &mut bg));
                     }
                     entries.push(Entry::Shell {
                         line: line.clone(),
@@ -224,6 +246,9 @@ impl Corpus {
                 }
                 if rng.chance(0.5) {
                     entries.push(noise(&mut rng));
+                }
+                for line in bg.stretch(1, 3) {
+                    entries.push(everyday(line, &mut bg));
                 }
             }
             sessions.push(Session {
@@ -278,9 +303,40 @@ impl Corpus {
                 entries,
             });
         }
+        // Days of background alone: everyday commands and navigation, no habit.
+        let days = (n / 2).max(6);
+        for _ in 0..days {
+            let entries = bg
+                .stretch(5, 12)
+                .into_iter()
+                .map(|line| everyday(line, &mut bg))
+                .collect();
+            let fmt = match bg.range(0, 2) {
+                0 => Fmt::Claude,
+                1 => Fmt::Codex,
+                _ => Fmt::Bash,
+            };
+            sessions.push(Session {
+                fmt,
+                id: None,
+                entries,
+            });
+        }
         decoys.push(format!(
             "constant look-arounds ({}) between steps and habits, the agent reading around, one-off commands",
             LOOKAROUNDS.join(", ")
+        ));
+        let background = sessions
+            .iter()
+            .flat_map(|s| &s.entries)
+            .filter(|e| matches!(e, Entry::Background { .. }))
+            .count();
+        decoys.push(format!(
+            "background: {background} everyday commands drawn by a Zipf law (make, git status, \
+             open FILE, cargo build, ls, npm test most often; {} in all) with interactive \
+             navigation (cd, vim, less, htop, man, a pager) between everything, in the habits' \
+             sessions and in {days} sessions of their own",
+            super::background::VOCABULARY_SIZE
         ));
         for (s, session) in sessions.iter_mut().enumerate() {
             session.id = match session.fmt {
@@ -294,6 +350,7 @@ impl Corpus {
             occs,
             sessions,
             decoys,
+            background: Vec::new(),
         }
     }
 
@@ -314,6 +371,7 @@ impl Corpus {
         let mut history = String::new();
         let mut actions = 0;
         let mut places: Vec<(usize, usize, u64)> = Vec::new();
+        let mut background: Vec<(usize, u64)> = Vec::new();
         for (s, session) in self.sessions.iter().enumerate() {
             match session.fmt {
                 Fmt::Claude => {
@@ -339,6 +397,14 @@ impl Corpus {
                                     "1\tx",
                                 );
                             }
+                            Entry::Background { line, output } => {
+                                let at = t.call(
+                                    "Bash",
+                                    json!({"command": line, "description": "run"}),
+                                    output,
+                                );
+                                background.push((s, at));
+                            }
                         }
                     }
                     std::fs::write(claude_dir.join(format!("{sid}.jsonl")), t.text)
@@ -357,6 +423,10 @@ impl Corpus {
                                 }
                             }
                             Entry::Own(n) => r.plan(*n),
+                            Entry::Background { line, output } => {
+                                let at = r.shell(line, output);
+                                background.push((s, at));
+                            }
                         }
                     }
                     std::fs::write(
@@ -370,14 +440,21 @@ impl Corpus {
                     // Two hours between sessions: the adapter cuts at gaps over 30 minutes.
                     let mut ts = 1_762_000_000 + s as u64 * 7200;
                     for e in &session.entries {
-                        if let Entry::Shell { line, step, .. } = e {
-                            actions += 1;
-                            let at = history.len() as u64;
-                            history.push_str(&format!("#{ts}\n{line}\n"));
-                            ts += 20;
-                            if let Some((o, i)) = step {
-                                places.push((*o, *i, at));
+                        let (line, step) = match e {
+                            Entry::Shell { line, step, .. } => (line, *step),
+                            Entry::Background { line, .. } => (line, None),
+                            Entry::Own(_) => continue,
+                        };
+                        actions += 1;
+                        let at = history.len() as u64;
+                        history.push_str(&format!("#{ts}\n{line}\n"));
+                        ts += 20;
+                        match step {
+                            Some((o, i)) => places.push((o, i, at)),
+                            None if matches!(e, Entry::Background { .. }) => {
+                                background.push((s, at));
                             }
+                            None => {}
                         }
                     }
                 }
@@ -392,6 +469,7 @@ impl Corpus {
         for (o, i, at) in places {
             self.occs[o].places[i] = at << 8;
         }
+        self.background = background.into_iter().map(|(s, at)| (s, at << 8)).collect();
         actions
     }
 }

@@ -71,7 +71,11 @@ pub fn word(rng: &mut Rng) -> String {
             w.push_str(VOWELS[rng.below(VOWELS.len())]);
         }
         w.push_str(CODAS[rng.below(CODAS.len())]);
-        if w.len() >= 4 && !RESERVED.contains(&w.as_str()) {
+        // Nor a program of the background: a habit's step never reads as an everyday command.
+        if w.len() >= 4
+            && !RESERVED.contains(&w.as_str())
+            && !super::background::PROGRAMS.contains(&w.as_str())
+        {
             return w;
         }
     }
@@ -171,6 +175,9 @@ pub struct Var {
     pub constant: String,
     /// A name for reports (`version`, `env`, …).
     pub name: String,
+    /// A list of 1–3 values of `kind` a command ends with (`brew upgrade wget jq`): their
+    /// number varies from one occurrence to the next (issue 30's variants of one habit).
+    pub list: bool,
 }
 
 /// A habit: its command lines with holes, its values, the shapes the grammar drew for it.
@@ -237,6 +244,13 @@ impl Habit {
     /// Fresh values for one occurrence: varying values new (and never one already used by
     /// `used`, so each occurrence differs), constants as they are.
     pub fn values(&self, rng: &mut Rng, used: &mut [BTreeSet<String>]) -> Vec<String> {
+        // A list's values come from a stream of their own (the main one goes on as without
+        // lists); their number goes 1, 2, 3, 1… from one occurrence to the next.
+        let mut side = Rng::new(
+            0x5eed
+                ^ ((self.id as u64) << 16)
+                ^ used.iter().map(BTreeSet::len).sum::<usize>() as u64,
+        );
         loop {
             let values: Vec<String> = self
                 .vars
@@ -245,6 +259,22 @@ impl Habit {
                 .map(|(i, v)| {
                     if !v.varies {
                         return v.constant.clone();
+                    }
+                    if v.list {
+                        let count = 1 + used[i].len() % 3;
+                        loop {
+                            let mut items: Vec<String> = Vec::new();
+                            while items.len() < count {
+                                let x = value(v.kind, &mut side);
+                                if !items.contains(&x) {
+                                    items.push(x);
+                                }
+                            }
+                            let x = items.join(" ");
+                            if !used[i].contains(&x) {
+                                return x;
+                            }
+                        }
                     }
                     loop {
                         let x = value(v.kind, rng);
@@ -312,6 +342,9 @@ const ENV_NAMES: [&str; 8] = [
 /// Builds one habit.
 struct Builder<'r> {
     rng: &'r mut Rng,
+    /// Decides where a list goes, from a stream of its own: habits without one are drawn as
+    /// they were before lists were.
+    side: Rng,
     vars: Vec<Var>,
     shapes: BTreeSet<&'static str>,
     programs: BTreeSet<String>,
@@ -331,7 +364,9 @@ impl Builder<'_> {
     /// kind (one value, several holes), else a new value, varying in most cases.
     fn hole(&mut self, kinds: &[Kind], ctx: Ctx, name: &str) {
         let fitting: Vec<usize> = (0..self.vars.len())
-            .filter(|&i| self.vars[i].varies && kinds.contains(&self.vars[i].kind))
+            .filter(|&i| {
+                self.vars[i].varies && !self.vars[i].list && kinds.contains(&self.vars[i].kind)
+            })
             .filter(|&i| ctx == Ctx::Quoted || self.vars[i].kind != Kind::Phrase)
             .collect();
         let v = if !fitting.is_empty() && self.rng.chance(0.3) {
@@ -361,6 +396,7 @@ impl Builder<'_> {
                 varies,
                 constant,
                 name,
+                list: false,
             });
             self.vars.len() - 1
         };
@@ -584,10 +620,38 @@ impl Builder<'_> {
             }
         }
         if self.program() {
+            // The arguments are drawn either way, so that the main stream goes on as it did.
+            let saved = (
+                self.line.clone(),
+                self.vars.len(),
+                self.shapes.clone(),
+                self.programs.clone(),
+            );
             for _ in 0..*self.rng.pick(&[0, 1, 1, 2, 2, 3]) {
                 self.argument();
             }
+            if self.side.chance(0.05) {
+                (self.line, _, self.shapes, self.programs) = saved.clone();
+                self.vars.truncate(saved.1);
+                self.list();
+            }
         }
+    }
+
+    /// The operands the command ends with: a list of packages, names or files whose number
+    /// varies (`brew upgrade wget`, `brew upgrade wget jq`).
+    fn list(&mut self) {
+        self.shapes.insert("variadic-list");
+        let kind = *self.side.pick(&[Kind::Ident, Kind::Ident, Kind::Path]);
+        self.lit(" ");
+        self.vars.push(Var {
+            kind,
+            varies: true,
+            constant: String::new(),
+            name: "list".to_owned(),
+            list: true,
+        });
+        self.line.push(Seg::Hole(self.vars.len() - 1));
     }
 
     fn redirection(&mut self) {
@@ -752,6 +816,7 @@ pub fn habit(id: usize, rng: &mut Rng) -> Habit {
     loop {
         let mut b = Builder {
             rng,
+            side: Rng::new(0x11 ^ ((id as u64) << 8)),
             vars: Vec::new(),
             shapes: BTreeSet::new(),
             programs: BTreeSet::new(),

@@ -35,6 +35,14 @@ pub struct Figures {
     pub params_equal: usize,
     /// Candidates awaiting review holding no planted occurrence.
     pub false_proposals: usize,
+    /// Candidates, in any state (chosen for a tool), one of whose steps is an everyday command
+    /// of the background (issue 30): a frequent neighbour, never a habit.
+    pub neighbours: usize,
+    /// Of those, the ones made of background commands alone (the rest span a planted step:
+    /// a background command before or after it, or around it within the miner's gap).
+    pub neighbours_alone: usize,
+    /// Each of them, named: `tool` (state): its steps' keys.
+    pub neighbour_names: Vec<String>,
     /// Habits whose candidate has more parameters than values varied, and fewer.
     pub params_more: usize,
     pub params_fewer: usize,
@@ -54,6 +62,10 @@ impl Figures {
         self.one_candidate += other.one_candidate;
         self.params_equal += other.params_equal;
         self.false_proposals += other.false_proposals;
+        self.neighbours += other.neighbours;
+        self.neighbours_alone += other.neighbours_alone;
+        self.neighbour_names
+            .extend(other.neighbour_names.iter().cloned());
         self.params_more += other.params_more;
         self.params_fewer += other.params_fewer;
         for (k, v) in &other.states {
@@ -114,6 +126,17 @@ impl Figures {
             self.habits - self.params_equal - self.params_more - self.params_fewer
         );
         let _ = writeln!(s, "false proposals: {} (goal 0)", self.false_proposals);
+        let _ = writeln!(
+            s,
+            "frequent-neighbour proposals: {} (goal 0): {} of background commands alone, {} \
+             around a planted habit's step",
+            self.neighbours,
+            self.neighbours_alone,
+            self.neighbours - self.neighbours_alone
+        );
+        for name in &self.neighbour_names {
+            let _ = writeln!(s, "    neighbour {name}");
+        }
         let _ = writeln!(s, "candidates by state: {:?}", self.states);
         let shapes: Vec<String> = self
             .shapes
@@ -147,13 +170,25 @@ fn normal(text: &str) -> String {
 }
 
 /// Parameters as the validation passes them: `--name-with-dashes VALUE`, an array's option
-/// once per item, a true boolean bare.
-fn args_of(params: &Value) -> Vec<String> {
+/// once per item (a variadic parameter's text split at whitespace, as `ParamSpec::value_of`
+/// reads it), a true boolean bare.
+fn args_of(params: &Value, spec: &Value) -> Vec<String> {
+    let variadic = |name: &str| {
+        spec["params"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|p| p["name"] == name && p["variadic"] == true)
+    };
     let mut args = Vec::new();
     for (name, value) in params.as_object().into_iter().flatten() {
         let option = format!("--{}", name.replace('_', "-"));
         let items = match value {
             Value::Array(items) => items.clone(),
+            Value::String(text) if variadic(name) => text
+                .split_whitespace()
+                .map(|item| Value::String(item.to_owned()))
+                .collect(),
             other => vec![other.clone()],
         };
         for item in items {
@@ -184,7 +219,7 @@ fn tool_dir(state: &Path, id: &str) -> Option<PathBuf> {
 /// What the candidate's dry run prints for `params`, run in the sandbox as
 /// `tests/it/planted.rs` runs it, with the interpreter and entry point of the tool's manifest;
 /// `Err` with what went wrong when it fails.
-fn dry_run(env: &TestEnv, tool_dir: &Path, params: &Value) -> Result<String, String> {
+fn dry_run(env: &TestEnv, tool_dir: &Path, params: &Value, spec: &Value) -> Result<String, String> {
     let workspace = tempfile::tempdir_in(env.path()).expect("workspace");
     let manifest = toolsmith::package::manifest::Manifest::load(tool_dir)
         .map_err(|e| format!("the tool's manifest: {e}"))?;
@@ -199,7 +234,7 @@ fn dry_run(env: &TestEnv, tool_dir: &Path, params: &Value) -> Result<String, Str
         .args(["--timeout", "30", "--", "/bin/sh", "-c"])
         .arg(format!("{interpreter} {entry} \"$@\""))
         .arg("sh")
-        .args(args_of(params))
+        .args(args_of(params, spec))
         .timeout(Duration::from_secs(90))
         .output()
         .expect("toolsmith sandbox runs");
@@ -305,13 +340,20 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
                 .then(|| (a["seq"].as_u64().unwrap_or(0), session.to_owned()))
         })
         .collect();
-    let occ_session = |o: &super::corpus::Occ| -> String {
-        let s = &corpus.sessions[o.session];
+    let session_of = |session: usize, place: u64| -> String {
+        let s = &corpus.sessions[session];
         match (&s.id, s.fmt) {
             (Some(id), _) => id.clone(),
-            (None, _) => bash_sessions.get(&o.places[0]).cloned().unwrap_or_default(),
+            (None, _) => bash_sessions.get(&place).cloned().unwrap_or_default(),
         }
     };
+    let occ_session = |o: &super::corpus::Occ| session_of(o.session, o.places[0]);
+    // Where each background command was stored: a step of a candidate there is a neighbour.
+    let background: BTreeSet<(String, u64)> = corpus
+        .background
+        .iter()
+        .map(|&(s, place)| (session_of(s, place), place))
+        .collect();
     // Each occurrence's session and the places of its own lines (a look-around between two of
     // them is not the habit's).
     let located: Vec<(String, Vec<u64>)> = corpus
@@ -396,6 +438,43 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
     for d in &corpus.decoys {
         let _ = writeln!(report, "decoy: {d}");
     }
+    // A candidate whose first or last step, in some occurrence, is a background command: the
+    // pattern's ends are its first and last steps, so such a step is one of the tool's.
+    for c in &cands {
+        let ends_in_background = c.evidence.iter().any(|((s, first, last), _)| {
+            background.contains(&(s.clone(), *first)) || background.contains(&(s.clone(), *last))
+        });
+        if !ends_in_background {
+            continue;
+        }
+        figures.neighbours += 1;
+        let planted = c
+            .evidence
+            .iter()
+            .any(|(e, _)| located.iter().any(|p| overlaps(e, p)));
+        if !planted {
+            figures.neighbours_alone += 1;
+        }
+        let keys: Vec<&str> = c.spec["keys"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let name = format!(
+            "`{}` ({}{}): {}",
+            c.tool,
+            c.state,
+            if planted {
+                ", around a planted step"
+            } else {
+                ""
+            },
+            keys.join(" → ")
+        );
+        let _ = writeln!(report, "NEIGHBOUR {} {name}", c.id);
+        figures.neighbour_names.push(name);
+    }
     for c in cands.iter().filter(awaiting) {
         let planted = c
             .evidence
@@ -454,7 +533,7 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
                     );
                     break;
                 };
-                match dry_run(&env, &dir, params) {
+                match dry_run(&env, &dir, params, &c.spec) {
                     Ok(got) if normal(&got) == want => {}
                     Ok(got) => {
                         all = false;

@@ -1,9 +1,12 @@
 //! Issue 29's check of shapes: habits drawn at random from a grammar of command-line shapes
 //! ([`grammar`]), planted in Claude Code, Codex and bash-history sessions with decoys
-//! ([`corpus`]), run through the daemon end to end ([`harness`]). The test holds a small fixed
-//! draw to issue 29's goals; `cargo bench --bench habits` runs a few hundred and prints the
-//! figures.
+//! ([`corpus`]) and background noise with a real history's skew ([`background`]: a Zipf law
+//! over everyday commands, interactive navigation between everything), run through the daemon
+//! end to end ([`harness`]). The test holds a small fixed draw to issue 29's goals and issue
+//! 30's (no frequent neighbour proposed); `cargo bench --bench habits` runs a few hundred and
+//! prints the figures.
 
+pub mod background;
 pub mod corpus;
 pub mod grammar;
 pub mod harness;
@@ -23,6 +26,12 @@ fn random_habits_become_one_candidate_each_printing_the_lines_as_typed() {
             && figures.params_ratio() >= 0.95
             && figures.false_proposals == 0,
         "issue 29's goals are not met:\n{summary}\n(per habit above)"
+    );
+    // Issue 30: frequent commands follow each other, and the habits' steps, by chance alone;
+    // none of those neighbours is proposed.
+    assert_eq!(
+        figures.neighbours, 0,
+        "frequent-neighbour pairs proposed (issue 30):\n{summary}"
     );
 }
 
@@ -67,6 +76,7 @@ fn the_grammar_draws_every_shape_deterministically() {
         "shared-across-lines",
         "subshell",
         "command-substitution",
+        "variadic-list",
     ] {
         assert!(shapes.contains(shape), "no habit of shape {shape}");
     }
@@ -82,6 +92,10 @@ fn the_grammar_draws_every_shape_deterministically() {
             let values: BTreeSet<&str> = occs.iter().map(|o| o.values[i].as_str()).collect();
             let wanted = if var.varies { occs.len() } else { 1 };
             assert_eq!(values.len(), wanted, "habit {} value {}", h.id, var.name);
+            if var.list {
+                let counts: BTreeSet<usize> = values.iter().map(|v| v.split(' ').count()).collect();
+                assert!(counts.len() > 1, "habit {} list {counts:?}", h.id);
+            }
         }
         let formats: BTreeSet<corpus::Fmt> = occs
             .iter()
@@ -93,4 +107,11 @@ fn the_grammar_draws_every_shape_deterministically() {
     }
     let formats: BTreeSet<corpus::Fmt> = corpus.sessions.iter().map(|s| s.fmt).collect();
     assert_eq!(formats.len(), 3);
+    // The test's own draw holds a list whose number of values varies (issue 30).
+    let listed = corpus::Corpus::new(29, 24)
+        .habits
+        .iter()
+        .filter(|h| h.shapes.contains("variadic-list"))
+        .count();
+    assert!(listed >= 1, "seed 29 draws no habit of shape variadic-list");
 }
