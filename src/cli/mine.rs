@@ -223,9 +223,9 @@ fn show(found: &StoredPattern, out: &mut impl Write, style: Style) -> Result<(),
         )?;
     }
     if let Some(a) = &s.association {
-        let steps = p.steps_text();
         let at = a.link as usize;
-        let link = match (steps.get(at), steps.get(at + 1)) {
+        let step = |i: usize| p.steps.get(i).map(|s| &s.template);
+        let link = match (step(at), step(at + 1)) {
             (Some(from), Some(to)) => format!("{from} → {to}"),
             _ => format!("link {}", at + 1),
         };
@@ -237,18 +237,22 @@ fn show(found: &StoredPattern, out: &mut impl Write, style: Style) -> Result<(),
         writeln!(
             out,
             "  habit {:.2} = ln(lift)/ln 16 + ¼ × {} of {} links a value passes over; weakest \
-             link ({link}): followed {} of {} times, chance predicts {:.1}; lift {:.2}, G² {:.1} \
-             ({verdict}; needs lift ≥ {}, G² ≥ {})",
+             link ({link}): followed {} of {} times ({} runs of the next), chance predicts \
+             {:.1}; lift {:.2}, G² {:.1}, held by {:.0}% of one step's runs ({verdict}; needs \
+             lift ≥ {}, G² ≥ {}, {:.0}%)",
             s.habit,
             s.links_passing,
             p.steps.len().saturating_sub(1),
             a.observed,
             a.trials,
+            a.seconds,
             a.expected,
             a.lift,
             a.llr,
+            a.confidence * 100.0,
             crate::mine::chance::MIN_LIFT,
             crate::mine::chance::MIN_LLR,
+            crate::mine::chance::MIN_CONFIDENCE * 100.0,
         )?;
     }
     if let Some(into) = &p.folded_into {

@@ -21,9 +21,11 @@
 //! a habit's own repetitions do not make its second step look common (in a session that is
 //! only the habit, `b` comes nowhere else; half a position stands for "almost never" there). `G²` is the log-likelihood ratio of
 //! a binomial test (Dunning's): large when the excess is both big and seen often enough to be
-//! sure of. A link is more than chance when its lift is at least [`MIN_LIFT`] and its `G²` at
-//! least [`MIN_LLR`] (p < 0.01 with one degree of freedom); a sequence is as strong as its
-//! weakest link. No list of programs is involved: the counts decide.
+//! sure of. A link is a habit's when its lift is at least [`MIN_LIFT`], its `G²` at least
+//! [`MIN_LLR`] (p < 0.01 with one degree of freedom),
+//! and most runs of one of its steps hold it ([`MIN_CONFIDENCE`]: `b` follows `a` at least
+//! half the time, or `a` comes before `b` at least half the time); a sequence is as strong as
+//! its weakest link. No list of programs is involved: the counts decide.
 
 use std::collections::HashMap;
 
@@ -34,14 +36,23 @@ use serde::{Deserialize, Serialize};
 pub const MIN_LIFT: f64 = 2.0;
 
 /// The least log-likelihood ratio (`G²`) of a link that is more than chance: p < 0.01 for one
-/// degree of freedom.
+/// degree of freedom. Links of frequent commands that pass it by luck among the hundreds tested
+/// a run are held off by [`MIN_CONFIDENCE`].
 pub const MIN_LLR: f64 = 6.63;
+
+/// The least share of a link's runs that hold it, in one direction or the other: the next
+/// step follows the first at least this often, or the first comes before the next at least
+/// this often. Two commands each run all day (`sed -n …`, `cargo build`) that meet now and then
+/// more often than chance are still no habit.
+pub const MIN_CONFIDENCE: f64 = 0.5;
 
 /// The counts of one link `a → b` over all sessions.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LinkCounts {
     /// Positions of `a`.
     pub trials: u32,
+    /// Positions of `b`.
+    pub seconds: u32,
     /// Positions of `a` followed by `b` within the window.
     pub observed: u32,
     /// How many of them chance predicts.
@@ -80,9 +91,22 @@ impl LinkCounts {
         (2.0 * (term(o, e) + term(n - o, n - e))).max(0.0)
     }
 
-    /// Whether the link is more than chance ([`MIN_LIFT`], [`MIN_LLR`]).
+    /// The greater of the shares of `a` followed by `b` and of `b` after an `a` (at most 1).
+    pub fn confidence(&self) -> f64 {
+        let share = |n: u32| {
+            if n == 0 {
+                0.0
+            } else {
+                (f64::from(self.observed) / f64::from(n)).min(1.0)
+            }
+        };
+        share(self.trials).max(share(self.seconds))
+    }
+
+    /// Whether the link is a habit's: more than chance ([`MIN_LIFT`], [`MIN_LLR`]) and held
+    /// by most runs of one of its steps ([`MIN_CONFIDENCE`]).
     pub fn beats_chance(&self) -> bool {
-        self.lift() >= MIN_LIFT && self.llr() >= MIN_LLR
+        self.lift() >= MIN_LIFT && self.llr() >= MIN_LLR && self.confidence() >= MIN_CONFIDENCE
     }
 }
 
@@ -90,7 +114,7 @@ impl LinkCounts {
 /// shows.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Association {
-    /// Which link (0: between the first and second step).
+    /// Which link: the step it starts at (0: between the first and second step).
     pub link: u32,
     /// Its first step's positions.
     pub trials: u32,
@@ -102,14 +126,23 @@ pub struct Association {
     pub lift: f64,
     /// `G²`.
     pub llr: f64,
+    /// The greater share of its first step's runs followed by the next, or of the next's runs
+    /// after the first (0 in patterns stored before it was kept: not judged by it).
+    #[serde(default)]
+    pub confidence: f64,
+    /// Its next step's runs.
+    #[serde(default)]
+    pub seconds: u32,
 }
 
 impl Association {
     /// The weakest of `links` (the least `G²`, then the least lift), `None` without links.
     pub fn weakest(links: &[LinkCounts]) -> Option<Association> {
+        // A link that fails a test first, then the least G².
         let (link, counts) = links.iter().enumerate().min_by(|(_, a), (_, b)| {
-            a.llr()
-                .total_cmp(&b.llr())
+            a.beats_chance()
+                .cmp(&b.beats_chance())
+                .then_with(|| a.llr().total_cmp(&b.llr()))
                 .then_with(|| a.lift().total_cmp(&b.lift()))
         })?;
         let round = |x: f64| (x * 100.0).round() / 100.0;
@@ -122,12 +155,17 @@ impl Association {
             // JSON has no infinity: a link chance never predicts is as strong as can be shown.
             lift: if lift.is_finite() { round(lift) } else { 1e6 },
             llr: round(counts.llr()),
+            confidence: round(counts.confidence()),
+            seconds: counts.seconds,
         })
     }
 
-    /// Whether every link is more than chance (see the module documentation).
+    /// Whether every link is a habit's (see the module documentation); a confidence of 0 is
+    /// one stored before it was kept, not judged by it.
     pub fn beats_chance(&self) -> bool {
-        self.lift >= MIN_LIFT && self.llr >= MIN_LLR
+        self.lift >= MIN_LIFT
+            && self.llr >= MIN_LLR
+            && (self.confidence == 0.0 || self.confidence >= MIN_CONFIDENCE)
     }
 }
 
@@ -154,6 +192,7 @@ pub fn count_links(sessions: &[&[u32]], pairs: &[(u32, u32)], window: usize) -> 
     let mut counts = vec![LinkCounts::default(); pairs.len()];
     let mut expected = vec![0.0f64; pairs.len()];
     let mut in_session = vec![0u32; ids.len()];
+    let mut totals = vec![0u32; ids.len()];
     let mut per_pair = vec![SessionLink::default(); pairs.len()];
     let mut touched: Vec<usize> = Vec::new();
     let mut touched_pairs: Vec<usize> = Vec::new();
@@ -169,6 +208,7 @@ pub fn count_links(sessions: &[&[u32]], pairs: &[(u32, u32)], window: usize) -> 
                 touched.push(id);
             }
             in_session[id] += 1;
+            totals[id] += 1;
             let end = symbols.len().min(at + 1 + window);
             for &(pair, b) in &after[id] {
                 let link = &mut per_pair[pair];
@@ -214,13 +254,16 @@ pub fn count_links(sessions: &[&[u32]], pairs: &[(u32, u32)], window: usize) -> 
     }
     // Where `b` never came without an `a` just before, half a position over all the positions
     // of those sessions stands for "almost never": never certain that `b` cannot come by chance.
-    for ((c, e), (trials, positions)) in counts.iter_mut().zip(expected).zip(unseen) {
+    for (pair, ((c, e), (trials, positions))) in
+        counts.iter_mut().zip(expected).zip(unseen).enumerate()
+    {
         let rate = if positions > 0.0 {
             0.5 / positions
         } else {
             0.0
         };
         c.expected = e + f64::from(trials) * within(rate);
+        c.seconds = totals[second[pair]];
     }
     counts
 }
@@ -348,11 +391,13 @@ mod tests {
     #[test]
     fn the_weakest_link_stands_for_the_sequence() {
         let strong = LinkCounts {
+            seconds: 45,
             trials: 40,
             observed: 38,
             expected: 2.0,
         };
         let weak = LinkCounts {
+            seconds: 500,
             trials: 400,
             observed: 60,
             expected: 50.0,
@@ -362,5 +407,23 @@ mod tests {
         assert!(!a.beats_chance());
         assert!(Association::weakest(&[strong]).expect("one").beats_chance());
         assert_eq!(Association::weakest(&[]), None);
+        // More than chance, but rare on both sides: each step runs all day, and they meet
+        // in one run of six.
+        let now_and_then = LinkCounts {
+            trials: 35,
+            seconds: 120,
+            observed: 6,
+            expected: 0.7,
+        };
+        assert!(now_and_then.lift() > 2.0 && now_and_then.llr() > MIN_LLR);
+        assert!(!now_and_then.beats_chance());
+        // Either direction holds a habit: `make` runs all day, `make clean` only after it.
+        let after_a_frequent_one = LinkCounts {
+            trials: 300,
+            seconds: 12,
+            observed: 11,
+            expected: 1.0,
+        };
+        assert!(after_a_frequent_one.beats_chance());
     }
 }

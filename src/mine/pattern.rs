@@ -389,22 +389,27 @@ impl Pattern {
         }
         let a = self.by_chance()?;
         let at = a.link as usize;
-        let link = match (steps.get(at), steps.get(at + 1)) {
+        let step = |i: usize| self.steps.get(i).map(|s| &s.template);
+        let link = match (step(at), step(at + 1)) {
             (Some(from), Some(to)) => format!("`{from}` → `{to}`"),
             _ => format!("link {}", at + 1),
         };
         Some(format!(
-            "its steps follow each other about as often as chance predicts: {link} came {} \
-             times after {} runs where chance predicts {:.1} (lift {:.2}, G² {:.1}; a habit \
-             needs a lift of at least {} and G² of at least {}): commands run often, seen \
+            "its steps follow each other no more than chance or now and then: {link} came {} \
+             times after {} runs of the first ({} runs of the second) where chance predicts \
+             {:.1} (lift {:.2}, G² {:.1}, held by {:.0}% of one step's runs; a habit needs a \
+             lift of at least {}, G² of at least {} and {:.0}%): commands run often, seen \
              together, not one piece of work",
             a.observed,
             a.trials,
+            a.seconds,
             a.expected,
             a.lift,
             a.llr,
+            a.confidence * 100.0,
             crate::mine::chance::MIN_LIFT,
             crate::mine::chance::MIN_LLR,
+            crate::mine::chance::MIN_CONFIDENCE * 100.0,
         ))
     }
 

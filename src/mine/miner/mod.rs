@@ -327,12 +327,24 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
 }
 
 /// Tests every sequence's links against chance ([`super::chance`]), in one pass over the
-/// sessions.
+/// sessions. Only the links between two actions are tested: the commands of one line (a
+/// pipeline, `a && b`) were typed together, which is no question of chance.
 fn test_against_chance(loaded: &load::Loaded, found: &mut [Found<'_>], options: &MineOptions) {
-    let mut pairs: Vec<(u32, u32)> = found
-        .iter()
-        .flat_map(|f| f.items.windows(2).map(|w| (w[0], w[1])))
-        .collect();
+    // Per candidate: its links that cross from one action to the next, by its first
+    // occurrence.
+    // (the step each starts at, its symbols).
+    let crossing = |f: &Found<'_>| -> Vec<(u32, (u32, u32))> {
+        let Some(occ) = f.occurrences.first() else {
+            return Vec::new();
+        };
+        let row = |at: usize| occ.positions.get(at).map(|&p| occ.session.token_row[p]);
+        (0..f.items.len().saturating_sub(1))
+            .filter(|&i| row(i) != row(i + 1))
+            .map(|i| (i as u32, (f.items[i], f.items[i + 1])))
+            .collect()
+    };
+    let links: Vec<Vec<(u32, (u32, u32))>> = found.iter().map(crossing).collect();
+    let mut pairs: Vec<(u32, u32)> = links.iter().flatten().map(|l| l.1).collect();
     pairs.sort_unstable();
     pairs.dedup();
     if pairs.is_empty() {
@@ -345,16 +357,16 @@ fn test_against_chance(loaded: &load::Loaded, found: &mut [Found<'_>], options: 
         .collect();
     let window = options.max_gap as usize + 1;
     let counts = count_links(&sessions, &pairs, window);
-    for f in found.iter_mut().filter(|f| f.items.len() >= 2) {
-        let links: Vec<_> = f
-            .items
-            .windows(2)
-            .filter_map(|w| {
-                let at = pairs.binary_search(&(w[0], w[1])).ok()?;
-                counts.get(at).copied()
-            })
+    for (f, links) in found.iter_mut().zip(links) {
+        let counted: Vec<(u32, _)> = links
+            .iter()
+            .filter_map(|(step, pair)| Some((*step, *counts.get(pairs.binary_search(pair).ok()?)?)))
             .collect();
-        f.association = Association::weakest(&links);
+        let only: Vec<_> = counted.iter().map(|c| c.1).collect();
+        f.association = Association::weakest(&only).map(|mut a| {
+            a.link = counted.get(a.link as usize).map_or(a.link, |c| c.0);
+            a
+        });
     }
 }
 

@@ -151,6 +151,8 @@ impl Figures {
 /// A candidate as the harness reads it back.
 struct Cand {
     id: String,
+    /// The pattern it was made from.
+    pattern: String,
     state: String,
     tool: String,
     reason: Option<String>,
@@ -390,6 +392,7 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
                 .collect();
             Cand {
                 id,
+                pattern: c["pattern"].as_str().unwrap_or_default().to_owned(),
                 state: c["state"].as_str().unwrap_or_default().to_owned(),
                 tool: c["tool"].as_str().unwrap_or_default().to_owned(),
                 reason: c["reason"].as_str().map(str::to_owned),
@@ -461,8 +464,22 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
             .flatten()
             .filter_map(Value::as_str)
             .collect();
+        // Why it was proposed: its test against chance.
+        let terms = patterns
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["id"].as_str() == Some(c.pattern.as_str()))
+            .map(|p| {
+                let a = &p["score_parts"]["association"];
+                format!(
+                    "score {}, lift {}, G² {}, {} of {} after",
+                    p["score"], a["lift"], a["llr"], a["observed"], a["trials"]
+                )
+            })
+            .unwrap_or_default();
         let name = format!(
-            "`{}` ({}{}): {}",
+            "`{}` ({}{}; {terms}): {}",
             c.tool,
             c.state,
             if planted {
@@ -644,11 +661,15 @@ pub fn run(seed: u64, n: usize) -> (Figures, String) {
                     .collect();
                 let _ = writeln!(
                     report,
-                    "    pattern {} {} (support {}, score {:.0}{}): {}",
+                    "    pattern {} {} (support {}, score {:.0}, habit {} lift {} G² {} at link {}{}): {}",
                     p["id"].as_str().unwrap_or_default(),
                     p["status"].as_str().unwrap_or_default(),
                     p["support"],
                     p["score"].as_f64().unwrap_or_default(),
+                    p["score_parts"]["habit"],
+                    p["score_parts"]["association"]["lift"],
+                    p["score_parts"]["association"]["llr"],
+                    p["score_parts"]["association"]["link"],
                     p["reason"]
                         .as_str()
                         .map(|r| format!(", {}", r.chars().take(200).collect::<String>()))
