@@ -327,20 +327,27 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
 }
 
 /// Tests every sequence's links against chance ([`super::chance`]), in one pass over the
-/// sessions. Only the links between two actions are tested: the commands of one line (a
-/// pipeline, `a && b`) were typed together, which is no question of chance.
+/// sessions. A link is two consecutive lines (actions) of the habit, each as its whole command
+/// line's key: the commands of one line (a pipeline, `a && b`) were typed together, which is no
+/// question of chance, and a line is more particular than any of its commands (`… | sed …`
+/// ends many lines).
 fn test_against_chance(loaded: &load::Loaded, found: &mut [Found<'_>], options: &MineOptions) {
-    // Per candidate: its links that cross from one action to the next, by its first
-    // occurrence.
-    // (the step each starts at, its symbols).
+    // Per candidate, by its first occurrence: its links (the step each starts at, and the
+    // command keys of the two actions).
     let crossing = |f: &Found<'_>| -> Vec<(u32, (u32, u32))> {
         let Some(occ) = f.occurrences.first() else {
             return Vec::new();
         };
+        let rows = &occ.session.rows;
         let row = |at: usize| occ.positions.get(at).map(|&p| occ.session.token_row[p]);
         (0..f.items.len().saturating_sub(1))
-            .filter(|&i| row(i) != row(i + 1))
-            .map(|i| (i as u32, (f.items[i], f.items[i + 1])))
+            .filter_map(|i| {
+                let (from, to) = (row(i)?, row(i + 1)?);
+                (from != to).then(|| {
+                    let command = |r: u32| rows.get(r as usize).map_or(u32::MAX, |r| r.command);
+                    (i as u32, (command(from), command(to)))
+                })
+            })
             .collect()
     };
     let links: Vec<Vec<(u32, (u32, u32))>> = found.iter().map(crossing).collect();
@@ -350,11 +357,12 @@ fn test_against_chance(loaded: &load::Loaded, found: &mut [Found<'_>], options: 
     if pairs.is_empty() {
         return;
     }
-    let sessions: Vec<&[u32]> = loaded
+    let sessions: Vec<Vec<u32>> = loaded
         .sessions
         .iter()
-        .map(|s| s.symbols.as_slice())
+        .map(|s| s.rows.iter().map(|r| r.command).collect())
         .collect();
+    let sessions: Vec<&[u32]> = sessions.iter().map(Vec::as_slice).collect();
     let window = options.max_gap as usize + 1;
     let counts = count_links(&sessions, &pairs, window);
     for (f, links) in found.iter_mut().zip(links) {

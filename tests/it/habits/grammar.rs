@@ -822,16 +822,12 @@ pub fn habit(id: usize, rng: &mut Rng) -> Habit {
             programs: BTreeSet::new(),
             line: Vec::new(),
         };
-        let n = *b.rng.pick(&[1, 2, 2, 2, 3, 3]);
+        // A habit is two lines at least (issue 30): one line, even a pipeline or `cd X && …`,
+        // is one command the agent already runs in one call.
+        let n = *b.rng.pick(&[2, 2, 2, 3, 3]);
         let lines: Vec<Vec<Seg>> = (0..n).map(|_| b.line()).collect();
         let (vars, mut shapes, programs) = (b.vars, b.shapes, b.programs);
         if !vars.iter().any(|v| v.varies) {
-            continue;
-        }
-        // One simple command alone is no habit (a tool of it would be that command): a
-        // one-line habit holds several (`cd X &&`, a list, a pipeline, a fallback, a heredoc).
-        let several = ["cd", "list", "pipeline", "fallback", "heredoc", "subshell"];
-        if n == 1 && !several.iter().any(|s| shapes.contains(s)) {
             continue;
         }
         // A shared value is one whose holes are several.
