@@ -415,6 +415,8 @@ pub(super) struct Refetch<'c> {
     cached_bytes: usize,
     /// The occurrences' command lines, cut once a run.
     pub(super) lines: crate::mine::line::ParseCache,
+    /// The user's definitions each action read back was expanded with.
+    pub(super) used: super::words::Used,
 }
 
 /// Bytes of re-read actions kept per run before the cache starts over: a habit's repeats in
@@ -429,6 +431,7 @@ impl<'c> Refetch<'c> {
             cache: HashMap::new(),
             cached_bytes: 0,
             lines: crate::mine::line::ParseCache::default(),
+            used: super::words::Used::new(),
         })
     }
 
@@ -452,7 +455,17 @@ impl<'c> Refetch<'c> {
             }
             .into_action(session, seq);
             let tokens = self.tokenizer.tokens(&action);
-            let line = token::command_line(&action).map(str::to_owned);
+            // The line as its shell ran it: the habit's lines are what a tool runs.
+            let line = match self.tokenizer.expanded_line(&action) {
+                Some(expanded) => {
+                    self.used
+                        .entry(session.to_owned())
+                        .or_default()
+                        .insert(seq, expanded.used);
+                    Some(expanded.line)
+                }
+                None => token::command_line(&action).map(str::to_owned),
+            };
             let source = action.source;
             let bytes = output.as_ref().map_or(0, String::len)
                 + tokens

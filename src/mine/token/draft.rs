@@ -395,6 +395,7 @@ impl Draft {
             stdin: None,
             computed: false,
             moved: false,
+            by_hand: false,
         }
     }
 }
