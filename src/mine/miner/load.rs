@@ -84,6 +84,8 @@ pub(super) struct Loaded {
     pub(super) unparsed: usize,
     pub(super) foreign: usize,
     pub(super) last_action: i64,
+    /// The first symbol given to a by-hand step: those from it on are barriers.
+    pub(super) first_barrier: u32,
 }
 
 /// The columns of a stored action that tokenizing needs.
@@ -262,6 +264,7 @@ impl Loaded {
             unparsed: 0,
             foreign: 0,
             last_action: 0,
+            first_barrier: BARRIER,
         }
     }
 
@@ -365,8 +368,9 @@ impl Loaded {
     }
 
     /// Each by-hand step becomes a symbol of its own, seen once: never frequent (by sessions or
-    /// by occurrences), so no pattern holds it, yet it still counts as a gap.
+    /// by occurrences), so no pattern holds it, and no occurrence runs across it.
     fn own_barriers(&mut self) {
+        self.first_barrier = u32::try_from(self.interner.len()).unwrap_or(BARRIER);
         let mut next = self.interner.len() as u64;
         for session in &mut self.sessions {
             for symbol in &mut session.symbols {
