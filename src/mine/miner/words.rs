@@ -4,8 +4,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+use super::{INTERACTIVE_PROGRAMS, REPL_PROGRAMS};
 use crate::mine::defs::ShellDefinitions;
 use crate::mine::pattern::Pattern;
+use crate::mine::token::{TEXT_FILTERS, known_program};
 use crate::sandbox::toolchain::{self, Resolution, UserEnv};
 
 /// What a run knows of the user's shell.
@@ -40,7 +42,7 @@ impl UserShell {
 /// unknown word is far more likely a program of another machine or a script than a shorthand.
 pub const SHORT_WORD: usize = 3;
 
-/// Shell builtins and keywords of sh, bash, zsh and fish that are short words.
+/// Shell builtins and keywords of sh, bash, zsh and fish (and short programs every system has).
 const BUILTINS: &[&str] = &[
     ".", ":", "[", "[[", "!", "{", "}", "cd", "bg", "fg", "let", "set", "pwd", "for", "if", "do",
     "fi", "in", "end", "and", "or", "not", "fc", "r", "ulimit", "umask", "wait", "exec", "eval",
@@ -109,10 +111,16 @@ impl<'u> Programs<'u> {
             let Some(word) = step.key.split(' ').find(|w| !w.contains('=')) else {
                 continue;
             };
+            // A program the crate knows (`rg`, `jq`, `gh`) is a real one even where this
+            // machine lacks it: validation says so. The rule is for shorthands.
             if word.chars().count() > SHORT_WORD
                 || word.contains('/')
                 || word.starts_with('<')
                 || BUILTINS.contains(&word)
+                || known_program(word)
+                || TEXT_FILTERS.contains(&word)
+                || INTERACTIVE_PROGRAMS.contains(&word)
+                || REPL_PROGRAMS.contains(&word)
                 || unknown.iter().any(|u| u == word)
             {
                 continue;

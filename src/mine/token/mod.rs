@@ -122,7 +122,7 @@ use agent_tools::tool_token;
 pub use classify::{SlotKind, classify, names_a_file};
 pub use draft::joins_run;
 pub use intern::{InternError, Interner};
-pub use tables::{looks_around, shuffles_files};
+pub use tables::{known_program, looks_around, shuffles_files};
 
 /// The concrete value of one slot in one occurrence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
