@@ -19,7 +19,8 @@
 //!
 //! One file per step: `load.rs` (1), `find.rs` (2), `align.rs` (3 and 4: rank, align, score),
 //! `fold.rs` (one habit, one pattern: the fold, and the heads completed), `report.rs` (what a
-//! run returns).
+//! run returns), `words.rs` (the user's shell: the definitions each pattern was typed through,
+//! its unknown short words).
 
 use std::time::Instant;
 
@@ -46,8 +47,8 @@ pub use report::{KindCounts, MineReport, MineSummary, Phases, TopPattern};
 pub use words::{SHORT_WORD, UserShell};
 
 /// Programs a person drives by hand (editors, pagers, monitors, shells, REPLs without a
-/// script): no tool can do their part, so no pattern goes through them. They still occupy
-/// their place in the session, so the steps around them are not taken for neighbours.
+/// script): no tool can do their part, so no pattern goes through them, nor across them: each
+/// is a wall of the sequence search (`SequenceMinerConfig::walls_from`).
 pub const INTERACTIVE_PROGRAMS: &[&str] = &[
     "vim", "vi", "nvim", "nano", "emacs", "micro", "helix", "hx", "code", "htop", "top", "btop",
     "less", "more", "man", "ssh", "mosh", "tmux", "screen", "ranger", "yazi", "yy", "lf", "nnn",
