@@ -207,6 +207,24 @@ fn a_habit_typed_through_zsh_aliases_is_proposed_as_what_the_shell_ran() {
             "{review}"
         );
     }
+    // `[mine] shell_definitions = false`: the lines are read as typed again.
+    let config = env.write_config("[mine]\nshell_definitions = false\n");
+    let out = env
+        .cli()
+        .arg("--config")
+        .arg(&config)
+        .arg("mine")
+        .assert()
+        .success();
+    let said = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(!said.contains("shell definitions read"), "{said}");
+    let typed = patterns(&env)
+        .iter()
+        .any(|p| keys(p).iter().any(|k| k.starts_with("gia ")));
+    assert!(
+        typed,
+        "no pattern through `gia` once the definitions are not read"
+    );
 }
 
 #[test]

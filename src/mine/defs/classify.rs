@@ -166,10 +166,8 @@ fn unquote(word: &str) -> String {
 
 /// `select` reads a choice from the keyboard; tree-sitter-bash does not know it as a keyword.
 fn reads_a_choice(text: &str) -> bool {
-    text.lines().any(|l| {
-        let l = l.trim_start_matches([' ', '\t', '{', ';']);
-        l.starts_with("select ")
-    })
+    text.split(['\n', ';', '{', '&', '|', '('])
+        .any(|part| part.trim_start().starts_with("select "))
 }
 
 /// The meaning of a definition that reaches nothing driven by hand: an alias or abbreviation

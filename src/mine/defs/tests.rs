@@ -313,3 +313,51 @@ fn bad_files_are_notes_never_failures() {
     );
     assert_eq!(super::read::decode_for_test("a!b"), None);
 }
+
+#[test]
+fn a_function_calling_an_interactive_definition_is_interactive() {
+    let def = |name: &str, kind, text: &str| Definition {
+        name: name.to_owned(),
+        kind,
+        text: text.to_owned(),
+        file: PathBuf::from("/home/u/.bashrc"),
+        line: 1,
+        shell: DefShell::Bash,
+        meaning: Meaning::Opaque,
+    };
+    let defs = ShellDefinitions::new(
+        vec![
+            def("pickdir", DefKind::Function, "pickdir() { ghq list | sk; }"),
+            def(
+                "go2",
+                DefKind::Function,
+                "go2() {\n  local d\n  d=$(pickdir) && pushd \"$d\"\n}",
+            ),
+            def("j", DefKind::Alias, "go2 "),
+            def("ed2", DefKind::Function, "ed2() { \"$EDITOR\" \"$@\"; }"),
+            def("repl", DefKind::Function, "repl() { python3; }"),
+            def("run", DefKind::Function, "run() { python3 \"$@\"; }"),
+            def(
+                "shell",
+                DefKind::Function,
+                "shell() { exec \"$SHELL\" -l; }",
+            ),
+            def(
+                "pick",
+                DefKind::Function,
+                "pick() { select x in a b; do echo $x; done; }",
+            ),
+            def("lsx", DefKind::Function, "lsx() { uses_j; }"),
+            def("uses_j", DefKind::Function, "uses_j() { j; }"),
+        ],
+        Vec::new(),
+    );
+    let b = DefShell::Bash;
+    for name in [
+        "pickdir", "go2", "j", "ed2", "repl", "shell", "pick", "lsx", "uses_j",
+    ] {
+        assert_eq!(meaning(&defs, b, name), Meaning::Interactive, "{name}");
+    }
+    // A REPL given the arguments is a script runner: it forwards them.
+    assert_eq!(meaning(&defs, b, "run"), expands("python3"));
+}
