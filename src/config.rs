@@ -249,6 +249,10 @@ pub struct MineSettings {
     pub schedule: Setting<String>,
     /// The daemon also mines once this many new actions have been stored since the last run.
     pub after_new_actions: Setting<u32>,
+    /// Whether mining reads the user's shell aliases and functions (their `.bashrc`, `.zshrc`,
+    /// fish's config, Claude Code's shell snapshots: read, never run) so that a command typed
+    /// through one is read as what the shell ran.
+    pub shell_definitions: Setting<bool>,
 }
 
 /// A command run on events (`[events]`).
@@ -487,6 +491,11 @@ impl Config {
                 &self.mine.schedule.origin,
             ),
             int("mine.after_new_actions", &self.mine.after_new_actions),
+            (
+                "mine.shell_definitions",
+                toml::Value::Boolean(self.mine.shell_definitions.value),
+                &self.mine.shell_definitions.origin,
+            ),
             (
                 "generate.backend",
                 toml::Value::String(self.generate.backend.value.clone()),
@@ -773,6 +782,7 @@ struct RawMine {
     slow_ms: Option<Spanned<u32>>,
     schedule: Option<Spanned<String>>,
     after_new_actions: Option<Spanned<u32>>,
+    shell_definitions: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -1425,6 +1435,7 @@ fn resolve(
         slow_ms: pick(&m.slow_ms, 30_000, &from_file),
         schedule: pick(&m.schedule, "*/15 * * * *".to_owned(), &from_file),
         after_new_actions: pick(&m.after_new_actions, 500, &from_file),
+        shell_definitions: pick(&m.shell_definitions, true, &from_file),
     };
     let g = &raw.generate;
     let generate = GenerateSettings {
@@ -1705,6 +1716,11 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # When the daemon mines (5 crontab fields, local time), and after how many new actions.
 # schedule = "*/15 * * * *"
 # after_new_actions = 500
+
+# Read your shell's aliases and functions (~/.bashrc, ~/.zshrc and oh-my-zsh's plugins, fish's
+# config, Claude Code's shell snapshots; read as text, never run), so `gia x` is the `git add x`
+# it ran and an alias to `cd` or an editor is a step no habit crosses.
+# shell_definitions = true
 
 [generate]
 # What writes a candidate's code: "template" (offline: POSIX sh from the mined steps) or "llm"

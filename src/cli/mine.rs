@@ -34,8 +34,9 @@ pub(super) fn mine(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), 
         Ok(_lock) => {
             let store = Store::open(&config.store_path())?;
             let options = MineOptions::from_settings(&config.mine);
+            let user = miner::UserShell::from_config(&config);
             let report = store.call_blocking(move |conn| {
-                let report = match miner::mine(conn, &options) {
+                let report = match miner::mine_for(conn, &options, &user) {
                     Ok(report) => report,
                     Err(err) => return Ok(Err(err)),
                 };
@@ -77,6 +78,16 @@ pub(super) fn mine(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), 
         "lines not parsed: {} ({} in another shell's language), each kept as one opaque step",
         summary.unparsed, summary.foreign
     )?;
+    if summary.shell_definitions > 0 || !summary.shell_notes.is_empty() {
+        writeln!(
+            out,
+            "shell definitions read: {} (aliases, abbreviations, functions)",
+            summary.shell_definitions
+        )?;
+    }
+    for note in &summary.shell_notes {
+        writeln!(out, "{}", style.warn(&format!("shell file {note}")))?;
+    }
     let kinds = &summary.kinds;
     writeln!(
         out,
@@ -279,6 +290,27 @@ fn show(found: &StoredPattern, out: &mut impl Write, style: Style) -> Result<(),
                 f.overlapping,
                 f.of,
                 f.steps.join(" → ")
+            )?;
+        }
+    }
+    if let Some(word) = p.unknown_program() {
+        writeln!(
+            out,
+            "{}",
+            style.warn(&format!(
+                "`{word}` is no program on your PATH, no builtin and none of the shell \
+                 definitions read: what it ran is not guessed, so no tool is made of this"
+            ))
+        )?;
+    }
+    if !p.expansions.is_empty() {
+        // The steps below hold what these stand for: what the shell ran.
+        writeln!(out, "typed through your shell's definitions:")?;
+        for e in &p.expansions {
+            writeln!(
+                out,
+                "  {} = {}  ({} at {})",
+                e.name, e.text, e.kind, e.defined_at
             )?;
         }
     }

@@ -484,6 +484,7 @@ impl Jobs {
             self.store.clone(),
             self.events.clone(),
             MineOptions::from_settings(&self.config.mine),
+            self.config.clone(),
         )));
     }
 
@@ -790,19 +791,27 @@ async fn generate_report(
 }
 
 /// One mining run: read through a read-only connection, store through the writer, announce.
-async fn mine_once(store: Store, events: EventBus, options: MineOptions) -> JobResult {
-    Ok(mine_report(store, events, options).await?)
+async fn mine_once(
+    store: Store,
+    events: EventBus,
+    options: MineOptions,
+    config: Arc<Config>,
+) -> JobResult {
+    Ok(mine_report(store, events, options, config).await?)
 }
 
 async fn mine_report(
     store: Store,
     events: EventBus,
     options: MineOptions,
+    config: Arc<Config>,
 ) -> Result<JobReport, JobError> {
     let path = store.path().to_owned();
     let report = tokio::task::spawn_blocking(move || {
+        // The user's shell files are read once a run: they may have changed since the last.
+        let user = miner::UserShell::from_config(&config);
         let conn = store::open_read_only(&path)?;
-        Ok::<_, JobError>(miner::mine(&conn, &options)?)
+        Ok::<_, JobError>(miner::mine_for(&conn, &options, &user)?)
     })
     .await
     .map_err(|source| JobError::Task {

@@ -600,6 +600,14 @@ impl ToolSpec {
                 step.template
             )));
         }
+        if let Some(word) = pattern.unknown_program() {
+            return Err(fail(&format!(
+                "its command word `{word}` is no program on your PATH, no shell builtin and none \
+                 of your shell's aliases or functions that toolsmith read: a short word typed \
+                 through a definition it cannot see is never guessed; define it where your \
+                 shell reads it (~/.zshrc, ~/.bashrc, fish's config) and mine again"
+            )));
+        }
         if let Some(step) = pattern.retried_step() {
             return Err(fail(&format!(
                 "its step `{}` is run again at once for the same target (with flags added, \
@@ -683,6 +691,25 @@ impl ToolSpec {
                 described.join(", then "),
                 pattern.support
             ),
+        };
+        // What the user typed it as: the review shows each expansion and where it is defined.
+        let description = if pattern.expansions.is_empty() {
+            description
+        } else {
+            let typed: Vec<String> = pattern
+                .expansions
+                .iter()
+                .map(|e| {
+                    format!(
+                        "`{}` is `{}` ({} at {})",
+                        e.name, e.text, e.kind, e.defined_at
+                    )
+                })
+                .collect();
+            format!(
+                "{description} Typed through the shell's {}.",
+                typed.join("; ")
+            )
         };
         let mut spec = build(
             Parts {
@@ -960,6 +987,8 @@ mod tests {
             ],
             folded_into: None,
             folded: Vec::new(),
+            expansions: Vec::new(),
+            unknown_programs: Vec::new(),
         }
     }
 

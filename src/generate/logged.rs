@@ -42,6 +42,21 @@ pub struct Recorded {
 }
 
 impl Recorded {
+    /// The same, its line as its shell ran it through the user's definitions (`gia x` is
+    /// `git add x`), as mining read it; as logged when none applies.
+    pub fn through(
+        mut self,
+        definitions: &crate::mine::defs::ShellDefinitions,
+        source: &str,
+    ) -> Self {
+        let expanded = Source::from_name(source)
+            .and_then(|source| definitions.expand_line(source, self.line.as_deref()?));
+        if let Some(expanded) = expanded {
+            self.line = Some(expanded.line);
+        }
+        self
+    }
+
     /// A stored action: its command line when it has one (`command`, or `cmd`, as text).
     pub fn from_stored(action: &StoredAction) -> Recorded {
         let line = action

@@ -6,10 +6,13 @@
 //!   PrefixSpan, closed, folded).
 //! - [`templates`] groups error output lines into templates (a Drain-like online miner);
 //!   [`recovery`] finds the error→recovery habits built on them.
+//! - [`defs`] reads the user's shell aliases and functions, so a command typed through one is
+//!   read as what the shell ran.
 //! - [`params`] aligns a pattern's occurrences into literals, parameters and internal variables.
 //! - [`score`] ranks patterns; [`pattern`] is the result and its storage; [`miner`] runs it all.
 
 pub mod chance;
+pub mod defs;
 pub mod line;
 pub mod miner;
 pub mod params;

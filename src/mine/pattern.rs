@@ -234,9 +234,24 @@ pub struct Pattern {
     /// The patterns folded into this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub folded: Vec<Folded>,
+    /// The user's aliases and functions its commands were typed through, each once: its steps
+    /// and lines hold what they expand to (`gia x` is `git add x`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expansions: Vec<crate::mine::defs::Expansion>,
+    /// Short command words that are no program on the user's `PATH`, no builtin and none of
+    /// their definitions (`gc` without the `.zshrc` defining it): what they ran is unknown, so
+    /// no tool is made of it ([`Pattern::unknown_program`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown_programs: Vec<String>,
 }
 
 impl Pattern {
+    /// The first of its command words that names nothing known on the machine (see
+    /// [`Pattern::unknown_programs`]), if any: no tool is made of the pattern.
+    pub fn unknown_program(&self) -> Option<&str> {
+        self.unknown_programs.first().map(String::as_str)
+    }
+
     /// Its steps, the failing command first for a recovery.
     fn every_step(&self) -> impl Iterator<Item = &Step> {
         self.trigger.iter().map(|t| &t.step).chain(&self.steps)
@@ -831,6 +846,8 @@ mod tests {
             evidence: Vec::new(),
             folded_into: None,
             folded: Vec::new(),
+            expansions: Vec::new(),
+            unknown_programs: Vec::new(),
         }
     }
 

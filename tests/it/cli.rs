@@ -65,6 +65,7 @@ fn config_show_prints_values_and_their_origins() {
     slow_ms = 30000  # default
     schedule = "*/15 * * * *"  # default
     after_new_actions = 500  # default
+    shell_definitions = true  # default
 
     [generate]
     backend = "template"  # default

@@ -71,6 +71,8 @@ fn tool(dir: &Path) -> (Pattern, ToolSpec) {
         evidence,
         folded_into: None,
         folded: Vec::new(),
+        expansions: Vec::new(),
+        unknown_programs: Vec::new(),
     };
     let spec = ToolSpec::from_pattern(&pattern, &|_| false).expect("a spec");
     let files = template::generate(&spec, semver::Version::new(1, 0, 0)).expect("the tool");

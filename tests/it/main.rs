@@ -11,6 +11,7 @@
 
 mod common;
 
+mod aliases;
 mod approved_tree;
 mod architecture;
 mod bad_input;

@@ -91,12 +91,18 @@ impl Generator {
                 )
             })
             .collect();
+        let definitions = Arc::clone(&self.definitions);
         let recorded = self
             .db(move |conn| {
                 let mut all = Vec::with_capacity(ranges.len());
                 for (session, first, last) in &ranges {
                     let actions = actions_between(conn, session, *first, *last)?;
-                    all.push(actions.iter().map(Recorded::from_stored).collect());
+                    all.push(
+                        actions
+                            .iter()
+                            .map(|a| Recorded::from_stored(a).through(&definitions, &a.source))
+                            .collect(),
+                    );
                 }
                 Ok(all)
             })

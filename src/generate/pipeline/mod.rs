@@ -155,7 +155,8 @@ pub fn configured(config: &Config, store: Store) -> Result<Generator, ValidatorE
     let llm_wanted = settings.backend == Backend::Llm;
     let mut generator = Generator::new(store.clone(), state, settings, validator)
         .with_registry(config.paths.registry.value.clone())
-        .with_user_env(config.user_env());
+        .with_user_env(config.user_env())
+        .with_shell_definitions(crate::mine::miner::UserShell::from_config(config).definitions);
     generator.auto_approval = auto;
     if llm_wanted {
         let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from);
@@ -348,6 +349,9 @@ pub struct Generator {
     /// Where the user's programs come from: a spec's required programs are resolved here
     /// into the toolchains its manifest binds.
     user_env: UserEnv,
+    /// The user's shell definitions, which mining read the lines through: the log's lines are
+    /// read through them again for the tests' expectations (`gia x` ran `git add x`).
+    definitions: Arc<crate::mine::defs::ShellDefinitions>,
 }
 
 impl std::fmt::Debug for Generator {
@@ -460,7 +464,17 @@ impl Generator {
             auto_approval: AutoApproval::default(),
             healer: None,
             user_env: UserEnv::from_process(None),
+            definitions: Arc::default(),
         }
+    }
+
+    /// Reads the log's command lines through the user's shell definitions, as mining did.
+    pub fn with_shell_definitions(
+        mut self,
+        definitions: Arc<crate::mine::defs::ShellDefinitions>,
+    ) -> Self {
+        self.definitions = definitions;
+        self
     }
 
     /// Resolves the programs a tool requires in `user` (the user's `PATH`, `[sandbox] path`)

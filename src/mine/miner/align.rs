@@ -316,6 +316,8 @@ pub(super) fn scored_pattern(f: &Found<'_>, aligned: Aligned, mut durations: Vec
         evidence: aligned.evidence,
         folded_into: None,
         folded: Vec::new(),
+        expansions: Vec::new(),
+        unknown_programs: Vec::new(),
     };
     pattern.templates = pattern.steps_text();
     pattern

@@ -22,6 +22,7 @@ fn sequence_config(
     options: &MineOptions,
     needed: Needed,
     agent_tool: &[bool],
+    first_barrier: u32,
 ) -> SequenceMinerConfig {
     SequenceMinerConfig {
         // Sessions, counted apart: at least the families; the candidates are checked again.
@@ -42,6 +43,9 @@ fn sequence_config(
         never_dominate: (0..agent_tool.len() as u32)
             .filter(|&s| agent_tool[s as usize])
             .collect(),
+        // A step driven by hand (an editor, a fuzzy finder, the user's `cd` alias) is a
+        // boundary no habit crosses.
+        walls_from: Some(first_barrier),
     }
 }
 
@@ -64,7 +68,7 @@ pub(super) fn find_sequences<'s>(
     options: &MineOptions,
     needed: Needed,
 ) -> Result<SequencesFound<'s>, MineError> {
-    let config = sequence_config(options, needed, &loaded.agent_tool);
+    let config = sequence_config(options, needed, &loaded.agent_tool, loaded.first_barrier);
     let miner = SequenceMiner::new(config.clone())?;
     let keep = options.max_patterns_per_kind.max(1);
     let symbols: Vec<&[u32]> = loaded

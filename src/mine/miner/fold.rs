@@ -264,6 +264,7 @@ pub(super) fn fold_groups(
         !p.only_looks_around()
             && !p.only_shuffles_files()
             && p.retried_step().is_none()
+            && p.unknown_program().is_none()
             && p.one_command_looked_around().is_none()
             && p.by_chance().is_none()
             && !p.one_command()
@@ -1134,6 +1135,8 @@ mod tests {
                 evidence: Vec::new(),
                 folded_into: None,
                 folded: Vec::new(),
+                expansions: Vec::new(),
+                unknown_programs: Vec::new(),
             },
             spans: spans
                 .iter()

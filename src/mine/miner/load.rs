@@ -84,6 +84,8 @@ pub(super) struct Loaded {
     pub(super) unparsed: usize,
     pub(super) foreign: usize,
     pub(super) last_action: i64,
+    /// The first symbol given to a by-hand step: those from it on are barriers.
+    pub(super) first_barrier: u32,
 }
 
 /// The columns of a stored action that tokenizing needs.
@@ -262,6 +264,7 @@ impl Loaded {
             unparsed: 0,
             foreign: 0,
             last_action: 0,
+            first_barrier: BARRIER,
         }
     }
 
@@ -365,8 +368,9 @@ impl Loaded {
     }
 
     /// Each by-hand step becomes a symbol of its own, seen once: never frequent (by sessions or
-    /// by occurrences), so no pattern holds it, yet it still counts as a gap.
+    /// by occurrences), so no pattern holds it, and no occurrence runs across it.
     fn own_barriers(&mut self) {
+        self.first_barrier = u32::try_from(self.interner.len()).unwrap_or(BARRIER);
         let mut next = self.interner.len() as u64;
         for session in &mut self.sessions {
             for symbol in &mut session.symbols {
@@ -415,6 +419,8 @@ pub(super) struct Refetch<'c> {
     cached_bytes: usize,
     /// The occurrences' command lines, cut once a run.
     pub(super) lines: crate::mine::line::ParseCache,
+    /// The user's definitions each action read back was expanded with.
+    pub(super) used: super::words::Used,
 }
 
 /// Bytes of re-read actions kept per run before the cache starts over: a habit's repeats in
@@ -429,6 +435,7 @@ impl<'c> Refetch<'c> {
             cache: HashMap::new(),
             cached_bytes: 0,
             lines: crate::mine::line::ParseCache::default(),
+            used: super::words::Used::new(),
         })
     }
 
@@ -452,7 +459,17 @@ impl<'c> Refetch<'c> {
             }
             .into_action(session, seq);
             let tokens = self.tokenizer.tokens(&action);
-            let line = token::command_line(&action).map(str::to_owned);
+            // The line as its shell ran it: the habit's lines are what a tool runs.
+            let line = match self.tokenizer.expanded_line(&action) {
+                Some(expanded) => {
+                    self.used
+                        .entry(session.to_owned())
+                        .or_default()
+                        .insert(seq, expanded.used);
+                    Some(expanded.line)
+                }
+                None => token::command_line(&action).map(str::to_owned),
+            };
             let source = action.source;
             let bytes = output.as_ref().map_or(0, String::len)
                 + tokens

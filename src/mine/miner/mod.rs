@@ -19,7 +19,8 @@
 //!
 //! One file per step: `load.rs` (1), `find.rs` (2), `align.rs` (3 and 4: rank, align, score),
 //! `fold.rs` (one habit, one pattern: the fold, and the heads completed), `report.rs` (what a
-//! run returns).
+//! run returns), `words.rs` (the user's shell: the definitions each pattern was typed through,
+//! its unknown short words).
 
 use std::time::Instant;
 
@@ -37,16 +38,19 @@ mod find;
 mod fold;
 mod load;
 mod report;
+mod words;
 
 use align::{align_and_score, best_first, rank};
 use find::{find_commands, find_recovery_habits, find_sequences};
 use fold::{complete_heads, fold_groups, mark_folded};
 use load::{Refetch, Session, load};
 pub use report::{KindCounts, MineReport, MineSummary, Phases, TopPattern};
+pub use words::{SHORT_WORD, UserShell};
 
 /// Programs a person drives by hand (editors, pagers, monitors, shells, REPLs without a
-/// script, a file opened in the desktop's application for it): no tool can do their part, so no pattern goes through them. They still occupy
-/// their place in the session, so the steps around them are not taken for neighbours.
+/// script, a file opened in the desktop's application for it): no tool can do their part, so
+/// no pattern goes through them, nor across them: each is a wall of the sequence search
+/// (`SequenceMinerConfig::walls_from`).
 pub const INTERACTIVE_PROGRAMS: &[&str] = &[
     "vim", "vi", "nvim", "nano", "emacs", "micro", "helix", "hx", "code", "htop", "top", "btop",
     "less", "more", "man", "ssh", "mosh", "tmux", "screen", "ranger", "yazi", "yy", "lf", "nnn",
@@ -76,6 +80,9 @@ pub const REPL_PROGRAMS: &[&str] = &[
 /// Whether a token is a step no tool can take (see [`INTERACTIVE_PROGRAMS`]), looking through
 /// `sudo`/`doas` and leading assignments.
 fn interactive(token: &Token) -> bool {
+    if token.by_hand {
+        return true;
+    }
     let mut words = token
         .key
         .split(' ')
@@ -259,10 +266,24 @@ struct Found<'s> {
     aligned: usize,
 }
 
-/// Mines the actions of `conn`. Reads only: see [`store_patterns`] to keep the result.
+/// Mines the actions of `conn`, knowing nothing of the user's shell. Reads only: see
+/// [`store_patterns`] to keep the result.
 pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, MineError> {
+    mine_for(conn, options, &UserShell::default())
+}
+
+/// Mines the actions of `conn` as `user`'s shell ran them: their aliases and functions read
+/// (`gia x` is `git add x`; an interactive or opaque one a boundary) and, when their programs
+/// are known, a pattern holding a short word that names nothing there marked
+/// ([`Pattern::unknown_programs`]). Reads only.
+pub fn mine_for(
+    conn: &Connection,
+    options: &MineOptions,
+    user: &UserShell,
+) -> Result<MineReport, MineError> {
     let started = Instant::now();
-    let tokenizer = Tokenizer::new(&NoiseRules::default());
+    let tokenizer =
+        Tokenizer::new(&NoiseRules::default()).with_definitions(user.definitions.clone());
     let loaded = load(conn, &tokenizer)?;
     let load_ms = elapsed_ms(started);
     let min_support = options.effective_support(loaded.families.len());
@@ -281,6 +302,11 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     let mined_ms = elapsed_ms(started) - load_ms;
     let mut refetch = Refetch::new(conn, &tokenizer)?;
     let mut patterns = align_and_score(&mut refetch, &loaded, &found, options)?;
+    // Before the fold: a pattern holding an unknown word does not stand for its habit.
+    let mut programs = words::Programs::new(user);
+    for ranked in &mut patterns {
+        programs.mark(&mut ranked.pattern);
+    }
     let counts = loaded.symbol_counts();
     let step_count = |key: &str| {
         loaded
@@ -301,7 +327,12 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
     )?;
     mark_folded(&mut patterns, groups);
     best_first(&mut patterns);
-    let patterns: Vec<Pattern> = patterns.into_iter().map(|r| r.pattern).collect();
+    let mut patterns: Vec<Pattern> = patterns.into_iter().map(|r| r.pattern).collect();
+    words::record_expansions(&mut patterns, &refetch.used, &user.definitions);
+    // The heads were aligned again.
+    for pattern in &mut patterns {
+        programs.mark(pattern);
+    }
     let total_ms = elapsed_ms(started);
     Ok(MineReport {
         phases_ms: Phases {
@@ -322,6 +353,8 @@ pub fn mine(conn: &Connection, options: &MineOptions) -> Result<MineReport, Mine
         truncated: sequences.truncated,
         min_support,
         min_occurrences: needed.occurrences,
+        shell_definitions: user.definitions.definitions().len(),
+        shell_notes: user.definitions.notes.clone(),
         patterns,
     })
 }

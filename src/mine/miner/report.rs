@@ -33,6 +33,11 @@ pub struct MineReport {
     pub min_support: u32,
     /// The occurrences that qualify a pattern seen in fewer sessions.
     pub min_occurrences: u32,
+    /// The user's shell definitions (aliases, abbreviations, functions) commands were read
+    /// through.
+    pub shell_definitions: usize,
+    /// What could not be read of the user's shell files, one note each.
+    pub shell_notes: Vec<String>,
     /// The patterns, best first.
     pub patterns: Vec<Pattern>,
 }
@@ -57,6 +62,8 @@ impl MineReport {
             phases_ms: self.phases_ms,
             min_support: self.min_support,
             min_occurrences: self.min_occurrences,
+            shell_definitions: self.shell_definitions,
+            shell_notes: self.shell_notes.clone(),
             patterns: self.patterns.len(),
             folded: self
                 .patterns
@@ -113,6 +120,12 @@ pub struct MineSummary {
     /// The occurrences that qualify a pattern seen in fewer sessions.
     #[serde(default)]
     pub min_occurrences: u32,
+    /// The user's shell definitions commands were read through.
+    #[serde(default)]
+    pub shell_definitions: usize,
+    /// What could not be read of the user's shell files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shell_notes: Vec<String>,
     /// Patterns found.
     pub patterns: usize,
     /// Of which folded into another (the same habit).

@@ -157,6 +157,10 @@ pub struct SequenceMinerConfig {
     /// The daemon passes the agents' own tool calls, so that `a b` is reported though `a b
     /// Read` has its support. Empty: every symbol can.
     pub never_dominate: Vec<u32>,
+    /// Symbols from this one on are walls: no occurrence runs across one (with a gap limit;
+    /// without one, they are only infrequent). The daemon passes its by-hand steps (an editor,
+    /// the user's `cd` alias): a habit never crosses them. `None`: no walls.
+    pub walls_from: Option<u32>,
 }
 
 impl Default for SequenceMinerConfig {
@@ -178,6 +182,7 @@ impl SequenceMinerConfig {
             min_occurrences: None,
             max_patterns: DEFAULT_MAX_PATTERNS,
             never_dominate: Vec::new(),
+            walls_from: None,
         }
     }
 
@@ -194,6 +199,7 @@ impl SequenceMinerConfig {
             min_occurrences: None,
             max_patterns: usize::MAX,
             never_dominate: Vec::new(),
+            walls_from: None,
         }
     }
 

@@ -9,6 +9,9 @@ use super::{MineStats, Occurrence, PatternRef, SequenceMinerConfig, SequenceMine
 
 /// Marks a position holding an infrequent symbol, and an item without a bucket.
 const NONE: u32 = u32::MAX;
+/// A wall ([`SequenceMinerConfig::walls_from`]): no occurrence runs across it. Items below it
+/// are dense ids.
+const WALL: u32 = u32::MAX - 1;
 /// Marks an item without a bucket in the fill pass.
 const NO_CURSOR: usize = usize::MAX;
 
@@ -131,6 +134,11 @@ impl<'c> Search<'c> {
             max_symbol = seq.iter().copied().fold(max_symbol, u32::max);
         }
         let min_support = config.min_support;
+        // Walls stop a gap-limited search only.
+        let walls_from = match config.max_gap {
+            Some(_) => config.walls_from.map_or(u64::MAX, u64::from),
+            None => u64::MAX,
+        };
         // Without a gap limit a sequence holds one entry per pattern: occurrences are not counted.
         let min_occurrences = match config.max_gap {
             Some(_) => config.min_occurrences.unwrap_or(u32::MAX),
@@ -170,7 +178,13 @@ impl<'c> Search<'c> {
                 };
             }
             for seq in db {
-                items.extend(seq.as_ref().iter().map(|&symbol| last[symbol as usize]));
+                items.extend(seq.as_ref().iter().map(|&symbol| {
+                    if u64::from(symbol) >= walls_from {
+                        WALL
+                    } else {
+                        last[symbol as usize]
+                    }
+                }));
             }
         } else {
             // Per symbol: support, last sequence seen, occurrences.
@@ -197,11 +211,13 @@ impl<'c> Search<'c> {
                 .map(|(i, &symbol)| (symbol, i as u32))
                 .collect();
             for seq in db {
-                items.extend(
-                    seq.as_ref()
-                        .iter()
-                        .map(|symbol| dense.get(symbol).copied().unwrap_or(NONE)),
-                );
+                items.extend(seq.as_ref().iter().map(|symbol| {
+                    if u64::from(*symbol) >= walls_from {
+                        WALL
+                    } else {
+                        dense.get(symbol).copied().unwrap_or(NONE)
+                    }
+                }));
             }
         }
         let mut offsets = Vec::with_capacity(db.len() + 1);
@@ -697,7 +713,14 @@ impl<'c> Search<'c> {
                     while i < entries.len() && entries[i].seq == seq {
                         let start = entries[i].start;
                         let to = start as usize;
-                        for &x in &slice[to.saturating_sub(window).max(scanned)..to] {
+                        // Backwards from the start, up to a wall.
+                        for &x in slice[to.saturating_sub(window).max(scanned)..to]
+                            .iter()
+                            .rev()
+                        {
+                            if x == WALL {
+                                break;
+                            }
                             tally.add(*stamp, x);
                         }
                         scanned = scanned.max(to);
@@ -764,7 +787,7 @@ struct Tally<'a> {
 impl Tally<'_> {
     fn add(&mut self, seq_stamp: u64, x: u32) {
         let i = x as usize;
-        if x == NONE {
+        if x >= WALL {
             return;
         }
         if let Some(n) = self.starts.get_mut(i) {
@@ -822,7 +845,7 @@ fn extend_gapped(
         let slice = &items[offsets[seq as usize]..offsets[seq as usize + 1]];
         if root {
             for (q, &x) in slice.iter().enumerate() {
-                if x != NONE {
+                if x < WALL {
                     visit(seq, q as u32, q as u32, x);
                 }
             }
@@ -836,6 +859,9 @@ fn extend_gapped(
             let to = after.saturating_add(window).min(slice.len());
             let from = after.max(scanned).min(to);
             for (q, &x) in (from..).zip(&slice[from..to]) {
+                if x == WALL {
+                    break;
+                }
                 if x != NONE {
                     visit(seq, start, q as u32, x);
                 }
@@ -863,7 +889,7 @@ fn extend_free(
         *stamp += 1;
         let mark = *stamp;
         for (q, &x) in slice.iter().enumerate().skip(after as usize) {
-            if x != NONE && first_mark[x as usize] != mark {
+            if x < WALL && first_mark[x as usize] != mark {
                 first_mark[x as usize] = mark;
                 visit(seq, if root { q as u32 } else { start }, q as u32, x);
             }

@@ -14,6 +14,7 @@ fn config(min_support: u32, max_gap: Option<u32>) -> SequenceMinerConfig {
         min_occurrences: None,
         max_patterns: usize::MAX,
         never_dominate: Vec::new(),
+        walls_from: None,
     }
 }
 
@@ -183,6 +184,7 @@ fn an_item_that_never_dominates_does_not_hide_the_pattern_it_always_extends() {
         &db,
         SequenceMinerConfig {
             never_dominate: vec![r],
+            walls_from: None,
             ..daemon
         },
     ));
@@ -345,6 +347,7 @@ fn counted_occurrences_match_the_brute_force_definition() {
                     min_occurrences: Some(min_occurrences),
                     max_patterns: usize::MAX,
                     never_dominate: Vec::new(),
+                    walls_from: None,
                 };
                 let found = mine_counted(&db, config.clone());
                 // Every pattern of up to 4 items over the alphabet, checked directly.
@@ -845,6 +848,7 @@ fn configs() -> Vec<SequenceMinerConfig> {
                         min_occurrences: None,
                         max_patterns: usize::MAX,
                         never_dominate: Vec::new(),
+                        walls_from: None,
                     });
                 }
             }
@@ -861,6 +865,7 @@ fn configs() -> Vec<SequenceMinerConfig> {
                     min_occurrences: None,
                     max_patterns: usize::MAX,
                     never_dominate: never,
+                    walls_from: None,
                 });
             }
         }
@@ -985,4 +990,27 @@ fn incremental_mining_respects_the_cap_and_other_configurations() {
         .mine_incremental(&db, after.clone())
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(again, after);
+}
+
+/// A wall (a step driven by hand) is never crossed: not by an extension, and not by the closure
+/// check, so the pattern beside it is reported though a longer one across it would have its
+/// support.
+#[test]
+fn walls_are_never_crossed() {
+    // x, a wall, a, b — three times; the walls are unique symbols (100, 101, 102).
+    let db: Vec<Vec<u32>> = (0..3).map(|i| vec![1, 100 + i, 2, 3]).collect();
+    let mut open = config(3, Some(1));
+    open.closed = true;
+    let without = mine(&db, open.clone());
+    // Without walls the gap of one crosses it: `x a b`, closed, hides `a b`.
+    assert_eq!(support_of(&without, &[1, 2, 3]), Some(3), "{without:?}");
+    assert_eq!(support_of(&without, &[2, 3]), None, "{without:?}");
+    let mut walled = open;
+    walled.walls_from = Some(100);
+    let with = mine(&db, walled);
+    assert_eq!(support_of(&with, &[2, 3]), Some(3), "{with:?}");
+    assert!(
+        with.iter().all(|(p, _)| !(p.contains(&1) && p.len() > 1)),
+        "{with:?}"
+    );
 }

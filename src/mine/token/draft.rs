@@ -420,6 +420,7 @@ impl Draft {
             stdin: None,
             computed: false,
             moved: false,
+            by_hand: false,
         }
     }
 }

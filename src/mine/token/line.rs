@@ -227,6 +227,7 @@ impl Tokenizer {
             stdin: None,
             computed: false,
             moved: false,
+            by_hand: false,
         })
     }
 }

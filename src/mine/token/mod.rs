@@ -109,19 +109,20 @@ mod line;
 mod tables;
 
 use std::collections::HashSet;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::action::{Action, Source};
+use crate::mine::defs::{Expanded, ShellDefinitions};
 use crate::mine::shell::{self, Dialect};
 
 use agent_tools::tool_token;
 pub use classify::{SlotKind, classify, names_a_file};
 pub use draft::joins_run;
 pub use intern::{InternError, Interner};
-pub use tables::{looks_around, shuffles_files};
+pub use tables::{known_program, looks_around, shuffles_files};
 
 /// The concrete value of one slot in one occurrence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -233,6 +234,12 @@ pub struct Token {
     /// two commands, whatever the tokens say.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub moved: bool,
+    /// Whether its program word is one of the user's own definitions that no tool can take:
+    /// one reaching something driven by hand (`cd`, an editor, a fuzzy finder) or a function
+    /// whose work is not guessed ([`crate::mine::defs::Meaning`]). Mining treats it as it
+    /// treats an interactive program: a boundary.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_hand: bool,
 }
 
 /// What became of an action's shell command line, for the counts a mining run reports.
@@ -308,6 +315,8 @@ pub struct Tokenizer {
     programs: HashSet<String>,
     pipe_filters: HashSet<String>,
     tools: HashSet<String>,
+    /// The user's aliases and functions, applied to the lines of the shells that read them.
+    definitions: Option<Arc<ShellDefinitions>>,
 }
 
 impl Default for Tokenizer {
@@ -366,7 +375,28 @@ impl Tokenizer {
             programs: set(&rules.programs),
             pipe_filters: set(&rules.pipe_filters),
             tools: set(&rules.tools),
+            definitions: None,
         }
+    }
+
+    /// The same, reading command lines through the user's shell definitions: `gia x` is the
+    /// `git add x` its shell ran, and a command whose word is an interactive or opaque
+    /// definition is a by-hand step ([`Token::by_hand`]).
+    pub fn with_definitions(mut self, definitions: Arc<ShellDefinitions>) -> Self {
+        self.definitions = (!definitions.is_empty()).then_some(definitions);
+        self
+    }
+
+    /// The definitions it reads lines through, if any.
+    pub fn definitions(&self) -> Option<&ShellDefinitions> {
+        self.definitions.as_deref()
+    }
+
+    /// An action's command line as its shell ran it, when a definition of the user's applies to
+    /// it; `None` when none does (the line is then as logged).
+    pub fn expanded_line(&self, action: &Action) -> Option<Expanded> {
+        let defs = self.definitions.as_ref()?;
+        defs.expand_line(action.source, shell_line(action)?)
     }
 
     /// The tokens of an action, in order: one per simple command of a shell action (noise
@@ -389,8 +419,18 @@ impl Tokenizer {
                 Dialect::Posix
             };
             let globbing = Globbing::of(action.source);
+            let expanded = self.expanded_line(action);
+            let line = expanded.as_ref().map_or(line, |e| e.line.as_str());
             let (mut tokens, parse) =
                 self.line_tokens(line, dialect, globbing, action.cwd.as_deref());
+            if let Some(defs) = &self.definitions {
+                for token in &mut tokens {
+                    let word = token.key.split(' ').find(|w| !w.contains('='));
+                    token.by_hand = token.kind != TokenKind::Tool
+                        && word == Some(token.program.as_str())
+                        && defs.is_boundary(action.source, &token.program);
+                }
+            }
             // An aider slash command (`/add src/x.py`, `/ask …`) read as a command line (from an
             // input history) is the agent's command, not a program at the root.
             if let Some(first) = tokens.first_mut()

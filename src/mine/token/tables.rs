@@ -799,6 +799,12 @@ const SUB_COMMANDS_LOOKING_AROUND: &[&str] = &[
     "versions", "outdated", "top", "history", "summary", "heads", "tags", "branches", "whoami",
 ];
 
+/// Whether `program` is one this crate knows of (a CLI of the tables, a command that only looks
+/// around or shuffles files): a real program, whether or not this machine has it.
+pub fn known_program(program: &str) -> bool {
+    cli(program).is_some() || LOOKING_AROUND.contains(&program) || FILE_SHUFFLING.contains(&program)
+}
+
 /// `git` sub-commands that only show the repository's state.
 const GIT_LOOKING_AROUND: &[&str] = &["status", "diff", "log", "show", "grep"];
 

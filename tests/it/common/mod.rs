@@ -71,6 +71,11 @@ impl TestEnv {
             "LISTEN_PID",
             "JOURNAL_STREAM",
             "RUST_LOG",
+            // Where the user's shells read their definitions: the temporary home's only.
+            "ZDOTDIR",
+            "ZSH",
+            "ZSH_CUSTOM",
+            "CLAUDE_CONFIG_DIR",
         ] {
             cmd.env_remove(var);
         }
