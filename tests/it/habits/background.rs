@@ -174,6 +174,18 @@ impl Background {
         }
     }
 
+    /// One of the most frequent commands that is no step by hand (`open FILE` hands a file to
+    /// the desktop, a wall the miner never crosses): what a person runs between two steps of
+    /// a piece of work.
+    pub fn frequent_work(&mut self) -> String {
+        loop {
+            let line = self.frequent();
+            if !line.starts_with("open ") {
+                return line;
+            }
+        }
+    }
+
     /// An interactive move, or none: between any two things, with a fair chance.
     pub fn navigation(&mut self) -> Option<String> {
         if self.rng.chance(0.3) {

@@ -231,7 +231,7 @@ impl Corpus {
                     if i > 0 && rng.chance(0.2) {
                         entries.push(shell((*rng.pick(&LOOKAROUNDS)).to_owned(), &mut rng));
                     } else if i > 0 && bg.chance(0.1) {
-                        let line = bg.frequent();
+                        let line = bg.frequent_work();
                         entries.push(everyday(line, &mut bg));
                     }
                     entries.push(Entry::Shell {
