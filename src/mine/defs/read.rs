@@ -132,7 +132,51 @@ impl Reader {
                 self.read_file(&file, DefShell::Zsh, 0, false);
             }
         }
+        self.read_prezto(&dot);
         self.found.extend(own);
+    }
+
+    /// Prezto (`$ZDOTDIR/.zprezto`, sourced from `.zshrc`): the modules `.zpreztorc` loads
+    /// (`zstyle ':prezto:load' pmodule 'git' …`), each module's `alias.zsh` and `init.zsh`
+    /// (the git module keeps `gia`, `gc`, `gp` in its `alias.zsh`), in the order loaded.
+    fn read_prezto(&mut self, dot: &Path) {
+        let prezto = dot.join(".zprezto");
+        if !prezto.is_dir() {
+            return;
+        }
+        let rc = dot.join(".zpreztorc");
+        let text = match read_bounded(&rc) {
+            Ok(Some(text)) => text,
+            // Prezto loads none of its modules without one.
+            Ok(None) => return,
+            Err(why) => {
+                self.notes.push(format!(
+                    "{}: not read ({why}); Prezto's modules are not known",
+                    rc.display()
+                ));
+                return;
+            }
+        };
+        for module in prezto_modules(&text) {
+            if module.contains('/') || module.starts_with('.') {
+                continue;
+            }
+            let dir = prezto.join("modules").join(&module);
+            if !dir.is_dir() {
+                self.notes.push(format!(
+                    "{}: Prezto module `{module}` is loaded by {} but not installed",
+                    dir.display(),
+                    rc.display()
+                ));
+                continue;
+            }
+            for name in ["init.zsh", "alias.zsh"] {
+                let file = dir.join(name);
+                if file.is_file() {
+                    self.read_file(&file, DefShell::Zsh, 0, false);
+                }
+            }
+        }
     }
 
     fn read_fish(&mut self) {
@@ -579,3 +623,29 @@ pub(super) fn decode_for_test(text: &str) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 pub(super) const MAX_FILE_BYTES_FOR_TEST: u64 = MAX_FILE_BYTES;
+
+/// The modules a `.zpreztorc` loads: the words after `zstyle ':prezto:load' pmodule`, over
+/// continued lines.
+pub(super) fn prezto_modules(text: &str) -> Vec<String> {
+    let joined = text.replace("\\\n", " ");
+    joined
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let rest = l.strip_prefix("zstyle")?.trim_start();
+            let rest = rest
+                .strip_prefix("':prezto:load'")
+                .or_else(|| rest.strip_prefix("\":prezto:load\""))?
+                .trim_start();
+            rest.strip_prefix("pmodule")
+        })
+        .flat_map(|rest| {
+            rest.split_whitespace()
+                .take_while(|w| !w.starts_with('#'))
+                .map(|w| w.trim_matches(['\'', '"']).to_owned())
+                .filter(|w| !w.is_empty())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}

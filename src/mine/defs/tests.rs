@@ -361,3 +361,44 @@ fn a_function_calling_an_interactive_definition_is_interactive() {
     // A REPL given the arguments is a script runner: it forwards them.
     assert_eq!(meaning(&defs, b, "run"), expands("python3"));
 }
+
+#[test]
+fn prezto_s_modules_are_read_as_zpreztorc_loads_them() {
+    // AnaTofuZ's history in the corpus types `gia`, `gc`, `gp`: Prezto's git module.
+    let home = tempfile::tempdir().expect("a temporary home");
+    place(home.path(), "zpreztorc", ".zpreztorc");
+    place(
+        home.path(),
+        "prezto/modules/git/alias.zsh",
+        ".zprezto/modules/git/alias.zsh",
+    );
+    place(
+        home.path(),
+        "prezto/modules/utility/init.zsh",
+        ".zprezto/modules/utility/init.zsh",
+    );
+    let defs = discover(&env_of(home.path()));
+    let z = DefShell::Zsh;
+    assert_eq!(meaning(&defs, z, "gia"), expands("git add"));
+    assert_eq!(meaning(&defs, z, "gc"), expands("git commit --verbose"));
+    assert_eq!(meaning(&defs, z, "gp"), expands("git push"));
+    assert!(
+        defs.get(z, "gia")
+            .is_some_and(|d| d.file.ends_with("alias.zsh") && d.line > 0)
+    );
+    // `mkdcd` moves the shell: a boundary.
+    assert!(
+        defs.get(z, "mkdcd")
+            .is_some_and(|d| d.meaning == Meaning::Interactive)
+    );
+    // Modules the rc loads but that are not installed are said, once each.
+    assert!(
+        defs.notes.iter().any(|n| n.contains("`environment`")),
+        "{:?}",
+        defs.notes
+    );
+    assert!(
+        super::read::prezto_modules("zstyle ':prezto:load' pmodule 'git' # x")
+            .contains(&"git".to_owned())
+    );
+}
