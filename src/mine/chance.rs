@@ -177,25 +177,49 @@ impl Association {
 /// pairs; memory per distinct symbol of the pairs.
 pub fn count_links(sessions: &[&[u32]], pairs: &[(u32, u32)], window: usize) -> Vec<LinkCounts> {
     let window = window.max(1);
-    // Dense ids for the symbols the pairs name.
-    let mut ids: HashMap<u32, usize> = HashMap::new();
+    // Dense ids for the symbols the pairs name, looked up by symbol: a run reads millions of
+    // positions, and a vector indexed by symbol answers each in one load.
+    let mut by_symbol: HashMap<u32, usize> = HashMap::new();
     for &(a, b) in pairs {
-        let next = ids.len();
-        ids.entry(a).or_insert(next);
-        let next = ids.len();
-        ids.entry(b).or_insert(next);
+        let next = by_symbol.len();
+        by_symbol.entry(a).or_insert(next);
+        let next = by_symbol.len();
+        by_symbol.entry(b).or_insert(next);
     }
+    let top = by_symbol
+        .keys()
+        .copied()
+        .max()
+        .map_or(0, |m| m as usize + 1);
+    // Symbols are interned, so dense; a stray huge one falls back to the map.
+    let ids = if top <= MAX_DENSE {
+        let mut dense = vec![NONE; top];
+        for (&symbol, &id) in &by_symbol {
+            dense[symbol as usize] = id;
+        }
+        Ids {
+            dense,
+            sparse: HashMap::new(),
+            len: by_symbol.len(),
+        }
+    } else {
+        Ids {
+            dense: Vec::new(),
+            sparse: by_symbol.clone(),
+            len: by_symbol.len(),
+        }
+    };
     // Per first step: its pairs (their index and second step's id).
-    let mut after: Vec<Vec<(usize, usize)>> = vec![Vec::new(); ids.len()];
+    let mut after: Vec<Vec<(usize, usize)>> = vec![Vec::new(); ids.len];
     let mut second: Vec<usize> = Vec::with_capacity(pairs.len());
     for (i, (a, b)) in pairs.iter().enumerate() {
-        after[ids[a]].push((i, ids[b]));
-        second.push(ids[b]);
+        after[by_symbol[a]].push((i, by_symbol[b]));
+        second.push(by_symbol[b]);
     }
     let mut counts = vec![LinkCounts::default(); pairs.len()];
     let mut expected = vec![0.0f64; pairs.len()];
-    let mut in_session = vec![0u32; ids.len()];
-    let mut totals = vec![0u32; ids.len()];
+    let mut in_session = vec![0u32; ids.len];
+    let mut totals = vec![0u32; ids.len];
     let mut per_pair = vec![SessionLink::default(); pairs.len()];
     let mut touched: Vec<usize> = Vec::new();
     let mut touched_pairs: Vec<usize> = Vec::new();
@@ -206,7 +230,7 @@ pub fn count_links(sessions: &[&[u32]], pairs: &[(u32, u32)], window: usize) -> 
     let within = |rate: f64| 1.0 - (1.0 - rate).powi(window as i32);
     for symbols in sessions {
         for (at, s) in symbols.iter().enumerate() {
-            let Some(&id) = ids.get(s) else { continue };
+            let Some(id) = ids.get(*s) else { continue };
             if in_session[id] == 0 {
                 touched.push(id);
             }
@@ -220,14 +244,14 @@ pub fn count_links(sessions: &[&[u32]], pairs: &[(u32, u32)], window: usize) -> 
                 }
                 link.trials += 1;
                 let ahead = &symbols[at + 1..end];
-                if ahead.iter().any(|t| ids.get(t) == Some(&b)) {
+                if ahead.iter().any(|&t| ids.get(t) == Some(b)) {
                     link.observed += 1;
                 }
                 // The positions this `a` newly brings under a window, and the `b`s among them.
                 let from = (at + 1).max(link.covered_to);
                 for t in symbols.iter().take(end).skip(from) {
                     link.covered += 1;
-                    link.b_covered += u32::from(ids.get(t) == Some(&b));
+                    link.b_covered += u32::from(ids.get(*t) == Some(b));
                 }
                 link.covered_to = link.covered_to.max(end);
             }
@@ -270,6 +294,31 @@ pub fn count_links(sessions: &[&[u32]], pairs: &[(u32, u32)], window: usize) -> 
         c.seconds = totals[second[pair]];
     }
     counts
+}
+
+/// No id: a symbol no pair names.
+const NONE: usize = usize::MAX;
+
+/// The largest symbol looked up through a vector (32 MiB of it at most).
+const MAX_DENSE: usize = 1 << 22;
+
+/// The pairs' symbols by dense id.
+struct Ids {
+    dense: Vec<usize>,
+    sparse: HashMap<u32, usize>,
+    len: usize,
+}
+
+impl Ids {
+    fn get(&self, symbol: u32) -> Option<usize> {
+        if self.dense.is_empty() {
+            return self.sparse.get(&symbol).copied();
+        }
+        self.dense
+            .get(symbol as usize)
+            .copied()
+            .filter(|&id| id != NONE)
+    }
 }
 
 /// One link's counts within one session.
@@ -390,6 +439,15 @@ mod tests {
         assert!(f64::from(link.observed) / pooled > 3.0, "{link:?}");
         assert!((0.6..1.5).contains(&link.lift()), "{link:?}");
         assert!(!link.beats_chance());
+    }
+
+    #[test]
+    fn symbols_far_apart_are_counted_the_same() {
+        let far = u32::MAX - 1;
+        let sessions: Vec<Vec<u32>> = vec![vec![1, far, 3], vec![1, far, 2, 1, far]];
+        let refs: Vec<&[u32]> = sessions.iter().map(Vec::as_slice).collect();
+        let link = count_links(&refs, &[(1, far)], 1)[0];
+        assert_eq!((link.trials, link.observed, link.seconds), (3, 3, 3));
     }
 
     #[test]
