@@ -223,9 +223,11 @@ pub fn count_links(sessions: &[&[u32]], pairs: &[(u32, u32)], window: usize) -> 
     let mut per_pair = vec![SessionLink::default(); pairs.len()];
     let mut touched: Vec<usize> = Vec::new();
     let mut touched_pairs: Vec<usize> = Vec::new();
-    // Per pair: trials in sessions where `b` comes nowhere else, and the positions of every
-    // session where `a` runs.
-    let mut unseen = vec![(0u32, 0.0f64); pairs.len()];
+    // Per pair: trials in sessions where `b` comes nowhere else; and the `b`s and positions
+    // just after an `a`, over every session.
+    let mut unseen = vec![0u32; pairs.len()];
+    let mut pooled = vec![(0u32, 0.0f64); pairs.len()];
+    let mut positions = 0.0f64;
     // The chance that a position at `rate` turns up within the window.
     let within = |rate: f64| 1.0 - (1.0 - rate).powi(window as i32);
     for symbols in sessions {
@@ -257,6 +259,7 @@ pub fn count_links(sessions: &[&[u32]], pairs: &[(u32, u32)], window: usize) -> 
             }
         }
         let len = symbols.len() as f64;
+        positions += len;
         for pair in touched_pairs.drain(..) {
             let link = std::mem::take(&mut per_pair[pair]);
             let b = second[pair];
@@ -265,12 +268,13 @@ pub fn count_links(sessions: &[&[u32]], pairs: &[(u32, u32)], window: usize) -> 
             // all such sessions together, below.
             let elsewhere = len - f64::from(link.covered);
             let b_elsewhere = in_session[b].saturating_sub(link.b_covered);
-            unseen[pair].1 += len;
+            pooled[pair].0 += link.b_covered;
+            pooled[pair].1 += f64::from(link.covered);
             if b_elsewhere > 0 {
                 let rate = (f64::from(b_elsewhere) / elsewhere.max(1.0)).min(1.0);
                 expected[pair] += f64::from(link.trials) * within(rate);
             } else {
-                unseen[pair].0 += link.trials;
+                unseen[pair] += link.trials;
             }
             counts[pair].trials += link.trials;
             counts[pair].observed += link.observed;
@@ -279,18 +283,23 @@ pub fn count_links(sessions: &[&[u32]], pairs: &[(u32, u32)], window: usize) -> 
             in_session[id] = 0;
         }
     }
-    // Where `b` never came without an `a` just before, half a position over all the positions
-    // of the sessions `a` runs in stands for "almost never": never certain that `b` cannot come
-    // by chance.
-    for (pair, ((c, e), (trials, positions))) in
-        counts.iter_mut().zip(expected).zip(unseen).enumerate()
-    {
-        let rate = if positions > 0.0 {
+    // Where `b` never came without an `a` just before in a session, its rate elsewhere over
+    // all sessions stands for it there: a rare command that once came after a frequent one by
+    // chance is as rare as it is everywhere. Where it never came elsewhere at all, half a
+    // position over all positions stands for "almost never": never certain that `b` cannot
+    // come by chance.
+    for (pair, c) in counts.iter_mut().enumerate() {
+        let (b_covered, covered) = pooled[pair];
+        let b_elsewhere = totals[second[pair]].saturating_sub(b_covered);
+        let rest = (positions - covered).max(1.0);
+        let rate = if b_elsewhere > 0 {
+            f64::from(b_elsewhere) / rest
+        } else if positions > 0.0 {
             0.5 / positions
         } else {
             0.0
         };
-        c.expected = e + f64::from(trials) * within(rate);
+        c.expected = expected[pair] + f64::from(unseen[pair]) * within(rate.min(1.0));
         c.seconds = totals[second[pair]];
     }
     counts
@@ -438,6 +447,21 @@ mod tests {
         let pooled = f64::from(link.trials) * 50.0 / 2100.0;
         assert!(f64::from(link.observed) / pooled > 3.0, "{link:?}");
         assert!((0.6..1.5).contains(&link.lift()), "{link:?}");
+        assert!(!link.beats_chance());
+    }
+
+    #[test]
+    fn a_rare_command_after_the_most_frequent_one_by_chance_is_not_a_habit() {
+        // `1` is a fifth of everything; `9` is rare, and some sessions hold it only once,
+        // right after a `1`: alone, such a session would say `9` never comes elsewhere.
+        let mut seed = 11;
+        let sessions: Vec<Vec<u32>> = (0..60)
+            .map(|_| draw(&mut seed, &[(1, 20), (2, 30), (3, 30), (4, 19), (9, 1)], 80))
+            .collect();
+        let refs: Vec<&[u32]> = sessions.iter().map(Vec::as_slice).collect();
+        let link = count_links(&refs, &[(1, 9)], 2)[0];
+        assert!(link.observed > 0, "{link:?}");
+        assert!(link.lift() < 2.0, "{link:?} lift {}", link.lift());
         assert!(!link.beats_chance());
     }
 
