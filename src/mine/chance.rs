@@ -9,7 +9,8 @@
 //! trials    n    = positions of a
 //! observed  O    = positions of a followed by b within the window (max gap + 1 positions)
 //! expected  E    = Σ_sessions n_a(s) × (1 − (1 − r_b(s))^window)
-//!           r_b(s) = b's share of the positions of s that no a comes just before
+//!           r_b(s) = b's share of the positions of s that no a comes just before (of all
+//!                    sessions' such positions where s has none)
 //! lift           = O / E
 //! G²             = 2 [O ln(O/E) + (n − O) ln((n − O)/(n − E))]      when O > E, else 0
 //! ```
@@ -18,8 +19,10 @@
 //! of them (a person who runs `make` all day in one history and never elsewhere makes `make`
 //! likely after anything in that history, and only there), and only where no `a` comes just
 //! before: the question is whether `b` comes after `a` more often than it comes elsewhere, so
-//! a habit's own repetitions do not make its second step look common (in a session that is
-//! only the habit, `b` comes nowhere else; half a position stands for "almost never" there). `G²` is the log-likelihood ratio of
+//! a habit's own repetitions do not make its second step look common. Where `b` comes nowhere
+//! else in a session, its rate elsewhere over all sessions stands for it there; where it comes
+//! nowhere else at all (a store that is only the habit), half a position over all positions
+//! stands for "almost never". `G²` is the log-likelihood ratio of
 //! a binomial test (Dunning's): large when the excess is both big and seen often enough to be
 //! sure of. A link is a habit's when its lift is at least [`MIN_LIFT`], its `G²` at least
 //! [`MIN_LLR`] (p < 0.01 with one degree of freedom),
