@@ -234,11 +234,9 @@ fn show(found: &StoredPattern, out: &mut impl Write, style: Style) -> Result<(),
         )?;
     }
     if let Some(a) = &s.association {
-        let at = a.link as usize;
-        let step = |i: usize| p.steps.get(i).map(|s| &s.template);
-        let link = match (step(at), step(at + 1)) {
-            (Some(from), Some(to)) => format!("{from} → {to}"),
-            _ => format!("link {}", at + 1),
+        let link = match p.link_steps(a) {
+            Some((from, to)) => format!("{from} → {to}"),
+            None => format!("link {}", a.link + 1),
         };
         let verdict = if a.beats_chance() {
             style.good("more than chance")

@@ -320,7 +320,9 @@ impl Pattern {
                 })
                 .collect()
         }
-        let program = |s: &Step| s.key.split(' ').next().unwrap_or_default().to_owned();
+        fn program(s: &Step) -> &str {
+            s.key.split(' ').next().unwrap_or_default()
+        }
         // A look is a glance when it is fixed, or when it asks the program another step
         // drives for its state and shares no value with the others (`brew update → brew info
         // <value>`, `docker build . → docker images`).
@@ -394,20 +396,17 @@ impl Pattern {
     /// one; only the proposals the daemon makes by itself pass it by. Mined again, it is
     /// judged again.
     pub fn not_a_habit(&self) -> Option<String> {
-        let steps = self.steps_text();
         if self.one_command() {
             return Some(format!(
                 "it is one command (`{}`; a pipeline is one command): a habit needs two steps \
                  that each do work, and the agent already runs this one in one call",
-                steps.join(" → ")
+                self.steps_text().join(" → ")
             ));
         }
         let a = self.by_chance()?;
-        let at = a.link as usize;
-        let step = |i: usize| self.steps.get(i).map(|s| &s.template);
-        let link = match (step(at), step(at + 1)) {
-            (Some(from), Some(to)) => format!("`{from}` → `{to}`"),
-            _ => format!("link {}", at + 1),
+        let link = match self.link_steps(a) {
+            Some((from, to)) => format!("`{from}` → `{to}`"),
+            None => format!("link {}", a.link + 1),
         };
         Some(format!(
             "its steps follow each other no more than chance or now and then: {link} came {} \
@@ -426,6 +425,14 @@ impl Pattern {
             crate::mine::chance::MIN_LLR,
             crate::mine::chance::MIN_CONFIDENCE * 100.0,
         ))
+    }
+
+    /// The templates of the two steps a link of `a` joins (`None` when the steps are not
+    /// there: a pattern stored by another build).
+    pub fn link_steps(&self, a: &crate::mine::chance::Association) -> Option<(&str, &str)> {
+        let at = a.link as usize;
+        let step = |i: usize| self.steps.get(i).map(|s| s.template.as_str());
+        Some((step(at)?, step(at + 1)?))
     }
 
     /// The steps as readable templates, the failing command first for a recovery; a step that

@@ -3,27 +3,12 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Daemon, PATIENCE, TestEnv, append, stored};
+use common::{Daemon, PATIENCE, TestEnv, append, corpus, stored};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
-
-/// The corpus folder beside the repository, or `None` (with a message) when it is absent.
-fn corpus() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    if path.is_dir() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "corpus not found at {} (required under CI=true)",
-        path.display()
-    );
-    eprintln!("skipped: corpus not found at {}", path.display());
-    None
-}
 
 fn oneshot(env: &TestEnv, state: &Path, args: &[&str], paths: &[&Path]) -> Value {
     let out = env

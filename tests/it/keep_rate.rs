@@ -3,28 +3,13 @@
 //! the real one: `toolsmith ingest`, `mine`, and `generate` until a pass proposes nothing, as
 //! `scripts/corpus-habits.sh` does.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::common::{TestEnv, json_of};
-
-/// The corpus folder beside the repository, or `None` (with a message) when it is absent.
-fn corpus() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    if path.is_dir() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "corpus not found at {} (required under CI=true)",
-        path.display()
-    );
-    eprintln!("skipped: corpus not found at {}", path.display());
-    None
-}
+use crate::common::{TestEnv, corpus, json_of};
 
 #[derive(Debug, Deserialize)]
 struct Labels {

@@ -425,31 +425,7 @@ impl Reader {
             .copied()
             .filter(|w| !w.starts_with('-'))
             .collect();
-        match operands.as_slice() {
-            [one] => {
-                if let Some((name, value)) = one.split_once('=') {
-                    self.push(
-                        name.to_owned(),
-                        DefKind::Alias,
-                        value,
-                        file,
-                        DefShell::Fish,
-                        line,
-                    );
-                }
-            }
-            [name, value @ ..] if !value.is_empty() => {
-                self.push(
-                    (*name).to_owned(),
-                    DefKind::Alias,
-                    &value.join(" "),
-                    file,
-                    DefShell::Fish,
-                    line,
-                );
-            }
-            _ => {}
-        }
+        self.push_fish(&operands, DefKind::Alias, file, line);
     }
 
     /// fish: `abbr [-a|--add] [options] NAME EXPANSION…`; other modes (`--erase`, `--list`,
@@ -470,28 +446,20 @@ impl Reader {
                 w => operands.push(w),
             }
         }
-        match operands.as_slice() {
+        self.push_fish(&operands, DefKind::Abbreviation, file, line);
+    }
+
+    /// fish's `NAME=VALUE` or `NAME VALUE…` operands of `alias` and `abbr`, as one definition.
+    fn push_fish(&mut self, operands: &[&str], kind: DefKind, file: &Path, line: usize) {
+        match operands {
             [one] => {
                 if let Some((name, value)) = one.split_once('=') {
-                    self.push(
-                        name.to_owned(),
-                        DefKind::Abbreviation,
-                        value,
-                        file,
-                        DefShell::Fish,
-                        line,
-                    );
+                    self.push(name.to_owned(), kind, value, file, DefShell::Fish, line);
                 }
             }
             [name, value @ ..] if !value.is_empty() => {
-                self.push(
-                    (*name).to_owned(),
-                    DefKind::Abbreviation,
-                    &value.join(" "),
-                    file,
-                    DefShell::Fish,
-                    line,
-                );
+                let value = value.join(" ");
+                self.push((*name).to_owned(), kind, &value, file, DefShell::Fish, line);
             }
             _ => {}
         }

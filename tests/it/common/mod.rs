@@ -13,6 +13,22 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// A command's standard output as JSON; a failure shows both streams.
+/// The corpus folder beside the repository (`../shared/corpus`), or `None` (with a message)
+/// when it is absent; under `CI=true` its absence fails the test.
+pub fn corpus() -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    if path.is_dir() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "corpus not found at {} (required under CI=true)",
+        path.display()
+    );
+    eprintln!("skipped: corpus not found at {}", path.display());
+    None
+}
+
 pub fn json_of(out: &std::process::Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
