@@ -32,6 +32,18 @@ pub enum Source {
     Fish,
     /// toolsmith's own JSON Lines format (also what `toolsmith run` logs).
     Native,
+    /// Gemini CLI (`~/.gemini/tmp/<project>/chats/session-*.jsonl`, older `session-*.json`).
+    GeminiCli,
+    /// OpenCode (`~/.local/share/opencode/opencode.db`, older JSON under `storage/`).
+    Opencode,
+    /// Crush (`<project>/.crush/crush.db`).
+    Crush,
+    /// Kimi CLI (`~/.kimi/sessions/<hash>/<session>/wire.jsonl`).
+    KimiCli,
+    /// Cline (task folders under the editor's global storage).
+    Cline,
+    /// Cursor's CLI agent (`~/.cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl`).
+    Cursor,
 }
 
 impl Source {
@@ -47,6 +59,12 @@ impl Source {
             Source::Zsh => "zsh",
             Source::Fish => "fish",
             Source::Native => "native",
+            Source::GeminiCli => "gemini-cli",
+            Source::Opencode => "opencode",
+            Source::Crush => "crush",
+            Source::KimiCli => "kimi-cli",
+            Source::Cline => "cline",
+            Source::Cursor => "cursor",
         }
     }
 
@@ -60,7 +78,7 @@ impl Source {
     }
 
     /// Every source, in a stable order.
-    pub const ALL: [Source; 9] = [
+    pub const ALL: [Source; 15] = [
         Source::ClaudeCode,
         Source::Codex,
         Source::SweAgent,
@@ -70,6 +88,12 @@ impl Source {
         Source::Zsh,
         Source::Fish,
         Source::Native,
+        Source::GeminiCli,
+        Source::Opencode,
+        Source::Crush,
+        Source::KimiCli,
+        Source::Cline,
+        Source::Cursor,
     ];
 
     /// Parses a name as written by [`Source::as_str`].
