@@ -48,7 +48,9 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<(&'static str, &'static dyn For
 /// What `path` is when it is a file an agent keeps among its logs that is not a log (see
 /// [`Format::companion`]); `None` otherwise.
 pub fn companion(path: &Path) -> Option<&'static str> {
-    FORMATS.iter().find_map(|(_, format)| format.companion(path))
+    FORMATS
+        .iter()
+        .find_map(|(_, format)| format.companion(path))
 }
 
 /// The number of a rotated file (`x.jsonl.1` is 1, `.bash_history.12` is 12), as logrotate and

@@ -115,7 +115,10 @@ pub fn default_sources(env: &dyn Env) -> Vec<SourceSetting> {
     let Some(home) = env.var("HOME").map(PathBuf::from) else {
         return Vec::new();
     };
-    let under = |var: &str, default: &str| env.var(var).map_or_else(|| home.join(default), PathBuf::from);
+    let under = |var: &str, default: &str| {
+        env.var(var)
+            .map_or_else(|| home.join(default), PathBuf::from)
+    };
     let xdg_data = under("XDG_DATA_HOME", ".local/share");
     let claude = under("CLAUDE_CONFIG_DIR", ".claude");
     let codex = under("CODEX_HOME", ".codex");
@@ -394,7 +397,10 @@ impl TailState {
             return Claim::Nothing;
         };
         // An agent's own bookkeeping beside its logs: not a log, and not worth a warning.
-        if candidates.iter().any(|s| s.format.companion(path).is_some()) {
+        if candidates
+            .iter()
+            .any(|s| s.format.companion(path).is_some())
+        {
             return Claim::Nothing;
         }
         if self.rejected.get(path) == Some(&size) {
@@ -951,7 +957,10 @@ mod tests {
         struct Vars(&'static [(&'static str, &'static str)]);
         impl Env for Vars {
             fn var(&self, name: &str) -> Option<String> {
-                self.0.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_owned())
+                self.0
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
             }
             fn is_root(&self) -> bool {
                 false
@@ -970,7 +979,11 @@ mod tests {
         assert!(has(&plain, "claude-code", "/home/u/.claude/projects"));
         assert!(has(&plain, "codex", "/home/u/.codex/sessions"));
         assert!(has(&plain, "codex", "/home/u/.codex/archived_sessions"));
-        assert!(has(&plain, "fish", "/home/u/.local/share/fish/fish_history"));
+        assert!(has(
+            &plain,
+            "fish",
+            "/home/u/.local/share/fish/fish_history"
+        ));
         // Each agent's own override of its home (Codex: `codex-rs/core/src/config.rs`,
         // `find_codex_home`; Claude Code: `CLAUDE_CONFIG_DIR`).
         let moved = paths(&[

@@ -475,7 +475,8 @@ mod tests {
     /// hint, which is not what `chmod` printed (it printed nothing).
     #[test]
     fn corpus_commands_output_is_not_aiders_notices() {
-        let Some((path, bytes)) = corpus_file("recent/aider/aider__afi-core__.aider.chat.history.md")
+        let Some((path, bytes)) =
+            corpus_file("recent/aider/aider__afi-core__.aider.chat.history.md")
         else {
             return;
         };

@@ -1479,7 +1479,11 @@ mod tests {
             let commands: Vec<&str> = a.iter().map(command).collect();
             assert_eq!(
                 commands,
-                ["rg -n vault src", "sed -n 1,5p missing.txt", "npm run dev -- --port 3001"],
+                [
+                    "rg -n vault src",
+                    "sed -n 1,5p missing.txt",
+                    "npm run dev -- --port 3001"
+                ],
                 "split {split}: polls are no actions"
             );
             // After the output: the end's whole output and duration replace the truncated text.

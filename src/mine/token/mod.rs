@@ -626,7 +626,10 @@ mod tests {
         for (shell, line) in [
             ("powershell", "ls -la"),
             ("powershell", "Get-ChildItem -Force"),
-            ("C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe", "cat a.txt"),
+            (
+                "C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe",
+                "cat a.txt",
+            ),
             ("pwsh", "git status"),
             ("cmd", "dir /s"),
         ] {
@@ -638,7 +641,10 @@ mod tests {
             );
             let (tokens, parse) = tokenizer.tokens_and_parse(&a);
             assert_eq!(parse, LineParse::Foreign, "{shell}: {line}");
-            assert!(tokens.len() <= 1, "{shell}: {line}: one opaque step at most");
+            assert!(
+                tokens.len() <= 1,
+                "{shell}: {line}: one opaque step at most"
+            );
         }
         let posix = action(
             Source::Codex,
