@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use super::adapters::Format;
 use super::adapters::{
     aider::Aider, bash::BashHistory, claude_code::ClaudeCode, codex::Codex, fish::FishHistory,
-    native::Native, openhands::OpenHands, openhands::OpenHandsResolver, swe_agent::SweAgent,
-    zsh::ZshHistory,
+    gemini_cli::GeminiCli, gemini_cli::GeminiCliJson, native::Native, openhands::OpenHands,
+    openhands::OpenHandsResolver, swe_agent::SweAgent, zsh::ZshHistory,
 };
 
 /// Every format with its name, in sniffing order: specific formats first, bash (the most
@@ -20,6 +20,8 @@ pub static FORMATS: &[(&str, &dyn Format)] = &[
     ("openhands", &OpenHands),
     ("openhands-resolver", &OpenHandsResolver),
     ("aider", &Aider),
+    ("gemini-cli", &GeminiCli),
+    ("gemini-cli-json", &GeminiCliJson),
     ("zsh", &ZshHistory),
     ("fish", &FishHistory),
     ("bash", &BashHistory),

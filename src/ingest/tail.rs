@@ -138,7 +138,48 @@ pub fn default_sources(env: &dyn Env) -> Vec<SourceSetting> {
         path: path.display().to_string(),
         origin: crate::config::Origin::Default,
     })
+    .chain(gemini_sources(
+        Some(&home),
+        env.var("GEMINI_CLI_HOME").map(PathBuf::from).as_deref(),
+    ))
     .collect()
+}
+
+/// Gemini CLI's sessions, for when no source is configured: under `<home>/.gemini/tmp`, where
+/// `home` is `$GEMINI_CLI_HOME` when set (Gemini CLI's own override of its home,
+/// `packages/core/src/utils/paths.ts` `homedir()`), else `$HOME`. Globs, so that only the
+/// `chats/` session files are read (JSONL sessions and sub-agents' sessions in `chats/<parent>/`,
+/// and the `session-*.json` documents of versions before 0.39), not Gemini CLI's other files
+/// there (`logs.json`, checkpoints, shell history).
+pub fn gemini_sources(home: Option<&Path>, gemini_home: Option<&Path>) -> Vec<SourceSetting> {
+    let Some(tmp) = gemini_home.or(home).map(|h| h.join(".gemini/tmp")) else {
+        return Vec::new();
+    };
+    [
+        ("gemini-cli", tmp.join("*/chats/**/*.jsonl")),
+        ("gemini-cli-json", tmp.join("*/chats/session-*.json")),
+    ]
+    .into_iter()
+    .map(|(format, path)| SourceSetting {
+        name: format.to_owned(),
+        format: format.to_owned(),
+        path: path.display().to_string(),
+        origin: crate::config::Origin::Default,
+    })
+    .collect()
+}
+
+/// The part of a source's path before its first glob character's component: what must exist
+/// for the source to be watched.
+fn literal_root(path: &str) -> PathBuf {
+    Path::new(path)
+        .components()
+        .take_while(|c| {
+            !c.as_os_str()
+                .to_string_lossy()
+                .contains(['*', '?', '[', '{'])
+        })
+        .collect()
 }
 
 /// Resolves the configured sources (or the defaults) into specs. Sources whose path does not
@@ -148,7 +189,7 @@ pub fn resolve_sources(config: &Config) -> (Vec<SourceSpec>, Vec<SourceProblem>)
     let settings = if config.sources.is_empty() {
         default_sources(&ProcessEnv)
             .into_iter()
-            .filter(|s| Path::new(&s.path).exists())
+            .filter(|s| literal_root(&s.path).exists())
             .collect()
     } else {
         config.sources.clone()
@@ -201,15 +242,7 @@ fn resolve_one(setting: &SourceSetting, home: Option<&Path>) -> Result<SourceSpe
             .map_err(|e| format!("invalid glob {text}: {e}"))?
             .compile_matcher();
         // Watch the deepest directory without glob characters.
-        let root: PathBuf = path
-            .components()
-            .take_while(|c| {
-                !c.as_os_str()
-                    .to_string_lossy()
-                    .contains(['*', '?', '[', '{'])
-            })
-            .collect();
-        return Ok(spec(root, FileMatcher::Glob(glob)));
+        return Ok(spec(literal_root(&text), FileMatcher::Glob(glob)));
     }
     match std::fs::metadata(&path) {
         Ok(meta) if meta.is_dir() => Ok(spec(path, FileMatcher::Tree)),
@@ -997,6 +1030,51 @@ mod tests {
         assert!(has(&moved, "claude-code", "/srv/claude/projects"));
         assert!(has(&moved, "fish", "/d/fish/fish_history"));
         assert!(paths(&[]).is_empty());
+    }
+
+    #[test]
+    fn gemini_sessions_are_found_where_gemini_cli_writes_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("home");
+        let moved = dir.path().join("gemini-home");
+        let sources = gemini_sources(Some(&home), None);
+        assert_eq!(sources.len(), 2);
+        assert!(
+            sources[0]
+                .path
+                .starts_with(&*home.join(".gemini/tmp").to_string_lossy())
+        );
+        // GEMINI_CLI_HOME moves Gemini CLI's home, and so its sessions.
+        let sources = gemini_sources(Some(&home), Some(&moved));
+        assert_eq!(literal_root(&sources[0].path), moved.join(".gemini/tmp"));
+        assert!(gemini_sources(None, None).is_empty());
+        let tmp = moved.join(".gemini/tmp");
+        let specs: Vec<SourceSpec> = sources
+            .iter()
+            .map(|s| resolve_one(s, None).expect("a glob resolves"))
+            .collect();
+        let claims = |rel: &str| -> Vec<&str> {
+            specs
+                .iter()
+                .filter(|s| s.claims(&tmp.join(rel)))
+                .map(|s| s.format_name)
+                .collect()
+        };
+        assert_eq!(
+            claims("proj/chats/session-2026-05-01T10-00-5d1e8f3a.jsonl"),
+            ["gemini-cli"]
+        );
+        assert_eq!(
+            claims("proj/chats/5d1e8f3a-0c2b/sub-7.jsonl"),
+            ["gemini-cli"]
+        );
+        assert_eq!(
+            claims("proj/chats/session-2025-12-01T09-00-0a1b2c3d.json"),
+            ["gemini-cli-json"]
+        );
+        assert!(claims("proj/logs.json").is_empty());
+        assert!(claims("proj/checkpoint-x.json").is_empty());
+        assert!(claims("proj/shell_history").is_empty());
     }
 
     #[test]

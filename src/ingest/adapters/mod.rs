@@ -11,6 +11,7 @@ pub mod bash;
 pub mod claude_code;
 pub mod codex;
 pub mod fish;
+pub mod gemini_cli;
 pub mod lenient;
 pub mod native;
 pub mod openhands;
