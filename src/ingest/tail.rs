@@ -124,6 +124,7 @@ pub fn default_sources(home: Option<&Path>, xdg_data: Option<&Path>) -> Vec<Sour
         ("fish", fish),
     ]
     .into_iter()
+    .chain(agent_sources_2026(home, kimi_share_dir().as_deref()))
     .map(|(format, path)| SourceSetting {
         name: format.to_owned(),
         format: format.to_owned(),
@@ -131,6 +132,39 @@ pub fn default_sources(home: Option<&Path>, xdg_data: Option<&Path>) -> Vec<Sour
         origin: crate::config::Origin::Default,
     })
     .collect()
+}
+
+/// Kimi CLI's share directory when `KIMI_SHARE_DIR` moves it (MoonshotAI/kimi-cli
+/// `src/kimi_cli/share.py`).
+fn kimi_share_dir() -> Option<PathBuf> {
+    std::env::var_os("KIMI_SHARE_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Where Kimi CLI, Cline and Cursor's CLI agent keep their logs under `home`; `kimi_share` is
+/// Kimi's moved share directory (`~` in it is the home, as Kimi expands it).
+fn agent_sources_2026(home: &Path, kimi_share: Option<&Path>) -> Vec<(&'static str, PathBuf)> {
+    let kimi = match kimi_share {
+        Some(dir) => match dir.strip_prefix("~") {
+            Ok(rest) => home.join(rest),
+            Err(_) => dir.to_owned(),
+        },
+        None => home.join(".kimi"),
+    };
+    let mut sources = vec![("kimi-cli", kimi.join("sessions"))];
+    // Cline's task folders in each VS Code build's global storage (Linux), and the Cline CLI's.
+    for editor in ["Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"] {
+        sources.push((
+            "cline",
+            home.join(".config")
+                .join(editor)
+                .join("User/globalStorage/saoudrizwan.claude-dev/tasks"),
+        ));
+    }
+    sources.push(("cline", home.join(".cline/data/tasks")));
+    sources.push(("cursor", home.join(".cursor/projects")));
+    sources
 }
 
 /// Resolves the configured sources (or the defaults) into specs. Sources whose path does not
@@ -949,6 +983,37 @@ mod tests {
         assert!(paths.contains(&("codex", "/home/u/.codex/sessions")));
         assert!(paths.contains(&("fish", "/home/u/.local/share/fish/fish_history")));
         assert!(default_sources(None, None).is_empty());
+    }
+
+    #[test]
+    fn the_agents_of_2026_have_their_default_places() {
+        let home = Path::new("/home/u");
+        let sources = agent_sources_2026(home, None);
+        let has = |format: &str, path: &str| {
+            sources
+                .iter()
+                .any(|(f, p)| *f == format && p == Path::new(path))
+        };
+        assert!(has("kimi-cli", "/home/u/.kimi/sessions"));
+        assert!(has(
+            "cline",
+            "/home/u/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks"
+        ));
+        assert!(has(
+            "cline",
+            "/home/u/.config/VSCodium/User/globalStorage/saoudrizwan.claude-dev/tasks"
+        ));
+        assert!(has("cline", "/home/u/.cline/data/tasks"));
+        assert!(has("cursor", "/home/u/.cursor/projects"));
+        // KIMI_SHARE_DIR moves Kimi's sessions, with `~` as the home.
+        let moved = agent_sources_2026(home, Some(Path::new("/data/kimi")));
+        assert!(moved.contains(&("kimi-cli", PathBuf::from("/data/kimi/sessions"))));
+        let tilde = agent_sources_2026(home, Some(Path::new("~/k")));
+        assert!(tilde.contains(&("kimi-cli", PathBuf::from("/home/u/k/sessions"))));
+        // Every one is a known format.
+        for (format, _) in &sources {
+            assert!(formats::by_name(format).is_some(), "{format}");
+        }
     }
 
     #[test]

@@ -9,8 +9,11 @@
 pub mod aider;
 pub mod bash;
 pub mod claude_code;
+pub mod cline;
 pub mod codex;
+pub mod cursor;
 pub mod fish;
+pub mod kimi;
 pub mod lenient;
 pub mod native;
 pub mod openhands;
