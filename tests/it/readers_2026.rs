@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use common::{Daemon, PATIENCE, TestEnv, corpus, stored};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const KIMI_SESSION: &str = "3951a8af-d393-44a8-a19f-057bbdf8cb1c";
 
@@ -199,4 +199,46 @@ fn the_daemon_finds_kimi_sessions_under_kimi_share_dir_by_default() {
         .expect("the kimi-cli default source");
     assert_eq!(kimi["files"], 1, "{kimi}");
     assert_eq!(kimi["actions"], 77, "{kimi}");
+}
+
+/// Cline rewrites a task's history as the task goes on: a call read before its result was
+/// written gets the result when the file is read again. The shapes are the corpus file's
+/// (native `tool_use`, text results).
+#[test]
+fn a_cline_result_written_after_its_call_was_read_joins_it() {
+    let env = TestEnv::new();
+    let task = env.path().join("tasks/1777345000000");
+    std::fs::create_dir_all(&task).expect("task dir");
+    let history = task.join("api_conversation_history.json");
+    let mut messages = vec![
+        json!({"role": "user", "ts": 1_777_345_000_000_i64, "content": [
+            {"type": "text", "text": "<task>\nbuild\n</task>"},
+            {"type": "text", "text": "<environment_details>\n# Current Working Directory (/home/u/app) Files\n</environment_details>"}]}),
+        json!({"role": "assistant", "ts": 1_777_345_001_000_i64, "content": [
+            {"type": "tool_use", "id": "tooluse_A", "name": "execute_command",
+             "input": {"command": "npm run  build", "requires_approval": false}}]}),
+    ];
+    std::fs::write(&history, Value::Array(messages.clone()).to_string()).expect("write");
+    let state = env.path().join("state");
+    let first = oneshot(&env, &state, &[&task]);
+    assert_eq!(first["files"][0]["actions"], 1, "{first}");
+    let stored_first = stored(&env, &state);
+    assert_eq!(stored_first.len(), 1);
+    assert!(stored_first[0]["ok"].is_null());
+
+    messages.push(json!({"role": "user", "ts": 1_777_345_002_000_i64, "content": [
+        {"type": "text", "text": "[execute_command for 'npm run  build'] Result:\nCommand failed with exit code 2.\nOutput:\nerror TS2304"}]}));
+    std::fs::write(&history, Value::Array(messages).to_string()).expect("rewrite");
+    oneshot(&env, &state, &[&task]);
+    let actions = stored(&env, &state);
+    assert_eq!(actions.len(), 1, "{actions:?}");
+    let action = &actions[0];
+    assert_eq!(action["input"]["command"], "npm run  build");
+    assert_eq!(action["session"], "1777345000000");
+    assert_eq!(action["cwd"], "/home/u/app");
+    assert_eq!(
+        (&action["ok"], &action["exit_code"]),
+        (&false.into(), &2.into())
+    );
+    assert_eq!(action["output"], "error TS2304");
 }

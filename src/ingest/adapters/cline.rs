@@ -24,6 +24,11 @@
 //! output is the text after `Output:`, else the body. Other tools' bodies are their output,
 //! failed when the user denied them or Cline reported an error.
 //!
+//! A call with an id is emitted without its result, followed by the result as an
+//! [`Item::Result`]: the store keeps the first copy of a re-read call, so a result Cline wrote
+//! after the call was first read joins it that way. (An XML call has no id: its result is
+//! carried on the action, so one first read before its result was written stays unknown.)
+//!
 //! Session: the task folder's name, else (a copy outside a task folder) the file stem. `ts` is
 //! the message's `ts` (Unix ms) when Cline wrote one. The cwd is Cline's `# Current Working
 //! Directory (<dir>)` from the environment details of the latest user message before the call.
@@ -34,7 +39,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::action::{Action, ActionResult, Source};
-use crate::ingest::adapters::{Format, Framing, Item, Position, Problem, RecordParser};
+use crate::ingest::adapters::{Format, Framing, Item, LateResult, Position, Problem, RecordParser};
 
 /// The Cline task history format.
 pub struct Cline;
@@ -176,7 +181,24 @@ impl RecordParser for ClineParser {
                 _ => {}
             }
         }
-        out.extend(actions.into_iter().map(Item::Action));
+        // A call with an id gets its result as a late result too: Cline rewrites the file as
+        // the task goes on, and a call stored before its result was written (the store keeps
+        // the first copy of an action) still gets it when the file is read again.
+        for mut action in actions {
+            let late = match (&action.call_id, action.result.take()) {
+                (Some(call_id), Some(result)) => Some(LateResult {
+                    session: action.session.clone(),
+                    call_id: call_id.clone(),
+                    result,
+                }),
+                (_, result) => {
+                    action.result = result;
+                    None
+                }
+            };
+            out.push(Item::Action(action));
+            out.extend(late.map(Item::Result));
+        }
         Ok(())
     }
 }
@@ -457,13 +479,22 @@ mod tests {
         Cline
             .parser(path, None)
             .record(bytes, Position { offset: 0, line: 1 }, &mut out)?;
-        Ok(out
-            .into_iter()
-            .filter_map(|item| match item {
-                Item::Action(action) => Some(action),
-                _ => None,
-            })
-            .collect())
+        let mut actions: Vec<Action> = Vec::new();
+        for item in out {
+            match item {
+                Item::Action(action) => actions.push(action),
+                Item::Result(late) => {
+                    let call = actions.iter_mut().rev().find(|a| {
+                        a.session == late.session && a.call_id.as_deref() == Some(&late.call_id)
+                    });
+                    let call = call.expect("a late result follows its call");
+                    assert!(call.result.is_none(), "one result per call");
+                    call.result = Some(late.result);
+                }
+                Item::SessionLink { .. } => panic!("no session links in Cline"),
+            }
+        }
+        Ok(actions)
     }
 
     #[test]
