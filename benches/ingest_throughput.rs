@@ -4,6 +4,9 @@
 //!    session and tool ids, ingested end to end into SQLite (framing, parsing, redaction,
 //!    capping, storing), beside a bare `serde_json` parse of the same bytes — alternating the
 //!    two in one run and quoting medians and their ratio.
+//!    Then Kimi CLI, Cline and Cursor CLI sessions of the same volume (the corpus's real ones
+//!    copied with fresh ids in each agent's layout), end to end, beside Claude Code's figure;
+//!    likewise Gemini CLI's.
 //! 2. Latency: the daemon tails a native log; a line is appended and the time until the action
 //!    can be read from the store is measured, many times; p50 / p99 / max.
 //!
@@ -84,7 +87,7 @@ fn bare_parse(files: &[PathBuf]) -> (Duration, u64) {
     (start.elapsed(), values)
 }
 
-fn end_to_end(files: &[PathBuf], scratch: &Path, round: usize) -> (Duration, u64) {
+fn end_to_end(files: &[PathBuf], scratch: &Path, round: usize, format: &str) -> (Duration, u64) {
     let db = scratch.join(format!("round-{round}.db"));
     let store = Store::open(&db).expect("open store");
     let options = ReadOptions {
@@ -92,8 +95,7 @@ fn end_to_end(files: &[PathBuf], scratch: &Path, round: usize) -> (Duration, u64
         ..ReadOptions::default()
     };
     let start = Instant::now();
-    let reports =
-        oneshot::ingest_paths(&store, files, Some("claude-code"), &options).expect("ingest");
+    let reports = oneshot::ingest_paths(&store, files, Some(format), &options).expect("ingest");
     let elapsed = start.elapsed();
     drop(store);
     let _ = std::fs::remove_file(&db);
@@ -131,7 +133,7 @@ fn throughput(corpus: &Path) {
             bare.push(size_mb / t.as_secs_f64());
         }
         if only != "bare" {
-            let (t, n) = end_to_end(&files, dir.path(), round);
+            let (t, n) = end_to_end(&files, dir.path(), round, "claude-code");
             e2e.push(size_mb / t.as_secs_f64());
             actions = n;
         }
@@ -147,6 +149,7 @@ fn throughput(corpus: &Path) {
     );
     if only != "bare" {
         gemini_throughput(corpus, dir.path(), bytes, e2e);
+        readers_2026(corpus, bytes, dir.path(), e2e);
     }
 }
 
@@ -205,6 +208,76 @@ fn gemini_throughput(corpus: &Path, scratch: &Path, target: u64, claude: f64) {
         median(rates),
         files.len()
     );
+}
+
+/// Kimi CLI, Cline and Cursor CLI on the same volume as the Claude Code case: the corpus's real
+/// session of each, copied with fresh ids into its agent's own layout until as many bytes, each
+/// ingested end to end; printed beside Claude Code's figure.
+fn readers_2026(corpus: &Path, target: u64, scratch: &Path, claude_code: f64) {
+    let dir = corpus.join("formats-2026");
+    let cases = [
+        (
+            "kimi-cli",
+            "kimi-cli/youngstunners88__ihhashi__3951a8af-d393-44a8-a19f-057bbdf8cb1c__wire.jsonl",
+            "\"tool_",
+        ),
+        (
+            "cline",
+            "cline/mike4567__MRA04242026__api_conversation_history.json",
+            "\"tooluse_",
+        ),
+        (
+            "cursor",
+            "cursor/LAF-US__IDAHO-VAULT__35a82dfe-d4ab-4238-8135-22c978781bca.jsonl",
+            "",
+        ),
+    ];
+    for (format, file, id_prefix) in cases {
+        let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
+            println!("{format}: {file} not in the corpus: skipped");
+            continue;
+        };
+        let input = scratch.join(format);
+        let (mut files, mut total, mut copy) = (Vec::new(), 0u64, 0u64);
+        while total < target {
+            let id = format!("{copy:08x}-0000-4000-8000-{copy:012x}");
+            let body = if id_prefix.is_empty() {
+                text.clone()
+            } else {
+                text.replace(id_prefix, &format!("{id_prefix}c{copy}_"))
+            };
+            let path = match format {
+                "kimi-cli" => input.join("sessions/0a1b2c3d").join(&id).join("wire.jsonl"),
+                "cline" => input
+                    .join("tasks")
+                    .join(&id)
+                    .join("api_conversation_history.json"),
+                _ => input
+                    .join("agent-transcripts")
+                    .join(&id)
+                    .join(format!("{id}.jsonl")),
+            };
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&path, &body).expect("write copy");
+            total += body.len() as u64;
+            files.push(path);
+            copy += 1;
+        }
+        let size_mb = total as f64 / 1e6;
+        let (mut rates, mut actions) = (Vec::new(), 0);
+        for round in 0..3 {
+            let (t, n) = end_to_end(&files, scratch, round, format);
+            rates.push(size_mb / t.as_secs_f64());
+            actions = n;
+        }
+        println!(
+            "{format:<9} end to end into SQLite: {:>7.1} MB/s (median of 3) on {size_mb:.1} MB, \
+             {} files, {actions} actions per run; Claude Code {claude_code:.1} MB/s",
+            median(rates),
+            files.len()
+        );
+        let _ = std::fs::remove_dir_all(&input);
+    }
 }
 
 fn latency() {

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 
 use super::adapters::Format;
 use super::adapters::{
-    aider::Aider, bash::BashHistory, claude_code::ClaudeCode, codex::Codex, fish::FishHistory,
-    gemini_cli::GeminiCli, gemini_cli::GeminiCliJson, native::Native, openhands::OpenHands,
-    openhands::OpenHandsResolver, swe_agent::SweAgent, zsh::ZshHistory,
+    aider::Aider, bash::BashHistory, claude_code::ClaudeCode, cline::Cline, codex::Codex,
+    cursor::Cursor, fish::FishHistory, gemini_cli::GeminiCli, gemini_cli::GeminiCliJson,
+    kimi::KimiCli, native::Native, openhands::OpenHands, openhands::OpenHandsResolver,
+    swe_agent::SweAgent, zsh::ZshHistory,
 };
 
 /// Every format with its name, in sniffing order: specific formats first, bash (the most
@@ -19,6 +20,9 @@ pub static FORMATS: &[(&str, &dyn Format)] = &[
     ("swe-agent", &SweAgent),
     ("openhands", &OpenHands),
     ("openhands-resolver", &OpenHandsResolver),
+    ("kimi-cli", &KimiCli),
+    ("cline", &Cline),
+    ("cursor", &Cursor),
     ("aider", &Aider),
     ("gemini-cli", &GeminiCli),
     ("gemini-cli-json", &GeminiCliJson),

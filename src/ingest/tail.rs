@@ -110,7 +110,7 @@ fn expand_home(path: &str, home: Option<&Path>) -> Option<PathBuf> {
 
 /// The standard locations of agents' and shells' logs, for when no source is configured,
 /// with each agent's own overrides of its home read from `env` (`CLAUDE_CONFIG_DIR`,
-/// `CODEX_HOME`, `XDG_DATA_HOME`).
+/// `CODEX_HOME`, `XDG_DATA_HOME`, `GEMINI_CLI_HOME`, `KIMI_SHARE_DIR`).
 pub fn default_sources(env: &dyn Env) -> Vec<SourceSetting> {
     let Some(home) = env.var("HOME").map(PathBuf::from) else {
         return Vec::new();
@@ -132,6 +132,14 @@ pub fn default_sources(env: &dyn Env) -> Vec<SourceSetting> {
         ("fish", "fish", xdg_data.join("fish/fish_history")),
     ]
     .into_iter()
+    .chain(
+        agent_sources_2026(
+            &home,
+            env.var("KIMI_SHARE_DIR").map(PathBuf::from).as_deref(),
+        )
+        .into_iter()
+        .map(|(format, path)| (format, format, path)),
+    )
     .map(|(name, format, path)| SourceSetting {
         name: name.to_owned(),
         format: format.to_owned(),
@@ -180,6 +188,31 @@ fn literal_root(path: &str) -> PathBuf {
                 .contains(['*', '?', '[', '{'])
         })
         .collect()
+}
+
+/// Where Kimi CLI, Cline and Cursor's CLI agent keep their logs under `home`; `kimi_share` is
+/// Kimi's moved share directory (`~` in it is the home, as Kimi expands it).
+fn agent_sources_2026(home: &Path, kimi_share: Option<&Path>) -> Vec<(&'static str, PathBuf)> {
+    let kimi = match kimi_share {
+        Some(dir) => match dir.strip_prefix("~") {
+            Ok(rest) => home.join(rest),
+            Err(_) => dir.to_owned(),
+        },
+        None => home.join(".kimi"),
+    };
+    let mut sources = vec![("kimi-cli", kimi.join("sessions"))];
+    // Cline's task folders in each VS Code build's global storage (Linux), and the Cline CLI's.
+    for editor in ["Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"] {
+        sources.push((
+            "cline",
+            home.join(".config")
+                .join(editor)
+                .join("User/globalStorage/saoudrizwan.claude-dev/tasks"),
+        ));
+    }
+    sources.push(("cline", home.join(".cline/data/tasks")));
+    sources.push(("cursor", home.join(".cursor/projects")));
+    sources
 }
 
 /// Resolves the configured sources (or the defaults) into specs. Sources whose path does not
@@ -1075,6 +1108,37 @@ mod tests {
         assert!(claims("proj/logs.json").is_empty());
         assert!(claims("proj/checkpoint-x.json").is_empty());
         assert!(claims("proj/shell_history").is_empty());
+    }
+
+    #[test]
+    fn the_agents_of_2026_have_their_default_places() {
+        let home = Path::new("/home/u");
+        let sources = agent_sources_2026(home, None);
+        let has = |format: &str, path: &str| {
+            sources
+                .iter()
+                .any(|(f, p)| *f == format && p == Path::new(path))
+        };
+        assert!(has("kimi-cli", "/home/u/.kimi/sessions"));
+        assert!(has(
+            "cline",
+            "/home/u/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks"
+        ));
+        assert!(has(
+            "cline",
+            "/home/u/.config/VSCodium/User/globalStorage/saoudrizwan.claude-dev/tasks"
+        ));
+        assert!(has("cline", "/home/u/.cline/data/tasks"));
+        assert!(has("cursor", "/home/u/.cursor/projects"));
+        // KIMI_SHARE_DIR moves Kimi's sessions, with `~` as the home.
+        let moved = agent_sources_2026(home, Some(Path::new("/data/kimi")));
+        assert!(moved.contains(&("kimi-cli", PathBuf::from("/data/kimi/sessions"))));
+        let tilde = agent_sources_2026(home, Some(Path::new("~/k")));
+        assert!(tilde.contains(&("kimi-cli", PathBuf::from("/home/u/k/sessions"))));
+        // Every one is a known format.
+        for (format, _) in &sources {
+            assert!(formats::by_name(format).is_some(), "{format}");
+        }
     }
 
     #[test]

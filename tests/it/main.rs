@@ -37,6 +37,7 @@ mod needs;
 mod network;
 mod planted;
 mod prefixspan_golden;
+mod readers_2026;
 mod registry;
 mod sandbox;
 mod secrets;

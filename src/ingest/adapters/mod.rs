@@ -9,9 +9,12 @@
 pub mod aider;
 pub mod bash;
 pub mod claude_code;
+pub mod cline;
 pub mod codex;
+pub mod cursor;
 pub mod fish;
 pub mod gemini_cli;
+pub mod kimi;
 pub mod lenient;
 pub mod native;
 pub mod openhands;

@@ -122,6 +122,13 @@ pub const CONTENT_TOOLS: &[&str] = &[
     "view",
     "append",
     "replace",
+    "ReadFile",
+    "WriteFile",
+    "StrReplaceFile",
+    "ApplyPatch",
+    "read_file",
+    "write_to_file",
+    "replace_in_file",
 ];
 
 /// Whether every step of a pattern is a [`CONTENT_TOOLS`] call.

@@ -30,12 +30,19 @@ struct Field {
 }
 
 const PATH_ARG: Field = Field {
-    keys: &["file_path", "path", "notebook_path", "filename"],
+    keys: &[
+        "file_path",
+        "path",
+        "notebook_path",
+        "filename",
+        "absolutePath",
+    ],
     name: "path",
     role: Role::Arg(Some(SlotKind::Path)),
 };
 
-/// Known tools: names (Claude Code, Codex, OpenHands, aider, Gemini CLI) and their fields. Fields not
+/// Known tools: names (Claude Code, Codex, OpenHands, aider, Gemini CLI, Kimi CLI, Cline,
+/// Cursor) and their fields. Fields not
 /// listed (contents, old and new strings, offsets, prompts) are left out of tokens.
 static TOOLS: &[(&[&str], &[Field])] = &[
     (
@@ -45,12 +52,21 @@ static TOOLS: &[(&[&str], &[Field])] = &[
             "NotebookRead",
             "view_image",
             "View",
+            "ReadFile",
             "read_file",
         ],
         &[PATH_ARG],
     ),
     (
-        &["Write", "write", "MultiEdit", "NotebookEdit", "write_file"],
+        &[
+            "Write",
+            "write",
+            "MultiEdit",
+            "NotebookEdit",
+            "write_file",
+            "WriteFile",
+            "write_to_file",
+        ],
         &[PATH_ARG],
     ),
     (
@@ -60,6 +76,8 @@ static TOOLS: &[(&[&str], &[Field])] = &[
             "str_replace_based_edit_tool",
             "str_replace_editor",
             "replace",
+            "StrReplaceFile",
+            "replace_in_file",
         ],
         &[
             Field {
@@ -71,10 +89,10 @@ static TOOLS: &[(&[&str], &[Field])] = &[
         ],
     ),
     (
-        &["Grep", "grep", "grep_search"],
+        &["Grep", "grep", "grep_search", "rg", "search_files"],
         &[
             Field {
-                keys: &["pattern"],
+                keys: &["pattern", "regex"],
                 name: "pattern",
                 role: Role::Arg(Some(SlotKind::String)),
             },
@@ -84,7 +102,7 @@ static TOOLS: &[(&[&str], &[Field])] = &[
                 role: Role::Arg(Some(SlotKind::Path)),
             },
             Field {
-                keys: &["glob", "include"],
+                keys: &["glob", "include", "file_pattern"],
                 name: "glob",
                 role: Role::Named(Some(SlotKind::Glob)),
             },
@@ -114,12 +132,12 @@ static TOOLS: &[(&[&str], &[Field])] = &[
         &["Glob", "glob"],
         &[
             Field {
-                keys: &["pattern"],
+                keys: &["pattern", "glob_pattern"],
                 name: "pattern",
                 role: Role::Arg(Some(SlotKind::Glob)),
             },
             Field {
-                keys: &["path", "dir_path"],
+                keys: &["path", "dir_path", "target_directory"],
                 name: "path",
                 role: Role::Arg(Some(SlotKind::Path)),
             },
@@ -149,6 +167,7 @@ static TOOLS: &[(&[&str], &[Field])] = &[
             role: Role::Literal,
         }],
     ),
+    (&["Delete", "list_files"], &[PATH_ARG]),
     (&["run_ipython", "KillShell", "KillBash"], &[]),
 ];
 
@@ -163,7 +182,7 @@ pub(super) fn tool_token(tool: &str, input: &Value, cwd: Option<&str>) -> Option
     if tool.is_empty() {
         return None;
     }
-    if tool == "apply_patch" {
+    if tool == "apply_patch" || tool == "ApplyPatch" {
         let text = ["patch", "input", "command"]
             .iter()
             .find_map(|k| input.get(*k).and_then(Value::as_str))
@@ -387,5 +406,60 @@ mod tests {
         let grep = json!({"pattern": "fn main", "dir_path": "src", "include": "*.rs"});
         let grep = tool_token("grep_search", &grep, None).expect("a token");
         assert_eq!(grep.template, "grep_search glob=<glob> <pattern> <path>");
+    }
+
+    #[test]
+    fn kimi_cline_and_cursor_file_tools_give_their_paths() {
+        let cases = [
+            (
+                "ReadFile",
+                json!({"path": "backend/railway.toml"}),
+                "ReadFile <path>",
+            ),
+            (
+                "WriteFile",
+                json!({"path": "a.json", "content": "{}"}),
+                "WriteFile <path>",
+            ),
+            (
+                "StrReplaceFile",
+                json!({"path": "backend/.env", "edit": [{"old": "a", "new": "b"}]}),
+                "StrReplaceFile <path>",
+            ),
+            (
+                "read_file",
+                json!({"path": "src/lib/db.ts", "task_progress": "- [ ] x"}),
+                "read_file <path>",
+            ),
+            (
+                "replace_in_file",
+                json!({"absolutePath": "c:/a/b.ts", "diff": "------- SEARCH"}),
+                "replace_in_file <path>",
+            ),
+            ("Delete", json!({"path": "debug.log"}), "Delete <path>"),
+            (
+                "Glob",
+                json!({"glob_pattern": "**/*.log", "target_directory": "/w"}),
+                "Glob <pattern> <path>",
+            ),
+            (
+                "rg",
+                json!({"pattern": "CRAWL", "path": "/w"}),
+                "rg <pattern> <path>",
+            ),
+            (
+                "search_files",
+                json!({"path": "src", "regex": "firebase", "file_pattern": "*.ts"}),
+                "search_files glob=<glob> <pattern> <path>",
+            ),
+        ];
+        for (tool, input, template) in cases {
+            let t = tool_token(tool, &input, None).expect("a token");
+            assert_eq!(t.template, template, "{tool}");
+        }
+        // Cursor's ApplyPatch is a patch like Codex's apply_patch.
+        let patch = "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-x\n+y\n*** End Patch";
+        let t = tool_token("ApplyPatch", &json!({"patch": patch}), None).expect("a token");
+        assert_eq!(t.program, "apply_patch");
     }
 }

@@ -370,6 +370,8 @@ const SHELL_TOOLS: &[&str] = &[
     "execute_bash",
     "run_shell_command",
     "run_terminal_cmd",
+    "Shell",
+    "execute_command",
 ];
 
 /// SWE-agent commands whose first line is the command and the rest a text body.
@@ -773,6 +775,24 @@ mod tests {
                 "shell",
                 json!({"command": "git pull"}),
                 &["git pull"],
+            ),
+            (
+                Source::KimiCli,
+                "Shell",
+                json!({"command": "git fetch origin && git checkout main"}),
+                &["git fetch <arg>", "git checkout <arg>"],
+            ),
+            (
+                Source::Cursor,
+                "Shell",
+                json!({"command": "bash --version | head -n 1", "description": "x"}),
+                &["bash --version"],
+            ),
+            (
+                Source::Cline,
+                "execute_command",
+                json!({"command": "npm run build", "requires_approval": false}),
+                &["npm run build"],
             ),
             (
                 Source::Fish,
