@@ -61,6 +61,23 @@ impl Format for KimiCli {
         })
     }
 
+    /// Kimi CLI keeps a session's model context (`context.jsonl`, and `context_<n>.jsonl` as it
+    /// rotates it) and its `state.json` beside `wire.jsonl` in the session's folder: the wire log
+    /// holds every call, these none of their own.
+    fn companion(&self, path: &Path) -> Option<&'static str> {
+        let name = path.file_name()?.to_str()?;
+        let folder = path.parent()?.file_name()?.to_str()?;
+        if folder.len() != 36 || !is_uuid(folder.as_bytes()) {
+            return None;
+        }
+        let context = name.starts_with("context") && name.ends_with(".jsonl");
+        match name {
+            "state.json" => Some("a Kimi CLI session's state"),
+            _ if context => Some("a Kimi CLI session's model context (its wire.jsonl is the log)"),
+            _ => None,
+        }
+    }
+
     fn sniff(&self, path: &Path, head: &[u8]) -> bool {
         let first = head.split(|&b| b == b'\n').next().unwrap_or(&[]);
         let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(first) else {
@@ -548,5 +565,24 @@ mod tests {
             SESSION
         );
         assert_eq!(session_of(Path::new("/tmp/wire.jsonl")), "wire");
+    }
+
+    #[test]
+    fn a_sessions_context_and_state_are_companions_not_logs() {
+        let session = "/h/.kimi/sessions/697a0ebec3147bb421a9dd6a0531906f/3951a8af-d393-44a8-a19f-057bbdf8cb1c";
+        for name in ["context.jsonl", "context_1.jsonl", "state.json"] {
+            let path = Path::new(session).join(name);
+            assert!(KimiCli.companion(&path).is_some(), "{name}");
+        }
+        assert!(
+            KimiCli
+                .companion(&Path::new(session).join("wire.jsonl"))
+                .is_none()
+        );
+        assert!(
+            KimiCli
+                .companion(Path::new("/srv/app/state.json"))
+                .is_none()
+        );
     }
 }
