@@ -102,7 +102,7 @@ pub(super) fn ingest(
     }
     writeln!(
         out,
-        "{} files, {:.1} MiB: {actions} new actions, {results} results joined, {problems} problems",
+        "{} files, {:.1} MiB: {actions} new actions, {results} results stored, {problems} problems",
         reports.len(),
         bytes as f64 / (1024.0 * 1024.0)
     )?;
