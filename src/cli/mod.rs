@@ -91,6 +91,10 @@ pub enum Command {
     },
     /// List stored actions, most recent last.
     Actions {
+        /// Only these actions, by id (as `toolsmith patterns ID` and `show` name them), each
+        /// with the file and line it was read from.
+        #[arg(value_name = "ID")]
+        ids: Vec<i64>,
         /// Only this session.
         #[arg(long, value_name = "SESSION")]
         session: Option<String>,
@@ -536,9 +540,11 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Ingest { format, paths } => {
             ingest::ingest(cli, format.as_deref(), paths, &mut out)
         }
-        Command::Actions { session, limit } => {
-            ingest::actions(cli, session.as_deref(), *limit, &mut out, style)
-        }
+        Command::Actions {
+            ids,
+            session,
+            limit,
+        } => ingest::actions(cli, ids, session.as_deref(), *limit, &mut out, style),
         Command::Sources => ingest::sources(cli, &mut out),
         Command::Mine => mine::mine(cli, &mut out, style),
         Command::Patterns { kind, limit, id } => {
