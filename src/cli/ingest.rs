@@ -80,7 +80,7 @@ pub(super) fn ingest(
         match (&report.format, &report.skipped) {
             (Some(format), None) => writeln!(
                 out,
-                "{:<12} {:>8} actions {:>6} results {:>5} problems  {}",
+                "{:<12} {:>8} new actions {:>6} results {:>5} problems  {}",
                 format,
                 report.actions,
                 report.results,

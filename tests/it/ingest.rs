@@ -1046,6 +1046,18 @@ fn every_result_stored_is_counted_once_whichever_record_or_file_brings_it() {
         text.contains("2 files, 0.0 MiB: 4 new actions, 3 results stored, 0 problems"),
         "{text}"
     );
+    let b_row: Vec<&str> = text
+        .lines()
+        .find(|l| l.ends_with("b.jsonl"))
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default();
+    assert_eq!(
+        b_row[..8],
+        [
+            "native", "4", "new", "actions", "3", "results", "0", "problems"
+        ],
+        "{text}"
+    );
 
     // c3's result, in a file read later, joins the call stored before: counted there.
     std::fs::write(
