@@ -17,8 +17,10 @@
 //!   `$XDG_CONFIG_HOME/opencode/skills` and a project's `.opencode/skills`; MCP servers in
 //!   `opencode.json` `mcp`, each `{"type": "local", "command": [argv…], "enabled": true}`.
 //! - Cursor: `~/.cursor/mcp.json` `mcpServers`.
-//! - Cline: `cline_mcp_settings.json` `mcpServers`, in VS Code's global storage for the
-//!   extension (`Code/User/globalStorage/saoudrizwan.claude-dev/settings`) and in the CLI's
+//! - Cline (cline/cline `src/core/storage/disk.ts`, `GlobalFileNames.mcpSettings`, in the
+//!   `settings` folder of its global storage): `cline_mcp_settings.json` `mcpServers`, in VS
+//!   Code's global storage for the extension `saoudrizwan.claude-dev`
+//!   (`Code/User/globalStorage/saoudrizwan.claude-dev/settings`) and in the CLI's
 //!   `~/.cline/data/settings`.
 
 use std::path::{Path, PathBuf};
