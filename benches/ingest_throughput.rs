@@ -145,6 +145,66 @@ fn throughput(corpus: &Path) {
         "ratio end-to-end / bare parse: {:.2} (goal ≥ 0.33; absolute goal ≥ 100 MB/s)",
         e2e / bare
     );
+    if only != "bare" {
+        gemini_throughput(corpus, dir.path(), bytes, e2e);
+    }
+}
+
+/// Gemini CLI sessions of the same volume as the Claude Code input: the corpus sessions
+/// (formats-2026/gemini-cli, with their messages written again as Gemini CLI does) copied with
+/// fresh session ids, ingested end to end; printed beside Claude Code's figure.
+fn gemini_throughput(corpus: &Path, scratch: &Path, target: u64, claude: f64) {
+    let dir = scratch.join("gemini");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let mut sources = Vec::new();
+    for entry in std::fs::read_dir(corpus.join("formats-2026/gemini-cli")).expect("read corpus") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("read session");
+        let session = text
+            .split("\"sessionId\":\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or("none")
+            .to_owned();
+        sources.push((text, session));
+    }
+    sources.sort();
+    let (mut files, mut total, mut copy) = (Vec::new(), 0u64, 0u64);
+    while total < target {
+        for (text, session) in &sources {
+            let fresh = format!("{session:.24}-{copy:012}");
+            let body = text.replace(&format!("\"{session}\""), &format!("\"{fresh}\""));
+            let path = dir.join(format!("session-{fresh}.jsonl"));
+            std::fs::write(&path, &body).expect("write copy");
+            total += body.len() as u64;
+            files.push(path);
+            copy += 1;
+        }
+    }
+    let size_mb = total as f64 / 1e6;
+    let options = ReadOptions {
+        complete: true,
+        ..ReadOptions::default()
+    };
+    let (mut rates, mut actions) = (Vec::new(), 0);
+    for round in 0..3 {
+        let db = dir.join(format!("round-{round}.db"));
+        let store = Store::open(&db).expect("open store");
+        let start = Instant::now();
+        let reports =
+            oneshot::ingest_paths(&store, &files, Some("gemini-cli"), &options).expect("ingest");
+        rates.push(size_mb / start.elapsed().as_secs_f64());
+        actions = reports.iter().map(|r| r.actions).sum::<u64>();
+        drop(store);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(dir.join(format!("round-{round}.db{suffix}")));
+        }
+    }
+    println!(
+        "Gemini CLI end to end:        {:>7.1} MB/s (median of 3), {actions} actions per run, \
+         {} sessions, {size_mb:.1} MB (Claude Code: {claude:.1} MB/s)",
+        median(rates),
+        files.len()
+    );
 }
 
 fn latency() {

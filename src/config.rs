@@ -1793,11 +1793,12 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # path = "/home/you/.cargo/bin:/usr/local/bin:/usr/bin:/bin"
 
 # Log sources. Without any [[source]] table, the standard locations that exist are read:
-# ~/.claude/projects (claude-code), ~/.codex/sessions (codex), ~/.bash_history (bash),
-# ~/.zsh_history (zsh), ~/.local/share/fish/fish_history (fish). toolsmith's own log of tool runs
-# (<state>/runs, native) is always read.
-# Formats: claude-code, codex, native, swe-agent, openhands, openhands-resolver, aider, zsh,
-# fish, bash. `path` is a file, a directory (read recursively) or a glob.
+# ~/.claude/projects (claude-code), ~/.codex/sessions (codex), ~/.gemini/tmp/*/chats/ (gemini-cli,
+# and gemini-cli-json for sessions before Gemini CLI 0.39; $GEMINI_CLI_HOME/.gemini/tmp when
+# set), ~/.bash_history (bash), ~/.zsh_history (zsh), ~/.local/share/fish/fish_history (fish).
+# toolsmith's own log of tool runs (<state>/runs, native) is always read.
+# Formats: claude-code, codex, native, swe-agent, openhands, openhands-resolver, aider,
+# gemini-cli, gemini-cli-json, zsh, fish, bash. `path` is a file, a directory (read recursively) or a glob.
 #
 # [[source]]
 # name = "claude"

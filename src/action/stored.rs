@@ -137,19 +137,22 @@ pub fn insert_action(
             })
             .optional()?;
         if let Some(result) = pending {
-            with_result = join_result(conn, root, call_id, &result)?;
+            with_result = join_result(conn, root, call_id, &result, false)?;
         }
     }
     Ok(Inserted::New { with_result })
 }
 
 /// Joins a result to its stored call, found by its root session (see [`call_root`]) and id;
-/// keeps it pending (`pending_results`, by root) when the call is not stored yet.
+/// keeps it pending (`pending_results`, by root) when the call is not stored yet. A result that
+/// `replaces` (a call's final word) overwrites one already joined; the answer is whether the
+/// call had no result before, so a replaced result is not counted as joined twice.
 pub fn join_result(
     conn: &Connection,
     root: &str,
     call_id: &str,
     result: &ActionResult,
+    replaces: bool,
 ) -> Result<bool, StoreError> {
     let updated = conn
         .prepare_cached(
@@ -166,6 +169,24 @@ pub fn join_result(
         ])?;
     if updated > 0 {
         return Ok(true);
+    }
+    if replaces {
+        let replaced = conn
+            .prepare_cached(
+                "UPDATE actions SET ok = ?3, exit_code = ?4, output = ?5, duration_ms = ?6
+                 WHERE coalesce(root, session) = ?1 AND call_id = ?2",
+            )?
+            .execute(params![
+                root,
+                call_id,
+                result.ok,
+                result.exit_code,
+                result.output,
+                result.duration_ms.map(|d| d as i64)
+            ])?;
+        if replaced > 0 {
+            return Ok(false);
+        }
     }
     let call_exists: bool = conn
         .prepare_cached(

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use super::adapters::Format;
 use super::adapters::{
     aider::Aider, bash::BashHistory, claude_code::ClaudeCode, codex::Codex, fish::FishHistory,
-    native::Native, openhands::OpenHands, openhands::OpenHandsResolver, swe_agent::SweAgent,
-    zsh::ZshHistory,
+    gemini_cli::GeminiCli, gemini_cli::GeminiCliJson, native::Native, openhands::OpenHands,
+    openhands::OpenHandsResolver, swe_agent::SweAgent, zsh::ZshHistory,
 };
 
 /// Every format with its name, in sniffing order: specific formats first, bash (the most
@@ -20,6 +20,8 @@ pub static FORMATS: &[(&str, &dyn Format)] = &[
     ("openhands", &OpenHands),
     ("openhands-resolver", &OpenHandsResolver),
     ("aider", &Aider),
+    ("gemini-cli", &GeminiCli),
+    ("gemini-cli-json", &GeminiCliJson),
     ("zsh", &ZshHistory),
     ("fish", &FishHistory),
     ("bash", &BashHistory),
@@ -43,6 +45,14 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<(&'static str, &'static dyn For
         .iter()
         .find(|(_, format)| format.sniff(&path, head))
         .map(|(name, format)| (*name, *format))
+}
+
+/// What `path` is when it is a file an agent keeps among its logs that is not a log (see
+/// [`Format::companion`]); `None` otherwise.
+pub fn companion(path: &Path) -> Option<&'static str> {
+    FORMATS
+        .iter()
+        .find_map(|(_, format)| format.companion(path))
 }
 
 /// The number of a rotated file (`x.jsonl.1` is 1, `.bash_history.12` is 12), as logrotate and
@@ -95,16 +105,31 @@ pub fn compressed(path: &Path) -> Option<String> {
 }
 
 /// Orders files so that a log's rotations come before the log, oldest (highest number) first:
-/// a session spanning them is then read, and ranked, in the order it was written.
+/// a session spanning them is then read, and ranked, in the order it was written. A session's
+/// file also comes before the files in the folder named after it (Claude Code's
+/// `<session>.jsonl` before `<session>/subagents/agent-*.jsonl`), so the calls a compaction
+/// transcript repeats are stored as the parent session's, where they were made.
 pub fn rotation_order(paths: &mut [PathBuf]) {
-    paths.sort_by(|a, b| {
-        let key = |p: &PathBuf| {
-            (
-                unrotated(p).into_owned(),
-                std::cmp::Reverse(rotation(p).map_or(0, |n| u64::from(n) + 1)),
-            )
-        };
-        key(a).cmp(&key(b))
+    paths.sort_by_cached_key(|p| {
+        let path = unrotated(p);
+        // `dir/stem\0ext` sorts before `dir/stem/…`: NUL is below every other byte.
+        let mut key = path.parent().map_or_else(Vec::new, |d| {
+            let mut k = d.as_os_str().as_encoded_bytes().to_vec();
+            k.push(b'/');
+            k
+        });
+        match (path.file_stem(), path.extension()) {
+            (Some(stem), Some(ext)) => {
+                key.extend_from_slice(stem.as_encoded_bytes());
+                key.push(0);
+                key.extend_from_slice(ext.as_encoded_bytes());
+            }
+            _ => key.extend_from_slice(path.file_name().map_or(&[][..], |n| n.as_encoded_bytes())),
+        }
+        (
+            key,
+            std::cmp::Reverse(rotation(p).map_or(0, |n| u64::from(n) + 1)),
+        )
     });
 }
 
@@ -130,6 +155,26 @@ mod tests {
         assert_eq!(
             names,
             ["/l/a.jsonl", "/l/s.jsonl.2", "/l/s.jsonl.1", "/l/s.jsonl"]
+        );
+        let mut paths: Vec<PathBuf> = [
+            "/p/s1/subagents/agent-acompact-1.jsonl",
+            "/p/s1/subagents/agent-a2.jsonl",
+            "/p/s1.jsonl",
+            "/p/s0.jsonl",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        rotation_order(&mut paths);
+        let names: Vec<_> = paths.iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "/p/s0.jsonl",
+                "/p/s1.jsonl",
+                "/p/s1/subagents/agent-a2.jsonl",
+                "/p/s1/subagents/agent-acompact-1.jsonl"
+            ]
         );
     }
 }

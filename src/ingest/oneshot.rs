@@ -164,10 +164,11 @@ pub fn ingest_paths_reporting(
             },
         };
         let Some((name, format)) = chosen else {
-            reports.push(skipped(
-                path,
-                "no known format recognises this file; pass --format".into(),
-            ));
+            let why = match formats::companion(&path) {
+                Some(what) => format!("{what}, not a log"),
+                None => "no known format recognises this file; pass --format".into(),
+            };
+            reports.push(skipped(path, why));
             advance(progress);
             continue;
         };

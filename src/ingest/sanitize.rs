@@ -246,10 +246,15 @@ impl<'r> Sanitizer<'r> {
             .pending
             .iter()
             .position(|(s, c, _)| *s == late.session && *c == late.call_id);
-        let holds = match at.and_then(|i| self.pending.remove(i)) {
-            Some((_, _, kind)) => kind,
-            None => OutputKind::default(),
-        };
+        // A call may be answered twice, the second answer replacing the first (Codex's
+        // `exec_command_end` after its output): what the call prints is known until its final
+        // answer, or until the entry is the oldest of a full list.
+        let holds = match at {
+            Some(i) if late.replaces => self.pending.remove(i).map(|(_, _, kind)| kind),
+            Some(i) => self.pending.get(i).map(|(_, _, kind)| *kind),
+            None => None,
+        }
+        .unwrap_or_default();
         late.result.output = self.output(&late.result.output, holds);
     }
 
@@ -461,6 +466,7 @@ mod tests {
                 output: output.into(),
                 duration_ms: None,
             },
+            replaces: false,
         })
     }
 
@@ -590,7 +596,15 @@ mod tests {
         );
         assert_eq!(text(&items[5]), "[REDACTED:secret-output]\n");
         assert_eq!(text(&items[6]), "not waited for\n");
-        assert!(s.pending.is_empty());
+        // A final answer after the first (Codex's `exec_command_end` with the whole output) is
+        // still what the call printed; after it, the call is not waited for any more.
+        let mut last = result("s", "c1", &format!("{S}\n"));
+        if let Item::Result(late) = &mut last {
+            late.replaces = true;
+        }
+        s.item(&mut last);
+        assert_eq!(text(&last), "[REDACTED:secret-output]\n");
+        assert!(!s.pending.iter().any(|(_, call, _)| call == "c1"));
     }
 
     #[test]

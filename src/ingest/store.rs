@@ -343,7 +343,7 @@ fn apply_encoded(
                 } else {
                     &late.session
                 };
-                if join_result(&tx, root, &late.call_id, &late.result)? {
+                if join_result(&tx, root, &late.call_id, &late.result, late.replaces)? {
                     applied.joined += 1;
                 }
             }
@@ -855,6 +855,7 @@ mod tests {
                 output: "out".into(),
                 duration_ms: Some(5),
             },
+            replaces: false,
         })
     }
 

@@ -30,7 +30,7 @@ use super::oneshot::{self, SNIFF_BYTES};
 use super::reader::{self, OpenError, ReadError, ReadOptions};
 use super::redact::Redactor;
 use super::store::{self as ingest_store, Applied};
-use crate::config::{Config, SourceSetting};
+use crate::config::{Config, Env, ProcessEnv, SourceSetting};
 use crate::events::{Event, EventBus};
 use crate::store::{Store, StoreError};
 
@@ -108,20 +108,56 @@ fn expand_home(path: &str, home: Option<&Path>) -> Option<PathBuf> {
     }
 }
 
-/// The standard locations of agents' and shells' logs, for when no source is configured.
-pub fn default_sources(home: Option<&Path>, xdg_data: Option<&Path>) -> Vec<SourceSetting> {
-    let Some(home) = home else {
+/// The standard locations of agents' and shells' logs, for when no source is configured,
+/// with each agent's own overrides of its home read from `env` (`CLAUDE_CONFIG_DIR`,
+/// `CODEX_HOME`, `XDG_DATA_HOME`).
+pub fn default_sources(env: &dyn Env) -> Vec<SourceSetting> {
+    let Some(home) = env.var("HOME").map(PathBuf::from) else {
         return Vec::new();
     };
-    let fish = xdg_data
-        .map(|d| d.join("fish/fish_history"))
-        .unwrap_or_else(|| home.join(".local/share/fish/fish_history"));
+    let under = |var: &str, default: &str| {
+        env.var(var)
+            .map_or_else(|| home.join(default), PathBuf::from)
+    };
+    let xdg_data = under("XDG_DATA_HOME", ".local/share");
+    let claude = under("CLAUDE_CONFIG_DIR", ".claude");
+    let codex = under("CODEX_HOME", ".codex");
     [
-        ("claude-code", home.join(".claude/projects")),
-        ("codex", home.join(".codex/sessions")),
-        ("bash", home.join(".bash_history")),
-        ("zsh", home.join(".zsh_history")),
-        ("fish", fish),
+        ("claude-code", "claude-code", claude.join("projects")),
+        ("codex", "codex", codex.join("sessions")),
+        // Codex moves a session it archives here, whole: it resumes where it was read up to.
+        ("codex-archived", "codex", codex.join("archived_sessions")),
+        ("bash", "bash", home.join(".bash_history")),
+        ("zsh", "zsh", home.join(".zsh_history")),
+        ("fish", "fish", xdg_data.join("fish/fish_history")),
+    ]
+    .into_iter()
+    .map(|(name, format, path)| SourceSetting {
+        name: name.to_owned(),
+        format: format.to_owned(),
+        path: path.display().to_string(),
+        origin: crate::config::Origin::Default,
+    })
+    .chain(gemini_sources(
+        Some(&home),
+        env.var("GEMINI_CLI_HOME").map(PathBuf::from).as_deref(),
+    ))
+    .collect()
+}
+
+/// Gemini CLI's sessions, for when no source is configured: under `<home>/.gemini/tmp`, where
+/// `home` is `$GEMINI_CLI_HOME` when set (Gemini CLI's own override of its home,
+/// `packages/core/src/utils/paths.ts` `homedir()`), else `$HOME`. Globs, so that only the
+/// `chats/` session files are read (JSONL sessions and sub-agents' sessions in `chats/<parent>/`,
+/// and the `session-*.json` documents of versions before 0.39), not Gemini CLI's other files
+/// there (`logs.json`, checkpoints, shell history).
+pub fn gemini_sources(home: Option<&Path>, gemini_home: Option<&Path>) -> Vec<SourceSetting> {
+    let Some(tmp) = gemini_home.or(home).map(|h| h.join(".gemini/tmp")) else {
+        return Vec::new();
+    };
+    [
+        ("gemini-cli", tmp.join("*/chats/**/*.jsonl")),
+        ("gemini-cli-json", tmp.join("*/chats/session-*.json")),
     ]
     .into_iter()
     .map(|(format, path)| SourceSetting {
@@ -133,15 +169,27 @@ pub fn default_sources(home: Option<&Path>, xdg_data: Option<&Path>) -> Vec<Sour
     .collect()
 }
 
+/// The part of a source's path before its first glob character's component: what must exist
+/// for the source to be watched.
+fn literal_root(path: &str) -> PathBuf {
+    Path::new(path)
+        .components()
+        .take_while(|c| {
+            !c.as_os_str()
+                .to_string_lossy()
+                .contains(['*', '?', '[', '{'])
+        })
+        .collect()
+}
+
 /// Resolves the configured sources (or the defaults) into specs. Sources whose path does not
 /// exist are reported, not fatal: they are looked at again on reload.
 pub fn resolve_sources(config: &Config) -> (Vec<SourceSpec>, Vec<SourceProblem>) {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let settings = if config.sources.is_empty() {
-        let xdg_data = std::env::var_os("XDG_DATA_HOME").map(PathBuf::from);
-        default_sources(home.as_deref(), xdg_data.as_deref())
+        default_sources(&ProcessEnv)
             .into_iter()
-            .filter(|s| Path::new(&s.path).exists())
+            .filter(|s| literal_root(&s.path).exists())
             .collect()
     } else {
         config.sources.clone()
@@ -194,15 +242,7 @@ fn resolve_one(setting: &SourceSetting, home: Option<&Path>) -> Result<SourceSpe
             .map_err(|e| format!("invalid glob {text}: {e}"))?
             .compile_matcher();
         // Watch the deepest directory without glob characters.
-        let root: PathBuf = path
-            .components()
-            .take_while(|c| {
-                !c.as_os_str()
-                    .to_string_lossy()
-                    .contains(['*', '?', '[', '{'])
-            })
-            .collect();
-        return Ok(spec(root, FileMatcher::Glob(glob)));
+        return Ok(spec(literal_root(&text), FileMatcher::Glob(glob)));
     }
     match std::fs::metadata(&path) {
         Ok(meta) if meta.is_dir() => Ok(spec(path, FileMatcher::Tree)),
@@ -389,6 +429,13 @@ impl TailState {
         let Some(first) = candidates.first().cloned() else {
             return Claim::Nothing;
         };
+        // An agent's own bookkeeping beside its logs: not a log, and not worth a warning.
+        if candidates
+            .iter()
+            .any(|s| s.format.companion(path).is_some())
+        {
+            return Claim::Nothing;
+        }
         if self.rejected.get(path) == Some(&size) {
             return Claim::Nothing;
         }
@@ -940,15 +987,94 @@ mod tests {
 
     #[test]
     fn default_sources_are_the_standard_locations() {
-        let sources = default_sources(Some(Path::new("/home/u")), None);
-        let paths: Vec<_> = sources
+        struct Vars(&'static [(&'static str, &'static str)]);
+        impl Env for Vars {
+            fn var(&self, name: &str) -> Option<String> {
+                self.0
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+            fn is_root(&self) -> bool {
+                false
+            }
+        }
+        let paths = |vars| {
+            default_sources(&Vars(vars))
+                .into_iter()
+                .map(|s| (s.format, s.path))
+                .collect::<Vec<_>>()
+        };
+        let has = |paths: &[(String, String)], format: &str, path: &str| {
+            paths.iter().any(|(f, p)| f == format && p == path)
+        };
+        let plain = paths(&[("HOME", "/home/u")]);
+        assert!(has(&plain, "claude-code", "/home/u/.claude/projects"));
+        assert!(has(&plain, "codex", "/home/u/.codex/sessions"));
+        assert!(has(&plain, "codex", "/home/u/.codex/archived_sessions"));
+        assert!(has(
+            &plain,
+            "fish",
+            "/home/u/.local/share/fish/fish_history"
+        ));
+        // Each agent's own override of its home (Codex: `codex-rs/core/src/config.rs`,
+        // `find_codex_home`; Claude Code: `CLAUDE_CONFIG_DIR`).
+        let moved = paths(&[
+            ("HOME", "/home/u"),
+            ("CODEX_HOME", "/srv/codex"),
+            ("CLAUDE_CONFIG_DIR", "/srv/claude"),
+            ("XDG_DATA_HOME", "/d"),
+        ]);
+        assert!(has(&moved, "codex", "/srv/codex/sessions"));
+        assert!(has(&moved, "codex", "/srv/codex/archived_sessions"));
+        assert!(has(&moved, "claude-code", "/srv/claude/projects"));
+        assert!(has(&moved, "fish", "/d/fish/fish_history"));
+        assert!(paths(&[]).is_empty());
+    }
+
+    #[test]
+    fn gemini_sessions_are_found_where_gemini_cli_writes_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("home");
+        let moved = dir.path().join("gemini-home");
+        let sources = gemini_sources(Some(&home), None);
+        assert_eq!(sources.len(), 2);
+        assert!(
+            sources[0]
+                .path
+                .starts_with(&*home.join(".gemini/tmp").to_string_lossy())
+        );
+        // GEMINI_CLI_HOME moves Gemini CLI's home, and so its sessions.
+        let sources = gemini_sources(Some(&home), Some(&moved));
+        assert_eq!(literal_root(&sources[0].path), moved.join(".gemini/tmp"));
+        assert!(gemini_sources(None, None).is_empty());
+        let tmp = moved.join(".gemini/tmp");
+        let specs: Vec<SourceSpec> = sources
             .iter()
-            .map(|s| (s.format.as_str(), s.path.as_str()))
+            .map(|s| resolve_one(s, None).expect("a glob resolves"))
             .collect();
-        assert!(paths.contains(&("claude-code", "/home/u/.claude/projects")));
-        assert!(paths.contains(&("codex", "/home/u/.codex/sessions")));
-        assert!(paths.contains(&("fish", "/home/u/.local/share/fish/fish_history")));
-        assert!(default_sources(None, None).is_empty());
+        let claims = |rel: &str| -> Vec<&str> {
+            specs
+                .iter()
+                .filter(|s| s.claims(&tmp.join(rel)))
+                .map(|s| s.format_name)
+                .collect()
+        };
+        assert_eq!(
+            claims("proj/chats/session-2026-05-01T10-00-5d1e8f3a.jsonl"),
+            ["gemini-cli"]
+        );
+        assert_eq!(
+            claims("proj/chats/5d1e8f3a-0c2b/sub-7.jsonl"),
+            ["gemini-cli"]
+        );
+        assert_eq!(
+            claims("proj/chats/session-2025-12-01T09-00-0a1b2c3d.json"),
+            ["gemini-cli-json"]
+        );
+        assert!(claims("proj/logs.json").is_empty());
+        assert!(claims("proj/checkpoint-x.json").is_empty());
+        assert!(claims("proj/shell_history").is_empty());
     }
 
     #[test]

@@ -36,6 +36,14 @@ pub struct Homes {
     pub config: PathBuf,
     /// `$CODEX_HOME`, else `~/.codex`.
     pub codex: PathBuf,
+    /// Claude Code's directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude`; its `.claude.json` is
+    /// in `$CLAUDE_CONFIG_DIR` when that is set, else in `$HOME`.
+    pub claude: PathBuf,
+    /// Gemini CLI's directory: `.gemini` under `$GEMINI_CLI_HOME` (Gemini CLI's own override of
+    /// its home, `packages/core/src/utils/paths.ts` `homedir()`), else under `$HOME`.
+    pub gemini: PathBuf,
+    /// Whether `$CLAUDE_CONFIG_DIR` moved Claude Code's files.
+    pub claude_moved: bool,
 }
 
 impl Homes {
@@ -43,11 +51,29 @@ impl Homes {
     pub fn from_env() -> Option<Homes> {
         let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
         let home = PathBuf::from(var("HOME")?);
+        let claude_dir = var("CLAUDE_CONFIG_DIR");
         Some(Homes {
             config: var("XDG_CONFIG_HOME").map_or_else(|| home.join(".config"), PathBuf::from),
             codex: var("CODEX_HOME").map_or_else(|| home.join(".codex"), PathBuf::from),
+            claude_moved: claude_dir.is_some(),
+            claude: claude_dir.map_or_else(|| home.join(".claude"), PathBuf::from),
+            gemini: var("GEMINI_CLI_HOME")
+                .map_or_else(|| home.clone(), PathBuf::from)
+                .join(".gemini"),
             home,
         })
+    }
+
+    /// The usual places under `home`, with no agent's home moved.
+    pub fn under(home: &Path, config: &Path) -> Homes {
+        Homes {
+            home: home.to_owned(),
+            config: config.to_owned(),
+            codex: home.join(".codex"),
+            claude: home.join(".claude"),
+            gemini: home.join(".gemini"),
+            claude_moved: false,
+        }
     }
 }
 
@@ -95,9 +121,9 @@ impl Agent {
     /// The directories whose presence says the agent is used here.
     pub fn config_dirs(self, h: &Homes) -> Vec<PathBuf> {
         match self {
-            Agent::ClaudeCode => vec![h.home.join(".claude")],
+            Agent::ClaudeCode => vec![h.claude.clone()],
             Agent::Codex => vec![h.codex.clone()],
-            Agent::GeminiCli => vec![h.home.join(".gemini")],
+            Agent::GeminiCli => vec![h.gemini.clone()],
             Agent::Opencode => vec![h.config.join("opencode")],
             Agent::Cursor => vec![h.home.join(".cursor")],
             Agent::Cline => vec![
@@ -118,9 +144,9 @@ impl Agent {
     pub fn user_skill_dirs(self, h: &Homes) -> Vec<PathBuf> {
         let shared = h.home.join(".agents/skills");
         match self {
-            Agent::ClaudeCode => vec![h.home.join(".claude/skills")],
+            Agent::ClaudeCode => vec![h.claude.join("skills")],
             Agent::Codex => vec![h.codex.join("skills"), shared],
-            Agent::GeminiCli => vec![h.home.join(".gemini/skills"), shared],
+            Agent::GeminiCli => vec![h.gemini.join("skills"), shared],
             Agent::Opencode => vec![
                 h.config.join("opencode/skills"),
                 h.home.join(".claude/skills"),
@@ -144,9 +170,13 @@ impl Agent {
     /// The configuration files it reads MCP servers from (the first that exists, or the first).
     fn mcp_files(self, h: &Homes) -> Vec<PathBuf> {
         match self {
-            Agent::ClaudeCode => vec![h.home.join(".claude.json")],
+            Agent::ClaudeCode => vec![if h.claude_moved {
+                h.claude.join(".claude.json")
+            } else {
+                h.home.join(".claude.json")
+            }],
             Agent::Codex => vec![h.codex.join("config.toml")],
-            Agent::GeminiCli => vec![h.home.join(".gemini/settings.json")],
+            Agent::GeminiCli => vec![h.gemini.join("settings.json")],
             Agent::Opencode => vec![h.config.join("opencode/opencode.json")],
             Agent::Cursor => vec![h.home.join(".cursor/mcp.json")],
             Agent::Cline => vec![
@@ -723,11 +753,7 @@ mod tests {
     use super::*;
 
     fn homes(dir: &Path) -> Homes {
-        Homes {
-            home: dir.join("home"),
-            config: dir.join("home/.config"),
-            codex: dir.join("home/.codex"),
-        }
+        Homes::under(&dir.join("home"), &dir.join("home/.config"))
     }
 
     fn setup(agent: Agent, dir: &Path) -> McpSetup {
@@ -838,6 +864,33 @@ mod tests {
         let err = merge(&s).expect_err("refused");
         assert!(err.to_string().contains("does not parse as TOML"), "{err}");
         assert_eq!(std::fs::read_to_string(&s.file).expect("r"), "model = \n");
+    }
+
+    #[test]
+    fn agents_moved_homes_are_followed() {
+        let h = Homes {
+            claude: PathBuf::from("/c"),
+            claude_moved: true,
+            gemini: PathBuf::from("/g/.gemini"),
+            codex: PathBuf::from("/x"),
+            ..Homes::under(Path::new("/h"), Path::new("/h/.config"))
+        };
+        let file = |a| mcp_setup(a, &h, Path::new("/t")).file;
+        assert_eq!(file(Agent::ClaudeCode), Path::new("/c/.claude.json"));
+        assert_eq!(
+            file(Agent::GeminiCli),
+            Path::new("/g/.gemini/settings.json")
+        );
+        assert_eq!(file(Agent::Codex), Path::new("/x/config.toml"));
+        assert_eq!(
+            Agent::ClaudeCode.user_skill_dirs(&h)[0],
+            Path::new("/c/skills")
+        );
+        // OpenCode reads `~/.claude/skills` itself, wherever Claude Code's home is.
+        assert_eq!(
+            Agent::Opencode.user_skill_dirs(&h)[1],
+            Path::new("/h/.claude/skills")
+        );
     }
 
     #[test]

@@ -654,6 +654,92 @@ fn a_compaction_transcript_of_the_corpus_repeats_no_call() {
     assert_eq!(actions.len(), ids.len(), "a call stored twice");
 }
 
+/// Claude Code 2.1.81 lays a compaction transcript out as
+/// `<project>/<session>/subagents/agent-acompact-<id>.jsonl` beside `agent-<id>.meta.json`: the
+/// corpus pair is linked into that layout (read in place, through symlinks). Every call is the
+/// parent session's, once; the meta is no log; the new record types are no problem.
+#[test]
+fn claude_code_2_1_layout_stores_each_call_once_as_the_parents() {
+    let Some(corpus) = corpus() else { return };
+    let dir = corpus.join("formats-2026/claude-code");
+    let session = "6ec78367-c548-4d6d-b80c-ec1d30cc5bb2";
+    let parent = dir.join(format!("adrianstanca1__vps-config__{session}.jsonl"));
+    let copy = dir.join("adrianstanca1__vps-config__agent-acompact-daddd852fc06500e.jsonl");
+    let newer = dir.join("4thehalibit__omarchy-backup__1fb5e404-604d-4a2b-baf1-3beb42a67371.jsonl");
+    let env = TestEnv::new();
+    let project = env.path().join("projects/-root");
+    let subagents = project.join(session).join("subagents");
+    std::fs::create_dir_all(&subagents).expect("mkdir");
+    std::os::unix::fs::symlink(&parent, project.join(format!("{session}.jsonl"))).expect("link");
+    std::os::unix::fs::symlink(
+        &copy,
+        subagents.join("agent-acompact-daddd852fc06500e.jsonl"),
+    )
+    .expect("link");
+    std::fs::write(
+        subagents.join("agent-acompact-daddd852fc06500e.meta.json"),
+        r#"{"agentType":"general-purpose","description":"Compact the conversation"}"#,
+    )
+    .expect("meta");
+    std::os::unix::fs::symlink(
+        &newer,
+        project.join("1fb5e404-604d-4a2b-baf1-3beb42a67371.jsonl"),
+    )
+    .expect("link");
+    let state = env.path().join("state");
+    let report = oneshot(&env, &state, &[], &[&env.path().join("projects")]);
+    let files = report["files"].as_array().expect("files");
+    let problems: u64 = files
+        .iter()
+        .map(|f| f["problems"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(problems, 0, "{report:#}");
+    let meta = files
+        .iter()
+        .find(|f| {
+            f["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with(".meta.json"))
+        })
+        .expect("the meta is listed");
+    assert!(
+        meta["skipped"]
+            .as_str()
+            .is_some_and(|why| why.contains("not a log")),
+        "{meta:#}"
+    );
+    let actions = stored(&env, &state);
+    let of_session: Vec<&Value> = actions.iter().filter(|a| a["session"] == session).collect();
+    // Every call of the pair is the parent session's, stored once.
+    let ids: std::collections::BTreeSet<&str> = of_session
+        .iter()
+        .filter_map(|a| a["call_id"].as_str())
+        .collect();
+    assert_eq!(ids.len(), of_session.len(), "a call stored twice");
+    // 80 Bash calls and 94 others in the parent; the transcript repeats 170 of them.
+    assert_eq!(of_session.len(), 174);
+    assert!(
+        actions
+            .iter()
+            .all(|a| a["session"] == session
+                || a["session"] == "1fb5e404-604d-4a2b-baf1-3beb42a67371"),
+        "a call stored under the compaction transcript's own session"
+    );
+    // The same pair read in the other order (the transcript first) stores the same calls.
+    let state2 = env.path().join("state2");
+    oneshot(&env, &state2, &["--format", "claude-code"], &[&copy]);
+    oneshot(&env, &state2, &["--format", "claude-code"], &[&parent]);
+    let again: std::collections::BTreeSet<String> = stored(&env, &state2)
+        .iter()
+        .filter_map(|a| a["call_id"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        again,
+        ids.iter().map(|s| (*s).to_owned()).collect(),
+        "the other order stores other calls"
+    );
+}
+
 #[test]
 fn rotated_files_are_read_as_their_log_and_compressed_ones_are_skipped_with_a_reason() {
     let env = TestEnv::new();

@@ -19,6 +19,7 @@ mod cli;
 mod control_timeouts;
 mod daemon;
 mod demo;
+mod gemini;
 mod generate;
 mod globs;
 mod habits;

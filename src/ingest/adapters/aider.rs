@@ -313,6 +313,10 @@ impl AiderParser {
         {
             pending.failed = true;
         }
+        if is_aider_notice(line) {
+            // aider's own question or notice about the command, not what the command printed.
+            return;
+        }
         let extra = line.len() + usize::from(!pending.output.is_empty());
         if pending.output.len() + extra <= MAX_PENDING_OUTPUT {
             if !pending.output.is_empty() {
@@ -343,8 +347,30 @@ impl AiderParser {
                 output: pending.output,
                 duration_ms: None,
             },
+            replaces: false,
         }));
     }
+}
+
+/// Whether a `> ` line after a command is aider's own question or notice (`aider/io.py`
+/// `confirm_ask`, `aider/coders/base_coder.py` `handle_shell_commands` and the commit notices
+/// after it) rather than what the command printed: a question offering choices (`(Y)es/(N)o`),
+/// "Added N lines of output to the chat.", the `/undo` hint, the token and cost report, a commit
+/// aider made, an edit applied, an interrupt. Errors aider reports running the command are kept:
+/// they are what is known of its failure.
+fn is_aider_notice(line: &str) -> bool {
+    let line = line.trim_end();
+    let commit = line.strip_prefix("Commit ").is_some_and(|rest| {
+        let hash = rest.split(' ').next().unwrap_or("");
+        hash.len() >= 7 && hash.bytes().all(|b| b.is_ascii_hexdigit())
+    });
+    line.contains("(Y)es/(N)o")
+        || (line.starts_with("Added ") && line.ends_with(" of output to the chat."))
+        || line.starts_with("You can use /undo to undo")
+        || line.starts_with("Tokens: ")
+        || line.starts_with("Applied edit to ")
+        || line.starts_with("^C ")
+        || commit
 }
 
 #[cfg(test)]
@@ -443,6 +469,34 @@ mod tests {
 
     fn res(a: &Action) -> &ActionResult {
         a.result.as_ref().expect("result")
+    }
+
+    /// aider v0.85 (`recent/aider`, line 122): after `chmod +x …` aider logs only its `/undo`
+    /// hint, which is not what `chmod` printed (it printed nothing).
+    #[test]
+    fn corpus_commands_output_is_not_aiders_notices() {
+        let Some((path, bytes)) =
+            corpus_file("recent/aider/aider__afi-core__.aider.chat.history.md")
+        else {
+            return;
+        };
+        let actions = run(&path, &bytes);
+        let shell: Vec<&Action> = actions.iter().filter(|a| a.tool == "shell").collect();
+        let chmod = shell
+            .iter()
+            .find(|a| a.input["command"] == "chmod +x sync-afi.sh aider-afi.sh")
+            .expect("the chmod aider ran");
+        assert_eq!(res(chmod).output, "");
+        for a in &shell {
+            if let Some(result) = &a.result {
+                assert!(
+                    !result.output.lines().any(is_aider_notice),
+                    "{}: {:?}",
+                    a.input["command"],
+                    result.output
+                );
+            }
+        }
     }
 
     #[test]
@@ -613,11 +667,9 @@ Sure.
         let offset = FIXTURE.find("#### /run cargo").unwrap() as u64;
         assert_eq!(first.seq, offset << 8);
         assert_eq!(first.call_id, Some(format!("{s1}:{offset}")));
-        assert_eq!(
-            res(first).output,
-            "Add 2.3k tokens of command output to the chat? (Y)es/(N)o [Yes]: y\n\
-             Added 120 lines of output to the chat."
-        );
+        // aider's questions and notices are not what the command printed (it printed to the
+        // terminal only).
+        assert_eq!(res(first).output, "");
         assert_eq!(res(first).exit_code, None);
         // `/test` whose output was not added passed.
         assert_eq!(res(&actions[3]).output, "");
@@ -625,11 +677,7 @@ Sure.
             actions[4].call_id, None,
             "an applied edit is complete at once"
         );
-        assert_eq!(
-            res(&actions[5]).output,
-            "Add command output to the chat? (Y)es/(N)o/(D)on't ask again [Yes]: y\n\
-             Added 3 lines of output to the chat."
-        );
+        assert_eq!(res(&actions[5]).output, "");
         assert_eq!(res(&actions[6]).output, "");
         assert_eq!(
             res(&actions[8]).output,
@@ -694,7 +742,7 @@ Sure.
 
     #[test]
     fn crlf_and_other_names() {
-        let text = "# aider chat started at 2025-01-01 00:00:00\r\n\r\n#### !make\r\n> Added 1 line of output to the chat.\r\n\r\n#### thanks\r\n";
+        let text = "# aider chat started at 2025-01-01 00:00:00\r\n\r\n#### !make\r\n> make: Nothing to be done for 'all'.\r\n\r\n#### thanks\r\n";
         let actions = run(Path::new("/x/chat.md"), text.as_bytes());
         assert_eq!(actions.len(), 1);
         assert_eq!(actions[0].input["command"], "make");
@@ -702,7 +750,7 @@ Sure.
         assert_eq!(actions[0].cwd, None, "not aider's default file name");
         assert_eq!(
             res(&actions[0]).output,
-            "Added 1 line of output to the chat."
+            "make: Nothing to be done for 'all'."
         );
         // A blank line at the end of the file is not passed on: the result waits for the next
         // line.

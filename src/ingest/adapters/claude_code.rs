@@ -72,6 +72,19 @@ impl Format for ClaudeCode {
         Box::new(ClaudeParser::new(path, state.as_ref()))
     }
 
+    /// Claude Code 2.1 writes `<session>/subagents/agent-<id>.meta.json` (`agentType`,
+    /// `description`) beside each sub-agent's transcript: the transcript is linked to its parent
+    /// by its folder, and the meta holds no call.
+    fn companion(&self, path: &Path) -> Option<&'static str> {
+        let name = path.file_name()?.to_str()?;
+        let in_subagents = path
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|dir| dir == "subagents");
+        (in_subagents && name.starts_with("agent-") && name.ends_with(".meta.json"))
+            .then_some("a Claude Code sub-agent's description (agentType, description)")
+    }
+
     fn sniff(&self, path: &Path, head: &[u8]) -> bool {
         sniff(path, head)
     }
@@ -626,6 +639,7 @@ impl RecordParser for ClaudeParser {
                         session: session.clone(),
                         call_id: call_id.to_owned(),
                         result: result_of(block, structured),
+                        replaces: false,
                     }));
                 }
             }

@@ -143,6 +143,12 @@ struct CodexParser {
     running: Vec<(String, String)>,
     /// `write_stdin` polls awaiting their output: (call_id, process id).
     polls: Vec<(String, String)>,
+    /// Calls whose `exec_command_end` came before their output: the output, when it comes,
+    /// gives no result (the end's is final).
+    ended: Vec<String>,
+    /// The session's shell when it is no POSIX shell (`powershell`, `cmd`), from the
+    /// `<shell>` of its environment context: its string commands are marked with it.
+    shell: Option<String>,
 }
 
 impl CodexParser {
@@ -156,6 +162,8 @@ impl CodexParser {
             replaying: false,
             running: Vec::new(),
             polls: Vec::new(),
+            ended: Vec::new(),
+            shell: None,
         };
         if let Some(Value::Object(state)) = state {
             parser.restore(&state);
@@ -180,6 +188,18 @@ impl CodexParser {
             .unwrap_or(false);
         self.running = pairs(state.get("running"));
         self.polls = pairs(state.get("polls"));
+        self.ended = match state.get("ended") {
+            Some(Value::Array(ids)) => ids
+                .iter()
+                .filter_map(Value::as_str)
+                .take(MAX_PENDING)
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        };
+        self.shell = str_field(state, "shell")
+            .and_then(foreign_shell)
+            .map(str::to_owned);
     }
 
     fn handle(
@@ -206,6 +226,10 @@ impl CodexParser {
                     Ok(())
                 }
                 "response_item" => self.response_item(payload, ts, pos, out),
+                "event_msg" => {
+                    self.event(payload, out);
+                    Ok(())
+                }
                 _ => Ok(()),
             };
         }
@@ -323,9 +347,13 @@ impl CodexParser {
                     && let (Some(call_id), Some(process)) =
                         (call_id, arguments.get("session_id").and_then(scalar_string))
                 {
+                    // A poll of (or input to) a running command belongs to that command: its
+                    // answer finishes the command's result, it is no call of its own.
                     push_bounded(&mut self.polls, (call_id.to_owned(), process));
+                    return Ok(());
                 }
-                let (input, workdir) = normalise_input(name, arguments);
+                let (mut input, workdir) = normalise_input(name, arguments);
+                self.mark_shell(name, &mut input);
                 out.push(Item::Action(
                     self.action(name, input, call_id, workdir, ts, pos),
                 ));
@@ -364,7 +392,8 @@ impl CodexParser {
                         return Err(Problem::new("local_shell_call \"action\" is not an object"));
                     }
                 };
-                let (input, workdir) = normalise_input("local_shell", exec);
+                let (mut input, workdir) = normalise_input("local_shell", exec);
+                self.mark_shell("local_shell", &mut input);
                 out.push(Item::Action(self.action(
                     "local_shell",
                     input,
@@ -387,11 +416,15 @@ impl CodexParser {
                 self.output(call_id, output, out);
             }
             // Bare rollouts have no meta cwd: it is in the first environment_context message.
-            "message"
-                if self.cwd.is_none()
-                    && item.get("role").and_then(Value::as_str) == Some("user") =>
-            {
-                self.cwd = environment_cwd(item.get("content"));
+            "message" if item.get("role").and_then(Value::as_str) == Some("user") => {
+                if let Some(context) = environment_context(item.get("content")) {
+                    if self.cwd.is_none() {
+                        self.cwd = tag(context, "cwd").map(str::to_owned);
+                    }
+                    if let Some(shell) = tag(context, "shell") {
+                        self.shell = foreign_shell(shell).map(str::to_owned);
+                    }
+                }
             }
             _ => {}
         }
@@ -400,35 +433,91 @@ impl CodexParser {
 
     /// Emits a call's result, handling unified-exec processes that outlive their first output.
     fn output(&mut self, call_id: &str, output: Output, out: &mut Vec<Item>) {
+        if take(&mut self.ended, |id| id == call_id).is_some() {
+            // Its `exec_command_end` came first and was final.
+            return;
+        }
         let polled = take(&mut self.polls, |(call, _)| call == call_id).map(|(_, p)| p);
+        if let Some(process) = polled {
+            // A poll's answer: the running command's result once it says the process exited.
+            if output.result.exit_code.is_some()
+                && let Some((_, exec_call)) = take(&mut self.running, |(p, _)| *p == process)
+            {
+                let result = ActionResult {
+                    duration_ms: None,
+                    ..output.result
+                };
+                out.push(self.result(&exec_call, result, false));
+            }
+            return;
+        }
         if output.result.exit_code.is_none()
             && let Some(process) = output.running
         {
-            if polled.is_none() {
-                // The exec_command's first output: the process is still running.
-                push_bounded(&mut self.running, (process, call_id.to_owned()));
-                return;
-            }
-        } else if let Some(process) = polled
-            && output.result.exit_code.is_some()
-            && let Some((_, exec_call)) = take(&mut self.running, |(p, _)| *p == process)
-        {
-            out.push(self.result(call_id, output.result.clone()));
-            let result = ActionResult {
-                duration_ms: None,
-                ..output.result
-            };
-            out.push(self.result(&exec_call, result));
+            // The exec_command's first output: the process is still running.
+            push_bounded(&mut self.running, (process, call_id.to_owned()));
             return;
         }
-        out.push(self.result(call_id, output.result));
+        out.push(self.result(call_id, output.result, false));
     }
 
-    fn result(&self, call_id: &str, result: ActionResult) -> Item {
+    /// An event of the session: `exec_command_end` is a command's final word — its exit code,
+    /// duration and whole output — whenever it comes (before or after the call's output, or
+    /// after the polls of a command that ran on).
+    fn event(&mut self, payload: &Map<String, Value>, out: &mut Vec<Item>) {
+        if self.replaying || payload.get("type").and_then(Value::as_str) != Some("exec_command_end")
+        {
+            return;
+        }
+        // A command the user ran themselves (`!cmd`) answers no call of the agent's.
+        if payload.get("source").and_then(Value::as_str) == Some("user_shell") {
+            return;
+        }
+        let Some(call_id) = str_field(payload, "call_id") else {
+            return;
+        };
+        let Some(result) = exec_end_result(payload) else {
+            return;
+        };
+        take(&mut self.running, |(_, call)| call == call_id);
+        if !self.ended.iter().any(|id| id == call_id) {
+            if self.ended.len() >= MAX_PENDING {
+                self.ended.remove(0);
+            }
+            self.ended.push(call_id.to_owned());
+        }
+        out.push(self.result(call_id, result, true));
+    }
+
+    /// Marks a shell call's input with its shell when that is no POSIX shell (`"shell":
+    /// "powershell"`): mining reads such lines as another language, never as sh.
+    fn mark_shell(&self, tool: &str, input: &mut Value) {
+        if !is_shell_tool(tool) {
+            return;
+        }
+        let Value::Object(fields) = input else {
+            return;
+        };
+        let named = fields.get("shell").and_then(Value::as_str);
+        let argv_shell = match fields.get("argv") {
+            Some(Value::Array(argv)) => argv.first().and_then(Value::as_str),
+            _ => None,
+        };
+        let shell = match (named, argv_shell) {
+            (None, None) => self.shell.as_deref(),
+            (named, argv) => named.or(argv).and_then(foreign_shell),
+        };
+        if let Some(shell) = shell {
+            fields.insert("shell".to_owned(), Value::String(shell.to_owned()));
+        }
+    }
+
+    fn result(&self, call_id: &str, result: ActionResult, replaces: bool) -> Item {
         Item::Result(LateResult {
             session: self.session.clone(),
             call_id: call_id.to_owned(),
             result,
+            replaces,
         })
     }
 
@@ -490,6 +579,8 @@ impl RecordParser for CodexParser {
             "replaying": self.replaying,
             "running": pairs(&self.running),
             "polls": pairs(&self.polls),
+            "ended": self.ended,
+            "shell": self.shell,
         })
     }
 }
@@ -757,18 +848,76 @@ fn resolve_dir(base: Option<&str>, dir: &str) -> Option<String> {
     Some(format!("{}{sep}{rel}", base.trim_end_matches(sep)))
 }
 
-/// The `<cwd>` of an `<environment_context>` user message (bare rollouts have no meta cwd).
-fn environment_cwd(content: Option<&Value>) -> Option<String> {
+/// The text of an `<environment_context>` user message, which names the session's `<cwd>`
+/// (bare rollouts have no meta cwd) and `<shell>`.
+fn environment_context(content: Option<&Value>) -> Option<&str> {
     let parts = content?.as_array()?;
     parts.iter().find_map(|part| {
         let text = part.get("text")?.as_str()?;
-        if !text.contains("<environment_context>") {
-            return None;
+        text.contains("<environment_context>").then_some(text)
+    })
+}
+
+/// The trimmed text of the first `<name>…</name>` element of `text`, when not empty.
+fn tag<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    let open = format!("<{name}>");
+    let close = format!("</{name}>");
+    let start = text.find(&open)? + open.len();
+    let len = text.get(start..)?.find(&close)?;
+    let value = text.get(start..start + len)?.trim();
+    (!value.is_empty()).then_some(value)
+}
+
+/// The canonical name of a shell that is not POSIX (`powershell`, `cmd`), from a program name
+/// or path (`C:\...\pwsh.exe`); `None` for sh-like shells and anything else.
+fn foreign_shell(program: &str) -> Option<&'static str> {
+    let base = program.rsplit(['/', '\\']).next().unwrap_or(program);
+    let base = base.to_ascii_lowercase();
+    let base = base.strip_suffix(".exe").unwrap_or(&base);
+    match base {
+        "powershell" | "pwsh" | "windows powershell" => Some("powershell"),
+        "cmd" => Some("cmd"),
+        _ => None,
+    }
+}
+
+/// The final result an `exec_command_end` event holds: exit code, duration (`{secs, nanos}`)
+/// and the whole output (`aggregated_output`, else stdout then stderr).
+fn exec_end_result(payload: &Map<String, Value>) -> Option<ActionResult> {
+    let exit_code = payload
+        .get("exit_code")
+        .and_then(Value::as_i64)
+        .and_then(|c| i32::try_from(c).ok());
+    let status = payload.get("status").and_then(Value::as_str);
+    if exit_code.is_none() && status.is_none() {
+        return None;
+    }
+    let duration_ms = payload.get("duration").and_then(|d| {
+        let secs = d.get("secs")?.as_u64()?;
+        let nanos = d.get("nanos").and_then(Value::as_u64).unwrap_or(0);
+        secs.checked_mul(1000)?.checked_add(nanos / 1_000_000)
+    });
+    let output = match str_field(payload, "aggregated_output") {
+        Some(all) if !all.is_empty() => all.to_owned(),
+        _ => {
+            let stdout = str_field(payload, "stdout").unwrap_or("");
+            let stderr = str_field(payload, "stderr").unwrap_or("");
+            match (stdout.is_empty(), stderr.is_empty()) {
+                (_, true) => stdout.to_owned(),
+                (true, false) => stderr.to_owned(),
+                (false, false) => format!("{stdout}\n{stderr}"),
+            }
         }
-        let start = text.find("<cwd>")? + "<cwd>".len();
-        let len = text.get(start..)?.find("</cwd>")?;
-        let cwd = text.get(start..start + len)?.trim();
-        (!cwd.is_empty()).then(|| cwd.to_owned())
+    };
+    let ok = match exit_code {
+        Some(code) => code == 0,
+        None => status == Some("completed"),
+    };
+    Some(ActionResult {
+        ok,
+        exit_code,
+        output,
+        duration_ms,
     })
 }
 
@@ -936,8 +1085,13 @@ mod tests {
                     let call = self.actions.iter_mut().rev().find(|a| {
                         a.session == late.session && a.call_id.as_deref() == Some(&late.call_id)
                     });
+                    // As the store joins: a result fills a call without one; a final one
+                    // replaces what is there.
                     match call {
-                        Some(action) => action.result = Some(late.result),
+                        Some(action) if action.result.is_none() || late.replaces => {
+                            action.result = Some(late.result)
+                        }
+                        Some(_) => {}
                         None => self.orphans.push(late),
                     }
                 }
@@ -1256,7 +1410,7 @@ mod tests {
         let run = run("unified.jsonl", UNIFIED.as_bytes());
         assert_eq!(
             (run.problems.clone(), run.orphans.len(), run.actions.len()),
-            (vec![], 0, 4)
+            (vec![], 0, 3)
         );
         let a = &run.actions;
         assert!(
@@ -1277,17 +1431,14 @@ mod tests {
                 duration_ms: None
             }
         );
-        assert_eq!(a[1].tool, "write_stdin");
+        // The poll belongs to the command it waited on: no action of its own.
+        assert!(a.iter().all(|a| a.tool != "write_stdin"));
         assert_eq!(
-            (result(&a[1]).exit_code, result(&a[1]).duration_ms),
-            (Some(101), Some(6500))
-        );
-        assert_eq!(
-            (command(&a[2]), a[2].cwd.as_deref()),
+            (command(&a[1]), a[1].cwd.as_deref()),
             ("git status --short", Some("/repo/app"))
         );
         assert_eq!(
-            result(&a[2]),
+            result(&a[1]),
             &ActionResult {
                 ok: true,
                 exit_code: Some(0),
@@ -1295,9 +1446,148 @@ mod tests {
                 duration_ms: Some(50)
             }
         );
-        assert_eq!(a[3].input, json!({"query": "tokio"}));
-        assert_eq!(result(&a[3]).output, "tokio 1.48\ndocs.rs/tokio");
-        assert!(result(&a[3]).ok);
+        assert_eq!(a[2].input, json!({"query": "tokio"}));
+        assert_eq!(result(&a[2]).output, "tokio 1.48\ndocs.rs/tokio");
+        assert!(result(&a[2]).ok);
+    }
+
+    /// codex-rs 0.122 (`codex-rs/protocol/src/protocol.rs`, `ExecCommandEndEvent`): an
+    /// `exec_command_end` event holds a command's exit code, duration and whole output. It comes
+    /// after the call's output (most often), before it, or after a running command's polls.
+    const ENDS: &str = r#"{"timestamp":"2026-04-20T09:00:00.000Z","type":"session_meta","payload":{"id":"019db04b-0000-7000-8000-00000000e0d5","timestamp":"2026-04-20T09:00:00.000Z","cwd":"/w","originator":"codex-tui","cli_version":"0.122.0","source":"cli","model_provider":"openai"}}
+{"timestamp":"2026-04-20T09:00:01.000Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"rg -n vault src\",\"max_output_tokens\":10}","call_id":"call_after"}}
+{"timestamp":"2026-04-20T09:00:02.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_after","output":"Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 0\nOriginal token count: 900\nOutput:\nTotal output lines: 3\n\nsrc/a.rs:1: vault\n…"}}
+{"timestamp":"2026-04-20T09:00:02.100Z","type":"event_msg","payload":{"type":"exec_command_end","call_id":"call_after","process_id":"11","command":["/bin/zsh","-lc","rg -n vault src"],"cwd":"/w","source":"unified_exec_startup","stdout":"","stderr":"","aggregated_output":"src/a.rs:1: vault\nsrc/b.rs:2: vault\nsrc/c.rs:3: vault\n","exit_code":0,"duration":{"secs":0,"nanos":120000000},"formatted_output":"","status":"completed"}}
+{"timestamp":"2026-04-20T09:00:03.000Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"sed -n 1,5p missing.txt\"}","call_id":"call_before"}}
+{"timestamp":"2026-04-20T09:00:03.100Z","type":"event_msg","payload":{"type":"exec_command_end","call_id":"call_before","source":"unified_exec_startup","stdout":"","stderr":"sed: missing.txt: No such file or directory\n","aggregated_output":"","exit_code":1,"duration":{"secs":0,"nanos":3000000},"status":"failed"}}
+{"timestamp":"2026-04-20T09:00:03.200Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_before","output":"Chunk ID: 2\nWall time: 0.0 seconds\nProcess exited with code 1\nOriginal token count: 9\nOutput:\nsed: missing.txt: No such file or directory\n"}}
+{"timestamp":"2026-04-20T09:00:04.000Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"npm run dev -- --port 3001\"}","call_id":"call_long"}}
+{"timestamp":"2026-04-20T09:00:05.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_long","output":"Chunk ID: 3\nWall time: 1.0 seconds\nProcess running with session ID 2909\nOriginal token count: 5\nOutput:\n> next dev\n"}}
+{"timestamp":"2026-04-20T09:00:06.000Z","type":"event_msg","payload":{"type":"exec_command_end","call_id":"call_long","process_id":"2909","source":"unified_exec_startup","aggregated_output":"> next dev\nError: port 3001 in use\n","exit_code":1,"duration":{"secs":2,"nanos":5000000},"status":"failed"}}
+{"timestamp":"2026-04-20T09:00:07.000Z","type":"response_item","payload":{"type":"function_call","name":"write_stdin","arguments":"{\"session_id\":2909,\"chars\":\"\",\"yield_time_ms\":1000}","call_id":"call_poll"}}
+{"timestamp":"2026-04-20T09:00:08.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_poll","output":"Chunk ID: 4\nWall time: 0.0 seconds\nProcess exited with code 1\nOriginal token count: 4\nOutput:\nError: port 3001 in use\n"}}
+{"timestamp":"2026-04-20T09:00:09.000Z","type":"event_msg","payload":{"type":"exec_command_end","call_id":"user_1","source":"user_shell","aggregated_output":"hi\n","exit_code":0,"duration":{"secs":0,"nanos":1},"status":"completed"}}
+{"timestamp":"2026-04-20T09:00:10.000Z","type":"event_msg","payload":{"type":"exec_command_end","call_id":"call_x","exit_code":"zero"}}
+"#;
+
+    #[test]
+    fn exec_command_end_is_the_final_word() {
+        for split in 0..=ENDS.lines().count() {
+            let run = run_split("r.jsonl", ENDS.as_bytes(), split);
+            assert_eq!(run.problems, vec![], "split {split}");
+            let a = &run.actions;
+            let commands: Vec<&str> = a.iter().map(command).collect();
+            assert_eq!(
+                commands,
+                [
+                    "rg -n vault src",
+                    "sed -n 1,5p missing.txt",
+                    "npm run dev -- --port 3001"
+                ],
+                "split {split}: polls are no actions"
+            );
+            // After the output: the end's whole output and duration replace the truncated text.
+            assert_eq!(
+                result(&a[0]),
+                &ActionResult {
+                    ok: true,
+                    exit_code: Some(0),
+                    output: "src/a.rs:1: vault\nsrc/b.rs:2: vault\nsrc/c.rs:3: vault\n".into(),
+                    duration_ms: Some(120),
+                },
+                "split {split}"
+            );
+            // Before the output: the output that follows changes nothing.
+            assert_eq!(
+                result(&a[1]),
+                &ActionResult {
+                    ok: false,
+                    exit_code: Some(1),
+                    output: "sed: missing.txt: No such file or directory\n".into(),
+                    duration_ms: Some(3),
+                },
+                "split {split}"
+            );
+            // A command that ran on: the end gives its result, the later poll does not undo it.
+            assert_eq!(
+                result(&a[2]),
+                &ActionResult {
+                    ok: false,
+                    exit_code: Some(1),
+                    output: "> next dev\nError: port 3001 in use\n".into(),
+                    duration_ms: Some(2005),
+                },
+                "split {split}"
+            );
+            // The user's own `!cmd` and an end without an exit are no results of any call.
+            assert!(run.orphans.is_empty(), "split {split}: {:?}", run.orphans);
+        }
+    }
+
+    /// Windows sessions run PowerShell: the environment context says `<shell>powershell</shell>`
+    /// and the commands are PowerShell (`recent/codex/Solsmile__codex-session.jsonl`, 0.142.5);
+    /// an argv names its shell itself; `shell {command: [argv]}` is how other providers call.
+    const SHELLS: &str = r#"{"timestamp":"2026-07-02T10:00:00.000Z","type":"session_meta","payload":{"id":"019f2242-0000-7000-8000-000000000001","timestamp":"2026-07-02T10:00:00.000Z","cwd":"C:\\Users\\y\\Coding\\S","originator":"codex_vscode","cli_version":"0.142.5","source":"vscode","model_provider":"openai"}}
+{"timestamp":"2026-07-02T10:00:00.100Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <cwd>C:\\Users\\y\\Coding\\S</cwd>\n  <shell>powershell</shell>\n</environment_context>"}]}}
+{"timestamp":"2026-07-02T10:00:01.000Z","type":"response_item","payload":{"type":"function_call","name":"shell_command","arguments":"{\"command\":\"Get-ChildItem -Force\",\"workdir\":\"C:\\\\Users\\\\y\\\\Coding\\\\S\"}","call_id":"call_ps"}}
+{"timestamp":"2026-07-02T10:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"bash\",\"-lc\",\"ls -la\"]}","call_id":"call_sh"}}
+{"timestamp":"2026-07-02T10:00:03.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"pwsh.exe\",\"-Command\",\"Get-Content a.txt\"]}","call_id":"call_pwsh"}}
+{"timestamp":"2026-07-02T10:00:04.000Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"dir\",\"shell\":\"cmd.exe\"}","call_id":"call_cmd"}}
+"#;
+
+    #[test]
+    fn commands_say_which_shell_ran_them() {
+        for split in 0..=SHELLS.lines().count() {
+            let run = run_split("r.jsonl", SHELLS.as_bytes(), split);
+            assert_eq!(run.problems, vec![], "split {split}");
+            let shells: Vec<(&str, Option<&str>)> = run
+                .actions
+                .iter()
+                .map(|a| (command(a), a.input.get("shell").and_then(Value::as_str)))
+                .collect();
+            assert_eq!(
+                shells,
+                [
+                    ("Get-ChildItem -Force", Some("powershell")),
+                    ("ls -la", None),
+                    ("Get-Content a.txt", Some("powershell")),
+                    ("dir", Some("cmd")),
+                ],
+                "split {split}"
+            );
+        }
+    }
+
+    /// The real 0.122 session with 134 `exec_command_end` events and 9 polls.
+    #[test]
+    fn corpus_exec_command_ends_finish_running_commands() {
+        let Some(bytes) = corpus("recent/codex/soulpass__codex-session.jsonl") else {
+            return;
+        };
+        let run = run("soulpass.jsonl", &bytes);
+        assert_eq!(run.problems, vec![]);
+        assert!(run.actions.iter().all(|a| a.tool != "write_stdin"));
+        // 136 exec_command and 12 apply_patch calls; the 9 polls are not calls.
+        assert_eq!(run.actions.len(), 148);
+        let of = |line: &str| {
+            run.actions
+                .iter()
+                .find(|a| command(a) == line)
+                .and_then(|a| a.result.clone())
+        };
+        // Answered "Process running"; the end says it failed.
+        let register = of("sed -n '1,280p' ../Civitas/frontend/app/register/page.tsx")
+            .expect("the running sed has its result");
+        assert_eq!((register.ok, register.exit_code), (false, Some(1)));
+        let dev = of("npm run dev -- --port 3001").expect("the dev server has its result");
+        assert_eq!((dev.ok, dev.exit_code), (false, Some(1)));
+        // The two without an end event are answered by their output's text: one was aborted.
+        let lsof = of("lsof -nP -iTCP:3000 -sTCP:LISTEN").expect("lsof has its result");
+        assert_eq!(
+            (lsof.exit_code, lsof.output.as_str()),
+            (None, "aborted by user after 31.2s")
+        );
+        assert!(run.actions.iter().all(|a| a.result.is_some()));
     }
 
     /// A fork: its own meta, then the parent's meta and history replayed, then its own turn.

@@ -11,6 +11,7 @@ pub mod bash;
 pub mod claude_code;
 pub mod codex;
 pub mod fish;
+pub mod gemini_cli;
 pub mod lenient;
 pub mod native;
 pub mod openhands;
@@ -57,6 +58,10 @@ pub struct LateResult {
     pub call_id: String,
     /// What it produced.
     pub result: ActionResult,
+    /// This is the call's final word and replaces a result given before (Codex's
+    /// `exec_command_end`: the exit code, duration and whole output of a command whose first
+    /// answer was its output so far). An ordinary result never replaces one already joined.
+    pub replaces: bool,
 }
 
 /// What a record yields.
@@ -115,4 +120,10 @@ pub trait Format: Sync {
     /// Whether `head` (the first bytes of a file, up to 64 KiB) and `path` look like this format.
     /// Used by `toolsmith ingest` when no format is given.
     fn sniff(&self, path: &Path, head: &[u8]) -> bool;
+    /// What a file the agent keeps among its logs is, when it is not a log (a Claude Code
+    /// sub-agent's `.meta.json`): a walk passes it by instead of calling it unrecognised.
+    /// `None` for any other file.
+    fn companion(&self, _path: &Path) -> Option<&'static str> {
+        None
+    }
 }

@@ -142,6 +142,7 @@ impl RecordParser for NativeParser {
                             session,
                             call_id,
                             result,
+                            replaces: false,
                         }));
                         Ok(())
                     }

@@ -35,15 +35,22 @@ const PATH_ARG: Field = Field {
     role: Role::Arg(Some(SlotKind::Path)),
 };
 
-/// Known tools: names (Claude Code, Codex, OpenHands, aider) and their fields. Fields not
+/// Known tools: names (Claude Code, Codex, OpenHands, aider, Gemini CLI) and their fields. Fields not
 /// listed (contents, old and new strings, offsets, prompts) are left out of tokens.
 static TOOLS: &[(&[&str], &[Field])] = &[
     (
-        &["Read", "read", "NotebookRead", "view_image", "View"],
+        &[
+            "Read",
+            "read",
+            "NotebookRead",
+            "view_image",
+            "View",
+            "read_file",
+        ],
         &[PATH_ARG],
     ),
     (
-        &["Write", "write", "MultiEdit", "NotebookEdit"],
+        &["Write", "write", "MultiEdit", "NotebookEdit", "write_file"],
         &[PATH_ARG],
     ),
     (
@@ -52,6 +59,7 @@ static TOOLS: &[(&[&str], &[Field])] = &[
             "edit",
             "str_replace_based_edit_tool",
             "str_replace_editor",
+            "replace",
         ],
         &[
             Field {
@@ -63,7 +71,7 @@ static TOOLS: &[(&[&str], &[Field])] = &[
         ],
     ),
     (
-        &["Grep", "grep"],
+        &["Grep", "grep", "grep_search"],
         &[
             Field {
                 keys: &["pattern"],
@@ -71,12 +79,12 @@ static TOOLS: &[(&[&str], &[Field])] = &[
                 role: Role::Arg(Some(SlotKind::String)),
             },
             Field {
-                keys: &["path"],
+                keys: &["path", "dir_path"],
                 name: "path",
                 role: Role::Arg(Some(SlotKind::Path)),
             },
             Field {
-                keys: &["glob"],
+                keys: &["glob", "include"],
                 name: "glob",
                 role: Role::Named(Some(SlotKind::Glob)),
             },
@@ -111,7 +119,7 @@ static TOOLS: &[(&[&str], &[Field])] = &[
                 role: Role::Arg(Some(SlotKind::Glob)),
             },
             Field {
-                keys: &["path"],
+                keys: &["path", "dir_path"],
                 name: "path",
                 role: Role::Arg(Some(SlotKind::Path)),
             },
@@ -126,7 +134,7 @@ static TOOLS: &[(&[&str], &[Field])] = &[
         }],
     ),
     (
-        &["WebSearch", "web_search"],
+        &["WebSearch", "web_search", "google_web_search"],
         &[Field {
             keys: &["query"],
             name: "query",
@@ -352,5 +360,32 @@ mod tests {
         assert!(tool_token("", &json!({}), None).is_none());
         assert_eq!(scalar(&json!(1.5)).as_deref(), Some("1.5"));
         assert_eq!(scalar(&json!(null)), None);
+    }
+
+    /// Gemini CLI's file tools (google-gemini/gemini-cli `packages/core/src/tools`: `read_file`,
+    /// `write_file`, `replace`, `grep_search`) as the same tools of other agents: the path a
+    /// slot, contents and replaced strings left out.
+    #[test]
+    fn gemini_file_tools_are_shaped_like_the_others() {
+        let read = tool_token(
+            "read_file",
+            &json!({"file_path": "src/a.rs", "start_line": 1}),
+            None,
+        )
+        .expect("a token");
+        assert_eq!(read.key, "read_file <arg>");
+        assert_eq!(read.template, "read_file <path>");
+        assert_eq!(read.slots[0].kind, SlotKind::Path);
+        let edit = json!({"file_path": "src/a.rs", "old_string": "a", "new_string": "b"});
+        let edit = tool_token("replace", &edit, None).expect("a token");
+        assert_eq!(edit.key, "replace <arg>");
+        assert_eq!(edit.slots.len(), 1);
+        let write = json!({"file_path": "src/a.rs", "content": "x"});
+        let write = tool_token("write_file", &write, None).expect("a token");
+        assert_eq!(write.key, "write_file <arg>");
+        assert_eq!(write.slots.len(), 1);
+        let grep = json!({"pattern": "fn main", "dir_path": "src", "include": "*.rs"});
+        let grep = tool_token("grep_search", &grep, None).expect("a token");
+        assert_eq!(grep.template, "grep_search glob=<glob> <pattern> <path>");
     }
 }

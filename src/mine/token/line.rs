@@ -189,7 +189,7 @@ impl Tokenizer {
     }
 
     /// The token of a line the parser rejected: its first word and the whole line.
-    fn unparsed(&self, line: &str, cwd: Option<&str>) -> Option<Token> {
+    pub(super) fn unparsed(&self, line: &str, cwd: Option<&str>) -> Option<Token> {
         // A broken line may start with an operator or a quote (`| sed …`, `"foo`): the program
         // is the first run of word characters.
         let start = line.trim_start_matches(|c: char| {

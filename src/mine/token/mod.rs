@@ -183,6 +183,14 @@ impl Globbing {
     }
 }
 
+/// Whether a shell an action names (`"shell": "powershell"`, `pwsh.exe`, `cmd`) is not POSIX.
+fn is_foreign_shell(shell: &str) -> bool {
+    let base = shell.rsplit(['/', '\\']).next().unwrap_or(shell);
+    let base = base.to_ascii_lowercase();
+    let base = base.strip_suffix(".exe").unwrap_or(&base);
+    matches!(base, "powershell" | "pwsh" | "cmd")
+}
+
 /// Where a token came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -413,6 +421,17 @@ impl Tokenizer {
             return (Vec::new(), LineParse::NoLine);
         }
         if let Some(line) = shell_line(action) {
+            // A line the log says ran in PowerShell or cmd.exe is never read as sh, whatever
+            // its words look like.
+            if action
+                .input
+                .get("shell")
+                .and_then(Value::as_str)
+                .is_some_and(is_foreign_shell)
+            {
+                let tokens = self.unparsed(line, action.cwd.as_deref());
+                return (tokens.into_iter().collect(), LineParse::Foreign);
+            }
             let dialect = if action.source == Source::Fish {
                 Dialect::Fish
             } else {
@@ -599,6 +618,41 @@ mod tests {
         assert_eq!(json["slots"][0]["kind"], "string");
         let back: Token = serde_json::from_value(json).unwrap();
         assert_eq!(&back, t);
+    }
+
+    #[test]
+    fn a_line_its_log_says_ran_in_powershell_is_never_read_as_sh() {
+        let tokenizer = Tokenizer::new(&NoiseRules::default());
+        for (shell, line) in [
+            ("powershell", "ls -la"),
+            ("powershell", "Get-ChildItem -Force"),
+            (
+                "C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe",
+                "cat a.txt",
+            ),
+            ("pwsh", "git status"),
+            ("cmd", "dir /s"),
+        ] {
+            let a = action(
+                Source::Codex,
+                "shell_command",
+                json!({ "command": line, "shell": shell }),
+                Some("/w"),
+            );
+            let (tokens, parse) = tokenizer.tokens_and_parse(&a);
+            assert_eq!(parse, LineParse::Foreign, "{shell}: {line}");
+            assert!(
+                tokens.len() <= 1,
+                "{shell}: {line}: one opaque step at most"
+            );
+        }
+        let posix = action(
+            Source::Codex,
+            "shell_command",
+            json!({ "command": "git status", "shell": "/bin/zsh" }),
+            Some("/w"),
+        );
+        assert_ne!(tokenizer.tokens_and_parse(&posix).1, LineParse::Foreign);
     }
 
     #[test]
