@@ -55,10 +55,33 @@ pub fn call_root(action: &Action) -> &str {
     }
 }
 
+/// What [`insert_action`] did with an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inserted {
+    /// It was stored before (a re-read, or a copy of a call already stored): nothing changed.
+    Duplicate,
+    /// It is stored now.
+    New {
+        /// Whether it is stored with its result: one the record carried, or one that arrived
+        /// before the call and waited for it.
+        with_result: bool,
+    },
+}
+
+/// Where in its file an action was read: the `ingest_files` row and the 1-based line of the
+/// record (`None` where lines mean nothing: a whole-file format).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadAt {
+    /// The `ingest_files` row.
+    pub file_id: i64,
+    /// The record's first line.
+    pub line: Option<u64>,
+}
+
 /// Inserts an action at `seq` (its stored key, see [`stored_seq`]) unless already stored —
 /// the same place of the same file generation, or the same call id within its root session
-/// (`root`, see [`call_root`]); `file_id`: the `ingest_files` row it was read from. Joins a
-/// result that arrived before its call. Ingest's batches call it in their transaction.
+/// (`root`, see [`call_root`]); `at`: the file and line it was read from. Joins a result that
+/// arrived before its call. Ingest's batches call it in their transaction.
 #[allow(clippy::too_many_arguments)]
 pub fn insert_action(
     conn: &Connection,
@@ -67,15 +90,15 @@ pub fn insert_action(
     root: &str,
     input: &str,
     ts: Option<&str>,
-    file_id: i64,
-) -> Result<bool, StoreError> {
+    at: ReadAt,
+) -> Result<Inserted, StoreError> {
     let result = action.result.as_ref();
     // The root is stored only where it differs from the session (the index reads it through
     // coalesce), which keeps most rows as small as before.
     let stored_root = (root != action.session).then_some(root);
     let inserted = conn.prepare_cached("INSERT OR IGNORE INTO actions (session, seq, ts, source, cwd, tool, input, call_id, ok,
-                                        exit_code, output, duration_ms, file_id, root)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)")?.execute(
+                                        exit_code, output, duration_ms, file_id, root, line)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)")?.execute(
         params![
             action.session,
             seq as i64,
@@ -89,13 +112,15 @@ pub fn insert_action(
             result.and_then(|r| r.exit_code),
             result.map(|r| r.output.as_str()),
             result.and_then(|r| r.duration_ms).map(|d| d as i64),
-            file_id,
-            stored_root
+            at.file_id,
+            stored_root,
+            at.line.map(|l| i64::try_from(l).unwrap_or(i64::MAX))
         ],
     )? == 1;
     if !inserted {
-        return Ok(false);
+        return Ok(Inserted::Duplicate);
     }
+    let mut with_result = result.is_some();
     if let (Some(call_id), None) = (&action.call_id, result) {
         let pending = conn
             .prepare_cached(
@@ -112,10 +137,10 @@ pub fn insert_action(
             })
             .optional()?;
         if let Some(result) = pending {
-            join_result(conn, root, call_id, &result, false)?;
+            with_result = join_result(conn, root, call_id, &result, false)?;
         }
     }
-    Ok(true)
+    Ok(Inserted::New { with_result })
 }
 
 /// Joins a result to its stored call, found by its root session (see [`call_root`]) and id;
@@ -260,6 +285,65 @@ pub fn actions_between(
         stored_action,
     )?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// An action's id and where it was read: what a person looks up to check a pattern's evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ActionPlace {
+    /// The action's id (what `toolsmith actions` lists).
+    pub id: i64,
+    /// The `ingest_files` row it was read from (`None` once that row is gone).
+    pub file_id: Option<i64>,
+    /// The line its record starts at (`None`: stored by an older build, or a whole-file
+    /// format).
+    pub line: Option<u64>,
+}
+
+/// The id and place of each action of `session` whose seq lies in `first..=last`, in order.
+pub fn places_between(
+    conn: &Connection,
+    session: &str,
+    first: u64,
+    last: u64,
+) -> Result<Vec<ActionPlace>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, file_id, line FROM actions WHERE session = ?1 AND seq BETWEEN ?2 AND ?3
+         ORDER BY seq",
+    )?;
+    let rows = stmt.query_map(
+        params![
+            session,
+            i64::try_from(first).unwrap_or(i64::MAX),
+            i64::try_from(last).unwrap_or(i64::MAX)
+        ],
+        |row| {
+            Ok(ActionPlace {
+                id: row.get(0)?,
+                file_id: row.get(1)?,
+                line: row.get::<_, Option<i64>>(2)?.map(|l| l as u64),
+            })
+        },
+    )?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The actions with these ids, in id order (ids not stored are left out).
+pub fn actions_by_id(conn: &Connection, ids: &[i64]) -> Result<Vec<StoredAction>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, session, seq, ts, source, cwd, tool, input, call_id, ok, exit_code, output,
+                duration_ms
+         FROM actions WHERE id = ?1",
+    )?;
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut found = Vec::with_capacity(sorted.len());
+    for id in sorted {
+        if let Some(action) = stmt.query_row([id], stored_action).optional()? {
+            found.push(action);
+        }
+    }
+    Ok(found)
 }
 
 /// A row of `SELECT id, session, seq, ts, source, cwd, tool, input, call_id, ok, exit_code,

@@ -370,6 +370,9 @@ fn staged_needs(staging: &Staging, attempt: u32) -> Vec<crate::sandbox::Need> {
         .unwrap_or_default()
 }
 
+/// How many of a candidate's occurrences `toolsmith show` says where they were read.
+const SHOWN_OCCURRENCES: usize = 8;
+
 /// `toolsmith show <candidate> [--attempts]`.
 pub(super) fn show(
     cli: &Cli,
@@ -397,9 +400,25 @@ pub(super) fn show(
             ),
         ));
     };
-    let (_, state_dir) = store?;
+    let (conn, state_dir) = store?;
     let (c, interrupted) = presented(c, &state_dir);
     let staging = Staging::new(&state_dir, &c.id);
+    // Where the first occurrences were read: the ids `toolsmith actions` looks up, files, lines.
+    let read_from = staging
+        .spec()
+        .map(|spec| {
+            spec.occurrences
+                .iter()
+                .take(SHOWN_OCCURRENCES)
+                .map(|o| {
+                    let e = &o.evidence;
+                    crate::ingest::store::provenance(&conn, &e.session, e.first_seq, e.last_seq)
+                        .map(|p| (e.session.clone(), p))
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?
+        .unwrap_or_default();
     let numbers = staging.attempts();
     let proposal = if c.state == candidates::State::AwaitingReview {
         super::registry::proposal_of(cli, &c.id)
@@ -439,6 +458,7 @@ pub(super) fn show(
                 "diffs": diffs,
                 "proposal": proposal,
                 "needs": needs,
+                "read_from": read_from.iter().map(|(session, p)| json!({"session": session, "read_from": p})).collect::<Vec<_>>(),
             }),
         );
     }
@@ -483,28 +503,14 @@ pub(super) fn show(
             }
         }
         if !spec.occurrences.is_empty() {
-            let seen: Vec<String> = spec
-                .occurrences
-                .iter()
-                .take(8)
-                .map(|o| {
-                    format!(
-                        "{} (actions {}-{})",
-                        o.evidence.session, o.evidence.first_seq, o.evidence.last_seq
-                    )
-                })
-                .collect();
-            let more = spec.occurrences.len().saturating_sub(seen.len());
-            writeln!(
-                out,
-                "evidence: {}{}",
-                seen.join(", "),
-                if more > 0 {
-                    format!(" and {more} more")
-                } else {
-                    String::new()
-                }
-            )?;
+            writeln!(out, "evidence:")?;
+            for (session, place) in &read_from {
+                writeln!(out, "  session {session}: {place}")?;
+            }
+            let more = spec.occurrences.len().saturating_sub(read_from.len());
+            if more > 0 {
+                writeln!(out, "  and {more} more")?;
+            }
         }
     }
     let Some(&last) = numbers.last() else {

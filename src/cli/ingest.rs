@@ -5,7 +5,7 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::output::{self, Style};
 use super::{Cli, Failure, load_config};
@@ -80,7 +80,7 @@ pub(super) fn ingest(
         match (&report.format, &report.skipped) {
             (Some(format), None) => writeln!(
                 out,
-                "{:<12} {:>8} actions {:>6} results {:>5} problems  {}",
+                "{:<12} {:>8} new actions {:>6} results {:>5} problems  {}",
                 format,
                 report.actions,
                 report.results,
@@ -102,7 +102,7 @@ pub(super) fn ingest(
     }
     writeln!(
         out,
-        "{} files, {:.1} MiB: {actions} new actions, {results} results joined, {problems} problems",
+        "{} files, {:.1} MiB: {actions} new actions, {results} results stored, {problems} problems",
         reports.len(),
         bytes as f64 / (1024.0 * 1024.0)
     )?;
@@ -124,18 +124,51 @@ fn open_store(cli: &Cli) -> Result<rusqlite::Connection, Failure> {
     Ok(store::open_read_only(&path)?)
 }
 
-/// `toolsmith actions [--session S] [--limit N]`.
+/// `toolsmith actions [ID…] [--session S] [--limit N]`.
 pub(super) fn actions(
     cli: &Cli,
+    ids: &[i64],
     session: Option<&str>,
     limit: u64,
     out: &mut impl Write,
     style: Style,
 ) -> Result<(), Failure> {
     let conn = open_store(cli)?;
-    let actions = crate::action::stored::recent_actions(&conn, session, limit)?;
+    let actions = if ids.is_empty() {
+        crate::action::stored::recent_actions(&conn, session, limit)?
+    } else {
+        let found = crate::action::stored::actions_by_id(&conn, ids)?;
+        if let Some(missing) = ids.iter().find(|id| !found.iter().any(|a| a.id == **id)) {
+            return Err(Failure::new(
+                ExitCode::Failure,
+                format!("no action {missing}: `toolsmith actions` lists the stored ones"),
+            ));
+        }
+        found
+    };
+    // Asked by id: where each was read, for a person to open the log there.
+    let read_from = if ids.is_empty() {
+        Vec::new()
+    } else {
+        actions
+            .iter()
+            .map(|a| ingest_store::provenance(&conn, &a.session, a.seq, a.seq))
+            .collect::<Result<Vec<_>, _>>()?
+    };
     if cli.global.json {
-        return output::json(out, &json!(actions));
+        if ids.is_empty() {
+            return output::json(out, &json!(actions));
+        }
+        let rows: Vec<Value> = actions
+            .iter()
+            .zip(&read_from)
+            .map(|(a, p)| {
+                let mut row = json!(a);
+                row["read_from"] = json!(p.files);
+                row
+            })
+            .collect();
+        return output::json(out, &json!(rows));
     }
     let mut current = None;
     for action in &actions {
@@ -164,12 +197,19 @@ pub(super) fn actions(
             .collect();
         writeln!(
             out,
-            "  {:<20} {:<10} {:<8} {}",
+            "  {:>7} {:<20} {:<10} {:<8} {}",
+            action.id,
             action.ts.as_deref().unwrap_or("-"),
             action.tool,
             outcome,
             what
         )?;
+    }
+    if !read_from.is_empty() {
+        writeln!(out, "read from:")?;
+    }
+    for place in &read_from {
+        writeln!(out, "  {place}")?;
     }
     if actions.is_empty() {
         writeln!(out, "no actions stored")?;

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{Failure, output};
 use crate::exit::ExitCode;
@@ -151,8 +151,108 @@ fn systemctl(args: &[&str]) -> Result<(), String> {
 const START: [&str; 4] = ["enable", "--now", "toolsmith.socket", "toolsmith.service"];
 const STOP: [&str; 4] = ["disable", "--now", "toolsmith.service", "toolsmith.socket"];
 
-/// `toolsmith install --user [--enable]`.
-pub(super) fn install(json_out: bool, enable: bool, out: &mut impl Write) -> Result<(), Failure> {
+/// toolsmith's MCP set-up for each agent found here; with `write`, merged into each agent's
+/// file. The words (or JSON) go to `out`; a file refused (one that does not parse) makes the
+/// command fail once every agent is done.
+fn agents_setup(
+    json_out: bool,
+    write: bool,
+    out: &mut impl Write,
+) -> Result<(Value, Option<Failure>), Failure> {
+    use crate::mcp::agents::{self, Agent, Homes, Merged};
+    let homes = Homes::from_env().ok_or_else(|| {
+        fail("$HOME is not set: cannot find the agents' configuration; set it and run again")
+    })?;
+    let toolsmith =
+        std::env::current_exe().map_err(|e| fail(format!("cannot find this executable: {e}")))?;
+    let found: Vec<Agent> = Agent::ALL.into_iter().filter(|a| a.found(&homes)).collect();
+    let mut rows = Vec::new();
+    let mut refused = Vec::new();
+    if !json_out {
+        if found.is_empty() {
+            writeln!(
+                out,
+                "no agent found here (looked for ~/.claude, $CODEX_HOME or ~/.codex, ~/.gemini, \
+                 ~/.config/opencode, ~/.cursor, Cline's settings): no MCP set-up to give"
+            )?;
+        } else if !write {
+            writeln!(
+                out,
+                "MCP set-up for the agents found here (`toolsmith install --agents` writes it):"
+            )?;
+        }
+    }
+    for agent in found {
+        let setup = agents::mcp_setup(agent, &homes, &toolsmith);
+        if !write {
+            if !json_out {
+                writeln!(
+                    out,
+                    "\n{}: in {}, at {}",
+                    agent.as_str(),
+                    setup.file.display(),
+                    setup.at
+                )?;
+                if let Some(command) = &setup.command {
+                    writeln!(out, "  or run: {command}")?;
+                }
+                for line in setup.text.lines() {
+                    writeln!(out, "    {line}")?;
+                }
+            }
+            rows.push(json!(setup));
+            continue;
+        }
+        let result = agents::merge(&setup);
+        let (status, detail) = match &result {
+            Ok(Merged::Unchanged) => ("unchanged", String::new()),
+            Ok(Merged::Created) => ("created", String::new()),
+            Ok(Merged::Updated { backup }) => {
+                ("updated", format!(" (was kept as {})", backup.display()))
+            }
+            Err(e) => ("refused", format!(": {e}")),
+        };
+        let error = result.as_ref().err().map(ToString::to_string);
+        if let Some(e) = &error {
+            refused.push(e.clone());
+        }
+        if !json_out {
+            writeln!(
+                out,
+                "{:<12} {status:<9} {}{detail}",
+                agent.as_str(),
+                setup.file.display()
+            )?;
+        }
+        rows.push(
+            json!({"agent": agent, "file": setup.file, "at": setup.at, "status": status, "error": error}),
+        );
+    }
+    let failure = (!refused.is_empty()).then(|| {
+        fail(format!(
+            "{} agent configuration(s) left as they were: {}",
+            refused.len(),
+            refused.join("; ")
+        ))
+    });
+    Ok((Value::Array(rows), failure))
+}
+
+/// `toolsmith install [--user [--enable]] [--agents]`.
+pub(super) fn install(
+    json_out: bool,
+    user: bool,
+    enable: bool,
+    write_agents: bool,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    if !user {
+        let (rows, failure) = agents_setup(json_out, write_agents, out)?;
+        if json_out {
+            output::json(out, &json!({ "agents": rows }))?;
+        }
+        return failure.map_or(Ok(()), Err);
+    }
     let daemon = daemon_binary()?;
     let home = config_home()?;
     let units = home.join("systemd/user");
@@ -190,15 +290,18 @@ pub(super) fn install(json_out: bool, enable: bool, out: &mut impl Write) -> Res
         false
     };
     if json_out {
-        return output::json(
+        let (agents, failure) = agents_setup(true, write_agents, out)?;
+        output::json(
             out,
             &json!({
                 "files": files.iter().map(|(p, what)| json!({"path": p, "status": what})).collect::<Vec<_>>(),
                 "daemon": daemon,
                 "commands": commands,
                 "enabled": ran,
+                "agents": agents,
             }),
-        );
+        )?;
+        return failure.map_or(Ok(()), Err);
     }
     for (path, what) in &files {
         writeln!(out, "{what:<9} {}", path.display())?;
@@ -218,7 +321,9 @@ pub(super) fn install(json_out: bool, enable: bool, out: &mut impl Write) -> Res
             "(or run `toolsmith install --user --enable` to have them run for you)"
         )?;
     }
-    Ok(())
+    writeln!(out)?;
+    let (_, failure) = agents_setup(false, write_agents, out)?;
+    failure.map_or(Ok(()), Err)
 }
 
 /// `toolsmith uninstall --user`.

@@ -10,6 +10,7 @@ use super::{Cli, Failure, connect, load_config};
 use crate::daemon::lock::{self, LockError};
 use crate::exit::ExitCode;
 use crate::generate::candidates;
+use crate::ingest::store as ingest_store;
 use crate::mine::miner::{self, MineError, MineOptions, MineSummary};
 use crate::mine::pattern::{self, PatternKind, StoredPattern};
 use crate::store::{self, Store};
@@ -144,10 +145,19 @@ pub(super) fn patterns(
                 format!("no pattern `{id}`: `toolsmith patterns` lists them"),
             ));
         };
+        // Where each occurrence was read: the ids `toolsmith actions` looks up, files and lines.
+        let read_from = found
+            .pattern
+            .evidence
+            .iter()
+            .map(|e| ingest_store::provenance(&conn, &e.session, e.first_seq, e.last_seq))
+            .collect::<Result<Vec<_>, _>>()?;
         if cli.global.json {
-            return output::json(out, &json!(found));
+            let mut value = json!(found);
+            value["read_from"] = json!(read_from);
+            return output::json(out, &value);
         }
-        return show(&found, out, style);
+        return show(&found, &read_from, out, style);
     }
     let found = pattern::list_patterns(&conn, kind, limit)?;
     if cli.global.json {
@@ -187,7 +197,12 @@ pub(super) fn patterns(
     Ok(())
 }
 
-fn show(found: &StoredPattern, out: &mut impl Write, style: Style) -> Result<(), Failure> {
+fn show(
+    found: &StoredPattern,
+    read_from: &[ingest_store::Provenance],
+    out: &mut impl Write,
+    style: Style,
+) -> Result<(), Failure> {
     let p = &found.pattern;
     writeln!(
         out,
@@ -357,17 +372,16 @@ fn show(found: &StoredPattern, out: &mut impl Write, style: Style) -> Result<(),
         writeln!(out, "median duration: {}", human_ms(ms))?;
     }
     writeln!(out, "evidence:")?;
-    for e in p.evidence.iter().take(10) {
+    for (i, e) in p.evidence.iter().take(10).enumerate() {
         let agent = e
             .agent
             .as_deref()
             .map(|a| format!(" ({a})"))
             .unwrap_or_default();
-        writeln!(
-            out,
-            "  session {}{agent} actions {}–{}",
-            e.session, e.first_seq, e.last_seq
-        )?;
+        let place = read_from
+            .get(i)
+            .map_or_else(|| "actions not stored".to_owned(), ToString::to_string);
+        writeln!(out, "  session {}{agent} {place}", e.session)?;
         for c in &e.commands {
             let mut rows = c.lines();
             writeln!(out, "      {}", rows.next().unwrap_or(""))?;

@@ -91,6 +91,10 @@ pub enum Command {
     },
     /// List stored actions, most recent last.
     Actions {
+        /// Only these actions, by id (as `toolsmith patterns ID` and `show` name them), each
+        /// with the file and line it was read from.
+        #[arg(value_name = "ID")]
+        ids: Vec<i64>,
         /// Only this session.
         #[arg(long, value_name = "SESSION")]
         session: Option<String>,
@@ -265,12 +269,18 @@ pub enum Command {
     },
     /// Install toolsmith as a systemd user service, with a commented default configuration.
     Install {
-        /// Install for the current user (the only kind: the system unit is installed by hand).
-        #[arg(long, required = true)]
+        /// Install for the current user (the only kind: the system unit is installed by hand);
+        /// prints the MCP set-up of each agent found here.
+        #[arg(long, required_unless_present = "agents")]
         user: bool,
         /// Also run `systemctl --user daemon-reload` and `enable --now` the units.
-        #[arg(long)]
+        #[arg(long, requires = "user")]
         enable: bool,
+        /// Write toolsmith's MCP server into the configuration of each agent found here (Claude
+        /// Code, Codex, Gemini CLI, OpenCode, Cursor, Cline), keeping the rest of each file and
+        /// a backup of it; a file that does not parse is left alone.
+        #[arg(long)]
+        agents: bool,
     },
     /// Stop and remove the user service installed by `toolsmith install --user`.
     Uninstall {
@@ -302,8 +312,13 @@ pub enum ExportCommand {
     /// gone, and never touches a skill toolsmith did not write.
     Skills {
         /// The skills directory.
-        #[arg(long, value_name = "DIR")]
-        to: PathBuf,
+        #[arg(long, value_name = "DIR", required_unless_present = "agents")]
+        to: Option<PathBuf>,
+        /// Into the skills folder of each agent found here: `~/.claude/skills`,
+        /// `$CODEX_HOME/skills`, `~/.gemini/skills`, `~/.config/opencode/skills` (one copy each
+        /// where one agent reads another's folder).
+        #[arg(long)]
+        agents: bool,
     },
 }
 
@@ -536,9 +551,11 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Ingest { format, paths } => {
             ingest::ingest(cli, format.as_deref(), paths, &mut out)
         }
-        Command::Actions { session, limit } => {
-            ingest::actions(cli, session.as_deref(), *limit, &mut out, style)
-        }
+        Command::Actions {
+            ids,
+            session,
+            limit,
+        } => ingest::actions(cli, ids, session.as_deref(), *limit, &mut out, style),
         Command::Sources => ingest::sources(cli, &mut out),
         Command::Mine => mine::mine(cli, &mut out, style),
         Command::Patterns { kind, limit, id } => {
@@ -550,7 +567,11 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::New { text, examples } => generate::new(cli, text, examples, &mut out, style),
         Command::Candidates => generate::list(cli, &mut out, style),
         Command::Show { id, attempts } => generate::show(cli, id, *attempts, &mut out, style),
-        Command::Install { enable, .. } => install::install(cli.global.json, *enable, &mut out),
+        Command::Install {
+            user,
+            enable,
+            agents,
+        } => install::install(cli.global.json, *user, *enable, *agents, &mut out),
         Command::Uninstall { .. } => install::uninstall(cli.global.json, &mut out),
         Command::Completions { shell } => {
             // clap_complete panics when its writer fails: it writes to memory, we to stdout.
@@ -570,7 +591,9 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Reject { id, reason } => registry::reject(cli, id, reason, &mut out),
         Command::Tools => registry::tools(cli, &mut out, style),
         Command::Sync { remote } => registry::sync(cli, remote.as_deref(), &mut out),
-        Command::Export(ExportCommand::Skills { to }) => registry::export_skills(cli, to, &mut out),
+        Command::Export(ExportCommand::Skills { to, agents }) => {
+            registry::export_skills(cli, to.as_deref(), *agents, &mut out)
+        }
         Command::Verify => registry::verify(cli, &mut out, style),
         Command::Reapprove { yes } => registry::reapprove(cli, *yes, &mut out, style),
         Command::Health { check: true, .. } => health::check(cli, &mut out),

@@ -709,12 +709,14 @@ pub(super) fn sync(cli: &Cli, remote: Option<&str>, out: &mut impl Write) -> Res
     Ok(())
 }
 
-/// `toolsmith export skills --to DIR`.
+/// `toolsmith export skills [--to DIR] [--agents]`.
 pub(super) fn export_skills(
     cli: &Cli,
-    dir: &std::path::Path,
+    to: Option<&std::path::Path>,
+    agents: bool,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
+    use crate::mcp::agents::{Agent, Homes, skill_targets};
     let Opened { registry, .. } = open_for_reading(cli)?;
     let mut active = Vec::new();
     for entry in registry.tools()? {
@@ -725,26 +727,71 @@ pub(super) fn export_skills(
             active.push(m);
         }
     }
-    let report = crate::mcp::skills::export(dir, &active)
-        .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?;
-    if cli.global.json {
-        return output::json(out, &report);
+    let mut dirs: Vec<(Option<Agent>, std::path::PathBuf)> =
+        to.map(|d| (None, d.to_owned())).into_iter().collect();
+    if agents {
+        let homes = Homes::from_env().ok_or_else(|| {
+            Failure::new(
+                ExitCode::Failure,
+                "$HOME is not set: cannot find the agents' skill folders; pass --to DIR",
+            )
+        })?;
+        let found: Vec<Agent> = Agent::ALL
+            .into_iter()
+            .filter(|a| a.found(&homes) && !a.user_skill_dirs(&homes).is_empty())
+            .collect();
+        if found.is_empty() && to.is_none() {
+            return Err(Failure::new(
+                ExitCode::Failure,
+                "no agent that reads skills is set up here (looked for ~/.claude, $CODEX_HOME or \
+                 ~/.codex, ~/.gemini, ~/.config/opencode); pass --to DIR",
+            ));
+        }
+        for (agent, dir) in skill_targets(&homes, &found) {
+            if !dirs.iter().any(|(_, d)| *d == dir) {
+                dirs.push((Some(agent), dir));
+            }
+        }
     }
-    writeln!(
-        out,
-        "{} skills in {}: {} written, {} unchanged, {} removed",
-        active.len(),
-        dir.display(),
-        report.written.len(),
-        report.unchanged.len(),
-        report.removed.len()
-    )?;
-    if !report.skipped.is_empty() {
+    let mut reports = Vec::new();
+    for (agent, dir) in &dirs {
+        let report = crate::mcp::skills::export(dir, &active)
+            .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?;
+        reports.push((*agent, dir, report));
+    }
+    if cli.global.json {
+        // One folder: its report as before; several: one per folder, with its agent.
+        if let ([(None, _, report)], false) = (reports.as_slice(), agents) {
+            return output::json(out, report);
+        }
+        let all: Vec<serde_json::Value> = reports
+            .iter()
+            .map(|(agent, dir, report)| {
+                serde_json::json!({"agent": agent, "dir": dir, "report": report})
+            })
+            .collect();
+        return output::json(out, &all);
+    }
+    for (agent, dir, report) in &reports {
+        let whose = agent
+            .map(|a| format!(" ({})", a.as_str()))
+            .unwrap_or_default();
         writeln!(
             out,
-            "left alone (not written by toolsmith): {}",
-            report.skipped.join(", ")
+            "{} skills in {}{whose}: {} written, {} unchanged, {} removed",
+            active.len(),
+            dir.display(),
+            report.written.len(),
+            report.unchanged.len(),
+            report.removed.len()
         )?;
+        if !report.skipped.is_empty() {
+            writeln!(
+                out,
+                "left alone (not written by toolsmith): {}",
+                report.skipped.join(", ")
+            )?;
+        }
     }
     Ok(())
 }

@@ -55,7 +55,7 @@ pub struct FileReport {
     pub bytes: u64,
     /// New actions stored.
     pub actions: u64,
-    /// Results joined to calls.
+    /// Results stored with their calls during this read (see [`Applied::joined`]).
     pub results: u64,
     /// Problems met (bad records).
     pub problems: u64,

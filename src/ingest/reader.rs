@@ -556,6 +556,9 @@ pub fn read_from<E: From<ReadError>>(
                     if let Err(problem) = parser.record(&bytes, pos, &mut pending.items) {
                         pending.problems.push((pos.line, problem.reason));
                     }
+                    // The tailer knows where each record starts: its items carry it to the
+                    // store without the adapter saying.
+                    pending.lines.resize(pending.items.len(), pos.line);
                     for item in &mut pending.items[before..] {
                         sanitizer.item(item);
                     }

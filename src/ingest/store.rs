@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::adapters::Item;
 use crate::action::Action;
 use crate::action::Source;
-use crate::action::stored::{call_root, insert_action, join_result, stored_seq};
+use crate::action::stored::{Inserted, ReadAt, call_root, insert_action, join_result, stored_seq};
 use crate::store::{Pending, Store, StoreError, unix_now};
 
 /// How many problems are kept per file (all are counted).
@@ -71,6 +71,9 @@ pub struct Batch {
     pub checkpoint: Checkpoint,
     /// Items parsed from the bytes the checkpoint now covers (already redacted and capped).
     pub items: Vec<Item>,
+    /// The line of its file each item's record starts at, by index in `items` (an item past
+    /// its end, as from a whole-file format, has no line).
+    pub lines: Vec<u64>,
     /// Problems: (line, reason).
     pub problems: Vec<(u64, String)>,
     /// Bytes consumed by this batch.
@@ -89,7 +92,9 @@ pub struct Batch {
 pub struct Applied {
     /// New actions stored.
     pub inserted: u64,
-    /// Results joined to stored calls.
+    /// Results stored with their call: carried by the call's own record, joined to a call
+    /// stored before (an earlier batch or file), or waiting for the call and joined as it is
+    /// stored. A result whose call is not stored yet is counted when it is joined.
     pub joined: u64,
     /// Items that were already stored (re-read bytes).
     pub duplicates: u64,
@@ -265,7 +270,7 @@ fn apply_encoded(
     // Session rows are updated once per batch, not once per action.
     let mut sessions: Vec<(&str, SessionDelta)> = Vec::new();
     let mut session_at: std::collections::HashMap<&str, usize> = Default::default();
-    for item in &batch.items {
+    for (index, item) in batch.items.iter().enumerate() {
         match item {
             Item::Action(action) => {
                 let encoded;
@@ -282,8 +287,15 @@ fn apply_encoded(
                 }
                 let seq = stored_seq(rank, action.seq);
                 let root = call_root(action);
-                if insert_action(&tx, action, seq, root, input, ts.as_deref(), file_id)? {
+                let at = ReadAt {
+                    file_id,
+                    line: batch.lines.get(index).copied(),
+                };
+                if let Inserted::New { with_result } =
+                    insert_action(&tx, action, seq, root, input, ts.as_deref(), at)?
+                {
                     applied.inserted += 1;
+                    applied.joined += u64::from(with_result);
                     let at = *session_at.entry(&action.session).or_insert_with(|| {
                         sessions.push((
                             &action.session,
@@ -523,6 +535,111 @@ pub struct FileOffset {
     pub offset: u64,
 }
 
+/// Where one occurrence of a pattern was read, for a person to check it: the actions' ids and
+/// each file's lines.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Provenance {
+    /// The actions' ids, in log order.
+    pub actions: Vec<i64>,
+    /// The files they were read from, in the order first met, with the lines of their records
+    /// (lines unknown are left out: actions stored by an older build, whole-file formats).
+    pub files: Vec<FileLines>,
+}
+
+/// A file and the lines of it an occurrence's actions were read from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileLines {
+    /// The file's path (as it was read).
+    pub path: String,
+    /// 1-based lines, in log order.
+    pub lines: Vec<u64>,
+}
+
+/// Where the actions of `session` with seqs in `first..=last` (a pattern's evidence) were read.
+pub fn provenance(
+    conn: &Connection,
+    session: &str,
+    first: u64,
+    last: u64,
+) -> Result<Provenance, StoreError> {
+    let places = crate::action::stored::places_between(conn, session, first, last)?;
+    let mut found = Provenance::default();
+    let mut paths: std::collections::HashMap<i64, Option<usize>> = Default::default();
+    for place in places {
+        found.actions.push(place.id);
+        let Some(file_id) = place.file_id else {
+            continue;
+        };
+        let at = match paths.get(&file_id) {
+            Some(at) => *at,
+            None => {
+                let path: Option<String> = conn
+                    .prepare_cached("SELECT path FROM ingest_files WHERE id = ?1")?
+                    .query_row([file_id], |row| row.get(0))
+                    .optional()?;
+                let at = path.map(|path| {
+                    found.files.push(FileLines {
+                        path,
+                        lines: Vec::new(),
+                    });
+                    found.files.len() - 1
+                });
+                paths.insert(file_id, at);
+                at
+            }
+        };
+        if let (Some(at), Some(line)) = (at, place.line) {
+            found.files[at].lines.push(line);
+        }
+    }
+    Ok(found)
+}
+
+impl std::fmt::Display for Provenance {
+    /// `actions 12–14, 20 (/logs/s.jsonl lines 120, 125, 131)`: ids a person passes to
+    /// `toolsmith actions`, and where to open the log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.actions.is_empty() {
+            return f.write_str("no stored actions (ingested again since?)");
+        }
+        let mut ids = self.actions.clone();
+        ids.sort_unstable();
+        let mut runs: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < ids.len() {
+            let mut j = i;
+            while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+                j += 1;
+            }
+            runs.push(if j == i {
+                ids[i].to_string()
+            } else {
+                format!("{}–{}", ids[i], ids[j])
+            });
+            i = j + 1;
+        }
+        let noun = if ids.len() == 1 { "action" } else { "actions" };
+        write!(f, "{noun} {}", runs.join(", "))?;
+        let files: Vec<String> = self
+            .files
+            .iter()
+            .map(|file| match file.lines.as_slice() {
+                [] => file.path.clone(),
+                [one] => format!("{}:{one}", file.path),
+                lines => {
+                    let shown: Vec<String> = lines.iter().take(8).map(u64::to_string).collect();
+                    let more = if lines.len() > 8 { ", …" } else { "" };
+                    format!("{} lines {}{more}", file.path, shown.join(", "))
+                }
+            })
+            .collect();
+        if !files.is_empty() {
+            write!(f, " ({})", files.join("; "))?;
+        }
+        Ok(())
+    }
+}
+
 /// Every file read, with how far.
 pub fn file_offsets(conn: &Connection) -> Result<Vec<FileOffset>, StoreError> {
     let mut stmt = conn.prepare("SELECT source, format, path, offset FROM ingest_files")?;
@@ -753,6 +870,7 @@ mod tests {
                 ..Checkpoint::default()
             },
             items,
+            lines: Vec::new(),
             problems: vec![(3, "invalid JSON".into())],
             bytes: 10,
             records: 2,
@@ -781,13 +899,43 @@ mod tests {
                         ],
                     ),
                 )?;
-                assert_eq!((second.inserted, second.joined), (2, 1));
+                // Both results are stored with their calls, and counted: c2's waited for its
+                // call, c1's came after it.
+                assert_eq!((second.inserted, second.joined), (2, 2));
+                // A result the call's own record carries is a result stored too.
+                let done = ActionResult {
+                    ok: true,
+                    exit_code: Some(0),
+                    output: "same record".into(),
+                    duration_ms: None,
+                };
+                let mut third = batch(30, vec![action(3, "c3", Some(done)), late("c9", true)]);
+                third.lines = vec![7, 8];
+                let third = apply_batch(conn, &third)?;
+                assert_eq!((third.inserted, third.joined), (1, 1), "c9 waits: not yet");
+                // Where each action was read: its id, its file and the line of its record.
+                let found = provenance(conn, "s1", stored_seq(1, 1), stored_seq(1, 3))?;
+                assert_eq!(found.actions.len(), 3);
+                assert_eq!(
+                    found.files,
+                    [FileLines {
+                        path: "/logs/a.jsonl".into(),
+                        lines: vec![7]
+                    }]
+                );
+                assert_eq!(
+                    found.to_string(),
+                    format!(
+                        "actions {}–{} (/logs/a.jsonl:7)",
+                        found.actions[0], found.actions[2]
+                    )
+                );
                 // Re-reading the same bytes stores nothing twice.
                 let again = apply_batch(conn, &batch(20, vec![action(1, "c1", None)]))?;
                 assert_eq!((again.inserted, again.duplicates), (0, 1));
 
                 let actions = recent_actions(conn, Some("s1"), 10)?;
-                assert_eq!(actions.len(), 2);
+                assert_eq!(actions.len(), 3);
                 assert_eq!((actions[0].ok, actions[0].exit_code), (Some(true), Some(0)));
                 assert_eq!(
                     (actions[1].ok, actions[1].exit_code),
@@ -796,7 +944,7 @@ mod tests {
                 // An occurrence's range, as a pattern's evidence names it.
                 // The file's first generation is ranked 1, above the places in it.
                 let key = |place| stored_seq(1, place);
-                let between = crate::action::stored::actions_between(conn, "s1", key(2), key(9))?;
+                let between = crate::action::stored::actions_between(conn, "s1", key(2), key(2))?;
                 assert_eq!(between.len(), 1);
                 assert_eq!(between[0].input["command"], "echo 2");
                 assert_eq!(between[0].output.as_deref(), Some("out"));
@@ -807,11 +955,8 @@ mod tests {
                 assert_eq!(cp.offset, 20);
                 let summary = source_summaries(conn)?;
                 assert_eq!(summary.len(), 1);
-                assert_eq!((summary[0].actions, summary[0].problems), (2, 3));
-                assert_eq!(summary[0].examples.len(), 3);
-                let pending: i64 =
-                    conn.query_row("SELECT count(*) FROM pending_results", [], |r| r.get(0))?;
-                assert_eq!(pending, 0);
+                assert_eq!((summary[0].actions, summary[0].problems), (3, 4));
+                assert_eq!(summary[0].examples.len(), 4);
                 Ok(())
             })
             .expect("store operations");

@@ -296,7 +296,7 @@ pub struct TailStats {
     pub files: AtomicU64,
     /// Actions stored.
     pub actions: AtomicU64,
-    /// Results joined.
+    /// Results stored with their calls (see [`super::store::Applied::joined`]).
     pub results: AtomicU64,
     /// Bad records met.
     pub problems: AtomicU64,

@@ -4,7 +4,10 @@
 //! - [`catalog`]: which tools are offered, in which order, within the context budget.
 //! - [`skills`]: each active tool as an Agent Skill (`<name>/SKILL.md`).
 //! - [`transport`]: newline-delimited JSON-RPC on stdio that answers unreadable lines.
+//! - [`agents`]: the agents reached — their skill folders, and their MCP set-up merged into
+//!   their own configuration files.
 
+pub mod agents;
 pub mod catalog;
 pub mod server;
 pub mod skills;

@@ -239,6 +239,9 @@ const MIGRATIONS: &[&str] = &[
         SELECT parent FROM sessions WHERE sessions.id = pending_results.session)
     WHERE EXISTS (SELECT 1 FROM sessions WHERE sessions.id = pending_results.session
                   AND parent IS NOT NULL AND source IN ('claude-code', 'codex'));",
+    // 10: the line of its file each action was read from (with `file_id`, where a person finds
+    // it); NULL for actions stored before, and for whole-file formats (one record per file).
+    "ALTER TABLE actions ADD COLUMN line INTEGER;",
 ];
 
 /// The schema version this build writes.

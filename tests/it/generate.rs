@@ -2019,3 +2019,75 @@ fn a_recovery_tool_takes_the_fix_s_value_from_the_failure_it_replays() {
         stderr_of(out.get_output())
     );
 }
+
+/// A candidate made of a mined pattern says where its occurrences were read — action ids, the
+/// log file and its lines — in `toolsmith show` and in the review commit's `Evidence` trailers.
+#[test]
+fn show_and_the_review_commit_name_the_actions_and_lines_of_the_evidence() {
+    let env = TestEnv::new();
+    let patterns = mine(&env);
+    let pattern = build_test_pattern(&patterns);
+    let pattern_id = pattern["id"].as_str().expect("id").to_owned();
+    let out = env
+        .cli()
+        .args(["--json", "generate", "--pattern", &pattern_id])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    let report = json_of(out.get_output());
+    let made = &report["candidates"][0];
+    assert_eq!(made["state"], "awaiting-review", "{report:#}");
+    let id = made["id"].as_str().expect("id").to_owned();
+    let log = env.path().join("agent.jsonl");
+    let log_text = std::fs::read_to_string(&log).expect("log");
+    let log_lines: Vec<&str> = log_text.lines().collect();
+
+    let out = env.cli().args(["show", &id]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    // `  session s1: actions 5–8 (/…/agent.jsonl lines 5, 6, 7, 8)`
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "evidence:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  session "))
+        .collect();
+    assert_eq!(rows.len(), 4, "{text}");
+    let s1 = rows
+        .iter()
+        .find(|r| r.starts_with("  session s1: actions "))
+        .unwrap_or_else(|| panic!("no s1 row in\n{text}"));
+    let lines = s1
+        .split_once(&format!("({} lines ", log.display()))
+        .map(|(_, l)| l.trim_end_matches(')'))
+        .unwrap_or_else(|| panic!("no file and lines in {s1}"));
+    let lines: Vec<usize> = lines
+        .split(", ")
+        .map(|l| l.parse().expect("line"))
+        .collect();
+    // make build, git status, make test: what s1 ran, at those lines of the log.
+    let commands: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            let record: Value = serde_json::from_str(log_lines[l - 1]).expect("record");
+            record["input"]["command"].as_str().unwrap_or("").to_owned()
+        })
+        .collect();
+    assert_eq!(
+        commands,
+        ["make build -C cli", "git status", "make test -C cli"],
+        "{s1}"
+    );
+
+    // The review commit carries the same, one trailer per occurrence.
+    let branch = format!("review/{}/1.0.0", made["tool"].as_str().expect("tool"));
+    let message = common::tamper::git(&env, &["log", "-1", "--format=%B", &branch]);
+    let evidence: Vec<&str> = message
+        .lines()
+        .filter_map(|l| l.strip_prefix("Evidence: "))
+        .collect();
+    assert_eq!(evidence.len(), 4, "{message}");
+    assert!(
+        evidence.contains(&s1.trim_start()),
+        "{s1} not among the trailers:\n{message}"
+    );
+}

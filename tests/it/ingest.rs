@@ -1069,3 +1069,117 @@ fn native_commands_of(text: &str) -> Vec<String> {
         .filter_map(|v| v["input"]["command"].as_str().map(str::to_owned))
         .collect()
 }
+
+/// Each file's `results` and the total count every result stored with its call: one its call's
+/// record carries, one joined to a call stored before, and one that waited (in an earlier file)
+/// for its call — the last two were missed, and a result on its call's own line never counted.
+#[test]
+fn every_result_stored_is_counted_once_whichever_record_or_file_brings_it() {
+    let env = TestEnv::new();
+    let state = env.path().join("counted");
+    let logs = env.path().join("logs");
+    std::fs::create_dir_all(&logs).expect("logs dir");
+    // Read first (sorted): c1's result, before its call.
+    std::fs::write(
+        logs.join("a.jsonl"),
+        json!({"v": 1, "session": "s", "call_id": "c1", "ok": true, "exit_code": 0,
+               "output": "built"})
+        .to_string()
+            + "\n",
+    )
+    .expect("write a");
+    let b = [
+        json!({"v": 1, "session": "s", "tool": "shell", "call_id": "c1",
+               "input": {"command": "cargo build"}}),
+        json!({"v": 1, "session": "s", "tool": "shell", "input": {"command": "cargo test"},
+               "ok": false, "exit_code": 101, "output": "1 failed"}),
+        json!({"v": 1, "session": "s", "tool": "shell", "call_id": "c2",
+               "input": {"command": "git status"}}),
+        json!({"v": 1, "session": "s", "call_id": "c2", "ok": true, "exit_code": 0,
+               "output": "clean"}),
+        json!({"v": 1, "session": "s", "tool": "shell", "call_id": "c3",
+               "input": {"command": "sleep 100"}}),
+    ]
+    .iter()
+    .map(|l| format!("{l}\n"))
+    .collect::<String>();
+    std::fs::write(logs.join("b.jsonl"), b).expect("write b");
+    let report = oneshot(&env, &state, &["--format", "native"], &[&logs]);
+    let counts = |name: &str| {
+        let file = report_of(&report, name);
+        (file["actions"].as_u64(), file["results"].as_u64())
+    };
+    assert_eq!(counts("a.jsonl"), (Some(0), Some(0)), "{report}");
+    // c1's (waited in a.jsonl), the failed test's (its own line) and c2's (a later line); c3
+    // has none yet.
+    assert_eq!(counts("b.jsonl"), (Some(4), Some(3)), "{report}");
+    let with_result = stored(&env, &state)
+        .iter()
+        .filter(|a| !a["ok"].is_null())
+        .count();
+    assert_eq!(with_result, 3);
+
+    // The words say the same.
+    std::fs::remove_dir_all(&state).expect("fresh store");
+    let out = env
+        .cli_at(&state)
+        .args(["ingest", "--format", "native"])
+        .arg(&logs)
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains("2 files, 0.0 MiB: 4 new actions, 3 results stored, 0 problems"),
+        "{text}"
+    );
+    let b_row: Vec<&str> = text
+        .lines()
+        .find(|l| l.ends_with("b.jsonl"))
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default();
+    assert_eq!(
+        b_row[..8],
+        [
+            "native", "4", "new", "actions", "3", "results", "0", "problems"
+        ],
+        "{text}"
+    );
+
+    // c3's result, in a file read later, joins the call stored before: counted there.
+    std::fs::write(
+        logs.join("c.jsonl"),
+        json!({"v": 1, "session": "s", "call_id": "c3", "ok": true, "exit_code": 0,
+               "output": ""})
+        .to_string()
+            + "\n",
+    )
+    .expect("write c");
+    let report = oneshot(&env, &state, &["--format", "native"], &[&logs]);
+    let file = report_of(&report, "c.jsonl");
+    assert_eq!(
+        (file["actions"].as_u64(), file["results"].as_u64()),
+        (Some(0), Some(1))
+    );
+}
+
+/// On real logs whose results ride on their calls' records (SWE-agent's steps), every action
+/// read with its result is a result counted.
+#[test]
+fn results_carried_by_their_calls_records_are_counted_on_the_corpus() {
+    let Some(corpus) = corpus() else { return };
+    let env = TestEnv::new();
+    let state = env.path().join("swe");
+    let report = oneshot(&env, &state, &[], &[&corpus.join("swe-agent")]);
+    let results: u64 = report["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["results"].as_u64().unwrap_or(0))
+        .sum();
+    let with_result = stored(&env, &state)
+        .iter()
+        .filter(|a| !a["ok"].is_null())
+        .count() as u64;
+    assert!(with_result > 0);
+    assert_eq!(results, with_result, "{report}");
+}

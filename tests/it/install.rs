@@ -173,3 +173,229 @@ fn install_needs_user() {
     let env = TestEnv::new();
     env.cli().arg("install").assert().code(2);
 }
+
+/// A home where five agents are set up, each with a configuration of the user's own (Cursor's
+/// broken), and Codex's home moved by `$CODEX_HOME`.
+fn agents_home(env: &TestEnv) -> (std::path::PathBuf, std::path::PathBuf) {
+    let home = env.path().join("home");
+    let codex = env.path().join("codex-home");
+    for dir in [
+        home.join(".claude"),
+        codex.clone(),
+        home.join(".gemini"),
+        env.path().join("config/opencode"),
+        home.join(".cursor"),
+    ] {
+        std::fs::create_dir_all(dir).expect("agent dir");
+    }
+    std::fs::write(
+        home.join(".claude.json"),
+        "{\n  \"numStartups\": 41,\n  \"projects\": {\"/w\": {\"allowedTools\": []}},\n  \"oauthAccount\": {\"emailAddress\": \"dev@example.org\"}\n}\n",
+    )
+    .expect("claude.json");
+    std::fs::write(
+        codex.join("config.toml"),
+        "model = \"gpt-5-codex\"  # my model\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n",
+    )
+    .expect("config.toml");
+    std::fs::write(
+        home.join(".cursor/mcp.json"),
+        "{\"mcpServers\": {\"a\": 1,,}",
+    )
+    .expect("cursor");
+    (home, codex)
+}
+
+fn backups(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .ends_with(".toolsmith-backup")
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn install_agents_merges_toolsmith_into_each_agent_found_and_never_overwrites_a_broken_file() {
+    let env = TestEnv::new();
+    let (home, codex) = agents_home(&env);
+    let claude_before = std::fs::read_to_string(home.join(".claude.json")).expect("read");
+    let codex_before = std::fs::read_to_string(codex.join("config.toml")).expect("read");
+    let toolsmith = env!("CARGO_BIN_EXE_toolsmith");
+
+    let out = env
+        .cli()
+        .env("CODEX_HOME", &codex)
+        .args(["install", "--agents"])
+        .assert()
+        .failure();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    // The broken file is named, and left byte for byte; the others are done.
+    assert!(
+        stderr.contains(".cursor/mcp.json does not parse as JSON"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join(".cursor/mcp.json")).expect("cursor"),
+        "{\"mcpServers\": {\"a\": 1,,}"
+    );
+    for line in [
+        "claude-code  updated",
+        "codex        updated",
+        "gemini-cli   created",
+        "opencode     created",
+        "cursor       refused",
+    ] {
+        assert!(stdout.contains(line), "{line} missing in:\n{stdout}");
+    }
+    // Claude Code: every key of the user's kept as it was, the server added.
+    let claude_after = std::fs::read_to_string(home.join(".claude.json")).expect("read");
+    let doc: serde_json::Value = serde_json::from_str(&claude_after).expect("json");
+    assert_eq!(doc["numStartups"], 41);
+    assert_eq!(doc["oauthAccount"]["emailAddress"], "dev@example.org");
+    assert_eq!(
+        doc["mcpServers"]["toolsmith"],
+        serde_json::json!({"type": "stdio", "command": toolsmith, "args": ["mcp"], "env": {}})
+    );
+    assert!(
+        claude_after.ends_with(&claude_before["{".len()..]),
+        "the user's text follows the entry unchanged:\n{claude_after}"
+    );
+    assert_eq!(backups(&home), 1);
+    // Codex: the table appended under $CODEX_HOME, the rest (comment included) as it was.
+    let codex_after = std::fs::read_to_string(codex.join("config.toml")).expect("read");
+    assert!(codex_after.starts_with(&codex_before), "{codex_after}");
+    assert!(
+        codex_after.ends_with(&format!(
+            "\n[mcp_servers.toolsmith]\nargs = [\"mcp\"]\ncommand = \"{toolsmith}\"\n"
+        )),
+        "{codex_after}"
+    );
+    assert!(!home.join(".codex").exists(), "$CODEX_HOME is honoured");
+    let opencode: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(env.path().join("config/opencode/opencode.json")).expect("oc"),
+    )
+    .expect("json");
+    assert_eq!(
+        opencode["mcp"]["toolsmith"],
+        serde_json::json!({"type": "local", "command": [toolsmith, "mcp"], "enabled": true})
+    );
+
+    // Fixed by hand: now Cursor is done, and nothing else changes.
+    std::fs::write(
+        home.join(".cursor/mcp.json"),
+        "{\"mcpServers\": {\"a\": {\"command\": \"a\"}}}",
+    )
+    .expect("fix");
+    let out = env
+        .cli()
+        .env("CODEX_HOME", &codex)
+        .args(["install", "--agents"])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("cursor       updated"), "{stdout}");
+    assert_eq!(stdout.matches(" unchanged ").count(), 4, "{stdout}");
+    // A third run changes nothing at all: no write, no backup.
+    let snapshot = |p: &Path| std::fs::read_to_string(p).expect("read");
+    let files = [
+        home.join(".claude.json"),
+        codex.join("config.toml"),
+        home.join(".gemini/settings.json"),
+        env.path().join("config/opencode/opencode.json"),
+        home.join(".cursor/mcp.json"),
+    ];
+    let before: Vec<String> = files.iter().map(|p| snapshot(p)).collect();
+    let counted = backups(&home) + backups(&codex) + backups(&home.join(".cursor"));
+    let out = env
+        .cli()
+        .env("CODEX_HOME", &codex)
+        .args(["--json", "install", "--agents"])
+        .assert()
+        .success();
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).expect("json");
+    let statuses: Vec<&str> = report["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .filter_map(|a| a["status"].as_str())
+        .collect();
+    assert_eq!(statuses, ["unchanged"; 5]);
+    let after: Vec<String> = files.iter().map(|p| snapshot(p)).collect();
+    assert_eq!(before, after);
+    assert_eq!(
+        backups(&home) + backups(&codex) + backups(&home.join(".cursor")),
+        counted
+    );
+}
+
+#[test]
+fn install_user_prints_the_mcp_set_up_of_each_agent_found() {
+    let env = TestEnv::new();
+    let home = env.path().join("home");
+    std::fs::create_dir_all(home.join(".claude")).expect("claude");
+    std::fs::create_dir_all(home.join(".codex")).expect("codex");
+    std::fs::create_dir_all(
+        env.path()
+            .join("config/Code/User/globalStorage/saoudrizwan.claude-dev/settings"),
+    )
+    .expect("cline");
+    let out = env
+        .cli()
+        .env_remove("CODEX_HOME")
+        .args(["install", "--user"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout)
+        .replace(env!("CARGO_BIN_EXE_toolsmith"), "[TOOLSMITH]")
+        .replace(&env.path().display().to_string(), "[TMP]");
+    let set_up = text
+        .split_once("MCP set-up")
+        .map(|(_, rest)| format!("MCP set-up{rest}"))
+        .unwrap_or_else(|| panic!("no MCP set-up in:\n{text}"));
+    insta::assert_snapshot!(set_up, @r#"
+    MCP set-up for the agents found here (`toolsmith install --agents` writes it):
+
+    claude-code: in [TMP]/home/.claude.json, at mcpServers.toolsmith
+      or run: claude mcp add --scope user toolsmith -- [TOOLSMITH] mcp
+        {
+          "mcpServers": {
+            "toolsmith": {
+              "args": [
+                "mcp"
+              ],
+              "command": "[TOOLSMITH]",
+              "env": {},
+              "type": "stdio"
+            }
+          }
+        }
+
+    codex: in [TMP]/home/.codex/config.toml, at [mcp_servers.toolsmith]
+        [mcp_servers.toolsmith]
+        args = ["mcp"]
+        command = "[TOOLSMITH]"
+
+    cline: in [TMP]/config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json, at mcpServers.toolsmith
+        {
+          "mcpServers": {
+            "toolsmith": {
+              "args": [
+                "mcp"
+              ],
+              "command": "[TOOLSMITH]",
+              "disabled": false
+            }
+          }
+        }
+    "#);
+    // Printing writes nothing.
+    assert!(!home.join(".claude.json").exists());
+    assert!(!home.join(".codex/config.toml").exists());
+}

@@ -678,3 +678,87 @@ fn lines_that_do_not_parse_are_counted_and_stay_opaque() {
         "{templates:?}"
     );
 }
+
+/// A pattern's evidence names what a person can check: action ids `toolsmith actions` looks up,
+/// and the file and line of the log each was read from — not the store's internal keys.
+#[test]
+fn pattern_evidence_names_action_ids_and_the_lines_of_the_log() {
+    let env = TestEnv::new();
+    let log = habits_log(env.path());
+    env.cli()
+        .args(["ingest", "--format", "native"])
+        .arg(&log)
+        .assert()
+        .success();
+    env.cli().args(["mine"]).assert().success();
+    let all = patterns(&env, &env.state());
+    let build = find(&all, "sequence", "cargo build -p <package>");
+    let id = build["id"].as_str().expect("id");
+    let out = env.cli().args(["patterns", id]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let log_text = std::fs::read_to_string(&log).expect("log");
+    let log_lines: Vec<&str> = log_text.lines().collect();
+    // `  session s2 (native) actions 9–12 (/…/agent.jsonl lines 9, 10, 11, 12)`
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("  session s2 "))
+        .unwrap_or_else(|| panic!("no evidence row for s2 in:\n{text}"));
+    assert!(
+        !row.contains(&format!(
+            "{}",
+            build["evidence"][0]["first_seq"].as_u64().unwrap_or(0)
+        )),
+        "no internal key: {row}"
+    );
+    let (ids, place) = row
+        .split_once(" actions ")
+        .and_then(|(_, rest)| rest.split_once(" ("))
+        .unwrap_or_else(|| panic!("no `actions A–B (file lines …)` in {row}"));
+    let (first, last) = ids.split_once('–').expect("a range of ids");
+    let (first, last): (i64, i64) = (
+        first.parse().expect("first id"),
+        last.parse().expect("last id"),
+    );
+    let (path, lines) = place
+        .trim_end_matches(')')
+        .split_once(" lines ")
+        .expect("file and lines");
+    assert_eq!(Path::new(path), log.as_path(), "{row}");
+    let lines: Vec<usize> = lines
+        .split(", ")
+        .map(|l| l.parse().expect("a line number"))
+        .collect();
+    assert_eq!(lines.len() as i64, last - first + 1, "{row}");
+    // Each id is the action read at its line: the same command, as the log holds it.
+    let ids: Vec<String> = (first..=last).map(|i| i.to_string()).collect();
+    let out = env
+        .cli()
+        .args(["--json", "actions"])
+        .args(&ids)
+        .assert()
+        .success();
+    let actions = json_of(out.get_output());
+    let actions = actions.as_array().expect("actions");
+    assert_eq!(actions.len(), lines.len());
+    for (action, line) in actions.iter().zip(&lines) {
+        let record: Value = serde_json::from_str(log_lines[line - 1]).expect("a log record");
+        assert_eq!(
+            action["input"]["command"], record["input"]["command"],
+            "line {line}"
+        );
+        assert_eq!(action["read_from"][0]["lines"][0], *line as u64);
+    }
+    assert_eq!(actions[0]["input"]["command"], "cargo build -p core");
+    // Asked by id in words: where it was read.
+    let out = env.cli().args(["actions", &ids[0]]).assert().success();
+    let words = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        words.contains(&format!(
+            "action {} ({}:{})",
+            ids[0],
+            log.display(),
+            lines[0]
+        )),
+        "{words}"
+    );
+}

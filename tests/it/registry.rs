@@ -2094,3 +2094,65 @@ fn a_remote_tag_planted_by_hand_is_not_sealed_by_a_sync() {
     );
     run_build(&env, &name).code(1);
 }
+
+/// `export skills --agents` writes each approved tool into the skill folder of each agent set up
+/// here — Claude Code's `~/.claude/skills`, Codex's `$CODEX_HOME/skills`, Gemini CLI's
+/// `~/.gemini/skills` — and not into OpenCode's own, since OpenCode reads `~/.claude/skills`.
+#[test]
+fn approved_tools_export_into_each_agent_s_skill_folder() {
+    let env = TestEnv::new();
+    let (a, build, _) = request(&env, "Build one package", "build");
+    env.cli().args(["approve", &a]).assert().success();
+    let home = env.path().join("home");
+    let codex = env.path().join("codex-home");
+    for dir in [
+        home.join(".claude"),
+        home.join(".gemini"),
+        codex.clone(),
+        env.path().join("config/opencode"),
+    ] {
+        std::fs::create_dir_all(dir).expect("agent dir");
+    }
+    let out = env
+        .cli()
+        .env("CODEX_HOME", &codex)
+        .args(["export", "skills", "--agents"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for (dir, agent) in [
+        (home.join(".claude/skills"), "claude-code"),
+        (codex.join("skills"), "codex"),
+        (home.join(".gemini/skills"), "gemini-cli"),
+    ] {
+        assert!(
+            dir.join(&build).join("SKILL.md").is_file(),
+            "{} has no {build}: {text}",
+            dir.display()
+        );
+        assert!(
+            text.contains(&format!(
+                "1 skills in {} ({agent}): 1 written",
+                dir.display()
+            )),
+            "{text}"
+        );
+    }
+    assert!(
+        !env.path().join("config/opencode/skills").exists(),
+        "{text}"
+    );
+    // Again: every folder up to date.
+    let out = env
+        .cli()
+        .env("CODEX_HOME", &codex)
+        .args(["export", "skills", "--agents"])
+        .assert()
+        .success();
+    let again = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert_eq!(
+        again.matches("0 written, 1 unchanged").count(),
+        3,
+        "{again}"
+    );
+}

@@ -18,6 +18,7 @@ use crate::generate::prompt::SimilarTool;
 use crate::generate::spec::ToolSpec;
 use crate::generate::staging::Staging;
 use crate::generate::{candidates, contract, logged, prompt, template};
+use crate::ingest::store::provenance;
 use crate::mine::pattern;
 use crate::package::manifest::{self, Manifest, Origin};
 use crate::registry::auto::AutoApproval;
@@ -109,6 +110,37 @@ impl Generator {
             .await?;
         logged::attach(spec, &recorded);
         Ok(())
+    }
+
+    /// Where `spec`'s first occurrences were read, one line each (`session S: actions 12–14
+    /// (/logs/s.jsonl lines 120, 125)`): what a reviewer opens to check the habit.
+    pub(super) async fn read_from(&self, spec: &ToolSpec) -> Result<Vec<String>, GenerateError> {
+        let ranges: Vec<(String, u64, u64)> = spec
+            .occurrences
+            .iter()
+            .take(EVIDENCE_TRAILERS)
+            .map(|o| {
+                (
+                    o.evidence.session.clone(),
+                    o.evidence.first_seq,
+                    o.evidence.last_seq,
+                )
+            })
+            .collect();
+        self.db(move |conn| {
+            let mut lines = Vec::with_capacity(ranges.len());
+            for (session, first, last) in &ranges {
+                let place = provenance(conn, session, *first, *last)?;
+                // A trailer is one line, whatever a path holds.
+                let line: String = format!("session {session}: {place}")
+                    .chars()
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .collect();
+                lines.push(line);
+            }
+            Ok(lines)
+        })
+        .await
     }
 
     /// Generates and validates a proposed candidate until it awaits review or fails.
@@ -319,6 +351,10 @@ impl Generator {
             reason = format!("{reason}; {note}");
         }
         if let Some(dir) = self.registry_dir.clone() {
+            let read_from = match (&pitch, staging.spec()) {
+                (None, Some(spec)) => self.read_from(&spec).await?,
+                _ => Vec::new(),
+            };
             let pitch = pitch.unwrap_or_else(|| {
                 let spec = staging.spec();
                 Pitch {
@@ -330,7 +366,7 @@ impl Generator {
                                 .manifest
                                 .as_ref()
                                 .map(|m| m.provenance.generator.as_str());
-                            proposal_trailers(s, outcome, generator)
+                            proposal_trailers(s, outcome, generator, &read_from)
                         })
                         .unwrap_or_default(),
                     auto: true,
@@ -571,11 +607,16 @@ fn why_made(spec: &ToolSpec) -> String {
     text
 }
 
-/// The trailers of a proposal's commit.
+/// How many occurrences a proposal's commit names where they were read (`Evidence:`).
+const EVIDENCE_TRAILERS: usize = 8;
+
+/// The trailers of a proposal's commit; `read_from`: where its first occurrences were read
+/// (see [`Generator::read_from`]), one `Evidence` trailer each.
 fn proposal_trailers(
     spec: &ToolSpec,
     outcome: &Outcome,
     generator: Option<&str>,
+    read_from: &[String],
 ) -> Vec<(String, String)> {
     let mut t = vec![("Origin".to_owned(), spec.origin.as_str().to_owned())];
     if let Some(p) = &spec.pattern {
@@ -593,6 +634,10 @@ fn proposal_trailers(
     ));
     if let Some(g) = generator {
         t.push(("Generator".into(), g.to_owned()));
+    }
+    // What a reviewer opens to check the habit: action ids, files and lines.
+    for place in read_from {
+        t.push(("Evidence".into(), place.clone()));
     }
     // What a person must grant at approval (`toolsmith approve --grant`).
     for need in &outcome.needs {
