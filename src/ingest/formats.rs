@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use super::adapters::Format;
 use super::adapters::{
-    aider::Aider, bash::BashHistory, claude_code::ClaudeCode, codex::Codex, fish::FishHistory,
-    native::Native, openhands::OpenHands, openhands::OpenHandsResolver, swe_agent::SweAgent,
-    zsh::ZshHistory,
+    aider::Aider, bash::BashHistory, claude_code::ClaudeCode, codex::Codex, crush::Crush,
+    fish::FishHistory, native::Native, opencode::Opencode, openhands::OpenHands,
+    openhands::OpenHandsResolver, swe_agent::SweAgent, zsh::ZshHistory,
 };
 
 /// Every format with its name, in sniffing order: specific formats first, bash (the most
@@ -20,6 +20,8 @@ pub static FORMATS: &[(&str, &dyn Format)] = &[
     ("openhands", &OpenHands),
     ("openhands-resolver", &OpenHandsResolver),
     ("aider", &Aider),
+    ("opencode", &Opencode),
+    ("crush", &Crush),
     ("zsh", &ZshHistory),
     ("fish", &FishHistory),
     ("bash", &BashHistory),

@@ -236,6 +236,11 @@ pub fn read_file<E: From<ReadError>>(
     redactor: &Redactor,
     sink: impl FnMut(Batch) -> Result<(), E>,
 ) -> Result<ReadSummary, E> {
+    if format.framing() == Framing::Database {
+        return super::database::read_database(
+            path, source, format, previous, options, redactor, sink,
+        );
+    }
     let mut file = open_regular(path).map_err(ReadError::from)?;
     read_from(
         &mut file, path, source, format, previous, known, options, redactor, sink,
