@@ -166,6 +166,18 @@ pub fn join_result(
     Ok(false)
 }
 
+/// The distinct working directories of stored actions (at most `limit`): the projects agents
+/// worked in, where the daemon looks for per-project agent logs (Crush's `.crush/crush.db`).
+pub fn distinct_cwds(conn: &Connection, limit: usize) -> Result<Vec<String>, StoreError> {
+    let mut statement = conn.prepare_cached(
+        "SELECT DISTINCT cwd FROM actions WHERE cwd IS NOT NULL AND cwd != '' LIMIT ?1",
+    )?;
+    let cwds = statement
+        .query_map([limit as i64], |row| row.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(cwds)
+}
+
 /// An action as stored, for listing.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StoredAction {

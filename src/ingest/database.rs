@@ -200,10 +200,7 @@ fn rows(
     mut each: impl FnMut(i64, Vec<u8>) -> bool,
 ) -> rusqlite::Result<()> {
     let mut statement = conn.prepare_cached(sql)?;
-    let names: Vec<String> = statement
-        .column_names()
-        .map(str::to_owned)
-        .collect();
+    let names: Vec<String> = statement.column_names().map(str::to_owned).collect();
     let mut found = statement.query(params)?;
     while let Some(row) = found.next()? {
         let (rowid, record) = record_of(row, &names)?;

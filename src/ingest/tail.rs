@@ -113,9 +113,8 @@ pub fn default_sources(home: Option<&Path>, xdg_data: Option<&Path>) -> Vec<Sour
     let Some(home) = home else {
         return Vec::new();
     };
-    let fish = xdg_data
-        .map(|d| d.join("fish/fish_history"))
-        .unwrap_or_else(|| home.join(".local/share/fish/fish_history"));
+    let data = xdg_data.map_or_else(|| home.join(".local/share"), Path::to_owned);
+    let fish = data.join("fish/fish_history");
     [
         ("claude-code", home.join(".claude/projects")),
         ("codex", home.join(".codex/sessions")),
@@ -124,6 +123,7 @@ pub fn default_sources(home: Option<&Path>, xdg_data: Option<&Path>) -> Vec<Sour
         ("fish", fish),
     ]
     .into_iter()
+    .chain(opencode_databases(&data.join("opencode")))
     .map(|(format, path)| SourceSetting {
         name: format.to_owned(),
         format: format.to_owned(),
@@ -131,6 +131,46 @@ pub fn default_sources(home: Option<&Path>, xdg_data: Option<&Path>) -> Vec<Sour
         origin: crate::config::Origin::Default,
     })
     .collect()
+}
+
+/// OpenCode's databases in its data directory: `opencode.db`, and `opencode-<channel>.db` for
+/// the other release channels (as OpenCode names them, `packages/opencode/src/storage/db.ts`).
+fn opencode_databases(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+    let mut found = vec![("opencode", dir.join("opencode.db"))];
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        let mut channels: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("opencode-") && n.ends_with(".db"))
+            })
+            .collect();
+        channels.sort();
+        found.extend(channels.into_iter().map(|p| ("opencode", p)));
+    }
+    found
+}
+
+/// The Crush databases (`<project>/.crush/crush.db`) of the projects toolsmith has seen agents
+/// work in (`projects`: the working directories of stored actions), as sources: the daemon's
+/// defaults when no source is configured.
+pub fn seen_project_sources(projects: &[String]) -> Vec<SourceSpec> {
+    projects
+        .iter()
+        .map(|p| Path::new(p).join(".crush/crush.db"))
+        .filter(|db| db.is_file())
+        .filter_map(|db| {
+            let setting = SourceSetting {
+                name: "crush".to_owned(),
+                format: "crush".to_owned(),
+                path: db.display().to_string(),
+                origin: crate::config::Origin::Default,
+            };
+            resolve_one(&setting, None).ok()
+        })
+        .collect()
 }
 
 /// Resolves the configured sources (or the defaults) into specs. Sources whose path does not
@@ -702,7 +742,8 @@ fn walk(dir: &Path, found: &mut dyn FnMut(&Path)) {
         if kind.is_dir() {
             walk(&path, found);
         } else if !kind.is_symlink() {
-            found(&path);
+            // A database's writes land in its `-wal`: the database is what is read.
+            found(&super::database::main_file(&path));
         }
     }
 }
@@ -783,6 +824,8 @@ impl Tailer {
                 Ok(event) if !worth_a_round(&event.kind) => {}
                 Ok(event) => {
                     for path in event.paths {
+                        // An agent's database changes through its `-wal` (and `-shm`).
+                        let path = super::database::main_file(&path).into_owned();
                         if tx.try_send(path).is_err() {
                             overflow.store(true, Ordering::Relaxed);
                         }
@@ -949,6 +992,50 @@ mod tests {
         assert!(paths.contains(&("codex", "/home/u/.codex/sessions")));
         assert!(paths.contains(&("fish", "/home/u/.local/share/fish/fish_history")));
         assert!(default_sources(None, None).is_empty());
+        assert!(paths.contains(&("opencode", "/home/u/.local/share/opencode/opencode.db")));
+    }
+
+    #[test]
+    fn opencode_is_found_under_xdg_data_home_with_its_channels() {
+        let data = tempfile::tempdir().expect("tempdir");
+        let dir = data.path().join("opencode");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        for name in [
+            "opencode.db",
+            "opencode-beta.db",
+            "opencode.db-wal",
+            "auth.json",
+        ] {
+            std::fs::write(dir.join(name), b"").expect("write");
+        }
+        let sources = default_sources(Some(Path::new("/home/u")), Some(data.path()));
+        let opencode: Vec<_> = sources
+            .iter()
+            .filter(|s| s.format == "opencode")
+            .map(|s| s.path.clone())
+            .collect();
+        assert_eq!(
+            opencode,
+            [
+                dir.join("opencode.db").display().to_string(),
+                dir.join("opencode-beta.db").display().to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn crush_databases_of_the_projects_seen_are_sources() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let with = home.path().join("app");
+        let without = home.path().join("other");
+        std::fs::create_dir_all(with.join(".crush")).expect("mkdir");
+        std::fs::create_dir_all(&without).expect("mkdir");
+        std::fs::write(with.join(".crush/crush.db"), b"").expect("write");
+        let projects = [with.display().to_string(), without.display().to_string()];
+        let specs = seen_project_sources(&projects);
+        assert_eq!(specs.len(), 1, "{specs:?}");
+        assert_eq!(specs[0].format_name, "crush");
+        assert!(specs[0].claims(&with.join(".crush/crush.db")));
     }
 
     #[test]
