@@ -474,6 +474,361 @@ pub fn read_database<E: From<ReadError>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ingest::adapters::Item;
+    use crate::ingest::formats::by_name;
+
+    fn corpus(rel: &str) -> Option<PathBuf> {
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus")).join(rel);
+        if path.exists() {
+            return Some(path);
+        }
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("corpus not found at {}", path.display())
+        }
+        eprintln!("skipped: corpus not found at {}", path.display());
+        None
+    }
+
+    fn sha256(path: &Path) -> Option<String> {
+        use sha2::Digest;
+        let bytes = std::fs::read(path).ok()?;
+        Some(
+            sha2::Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+        )
+    }
+
+    /// Reads `path` as `format` from `previous`, returning the batches.
+    fn read(path: &Path, format: &str, previous: Option<&Checkpoint>) -> Vec<Batch> {
+        let format = by_name(format).expect("format");
+        let mut batches = Vec::new();
+        read_database::<ReadError>(
+            path,
+            "test",
+            format,
+            previous,
+            &ReadOptions::default(),
+            &Redactor::new(),
+            |b| {
+                batches.push(b);
+                Ok(())
+            },
+        )
+        .expect("read");
+        batches
+    }
+
+    fn actions(batches: &[Batch]) -> Vec<&crate::action::Action> {
+        batches
+            .iter()
+            .flat_map(|b| &b.items)
+            .filter_map(|i| match i {
+                Item::Action(a) => Some(a),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn problems(batches: &[Batch]) -> Vec<String> {
+        batches
+            .iter()
+            .flat_map(|b| b.problems.iter().map(|(_, p)| p.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn corpus_databases_are_read_in_place_without_changing_a_byte() {
+        for (rel, format, shell_calls, sessions) in [
+            (
+                "formats-2026/opencode/richardaiand__aiand-portfolio-web__opencode.db",
+                "opencode",
+                34,
+                3,
+            ),
+            (
+                "formats-2026/crush/jsanchezdaza__conecta4__crush.db",
+                "crush",
+                21,
+                1,
+            ),
+        ] {
+            let Some(db) = corpus(rel) else { return };
+            let set = [db.clone(), companion(&db, "-wal"), companion(&db, "-shm")];
+            let before: Vec<_> = set.iter().map(|p| sha256(p)).collect();
+            let batches = read(&db, format, None);
+            let after: Vec<_> = set.iter().map(|p| sha256(p)).collect();
+            assert_eq!(
+                before, after,
+                "{rel}: not a byte of the three files changes"
+            );
+            assert!(problems(&batches).is_empty(), "{:?}", problems(&batches));
+            let all = actions(&batches);
+            let bash: Vec<_> = all.iter().filter(|a| a.tool == "bash").collect();
+            assert_eq!(bash.len(), shell_calls, "{rel}");
+            let ids: std::collections::HashSet<_> = all.iter().map(|a| &a.call_id).collect();
+            assert_eq!(ids.len(), all.len(), "{rel}: every call once");
+            let session_ids: std::collections::HashSet<_> =
+                all.iter().map(|a| &a.session).collect();
+            assert_eq!(session_ids.len(), sessions, "{rel}");
+            assert!(
+                bash.iter()
+                    .all(|a| a.input["command"].as_str().is_some_and(|c| !c.is_empty()))
+            );
+            // Read again from its checkpoint: nothing new.
+            let last = batches.last().map(|b| b.checkpoint.clone());
+            let again = read(&db, format, last.as_ref());
+            assert!(actions(&again).is_empty(), "{rel}: nothing twice");
+        }
+    }
+
+    #[test]
+    fn opencode_corpus_calls_carry_what_the_agent_ran() {
+        let Some(db) =
+            corpus("formats-2026/opencode/richardaiand__aiand-portfolio-web__opencode.db")
+        else {
+            return;
+        };
+        let batches = read(&db, "opencode", None);
+        let all = actions(&batches);
+        let first = all
+            .iter()
+            .find(|a| a.call_id.as_deref() == Some("prt_ed42ece89001rZ19GJnm8Xmznw"))
+            .expect("the first ls");
+        assert_eq!(first.input["command"], "ls -la *.html *.css *.js");
+        assert_eq!(first.cwd.as_deref(), Some("/home/build"));
+        let result = first.result.as_ref().expect("result");
+        assert_eq!(result.exit_code, Some(0));
+        assert!(result.output.contains("index.html"));
+        assert_eq!(result.duration_ms, Some(11));
+        // The commit the agent was running when the copy was taken has no result.
+        let commit = "git add -A && git commit -m \"Initial portfolio commit\"";
+        assert!(
+            all.iter()
+                .any(|a| a.input["command"] == commit && a.result.is_none())
+        );
+        let state = batches
+            .last()
+            .and_then(|b| b.checkpoint.parser_state.clone());
+        assert!(state.is_some_and(|s| s.to_string().contains("open")));
+    }
+
+    /// A WAL database in OpenCode's shape (the columns toolsmith reads of
+    /// sst/opencode `packages/opencode/src/session/session.sql.ts`).
+    fn opencode_db(path: &Path, journal: &str) -> Connection {
+        let conn = Connection::open(path).expect("open");
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode = {journal};
+             CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT NOT NULL, parent_id TEXT);
+             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL,
+                 session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
+                 time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+             INSERT INTO session VALUES ('ses_1', '/work/app', NULL);"
+        ))
+        .expect("schema");
+        conn
+    }
+
+    fn bash_part(command: &str, status: &str) -> String {
+        let mut state = serde_json::json!({"status": status, "input": {"command": command},
+            "time": {"start": 1781676298179_i64}});
+        if status == "completed" {
+            state["output"] = "ok\n".into();
+            state["metadata"] = serde_json::json!({"exit": 0});
+            state["time"]["end"] = 1781676298190_i64.into();
+        }
+        serde_json::json!({"type": "tool", "tool": "bash", "callID": "c", "state": state})
+            .to_string()
+    }
+
+    fn put(conn: &Connection, id: &str, data: &str) {
+        conn.execute(
+            "INSERT INTO part VALUES (?1, 'msg_1', 'ses_1', 1, 1, ?2)
+             ON CONFLICT (id) DO UPDATE SET data = excluded.data, time_updated = 2",
+            [id, data],
+        )
+        .expect("insert");
+    }
+
+    #[test]
+    fn reading_resumes_after_a_restart_with_new_rows_and_finished_calls() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("opencode.db");
+        let writer = opencode_db(&db, "wal");
+        put(&writer, "prt_1", &bash_part("ls", "completed"));
+        put(&writer, "prt_2", &bash_part("cargo build", "running"));
+        put(&writer, "prt_3", r#"{"type": "text", "text": "hello"}"#);
+        put(
+            &writer,
+            "prt_4",
+            r#"{"type": "a-part-type-from-the-future"}"#,
+        );
+        let first = read(&db, "opencode", None);
+        assert_eq!(actions(&first).len(), 2);
+        assert!(problems(&first).is_empty(), "{:?}", problems(&first));
+        let checkpoint = first
+            .last()
+            .map(|b| b.checkpoint.clone())
+            .expect("checkpoint");
+        put(&writer, "prt_2", &bash_part("cargo build", "completed"));
+        put(&writer, "prt_5", &bash_part("cargo test", "completed"));
+        let second = read(&db, "opencode", Some(&checkpoint));
+        let new = actions(&second);
+        assert_eq!(new.len(), 1, "only the new call: {new:?}");
+        assert_eq!(new[0].input["command"], "cargo test");
+        let results: Vec<_> = second
+            .iter()
+            .flat_map(|b| &b.items)
+            .filter_map(|i| match i {
+                Item::Result(r) => Some(r.call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(results, ["prt_2"], "the running call's result joins it");
+        let checkpoint = second
+            .last()
+            .map(|b| b.checkpoint.clone())
+            .expect("checkpoint");
+        let third = read(&db, "opencode", Some(&checkpoint));
+        assert!(third.iter().all(|b| b.items.is_empty()), "nothing twice");
+    }
+
+    #[test]
+    fn a_locked_database_is_a_problem_and_no_wait() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("opencode.db");
+        let writer = opencode_db(&db, "delete");
+        put(&writer, "prt_1", &bash_part("ls", "completed"));
+        writer
+            .execute_batch("BEGIN EXCLUSIVE; UPDATE part SET time_updated = 3;")
+            .expect("exclusive lock");
+        let started = std::time::Instant::now();
+        let batches = read(&db, "opencode", None);
+        let waited = started.elapsed();
+        assert!(actions(&batches).is_empty());
+        let problems = problems(&batches);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains("is locked by another connection"),
+            "{problems:?}"
+        );
+        assert!(problems[0].contains(&db.display().to_string()));
+        assert_eq!(batches[0].checkpoint.offset, 0, "nothing counted as read");
+        writer.execute_batch("COMMIT").expect("commit");
+        let batches = read(&db, "opencode", Some(&batches[0].checkpoint));
+        assert_eq!(actions(&batches).len(), 1, "read once the lock is gone");
+        // No stall: the reader gave up at once rather than waiting for the lock.
+        assert!(waited < std::time::Duration::from_secs(5), "{waited:?}");
+    }
+
+    #[test]
+    fn a_damaged_database_is_a_problem_naming_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (name, bytes) in [
+            (
+                "garbage.db",
+                b"this is no database at all, just text".repeat(200),
+            ),
+            ("opencode.db", {
+                let mut b = SQLITE_HEADER.to_vec();
+                b.extend(std::iter::repeat_n(0xA5u8, 8192));
+                b
+            }),
+        ] {
+            let db = dir.path().join(name);
+            std::fs::write(&db, &bytes).expect("write");
+            let batches = read(&db, "opencode", None);
+            let problems = problems(&batches);
+            assert_eq!(problems.len(), 1, "{name}: {problems:?}");
+            assert!(
+                problems[0].contains(&db.display().to_string()),
+                "{problems:?}"
+            );
+            assert!(
+                problems[0].contains("not a readable SQLite database"),
+                "{problems:?}"
+            );
+            assert_eq!(
+                std::fs::read(&db).expect("read back"),
+                bytes,
+                "left as it was"
+            );
+        }
+    }
+
+    #[test]
+    fn a_database_being_written_is_read_whole_and_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("opencode.db");
+        drop(opencode_db(&db, "wal"));
+        const ROWS: usize = 400;
+        // A real writer process: OpenCode's pattern of a row inserted running, then updated.
+        let script = format!(
+            r#"
+import json, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+for n in range({ROWS}):
+    state = {{"status": "running", "input": {{"command": "echo %d" % n}}, "time": {{"start": 1}}}}
+    part = {{"type": "tool", "tool": "bash", "callID": "c", "state": state}}
+    conn.execute("INSERT INTO part VALUES (?, 'm', 'ses_1', 1, 1, ?)", ("prt_%05d" % n, json.dumps(part)))
+    state["status"] = "completed"; state["output"] = "%d\n" % n; state["metadata"] = {{"exit": 0}}
+    conn.execute("UPDATE part SET data = ?, time_updated = 2 WHERE id = ?", (json.dumps(part), "prt_%05d" % n))
+"#
+        );
+        let mut child = std::process::Command::new("python3")
+            .arg("-c")
+            .arg(&script)
+            .arg(&db)
+            .spawn()
+            .expect("python3 with its sqlite3 module (apt-get install python3)");
+        let mut checkpoint: Option<Checkpoint> = None;
+        let mut seen = Vec::new();
+        let mut finished = std::collections::HashSet::new();
+        let mut read_all = |checkpoint: &mut Option<Checkpoint>| {
+            let batches = read(&db, "opencode", checkpoint.as_ref());
+            for problem in problems(&batches) {
+                assert!(
+                    problem.contains("is locked"),
+                    "only a busy moment: {problem}"
+                );
+            }
+            for item in batches.iter().flat_map(|b| &b.items) {
+                match item {
+                    Item::Action(a) => {
+                        if a.result.is_some() {
+                            finished.insert(a.call_id.clone().expect("id"));
+                        }
+                        seen.push(a.call_id.clone().expect("id"));
+                    }
+                    Item::Result(r) => {
+                        finished.insert(r.call_id.clone());
+                    }
+                    Item::SessionLink { .. } => {}
+                }
+            }
+            if let Some(last) = batches.last() {
+                *checkpoint = Some(last.checkpoint.clone());
+            }
+        };
+        let mut rounds = 0;
+        while child.try_wait().expect("wait").is_none() {
+            read_all(&mut checkpoint);
+            rounds += 1;
+        }
+        read_all(&mut checkpoint);
+        assert!(child.wait().expect("wait").success());
+        assert!(rounds > 0);
+        let distinct: std::collections::HashSet<_> = seen.iter().collect();
+        assert_eq!(
+            seen.len(),
+            ROWS,
+            "every call once ({} distinct)",
+            distinct.len()
+        );
+        assert_eq!(distinct.len(), ROWS);
+        assert_eq!(finished.len(), ROWS, "every result joined");
+    }
 
     #[test]
     fn a_databases_companions_name_it() {
