@@ -259,7 +259,8 @@ pub fn read_database<E: From<ReadError>>(
         dev: meta.dev(),
         inode: meta.ino(),
         line: 1,
-        size_seen: meta.len() + wal.as_ref().map_or(0, |w| w.len()),
+        // Rows, not bytes: `offset` and `size_seen` are rowids (all read: no lag).
+        size_seen: 0,
         mtime_ns: wal
             .as_ref()
             .map_or(mtime(&meta), |w| mtime(w).max(mtime(&meta))),
@@ -272,7 +273,6 @@ pub fn read_database<E: From<ReadError>>(
         ..Batch::default()
     };
     let kept = |p: &Checkpoint| Checkpoint {
-        size_seen: fresh.size_seen,
         mtime_ns: fresh.mtime_ns,
         ..p.clone()
     };
@@ -452,6 +452,7 @@ pub fn read_database<E: From<ReadError>>(
             && got > 0
             && (got == BATCH_ROWS || batch.bytes >= options.batch_bytes);
         checkpoint.offset = last as u64;
+        checkpoint.size_seen = checkpoint.offset;
         checkpoint.line = line;
         checkpoint.parser_state =
             Some(sanitizer.wrap_state(parser.state())).filter(|s| !s.is_null());

@@ -983,3 +983,148 @@ fn native_commands_of(text: &str) -> Vec<String> {
         .filter_map(|v| v["input"]["command"].as_str().map(str::to_owned))
         .collect()
 }
+
+// ---------------------------------------------------------------------------------------------
+// Agents that keep their sessions in SQLite (issue 31): OpenCode and Crush.
+
+#[test]
+fn oneshot_ingest_reads_the_corpus_databases_in_place() {
+    let Some(corpus) = corpus() else { return };
+    let opencode =
+        corpus.join("formats-2026/opencode/richardaiand__aiand-portfolio-web__opencode.db");
+    let crush = corpus.join("formats-2026/crush/jsanchezdaza__conecta4__crush.db");
+    let set: Vec<_> = [&opencode, &crush]
+        .iter()
+        .flat_map(|db| ["", "-wal", "-shm"].map(|s| format!("{}{s}", db.display())))
+        .collect();
+    let bytes = |set: &[String]| -> Vec<Vec<u8>> {
+        set.iter()
+            .map(|p| std::fs::read(p).expect("corpus file"))
+            .collect()
+    };
+    let before = bytes(&set);
+    let env = TestEnv::new();
+    let state = env.path().join("dbs");
+    let report = oneshot(&env, &state, &[], &[&opencode, &crush]);
+    assert_eq!(
+        before,
+        bytes(&set),
+        "the corpus databases are left as they were"
+    );
+    let files = report["files"].as_array().expect("files");
+    assert_eq!(files.len(), 2, "{report}");
+    assert!(files.iter().all(|f| f["problems"] == 0), "{report}");
+    let actions = stored(&env, &state);
+    let bash = |source: &str| {
+        actions
+            .iter()
+            .filter(|a| a["source"] == source && a["tool"] == "bash")
+            .count()
+    };
+    // PROVENANCE.md: 34 shell calls of OpenCode, 21 of Crush.
+    assert_eq!(bash("opencode"), 34);
+    assert_eq!(bash("crush"), 21);
+    let failed = actions
+        .iter()
+        .find(|a| a["source"] == "crush" && a["exit_code"] == 1)
+        .expect("a failed pnpm test");
+    assert_eq!(
+        failed["input"]["command"],
+        "pnpm test -- tests/draw.test.tsx"
+    );
+    assert_eq!(failed["ok"], false);
+
+    // Again: nothing twice. `sources` shows both databases.
+    let again = oneshot(&env, &state, &[], &[&opencode, &crush]);
+    let new: u64 = again["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["actions"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(new, 0);
+    let out = env
+        .cli_at(&state)
+        .args(["sources", "--json"])
+        .assert()
+        .success();
+    let sources: Value = serde_json::from_slice(&out.get_output().stdout).expect("sources JSON");
+    for (format, total) in [("opencode", 77), ("crush", 52)] {
+        let source = sources
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["format"] == format))
+            .unwrap_or_else(|| panic!("{format} source in {sources}"));
+        assert_eq!(source["files"], 1);
+        assert_eq!(source["actions"], total);
+        assert_eq!(source["lag_bytes"], 0);
+    }
+}
+
+#[test]
+fn the_daemon_follows_an_opencode_database_as_the_agent_writes_it() {
+    let env = TestEnv::new();
+    let dir = env.path().join("opencode");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let db = dir.join("opencode.db");
+    // OpenCode's tables as toolsmith reads them (sst/opencode
+    // packages/opencode/src/session/session.sql.ts), in WAL mode as OpenCode opens them.
+    let agent = rusqlite::Connection::open(&db).expect("agent's connection");
+    agent
+        .execute_batch(
+            "PRAGMA journal_mode = wal;
+             CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT NOT NULL, parent_id TEXT);
+             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL,
+                 session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
+                 time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+             INSERT INTO session VALUES ('ses_1', '/work/app', NULL);",
+        )
+        .expect("schema");
+    let part = |id: &str, command: &str, status: &str| {
+        let mut state = json!({"status": status, "input": {"command": command},
+            "time": {"start": 1781676298179_i64}});
+        if status == "completed" {
+            state["output"] = "done\n".into();
+            state["metadata"] = json!({"exit": 0});
+        }
+        let data = json!({"type": "tool", "tool": "bash", "callID": "c", "state": state});
+        agent
+            .execute(
+                "INSERT INTO part VALUES (?1, 'msg_1', 'ses_1', 1, 1, ?2)
+                 ON CONFLICT (id) DO UPDATE SET data = excluded.data",
+                [id, &data.to_string()],
+            )
+            .expect("write a part");
+    };
+    part("prt_1", "cargo build", "completed");
+    let daemon = daemon_with_sources(
+        &env,
+        &format!(
+            "[ingest]\ndebounce_ms = 20\n\n[[source]]\nformat = \"opencode\"\npath = \"{}\"\n",
+            db.display()
+        ),
+    );
+    let wait_for = |what: &dyn Fn(&[Value]) -> bool| {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let got = stored(&env, &env.state());
+            if what(&got) {
+                return got;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "daemon stored {got:?}; log:\n{}",
+                daemon.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_for(&|got| got.len() == 1);
+    // The agent goes on (its writes land in the -wal): a call starts, then finishes.
+    part("prt_2", "cargo test", "running");
+    wait_for(&|got| got.len() == 2);
+    part("prt_2", "cargo test", "completed");
+    let got = wait_for(&|got| got.iter().all(|a| a["ok"] == true));
+    let commands: Vec<_> = got.iter().map(|a| a["input"]["command"].clone()).collect();
+    assert_eq!(commands, [json!("cargo build"), json!("cargo test")]);
+    assert!(got.iter().all(|a| a["cwd"] == "/work/app"));
+}
