@@ -30,20 +30,20 @@ struct Field {
 }
 
 const PATH_ARG: Field = Field {
-    keys: &["file_path", "path", "notebook_path", "filename"],
+    keys: &["file_path", "filePath", "path", "notebook_path", "filename"],
     name: "path",
     role: Role::Arg(Some(SlotKind::Path)),
 };
 
-/// Known tools: names (Claude Code, Codex, OpenHands, aider) and their fields. Fields not
+/// Known tools: names (Claude Code, Codex, OpenHands, aider, OpenCode, Crush) and their fields. Fields not
 /// listed (contents, old and new strings, offsets, prompts) are left out of tokens.
 static TOOLS: &[(&[&str], &[Field])] = &[
     (
-        &["Read", "read", "NotebookRead", "view_image", "View"],
+        &["Read", "read", "NotebookRead", "view_image", "View", "view"],
         &[PATH_ARG],
     ),
     (
-        &["Write", "write", "MultiEdit", "NotebookEdit"],
+        &["Write", "write", "MultiEdit", "multiedit", "NotebookEdit"],
         &[PATH_ARG],
     ),
     (
@@ -76,7 +76,7 @@ static TOOLS: &[(&[&str], &[Field])] = &[
                 role: Role::Arg(Some(SlotKind::Path)),
             },
             Field {
-                keys: &["glob"],
+                keys: &["glob", "include"],
                 name: "glob",
                 role: Role::Named(Some(SlotKind::Glob)),
             },
@@ -326,6 +326,28 @@ mod tests {
             None,
         );
         assert_eq!(tokens_of(&shell)[0].key, t.key);
+    }
+
+    #[test]
+    fn opencode_and_crush_file_tools_are_known_by_their_paths() {
+        // OpenCode's read/edit take `filePath` (sst/opencode packages/opencode/src/tool/read.ts);
+        // Crush's view/multiedit take `file_path` (charmbracelet/crush internal/llm/tools).
+        for (tool, input) in [
+            ("read", json!({"filePath": "/w/index.html", "limit": 30})),
+            (
+                "edit",
+                json!({"filePath": "/w/index.html", "oldString": "a", "newString": "b"}),
+            ),
+            ("view", json!({"file_path": "/w/index.html"})),
+            (
+                "multiedit",
+                json!({"file_path": "/w/index.html", "edits": []}),
+            ),
+        ] {
+            let t = tool_token(tool, &input, Some("/w")).expect("a token");
+            let paths: Vec<&str> = t.slots.iter().map(|s| s.value.as_str()).collect();
+            assert_eq!(paths, ["/w/index.html"], "{tool}: {}", t.key);
+        }
     }
 
     #[test]
