@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use super::adapters::Format;
 use super::adapters::{
     aider::Aider, bash::BashHistory, claude_code::ClaudeCode, codex::Codex, crush::Crush,
-    fish::FishHistory, native::Native, opencode::Opencode, openhands::OpenHands,
-    openhands::OpenHandsResolver, swe_agent::SweAgent, zsh::ZshHistory,
+    fish::FishHistory, native::Native, opencode::Opencode, opencode_json::OpencodeJson,
+    openhands::OpenHands, openhands::OpenHandsResolver, swe_agent::SweAgent, zsh::ZshHistory,
 };
 
 /// Every format with its name, in sniffing order: specific formats first, bash (the most
@@ -21,6 +21,7 @@ pub static FORMATS: &[(&str, &dyn Format)] = &[
     ("openhands-resolver", &OpenHandsResolver),
     ("aider", &Aider),
     ("opencode", &Opencode),
+    ("opencode-json", &OpencodeJson),
     ("crush", &Crush),
     ("zsh", &ZshHistory),
     ("fish", &FishHistory),

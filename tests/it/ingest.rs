@@ -1128,3 +1128,52 @@ fn the_daemon_follows_an_opencode_database_as_the_agent_writes_it() {
     assert_eq!(commands, [json!("cargo build"), json!("cargo test")]);
     assert!(got.iter().all(|a| a["cwd"] == "/work/app"));
 }
+
+#[test]
+fn opencode_json_part_files_are_read_and_a_finished_part_joins_its_call() {
+    // OpenCode before v1.2: storage/part/<messageID>/<partID>.json, rewritten as the part
+    // changes (sst/opencode packages/opencode/src/session/message-v2.ts, ToolPart).
+    let env = TestEnv::new();
+    let dir = env.path().join("opencode/storage/part/msg_1");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let file = dir.join("prt_1.json");
+    let part = |state: Value| {
+        json!({"id": "prt_1", "sessionID": "ses_1", "messageID": "msg_1", "type": "tool",
+            "tool": "bash", "callID": "toolu_1", "state": state})
+        .to_string()
+    };
+    std::fs::write(
+        &file,
+        part(
+            json!({"status": "running", "input": {"command": "npm test"},
+            "time": {"start": 1750000000000_i64}}),
+        ),
+    )
+    .expect("write");
+    let state = env.path().join("state-json");
+    let storage = env.path().join("opencode/storage");
+    let report = oneshot(&env, &state, &[], &[&storage]);
+    assert_eq!(
+        report_of(&report, "prt_1.json")["format"],
+        "opencode-json",
+        "{report}"
+    );
+    let running = stored(&env, &state);
+    assert_eq!(running.len(), 1);
+    assert_eq!(running[0]["input"]["command"], "npm test");
+    assert!(running[0]["ok"].is_null(), "{running:?}");
+    std::fs::write(
+        &file,
+        part(
+            json!({"status": "completed", "input": {"command": "npm test"},
+            "output": "1 failing\n", "metadata": {"exit": 1},
+            "time": {"start": 1750000000000_i64, "end": 1750000001500_i64}}),
+        ),
+    )
+    .expect("rewrite");
+    oneshot(&env, &state, &[], &[&storage]);
+    let done = stored(&env, &state);
+    assert_eq!(done.len(), 1, "one call: {done:?}");
+    assert_eq!(done[0]["ok"], false);
+    assert_eq!(done[0]["exit_code"], 1);
+}

@@ -15,6 +15,7 @@ pub mod fish;
 pub mod lenient;
 pub mod native;
 pub mod opencode;
+pub mod opencode_json;
 pub mod openhands;
 mod shell_common;
 pub mod swe_agent;

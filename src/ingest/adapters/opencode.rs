@@ -138,14 +138,14 @@ fn text<'v>(row: &'v Map<String, Value>, key: &str) -> Option<&'v str> {
     row.get(key).and_then(Value::as_str)
 }
 
-fn millis(value: Option<&Value>) -> Option<jiff::Timestamp> {
+pub(super) fn millis(value: Option<&Value>) -> Option<jiff::Timestamp> {
     value
         .and_then(Value::as_i64)
         .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
 }
 
 /// The result a finished tool state holds.
-fn result_of(tool: &str, state: &Value, status: &str) -> ActionResult {
+pub(super) fn result_of(tool: &str, state: &Value, status: &str) -> ActionResult {
     let time = state.get("time");
     let duration_ms = match (
         time.and_then(|t| t.get("start")).and_then(Value::as_u64),
