@@ -439,3 +439,34 @@ pub fn recent_successes_mentioning(
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_projects_seen_are_the_distinct_working_directories() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::store::Store::open(&dir.path().join("state.db")).expect("store");
+        let cwds = store
+            .call_blocking(|conn| {
+                for (seq, cwd) in [
+                    (1, Some("/w/a")),
+                    (2, Some("/w/a")),
+                    (3, Some("/w/b")),
+                    (4, None),
+                ] {
+                    conn.execute(
+                        "INSERT INTO actions (session, seq, source, cwd, tool, input)
+                         VALUES ('s', ?1, 'crush', ?2, 'bash', '{}')",
+                        params![seq, cwd],
+                    )?;
+                }
+                distinct_cwds(conn, 10)
+            })
+            .expect("cwds");
+        let mut cwds = cwds;
+        cwds.sort();
+        assert_eq!(cwds, ["/w/a", "/w/b"]);
+    }
+}
