@@ -696,6 +696,54 @@ mod tests {
     }
 
     #[test]
+    fn a_database_no_connection_has_open_is_read_without_creating_files_beside_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("opencode.db");
+        let writer = opencode_db(&db, "wal");
+        put(&writer, "prt_1", &bash_part("ls", "completed"));
+        // The agent quits: its last connection checkpoints the WAL and deletes it and the -shm.
+        drop(writer);
+        assert!(!companion(&db, "-wal").exists());
+        let before = sha256(&db);
+        let batches = read(&db, "opencode", None);
+        assert_eq!(actions(&batches).len(), 1);
+        assert!(problems(&batches).is_empty(), "{:?}", problems(&batches));
+        assert_eq!(sha256(&db), before);
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["opencode.db"], "no -wal or -shm made by the reader");
+    }
+
+    #[test]
+    fn another_database_at_the_path_is_read_from_its_start_as_a_new_generation() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("opencode.db");
+        let writer = opencode_db(&db, "wal");
+        for n in 0..3 {
+            put(&writer, &format!("prt_{n}"), &bash_part("ls", "completed"));
+        }
+        drop(writer);
+        let first = read(&db, "opencode", None);
+        let checkpoint = first
+            .last()
+            .map(|b| b.checkpoint.clone())
+            .expect("checkpoint");
+        assert_eq!(checkpoint.offset, 3);
+        std::fs::remove_file(&db).expect("remove");
+        let writer = opencode_db(&db, "wal");
+        put(&writer, "prt_new", &bash_part("make", "completed"));
+        let second = read(&db, "opencode", Some(&checkpoint));
+        assert!(second[0].reset);
+        assert_eq!(second[0].generation, Generation::New);
+        let new = actions(&second);
+        assert_eq!(new.len(), 1);
+        assert_eq!(new[0].input["command"], "make");
+    }
+
+    #[test]
     fn a_locked_database_is_a_problem_and_no_wait() {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = dir.path().join("opencode.db");
