@@ -1177,3 +1177,64 @@ fn opencode_json_part_files_are_read_and_a_finished_part_joins_its_call() {
     assert_eq!(done[0]["ok"], false);
     assert_eq!(done[0]["exit_code"], 1);
 }
+
+#[test]
+fn the_daemon_reads_the_crush_database_of_a_project_it_has_seen() {
+    let env = TestEnv::new();
+    let project = env.path().join("project");
+    std::fs::create_dir_all(project.join(".crush")).expect("mkdir");
+    // Crush's tables as toolsmith reads them (charmbracelet/crush internal/db/migrations).
+    let agent = rusqlite::Connection::open(project.join(".crush/crush.db")).expect("crush db");
+    agent
+        .execute_batch(
+            "PRAGMA journal_mode = wal;
+             CREATE TABLE sessions (id TEXT PRIMARY KEY, parent_session_id TEXT);
+             CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT NOT NULL,
+                 role TEXT NOT NULL, parts TEXT NOT NULL default '[]', model TEXT,
+                 created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+                 finished_at INTEGER, provider TEXT);
+             INSERT INTO sessions VALUES ('s1', NULL);",
+        )
+        .expect("schema");
+    let call = json!([{"type": "tool_call", "data": {"id": "c1", "name": "bash",
+        "input": json!({"command": "go test ./..."}).to_string(), "finished": true}}]);
+    let result = json!([{"type": "tool_result", "data": {"tool_call_id": "c1",
+        "content": "ok  \tapp\t0.2s", "is_error": false}}]);
+    agent
+        .execute(
+            "INSERT INTO messages VALUES ('m1', 's1', 'assistant', ?1, 'm', 1754457380,
+                 1754457380, 1754457384, 'p'),
+             ('m2', 's1', 'tool', ?2, NULL, 1754457390, 1754457390, NULL, NULL)",
+            [call.to_string(), result.to_string()],
+        )
+        .expect("messages");
+    // toolsmith has seen an agent work in the project (any agent's action there).
+    let seed = env.path().join("seed.jsonl");
+    std::fs::write(
+        &seed,
+        format!(
+            "{}\n",
+            json!({"v": 1, "session": "seen", "tool": "shell", "cwd": project.display().to_string(),
+                   "input": {"command": "ls"}, "ok": true})
+        ),
+    )
+    .expect("seed");
+    oneshot(&env, &env.state(), &["--format", "native"], &[&seed]);
+    let daemon = daemon_with_sources(&env, "[ingest]\ndebounce_ms = 20\n");
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let got = stored(&env, &env.state());
+        if let Some(crush) = got.iter().find(|a| a["source"] == "crush") {
+            assert_eq!(crush["input"]["command"], "go test ./...");
+            assert_eq!(crush["cwd"], project.display().to_string());
+            assert_eq!(crush["ok"], true);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no crush action: {got:?}; log:\n{}",
+            daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
