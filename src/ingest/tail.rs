@@ -134,7 +134,8 @@ pub fn default_sources(home: Option<&Path>, xdg_data: Option<&Path>) -> Vec<Sour
 }
 
 /// OpenCode's databases in its data directory: `opencode.db`, and `opencode-<channel>.db` for
-/// the other release channels (as OpenCode names them, `packages/opencode/src/storage/db.ts`).
+/// the other release channels (as OpenCode v1.18 names them, `packages/core/src/database/
+/// database.ts` `path()`).
 fn opencode_databases(dir: &Path) -> Vec<(&'static str, PathBuf)> {
     let mut found = vec![("opencode", dir.join("opencode.db"))];
     if let Ok(entries) = std::fs::read_dir(dir) {
@@ -151,6 +152,21 @@ fn opencode_databases(dir: &Path) -> Vec<(&'static str, PathBuf)> {
         found.extend(channels.into_iter().map(|p| ("opencode", p)));
     }
     found
+}
+
+/// The database OpenCode's `OPENCODE_DB` names (`value`): an absolute path, or one under its
+/// data directory `<data>/opencode` (OpenCode v1.18, `packages/core/src/database/database.ts`
+/// `path()`); `:memory:` names none.
+fn opencode_override(value: Option<&std::ffi::OsStr>, data: &Path) -> Option<PathBuf> {
+    let value = Path::new(value?);
+    if value.as_os_str().is_empty() || value.as_os_str() == ":memory:" {
+        return None;
+    }
+    Some(if value.is_absolute() {
+        value.to_owned()
+    } else {
+        data.join("opencode").join(value)
+    })
 }
 
 /// The Crush databases (`<project>/.crush/crush.db`) of the projects toolsmith has seen agents
@@ -179,8 +195,20 @@ pub fn resolve_sources(config: &Config) -> (Vec<SourceSpec>, Vec<SourceProblem>)
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let settings = if config.sources.is_empty() {
         let xdg_data = std::env::var_os("XDG_DATA_HOME").map(PathBuf::from);
+        let opencode_db = home.as_deref().and_then(|home| {
+            let data = xdg_data
+                .clone()
+                .unwrap_or_else(|| home.join(".local/share"));
+            opencode_override(std::env::var_os("OPENCODE_DB").as_deref(), &data)
+        });
         default_sources(home.as_deref(), xdg_data.as_deref())
             .into_iter()
+            .chain(opencode_db.map(|path| SourceSetting {
+                name: "opencode".to_owned(),
+                format: "opencode".to_owned(),
+                path: path.display().to_string(),
+                origin: crate::config::Origin::Default,
+            }))
             .filter(|s| Path::new(&s.path).exists())
             .collect()
     } else {
@@ -1021,6 +1049,22 @@ mod tests {
                 dir.join("opencode-beta.db").display().to_string()
             ]
         );
+    }
+
+    #[test]
+    fn opencode_db_names_a_database_absolute_or_under_the_data_directory() {
+        use std::ffi::OsStr;
+        let data = Path::new("/home/u/.local/share");
+        assert_eq!(
+            opencode_override(Some(OsStr::new("/srv/oc.db")), data),
+            Some(PathBuf::from("/srv/oc.db"))
+        );
+        assert_eq!(
+            opencode_override(Some(OsStr::new("work.db")), data),
+            Some(PathBuf::from("/home/u/.local/share/opencode/work.db"))
+        );
+        assert_eq!(opencode_override(Some(OsStr::new(":memory:")), data), None);
+        assert_eq!(opencode_override(None, data), None);
     }
 
     #[test]
