@@ -151,6 +151,9 @@ fn throughput(corpus: &Path) {
         gemini_throughput(corpus, dir.path(), bytes, e2e);
         readers_2026(corpus, bytes, dir.path(), e2e);
     }
+    if only.is_empty() || only == "db" {
+        databases(bytes, dir.path());
+    }
 }
 
 /// Gemini CLI sessions of the same volume as the Claude Code input: the corpus sessions
@@ -277,6 +280,161 @@ fn readers_2026(corpus: &Path, target: u64, scratch: &Path, claude_code: f64) {
             files.len()
         );
         let _ = std::fs::remove_dir_all(&input);
+    }
+}
+
+/// An output of a shell call, of the size agents' outputs run to (about 1.5 KB).
+fn output_text(n: u64) -> String {
+    (0..24)
+        .map(|i| format!("line {i} of call {n}: compiling crate-{i} v0.{n}.0 (/work/app)\n"))
+        .collect()
+}
+
+/// An OpenCode database (the `part` and `session` tables of sst/opencode
+/// `packages/opencode/src/session/session.sql.ts`) holding about `target` bytes of part data,
+/// in OpenCode's ratio of parts (per call: step-start, text, the tool part, step-finish),
+/// every tool part a completed bash call. The agent's connection is returned open, as when
+/// OpenCode runs: the rows stay in the WAL.
+fn opencode_db(path: &Path, target: u64) -> (rusqlite::Connection, u64, u64) {
+    let conn = rusqlite::Connection::open(path).expect("create db");
+    conn.execute_batch(
+        "PRAGMA journal_mode = wal; PRAGMA wal_autocheckpoint = 0;
+         CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT NOT NULL, parent_id TEXT);
+         CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL,
+             session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
+             time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+         BEGIN;",
+    )
+    .expect("schema");
+    let (mut bytes, mut rows, mut n) = (0u64, 0u64, 0u64);
+    while bytes < target {
+        let session = format!("ses_{:08}", n / 50);
+        if n % 50 == 0 {
+            conn.execute(
+                "INSERT INTO session VALUES (?1, '/work/app', NULL)",
+                [&session],
+            )
+            .expect("session");
+        }
+        let out = output_text(n);
+        let parts = [
+            serde_json::json!({"type": "step-start", "snapshot": "4b825dc642cb6eb9a060e54bf8d69288fbee4904"}),
+            serde_json::json!({"type": "text", "text": format!("Let me build the project and look at the result of step {n}."), "time": {"start": 1, "end": 2}}),
+            serde_json::json!({"type": "tool", "tool": "bash", "callID": format!("functions.bash:{n}"),
+                "state": {"status": "completed", "input": {"command": format!("cargo build -p crate-{n} 2>&1 | tail -n 40"), "description": "Build"},
+                    "output": out, "metadata": {"output": out, "exit": 0, "description": "Build", "truncated": false},
+                    "title": "Build", "time": {"start": 1781676298179_i64, "end": 1781676298190_i64}}}),
+            serde_json::json!({"type": "step-finish", "reason": "tool-calls", "cost": 0.001, "tokens": {"input": 8280, "output": 9, "reasoning": 0, "cache": {"write": 0, "read": 0}}}),
+        ];
+        for (i, part) in parts.iter().enumerate() {
+            let data = part.to_string();
+            bytes += data.len() as u64;
+            rows += 1;
+            conn.execute(
+                "INSERT INTO part VALUES (?1, ?2, ?3, 1, 1, ?4)",
+                rusqlite::params![
+                    format!("prt_{n:010}_{i}"),
+                    format!("msg_{n:010}"),
+                    session,
+                    data
+                ],
+            )
+            .expect("part");
+        }
+        n += 1;
+    }
+    conn.execute_batch("COMMIT").expect("commit");
+    (conn, bytes, rows)
+}
+
+/// A Crush database (`sessions` and `messages` of charmbracelet/crush
+/// `internal/db/migrations`) holding about `target` bytes of message parts: per call an
+/// assistant message with its tool_call and a tool message with its result. Open, as above.
+fn crush_db(path: &Path, target: u64) -> (rusqlite::Connection, u64, u64) {
+    let conn = rusqlite::Connection::open(path).expect("create db");
+    conn.execute_batch(
+        "PRAGMA journal_mode = wal; PRAGMA wal_autocheckpoint = 0;
+         CREATE TABLE sessions (id TEXT PRIMARY KEY, parent_session_id TEXT);
+         CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, role TEXT NOT NULL,
+             parts TEXT NOT NULL default '[]', model TEXT, created_at INTEGER NOT NULL,
+             updated_at INTEGER NOT NULL, finished_at INTEGER, provider TEXT);
+         BEGIN;",
+    )
+    .expect("schema");
+    let (mut bytes, mut rows, mut n) = (0u64, 0u64, 0u64);
+    while bytes < target {
+        let session = format!("s{:08}", n / 50);
+        if n % 50 == 0 {
+            conn.execute("INSERT INTO sessions VALUES (?1, NULL)", [&session])
+                .expect("session");
+        }
+        let call = format!("call-{n:010}");
+        let input = serde_json::json!({"command": format!("pnpm test -- tests/t{n}.test.tsx"), "timeout": 600000}).to_string();
+        let assistant = serde_json::json!([
+            {"type": "text", "data": {"text": format!("Running the tests of step {n}.")}},
+            {"type": "tool_call", "data": {"id": call, "name": "bash", "input": input, "type": "function", "finished": true}},
+            {"type": "finish", "data": {"reason": "tool_use", "time": 1754457384}}
+        ]);
+        let result = serde_json::json!([{"type": "tool_result", "data": {"tool_call_id": call, "name": "",
+            "content": format!("{}\nExit code 1\n\n<cwd>/work/app</cwd>", output_text(n)),
+            "metadata": "{\"start_time\":1754457409922,\"end_time\":1754457411128}", "is_error": false}}]);
+        for (i, (role, parts, finished)) in [
+            ("assistant", assistant.to_string(), Some(1754457384)),
+            ("tool", result.to_string(), None),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            bytes += parts.len() as u64;
+            rows += 1;
+            conn.execute(
+                "INSERT INTO messages VALUES (?1, ?2, ?3, ?4, 'm', 1754457380, 1754457384, ?5, 'p')",
+                rusqlite::params![format!("{n:010}-{i}"), session, role, parts, finished],
+            )
+            .expect("message");
+        }
+        n += 1;
+    }
+    conn.execute_batch("COMMIT").expect("commit");
+    (conn, bytes, rows)
+}
+
+/// OpenCode's and Crush's databases of the same volume as the Claude Code input, each read end
+/// to end into SQLite while its writer's connection is open: rows/s and MB/s of row data.
+fn databases(bytes: u64, scratch: &Path) {
+    let options = ReadOptions {
+        complete: true,
+        ..ReadOptions::default()
+    };
+    type Build = fn(&Path, u64) -> (rusqlite::Connection, u64, u64);
+    for (format, file, build) in [
+        ("opencode", "opencode.db", opencode_db as Build),
+        ("crush", "crush.db", crush_db as Build),
+    ] {
+        let dir = scratch.join(format);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let db = dir.join(file);
+        let (writer, data, rows) = build(&db, bytes);
+        let mut rates = Vec::new();
+        let mut actions = 0;
+        for round in 0..3 {
+            let state = dir.join(format!("state-{round}.db"));
+            let store = Store::open(&state).expect("open store");
+            let start = Instant::now();
+            let reports =
+                oneshot::ingest_paths(&store, std::slice::from_ref(&db), Some(format), &options)
+                    .expect("ingest");
+            rates.push(start.elapsed().as_secs_f64());
+            actions = reports.iter().map(|r| r.actions).sum::<u64>();
+        }
+        drop(writer);
+        let secs = median(rates);
+        println!(
+            "{format:<8} db read end to end:  {:>7.1} MB/s, {:>9.0} rows/s (median of 3; {:.1} MB of row data in {rows} rows, {actions} actions per run)",
+            data as f64 / 1e6 / secs,
+            rows as f64 / secs,
+            data as f64 / 1e6
+        );
     }
 }
 

@@ -212,6 +212,18 @@ pub fn join_result(
     Ok(false)
 }
 
+/// The distinct working directories of stored actions (at most `limit`): the projects agents
+/// worked in, where the daemon looks for per-project agent logs (Crush's `.crush/crush.db`).
+pub fn distinct_cwds(conn: &Connection, limit: usize) -> Result<Vec<String>, StoreError> {
+    let mut statement = conn.prepare_cached(
+        "SELECT DISTINCT cwd FROM actions WHERE cwd IS NOT NULL AND cwd != '' LIMIT ?1",
+    )?;
+    let cwds = statement
+        .query_map([limit as i64], |row| row.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(cwds)
+}
+
 /// An action as stored, for listing.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StoredAction {
@@ -531,4 +543,35 @@ pub fn recent_successes_mentioning(
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_projects_seen_are_the_distinct_working_directories() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::store::Store::open(&dir.path().join("state.db")).expect("store");
+        let cwds = store
+            .call_blocking(|conn| {
+                for (seq, cwd) in [
+                    (1, Some("/w/a")),
+                    (2, Some("/w/a")),
+                    (3, Some("/w/b")),
+                    (4, None),
+                ] {
+                    conn.execute(
+                        "INSERT INTO actions (session, seq, source, cwd, tool, input)
+                         VALUES ('s', ?1, 'crush', ?2, 'bash', '{}')",
+                        params![seq, cwd],
+                    )?;
+                }
+                distinct_cwds(conn, 10)
+            })
+            .expect("cwds");
+        let mut cwds = cwds;
+        cwds.sort();
+        assert_eq!(cwds, ["/w/a", "/w/b"]);
+    }
 }

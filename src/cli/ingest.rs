@@ -243,6 +243,12 @@ pub(super) fn sources(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
         summary.lag_bytes = files
             .iter()
             .filter(|f| f.source == summary.source && f.format == summary.format)
+            // A database's checkpoint counts rows, not bytes: it has no byte lag.
+            .filter(|f| {
+                crate::ingest::formats::by_name(&f.format).is_none_or(|format| {
+                    format.framing() != crate::ingest::adapters::Framing::Database
+                })
+            })
             .map(|f| {
                 std::fs::metadata(&f.path)
                     .map(|m| m.size().saturating_sub(f.offset))

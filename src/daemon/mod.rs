@@ -317,7 +317,17 @@ async fn supervise_ingest(
 ) {
     loop {
         let config = Arc::clone(&configs.borrow_and_update());
-        let (specs, problems) = ingest::tail::resolve_sources(&config);
+        let (mut specs, problems) = ingest::tail::resolve_sources(&config);
+        if config.sources.is_empty() {
+            // Crush keeps its log in each project: the projects agents were seen working in.
+            match store
+                .call(|conn| crate::action::stored::distinct_cwds(conn, 10_000))
+                .await
+            {
+                Ok(projects) => specs.extend(ingest::tail::seen_project_sources(&projects)),
+                Err(err) => tracing::warn!("cannot list the projects seen for Crush: {err}"),
+            }
+        }
         for problem in &problems {
             tracing::warn!(source = %problem.name, "log source not read: {}", problem.reason);
         }

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use super::adapters::Format;
 use super::adapters::{
     aider::Aider, bash::BashHistory, claude_code::ClaudeCode, cline::Cline, codex::Codex,
-    cursor::Cursor, fish::FishHistory, gemini_cli::GeminiCli, gemini_cli::GeminiCliJson,
-    kimi::KimiCli, native::Native, openhands::OpenHands, openhands::OpenHandsResolver,
+    crush::Crush, cursor::Cursor, fish::FishHistory, gemini_cli::GeminiCli,
+    gemini_cli::GeminiCliJson, kimi::KimiCli, native::Native, opencode::Opencode,
+    opencode_json::OpencodeJson, openhands::OpenHands, openhands::OpenHandsResolver,
     swe_agent::SweAgent, zsh::ZshHistory,
 };
 
@@ -26,6 +27,9 @@ pub static FORMATS: &[(&str, &dyn Format)] = &[
     ("aider", &Aider),
     ("gemini-cli", &GeminiCli),
     ("gemini-cli-json", &GeminiCliJson),
+    ("opencode", &Opencode),
+    ("opencode-json", &OpencodeJson),
+    ("crush", &Crush),
     ("zsh", &ZshHistory),
     ("fish", &FishHistory),
     ("bash", &BashHistory),

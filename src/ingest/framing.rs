@@ -136,7 +136,8 @@ impl Cutter {
         };
         self.lines_end = end;
         match self.framing {
-            Framing::Lines | Framing::WholeFile => {
+            // A database is never cut into records from bytes (see `ingest::database`).
+            Framing::Lines | Framing::WholeFile | Framing::Database => {
                 if oversized {
                     out.push(Cut::Oversized {
                         pos: start,

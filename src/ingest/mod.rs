@@ -2,6 +2,8 @@
 //! secrets out.
 //!
 //! - [`adapters`]: one per format, turning records into items (pure functions of the bytes);
+//! - [`database`]: reading an agent's SQLite database (OpenCode, Crush) read-only, in short
+//!   read transactions, while the agent writes it;
 //! - [`framing`]: cutting a file's bytes into records incrementally, with a size cap;
 //! - [`reader`]: reading one file from its checkpoint into batches (identity checks,
 //!   redaction, output capping);
@@ -13,6 +15,7 @@
 //! - [`tail`]: the daemon's live tailing (start-up scan, inotify, debounce, rotation).
 
 pub mod adapters;
+pub mod database;
 pub mod formats;
 pub mod framing;
 pub mod oneshot;

@@ -236,6 +236,11 @@ pub fn read_file<E: From<ReadError>>(
     redactor: &Redactor,
     sink: impl FnMut(Batch) -> Result<(), E>,
 ) -> Result<ReadSummary, E> {
+    if format.framing() == Framing::Database {
+        return super::database::read_database(
+            path, source, format, previous, options, redactor, sink,
+        );
+    }
     let mut file = open_regular(path).map_err(ReadError::from)?;
     read_from(
         &mut file, path, source, format, previous, known, options, redactor, sink,
@@ -430,6 +435,13 @@ pub fn read_from<E: From<ReadError>>(
     redactor: &Redactor,
     mut sink: impl FnMut(Batch) -> Result<(), E>,
 ) -> Result<ReadSummary, E> {
+    if format.framing() == Framing::Database {
+        // Rows, not bytes: the descriptor held open only keeps the tailer's bookkeeping alike.
+        let _ = (file, known);
+        return super::database::read_database(
+            path, source, format, previous, options, redactor, sink,
+        );
+    }
     let name = path.display().to_string();
     // A rotated file (`x.jsonl.1`) is parsed as the file it was (`x.jsonl`): the same sessions.
     let logical = super::formats::unrotated(path);

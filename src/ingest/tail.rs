@@ -110,7 +110,7 @@ fn expand_home(path: &str, home: Option<&Path>) -> Option<PathBuf> {
 
 /// The standard locations of agents' and shells' logs, for when no source is configured,
 /// with each agent's own overrides of its home read from `env` (`CLAUDE_CONFIG_DIR`,
-/// `CODEX_HOME`, `XDG_DATA_HOME`, `GEMINI_CLI_HOME`, `KIMI_SHARE_DIR`).
+/// `CODEX_HOME`, `XDG_DATA_HOME`, `GEMINI_CLI_HOME`, `KIMI_SHARE_DIR`, `OPENCODE_DB`).
 pub fn default_sources(env: &dyn Env) -> Vec<SourceSetting> {
     let Some(home) = env.var("HOME").map(PathBuf::from) else {
         return Vec::new();
@@ -138,6 +138,14 @@ pub fn default_sources(env: &dyn Env) -> Vec<SourceSetting> {
             env.var("KIMI_SHARE_DIR").map(PathBuf::from).as_deref(),
         )
         .into_iter()
+        .chain(opencode_databases(&xdg_data.join("opencode")))
+        .chain(
+            opencode_override(
+                env.var("OPENCODE_DB").as_deref().map(std::ffi::OsStr::new),
+                &xdg_data,
+            )
+            .map(|db| ("opencode", db)),
+        )
         .map(|(format, path)| (format, format, path)),
     )
     .map(|(name, format, path)| SourceSetting {
@@ -186,6 +194,62 @@ fn literal_root(path: &str) -> PathBuf {
             !c.as_os_str()
                 .to_string_lossy()
                 .contains(['*', '?', '[', '{'])
+        })
+        .collect()
+}
+
+/// OpenCode's databases in its data directory: `opencode.db`, and `opencode-<channel>.db` for
+/// the other release channels (as OpenCode v1.18 names them, `packages/core/src/database/
+/// database.ts` `path()`).
+fn opencode_databases(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+    let mut found = vec![("opencode", dir.join("opencode.db"))];
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        let mut channels: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("opencode-") && n.ends_with(".db"))
+            })
+            .collect();
+        channels.sort();
+        found.extend(channels.into_iter().map(|p| ("opencode", p)));
+    }
+    found
+}
+
+/// The database OpenCode's `OPENCODE_DB` names (`value`): an absolute path, or one under its
+/// data directory `<data>/opencode` (OpenCode v1.18, `packages/core/src/database/database.ts`
+/// `path()`); `:memory:` names none.
+fn opencode_override(value: Option<&std::ffi::OsStr>, data: &Path) -> Option<PathBuf> {
+    let value = Path::new(value?);
+    if value.as_os_str().is_empty() || value.as_os_str() == ":memory:" {
+        return None;
+    }
+    Some(if value.is_absolute() {
+        value.to_owned()
+    } else {
+        data.join("opencode").join(value)
+    })
+}
+
+/// The Crush databases (`<project>/.crush/crush.db`) of the projects toolsmith has seen agents
+/// work in (`projects`: the working directories of stored actions), as sources: the daemon's
+/// defaults when no source is configured.
+pub fn seen_project_sources(projects: &[String]) -> Vec<SourceSpec> {
+    projects
+        .iter()
+        .map(|p| Path::new(p).join(".crush/crush.db"))
+        .filter(|db| db.is_file())
+        .filter_map(|db| {
+            let setting = SourceSetting {
+                name: "crush".to_owned(),
+                format: "crush".to_owned(),
+                path: db.display().to_string(),
+                origin: crate::config::Origin::Default,
+            };
+            resolve_one(&setting, None).ok()
         })
         .collect()
 }
@@ -782,7 +846,8 @@ fn walk(dir: &Path, found: &mut dyn FnMut(&Path)) {
         if kind.is_dir() {
             walk(&path, found);
         } else if !kind.is_symlink() {
-            found(&path);
+            // A database's writes land in its `-wal`: the database is what is read.
+            found(&super::database::main_file(&path));
         }
     }
 }
@@ -863,6 +928,8 @@ impl Tailer {
                 Ok(event) if !worth_a_round(&event.kind) => {}
                 Ok(event) => {
                     for path in event.paths {
+                        // An agent's database changes through its `-wal` (and `-shm`).
+                        let path = super::database::main_file(&path).into_owned();
                         if tx.try_send(path).is_err() {
                             overflow.store(true, Ordering::Relaxed);
                         }
@@ -1018,6 +1085,21 @@ impl Tailer {
 mod tests {
     use super::*;
 
+    /// An environment of the given variables only.
+    struct TestEnv(Vec<(&'static str, String)>);
+
+    impl Env for TestEnv {
+        fn var(&self, name: &str) -> Option<String> {
+            self.0
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.clone())
+        }
+        fn is_root(&self) -> bool {
+            false
+        }
+    }
+
     #[test]
     fn default_sources_are_the_standard_locations() {
         struct Vars(&'static [(&'static str, &'static str)]);
@@ -1139,6 +1221,69 @@ mod tests {
         for (format, _) in &sources {
             assert!(formats::by_name(format).is_some(), "{format}");
         }
+    }
+
+    #[test]
+    fn opencode_is_found_under_xdg_data_home_with_its_channels() {
+        let data = tempfile::tempdir().expect("tempdir");
+        let dir = data.path().join("opencode");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        for name in [
+            "opencode.db",
+            "opencode-beta.db",
+            "opencode.db-wal",
+            "auth.json",
+        ] {
+            std::fs::write(dir.join(name), b"").expect("write");
+        }
+        let data_home = data.path().display().to_string();
+        let sources = default_sources(&TestEnv(vec![
+            ("HOME", "/home/u".into()),
+            ("XDG_DATA_HOME", data_home),
+        ]));
+        let opencode: Vec<_> = sources
+            .iter()
+            .filter(|s| s.format == "opencode")
+            .map(|s| s.path.clone())
+            .collect();
+        assert_eq!(
+            opencode,
+            [
+                dir.join("opencode.db").display().to_string(),
+                dir.join("opencode-beta.db").display().to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn opencode_db_names_a_database_absolute_or_under_the_data_directory() {
+        use std::ffi::OsStr;
+        let data = Path::new("/home/u/.local/share");
+        assert_eq!(
+            opencode_override(Some(OsStr::new("/srv/oc.db")), data),
+            Some(PathBuf::from("/srv/oc.db"))
+        );
+        assert_eq!(
+            opencode_override(Some(OsStr::new("work.db")), data),
+            Some(PathBuf::from("/home/u/.local/share/opencode/work.db"))
+        );
+        assert_eq!(opencode_override(Some(OsStr::new(":memory:")), data), None);
+        assert_eq!(opencode_override(None, data), None);
+    }
+
+    #[test]
+    fn crush_databases_of_the_projects_seen_are_sources() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let with = home.path().join("app");
+        let without = home.path().join("other");
+        std::fs::create_dir_all(with.join(".crush")).expect("mkdir");
+        std::fs::create_dir_all(&without).expect("mkdir");
+        std::fs::write(with.join(".crush/crush.db"), b"").expect("write");
+        let projects = [with.display().to_string(), without.display().to_string()];
+        let specs = seen_project_sources(&projects);
+        assert_eq!(specs.len(), 1, "{specs:?}");
+        assert_eq!(specs[0].format_name, "crush");
+        assert!(specs[0].claims(&with.join(".crush/crush.db")));
     }
 
     #[test]

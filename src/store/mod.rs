@@ -411,7 +411,9 @@ fn check_with(path: &Path, params: &str) -> Result<(), StoreError> {
 
 /// `path` as an SQLite `file:` URI with `params`: every byte but unreserved ones and `/`
 /// percent-encoded, so that `?`, `#` and `%` in a directory name stay part of the path.
-fn sqlite_uri(path: &Path, params: &str) -> PathBuf {
+/// The `file:` URI of the database at `path` with query `params` (`mode=ro`, …), every byte
+/// of the path that a URI would read otherwise percent-encoded.
+pub fn sqlite_uri(path: &Path, params: &str) -> PathBuf {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
     // `file://` and an empty authority: a path beginning `//` is not taken for a host name.

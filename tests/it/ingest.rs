@@ -1183,3 +1183,258 @@ fn results_carried_by_their_calls_records_are_counted_on_the_corpus() {
     assert!(with_result > 0);
     assert_eq!(results, with_result, "{report}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Agents that keep their sessions in SQLite (issue 31): OpenCode and Crush.
+
+#[test]
+fn oneshot_ingest_reads_the_corpus_databases_in_place() {
+    let Some(corpus) = corpus() else { return };
+    let opencode =
+        corpus.join("formats-2026/opencode/richardaiand__aiand-portfolio-web__opencode.db");
+    let crush = corpus.join("formats-2026/crush/jsanchezdaza__conecta4__crush.db");
+    let set: Vec<_> = [&opencode, &crush]
+        .iter()
+        .flat_map(|db| ["", "-wal", "-shm"].map(|s| format!("{}{s}", db.display())))
+        .collect();
+    let bytes = |set: &[String]| -> Vec<Vec<u8>> {
+        set.iter()
+            .map(|p| std::fs::read(p).expect("corpus file"))
+            .collect()
+    };
+    let before = bytes(&set);
+    let env = TestEnv::new();
+    let state = env.path().join("dbs");
+    let report = oneshot(&env, &state, &[], &[&opencode, &crush]);
+    assert_eq!(
+        before,
+        bytes(&set),
+        "the corpus databases are left as they were"
+    );
+    let files = report["files"].as_array().expect("files");
+    assert_eq!(files.len(), 2, "{report}");
+    assert!(files.iter().all(|f| f["problems"] == 0), "{report}");
+    let actions = stored(&env, &state);
+    let bash = |source: &str| {
+        actions
+            .iter()
+            .filter(|a| a["source"] == source && a["tool"] == "bash")
+            .count()
+    };
+    // PROVENANCE.md: 34 shell calls of OpenCode, 21 of Crush.
+    assert_eq!(bash("opencode"), 34);
+    assert_eq!(bash("crush"), 21);
+    let failed = actions
+        .iter()
+        .find(|a| a["source"] == "crush" && a["exit_code"] == 1)
+        .expect("a failed pnpm test");
+    assert_eq!(
+        failed["input"]["command"],
+        "pnpm test -- tests/draw.test.tsx"
+    );
+    assert_eq!(failed["ok"], false);
+
+    // Again: nothing twice. `sources` shows both databases.
+    let again = oneshot(&env, &state, &[], &[&opencode, &crush]);
+    let new: u64 = again["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["actions"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(new, 0);
+    let out = env
+        .cli_at(&state)
+        .args(["sources", "--json"])
+        .assert()
+        .success();
+    let sources: Value = serde_json::from_slice(&out.get_output().stdout).expect("sources JSON");
+    for (format, total) in [("opencode", 77), ("crush", 52)] {
+        let source = sources
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["format"] == format))
+            .unwrap_or_else(|| panic!("{format} source in {sources}"));
+        assert_eq!(source["files"], 1);
+        assert_eq!(source["actions"], total);
+        assert_eq!(source["lag_bytes"], 0);
+    }
+}
+
+#[test]
+fn the_daemon_follows_an_opencode_database_as_the_agent_writes_it() {
+    let env = TestEnv::new();
+    let dir = env.path().join("opencode");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let db = dir.join("opencode.db");
+    // OpenCode's tables as toolsmith reads them (sst/opencode
+    // packages/opencode/src/session/session.sql.ts), in WAL mode as OpenCode opens them.
+    let agent = rusqlite::Connection::open(&db).expect("agent's connection");
+    agent
+        .execute_batch(
+            "PRAGMA journal_mode = wal;
+             CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT NOT NULL, parent_id TEXT);
+             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL,
+                 session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
+                 time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+             INSERT INTO session VALUES ('ses_1', '/work/app', NULL);",
+        )
+        .expect("schema");
+    let part = |id: &str, command: &str, status: &str| {
+        let mut state = json!({"status": status, "input": {"command": command},
+            "time": {"start": 1781676298179_i64}});
+        if status == "completed" {
+            state["output"] = "done\n".into();
+            state["metadata"] = json!({"exit": 0});
+        }
+        let data = json!({"type": "tool", "tool": "bash", "callID": "c", "state": state});
+        agent
+            .execute(
+                "INSERT INTO part VALUES (?1, 'msg_1', 'ses_1', 1, 1, ?2)
+                 ON CONFLICT (id) DO UPDATE SET data = excluded.data",
+                [id, &data.to_string()],
+            )
+            .expect("write a part");
+    };
+    part("prt_1", "cargo build", "completed");
+    let daemon = daemon_with_sources(
+        &env,
+        &format!(
+            "[ingest]\ndebounce_ms = 20\n\n[[source]]\nformat = \"opencode\"\npath = \"{}\"\n",
+            db.display()
+        ),
+    );
+    let wait_for = |what: &dyn Fn(&[Value]) -> bool| {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let got = stored(&env, &env.state());
+            if what(&got) {
+                return got;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "daemon stored {got:?}; log:\n{}",
+                daemon.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_for(&|got| got.len() == 1);
+    // The agent goes on (its writes land in the -wal): a call starts, then finishes.
+    part("prt_2", "cargo test", "running");
+    wait_for(&|got| got.len() == 2);
+    part("prt_2", "cargo test", "completed");
+    let got = wait_for(&|got| got.iter().all(|a| a["ok"] == true));
+    let commands: Vec<_> = got.iter().map(|a| a["input"]["command"].clone()).collect();
+    assert_eq!(commands, [json!("cargo build"), json!("cargo test")]);
+    assert!(got.iter().all(|a| a["cwd"] == "/work/app"));
+}
+
+#[test]
+fn opencode_json_part_files_are_read_and_a_finished_part_joins_its_call() {
+    // OpenCode before v1.2: storage/part/<messageID>/<partID>.json, rewritten as the part
+    // changes (sst/opencode packages/opencode/src/session/message-v2.ts, ToolPart).
+    let env = TestEnv::new();
+    let dir = env.path().join("opencode/storage/part/msg_1");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let file = dir.join("prt_1.json");
+    let part = |state: Value| {
+        json!({"id": "prt_1", "sessionID": "ses_1", "messageID": "msg_1", "type": "tool",
+            "tool": "bash", "callID": "toolu_1", "state": state})
+        .to_string()
+    };
+    std::fs::write(
+        &file,
+        part(
+            json!({"status": "running", "input": {"command": "npm test"},
+            "time": {"start": 1750000000000_i64}}),
+        ),
+    )
+    .expect("write");
+    let state = env.path().join("state-json");
+    let storage = env.path().join("opencode/storage");
+    let report = oneshot(&env, &state, &[], &[&storage]);
+    assert_eq!(
+        report_of(&report, "prt_1.json")["format"],
+        "opencode-json",
+        "{report}"
+    );
+    let running = stored(&env, &state);
+    assert_eq!(running.len(), 1);
+    assert_eq!(running[0]["input"]["command"], "npm test");
+    assert!(running[0]["ok"].is_null(), "{running:?}");
+    std::fs::write(
+        &file,
+        part(
+            json!({"status": "completed", "input": {"command": "npm test"},
+            "output": "1 failing\n", "metadata": {"exit": 1},
+            "time": {"start": 1750000000000_i64, "end": 1750000001500_i64}}),
+        ),
+    )
+    .expect("rewrite");
+    oneshot(&env, &state, &[], &[&storage]);
+    let done = stored(&env, &state);
+    assert_eq!(done.len(), 1, "one call: {done:?}");
+    assert_eq!(done[0]["ok"], false);
+    assert_eq!(done[0]["exit_code"], 1);
+}
+
+#[test]
+fn the_daemon_reads_the_crush_database_of_a_project_it_has_seen() {
+    let env = TestEnv::new();
+    let project = env.path().join("project");
+    std::fs::create_dir_all(project.join(".crush")).expect("mkdir");
+    // Crush's tables as toolsmith reads them (charmbracelet/crush internal/db/migrations).
+    let agent = rusqlite::Connection::open(project.join(".crush/crush.db")).expect("crush db");
+    agent
+        .execute_batch(
+            "PRAGMA journal_mode = wal;
+             CREATE TABLE sessions (id TEXT PRIMARY KEY, parent_session_id TEXT);
+             CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT NOT NULL,
+                 role TEXT NOT NULL, parts TEXT NOT NULL default '[]', model TEXT,
+                 created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+                 finished_at INTEGER, provider TEXT);
+             INSERT INTO sessions VALUES ('s1', NULL);",
+        )
+        .expect("schema");
+    let call = json!([{"type": "tool_call", "data": {"id": "c1", "name": "bash",
+        "input": json!({"command": "go test ./..."}).to_string(), "finished": true}}]);
+    let result = json!([{"type": "tool_result", "data": {"tool_call_id": "c1",
+        "content": "ok  \tapp\t0.2s", "is_error": false}}]);
+    agent
+        .execute(
+            "INSERT INTO messages VALUES ('m1', 's1', 'assistant', ?1, 'm', 1754457380,
+                 1754457380, 1754457384, 'p'),
+             ('m2', 's1', 'tool', ?2, NULL, 1754457390, 1754457390, NULL, NULL)",
+            [call.to_string(), result.to_string()],
+        )
+        .expect("messages");
+    // toolsmith has seen an agent work in the project (any agent's action there).
+    let seed = env.path().join("seed.jsonl");
+    std::fs::write(
+        &seed,
+        format!(
+            "{}\n",
+            json!({"v": 1, "session": "seen", "tool": "shell", "cwd": project.display().to_string(),
+                   "input": {"command": "ls"}, "ok": true})
+        ),
+    )
+    .expect("seed");
+    oneshot(&env, &env.state(), &["--format", "native"], &[&seed]);
+    let daemon = daemon_with_sources(&env, "[ingest]\ndebounce_ms = 20\n");
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let got = stored(&env, &env.state());
+        if let Some(crush) = got.iter().find(|a| a["source"] == "crush") {
+            assert_eq!(crush["input"]["command"], "go test ./...");
+            assert_eq!(crush["cwd"], project.display().to_string());
+            assert_eq!(crush["ok"], true);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no crush action: {got:?}; log:\n{}",
+            daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -17,6 +17,7 @@ mod architecture;
 mod bad_input;
 mod cli;
 mod control_timeouts;
+mod cross_agent;
 mod daemon;
 mod demo;
 mod gemini;

@@ -11,12 +11,15 @@ pub mod bash;
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
+pub mod crush;
 pub mod cursor;
 pub mod fish;
 pub mod gemini_cli;
 pub mod kimi;
 pub mod lenient;
 pub mod native;
+pub mod opencode;
+pub mod opencode_json;
 pub mod openhands;
 mod shell_common;
 pub mod swe_agent;
@@ -41,6 +44,27 @@ pub enum Framing {
     FishEntries,
     /// The whole file is one JSON document, read only when complete and re-read when changed.
     WholeFile,
+    /// An SQLite database the agent writes: its records are rows, read by
+    /// [`crate::ingest::database`] through the queries of [`Format::tables`], each handed to the
+    /// parser as a JSON object of the row's columns.
+    Database,
+}
+
+/// The first bytes of every SQLite database file.
+pub const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";
+
+/// How a [`Framing::Database`] format's rows are queried. Each query's first column is the
+/// row's `rowid` (where reading goes on from), the others its record's fields by column name.
+/// The parser's state names the rows to read again (calls still running) as the keys of its
+/// `open` object.
+#[derive(Debug)]
+pub struct Tables {
+    /// The rows after a rowid (`?1`), at most `?2` of them, in rowid order.
+    pub new_rows: &'static str,
+    /// One row again, by its id (`?1`, the record's `id`).
+    pub row: &'static str,
+    /// The largest rowid there is (`SELECT max(rowid) FROM …`).
+    pub last: &'static str,
 }
 
 /// Where a record starts in its file.
@@ -127,6 +151,11 @@ pub trait Format: Sync {
     /// sub-agent's `.meta.json`): a walk passes it by instead of calling it unrecognised.
     /// `None` for any other file.
     fn companion(&self, _path: &Path) -> Option<&'static str> {
+        None
+    }
+
+    /// For a [`Framing::Database`] format, its queries.
+    fn tables(&self) -> Option<&'static Tables> {
         None
     }
 }

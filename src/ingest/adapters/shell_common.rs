@@ -258,7 +258,7 @@ pub mod testkit {
                     }
                 }
                 Framing::FishEntries => false,
-                Framing::Lines | Framing::WholeFile => true,
+                Framing::Lines | Framing::WholeFile | Framing::Database => true,
             };
             if ends {
                 emit(&mut record);

@@ -32,6 +32,7 @@ struct Field {
 const PATH_ARG: Field = Field {
     keys: &[
         "file_path",
+        "filePath",
         "path",
         "notebook_path",
         "filename",
@@ -42,7 +43,7 @@ const PATH_ARG: Field = Field {
 };
 
 /// Known tools: names (Claude Code, Codex, OpenHands, aider, Gemini CLI, Kimi CLI, Cline,
-/// Cursor) and their fields. Fields not
+/// Cursor, OpenCode, Crush) and their fields. Fields not
 /// listed (contents, old and new strings, offsets, prompts) are left out of tokens.
 static TOOLS: &[(&[&str], &[Field])] = &[
     (
@@ -52,6 +53,7 @@ static TOOLS: &[(&[&str], &[Field])] = &[
             "NotebookRead",
             "view_image",
             "View",
+            "view",
             "ReadFile",
             "read_file",
         ],
@@ -62,6 +64,7 @@ static TOOLS: &[(&[&str], &[Field])] = &[
             "Write",
             "write",
             "MultiEdit",
+            "multiedit",
             "NotebookEdit",
             "write_file",
             "WriteFile",
@@ -353,6 +356,28 @@ mod tests {
             None,
         );
         assert_eq!(tokens_of(&shell)[0].key, t.key);
+    }
+
+    #[test]
+    fn opencode_and_crush_file_tools_are_known_by_their_paths() {
+        // OpenCode's read/edit take `filePath` (sst/opencode packages/opencode/src/tool/read.ts);
+        // Crush's view/multiedit take `file_path` (charmbracelet/crush internal/llm/tools).
+        for (tool, input) in [
+            ("read", json!({"filePath": "/w/index.html", "limit": 30})),
+            (
+                "edit",
+                json!({"filePath": "/w/index.html", "oldString": "a", "newString": "b"}),
+            ),
+            ("view", json!({"file_path": "/w/index.html"})),
+            (
+                "multiedit",
+                json!({"file_path": "/w/index.html", "edits": []}),
+            ),
+        ] {
+            let t = tool_token(tool, &input, Some("/w")).expect("a token");
+            let paths: Vec<&str> = t.slots.iter().map(|s| s.value.as_str()).collect();
+            assert_eq!(paths, ["/w/index.html"], "{tool}: {}", t.key);
+        }
     }
 
     #[test]
