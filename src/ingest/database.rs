@@ -336,27 +336,34 @@ pub fn read_database<E: From<ReadError>>(
             let mut replayed = Sanitizer::new(redactor, options.output_cap);
             let mut parser = format.parser(path, None);
             let mut items = Vec::new();
-            let _ = rows(
-                &conn,
-                tables.new_rows,
-                (0_i64, i64::MAX),
-                |rowid, record| {
-                    if rowid as u64 > prev.offset {
-                        return false;
-                    }
-                    items.clear();
-                    let _ = parser.record(
-                        &record,
-                        Position {
+            // In batches, each its own short read transaction, like the read itself.
+            let mut after = 0_i64;
+            loop {
+                let mut got = 0usize;
+                let read = rows(
+                    &conn,
+                    tables.new_rows,
+                    (after, BATCH_ROWS as i64),
+                    |rowid, record| {
+                        got += 1;
+                        after = rowid;
+                        if rowid as u64 > prev.offset {
+                            return false;
+                        }
+                        items.clear();
+                        let pos = Position {
                             offset: rowid as u64,
                             line: 0,
-                        },
-                        &mut items,
-                    );
-                    replayed.replay(&mut items);
-                    true
-                },
-            );
+                        };
+                        let _ = parser.record(&record, pos, &mut items);
+                        replayed.replay(&mut items);
+                        true
+                    },
+                );
+                if read.is_err() || got < BATCH_ROWS || after as u64 >= prev.offset {
+                    break;
+                }
+            }
             sanitizer.take_memory(replayed);
         }
     }
@@ -741,6 +748,36 @@ mod tests {
         let new = actions(&second);
         assert_eq!(new.len(), 1);
         assert_eq!(new[0].input["command"], "make");
+    }
+
+    #[test]
+    fn a_resumed_read_still_knows_the_secrets_seen_before_its_checkpoint() {
+        let secret = "Qm7xK2vL9pR4tW8zN3sB";
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("opencode.db");
+        let writer = opencode_db(&db, "wal");
+        put(
+            &writer,
+            "prt_1",
+            &bash_part(&format!("export DB_PASSWORD={secret}"), "completed"),
+        );
+        let first = read(&db, "opencode", None);
+        let checkpoint = first
+            .last()
+            .map(|b| b.checkpoint.clone())
+            .expect("checkpoint");
+        let mut later: Value =
+            serde_json::from_str(&bash_part("./probe", "completed")).expect("json");
+        later["state"]["output"] = format!("password is {secret}").into();
+        put(&writer, "prt_2", &later.to_string());
+        // A new redactor: a restarted daemon, which has only the checkpoint to go on.
+        let second = read(&db, "opencode", Some(&checkpoint));
+        let outputs: Vec<_> = actions(&second)
+            .iter()
+            .filter_map(|a| a.result.as_ref().map(|r| r.output.clone()))
+            .collect();
+        assert_eq!(outputs.len(), 1);
+        assert!(!outputs[0].contains(secret), "{outputs:?}");
     }
 
     #[test]
