@@ -95,8 +95,12 @@ impl Format for Cline {
 
     fn sniff(&self, path: &Path, head: &[u8]) -> bool {
         let name = path.file_name().map(|n| n.to_string_lossy());
-        if name.is_some_and(|n| n.ends_with(HISTORY_FILE)) {
+        if name.as_deref().is_some_and(|n| n.ends_with(HISTORY_FILE)) {
             return true;
+        }
+        // The UI's log of the same task is not the conversation.
+        if name.is_some_and(|n| n == "ui_messages.json") {
+            return false;
         }
         let text = String::from_utf8_lossy(head);
         let Some(rest) = text.trim_start().strip_prefix('[') else {
