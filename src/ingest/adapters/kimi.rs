@@ -249,8 +249,8 @@ fn tool_call(
 }
 
 fn tool_result(payload: &Map<String, Value>) -> Result<ActionResult, Problem> {
-    // `return_value` as protocol 1.3 writes it; a `result` object is read alike, in case a
-    // log names it so (kosong's own name for the field has varied).
+    // `return_value` as protocol 1.3 writes it; a `result` object is read alike (no real log
+    // seen here names it so: a guard, not a known shape).
     let value = match payload
         .get("return_value")
         .or_else(|| payload.get("result"))
