@@ -222,7 +222,8 @@ fn readers_2026(corpus: &Path, target: u64, scratch: &Path, claude_code: f64) {
         (
             "kimi-cli",
             "kimi-cli/youngstunners88__ihhashi__3951a8af-d393-44a8-a19f-057bbdf8cb1c__wire.jsonl",
-            "\"tool_",
+            // The ids' values (`"id": "tool_…"`, `"tool_call_id": "tool_…"`), not the key.
+            ": \"tool_",
         ),
         (
             "cline",

@@ -95,8 +95,12 @@ impl Format for Cline {
 
     fn sniff(&self, path: &Path, head: &[u8]) -> bool {
         let name = path.file_name().map(|n| n.to_string_lossy());
-        if name.is_some_and(|n| n.ends_with(HISTORY_FILE)) {
+        if name.as_deref().is_some_and(|n| n.ends_with(HISTORY_FILE)) {
             return true;
+        }
+        // The UI's log of the same task is not the conversation.
+        if name.is_some_and(|n| n == "ui_messages.json") {
+            return false;
         }
         let text = String::from_utf8_lossy(head);
         let Some(rest) = text.trim_start().strip_prefix('[') else {
@@ -276,8 +280,10 @@ fn xml_calls(text: &str) -> Vec<(String, Map<String, Value>)> {
     found
 }
 
-/// The `<name>value</name>` parameters of a call's body; values trimmed as Cline trims them,
-/// except a file's `content` and a `diff`, which Cline keeps as written.
+/// The `<name>value</name>` parameters of a call's body, each value trimmed as Cline trims it;
+/// a `content` runs to its last closing tag (a file's content may hold the tag's own text), as
+/// Cline reads `write_to_file` (cline/cline `src/core/assistant-message/parse-assistant-message.ts`,
+/// `parseAssistantMessageV1`/`V2`, commit 031561ead134).
 fn xml_params(body: &str) -> Map<String, Value> {
     let mut params = Map::new();
     let mut rest = body;
@@ -293,8 +299,7 @@ fn xml_params(body: &str) -> Map<String, Value> {
         }
         let value_start = &after[end + 1..];
         let close = format!("</{name}>");
-        // The last closing tag: a file's content may hold the tag's own text.
-        let Some(len) = (if name == "content" || name == "diff" {
+        let Some(len) = (if name == "content" {
             value_start.rfind(&close)
         } else {
             value_start.find(&close)
@@ -302,12 +307,7 @@ fn xml_params(body: &str) -> Map<String, Value> {
             rest = value_start;
             continue;
         };
-        let raw = &value_start[..len];
-        let value = if name == "content" || name == "diff" {
-            raw.strip_prefix('\n').unwrap_or(raw)
-        } else {
-            raw.trim()
-        };
+        let value = value_start[..len].trim();
         params.insert(name.to_owned(), Value::String(value.to_owned()));
         rest = &value_start[len + close.len()..];
     }
@@ -566,9 +566,10 @@ mod tests {
         );
     }
 
-    /// The XML-in-text form of Cline before native tool calling, as
-    /// cline/cline v3.17.0 `src/core/assistant-message/parse-assistant-message.ts` reads it and
-    /// `src/core/task/index.ts` (`executeCommandTool`) answers it.
+    /// The XML-in-text form of Cline before native tool calling, as cline/cline
+    /// `src/core/assistant-message/parse-assistant-message.ts` (commit 031561ead134) reads it,
+    /// answered as older Cline's `executeCommandTool` (`src/core/Cline.ts`) answers:
+    /// `Command executed.` with `\nOutput:\n…`, and the head and body as two text blocks.
     #[test]
     fn the_older_xml_calls_are_read_too() {
         let history = json!([
@@ -604,7 +605,7 @@ mod tests {
                 ("read_file", &json!({"path": "src/main.rs"})),
                 (
                     "write_to_file",
-                    &json!({"path": "a.txt", "content": "line </content> inside\n"})
+                    &json!({"path": "a.txt", "content": "line </content> inside"})
                 ),
             ]
         );

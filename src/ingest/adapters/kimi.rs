@@ -80,18 +80,18 @@ impl Format for KimiCli {
 
     fn sniff(&self, path: &Path, head: &[u8]) -> bool {
         let first = head.split(|&b| b == b'\n').next().unwrap_or(&[]);
-        let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(first) else {
-            return false;
-        };
-        if obj.get("type").and_then(Value::as_str) == Some("metadata") {
+        if let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(first)
+            && obj.get("type").and_then(Value::as_str) == Some("metadata")
+        {
             return obj.contains_key("protocol_version");
         }
-        // A wire log written before the metadata line existed starts with its first event.
+        // A wire log written before the metadata line existed starts with its first event,
+        // which may be longer than the head (a long prompt): its start is enough.
+        let text = String::from_utf8_lossy(&first[..first.len().min(256)]);
         path.file_name().is_some_and(|n| n == "wire.jsonl")
-            && obj.contains_key("timestamp")
-            && obj
-                .get("message")
-                .is_some_and(|m| m.get("type").is_some_and(Value::is_string))
+            && text.trim_start().starts_with('{')
+            && text.contains("\"timestamp\"")
+            && text.contains("\"message\"")
     }
 }
 
@@ -267,7 +267,8 @@ fn tool_call(
 }
 
 fn tool_result(payload: &Map<String, Value>) -> Result<ActionResult, Problem> {
-    // `return_value` since the wire protocol 1.0; `result` in the first wire logs.
+    // `return_value` as protocol 1.3 writes it; a `result` object is read alike (no real log
+    // seen here names it so: a guard, not a known shape).
     let value = match payload
         .get("return_value")
         .or_else(|| payload.get("result"))
@@ -584,5 +585,17 @@ mod tests {
                 .companion(Path::new("/srv/app/state.json"))
                 .is_none()
         );
+    }
+
+    #[test]
+    fn an_older_wire_log_without_metadata_is_sniffed_by_its_name() {
+        let path = Path::new("/h/.kimi/sessions/a/b/wire.jsonl");
+        let long = format!(
+            "{{\"timestamp\": 1.0, \"message\": {{\"type\": \"TurnBegin\", \"payload\": {{\"user_input\": \"{}",
+            "x".repeat(70_000)
+        );
+        assert!(KimiCli.sniff(path, &long.as_bytes()[..65536]));
+        assert!(!KimiCli.sniff(Path::new("/h/x/other.jsonl"), &long.as_bytes()[..65536]));
+        assert!(!KimiCli.sniff(path, b"{\"role\": \"_checkpoint\", \"id\": 0}\n"));
     }
 }
