@@ -60,6 +60,12 @@ impl Format for Crush {
         Box::new(CrushParser::new(project_of(path), state.as_ref()))
     }
 
+    /// The database's `-wal`, `-shm` or `-journal` beside it: read through the database.
+    fn companion(&self, path: &Path) -> Option<&'static str> {
+        crate::ingest::database::is_companion(path)
+            .then_some("a SQLite database's write-ahead log, shared memory or journal (read with the database)")
+    }
+
     fn sniff(&self, path: &Path, head: &[u8]) -> bool {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         name.ends_with("crush.db") && head.starts_with(super::SQLITE_HEADER)
@@ -269,6 +275,20 @@ impl RecordParser for CrushParser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_databases_wal_shm_and_journal_are_companions() {
+        for name in ["crush.db-wal", "crush.db-shm", "crush.db-journal"] {
+            let path = Path::new("/w/app/.crush").join(name);
+            assert!(Crush.companion(&path).is_some(), "{name}");
+        }
+        assert!(
+            Crush
+                .companion(Path::new("/w/app/.crush/crush.db"))
+                .is_none()
+        );
+        assert!(Crush.companion(Path::new("/w/app/notes-wal")).is_none());
+    }
 
     /// A message row as the database reader hands it over; parts in the shape of
     /// charmbracelet/crush `internal/message/content.go` (ToolCall, ToolResult, Finish).

@@ -62,6 +62,12 @@ impl Format for Opencode {
         Box::new(OpencodeParser::new(state.as_ref()))
     }
 
+    /// The database's `-wal`, `-shm` or `-journal` beside it: read through the database.
+    fn companion(&self, path: &Path) -> Option<&'static str> {
+        crate::ingest::database::is_companion(path)
+            .then_some("a SQLite database's write-ahead log, shared memory or journal (read with the database)")
+    }
+
     fn sniff(&self, path: &Path, head: &[u8]) -> bool {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let named = name.ends_with("opencode.db")
