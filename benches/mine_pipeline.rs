@@ -176,7 +176,7 @@ fn main() {
         let started = Instant::now();
         oneshot::ingest_paths(
             &store,
-            &[logs.clone()],
+            std::slice::from_ref(&logs),
             Some("native"),
             &ReadOptions::default(),
         )
