@@ -163,6 +163,26 @@ pub struct Action {
     pub result: Option<ActionResult>,
 }
 
+/// The canonical name of a shell that is not POSIX (`powershell`, `cmd`), from a program name
+/// or path (`pwsh`, `C:\\…\\powershell.exe`, `cmd.exe`); `None` for sh-like shells and anything
+/// else. Ingest marks such a command's input with it; mining never reads its line as sh.
+///
+/// ```
+/// use toolsmith::action::foreign_shell;
+/// assert_eq!(foreign_shell("pwsh.exe"), Some("powershell"));
+/// assert_eq!(foreign_shell("/bin/zsh"), None);
+/// ```
+pub fn foreign_shell(program: &str) -> Option<&'static str> {
+    let base = program.rsplit(['/', '\\']).next().unwrap_or(program);
+    let base = base.to_ascii_lowercase();
+    let base = base.strip_suffix(".exe").unwrap_or(&base);
+    match base {
+        "powershell" | "pwsh" | "windows powershell" => Some("powershell"),
+        "cmd" => Some("cmd"),
+        _ => None,
+    }
+}
+
 /// Parses "Exit code N" / "Exit code: N" (as Claude Code and Codex write it) from output text.
 ///
 /// ```

@@ -64,7 +64,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use crate::action::{Action, ActionResult, Source, exit_code_from_text};
+use crate::action::{Action, ActionResult, Source, exit_code_from_text, foreign_shell};
 use crate::ingest::adapters::{Format, Framing, Item, LateResult, Position, Problem, RecordParser};
 
 /// The Codex CLI rollout format.
@@ -866,19 +866,6 @@ fn tag<'t>(text: &'t str, name: &str) -> Option<&'t str> {
     let len = text.get(start..)?.find(&close)?;
     let value = text.get(start..start + len)?.trim();
     (!value.is_empty()).then_some(value)
-}
-
-/// The canonical name of a shell that is not POSIX (`powershell`, `cmd`), from a program name
-/// or path (`C:\...\pwsh.exe`); `None` for sh-like shells and anything else.
-fn foreign_shell(program: &str) -> Option<&'static str> {
-    let base = program.rsplit(['/', '\\']).next().unwrap_or(program);
-    let base = base.to_ascii_lowercase();
-    let base = base.strip_suffix(".exe").unwrap_or(&base);
-    match base {
-        "powershell" | "pwsh" | "windows powershell" => Some("powershell"),
-        "cmd" => Some("cmd"),
-        _ => None,
-    }
 }
 
 /// The final result an `exec_command_end` event holds: exit code, duration (`{secs, nanos}`)

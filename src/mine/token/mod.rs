@@ -183,14 +183,6 @@ impl Globbing {
     }
 }
 
-/// Whether a shell an action names (`"shell": "powershell"`, `pwsh.exe`, `cmd`) is not POSIX.
-fn is_foreign_shell(shell: &str) -> bool {
-    let base = shell.rsplit(['/', '\\']).next().unwrap_or(shell);
-    let base = base.to_ascii_lowercase();
-    let base = base.strip_suffix(".exe").unwrap_or(&base);
-    matches!(base, "powershell" | "pwsh" | "cmd")
-}
-
 /// Where a token came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -429,7 +421,8 @@ impl Tokenizer {
                 .input
                 .get("shell")
                 .and_then(Value::as_str)
-                .is_some_and(is_foreign_shell)
+                .and_then(crate::action::foreign_shell)
+                .is_some()
             {
                 let tokens = self.unparsed(line, action.cwd.as_deref());
                 return (tokens.into_iter().collect(), LineParse::Foreign);
