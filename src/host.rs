@@ -335,7 +335,8 @@ const NAMESPACES: [NsKind; 6] = [
 ];
 
 const USERNS_FIX: &str = "sysctl kernel.unprivileged_userns_clone=1, \
-    or Ubuntu's kernel.apparmor_restrict_unprivileged_userns=0";
+    or Ubuntu's kernel.apparmor_restrict_unprivileged_userns=0, or for toolsmith alone \
+    `sudo toolsmith install --apparmor`";
 
 /// Tries the namespace the way the unprivileged sandbox will: inside a fresh user namespace.
 fn probe_namespace(kind: &NsKind, sys: &Sysctls, user: Option<&Layer>) -> Layer {
@@ -386,8 +387,9 @@ fn unshare_error(kind: &NsKind, errno: Errno, sys: &Sysctls, max: Option<u64>) -
         Errno::EPERM if sys.unprivileged_userns_clone == Some(0) => {
             "blocked (EPERM) by kernel.unprivileged_userns_clone=0: set it to 1".to_string()
         }
-        Errno::EPERM if sys.apparmor_restrict == Some(1) => "blocked (EPERM) by AppArmor: sysctl \
-            kernel.apparmor_restrict_unprivileged_userns=0, or a profile allowing userns"
+        Errno::EPERM if sys.apparmor_restrict == Some(1) => "blocked (EPERM) by AppArmor: \
+            `sudo toolsmith install --apparmor` (a profile allowing userns to toolsmith's sandbox \
+            helper alone), or sysctl kernel.apparmor_restrict_unprivileged_userns=0"
             .to_string(),
         Errno::EPERM => format!(
             "blocked (EPERM), e.g. by kernel.unprivileged_userns_clone=0, \

@@ -64,8 +64,14 @@ fn service_text(daemon: &Path) -> String {
 
 /// Writes `text` to `path` unless a file not written by this command is there.
 fn write_ours(path: &Path, text: &str) -> Result<&'static str, Failure> {
+    write_marked(path, MARKER, text)
+}
+
+/// Writes `text` (which starts with `marker`) to `path` unless a file there was not written by
+/// toolsmith (its first line is not `marker`); says whether it was written or unchanged.
+fn write_marked(path: &Path, marker: &str, text: &str) -> Result<&'static str, Failure> {
     if let Ok(old) = std::fs::read_to_string(path) {
-        if !old.starts_with(MARKER) {
+        if !old.starts_with(marker) {
             return Err(fail(format!(
                 "{} exists and was not installed by toolsmith; move it away or edit it by hand",
                 path.display()
@@ -236,6 +242,83 @@ fn agents_setup(
         ))
     });
     Ok((Value::Array(rows), failure))
+}
+
+/// The first line of the AppArmor profile `toolsmith install --apparmor` writes.
+const APPARMOR_MARKER: &str = "# Installed by `toolsmith install --apparmor`: lets toolsmith's sandbox helper create its namespaces.";
+
+/// Where AppArmor reads profiles from; `$TOOLSMITH_APPARMOR_D` stands for it (packaging into a
+/// staging root, and the tests, which must not change the machine's profiles).
+fn apparmor_dir() -> PathBuf {
+    std::env::var_os("TOOLSMITH_APPARMOR_D")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| PathBuf::from("/etc/apparmor.d"), PathBuf::from)
+}
+
+/// The profile granting `userns` to the sandbox helper at `helper`, as Ubuntu ships one for
+/// bwrap (`/etc/apparmor.d/bwrap-userns-restrict`'s unconfined form): the restriction of
+/// unprivileged user namespaces (`kernel.apparmor_restrict_unprivileged_userns = 1`, Ubuntu
+/// 23.10 on) is lifted for that one program, not for the machine.
+pub(crate) fn apparmor_profile(helper: &Path) -> String {
+    format!(
+        "{APPARMOR_MARKER}\n\
+         abi <abi/4.0>,\n\
+         include <tunables/global>\n\
+         \n\
+         profile toolsmith-sandbox-helper {} flags=(unconfined) {{\n\
+         \x20 userns,\n\
+         \n\
+         \x20 # Site-specific additions and overrides. See local/README for details.\n\
+         \x20 include if exists <local/toolsmith-sandbox-helper>\n\
+         }}\n",
+        helper.display()
+    )
+}
+
+/// `toolsmith install --apparmor` (root): writes the AppArmor profile of the installed
+/// `toolsmith-sandbox-helper` and says how to load it. It is never loaded from here: loading a
+/// profile changes the running kernel's policy, which the person does knowingly.
+pub(super) fn install_apparmor(json_out: bool, out: &mut impl Write) -> Result<(), Failure> {
+    let me =
+        std::env::current_exe().map_err(|e| fail(format!("cannot find this executable: {e}")))?;
+    let helper = me.with_file_name("toolsmith-sandbox-helper");
+    // AppArmor attaches a profile by the program's real path.
+    let helper = std::fs::canonicalize(&helper).map_err(|e| {
+        fail(format!(
+            "toolsmith-sandbox-helper is not next to toolsmith ({}: {e}); install both, e.g. \
+             with `cargo install --locked --path .`",
+            helper.display()
+        ))
+    })?;
+    if !nix::unistd::geteuid().is_root() {
+        return Err(fail(
+            "writing an AppArmor profile needs root: run `sudo toolsmith install --apparmor`",
+        ));
+    }
+    let dir = apparmor_dir();
+    if !dir.is_dir() {
+        return Err(fail(format!(
+            "{} does not exist: AppArmor is not installed here, so it restricts nothing",
+            dir.display()
+        )));
+    }
+    let profile = dir.join("toolsmith-sandbox-helper");
+    let status = write_marked(&profile, APPARMOR_MARKER, &apparmor_profile(&helper))?;
+    let load = format!("apparmor_parser -r {}", profile.display());
+    if json_out {
+        output::json(
+            out,
+            &json!({"profile": profile, "helper": helper, "status": status, "load": load}),
+        )?;
+    } else {
+        writeln!(out, "{status} {}", profile.display())?;
+        writeln!(
+            out,
+            "it lets {} create user namespaces; load it now with:\n  {load}",
+            helper.display()
+        )?;
+    }
+    Ok(())
 }
 
 /// `toolsmith install [--user [--enable]] [--agents]`.

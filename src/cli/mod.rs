@@ -271,7 +271,7 @@ pub enum Command {
     Install {
         /// Install for the current user (the only kind: the system unit is installed by hand);
         /// prints the MCP set-up of each agent found here.
-        #[arg(long, required_unless_present = "agents")]
+        #[arg(long, required_unless_present_any = ["agents", "apparmor"])]
         user: bool,
         /// Also run `systemctl --user daemon-reload` and `enable --now` the units.
         #[arg(long, requires = "user")]
@@ -281,6 +281,10 @@ pub enum Command {
         /// a backup of it; a file that does not parse is left alone.
         #[arg(long)]
         agents: bool,
+        /// (root) Write an AppArmor profile letting the installed toolsmith-sandbox-helper create
+        /// user namespaces, for Ubuntu's restriction of them, and say how to load it.
+        #[arg(long, conflicts_with_all = ["user", "agents"])]
+        apparmor: bool,
     },
     /// Stop and remove the user service installed by `toolsmith install --user`.
     Uninstall {
@@ -567,10 +571,14 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::New { text, examples } => generate::new(cli, text, examples, &mut out, style),
         Command::Candidates => generate::list(cli, &mut out, style),
         Command::Show { id, attempts } => generate::show(cli, id, *attempts, &mut out, style),
+        Command::Install { apparmor: true, .. } => {
+            install::install_apparmor(cli.global.json, &mut out)
+        }
         Command::Install {
             user,
             enable,
             agents,
+            ..
         } => install::install(cli.global.json, *user, *enable, *agents, &mut out),
         Command::Uninstall { .. } => install::uninstall(cli.global.json, &mut out),
         Command::Completions { shell } => {

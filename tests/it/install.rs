@@ -168,6 +168,62 @@ fn a_unit_not_written_by_toolsmith_is_never_overwritten_or_removed() {
     );
 }
 
+/// Ubuntu 23.10 on restricts unprivileged user namespaces through AppArmor; `install
+/// --apparmor` writes the profile lifting it for the sandbox helper alone (into a stand-in for
+/// `/etc/apparmor.d`: the machine's profiles are not touched), never loads it, keeps a profile
+/// of someone else's, and is refused beside the other installs.
+#[test]
+fn install_apparmor_writes_the_sandbox_helpers_profile_and_says_how_to_load_it() {
+    let env = TestEnv::new();
+    let dir = env.path().join("apparmor.d");
+    let run = |dir: &Path| {
+        let mut cmd = env.cli();
+        cmd.env("TOOLSMITH_APPARMOR_D", dir)
+            .args(["install", "--apparmor"]);
+        cmd
+    };
+    // No AppArmor here: nothing to lift, and said so.
+    let out = run(&dir).assert().failure();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("AppArmor is not installed here"), "{err}");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let out = run(&dir).assert().success();
+    let said = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let profile = dir.join("toolsmith-sandbox-helper");
+    assert!(
+        said.contains(&format!("apparmor_parser -r {}", profile.display())),
+        "{said}"
+    );
+    let text = std::fs::read_to_string(&profile).expect("the profile");
+    let helper = std::fs::canonicalize(
+        Path::new(env!("CARGO_BIN_EXE_toolsmith")).with_file_name("toolsmith-sandbox-helper"),
+    )
+    .expect("the helper beside toolsmith");
+    assert!(
+        text.contains(&format!(
+            "profile toolsmith-sandbox-helper {} flags=(unconfined) {{",
+            helper.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("\n  userns,\n"), "{text}");
+    // Again: unchanged.
+    let out = run(&dir).assert().success();
+    assert!(String::from_utf8_lossy(&out.get_output().stdout).starts_with("unchanged"));
+    // Someone else's profile under that name is never overwritten.
+    let theirs = "profile toolsmith-sandbox-helper /opt/x flags=(complain) {}\n";
+    std::fs::write(&profile, theirs).expect("write");
+    let out = run(&dir).assert().failure();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("was not installed by toolsmith"), "{err}");
+    assert_eq!(std::fs::read_to_string(&profile).expect("read"), theirs);
+    // Not with the user's units or the agents' set-up in one go.
+    env.cli()
+        .args(["install", "--apparmor", "--user"])
+        .assert()
+        .code(2);
+}
+
 #[test]
 fn install_needs_user() {
     let env = TestEnv::new();
