@@ -1187,3 +1187,68 @@ fn an_ungranted_toolchain_is_refused_before_anything_runs() {
     );
     assert!(out.stdout.is_empty(), "nothing ran: {:?}", out.stdout);
 }
+
+/// Ubuntu 23.10 on (AppArmor's `apparmor_restrict_unprivileged_userns`) lets `unshare` create a
+/// user namespace but gives it no capabilities, so the mounts after it fail with EPERM. That
+/// refusal is made here without touching the machine's settings: a seccomp filter, inherited by
+/// `toolsmith` and its helper, answers the mount calls with EPERM while `unshare` succeeds. The
+/// run falls back to the sandbox without namespaces (Landlock, seccomp, rlimits), says so, and
+/// the command runs.
+#[test]
+fn namespaces_created_but_refused_their_mounts_fall_back_with_a_note() {
+    use std::os::unix::process::CommandExt;
+    let refused: std::collections::BTreeMap<i64, Vec<seccompiler::SeccompRule>> = [
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_mount_setattr,
+        libc::SYS_open_tree,
+        libc::SYS_move_mount,
+        libc::SYS_fsopen,
+        libc::SYS_fsmount,
+        libc::SYS_fsconfig,
+    ]
+    .into_iter()
+    .map(|call| (call, Vec::new()))
+    .collect();
+    let filter = seccompiler::SeccompFilter::new(
+        refused,
+        seccompiler::SeccompAction::Allow,
+        seccompiler::SeccompAction::Errno(libc::EPERM as u32),
+        std::env::consts::ARCH
+            .try_into()
+            .expect("a seccomp architecture"),
+    )
+    .expect("filter");
+    let program: seccompiler::BpfProgram = filter.try_into().expect("BPF");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolsmith"));
+    cmd.env("NO_COLOR", "1").env_remove("RUST_LOG").args([
+        "--json",
+        "sandbox",
+        "--",
+        "/bin/echo",
+        "still runs",
+    ]);
+    // SAFETY: between fork and exec only prctl and seccomp run, on a program built before.
+    unsafe {
+        cmd.pre_exec(move || {
+            seccompiler::apply_filter(&program).map_err(|e| std::io::Error::other(e.to_string()))
+        });
+    }
+    let out = cmd.output().expect("toolsmith runs");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON report ({e}); stdout {:?}, stderr {:?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    assert_eq!(text(&report, "stdout"), "still runs\n", "{report:#}");
+    assert_eq!(report["layers"]["namespaces"], false, "{report:#}");
+    let said = report.to_string();
+    assert!(said.contains("no namespaces"), "{report:#}");
+    assert!(said.contains("are refused (EPERM"), "{report:#}");
+    // How to lift it for toolsmith alone.
+    assert!(said.contains("toolsmith install --apparmor"), "{report:#}");
+}
