@@ -154,39 +154,27 @@ pub fn join_result(
     result: &ActionResult,
     replaces: bool,
 ) -> Result<bool, StoreError> {
-    let updated = conn
-        .prepare_cached(
-            "UPDATE actions SET ok = ?3, exit_code = ?4, output = ?5, duration_ms = ?6
-         WHERE coalesce(root, session) = ?1 AND call_id = ?2 AND ok IS NULL",
-        )?
-        .execute(params![
+    let set = |sql: &str| -> Result<usize, StoreError> {
+        Ok(conn.prepare_cached(sql)?.execute(params![
             root,
             call_id,
             result.ok,
             result.exit_code,
             result.output,
             result.duration_ms.map(|d| d as i64)
-        ])?;
-    if updated > 0 {
+        ])?)
+    };
+    // The same update, only where the call has no result yet, then (a final answer) anyway.
+    const UNJOINED: &str =
+        "UPDATE actions SET ok = ?3, exit_code = ?4, output = ?5, duration_ms = ?6
+                            WHERE coalesce(root, session) = ?1 AND call_id = ?2 AND ok IS NULL";
+    const SET: &str = "UPDATE actions SET ok = ?3, exit_code = ?4, output = ?5, duration_ms = ?6
+                       WHERE coalesce(root, session) = ?1 AND call_id = ?2";
+    if set(UNJOINED)? > 0 {
         return Ok(true);
     }
-    if replaces {
-        let replaced = conn
-            .prepare_cached(
-                "UPDATE actions SET ok = ?3, exit_code = ?4, output = ?5, duration_ms = ?6
-                 WHERE coalesce(root, session) = ?1 AND call_id = ?2",
-            )?
-            .execute(params![
-                root,
-                call_id,
-                result.ok,
-                result.exit_code,
-                result.output,
-                result.duration_ms.map(|d| d as i64)
-            ])?;
-        if replaced > 0 {
-            return Ok(false);
-        }
+    if replaces && set(SET)? > 0 {
+        return Ok(false);
     }
     let call_exists: bool = conn
         .prepare_cached(

@@ -5,27 +5,10 @@
 
 use crate::common;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Daemon, PATIENCE, TestEnv, append, corpus, stored};
+use common::{Daemon, PATIENCE, TestEnv, append, corpus, oneshot, stored};
 use serde_json::{Value, json};
-
-fn oneshot(env: &TestEnv, state: &Path, paths: &[&Path]) -> Value {
-    let out = env
-        .cli_at(state)
-        .arg("ingest")
-        .args(paths)
-        .arg("--json")
-        .output()
-        .expect("toolsmith ingest");
-    assert!(
-        out.status.success(),
-        "ingest failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("ingest JSON")
-}
 
 #[test]
 fn oneshot_ingest_of_the_gemini_corpus() {
@@ -34,7 +17,7 @@ fn oneshot_ingest_of_the_gemini_corpus() {
     let env = TestEnv::new();
     let state = env.path().join("state");
     // No --format: each file is recognised as a Gemini CLI session.
-    let report = oneshot(&env, &state, &[&dir]);
+    let report = oneshot(&env, &state, &[], &[&dir]);
     let files = report["files"].as_array().expect("files");
     assert_eq!(files.len(), 4, "{report}");
     for file in files {
@@ -80,7 +63,7 @@ fn oneshot_ingest_of_the_gemini_corpus() {
     );
 
     // Read again: nothing is stored twice.
-    let again = oneshot(&env, &state, &[&dir]);
+    let again = oneshot(&env, &state, &[], &[&dir]);
     let new: u64 = again["files"]
         .as_array()
         .expect("files")

@@ -6,26 +6,9 @@ use crate::common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Daemon, PATIENCE, TestEnv, append, corpus, stored};
+use common::{Daemon, PATIENCE, TestEnv, append, corpus, oneshot, stored};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
-
-fn oneshot(env: &TestEnv, state: &Path, args: &[&str], paths: &[&Path]) -> Value {
-    let out = env
-        .cli_at(state)
-        .arg("ingest")
-        .args(args)
-        .args(paths)
-        .arg("--json")
-        .output()
-        .expect("toolsmith ingest");
-    assert!(
-        out.status.success(),
-        "ingest failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("ingest JSON")
-}
 
 /// Waits until the daemon's store holds exactly what a one-shot ingest of the same files holds.
 fn wait_until_equal(env: &TestEnv, daemon_state: &Path, expected: &[Value], daemon: &Daemon) {

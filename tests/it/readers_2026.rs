@@ -4,29 +4,12 @@
 
 use crate::common;
 
-use std::path::Path;
 use std::time::Instant;
 
-use common::{Daemon, PATIENCE, TestEnv, corpus, stored};
+use common::{Daemon, PATIENCE, TestEnv, corpus, oneshot, stored};
 use serde_json::{Value, json};
 
 const KIMI_SESSION: &str = "3951a8af-d393-44a8-a19f-057bbdf8cb1c";
-
-fn oneshot(env: &TestEnv, state: &Path, paths: &[&Path]) -> Value {
-    let out = env
-        .cli_at(state)
-        .arg("ingest")
-        .args(paths)
-        .arg("--json")
-        .output()
-        .expect("toolsmith ingest");
-    assert!(
-        out.status.success(),
-        "ingest failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("ingest JSON")
-}
 
 fn shell<'a>(actions: &'a [Value], source: &str, tool: &str) -> Vec<&'a Value> {
     actions
@@ -44,6 +27,7 @@ fn oneshot_ingest_reads_the_real_kimi_cline_and_cursor_sessions() {
     let report = oneshot(
         &env,
         &state,
+        &[],
         &[
             &dir.join("kimi-cli"),
             &dir.join("cline"),
@@ -131,6 +115,7 @@ fn oneshot_ingest_reads_the_real_kimi_cline_and_cursor_sessions() {
     let again = oneshot(
         &env,
         &state,
+        &[],
         &[
             &dir.join("kimi-cli"),
             &dir.join("cline"),
@@ -220,7 +205,7 @@ fn a_cline_result_written_after_its_call_was_read_joins_it() {
     ];
     std::fs::write(&history, Value::Array(messages.clone()).to_string()).expect("write");
     let state = env.path().join("state");
-    let first = oneshot(&env, &state, &[&task]);
+    let first = oneshot(&env, &state, &[], &[&task]);
     assert_eq!(first["files"][0]["actions"], 1, "{first}");
     let stored_first = stored(&env, &state);
     assert_eq!(stored_first.len(), 1);
@@ -229,7 +214,7 @@ fn a_cline_result_written_after_its_call_was_read_joins_it() {
     messages.push(json!({"role": "user", "ts": 1_777_345_002_000_i64, "content": [
         {"type": "text", "text": "[execute_command for 'npm run  build'] Result:\nCommand failed with exit code 2.\nOutput:\nerror TS2304"}]}));
     std::fs::write(&history, Value::Array(messages).to_string()).expect("rewrite");
-    oneshot(&env, &state, &[&task]);
+    oneshot(&env, &state, &[], &[&task]);
     let actions = stored(&env, &state);
     assert_eq!(actions.len(), 1, "{actions:?}");
     let action = &actions[0];

@@ -29,6 +29,24 @@ pub fn corpus() -> Option<PathBuf> {
     None
 }
 
+/// `toolsmith --state STATE ingest ARGS… PATHS… --json`, which must succeed: its report.
+pub fn oneshot(env: &TestEnv, state: &Path, args: &[&str], paths: &[&Path]) -> Value {
+    let out = env
+        .cli_at(state)
+        .arg("ingest")
+        .args(args)
+        .args(paths)
+        .arg("--json")
+        .output()
+        .expect("toolsmith ingest");
+    assert!(
+        out.status.success(),
+        "ingest failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("ingest JSON")
+}
+
 pub fn json_of(out: &std::process::Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
