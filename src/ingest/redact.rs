@@ -65,9 +65,15 @@
 //!   look random and are not secrets. Randomness is only an extra gate on rules that already have
 //!   a prefix or a name (e.g. `sk-` must be followed by a run with digits and mixed case, so
 //!   `task-list-…` and `sk-learn-style` names survive).
-//! * A name only counts when the secret word is its *last* segment: `TOKEN_COUNT=5`,
-//!   `TOKEN_LIMIT=4096`, `KEY_ID=…`, `private_key_id`, `--password-file /p`, `--token-file`,
-//!   `--password-stdin`, `max_tokens` and `input_tokens` are kept.
+//! * A name whose *last* segment is a secret word says its value is a secret (with the gates
+//!   below). A secret word *inside* a name (`SECRET_KEY_BASE`, `TOKEN_SIGNING`, `secret_id`,
+//!   `--client-secret-value`, `passwordHash`) says only "maybe": the value must also look like a
+//!   credential — one word of 8+ characters that does not read as words, a number, a date or a
+//!   version, and changes between upper case, lower case and digits three times or more (or is
+//!   long and of high entropy). So `TOKEN_COUNT=5`, `TOKEN_LIMIT=4096`, `auth_mode=oauth`,
+//!   `secret_name=my-app-v2`, `--password-file /p`, `--token-file`, `--password-stdin`,
+//!   `max_tokens` and `input_tokens` are kept, and so are names about a secret rather than it
+//!   (`private_key_id`, `token_ttl`, `secret_arn`: see `ABOUT_A_SECRET`).
 //! * `*_KEY` names are redacted, except where the segment before `KEY` says that the key is not a
 //!   secret: `PUBLIC_KEY`, `publishableKey`, `primary_key`, `sort_key`, `partition_key`,
 //!   `cache_key`, `idempotency_key`, `routing_key`, `KMS_KEY`, `GPG_KEY` (an id; an armoured
@@ -521,14 +527,18 @@ const RULES: &[RuleDef] = &[
         kind: "secret-flag",
         handler: Handler::Flag,
         scan: true,
-        pattern: r"(?P<n>--?(?:[A-Za-z0-9]+[-_])*[A-Za-z0-9]*(?:{KW}|{KEY}))(?P<s>=|[ \t]+){VALUE}",
+        // The secret word may be followed by more of the name (`--secret-id`): the value must
+        // then look like a credential (see `inner_secret_word`).
+        pattern: r"(?P<n>--?(?:[A-Za-z0-9]+[-_])*[A-Za-z0-9]*(?:{KW}|{KEY})(?:[-_][A-Za-z0-9]+)*)(?P<s>=|[ \t]+){VALUE}",
     },
     RuleDef {
         kind: "secret-assignment",
         handler: Handler::Assignment,
         scan: true,
         // A bare `key` is too common (`{"key": "Enter"}`) to count, so `key` needs a prefix.
-        pattern: r#"(?P<n>[A-Za-z0-9_.-]*{KW}|[A-Za-z0-9_.-]+{KEY})(?:\\?["'])?[ \t]*(?P<s>:=|=>|=|:)[ \t]*{VALUE}"#,
+        // The name may go on after the secret word (`SECRET_KEY_BASE`, `tokenSigning`): see
+        // `inner_secret_word`.
+        pattern: r#"(?P<n>(?:[A-Za-z0-9_.-]*{KW}|[A-Za-z0-9_.-]+{KEY})(?:(?:[_.-]|[A-Z])[A-Za-z0-9_.-]*)?)(?:\\?["'])?[ \t]*(?P<s>:=|=>|=|:)[ \t]*{VALUE}"#,
     },
 ];
 
@@ -719,11 +729,30 @@ fn anchor_ok(anchor: Anchor, text: &[u8], start: usize, end: usize) -> bool {
             suffixes.iter().any(|s| {
                 has_suffix(s) && {
                     let e = end + s.len();
-                    separator_follows(text, e) || flag_value_follows(text, start, e)
+                    let go_on = name_goes_on(text, e);
+                    separator_follows(text, e)
+                        || flag_value_follows(text, start, e)
+                        || (go_on > e
+                            && (separator_follows(text, go_on)
+                                || flag_value_follows(text, start, go_on)))
                 }
             })
         }
     }
+}
+
+/// Where a name that goes on after a secret word at `i` ends (`SECRET|_KEY_BASE=`,
+/// `token|Signing:`): after a `_`, `.`, `-` or upper-case letter, the run of name characters
+/// (at most [`MAX_BACK`] bytes); `i` itself when the name does not go on.
+fn name_goes_on(text: &[u8], i: usize) -> usize {
+    if !matches!(text.get(i), Some(b'_' | b'.' | b'-' | b'A'..=b'Z')) {
+        return i;
+    }
+    let mut j = i;
+    while j < text.len() && j - i < MAX_BACK && is_back(text[j]) && text[j] != b'+' {
+        j += 1;
+    }
+    j
 }
 
 /// `(?:\\?["'])?[ \t]*[:=]` at `i` (a superset: the backslash may come without a quote).
@@ -1220,7 +1249,7 @@ impl Redactor {
             found.extend(f);
             return true;
         }
-        let Some(kw) = classify_name(key, false) else {
+        let Some((kw, inner)) = name_secret(key, false) else {
             return false;
         };
         let cx = ValueCtx {
@@ -1230,6 +1259,9 @@ impl Redactor {
         let Some((a, b)) = secret_span(s, cx) else {
             return false;
         };
+        if inner && !credential_shaped(&s[a..b]) {
+            return false;
+        }
         let kind = self.value_kind(&s[a..b]).unwrap_or_else(|| name_kind(key));
         found.push(Found {
             value: s[a..b].to_owned(),
@@ -1448,7 +1480,7 @@ impl Redactor {
                     return None;
                 }
                 let name = &text[na..nb];
-                let kw = classify_name(name, true)?;
+                let (kw, inner) = name_secret(name, true)?;
                 let raw = &text[a..b];
                 let spaced = span(g.s).is_some_and(|(sa, sb)| &text[sa..sb] != "=");
                 if spaced && raw.starts_with('-') {
@@ -1459,6 +1491,9 @@ impl Redactor {
                 }
                 let (ia, ib) = secret_span(raw, ValueCtx::plain(kw, Quote::Detect))?;
                 let (a, b) = (a + ia, a + ib);
+                if inner && !credential_shaped(&text[a..b]) {
+                    return None;
+                }
                 let kind = self.value_kind(&text[a..b]).unwrap_or(match kw {
                     Keyword::Password | Keyword::Pass => "password-flag",
                     _ => "secret-flag",
@@ -1470,7 +1505,7 @@ impl Redactor {
                 let (sa, sb) = span(g.s)?;
                 let (a, b) = v?;
                 let name = &text[na..nb];
-                let kw = classify_name(name, false)?;
+                let (kw, inner) = name_secret(name, false)?;
                 let sep = &text[sa..sb];
                 if kw == Keyword::Pass && sep == ":" && name.eq_ignore_ascii_case("pass") {
                     return None; // `PASS: test_foo` is a test runner's verdict.
@@ -1486,6 +1521,9 @@ impl Redactor {
                 };
                 let (ia, ib) = secret_span(&text[a..b], cx)?;
                 let (a, b) = (a + ia, a + ib);
+                if inner && !credential_shaped(&text[a..b]) {
+                    return None;
+                }
                 let kind = self
                     .value_kind(&text[a..b])
                     .unwrap_or_else(|| name_kind(name));
@@ -1969,6 +2007,168 @@ pub(super) fn classify_name(name: &str, flag: bool) -> Option<Keyword> {
         return None;
     }
     Some(kw)
+}
+
+/// Whether `name` names a secret, and whether only by a word inside it (then its value must
+/// also look like a credential: [`credential_shaped`]).
+pub(super) fn name_secret(name: &str, flag: bool) -> Option<(Keyword, bool)> {
+    match classify_name(name, flag) {
+        Some(kw) => Some((kw, false)),
+        None => inner_secret_word(name, flag).map(|kw| (kw, true)),
+    }
+}
+
+/// The words of a name, lower-cased: split at `_`, `-`, `.` and camelCase humps
+/// (`SECRET_KEY_BASE` → secret, key, base; `tokenSigning` → token, signing).
+fn name_words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    for part in name.split(['_', '-', '.', ':', '/']) {
+        let b = part.as_bytes();
+        let mut start = 0;
+        for i in 1..b.len() {
+            if b[i].is_ascii_uppercase()
+                && (b[i - 1].is_ascii_lowercase() || b[i - 1].is_ascii_digit())
+            {
+                words.push(part[start..i].to_ascii_lowercase());
+                start = i;
+            }
+        }
+        if start < part.len() {
+            words.push(part[start..].to_ascii_lowercase());
+        }
+    }
+    words
+}
+
+/// A secret word *inside* a name, not at its end (the end is [`classify_name`]'s business):
+/// `SECRET_KEY_BASE`, `TOKEN_SIGNING`, `secret_id`, `api_key_v2`, `--client-secret-file`,
+/// `passwordHash`. A `key` counts only after a word that makes it a secret key (`api`,
+/// `private`, `session`, …), and `pass` not at all (`pass_through`). The name says "maybe":
+/// only a value that looks like a credential is one ([`credential_shaped`]), so that
+/// `TOKEN_COUNT=5`, `auth_mode=oauth`, `secret_name=prod-db` and `token_url=https://…` stay.
+fn inner_secret_word(name: &str, flag: bool) -> Option<Keyword> {
+    const KEY_OWNERS: &[&str] = &[
+        "api", "private", "secret", "session", "access", "signing", "encryption", "master",
+        "client", "account", "auth", "app", "license", "webhook", "shared", "storage",
+    ];
+    let base = if flag {
+        name.trim_start_matches('-')
+    } else {
+        name
+    };
+    let words = name_words(base.trim_end_matches(['"', '\'', '\\']));
+    let last = words.len().checked_sub(1)?;
+    words[..last].iter().enumerate().find_map(|(i, w)| {
+        let previous = i.checked_sub(1).map(|p| words[p].as_str());
+        let kw = match w.as_str() {
+            "password" | "passwd" | "passphrase" | "pwd" => Keyword::Password,
+            "secret" | "secrets" => Keyword::Secret,
+            "token" => Keyword::Token,
+            "apikey" | "privatekey" | "secretkey" | "sessionkey" | "accesskey" | "signingkey"
+            | "masterkey" => Keyword::Key,
+            "key" if previous.is_some_and(|p| KEY_OWNERS.contains(&p)) => Keyword::Key,
+            "credential" | "credentials" | "auth" => Keyword::Weak,
+            _ => return None,
+        };
+        let deny: &[&str] = match kw {
+            Keyword::Token => TOKEN_DENY,
+            Keyword::Password | Keyword::Pass => PASSWORD_DENY,
+            Keyword::Secret | Keyword::Weak => SWITCH_DENY,
+            Keyword::Key => &[],
+        };
+        // `private_key_id`, `access_key_fingerprint`, `token_ttl`: about the secret, not it.
+        let next = words[i + 1].as_str();
+        let about = ABOUT_A_SECRET.contains(&next) || (kw == Keyword::Key && next == "id");
+        (!about && !previous.is_some_and(|p| deny.contains(&p))).then_some(kw)
+    })
+}
+
+/// Words after a secret word that make a name about the secret rather than it.
+const ABOUT_A_SECRET: &[&str] = &[
+    "name", "names", "path", "file", "dir", "type", "kind", "url", "uri", "arn", "alias",
+    "fingerprint", "length", "len", "count", "ttl", "expiry", "expires", "expiration", "version",
+    "field", "prefix", "suffix", "format", "env", "var", "source", "ref", "policy", "rotation",
+    "header", "param", "location", "store", "manager", "provider", "endpoint", "hint", "mode",
+];
+
+/// The shape test for a value behind a name that only *contains* a secret word: a credential is
+/// one word of 8 characters or more that does not read as words (`prod-db`, `my-app-v2`,
+/// `SecretsManagerReadWrite`), a number, a date or a version, and mixes character classes the
+/// way random text does (three changes or more between upper case, lower case and digits), or is
+/// long and of high entropy.
+pub(super) fn credential_shaped(v: &str) -> bool {
+    let v = v.trim();
+    if v.chars().count() < 8 || v.chars().any(char::is_whitespace) {
+        return false;
+    }
+    if v.bytes()
+        .all(|c| c.is_ascii_digit() || b"-:.TZ+/ ".contains(&c))
+    {
+        return false; // numbers, dates, times, versions
+    }
+    if reads_as_words(v) {
+        return false;
+    }
+    #[derive(PartialEq, Clone, Copy)]
+    enum Class {
+        Upper,
+        Lower,
+        Digit,
+    }
+    let mut changes = 0;
+    let mut last: Option<Class> = None;
+    for c in v.bytes() {
+        let class = match c {
+            b'A'..=b'Z' => Class::Upper,
+            b'a'..=b'z' => Class::Lower,
+            b'0'..=b'9' => Class::Digit,
+            _ => continue,
+        };
+        if last.is_some_and(|l| l != class) {
+            changes += 1;
+        }
+        last = Some(class);
+    }
+    changes >= 3 || (v.len() >= 20 && entropy(v) >= 3.5)
+}
+
+/// Every piece between `-`, `_`, `.`, `:`, `/`, `@` is a word (lower case, Capitalised,
+/// camelCase or UPPER, maybe with a short number after it) or a short number.
+fn reads_as_words(v: &str) -> bool {
+    v.split(['-', '_', '.', ':', '/', '@']).all(|piece| {
+        let letters = piece.trim_end_matches(|c: char| c.is_ascii_digit());
+        let digits = piece.len() - letters.len();
+        if letters.is_empty() {
+            return digits <= 4;
+        }
+        if digits > 2 || !letters.bytes().all(|c| c.is_ascii_alphabetic()) {
+            return false;
+        }
+        let b = letters.as_bytes();
+        let upper = b.iter().all(u8::is_ascii_uppercase);
+        // camelCase / Capitalised: every upper-case letter is followed by a lower-case one.
+        let humps = (0..b.len()).all(|i| {
+            !b[i].is_ascii_uppercase() || b.get(i + 1).is_some_and(u8::is_ascii_lowercase)
+        });
+        upper || humps
+    })
+}
+
+/// Shannon entropy of the characters of `v`, in bits per character.
+fn entropy(v: &str) -> f64 {
+    let mut counts = [0u32; 256];
+    for b in v.bytes() {
+        counts[b as usize] += 1;
+    }
+    let n = v.len() as f64;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / n;
+            -p * p.log2()
+        })
+        .sum()
 }
 
 /// The last word of a name, lower-cased: after the last `_`/`-`/`.`, or the last camelCase hump.
@@ -3012,6 +3212,63 @@ mod tests {
         ];
         for (input, want) in cases {
             assert_eq!(r.redact(&input), want);
+        }
+    }
+
+    /// Issue 32: a secret word anywhere in the name, with the value's shape deciding.
+    #[test]
+    fn a_secret_word_inside_a_name_counts_when_the_value_looks_like_a_credential() {
+        let r = Redactor::new();
+        let re = unfiltered();
+        let mut f = Fake(32);
+        let hex = f.mixed(HEX, 64);
+        let key = f.mixed(ALNUM, 28);
+        let pw = format!("{}!{}", f.mixed(ALNUM, 9), f.mixed(ALNUM, 4));
+        let uuid = format!(
+            "{}-{}-4{}-a{}-{}",
+            f.s(HEX, 8),
+            f.s(HEX, 4),
+            f.s(HEX, 3),
+            f.s(HEX, 3),
+            f.mixed(HEX, 12)
+        );
+        let redacted = [
+            (format!("SECRET_KEY_BASE={hex}"), "SECRET_KEY_BASE=[REDACTED:secret-assignment]"),
+            (format!("export TOKEN_SIGNING='{key}'"), "export TOKEN_SIGNING='[REDACTED:secret-assignment]'"),
+            (format!("vault write auth/approle/login role_id=app secret_id={uuid}"), "vault write auth/approle/login role_id=app secret_id=[REDACTED:secret-assignment]"),
+            (format!("tokenSigning: \"{key}\""), "tokenSigning: \"[REDACTED:secret-assignment]\""),
+            (format!("app --client-secret-value {key} --verbose"), "app --client-secret-value [REDACTED:secret-flag] --verbose"),
+            (format!("API_KEY_V2={key}"), "API_KEY_V2=[REDACTED:secret-assignment]"),
+            (format!("DB_PASSWORD_PROD={pw}"), "DB_PASSWORD_PROD=[REDACTED:secret-assignment]"),
+            (format!("{{\"session_key_primary\": \"{key}\"}}"), "{\"session_key_primary\": \"[REDACTED:secret-assignment]\"}"),
+        ];
+        for (input, want) in &redacted {
+            assert_eq!(r.redact(input), *want, "{input}");
+            assert_eq!(r.redact_unfiltered(&re, input).0, *want, "(unfiltered) {input}");
+        }
+        let mut json: Value = serde_json::json!({"secret_id": uuid, "auth_mode": "oauth"});
+        r.redact_json(&mut json);
+        assert_eq!(json["secret_id"], "[REDACTED:secret-assignment]");
+        assert_eq!(json["auth_mode"], "oauth");
+        for kept in [
+            "TOKEN_COUNT=5",
+            "max_tokens=4096",
+            "auth_mode=oauth",
+            "secret_name=my-app-secret-v2",
+            "SECRET_NAME=ProdDatabaseCredentials",
+            "token_url=https://auth.example.com/oauth/token",
+            "PASSWORD_MIN_LENGTH=12",
+            "password_file=/run/secrets/db",
+            "--token-file ./ci/token.txt",
+            "TOKEN_EXPIRES_AT=2026-11-28T10:00:00Z",
+            "private_key_id=6f1e0b3c9d4a2b7e",
+            "AWS_ACCESS_KEY_FINGERPRINT=ab:cd:ef:01:23:45:67:89",
+            "monkey_patch=enabled",
+            "tokenizer=cl100k_base",
+            "auth_provider=GitHubEnterprise",
+        ] {
+            assert_eq!(r.redact(kept), kept);
+            assert_eq!(r.redact_unfiltered(&re, kept).0, kept, "(unfiltered)");
         }
     }
 
