@@ -2048,8 +2048,22 @@ fn name_words(name: &str) -> Vec<String> {
 /// `TOKEN_COUNT=5`, `auth_mode=oauth`, `secret_name=prod-db` and `token_url=https://…` stay.
 fn inner_secret_word(name: &str, flag: bool) -> Option<Keyword> {
     const KEY_OWNERS: &[&str] = &[
-        "api", "private", "secret", "session", "access", "signing", "encryption", "master",
-        "client", "account", "auth", "app", "license", "webhook", "shared", "storage",
+        "api",
+        "private",
+        "secret",
+        "session",
+        "access",
+        "signing",
+        "encryption",
+        "master",
+        "client",
+        "account",
+        "auth",
+        "app",
+        "license",
+        "webhook",
+        "shared",
+        "storage",
     ];
     let base = if flag {
         name.trim_start_matches('-')
@@ -2085,10 +2099,45 @@ fn inner_secret_word(name: &str, flag: bool) -> Option<Keyword> {
 
 /// Words after a secret word that make a name about the secret rather than it.
 const ABOUT_A_SECRET: &[&str] = &[
-    "name", "names", "path", "file", "dir", "type", "kind", "url", "uri", "arn", "alias",
-    "fingerprint", "length", "len", "count", "ttl", "expiry", "expires", "expiration", "version",
-    "field", "prefix", "suffix", "format", "env", "var", "source", "ref", "policy", "rotation",
-    "header", "param", "location", "store", "manager", "provider", "endpoint", "hint", "mode",
+    "name",
+    "names",
+    "path",
+    "file",
+    "dir",
+    "type",
+    "kind",
+    "url",
+    "uri",
+    "arn",
+    "alias",
+    "fingerprint",
+    "length",
+    "len",
+    "count",
+    "ttl",
+    "expiry",
+    "expires",
+    "expiration",
+    "version",
+    "field",
+    "prefix",
+    "suffix",
+    "format",
+    "env",
+    "var",
+    "source",
+    "ref",
+    "policy",
+    "rotation",
+    "header",
+    "param",
+    "location",
+    "store",
+    "manager",
+    "provider",
+    "endpoint",
+    "hint",
+    "mode",
 ];
 
 /// The shape test for a value behind a name that only *contains* a secret word: a credential is
@@ -2427,14 +2476,20 @@ fn is_placeholder(v: &str, quote: Quote) -> bool {
         || v == "%s"
 }
 
+/// A reference or a placeholder standing where a secret would (`${X}`, `<token>`,
+/// `your_api_key_here`, `{{ x }}`), in text where `$` expands.
+pub(super) fn is_placeholder_text(v: &str) -> bool {
+    is_placeholder(v, Quote::Json)
+}
+
 /// `***`, `xxxxxxxx`, `…`, `••••`: a masked value.
-fn is_mask(v: &str) -> bool {
+pub(super) fn is_mask(v: &str) -> bool {
     let mask = |c: char| matches!(c, '*' | 'x' | 'X' | '•' | '·' | '.' | '…' | '#' | '-' | '_');
     v.chars().all(mask) && (v.chars().count() >= 3 || v.chars().all(|c| c == '*' || c == '…'))
 }
 
 /// Words that stand where a secret would but are settings or prompts.
-fn is_literal_word(v: &str) -> bool {
+pub(super) fn is_literal_word(v: &str) -> bool {
     const WORDS: &[&str] = &[
         "true",
         "false",
@@ -2460,7 +2515,7 @@ fn is_literal_word(v: &str) -> bool {
 /// `/home/u/.ssh/id_rsa`, `./key.pem`, `~/.config/gh/hosts.yml`: a file, not its contents. A
 /// base64 run that happens to start with `/` (mixed case and digits, no `.`, `-`, `_`) is not a
 /// path.
-fn looks_like_path(v: &str) -> bool {
+pub(super) fn looks_like_path(v: &str) -> bool {
     let rooted =
         v.starts_with('/') || v.starts_with("./") || v.starts_with("../") || v.starts_with("~/");
     if !rooted
@@ -3233,18 +3288,46 @@ mod tests {
             f.mixed(HEX, 12)
         );
         let redacted = [
-            (format!("SECRET_KEY_BASE={hex}"), "SECRET_KEY_BASE=[REDACTED:secret-assignment]"),
-            (format!("export TOKEN_SIGNING='{key}'"), "export TOKEN_SIGNING='[REDACTED:secret-assignment]'"),
-            (format!("vault write auth/approle/login role_id=app secret_id={uuid}"), "vault write auth/approle/login role_id=app secret_id=[REDACTED:secret-assignment]"),
-            (format!("tokenSigning: \"{key}\""), "tokenSigning: \"[REDACTED:secret-assignment]\""),
-            (format!("app --client-secret-value {key} --verbose"), "app --client-secret-value [REDACTED:secret-flag] --verbose"),
-            (format!("API_KEY_V2={key}"), "API_KEY_V2=[REDACTED:secret-assignment]"),
-            (format!("DB_PASSWORD_PROD={pw}"), "DB_PASSWORD_PROD=[REDACTED:secret-assignment]"),
-            (format!("{{\"session_key_primary\": \"{key}\"}}"), "{\"session_key_primary\": \"[REDACTED:secret-assignment]\"}"),
+            (
+                format!("SECRET_KEY_BASE={hex}"),
+                "SECRET_KEY_BASE=[REDACTED:secret-assignment]",
+            ),
+            (
+                format!("export TOKEN_SIGNING='{key}'"),
+                "export TOKEN_SIGNING='[REDACTED:secret-assignment]'",
+            ),
+            (
+                format!("vault write auth/approle/login role_id=app secret_id={uuid}"),
+                "vault write auth/approle/login role_id=app secret_id=[REDACTED:secret-assignment]",
+            ),
+            (
+                format!("tokenSigning: \"{key}\""),
+                "tokenSigning: \"[REDACTED:secret-assignment]\"",
+            ),
+            (
+                format!("app --client-secret-value {key} --verbose"),
+                "app --client-secret-value [REDACTED:secret-flag] --verbose",
+            ),
+            (
+                format!("API_KEY_V2={key}"),
+                "API_KEY_V2=[REDACTED:secret-assignment]",
+            ),
+            (
+                format!("DB_PASSWORD_PROD={pw}"),
+                "DB_PASSWORD_PROD=[REDACTED:secret-assignment]",
+            ),
+            (
+                format!("{{\"session_key_primary\": \"{key}\"}}"),
+                "{\"session_key_primary\": \"[REDACTED:secret-assignment]\"}",
+            ),
         ];
         for (input, want) in &redacted {
             assert_eq!(r.redact(input), *want, "{input}");
-            assert_eq!(r.redact_unfiltered(&re, input).0, *want, "(unfiltered) {input}");
+            assert_eq!(
+                r.redact_unfiltered(&re, input).0,
+                *want,
+                "(unfiltered) {input}"
+            );
         }
         let mut json: Value = serde_json::json!({"secret_id": uuid, "auth_mode": "oauth"});
         r.redact_json(&mut json);

@@ -23,6 +23,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::redact::{Found, Keyword, Redactor, classify_name, name_kind, value_is_secret};
+use super::redact_files::is_secret_file;
 
 /// Literals one of which every command the table knows contains; a text holding none of them
 /// is not split at all. Whole words of three letters or more: a short prefix (`ch…`, `7z`)
@@ -1683,12 +1684,15 @@ pub struct OutputKind {
     pub netrc: bool,
     /// It holds a `.pgpass` file.
     pub pgpass: bool,
+    /// It holds a file whose every value is a secret (`.env`, a credentials file: see
+    /// [`super::redact_files`]).
+    pub secret_file: bool,
 }
 
 impl OutputKind {
     /// Whether there is anything to do.
     pub fn any(self) -> bool {
-        self.secret || self.netrc || self.pgpass
+        self.secret || self.netrc || self.pgpass || self.secret_file
     }
 
     fn or(self, other: OutputKind) -> OutputKind {
@@ -1696,12 +1700,16 @@ impl OutputKind {
             secret: self.secret || other.secret,
             netrc: self.netrc || other.netrc,
             pgpass: self.pgpass || other.pgpass,
+            secret_file: self.secret_file || other.secret_file,
         }
     }
 
     /// A compact name for the reader's persisted state.
     pub fn code(self) -> u8 {
-        u8::from(self.secret) | (u8::from(self.netrc) << 1) | (u8::from(self.pgpass) << 2)
+        u8::from(self.secret)
+            | (u8::from(self.netrc) << 1)
+            | (u8::from(self.pgpass) << 2)
+            | (u8::from(self.secret_file) << 3)
     }
 
     /// Reads [`OutputKind::code`].
@@ -1710,6 +1718,7 @@ impl OutputKind {
             secret: code & 1 != 0,
             netrc: code & 2 != 0,
             pgpass: code & 4 != 0,
+            secret_file: code & 8 != 0,
         }
     }
 }
@@ -1765,10 +1774,12 @@ pub fn file_kind(path: &str) -> OutputKind {
         netrc: lower == ".netrc" || lower == "_netrc" || lower == "netrc",
         pgpass: lower == ".pgpass" || lower == "pgpass.conf" || lower == "pgpass",
         secret: false,
+        secret_file: false,
     };
     if kind.netrc || kind.pgpass {
         return kind; // structured: only its passwords go
     }
+    kind.secret_file = is_secret_file(path);
     if path.contains("/run/secrets/") {
         kind.secret = !name.is_empty();
     }
@@ -1995,6 +2006,7 @@ pub fn output_of_command(line: &str) -> OutputKind {
         if cmd.stdout_redirected {
             here.netrc = false;
             here.pgpass = false;
+            here.secret_file = false;
         }
         kind = kind.or(here);
     }
@@ -2016,34 +2028,56 @@ pub fn output_of_call(tool: &str, input: &serde_json::Value) -> OutputKind {
         }
         return output_of_command(&words.join(" "));
     }
+    // Every agent's file-reading tool: `Read`, `read_file`, `read`, `ReadFile`, `view`, …
+    let squashed: String = tool
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
     let reads = matches!(
-        tool,
-        "Read"
-            | "read"
-            | "View"
+        squashed.as_str(),
+        "read"
             | "view"
-            | "NotebookRead"
-            | "read_file"
-            | "str_replace_editor"
-            | "str_replace_based_edit_tool"
+            | "viewfile"
+            | "notebookread"
+            | "readfile"
+            | "readmanyfiles"
+            | "strreplaceeditor"
+            | "strreplacebasededittool"
     );
     if reads {
-        for key in ["file_path", "path", "filename", "notebook_path"] {
-            if let Some(path) = text(key) {
-                return file_kind(path);
-            }
-        }
+        return input_file_kind(input);
     }
     OutputKind::default()
 }
+
+/// The members in which agents' file tools name their files: Claude Code's `file_path`, Gemini
+/// CLI's `file_path`/`absolute_path`/`paths`, OpenCode's `filePath`, Cline's, Kimi's and Cursor's
+/// `path`, Cursor's `target_file`.
+pub const FILE_KEYS: &[&str] = &[
+    "file_path",
+    "filePath",
+    "absolute_path",
+    "path",
+    "paths",
+    "filename",
+    "notebook_path",
+    "target_file",
+];
 
 /// What the files an agent's write-like call names hold (its content is then redacted as
 /// such a file).
 pub fn input_file_kind(input: &serde_json::Value) -> OutputKind {
     let mut kind = OutputKind::default();
-    for key in ["file_path", "path", "filename", "notebook_path"] {
-        if let Some(path) = input.get(key).and_then(serde_json::Value::as_str) {
-            kind = kind.or(file_kind(path));
+    for key in FILE_KEYS {
+        match input.get(*key) {
+            Some(serde_json::Value::String(path)) => kind = kind.or(file_kind(path)),
+            Some(serde_json::Value::Array(paths)) => {
+                for path in paths.iter().filter_map(serde_json::Value::as_str) {
+                    kind = kind.or(file_kind(path));
+                }
+            }
+            _ => {}
         }
     }
     kind

@@ -28,9 +28,10 @@ use serde_json::{Value, json};
 use super::adapters::{Item, LateResult};
 use super::reader::cap_excerpt;
 use super::redact::{Found, Redactor};
+use super::redact_files::{redact_file_writes, redact_secret_file, redact_structured};
 use super::redact_shell::{
-    OutputKind, input_file_kind, is_script, output_of_call, redact_commands, redact_file_formats,
-    redact_secret_output,
+    FILE_KEYS, OutputKind, input_file_kind, is_script, output_of_call, redact_commands,
+    redact_file_formats, redact_secret_output,
 };
 use crate::action::Action;
 
@@ -183,7 +184,7 @@ impl<'r> Sanitizer<'r> {
         let files = input_file_kind(&action.input);
         // What is read as commands: a command line, a script the call writes, a patch (whose
         // scripts it finds itself). Code and prose are left to the pattern rules.
-        let writes_script = ["file_path", "path", "filename"]
+        let writes_script = FILE_KEYS
             .iter()
             .filter_map(|k| action.input.get(*k).and_then(Value::as_str))
             .any(is_script);
@@ -204,6 +205,27 @@ impl<'r> Sanitizer<'r> {
             if mentioned.netrc || mentioned.pgpass {
                 let current = changed.as_deref().unwrap_or(s);
                 if let Cow::Owned(o) = redact_file_formats(current, mentioned, &mut found) {
+                    changed = Some(o);
+                }
+            }
+            // A `.env` or credentials file the call writes (its content, an edit's strings), or
+            // one a command or a patch writes into.
+            let is_path = key.is_some_and(|k| FILE_KEYS.contains(&k));
+            if files.secret_file && !is_path {
+                let current = changed.as_deref().unwrap_or(s);
+                if let Cow::Owned(o) = redact_secret_file(current, &mut found) {
+                    changed = Some(o);
+                }
+            }
+            if commands {
+                let current = changed.as_deref().unwrap_or(s);
+                if let Cow::Owned(o) = redact_file_writes(current, &mut found) {
+                    changed = Some(o);
+                }
+            }
+            if !is_path {
+                let current = changed.as_deref().unwrap_or(s);
+                if let Cow::Owned(o) = redact_structured(current, &mut found) {
                     changed = Some(o);
                 }
             }
@@ -272,6 +294,14 @@ impl<'r> Sanitizer<'r> {
         if (holds.netrc || holds.pgpass)
             && let Cow::Owned(o) = redact_file_formats(&text, holds, &mut found)
         {
+            text = Cow::Owned(o);
+        }
+        if holds.secret_file
+            && let Cow::Owned(o) = redact_secret_file(&text, &mut found)
+        {
+            text = Cow::Owned(o);
+        }
+        if let Cow::Owned(o) = redact_structured(&text, &mut found) {
             text = Cow::Owned(o);
         }
         self.remember(&found);

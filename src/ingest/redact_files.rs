@@ -1,0 +1,850 @@
+//! Secrets that a file's kind or a structure's own markings give away.
+//!
+//! * **Secret files** ([`is_secret_file`]): in a `.env` file, an AWS `credentials` file, a
+//!   `.git-credentials`, a `.my.cnf`, a `secrets.yaml`, … every value is a secret, whatever its
+//!   name. When such a file is read (`cat .env.production`, a `Read` call, `sed -n 1,20p`) or
+//!   written (a `Write`/`write_file` call, `cat > .env <<EOF`, `echo "K=V" >> .env`, a patch
+//!   that adds or changes it), each `NAME=value` / `name: value` / `"name": "value"` line loses
+//!   its value: `[REDACTED:secret-file]`. Values that cannot be secrets are kept: empty ones,
+//!   `true`/`false`, short numbers (ports), references (`${X}`), paths, URLs (their passwords
+//!   are the URL rule's), addresses, and a plain word under a name without a secret word
+//!   (`NODE_ENV=production`). Examples and templates (`.env.example`, `.env.sample`,
+//!   `.env.template`) are meant to be shared and are not secret files.
+//! * **Structured output that marks its secrets** ([`redact_structured`]): a JSON object with
+//!   `"sensitive": true` (`terraform output -json`, `terraform show -json`) loses every string
+//!   of its `value` (`[REDACTED:sensitive-output]`); a Kubernetes `Secret` (YAML or JSON, from
+//!   `kubectl get -o yaml`, a manifest written or applied) loses every value of its `data` and
+//!   `stringData` (`[REDACTED:kubernetes-secret]`); an XML element named like a secret
+//!   (`<password>…</password>` in Maven's `settings.xml`) loses its text.
+//!
+//! Names and structure are kept, so a tool still sees which file was read or which key was
+//! set; only the values go, and each is reported ([`Found`]) so that the sanitizer finds it again
+//! wherever it comes back.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::redact::{
+    Found, credential_shaped, is_literal_word, is_mask, is_placeholder_text, looks_like_path,
+    name_secret,
+};
+
+/// The kind of a value of a secret file.
+const SECRET_FILE: &str = "secret-file";
+/// The kind of a value its structure marks as sensitive.
+const SENSITIVE: &str = "sensitive-output";
+/// The kind of a value of a Kubernetes Secret.
+const KUBERNETES_SECRET: &str = "kubernetes-secret";
+
+/// Whether every value of the file at `path` is a secret (see the module documentation).
+pub fn is_secret_file(path: &str) -> bool {
+    let path = path.trim().trim_matches(['"', '\'']);
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    let lower = name.to_ascii_lowercase();
+    const SHARED: &[&str] = &[
+        "example", "sample", "template", "dist", "defaults", "schema",
+    ];
+    let shared = lower
+        .split(['.', '-', '_'])
+        .any(|part| SHARED.contains(&part));
+    if shared || lower.is_empty() {
+        return false;
+    }
+    // `.env`, `.env.local`, `.env.production`, `prod.env`, `app.env`.
+    let dotenv = lower == ".env" || lower.starts_with(".env.") || lower.ends_with(".env");
+    let named = matches!(
+        lower.as_str(),
+        ".git-credentials"
+            | "git-credentials"
+            | ".my.cnf"
+            | "my.cnf"
+            | ".mylogin.cnf"
+            | ".s3cfg"
+            | ".boto"
+            | ".pypirc"
+            | ".npmrc"
+            | ".yarnrc.yml"
+            | ".htpasswd"
+            | ".dockercfg"
+            | "credentials.tfrc.json"
+            | ".terraformrc"
+            | "application_default_credentials.json"
+            | "hosts.yml"
+    );
+    // `~/.aws/credentials`, `credentials.toml` (Cargo), `client_secret.json`, `secrets.yaml`,
+    // `db-credentials.env`, `vault.secret`.
+    let stem_words = lower.split(['.', '-', '_']).collect::<Vec<_>>();
+    let secret_word = stem_words.iter().any(|w| {
+        matches!(
+            *w,
+            "credentials" | "credential" | "secret" | "secrets" | "passwords" | "tokens"
+        )
+    });
+    // Code and docs named after secrets (`secrets.py`, `credentials.md`) are not secret files.
+    let ext = lower.rsplit_once('.').map_or("", |(_, e)| e);
+    let data = matches!(
+        ext,
+        "" | "env"
+            | "json"
+            | "yaml"
+            | "yml"
+            | "toml"
+            | "ini"
+            | "cfg"
+            | "conf"
+            | "properties"
+            | "txt"
+            | "secret"
+            | "secrets"
+            | "credentials"
+            | "tfvars"
+    );
+    dotenv || named || (secret_word && data)
+}
+
+/// `NAME=value`, `NAME: value`, `"name": "value"`, `name = value` at the start of a line, after
+/// what tools put before a file's lines: a line number (`cat -n`'s `   3\t`, `Read`'s `   3→`,
+/// OpenCode's `00003| `, `grep -n`'s `3:`), a patch's `+`/`-`/` `, YAML's `- `, `export `, or an
+/// `echo`/`printf` writing the line.
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
+static SECRET_FILE_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?m)^[ \t]*(?:[0-9]+(?:→|\t|\| ?|:)[ \t]*)?(?:[+ -][ \t]*)?(?:- )?(?:(?:echo|printf)(?:[ \t]+-[A-Za-z]+)*[ \t]+["']?)?(?:export[ \t]+)?["']?(?P<k>[A-Za-z_][A-Za-z0-9_.\-/]*)["']?[ \t]*(?:=|:)[ \t]*(?P<v>[^\r\n]*)"#,
+    )
+    .expect("secret file line pattern compiles")
+});
+
+/// The value at the start of `rest` (what follows a name's separator): a quoted string's inside,
+/// or a bare word up to a blank, a comment, a trailing comma or the end. Returns its range in
+/// `rest`.
+fn value_range(rest: &str) -> Option<(usize, usize)> {
+    let b = rest.as_bytes();
+    match b.first()? {
+        q @ (b'"' | b'\'') => {
+            let mut i = 1;
+            while i < b.len() && b[i] != *q {
+                if b[i] == b'\\' && *q == b'"' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            (i < b.len() || i > 1).then_some((1, i.min(b.len())))
+        }
+        _ => {
+            let end = rest
+                .find(|c: char| c.is_whitespace() || c == '\'' || c == '"')
+                .unwrap_or(rest.len());
+            let end = rest[..end].trim_end_matches(',').len();
+            (end > 0).then_some((0, end))
+        }
+    }
+}
+
+/// Whether a value of a secret file, under `name`, is kept.
+fn keeps(name: &str, value: &str) -> bool {
+    let v = value.trim();
+    if v.is_empty()
+        || v.starts_with("[REDACTED")
+        || is_literal_word(v)
+        || is_mask(v)
+        || is_placeholder_text(v)
+        || looks_like_path(v)
+        || matches!(v, "{" | "[" | "|" | ">" | "|-" | ">-" | "{}" | "[]")
+    {
+        return true;
+    }
+    if v.len() <= 12 && v.bytes().all(|c| c.is_ascii_digit() || c == b'.') {
+        return true; // ports, counts, versions, addresses
+    }
+    if v.contains("://") && !v.contains('@') {
+        return true; // a URL without user info: its passwords are the URL rule's
+    }
+    // A plain word under a name that says nothing of secrets: `NODE_ENV=production`,
+    // `region = eu-west-1`.
+    let plain = v.len() <= 24
+        && v.bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"-_.".contains(&c))
+        && !credential_shaped(v);
+    plain && name_secret(name, false).is_none()
+}
+
+/// Redacts every value of a secret file's lines in `text` (the file's content, a read of it, or
+/// lines written into it).
+pub fn redact_secret_file<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, str> {
+    let mut edits = Vec::new();
+    secret_file_edits(text, 0, &mut edits);
+    apply(text, edits, found)
+}
+
+/// The values of the secret-file lines of `part` (which starts at `base` in the whole text).
+fn secret_file_edits(part: &str, base: usize, edits: &mut Vec<(usize, usize, &'static str)>) {
+    for c in SECRET_FILE_LINE.captures_iter(part) {
+        let (Some(k), Some(v)) = (c.name("k"), c.name("v")) else {
+            continue;
+        };
+        let Some((a, b)) = value_range(v.as_str()) else {
+            continue;
+        };
+        if !keeps(k.as_str(), &v.as_str()[a..b]) {
+            edits.push((base + v.start() + a, base + v.start() + b, SECRET_FILE));
+        }
+    }
+}
+
+/// Where a command writes: the file after `>`, `>>` or `tee [-a]`.
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
+static WRITE_TARGET: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?:>>?|\btee(?:[ \t]+-a)?)[ \t]*["']?(?P<f>[^\s"'|;&<>()]+)"#)
+        .expect("write target pattern compiles")
+});
+
+/// `*** Add File: path` / `*** Update File: path` in a patch (Codex's `apply_patch`), and a
+/// unified diff's `+++ b/path`.
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
+static PATCH_FILE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^(?:\*\*\* (?:Add|Update|Delete) File: |\+\+\+ (?:b/)?)(?P<f>[^\r\n]+)$")
+        .expect("patch file pattern compiles")
+});
+
+/// Redacts what a command line or a patch writes into secret files: a heredoc's or an `echo`'s
+/// lines when the command writes to one (`cat > .env <<EOF`, `echo "K=V" >> .env.local`), the
+/// sections of a patch that add or change one.
+pub fn redact_file_writes<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, str> {
+    if !text.contains("env") && !text.contains("cred") && !text.contains("secret") {
+        // Every secret file's name holds one of these, or is one of the few others below.
+        if ![
+            ".npmrc",
+            ".pypirc",
+            "cnf",
+            ".s3cfg",
+            ".boto",
+            "htpasswd",
+            "tfrc",
+            "hosts.yml",
+        ]
+        .iter()
+        .any(|n| text.contains(n))
+        {
+            return Cow::Borrowed(text);
+        }
+    }
+    let mut sections: Vec<(usize, usize)> = Vec::new();
+    let patch: Vec<_> = PATCH_FILE.captures_iter(text).collect();
+    for (i, c) in patch.iter().enumerate() {
+        let (Some(whole), Some(f)) = (c.get(0), c.name("f")) else {
+            continue;
+        };
+        if is_secret_file(f.as_str()) {
+            let end = patch
+                .get(i + 1)
+                .and_then(|n| n.get(0))
+                .map_or(text.len(), |m| m.start());
+            sections.push((whole.end(), end));
+        }
+    }
+    if patch.is_empty() {
+        for line_start in line_starts(text) {
+            let line_end = text[line_start..]
+                .find('\n')
+                .map_or(text.len(), |n| line_start + n);
+            let line = &text[line_start..line_end];
+            let writes_secret = WRITE_TARGET
+                .captures_iter(line)
+                .filter_map(|c| c.name("f"))
+                .any(|f| is_secret_file(f.as_str()));
+            if !writes_secret {
+                continue;
+            }
+            // This line, and a heredoc it opens up to its terminator.
+            let mut end = line_end;
+            if let Some(tag) = heredoc_tag(line) {
+                let body = (line_end + 1).min(text.len());
+                end = text[body..]
+                    .lines()
+                    .scan(body, |at, l| {
+                        let start = *at;
+                        *at += l.len() + 1;
+                        Some((start, l))
+                    })
+                    .find(|(_, l)| l.trim() == tag)
+                    .map_or(text.len(), |(start, _)| start);
+            }
+            sections.push((line_start, end));
+        }
+    }
+    if sections.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut edits = Vec::new();
+    for (start, end) in sections {
+        secret_file_edits(&text[start..end], start, &mut edits);
+    }
+    apply(text, edits, found)
+}
+
+/// The starts of the lines of `text`.
+fn line_starts(text: &str) -> impl Iterator<Item = usize> + '_ {
+    std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1))
+}
+
+/// The terminator of a heredoc a line opens (`<<EOF`, `<<-'EOF'`, `<< "END"`).
+fn heredoc_tag(line: &str) -> Option<String> {
+    let at = line.find("<<")?;
+    let rest = line[at + 2..].trim_start_matches('-').trim_start();
+    if rest.starts_with('<') {
+        return None; // a here-string
+    }
+    let tag: String = rest
+        .trim_start_matches(['\'', '"'])
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    (!tag.is_empty()).then_some(tag)
+}
+
+/// `"sensitive": true` near a `"value"`, a Kubernetes `Secret`, an XML element: the cheap test
+/// before the structured rules run.
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
+static STRUCTURE_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#""sensitive"[ \t]*:[ \t]*true|kind"?[ \t]*:[ \t]*"?Secret\b|</"#)
+        .expect("structure literals compile")
+});
+
+/// Redacts what a structure marks as secret (see the module documentation).
+pub fn redact_structured<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, str> {
+    if !STRUCTURE_LITERALS.is_match(text) {
+        return Cow::Borrowed(text);
+    }
+    let mut edits = Vec::new();
+    sensitive_values(text, &mut edits);
+    kubernetes_secret_yaml(text, &mut edits);
+    kubernetes_secret_json(text, &mut edits);
+    xml_elements(text, &mut edits);
+    apply(text, edits, found)
+}
+
+/// A JSON string at the start of `text` (`"…"` with escapes): its inside's range.
+fn json_string(text: &str) -> Option<(usize, usize)> {
+    let b = text.as_bytes();
+    if b.first() != Some(&b'"') {
+        return None;
+    }
+    let mut i = 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return Some((1, i)),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The end of the JSON value starting at `text[0]` (object, array, string or scalar), counting
+/// brackets outside strings; the end of `text` when it is cut short.
+fn json_value_end(text: &str) -> usize {
+    let b = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => match json_string(&text[i..]) {
+                Some((_, close)) => {
+                    i += close + 1;
+                    if depth == 0 {
+                        return i;
+                    }
+                    continue;
+                }
+                None => return b.len(),
+            },
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                if depth <= 1 {
+                    return i + 1;
+                }
+                depth -= 1;
+            }
+            b',' | b'\n' if depth == 0 => return i,
+            _ => {}
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+/// Every string inside the JSON value `text[start..end]`, as ranges of their insides.
+fn json_strings(
+    text: &str,
+    start: usize,
+    end: usize,
+    edits: &mut Vec<(usize, usize, &'static str)>,
+    kind: &'static str,
+) {
+    let mut i = start;
+    while i < end {
+        if text.as_bytes()[i] == b'"'
+            && let Some((a, b)) = json_string(&text[i..end])
+        {
+            let (a, b) = (i + a, i + b);
+            // A key (`"name":`) is structure, not a value.
+            let is_key = text[b + 1..end].trim_start().starts_with(':');
+            if !is_key && b > a {
+                edits.push((a, b, kind));
+            }
+            i = b + 1;
+            continue;
+        }
+        i += 1;
+    }
+}
+
+/// `{"sensitive": true, "type": …, "value": …}`, in any order: the object around each
+/// `"sensitive": true` is found by its braces, and every string of its `"value"` goes.
+fn sensitive_values(text: &str, edits: &mut Vec<(usize, usize, &'static str)>) {
+    static SENSITIVE_TRUE: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r#""sensitive"[ \t]*:[ \t]*true"#).ok());
+    static VALUE_KEY: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r#""value"[ \t\r\n]*:[ \t\r\n]*"#).ok());
+    let (Some(marker), Some(value_key)) = (SENSITIVE_TRUE.as_ref(), VALUE_KEY.as_ref()) else {
+        return;
+    };
+    for m in marker.find_iter(text) {
+        let Some(open) = enclosing_brace(text, m.start()) else {
+            continue;
+        };
+        let close = open + json_value_end(&text[open..]);
+        // Only this object's own `"value"`, not one of an object nested in it.
+        for v in value_key.find_iter(&text[open..close]) {
+            let at = open + v.start();
+            if enclosing_brace(text, at) != Some(open) {
+                continue;
+            }
+            let value_start = open + v.end();
+            let value_end = value_start + json_value_end(&text[value_start..close]);
+            json_strings(text, value_start, value_end.min(close), edits, SENSITIVE);
+        }
+    }
+}
+
+/// The `{` of the innermost object holding position `at` (strings skipped roughly: braces in
+/// strings are rare in the output this reads).
+fn enclosing_brace(text: &str, at: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = at;
+    while i > 0 {
+        i -= 1;
+        match b[i] {
+            b'}' | b']' => depth += 1,
+            b'{' if depth == 0 => return Some(i),
+            b'[' if depth == 0 => return None,
+            b'{' | b'[' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// YAML documents of `kind: Secret`: the values of the keys under `data:` and `stringData:`.
+fn kubernetes_secret_yaml(text: &str, edits: &mut Vec<(usize, usize, &'static str)>) {
+    // Documents are cut at `---` lines; a document is a Secret if a line says `kind: Secret`.
+    let mut doc_start = 0;
+    let mut docs = Vec::new();
+    for start in line_starts(text) {
+        let line = text[start..].lines().next().unwrap_or("");
+        if line.trim_end() == "---" {
+            docs.push((doc_start, start));
+            doc_start = start + line.len();
+        }
+    }
+    docs.push((doc_start, text.len()));
+    for (ds, de) in docs {
+        let doc = &text[ds..de];
+        let is_secret = doc.lines().any(|l| {
+            let l = strip_line_number(l).trim();
+            l == "kind: Secret" || l == "kind: \"Secret\""
+        });
+        if !is_secret {
+            continue;
+        }
+        let mut block: Option<usize> = None; // indentation of the `data:` line
+        let mut at = ds;
+        for line in doc.split_inclusive('\n') {
+            let line_start = at;
+            at += line.len();
+            let content = line.trim_end_matches(['\n', '\r']);
+            let body = strip_line_number(content);
+            let offset = content.len() - body.len();
+            let indent = body.len() - body.trim_start().len();
+            let trimmed = body.trim();
+            if trimmed.is_empty() {
+                continue;
+            }
+            if let Some(data_indent) = block {
+                if indent > data_indent {
+                    if let Some((key, value)) = trimmed.split_once(':') {
+                        let value_trim = value.trim();
+                        if !key.contains(' ')
+                            && !value_trim.is_empty()
+                            && !is_placeholder_text(value_trim.trim_matches(['"', '\'']))
+                        {
+                            let v_off = body.len() - body.trim_start().len() + key.len() + 1;
+                            let lead = value.len() - value.trim_start().len();
+                            let quoted =
+                                value_trim.starts_with(['"', '\'']) && value_trim.len() >= 2;
+                            let (a, len) = if quoted {
+                                (lead + 1, value_trim.len() - 2)
+                            } else {
+                                (lead, value_trim.len())
+                            };
+                            let start = line_start + offset + v_off + a;
+                            if len > 0 {
+                                edits.push((start, start + len, KUBERNETES_SECRET));
+                            }
+                        }
+                    }
+                    continue;
+                }
+                block = None;
+            }
+            if trimmed == "data:" || trimmed == "stringData:" {
+                block = Some(indent);
+            }
+        }
+    }
+}
+
+/// A line without the number a reading tool put before it (`   3→`, `   3\t`, `00003| `).
+fn strip_line_number(line: &str) -> &str {
+    let t = line.trim_start();
+    let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 {
+        return line;
+    }
+    let rest = &t[digits..];
+    for sep in ["→", "\t", "| ", "|"] {
+        if let Some(r) = rest.strip_prefix(sep) {
+            return r;
+        }
+    }
+    line
+}
+
+/// JSON Secrets: in an object with `"kind": "Secret"`, the strings of its `"data"` and
+/// `"stringData"` objects.
+fn kubernetes_secret_json(text: &str, edits: &mut Vec<(usize, usize, &'static str)>) {
+    static KIND: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r#""kind"[ \t\r\n]*:[ \t\r\n]*"Secret""#).ok());
+    static DATA: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r#""(?:data|stringData)"[ \t\r\n]*:[ \t\r\n]*\{"#).ok());
+    let (Some(kind), Some(data)) = (KIND.as_ref(), DATA.as_ref()) else {
+        return;
+    };
+    for m in kind.find_iter(text) {
+        let Some(open) = enclosing_brace(text, m.start()) else {
+            continue;
+        };
+        let close = open + json_value_end(&text[open..]);
+        for d in data.find_iter(&text[open..close]) {
+            let obj = open + d.end() - 1;
+            if enclosing_brace(text, obj) != Some(open) {
+                continue;
+            }
+            let end = obj + json_value_end(&text[obj..]);
+            json_strings(text, obj, end.min(close), edits, KUBERNETES_SECRET);
+        }
+    }
+}
+
+/// `<password>…</password>`, `<apiToken>…</apiToken>`: an element named like a secret, holding
+/// text only.
+fn xml_elements(text: &str, edits: &mut Vec<(usize, usize, &'static str)>) {
+    static ELEMENT: LazyLock<Option<Regex>> = LazyLock::new(|| {
+        Regex::new(r"<(?P<open>[A-Za-z_][A-Za-z0-9_.:-]*)>(?P<v>[^<>\r\n]{1,512})</(?P<close>[A-Za-z_][A-Za-z0-9_.:-]*)>").ok()
+    });
+    let Some(element) = ELEMENT.as_ref() else {
+        return;
+    };
+    if !text.contains("</") {
+        return;
+    }
+    for c in element.captures_iter(text) {
+        let (Some(open), Some(close), Some(v)) = (c.name("open"), c.name("close"), c.name("v"))
+        else {
+            continue;
+        };
+        if open.as_str() != close.as_str() {
+            continue;
+        }
+        let Some((_, inner)) = name_secret(open.as_str(), false) else {
+            continue;
+        };
+        let value = v.as_str().trim();
+        if value.is_empty()
+            || is_placeholder_text(value)
+            || is_literal_word(value)
+            || is_mask(value)
+            || (inner && !credential_shaped(value))
+        {
+            continue;
+        }
+        let lead = v.as_str().len() - v.as_str().trim_start().len();
+        edits.push((
+            v.start() + lead,
+            v.start() + lead + value.len(),
+            "secret-assignment",
+        ));
+    }
+}
+
+/// Applies non-overlapping edits (sorted here), reporting each replaced value.
+fn apply<'a>(
+    text: &'a str,
+    mut edits: Vec<(usize, usize, &'static str)>,
+    found: &mut Vec<Found>,
+) -> Cow<'a, str> {
+    if edits.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    edits.sort_by_key(|e| (e.0, std::cmp::Reverse(e.1)));
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    let mut changed = false;
+    for (start, end, kind) in edits {
+        let Some(value) = text.get(start..end) else {
+            continue;
+        };
+        if start < last || value.is_empty() || value.starts_with("[REDACTED") {
+            continue;
+        }
+        out.push_str(&text[last..start]);
+        out.push_str("[REDACTED:");
+        out.push_str(kind);
+        out.push(']');
+        found.push(Found {
+            value: value.to_owned(),
+            kind,
+        });
+        last = end;
+        changed = true;
+    }
+    if !changed {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[last..]);
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S1: &str = "q8Zr2mW4kT9xLp3Hs7Nv";
+    const S2: &str = "Yb7c1Kd9Qe3Wf5Rg8Th2";
+
+    fn secret_file(text: &str) -> String {
+        redact_secret_file(text, &mut Vec::new()).into_owned()
+    }
+
+    #[test]
+    fn which_files_hold_only_secrets() {
+        for path in [
+            ".env",
+            "/srv/app/.env.production",
+            "./.env.local",
+            "config/prod.env",
+            "/home/dev/.aws/credentials",
+            "~/.cargo/credentials.toml",
+            "client_secret.json",
+            "deploy/secrets.yaml",
+            "/home/dev/.git-credentials",
+            "~/.my.cnf",
+            ".npmrc",
+            "'.env.staging'",
+        ] {
+            assert!(is_secret_file(path), "{path}");
+        }
+        for path in [
+            ".env.example",
+            ".env.sample",
+            "env.template",
+            "src/secrets.py",
+            "docs/credentials.md",
+            "environment.ts",
+            ".envrc.d/README",
+            "Cargo.toml",
+            "src/env.rs",
+        ] {
+            assert!(!is_secret_file(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn every_value_of_a_secret_file_goes_whatever_its_name() {
+        let text = format!(
+            "# app settings\nNODE_ENV=production\nPORT=3000\nDATABASE_URL=postgres://db.internal:5432/app\n\
+             SESSION_SIGNATURE={S1}\nexport STRIPE_WEBHOOK=\"{S2}\"\nDEBUG=false\nREDIS_HOST=10.0.0.7\n\
+             EMPTY=\nFROM_ENV=${{OTHER}}\nMAILER_USER=postmaster\n"
+        );
+        let want = "# app settings\nNODE_ENV=production\nPORT=3000\nDATABASE_URL=postgres://db.internal:5432/app\n\
+             SESSION_SIGNATURE=[REDACTED:secret-file]\nexport STRIPE_WEBHOOK=\"[REDACTED:secret-file]\"\nDEBUG=false\nREDIS_HOST=10.0.0.7\n\
+             EMPTY=\nFROM_ENV=${OTHER}\nMAILER_USER=postmaster\n";
+        assert_eq!(secret_file(&text), want);
+        // A plain word under a secret name goes too.
+        assert_eq!(
+            secret_file("SECRET_VALUE=sunshine\n"),
+            "SECRET_VALUE=[REDACTED:secret-file]\n"
+        );
+        // As reading tools print it: line numbers of `cat -n`, Read, OpenCode, `grep -n`.
+        for (prefix, sep) in [
+            ("     1", "\t"),
+            ("     1", "→"),
+            ("00001", "| "),
+            ("1", ":"),
+        ] {
+            let line = format!("{prefix}{sep}APP_SIGNATURE={S1}\n");
+            assert_eq!(
+                secret_file(&line),
+                format!("{prefix}{sep}APP_SIGNATURE=[REDACTED:secret-file]\n")
+            );
+        }
+        // INI, YAML and JSON credential files.
+        let ini = format!(
+            "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\nregion = eu-west-1\nsigning = {S1}\n"
+        );
+        assert_eq!(
+            secret_file(&ini),
+            "[default]\naws_access_key_id = [REDACTED:secret-file]\nregion = eu-west-1\nsigning = [REDACTED:secret-file]\n"
+        );
+        let json = format!(
+            "{{\n  \"client_id\": \"1234.apps.example.com\",\n  \"refresh\": \"{S2}\",\n  \"port\": 8080\n}}\n"
+        );
+        assert_eq!(
+            secret_file(&json),
+            "{\n  \"client_id\": \"1234.apps.example.com\",\n  \"refresh\": \"[REDACTED:secret-file]\",\n  \"port\": 8080\n}\n"
+        );
+    }
+
+    #[test]
+    fn what_a_command_or_a_patch_writes_into_a_secret_file() {
+        let heredoc = format!(
+            "cat > .env.production <<'EOF'\nAPP_SIGNATURE={S1}\nLOG_LEVEL=info\nEOF\nnpm run build"
+        );
+        assert_eq!(
+            redact_file_writes(&heredoc, &mut Vec::new()),
+            "cat > .env.production <<'EOF'\nAPP_SIGNATURE=[REDACTED:secret-file]\nLOG_LEVEL=info\nEOF\nnpm run build"
+        );
+        let echo = format!("echo \"HOOK_SIGNATURE={S2}\" >> .env && npm start");
+        assert_eq!(
+            redact_file_writes(&echo, &mut Vec::new()),
+            "echo \"HOOK_SIGNATURE=[REDACTED:secret-file]\" >> .env && npm start"
+        );
+        let patch = format!(
+            "*** Begin Patch\n*** Add File: .env.local\n+VALUE_ONE={S1}\n+PORT=8080\n*** Update File: src/app.ts\n@@\n-const a = \"{S2}\";\n+const a = 1;\n*** End Patch"
+        );
+        let out = redact_file_writes(&patch, &mut Vec::new());
+        assert!(
+            out.contains("+VALUE_ONE=[REDACTED:secret-file]\n+PORT=8080\n"),
+            "{out}"
+        );
+        // The source file's section is not a secret file's: left to the other rules.
+        assert!(out.contains(&format!("-const a = \"{S2}\";")), "{out}");
+        // Writing elsewhere, or reading a secret file into a command, changes nothing here.
+        for kept in [
+            format!("cat > notes.txt <<EOF\nVALUE={S1}\nEOF"),
+            "cp .env.example .env".to_string(),
+            "grep -c KEY .env".to_string(),
+        ] {
+            assert_eq!(redact_file_writes(&kept, &mut Vec::new()), kept);
+        }
+    }
+
+    #[test]
+    fn terraform_values_marked_sensitive() {
+        let output = format!(
+            "{{\n  \"db_password\": {{\n    \"sensitive\": true,\n    \"type\": \"string\",\n    \"value\": \"{S1}\"\n  }},\n  \
+             \"endpoints\": {{\n    \"sensitive\": false,\n    \"type\": \"string\",\n    \"value\": \"db.internal\"\n  }},\n  \
+             \"admin\": {{\n    \"value\": {{\"user\": \"root\", \"pass\": \"{S2}\"}},\n    \"type\": [\"object\", {{}}],\n    \"sensitive\": true\n  }}\n}}\n"
+        );
+        let mut found = Vec::new();
+        let out = redact_structured(&output, &mut found);
+        assert!(!out.contains(S1) && !out.contains(S2), "{out}");
+        assert!(
+            out.contains("\"value\": \"[REDACTED:sensitive-output]\""),
+            "{out}"
+        );
+        assert!(out.contains("\"value\": \"db.internal\""), "{out}");
+        assert!(
+            out.contains("\"user\": \"[REDACTED:sensitive-output]\""),
+            "{out}"
+        );
+        assert_eq!(found.len(), 3);
+    }
+
+    #[test]
+    fn kubernetes_secrets_lose_their_data() {
+        let yaml = format!(
+            "apiVersion: v1\nkind: ConfigMap\ndata:\n  mode: fast\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n\
+             type: Opaque\ndata:\n  username: YWRtaW4=\n  password: {S1}\nstringData:\n  dsn: \"postgres://u:{S2}@db/app\"\n"
+        );
+        let out = redact_structured(&yaml, &mut Vec::new());
+        assert!(out.contains("mode: fast"), "{out}");
+        assert!(out.contains("  username: [REDACTED:kubernetes-secret]\n  password: [REDACTED:kubernetes-secret]\n"), "{out}");
+        assert!(
+            out.contains("  dsn: \"[REDACTED:kubernetes-secret]\""),
+            "{out}"
+        );
+        assert!(out.contains("metadata:\n  name: db\n"), "{out}");
+        let json = format!(
+            "{{\"apiVersion\": \"v1\", \"data\": {{\"token\": \"{S1}\", \"ca.crt\": \"{S2}\"}}, \"kind\": \"Secret\", \"metadata\": {{\"name\": \"sa\"}}}}"
+        );
+        let out = redact_structured(&json, &mut Vec::new());
+        assert!(!out.contains(S1) && !out.contains(S2), "{out}");
+        assert!(out.contains("\"name\": \"sa\""), "{out}");
+        // A Read of a manifest: numbered lines.
+        let read = format!("     1→kind: Secret\n     2→stringData:\n     3→  api: {S1}\n");
+        assert_eq!(
+            redact_structured(&read, &mut Vec::new()),
+            "     1→kind: Secret\n     2→stringData:\n     3→  api: [REDACTED:kubernetes-secret]\n"
+        );
+    }
+
+    #[test]
+    fn xml_elements_named_like_secrets() {
+        let xml = format!(
+            "<server>\n  <id>nexus</id>\n  <username>deploy</username>\n  <password>{S1}</password>\n  <privateKey>${{user.home}}/.ssh/id_rsa</privateKey>\n</server>"
+        );
+        let out = redact_structured(&xml, &mut Vec::new());
+        assert!(
+            out.contains("<password>[REDACTED:secret-assignment]</password>"),
+            "{out}"
+        );
+        assert!(out.contains("<username>deploy</username>"), "{out}");
+        assert!(
+            out.contains("<privateKey>${user.home}/.ssh/id_rsa</privateKey>"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn look_alikes_of_structure_are_kept() {
+        for text in [
+            "{\"sensitive\": true, \"type\": \"string\"}",
+            "\"sensitive\": true",
+            "kind: Secret\nmetadata:\n  name: x\ntype: Opaque\n",
+            "kind: Deployment\ndata:\n  key: value\n",
+            "<token>{{ .Values.token }}</token>",
+            "<b>password</b> is required",
+            "grep -n 'kind: Secret' k8s/*.yaml",
+        ] {
+            assert_eq!(redact_structured(text, &mut Vec::new()), text);
+        }
+    }
+}
