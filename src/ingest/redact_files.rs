@@ -163,10 +163,10 @@ fn keeps(name: &str, value: &str) -> bool {
         return true; // a URL without user info: its passwords are the URL rule's
     }
     // A plain word under a name that says nothing of secrets: `NODE_ENV=production`,
-    // `region = eu-west-1`.
+    // `region = eu-west-1`, `kind: Secret`.
     let plain = v.len() <= 24
         && v.bytes()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"-_.".contains(&c))
+            .all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(&c))
         && !credential_shaped(v);
     plain && name_secret(name, false).is_none()
 }

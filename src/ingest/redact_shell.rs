@@ -109,7 +109,7 @@ static SQL_PASSWORD: LazyLock<Regex> = LazyLock::new(|| {
 #[allow(clippy::expect_used)]
 static OUTPUT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i-u:pass|pwd|token|secret|key|cred|auth|netrc|pgpass|printenv|security|vault|kubectl|ssm)|(?-u:\bop (?:read|item|inject)\b)",
+        r"(?i-u:pass|pwd|token|secret|key|cred|auth|netrc|pgpass|printenv|security|vault|kubectl|ssm|env|cnf|s3cfg|boto|npmrc|pypirc|tfrc|hosts\.yml)|(?-u:\bop (?:read|item|inject)\b)",
     )
     .expect("output literals compile")
 });
@@ -2658,6 +2658,10 @@ mod tests {
             ..OutputKind::default()
         };
         let none = OutputKind::default();
+        let secret_file = OutputKind {
+            secret_file: true,
+            ..none
+        };
         let cases: &[(&str, OutputKind)] = &[
             ("printenv DB_PASSWORD", secret),
             ("printenv HOME PATH", none),
@@ -2684,7 +2688,9 @@ mod tests {
             ),
             ("cat api_token.txt", secret),
             ("cat src/token.rs README.md", none),
-            ("cat .env", none),
+            ("cat .env", secret_file),
+            ("cat .env.example", none),
+            ("cat .env > /tmp/backup", none),
             ("pass show infra/db", secret),
             ("pass ls", none),
             ("gopass show -o web/site", secret),

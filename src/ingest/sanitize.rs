@@ -208,9 +208,16 @@ impl<'r> Sanitizer<'r> {
                     changed = Some(o);
                 }
             }
-            // A `.env` or credentials file the call writes (its content, an edit's strings), or
-            // one a command or a patch writes into.
+            // What a structure marks (first: its kinds say more than a secret file's); a `.env`
+            // or credentials file the call writes (its content, an edit's strings), or one a
+            // command or a patch writes into.
             let is_path = key.is_some_and(|k| FILE_KEYS.contains(&k));
+            if !is_path {
+                let current = changed.as_deref().unwrap_or(s);
+                if let Cow::Owned(o) = redact_structured(current, &mut found) {
+                    changed = Some(o);
+                }
+            }
             if files.secret_file && !is_path {
                 let current = changed.as_deref().unwrap_or(s);
                 if let Cow::Owned(o) = redact_secret_file(current, &mut found) {
@@ -220,12 +227,6 @@ impl<'r> Sanitizer<'r> {
             if commands {
                 let current = changed.as_deref().unwrap_or(s);
                 if let Cow::Owned(o) = redact_file_writes(current, &mut found) {
-                    changed = Some(o);
-                }
-            }
-            if !is_path {
-                let current = changed.as_deref().unwrap_or(s);
-                if let Cow::Owned(o) = redact_structured(current, &mut found) {
                     changed = Some(o);
                 }
             }
@@ -296,12 +297,13 @@ impl<'r> Sanitizer<'r> {
         {
             text = Cow::Owned(o);
         }
+        // Structure first: its kinds say more than "a secret file's".
+        if let Cow::Owned(o) = redact_structured(&text, &mut found) {
+            text = Cow::Owned(o);
+        }
         if holds.secret_file
             && let Cow::Owned(o) = redact_secret_file(&text, &mut found)
         {
-            text = Cow::Owned(o);
-        }
-        if let Cow::Owned(o) = redact_structured(&text, &mut found) {
             text = Cow::Owned(o);
         }
         self.remember(&found);

@@ -42,6 +42,7 @@ mod readers_2026;
 mod registry;
 mod sandbox;
 mod secrets;
+mod secrets_by_rule;
 mod soak;
 mod startup;
 mod systemd_units;

@@ -16,7 +16,7 @@ use common::{TestEnv, json_of};
 use serde_json::{Value, json};
 
 /// A fake secret (xorshift over letters and digits): the right shape, never a real one.
-fn fake(seed: u64, alphabet: &str, n: usize) -> String {
+pub(crate) fn fake(seed: u64, alphabet: &str, n: usize) -> String {
     let chars: Vec<char> = alphabet.chars().collect();
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     loop {
@@ -39,7 +39,7 @@ fn fake(seed: u64, alphabet: &str, n: usize) -> String {
     }
 }
 
-const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+pub(crate) const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const UPPER_DIGIT: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 
 /// One tool call of a session and its output.
@@ -92,7 +92,7 @@ fn session_file(dir: &Path, n: usize, calls: &[Call]) {
 
 /// Every file under `root` but `skip`, as bytes, with the contents of every object of every
 /// git repository there (they are compressed on disk).
-fn everything_written(root: &Path, skip: &Path) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn everything_written(root: &Path, skip: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -128,7 +128,7 @@ fn everything_written(root: &Path, skip: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-fn contains(haystack: &[u8], needle: &str) -> bool {
+pub(crate) fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
         .windows(needle.len())
         .any(|w| w == needle.as_bytes())
