@@ -55,8 +55,11 @@
 //! DB_PASSWORD`, a `.netrc` read with `cat`, a value seen as a secret earlier) is the business of
 //! [`super::redact_shell`] and [`super::sanitize`], which add the kinds `password-file` (a
 //! `.netrc` or `.pgpass` password) and `secret-output` (a line a secret-printing command
-//! printed). Every replacement reports the value it replaced ([`Found`]), so that the reader can
-//! find it again.
+//! printed). What a file's kind or a structure's markings give away (every value of a `.env`
+//! or a credentials file, a value marked `"sensitive": true`, a Kubernetes Secret's data) is
+//! [`super::redact_files`]'s, with the kinds `secret-file`, `sensitive-output` and
+//! `kubernetes-secret`. Every replacement reports the value it replaced ([`Found`]), so that the
+//! reader can find it again.
 //!
 //! # What is deliberately kept
 //!
