@@ -96,15 +96,18 @@ def rows(state, folder):
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     conn.text_factory = lambda b: b.decode("utf-8", "replace")
     found = {}
+    # A store written before migration 10 has no `line` column: its rows are named by call.
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(actions)")}
+    line_column = "a.line" if "line" in columns else "NULL"
     for path, line, session, seq, call, tool, inp, cwd, output, ok, code in conn.execute(
-            "SELECT f.path, a.line, a.session, a.seq, a.call_id, a.tool, a.input, a.cwd, a.output,"
+            f"SELECT f.path, {line_column}, a.session, a.seq, a.call_id, a.tool, a.input, a.cwd, a.output,"
             " a.ok, a.exit_code FROM actions a LEFT JOIN ingest_files f ON f.id = a.file_id"):
         rel = os.path.relpath(path, os.path.join(corpus, folder)) if path else "(file unknown)"
         # The rank of the file's generation sits above bit 44 of seq (action::stored): it
         # depends on the order files were read, the place below it on the bytes only.
         place = seq & ((1 << 44) - 1) if seq < (1 << 63) else seq
         found[("action", rel, session, place)] = {
-            "where": f"{rel}:{line}" if line is not None else f"{rel} (whole-file record, call {call or place})",
+            "where": f"{rel}:{line}" if line is not None else f"{rel} ({'whole-file record, ' if line_column != 'NULL' else ''}call {call or place})",
             "tool": tool, "input": inp, "cwd": cwd, "output": output, "ok": ok,
             "exit_code": code}
     for session, call, ok, code, output in conn.execute(
