@@ -5,7 +5,10 @@ output, or a file written), ingested through the real `toolsmith ingest` into a 
 directory, and every file under that directory is searched for each secret. A look-alike must
 come back from `toolsmith actions` unchanged.
 
-    scripts/secrets-held-back.py [--agent claude-code|codex|gemini-cli|opencode|all] [TOOLSMITH_BINARY]
+    scripts/secrets-held-back.py [--agent claude-code|codex|gemini-cli|opencode|all]
+                                 [--cases FILE] [TOOLSMITH_BINARY]
+
+(`--cases` reads another set of the same form; tests/data/secrets-held-back-32.toml by default.)
 
 Agents and what a case becomes (shapes copied from ../shared/corpus and src/ingest/adapters):
   claude-code  a `Bash` tool_use and its tool_result, or a `Write` (projects/…/<session>.jsonl)
@@ -38,10 +41,11 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AGENTS = ["claude-code", "codex", "gemini-cli", "opencode"]
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--agent", choices=AGENTS + ["all"], default="all")
+parser.add_argument("--cases", default=os.path.join(HERE, "tests/data/secrets-held-back-32.toml"))
 parser.add_argument("binary", nargs="?", default=os.path.join(HERE, "target/release/toolsmith"))
 ARGS = parser.parse_args()
 BIN = ARGS.binary
-CASES = tomllib.load(open(os.path.join(HERE, "tests/data/secrets-held-back-32.toml"), "rb"))["case"]
+CASES = tomllib.load(open(ARGS.cases, "rb"))["case"]
 ALPHABETS = {
     "alnum": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
     "hex": "0123456789abcdef",
