@@ -26,7 +26,8 @@ is broken, and every "kept out" would mean nothing). A case whose action does no
 `toolsmith actions` is counted as not ingested, never as kept out.
 
 Prints one line per case that leaks, is over-redacted or was not ingested, then the counts per
-agent."""
+agent. Exits 0 whatever the counts; 1 when an agent's figures are invalid or a case was not
+ingested."""
 import argparse
 import json
 import os
@@ -252,8 +253,11 @@ def run_case(agent, case, rng):
                    XDG_DATA_HOME=os.path.join(home, ".local/share"))
         for var in ("TOOLSMITH_CONFIG", "TOOLSMITH_SOCKET", "CONFIGURATION_DIRECTORY"):
             env.pop(var, None)
-        subprocess.run([BIN, "--state", state, "ingest", "--format", fmt, log],
-                       check=True, capture_output=True, env=env)
+        run = subprocess.run([BIN, "--state", state, "ingest", "--format", fmt, log],
+                             capture_output=True, env=env)
+        if run.returncode != 0:
+            sys.exit(f"{agent}: `toolsmith ingest --format {fmt}` failed (exit {run.returncode}): "
+                     f"{run.stderr.decode('utf-8', 'replace').strip()}")
         out = subprocess.run([BIN, "--state", state, "actions", "--json"], check=True,
                              capture_output=True, env=env).stdout
         actions = [x for x in json.loads(out) if x.get("tool") == name]
