@@ -9,9 +9,17 @@
 //!    likewise Gemini CLI's.
 //! 2. Latency: the daemon tails a native log; a line is appended and the time until the action
 //!    can be read from the store is measured, many times; p50 / p99 / max.
+//! 3. Rules cost (issue 32's secret-redaction rules): with
+//!    `TOOLSMITH_BENCH_BASELINE=<a release toolsmith built before the rules, or its directory>`,
+//!    the same Claude Code input, and Codex and Gemini CLI corpus sessions copied to the same
+//!    volume, are ingested through the CLI (`toolsmith ingest --format F FILES` into a fresh
+//!    state directory) by that binary and by this build's, the two alternating, 5 rounds each;
+//!    medians and the ratio after/before are printed against the goal (the rules cost at most
+//!    10% of end-to-end throughput: ratio ≥ 0.90). Without the variable it says how to run it.
 //!
 //! `cargo bench --bench ingest_throughput` (set `TOOLSMITH_BENCH_MB` to change the size;
-//! `TOOLSMITH_BENCH_ONLY=e2e`, `bare` or `latency` runs one part alone, e.g. under a profiler).
+//! `TOOLSMITH_BENCH_ONLY=e2e`, `bare`, `latency` or `rules` runs one part alone, e.g. under a
+//! profiler).
 
 // A benchmark may panic on what it sets up itself.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -124,9 +132,13 @@ fn throughput(corpus: &Path) {
         "input: {} Claude Code sessions, {size_mb:.1} MB (corpus sessions with fresh ids)",
         files.len()
     );
+    let only = std::env::var("TOOLSMITH_BENCH_ONLY").unwrap_or_default();
+    if only == "rules" {
+        rules_cost(corpus, &files, bytes, dir.path());
+        return;
+    }
     let (mut bare, mut e2e) = (Vec::new(), Vec::new());
     let mut actions = 0;
-    let only = std::env::var("TOOLSMITH_BENCH_ONLY").unwrap_or_default();
     for round in 0..3 {
         if only != "e2e" {
             let (t, _) = bare_parse(&files);
@@ -154,6 +166,9 @@ fn throughput(corpus: &Path) {
     if only.is_empty() || only == "db" {
         databases(bytes, dir.path());
     }
+    if only.is_empty() {
+        rules_cost(corpus, &files, bytes, dir.path());
+    }
 }
 
 /// Gemini CLI sessions of the same volume as the Claude Code input: the corpus sessions
@@ -161,31 +176,7 @@ fn throughput(corpus: &Path) {
 /// fresh session ids, ingested end to end; printed beside Claude Code's figure.
 fn gemini_throughput(corpus: &Path, scratch: &Path, target: u64, claude: f64) {
     let dir = scratch.join("gemini");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let mut sources = Vec::new();
-    for entry in std::fs::read_dir(corpus.join("formats-2026/gemini-cli")).expect("read corpus") {
-        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("read session");
-        let session = text
-            .split("\"sessionId\":\"")
-            .nth(1)
-            .and_then(|rest| rest.split('"').next())
-            .unwrap_or("none")
-            .to_owned();
-        sources.push((text, session));
-    }
-    sources.sort();
-    let (mut files, mut total, mut copy) = (Vec::new(), 0u64, 0u64);
-    while total < target {
-        for (text, session) in &sources {
-            let fresh = format!("{session:.24}-{copy:012}");
-            let body = text.replace(&format!("\"{session}\""), &format!("\"{fresh}\""));
-            let path = dir.join(format!("session-{fresh}.jsonl"));
-            std::fs::write(&path, &body).expect("write copy");
-            total += body.len() as u64;
-            files.push(path);
-            copy += 1;
-        }
-    }
+    let (files, total) = gemini_input(corpus, &dir, target);
     let size_mb = total as f64 / 1e6;
     let options = ReadOptions {
         complete: true,
@@ -211,6 +202,37 @@ fn gemini_throughput(corpus: &Path, scratch: &Path, target: u64, claude: f64) {
         median(rates),
         files.len()
     );
+}
+
+/// Copies of the corpus's Gemini CLI sessions (formats-2026/gemini-cli) with fresh session ids,
+/// written into `dir` until `target` bytes; the files and their total size.
+fn gemini_input(corpus: &Path, dir: &Path, target: u64) -> (Vec<PathBuf>, u64) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let mut sources = Vec::new();
+    for entry in std::fs::read_dir(corpus.join("formats-2026/gemini-cli")).expect("read corpus") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("read session");
+        let session = text
+            .split("\"sessionId\":\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or("none")
+            .to_owned();
+        sources.push((text, session));
+    }
+    sources.sort();
+    let (mut files, mut total, mut copy) = (Vec::new(), 0u64, 0u64);
+    while total < target {
+        for (text, session) in &sources {
+            let fresh = format!("{session:.24}-{copy:012}");
+            let body = text.replace(&format!("\"{session}\""), &format!("\"{fresh}\""));
+            let path = dir.join(format!("session-{fresh}.jsonl"));
+            std::fs::write(&path, &body).expect("write copy");
+            total += body.len() as u64;
+            files.push(path);
+            copy += 1;
+        }
+    }
+    (files, total)
 }
 
 /// Kimi CLI, Cline and Cursor CLI on the same volume as the Claude Code case: the corpus's real
@@ -437,6 +459,215 @@ fn databases(bytes: u64, scratch: &Path) {
             data as f64 / 1e6
         );
     }
+}
+
+/// Copies of the corpus's Codex rollouts (codex/, recent/codex/, formats-2026/codex/) with
+/// fresh session ids, written into `dir` as Codex names them until `target` bytes; the files
+/// and their total size. A fresh id keeps the original's first 24 characters: a UUIDv7's time,
+/// which the reader compares with its turn ids, stays the same.
+fn codex_input(corpus: &Path, dir: &Path, target: u64) -> (Vec<PathBuf>, u64) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let mut sources = Vec::new();
+    for folder in ["codex", "recent/codex", "formats-2026/codex"] {
+        let Ok(entries) = std::fs::read_dir(corpus.join(folder)) else {
+            continue;
+        };
+        for entry in entries {
+            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("read");
+            let first: serde_json::Value = text
+                .lines()
+                .next()
+                .and_then(|l| serde_json::from_str(l).ok())
+                .unwrap_or_default();
+            if let Some(id) = first.pointer("/payload/id").and_then(|v| v.as_str())
+                && id.len() == 36
+            {
+                let id = id.to_owned();
+                sources.push((text, id));
+            }
+        }
+    }
+    sources.sort();
+    let (mut files, mut total, mut copy) = (Vec::new(), 0u64, 0u64);
+    while total < target && !sources.is_empty() {
+        for (text, session) in &sources {
+            let fresh = format!("{}{copy:012x}", &session[..24]);
+            let body = text.replace(session.as_str(), &fresh);
+            let path = dir.join(format!("rollout-2026-01-01T00-00-00-{fresh}.jsonl"));
+            std::fs::write(&path, &body).expect("write copy");
+            total += body.len() as u64;
+            files.push(path);
+            copy += 1;
+        }
+    }
+    (files, total)
+}
+
+/// The binary `TOOLSMITH_BENCH_BASELINE` names: the file, or `toolsmith` in the directory.
+fn baseline_binary() -> Option<PathBuf> {
+    let named = PathBuf::from(std::env::var_os("TOOLSMITH_BENCH_BASELINE")?);
+    let bin = if named.is_dir() {
+        named.join("toolsmith")
+    } else {
+        named
+    };
+    assert!(
+        bin.is_file(),
+        "TOOLSMITH_BENCH_BASELINE: no toolsmith binary at {}",
+        bin.display()
+    );
+    Some(bin)
+}
+
+/// CPU time (user and system) of the children waited for so far, in seconds.
+fn children_cpu_secs() -> f64 {
+    // SAFETY: getrusage only writes into the zeroed struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid `who` and a valid pointer to a rusage struct.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    assert_eq!(rc, 0, "getrusage");
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// What one CLI ingest took: wall time, the child's CPU time, and the actions it reported.
+struct Run {
+    wall: f64,
+    cpu: f64,
+    actions: u64,
+}
+
+/// One `toolsmith ingest --format FORMAT FILES` by `bin` into a fresh state directory.
+fn cli_ingest(bin: &Path, format: &str, files: &[PathBuf], scratch: &Path) -> Run {
+    let state = scratch.join("rules-state");
+    let _ = std::fs::remove_dir_all(&state);
+    let cpu = children_cpu_secs();
+    let start = Instant::now();
+    let out = Command::new(bin)
+        .arg("--state")
+        .arg(&state)
+        .args(["--json", "ingest", "--format", format])
+        .args(files)
+        .env("HOME", scratch)
+        .env("XDG_CONFIG_HOME", scratch.join("config"))
+        .env("XDG_DATA_HOME", scratch.join("data"))
+        .env("XDG_RUNTIME_DIR", scratch.join("run"))
+        .env_remove("TOOLSMITH_CONFIG")
+        .output()
+        .expect("run toolsmith ingest");
+    let wall = start.elapsed().as_secs_f64();
+    let cpu = children_cpu_secs() - cpu;
+    assert!(
+        out.status.success(),
+        "{} ingest --format {format} failed: {}",
+        bin.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let actions = report["files"]
+        .as_array()
+        .map(|files| files.iter().filter_map(|f| f["actions"].as_u64()).sum())
+        .unwrap_or(0);
+    let _ = std::fs::remove_dir_all(&state);
+    Run { wall, cpu, actions }
+}
+
+/// Issue 32's rules cost: the same inputs ingested through the CLI by a binary built before the
+/// rules and by this build's, alternating, 5 rounds; medians and the ratio after/before.
+fn rules_cost(corpus: &Path, claude_files: &[PathBuf], claude_bytes: u64, scratch: &Path) {
+    let Some(before) = baseline_binary() else {
+        println!(
+            "rules cost: skipped; to measure it, build a release toolsmith before the rules and \
+             run `TOOLSMITH_BENCH_BASELINE=<its directory or path> TOOLSMITH_BENCH_ONLY=rules \
+             cargo bench --bench ingest_throughput`"
+        );
+        return;
+    };
+    let after = PathBuf::from(env!("CARGO_BIN_EXE_toolsmith"));
+    let (codex, codex_bytes) = codex_input(corpus, &scratch.join("rules-codex"), claude_bytes);
+    let (gemini, gemini_bytes) = gemini_input(corpus, &scratch.join("rules-gemini"), claude_bytes);
+    let inputs = [
+        ("claude-code", claude_files, claude_bytes),
+        ("codex", codex.as_slice(), codex_bytes),
+        ("gemini-cli", gemini.as_slice(), gemini_bytes),
+    ];
+    println!(
+        "rules cost (issue 32): `toolsmith ingest --format F FILES` into fresh state dirs, \
+         before = {}, after = {}, alternating, 5 rounds",
+        before.display(),
+        after.display()
+    );
+    const ROUNDS: usize = 5;
+    // runs[side][input]: side 0 is the binary before the rules, 1 this build.
+    let mut runs: Vec<Vec<Vec<Run>>> = (0..2)
+        .map(|_| (0..inputs.len()).map(|_| Vec::new()).collect())
+        .collect();
+    for round in 0..ROUNDS {
+        for (i, (format, files, _)) in inputs.iter().enumerate() {
+            if files.is_empty() {
+                continue;
+            }
+            // The two run back to back on each input, and which goes first alternates, so
+            // that a change in the machine's load or a warmer cache falls on both alike.
+            let order = if (round + i) % 2 == 0 { [0, 1] } else { [1, 0] };
+            for side in order {
+                let bin = if side == 0 { &before } else { &after };
+                runs[side][i].push(cli_ingest(bin, format, files, scratch));
+            }
+        }
+    }
+    let rate = |mb: f64, runs: &[Run], cpu: bool| {
+        mb / median(
+            runs.iter()
+                .map(|r| if cpu { r.cpu } else { r.wall })
+                .collect(),
+        )
+    };
+    for (i, (format, files, bytes)) in inputs.iter().enumerate() {
+        if files.is_empty() {
+            println!("  {format:<11} no sessions in the corpus: skipped");
+            continue;
+        }
+        let mb = *bytes as f64 / 1e6;
+        let (b, a) = (rate(mb, &runs[0][i], false), rate(mb, &runs[1][i], false));
+        let (bc, ac) = (rate(mb, &runs[0][i], true), rate(mb, &runs[1][i], true));
+        let (nb, na) = (runs[0][i][0].actions, runs[1][i][0].actions);
+        let same = if nb == na {
+            String::new()
+        } else {
+            format!(" (NOT the same actions: before {nb})")
+        };
+        println!(
+            "  {format:<11} {mb:>6.1} MB, {:>4} files: before {b:>6.1} MB/s, after {a:>6.1} MB/s \
+             (medians of {ROUNDS}): ratio {:.2}; per CPU second {bc:.1} → {ac:.1} MB: ratio \
+             {:.2}; {na} actions per run{same}",
+            files.len(),
+            a / b,
+            ac / bc,
+        );
+    }
+    // Each round's total over the inputs, per side.
+    let total = |side: usize, cpu: bool| -> Vec<f64> {
+        (0..ROUNDS)
+            .map(|round| {
+                runs[side]
+                    .iter()
+                    .filter_map(|r| r.get(round))
+                    .map(|r| if cpu { r.cpu } else { r.wall })
+                    .sum()
+            })
+            .collect()
+    };
+    let mb = inputs.iter().map(|(_, _, b)| *b).sum::<u64>() as f64 / 1e6;
+    let (b, a) = (mb / median(total(0, false)), mb / median(total(1, false)));
+    let cpu_ratio = median(total(0, true)) / median(total(1, true));
+    let ratio = a / b;
+    println!(
+        "  all         {mb:>6.1} MB: before {b:>6.1} MB/s, after {a:>6.1} MB/s (median round \
+         totals): ratio after/before {ratio:.2}, per CPU second {cpu_ratio:.2} (goal: rules \
+         cost ≤ 10% of end-to-end throughput, ratio ≥ 0.90: {})",
+        if ratio >= 0.90 { "met" } else { "NOT met" }
+    );
 }
 
 fn latency() {
