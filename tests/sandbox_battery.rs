@@ -20,8 +20,32 @@
 //! case ("outer guard hit") instead of taking the machine down. A root pass with no cgroup to
 //! guard it skips them, saying so.
 //!
-//! Every case prints `pass/case | tried | host observed | ok`; the test fails listing every case
-//! that did not hold. Run with `-- --nocapture` to see the table.
+//! Then the same battery runs in the sandbox's *fallback* (issue 32): where namespaces are
+//! refused, as Ubuntu 23.10+'s AppArmor refuses them to unprivileged users, toolsmith runs with
+//! Landlock, seccomp and rlimits alone on the host's filesystem. A fallback pass gives every
+//! process it spawns a seccomp filter, installed before `exec` and inherited, that plays the
+//! refusal without touching the machine: `fallback-*` passes answer the first mount a run's view
+//! makes (`mount --make-rprivate /`) with `EPERM`, as AppArmor does inside the user namespace
+//! it let through; the `no-userns-*` pass answers the `unshare` of the sandbox's namespaces
+//! with `EPERM`, as a kernel without unprivileged user namespaces does. The filter matches only
+//! those calls exactly as toolsmith makes them, so the probe's own mount and namespace attempts
+//! meet toolsmith's layers alone and those cases can still fail. The policy of a fallback pass
+//! does not require namespaces, and its first run must report `namespaces: false` with the
+//! fallback's note, or the pass fails: it would not be a fallback pass. Paths of the view the
+//! cases name (`/tool`, `/workspace`, `/work` as `$HOME`) are given as their host paths there.
+//!
+//! Each case says whether it needs namespaces, and which (network, pid, mount namespace): in a
+//! fallback pass such a case prints `N/A (needs …)` and is counted apart, never as held, while
+//! every other case must hold as in a normal pass — observed through the fallback's view where
+//! the view differs (no `/proc`, `/dev` or home to list: the listing must be refused). A case
+//! that needs a namespace *or* a run cgroup (survivors outside the session) holds in a fallback
+//! pass with a cgroup (root's v1 fallback here) and is N/A without one. One case runs only in
+//! fallback passes: a network or socket grant is refused there, never run without its
+//! namespace.
+//!
+//! Every case prints `pass/case | tried | host observed | ok`, and each pass a summary line,
+//! `<pass>: N held, M not applicable (needs namespaces), K failed`; the test fails listing
+//! every case that did not hold. Run with `-- --nocapture` to see the table.
 //!
 //! A test binary of its own, apart from `tests/it`: its cases aim at this test process (ptrace,
 //! kill, `/proc/<pid>/environ`), open a terminal whose descriptors every child spawned meanwhile
@@ -72,12 +96,79 @@ const NOBODY: (u32, u32) = (65534, 65534);
 /// Workers running cases in parallel (the dangerous ones run alone).
 const WORKERS: usize = 3;
 
-fn policy_toml() -> String {
+/// The battery's policy: a normal pass requires the namespaces, a fallback pass cannot.
+fn policy_toml(mode: Mode) -> String {
+    let namespaces = if mode.fallback() {
+        ""
+    } else {
+        "\"namespaces\", "
+    };
     format!(
-        "[sandbox]\nrequire = [\"namespaces\", \"landlock\", \"seccomp\", \"rlimits\"]\n\n\
+        "[sandbox]\nrequire = [{namespaces}\"landlock\", \"seccomp\", \"rlimits\"]\n\n\
          [sandbox.max]\nwall_s = 10\ncpu_s = {CPU_S}\nmemory_mb = {MEMORY_MB}\npids = {PIDS}\n\
          output_kb = {OUTPUT_KB}\nfile_size_mb = {FILE_MB}\nopen_files = {OPEN_FILES}\n"
     )
+}
+
+/// Whether a pass leaves the sandbox its namespaces, and how it takes them away if not.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    /// Nothing refused: runs have their namespaces.
+    Normal,
+    /// Ubuntu 23.10+'s AppArmor refusal: the user namespace is created, its mounts refused.
+    MountsRefused,
+    /// No namespaces at all: their `unshare` is refused.
+    NoUserns,
+}
+
+impl Mode {
+    fn fallback(self) -> bool {
+        self != Mode::Normal
+    }
+
+    /// The host refusal a fallback pass plays, as a seccomp filter every process of the pass
+    /// inherits: `EPERM` for the one call toolsmith makes first, matched on its exact
+    /// arguments, so that the probe's own mounts and namespaces (other arguments) meet
+    /// toolsmith's layers alone.
+    fn refusal(self) -> Option<seccompiler::BpfProgram> {
+        use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
+        let (call, arg, len, value) = match self {
+            Mode::Normal => return None,
+            // `mount --make-rprivate /`: the first mount of a run's view, and of the probe
+            // toolsmith makes when a run fails at its namespaces (`host::sandbox_namespaces`).
+            Mode::MountsRefused => (
+                libc::SYS_mount,
+                3,
+                SeccompCmpArgLen::Qword,
+                libc::MS_REC | libc::MS_PRIVATE,
+            ),
+            // The sandbox's one `unshare`, of all six namespaces at once.
+            Mode::NoUserns => (
+                libc::SYS_unshare,
+                0,
+                SeccompCmpArgLen::Dword,
+                (libc::CLONE_NEWUSER
+                    | libc::CLONE_NEWNS
+                    | libc::CLONE_NEWPID
+                    | libc::CLONE_NEWNET
+                    | libc::CLONE_NEWIPC
+                    | libc::CLONE_NEWUTS) as u64,
+            ),
+        };
+        let condition =
+            SeccompCondition::new(arg, len, SeccompCmpOp::Eq, value).expect("condition");
+        let rule = SeccompRule::new(vec![condition]).expect("rule");
+        let filter = seccompiler::SeccompFilter::new(
+            [(call, vec![rule])].into_iter().collect(),
+            seccompiler::SeccompAction::Allow,
+            seccompiler::SeccompAction::Errno(libc::EPERM as u32),
+            std::env::consts::ARCH
+                .try_into()
+                .expect("a seccomp architecture"),
+        )
+        .expect("filter");
+        Some(filter.try_into().expect("BPF"))
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -593,10 +684,13 @@ struct Shared {
     python: bool,
 }
 
-/// One pass of the battery: its ids, its files, its guard.
+/// One pass of the battery: its ids, its files, its guard, its mode.
 struct Pass {
     index: u32,
     label: String,
+    mode: Mode,
+    /// [`Mode::refusal`], built once: every process of the pass installs it before `exec`.
+    refusal: Option<seccompiler::BpfProgram>,
     /// The ids the toolsmith process switches to (`None`: stays the caller).
     ids: Option<(u32, u32)>,
     home: PathBuf,
@@ -656,7 +750,7 @@ fn unique(what: &str) -> String {
 }
 
 impl Pass {
-    fn new(shared: &Shared, index: u32, label: &str, ids: Option<(u32, u32)>) -> Pass {
+    fn new(shared: &Shared, index: u32, label: &str, ids: Option<(u32, u32)>, mode: Mode) -> Pass {
         let root = shared.dir.join(label);
         let mk = |p: &Path| fs::create_dir_all(p).expect("mkdir");
         let home = root.join("home");
@@ -702,7 +796,7 @@ impl Pass {
         let stdin_canary = root.join("stdin-canary");
         fs::write(&stdin_canary, "stdin canary\n").expect("write");
         let policy = root.join("policy.toml");
-        fs::write(&policy, policy_toml()).expect("write policy");
+        fs::write(&policy, policy_toml(mode)).expect("write policy");
         let venv = if shared.python {
             make_venv(&home.join("proj/.venv"))
         } else {
@@ -749,6 +843,8 @@ impl Pass {
         Pass {
             index,
             label: label.into(),
+            mode,
+            refusal: mode.refusal(),
             ids,
             agent: root.join("agent.sock"),
             home,
@@ -787,7 +883,8 @@ impl Pass {
         ]
     }
 
-    /// The ids, outer guard and inherited descriptor 7 of every process spawned for this pass.
+    /// The ids, outer guard, inherited descriptor 7 and (a fallback pass) the host's refusal
+    /// of every process spawned for this pass.
     fn launch(&self, cmd: &mut Command, guarded: bool) {
         let procs = if guarded {
             self.guard.procs.clone()
@@ -801,10 +898,15 @@ impl Pass {
         };
         let ids = self.ids;
         let secret = self.secret_file.as_raw_fd();
+        let refusal = self.refusal.clone();
+        // Root installs the filter without no_new_privs, which would make the setuid control
+        // inert; anyone else must set it first.
+        let root = is_root();
         // SAFETY: the closure runs between fork and exec and makes only async-signal-safe
         // system calls on data prepared before the fork (no allocation): it joins the guard's
         // cgroups, sets the guard's rlimits, leaves a secret open as fd 7 without close-on-exec
-        // (dup2 clears the flag), and drops to the pass's ids.
+        // (dup2 clears the flag), installs the refusal filter (a program built before, read by
+        // the kernel during the call), and drops to the pass's ids.
         unsafe {
             cmd.pre_exec(move || {
                 for path in &procs {
@@ -829,6 +931,19 @@ impl Pass {
                 }
                 if libc::dup2(secret, 7) != 7 {
                     return Err(io::Error::last_os_error());
+                }
+                if let Some(program) = &refusal {
+                    let fprog = libc::sock_fprog {
+                        len: program.len() as u16,
+                        filter: program.as_ptr() as *mut libc::sock_filter,
+                    };
+                    if !root && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    let mode = libc::SECCOMP_SET_MODE_FILTER;
+                    if libc::syscall(libc::SYS_seccomp, mode, 0, &raw const fprog) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
                 }
                 if let Some((uid, gid)) = ids
                     && (libc::setgroups(0, std::ptr::null()) != 0
@@ -1010,6 +1125,15 @@ struct Verdict {
     ok: bool,
 }
 
+/// What a pass's first run showed about all its runs.
+#[derive(Clone, Copy, Default)]
+struct Facts {
+    /// The runs have a cgroup, which kills whatever is left of a run when it ends.
+    cgroup: bool,
+    /// toolsmith runs as root.
+    root: bool,
+}
+
 /// The context a case runs in.
 struct Ctx<'a> {
     shared: &'a Shared,
@@ -1019,7 +1143,45 @@ struct Ctx<'a> {
     guard_before: Vec<String>,
 }
 
+/// `text` with every `from` that starts a word (at the start, or after a space, quote, `=`,
+/// `;` or `(`) replaced by `to`.
+fn replace_words(text: &str, from: &str, to: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(from) {
+        let starts_word = out
+            .chars()
+            .chain(rest[..at].chars())
+            .last()
+            .is_none_or(|c| matches!(c, ' ' | '\'' | '"' | '=' | ';' | '('));
+        out.push_str(&rest[..at]);
+        out.push_str(if starts_word { to } else { from });
+        rest = &rest[at + from.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 impl Ctx<'_> {
+    /// A fallback pass: no namespaces, no view.
+    fn fallback(&self) -> bool {
+        self.pass.mode.fallback()
+    }
+
+    /// A word of a command as the sandbox must be given it: in a fallback pass there is no
+    /// view, and its `/tool` and `/workspace` are the host directories they show.
+    fn in_view(&self, word: &str, workspace: Option<&Path>) -> String {
+        if !self.fallback() {
+            return word.to_string();
+        }
+        let tool = format!("{}/", self.pass.tool.display());
+        let word = replace_words(word, "/tool/", &tool);
+        match workspace {
+            Some(dir) => replace_words(&word, "/workspace/", &format!("{}/", dir.display())),
+            None => word,
+        }
+    }
+
     /// A marker unique to this case and pass: a valid `sleep` duration.
     fn sleep_marker(&self) -> String {
         format!(
@@ -1056,7 +1218,9 @@ impl Ctx<'_> {
                 format!("{}/bin:/usr/local/bin:/usr/bin:/bin", venv.display()),
             );
         }
-        cmd.arg("--").args(command);
+        let workspace = opts.workspace.as_ref().map(|(_, dir)| dir.as_path());
+        cmd.arg("--")
+            .args(command.iter().map(|w| self.in_view(w, workspace)));
         p.launch(&mut cmd, true);
         let stdin = match opts.stdin {
             Input::Canary => Stdio::from(fs::File::open(&p.stdin_canary).expect("open canary")),
@@ -1219,11 +1383,50 @@ enum Kind {
     Dangerous,
 }
 
+/// What a case needs beyond Landlock, seccomp and rlimits, which every pass has.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    /// Nothing more: it holds in every pass.
+    Nothing,
+    /// This namespace: not applicable in a fallback pass.
+    Namespace(&'static str),
+    /// This namespace, or else a run cgroup (which kills what is left of a run when it ends):
+    /// not applicable in a fallback pass whose runs have no cgroup.
+    NamespaceOrCgroup(&'static str),
+    /// This namespace, or else root (which holds the capabilities to give up): not applicable
+    /// in a fallback pass whose toolsmith runs as another user.
+    NamespaceOrRoot(&'static str),
+    /// No namespaces: what a fallback pass must refuse; not a case of a normal pass.
+    Fallback,
+}
+
 struct Case {
     name: &'static str,
     tried: &'static str,
     kind: Kind,
+    needs: Needs,
     run: fn(&Ctx) -> Verdict,
+}
+
+impl Case {
+    fn needs(self, needs: Needs) -> Case {
+        Case { needs, ..self }
+    }
+
+    /// Whether the case is one of this pass's, and if so, what it needs that the pass lacks.
+    fn in_pass(&self, mode: Mode, facts: Facts) -> Option<Option<String>> {
+        match (self.needs, mode.fallback()) {
+            (Needs::Fallback, false) => None,
+            (Needs::Namespace(what), true) => Some(Some(what.to_string())),
+            (Needs::NamespaceOrCgroup(what), true) if !facts.cgroup => {
+                Some(Some(format!("{what}, or a run cgroup")))
+            }
+            (Needs::NamespaceOrRoot(what), true) if !facts.root => {
+                Some(Some(format!("{what}, or root")))
+            }
+            _ => Some(None),
+        }
+    }
 }
 
 fn cases() -> Vec<Case> {
@@ -1232,8 +1435,10 @@ fn cases() -> Vec<Case> {
         name,
         tried,
         kind,
+        needs: Needs::Nothing,
         run,
     };
+    let network = Needs::Namespace("network namespace");
     vec![
         // Controls: the probe, unconfined, reaches what the sandbox must keep it from.
         c(
@@ -1404,16 +1609,30 @@ fn cases() -> Vec<Case> {
         ),
         c(
             "setuid binary",
-            "exec a setuid-root binary from the workspace, read its ids",
+            "exec a setuid-root binary from the workspace, read its ids and capabilities",
             Normal,
             setuid,
         ),
         c(
+            "nosuid view",
+            "statvfs(/usr/bin) in the view: mounted nosuid",
+            Normal,
+            nosuid_view,
+        )
+        .needs(Needs::Namespace("mount namespace")),
+        c(
             "capabilities",
-            "read NoNewPrivs, Seccomp and the capability sets in /proc/self/status",
+            "read NoNewPrivs, Seccomp and the effective, permitted, inheritable and ambient sets in /proc/self/status",
             Normal,
             capabilities,
         ),
+        c(
+            "capability bounding set",
+            "read CapBnd in /proc/self/status",
+            Normal,
+            bounding_set,
+        )
+        .needs(Needs::NamespaceOrRoot("user namespace")),
         c("bpf", "bpf(BPF_MAP_CREATE, array)", Normal, bpf),
         c(
             "perf_event_open",
@@ -1458,49 +1677,57 @@ fn cases() -> Vec<Case> {
             "with --allow-host 127.0.0.1:<granted>: CONNECT, plain HTTP and SOCKS5 through the proxy (the control of the grant cases)",
             Normal,
             grant_reached,
-        ),
+        )
+        .needs(network),
         c(
             "grant: direct connection",
             "with a grant: connect straight to the granted listener, to 1.1.1.1:80, and bind a port",
             Normal,
             grant_direct,
-        ),
+        )
+        .needs(network),
         c(
             "grant: another host",
             "with 127.0.0.1:<granted> granted: ask the proxy for localhost:<granted> and example.org:443 (CONNECT, HTTP, SOCKS5)",
             Normal,
             grant_other_host,
-        ),
+        )
+        .needs(network),
         c(
             "grant: IP literal",
             "with localhost:<granted> granted: ask the proxy for 127.0.0.1:<granted> and [::1]:<granted>",
             Normal,
             grant_ip_literal,
-        ),
+        )
+        .needs(network),
         c(
             "grant: a name resolving to loopback",
             "with localhost:<granted> granted: ask the proxy for localhost:<granted> (CONNECT, HTTP, SOCKS5 by name): DNS rebinding, a granted name never reaches a loopback or private address",
             Normal,
             grant_name_to_loopback,
-        ),
+        )
+        .needs(network),
         c(
             "grant: another port",
             "with 127.0.0.1:<granted> granted: ask the proxy for 127.0.0.1:<other listener> (CONNECT, HTTP, SOCKS5)",
             Normal,
             grant_other_port,
-        ),
+        )
+        .needs(network),
         c(
             "grant: DNS from inside",
             "with a grant: getaddrinfo, getent, a UDP socket to 127.0.0.1:53 and to 8.8.8.8:53",
             Normal,
             grant_dns,
-        ),
+        )
+        .needs(network),
         c(
             "grant: the proxy's socket to a denied host",
             "with a grant: raw requests to 127.0.0.1:3128 for a denied listener (CONNECT, absolute URI with a granted Host header, SOCKS5 by address)",
             Normal,
             grant_proxy_denied,
-        ),
+        )
+        .needs(network),
         c(
             "grant: a host nobody granted",
             "--allow-host for a pair the policy's [grants] hosts does not list; --host-socket for a socket it does not list",
@@ -1512,7 +1739,15 @@ fn cases() -> Vec<Case> {
             "with one host socket granted: connect to it, and to another socket beside it on the host",
             Normal,
             grant_host_socket,
-        ),
+        )
+        .needs(Needs::Namespace("mount namespace")),
+        c(
+            "grant: refused without namespaces",
+            "in a fallback pass, --allow-host and --host-socket granted by the policy",
+            Normal,
+            grants_refused,
+        )
+        .needs(Needs::Fallback),
         // Network.
         c(
             "TCP to loopback",
@@ -1631,13 +1866,15 @@ fn cases() -> Vec<Case> {
             "setsid sleep and a double-forked sleep, then pid 1 exits",
             Dangerous,
             survivors_exit,
-        ),
+        )
+        .needs(Needs::NamespaceOrCgroup("pid namespace")),
         c(
             "survivors of a wall kill",
             "setsid sleep & (sleep &); sleep, killed by --timeout 1",
             Dangerous,
             survivors_wall,
-        ),
+        )
+        .needs(Needs::NamespaceOrCgroup("pid namespace")),
         c(
             "trap '' TERM loop",
             "sh: trap '' TERM; while :; do sleep 1; done (--timeout 2)",
@@ -1662,7 +1899,10 @@ fn cases() -> Vec<Case> {
             "write 4 MiB files into /tmp until it fails",
             Dangerous,
             fill_tmpfs,
-        ),
+        )
+        // The private /tmp is a tmpfs of FILE_MB: the fallback's is a host directory, bounded
+        // per file (RLIMIT_FSIZE) but not in total, and is not filled here.
+        .needs(Needs::Namespace("mount namespace")),
         c(
             "output flood",
             "64 KiB writes of 'x' to stdout, no newline, forever",
@@ -1904,13 +2144,22 @@ fn toolchain_home(ctx: &Ctx) -> Verdict {
         .first()
         .map(|l| l.to_string())
         .unwrap_or_default();
+    // Without a view, the home around the venv cannot be listed at all.
+    let (shown_what, shown_holds) = if ctx.fallback() {
+        (
+            format!("~ and ~/proj not listed: {}", shown.errnos()),
+            shown.allowed().is_empty() && shown.denied().len() == 2,
+        )
+    } else {
+        (
+            format!("~ lists only the way to the venv ({listed})"),
+            only_the_way,
+        )
+    };
     let mut verdict = ctx.refused(
         &[&read, &hidden],
         vec![
-            (
-                format!("~ lists only the way to the venv ({listed})"),
-                only_the_way,
-            ),
+            (shown_what, shown_holds),
             (
                 format!(
                     "the venv's python runs ({prefix:?}; {})",
@@ -2028,8 +2277,9 @@ fn symlink_read(ctx: &Ctx) -> Verdict {
         },
         &["/tool/probe", "read", "/workspace/link-to-key"],
     );
+    // Made in the run's home: /work, or the fallback's host work directory.
     let made = format!(
-        "ln -s {} /work/k && exec /tool/probe read /work/k /workspace/link-to-key",
+        "ln -s {} \"$HOME/k\" && exec /tool/probe read \"$HOME/k\" /workspace/link-to-key",
         p.home_path(".ssh/id_rsa")
     );
     let rw = ctx.sandbox(
@@ -2164,6 +2414,10 @@ fn metadata(ctx: &Ctx) -> Verdict {
         PathBuf::from("/usr/bin/passwd"),
     ];
     let before: Vec<String> = files.iter().map(|f| snapshot(f)).collect();
+    let saved: Vec<fs::Metadata> = files
+        .iter()
+        .map(|f| fs::metadata(f).expect("metadata"))
+        .collect();
     let run = ctx.sandbox(
         Opts {
             workspace: Some(("read", p.ws_ro.clone())),
@@ -2178,13 +2432,35 @@ fn metadata(ctx: &Ctx) -> Verdict {
         ],
     );
     let after: Vec<String> = files.iter().map(|f| snapshot(f)).collect();
-    ctx.refused(
+    let mut v = ctx.refused(
         &[&run],
         vec![(
             "mode, owner, mtime and ctime of all three unchanged".into(),
             before == after,
         )],
-    )
+    );
+    // A hole here changes a system file: put back what can be put back (owner, mode, times;
+    // not the ctime), so that a failing battery leaves no setuid bit lost, no file writable.
+    for ((file, saved), was) in files.iter().zip(&saved).zip(&before) {
+        if snapshot(file) != *was {
+            restore(file, saved);
+            v.observed
+                .push_str(&format!("; {} restored by the test", file.display()));
+        }
+    }
+    v
+}
+
+/// Puts a file's owner, mode and times back as `saved` held them.
+fn restore(path: &Path, saved: &fs::Metadata) {
+    std::os::unix::fs::chown(path, Some(saved.uid()), Some(saved.gid())).expect("chown back");
+    fs::set_permissions(path, saved.permissions()).expect("chmod back");
+    let times = fs::FileTimes::new()
+        .set_accessed(saved.accessed().expect("atime"))
+        .set_modified(saved.modified().expect("mtime"));
+    fs::File::open(path)
+        .and_then(|f| f.set_times(times))
+        .expect("times back");
 }
 
 fn proc_host(ctx: &Ctx) -> Verdict {
@@ -2240,11 +2516,20 @@ fn host_pids(ctx: &Ctx) -> Verdict {
         ctx.shared.daemon_pid,
         ctx.pass.victim_pid,
     ];
-    let ok = !seen.is_empty() && seen.iter().all(|p| *p < 16 && !host.contains(p));
+    // Without a pid namespace there is no /proc of the run's own: the host's must not be
+    // listed at all (Landlock).
+    let listing = if ctx.fallback() {
+        let refused = run.denied().iter().any(|l| l.starts_with("opendir(/proc)"));
+        (format!("/proc not listed: {}", run.errnos()), refused)
+    } else {
+        ("only the run's pids".to_string(), !seen.is_empty())
+    };
+    let ok = listing.1 && seen.iter().all(|p| *p < 16 && !host.contains(p));
     Verdict {
         observed: format!(
-            "pids seen inside: {seen:?}; host pids {host:?} absent: {}",
-            seen.iter().all(|p| !host.contains(p))
+            "pids seen inside: {seen:?}; host pids {host:?} absent: {}; {}",
+            seen.iter().all(|p| !host.contains(p)),
+            listing.0
         ),
         ok,
     }
@@ -2278,6 +2563,10 @@ fn devices(ctx: &Ctx) -> Verdict {
         .into_iter()
         .filter(|n| !expected.contains(n))
         .collect();
+    if ctx.fallback() {
+        // The host's /dev, which Landlock lets the run open a few files of, but not list.
+        return ctx.refused(&[&read, &mknod, &list], Vec::new());
+    }
     let mut verdict = ctx.refused(
         &[&read, &mknod],
         vec![(
@@ -2412,17 +2701,14 @@ fn setuid(ctx: &Ctx) -> Verdict {
         &[program, "ids"],
     );
     let info = run.info();
-    let caps_zero = info
+    let caps: Vec<&&str> = info
         .iter()
         .filter(|l| l.starts_with("CapEff:") || l.starts_with("CapPrm:"))
-        .all(|l| l.ends_with("0000000000000000"));
-    let nosuid = info.contains(&"/usr/bin nosuid=1");
+        .collect();
+    let caps_zero = caps.len() == 2 && caps.iter().all(|l| l.ends_with("0000000000000000"));
     let mut v = ctx.refused(
         &[&run],
-        vec![
-            ("CapEff and CapPrm empty".into(), caps_zero),
-            ("/usr/bin is nosuid in the view".into(), nosuid),
-        ],
+        vec![(format!("CapEff and CapPrm empty {caps:?}"), caps_zero)],
     );
     if !p.suid {
         v.observed.push_str(" (no setuid-root copy: not root)");
@@ -2430,7 +2716,53 @@ fn setuid(ctx: &Ctx) -> Verdict {
     v
 }
 
+/// The view's system directories are mounted nosuid: a setuid binary there is inert even
+/// before no_new_privs (which the setuid case checks).
+fn nosuid_view(ctx: &Ctx) -> Verdict {
+    let run = ctx.probe(&["ids"]);
+    if let Some(failure) = run.failure() {
+        return Verdict {
+            observed: failure,
+            ok: false,
+        };
+    }
+    let line = run
+        .info()
+        .into_iter()
+        .find(|l| l.starts_with("/usr/bin nosuid="))
+        .unwrap_or("no statvfs line");
+    Verdict {
+        observed: format!("in the view: {line}"),
+        ok: line == "/usr/bin nosuid=1",
+    }
+}
+
 fn capabilities(ctx: &Ctx) -> Verdict {
+    let zero = "0000000000000000";
+    status_fields(
+        ctx,
+        &[
+            ("NoNewPrivs:", "1"),
+            ("Seccomp:", "2"),
+            ("CapEff:", zero),
+            ("CapPrm:", zero),
+            ("CapInh:", zero),
+            ("CapAmb:", zero),
+        ],
+    )
+}
+
+/// The bounding set, emptied so that nothing an `execve` could grant is left. Only a process
+/// holding `CAP_SETPCAP` can empty it: root, or any caller inside its own user namespace; a
+/// caller that is neither keeps a full bounding set in the fallback, harmless under
+/// no_new_privs (setuid bits and file capabilities grant nothing: the setuid case).
+fn bounding_set(ctx: &Ctx) -> Verdict {
+    status_fields(ctx, &[("CapBnd:", "0000000000000000")])
+}
+
+/// The probe's status lines (`/proc/self/status`, or the same from the system calls where there
+/// is no `/proc`), each field as it must read.
+fn status_fields(ctx: &Ctx, checks: &[(&str, &str)]) -> Verdict {
     let run = ctx.probe(&["status"]);
     if let Some(failure) = run.failure() {
         return Verdict {
@@ -2446,16 +2778,6 @@ fn capabilities(ctx: &Ctx) -> Verdict {
             .trim()
             .to_string()
     };
-    let zero = "0000000000000000";
-    let checks = [
-        ("NoNewPrivs:", "1"),
-        ("Seccomp:", "2"),
-        ("CapEff:", zero),
-        ("CapPrm:", zero),
-        ("CapInh:", zero),
-        ("CapBnd:", zero),
-        ("CapAmb:", zero),
-    ];
     let ok = checks.iter().all(|(n, want)| field(n) == *want);
     Verdict {
         observed: checks
@@ -2569,7 +2891,7 @@ fn grant_policy(ctx: &Ctx, hosts: &[String], sockets: &[&Path]) -> PathBuf {
     };
     let text = format!(
         "{}\n[grants]\nhosts = [{}]\nhost_sockets = [{}]\n",
-        policy_toml(),
+        policy_toml(ctx.pass.mode),
         list(hosts.to_vec()),
         list(sockets.iter().map(|s| s.display().to_string()).collect())
     );
@@ -3055,6 +3377,54 @@ fn grant_host_socket(ctx: &Ctx) -> Verdict {
     v
 }
 
+/// Without namespaces a grant cannot be given as it was asked: the run must be refused, saying
+/// so, and never run on the host's network or filesystem instead.
+fn grants_refused(ctx: &Ctx) -> Verdict {
+    let server = Server::new();
+    let granted = format!("127.0.0.1:{}", server.port);
+    let socket_dir = ctx.pass.home.with_file_name(format!("sockets-{}", ctx.tag));
+    fs::create_dir_all(&socket_dir).expect("mkdir");
+    set_mode(&socket_dir, 0o755);
+    let socket_path = socket_dir.join("engine.sock");
+    let listener = Unix::path(&socket_path);
+    let policy = grant_policy(ctx, std::slice::from_ref(&granted), &[&socket_path]);
+    let host = ctx.sandbox(
+        Opts {
+            policy: Some(policy.clone()),
+            allow_hosts: vec![granted.clone()],
+            ..Opts::default()
+        },
+        &["/tool/probe", "tcp", "127.0.0.1", &server.port.to_string()],
+    );
+    let socket = ctx.sandbox(
+        Opts {
+            policy: Some(policy),
+            host_sockets: vec![socket_path.clone()],
+            ..Opts::default()
+        },
+        &["/tool/probe", "unix", &socket_path.display().to_string()],
+    );
+    let refused = |run: &Run| {
+        let error: Value = serde_json::from_str(run.cli_stderr.trim()).unwrap_or(Value::Null);
+        run.report.is_none()
+            && run.code == Some(125)
+            && error["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("there are no namespaces here"))
+    };
+    let (n, m) = (server.hits(), listener.accepted());
+    Verdict {
+        observed: format!(
+            "host: exit {:?}, {:?}; socket: exit {:?}, {:?}; listeners got {n} and {m}",
+            host.code,
+            host.cli_stderr.trim(),
+            socket.code,
+            socket.cli_stderr.trim()
+        ),
+        ok: refused(&host) && refused(&socket) && n == 0 && m == 0,
+    }
+}
+
 fn bash_dev_tcp(ctx: &Ctx) -> Verdict {
     let l = Tcp::new();
     let script = format!(
@@ -3175,7 +3545,14 @@ fn env_secrets(ctx: &Ctx) -> Verdict {
         .filter(|n| forbidden.iter().any(|f| n.starts_with(f)))
         .collect();
     let leaks = ctx.leaks(&run);
-    let home = run.info().contains(&"env HOME=/work");
+    // The run's own home: /work, or the fallback's host work directory (never the caller's).
+    let home = if ctx.fallback() {
+        run.info()
+            .iter()
+            .any(|l| l.starts_with("env HOME=/tmp/toolsmith-run-"))
+    } else {
+        run.info().contains(&"env HOME=/work")
+    };
     Verdict {
         observed: format!(
             "variables inside: {}; forbidden present: {present:?}; leaked: {leaks:?}",
@@ -3451,7 +3828,9 @@ fn cpu_spin(ctx: &Ctx) -> Verdict {
 fn fill_file(ctx: &Ctx) -> Verdict {
     let name = unique("fill");
     let free = free_bytes(&ctx.shared.dir);
-    let run = ctx.probe(&["fill-file", &format!("/work/{name}")]);
+    // In the run's home: /work, or the fallback's host work directory.
+    let script = format!("exec /tool/probe fill-file \"$HOME/{name}\"");
+    let run = ctx.sandbox(Opts::default(), &["sh", "-c", &script]);
     let written = run.denied().first().and_then(|l| {
         l.split("after ")
             .nth(1)?
@@ -3540,11 +3919,38 @@ fn flood(ctx: &Ctx) -> Verdict {
 // The battery
 // ---------------------------------------------------------------------------------------------
 
+/// How a case came out.
+#[derive(Clone, PartialEq, Eq)]
+enum Outcome {
+    Held,
+    /// Not run: the pass lacks what it needs.
+    NotApplicable,
+    Failed,
+}
+
 struct Row {
+    /// The pass's label (`daemon` for the final check).
+    pass: String,
     case: String,
     tried: &'static str,
     observed: String,
-    ok: bool,
+    outcome: Outcome,
+}
+
+impl Row {
+    fn new(pass: &str, case: &str, tried: &'static str, verdict: Verdict) -> Row {
+        Row {
+            pass: pass.to_string(),
+            case: format!("{pass}/{case}"),
+            tried,
+            observed: verdict.observed,
+            outcome: if verdict.ok {
+                Outcome::Held
+            } else {
+                Outcome::Failed
+            },
+        }
+    }
 }
 
 fn run_case(ctx: &Ctx, case: &Case) -> Row {
@@ -3560,24 +3966,40 @@ fn run_case(ctx: &Ctx, case: &Case) -> Row {
                 ok: false,
             }
         });
-    Row {
-        case: format!("{}/{}", ctx.pass.label, case.name),
-        tried: case.tried,
-        observed: verdict.observed,
-        ok: verdict.ok,
-    }
+    Row::new(&ctx.pass.label, case.name, case.tried, verdict)
 }
 
 fn run_pass(shared: &Shared, pass: &Pass) -> Vec<Row> {
     let cases = cases();
-    // A first run that must work: otherwise nothing below means anything.
-    let sanity = Ctx {
+    let first = Ctx {
         shared,
         pass,
         tag: 0,
         guard_before: Vec::new(),
+    };
+    // A fallback pass whose runs have their namespaces after all tests nothing of the fallback.
+    // Asked of a command that names no path of the view, which a fallback pass rewrites.
+    let layers = first.sandbox(Opts::default(), &["/bin/true"]);
+    let namespaces = layers.field("/layers/namespaces");
+    let note = layers.field("/warnings").to_string();
+    if pass.mode.fallback() {
+        assert!(
+            namespaces == false && note.contains("no namespaces"),
+            "{}: not a fallback pass: its first run reports namespaces {namespaces} and the \
+             warnings {note} ({})",
+            pass.label,
+            layers.failure().unwrap_or_default()
+        );
+    } else {
+        assert!(
+            namespaces == true,
+            "{}: the run has no namespaces: warnings {note} ({})",
+            pass.label,
+            layers.failure().unwrap_or_default()
+        );
     }
-    .probe(&["hello"]);
+    // A first probe that must work: otherwise nothing below means anything.
+    let sanity = first.probe(&["hello"]);
     assert!(
         sanity.info().iter().any(|l| l.starts_with("hello")),
         "{}: the sandbox does not run the probe at all: {}\nreport: {:?}",
@@ -3585,8 +4007,35 @@ fn run_pass(shared: &Shared, pass: &Pass) -> Vec<Row> {
         sanity.failure().unwrap_or_default(),
         sanity.report
     );
+    let facts = Facts {
+        cgroup: sanity.field("/layers/cgroup") == true,
+        root: pass.ids.is_none() && is_root(),
+    };
+    println!(
+        "pass {}: namespaces {namespaces}, run cgroup {}; warnings {note}",
+        pass.label, facts.cgroup
+    );
     let mut rows: Vec<(usize, Row)> = Vec::new();
-    let parallel: Vec<usize> = (0..cases.len())
+    let mut runnable = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        match case.in_pass(pass.mode, facts) {
+            None => {}
+            Some(None) => runnable.push(i),
+            Some(Some(what)) => rows.push((
+                i,
+                Row {
+                    pass: pass.label.clone(),
+                    case: format!("{}/{}", pass.label, case.name),
+                    tried: case.tried,
+                    observed: format!("N/A (needs {what})"),
+                    outcome: Outcome::NotApplicable,
+                },
+            )),
+        }
+    }
+    let parallel: Vec<usize> = runnable
+        .iter()
+        .copied()
         .filter(|&i| cases[i].kind != Kind::Dangerous)
         .collect();
     let next = AtomicUsize::new(0);
@@ -3610,7 +4059,8 @@ fn run_pass(shared: &Shared, pass: &Pass) -> Vec<Row> {
         }
     });
     rows.extend(done.into_inner().expect("rows"));
-    for (i, case) in cases.iter().enumerate() {
+    for &i in &runnable {
+        let case = &cases[i];
         if case.kind != Kind::Dangerous {
             continue;
         }
@@ -3623,15 +4073,16 @@ fn run_pass(shared: &Shared, pass: &Pass) -> Vec<Row> {
         let row = if pass.guard.description.is_some() {
             run_case(&ctx, case)
         } else {
-            Row {
-                case: format!("{}/{}", pass.label, case.name),
-                tried: case.tried,
-                observed: format!(
-                    "SKIPPED: no outer guard can be set up ({})",
-                    pass.guard.why_none
-                ),
-                ok: true,
-            }
+            let observed = format!(
+                "SKIPPED: no outer guard can be set up ({})",
+                pass.guard.why_none
+            );
+            Row::new(
+                &pass.label,
+                case.name,
+                case.tried,
+                Verdict { observed, ok: true },
+            )
         };
         rows.push((i, row));
     }
@@ -3702,20 +4153,29 @@ fn escape_battery() {
         python: Path::new("/usr/bin/python3").exists(),
     };
 
-    let mut passes: Vec<(&str, Option<(u32, u32)>)> = Vec::new();
+    /// A pass: its label, the ids toolsmith switches to, its mode.
+    type PassSpec = (&'static str, Option<(u32, u32)>, Mode);
+    let mut passes: Vec<PassSpec> = Vec::new();
     if is_root() {
-        passes.push(("root", None));
-        passes.push(("uid65534", Some(NOBODY)));
+        passes.push(("root", None, Mode::Normal));
+        passes.push(("uid65534", Some(NOBODY), Mode::Normal));
+        passes.push(("fallback-root", None, Mode::MountsRefused));
+        passes.push(("fallback-uid65534", Some(NOBODY), Mode::MountsRefused));
+        passes.push(("no-userns-uid65534", Some(NOBODY), Mode::NoUserns));
     } else {
         println!(
-            "root pass skipped: the test runs as uid {} (run it as root for both passes)",
+            "root passes skipped: the test runs as uid {} (run it as root for all passes)",
             nix::unistd::getuid()
         );
-        passes.push(("user", None));
+        passes.push(("user", None, Mode::Normal));
+        passes.push(("fallback-user", None, Mode::MountsRefused));
+        passes.push(("no-userns-user", None, Mode::NoUserns));
     }
+    let labels: Vec<&str> = passes.iter().map(|(label, _, _)| *label).collect();
     let mut rows = Vec::new();
-    for (index, (label, ids)) in passes.into_iter().enumerate() {
-        let pass = Pass::new(&shared, u32::try_from(index).unwrap_or(0) + 1, label, ids);
+    for (index, (label, ids, mode)) in passes.into_iter().enumerate() {
+        let index = u32::try_from(index).unwrap_or(0) + 1;
+        let pass = Pass::new(&shared, index, label, ids, mode);
         println!(
             "pass {label}: outer guard: {}",
             pass.guard
@@ -3739,18 +4199,22 @@ fn escape_battery() {
         .expect("status");
     let answer: Value = serde_json::from_slice(&status.stdout).unwrap_or(Value::Null);
     let healthy = status.status.success() && answer["pid"] == daemon.pid() && daemon.is_running();
-    rows.push(Row {
-        case: "daemon/healthy".into(),
-        tried: "every case above aimed at toolsmithd (socket, ptrace, kill, /proc)",
-        observed: format!(
-            "`toolsmith status`: exit {:?}, pid {} (daemon {}), running {}",
-            status.status.code(),
-            answer["pid"],
-            daemon.pid(),
-            daemon.is_running()
-        ),
-        ok: healthy,
-    });
+    let observed = format!(
+        "`toolsmith status`: exit {:?}, pid {} (daemon {}), running {}",
+        status.status.code(),
+        answer["pid"],
+        daemon.pid(),
+        daemon.is_running()
+    );
+    rows.push(Row::new(
+        "daemon",
+        "healthy",
+        "every case above aimed at toolsmithd (socket, ptrace, kill, /proc)",
+        Verdict {
+            observed,
+            ok: healthy,
+        },
+    ));
 
     println!("case | tried | host observed | ok");
     for row in &rows {
@@ -3759,12 +4223,29 @@ fn escape_battery() {
             row.case,
             row.tried,
             row.observed.replace('\n', " "),
-            if row.ok { "ok" } else { "FAILED" }
+            match row.outcome {
+                Outcome::Held => "ok",
+                Outcome::NotApplicable => "n/a",
+                Outcome::Failed => "FAILED",
+            }
+        );
+    }
+    for label in labels.into_iter().chain(["daemon"]) {
+        let count = |outcome: Outcome| {
+            rows.iter()
+                .filter(|r| r.pass == label && r.outcome == outcome)
+                .count()
+        };
+        println!(
+            "{label}: {} held, {} not applicable (needs namespaces), {} failed",
+            count(Outcome::Held),
+            count(Outcome::NotApplicable),
+            count(Outcome::Failed)
         );
     }
     let failed: Vec<String> = rows
         .iter()
-        .filter(|r| !r.ok)
+        .filter(|r| r.outcome == Outcome::Failed)
         .map(|r| format!("{}: {}", r.case, r.observed))
         .collect();
     println!(

@@ -33,7 +33,9 @@
 //!    capability from `execve`; **no_new_privs** (setuid bits and file capabilities inert).
 //! 9. **seccomp** (`seccomp.rs`): the deny-list of dangerous system calls (io_uring, ptrace,
 //!    bpf, mount, namespaces, keyrings, module loading, TIOCSTI, non-unix sockets, …), and any
-//!    foreign-architecture call kills the process.
+//!    foreign-architecture call kills the process. Without namespaces, every socket, and every
+//!    change of a file's mode, owner, times or extended attributes (which Landlock does not
+//!    cover) is refused too.
 //! 10. `execve` with an allow-listed environment (`env.rs`).
 //!
 //! The parent (`parent.rs`) enforces the wall-clock limit by having the supervisor kill pid 1,

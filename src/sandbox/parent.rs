@@ -575,9 +575,9 @@ fn request(
         let tmp = path_str(&dir.path.join("tmp"))?;
         scratch = Some(dir);
         warning = Some(format!(
-            "no namespaces ({}): Landlock alone guards the filesystem, and a process that \
-             leaves the session can outlive the run",
-            namespaces_detail()
+            "no namespaces ({}): {}",
+            namespaces_detail(),
+            super::policy::WITHOUT_NAMESPACES
         ));
         (View::Host { cwd }, rules, home, tmp)
     };
@@ -598,10 +598,10 @@ fn request(
         env.extend(extra);
         env.extend(proxy);
     }
-    let sockets = match (isolated, network) {
-        (false, _) => seccomp::Sockets::None,
-        (true, false) => seccomp::Sockets::Unix,
-        (true, true) => seccomp::Sockets::UnixAndTcp,
+    let (sockets, files) = match (isolated, network) {
+        (false, _) => (seccomp::Sockets::None, seccomp::Files::Host),
+        (true, false) => (seccomp::Sockets::Unix, seccomp::Files::View),
+        (true, true) => (seccomp::Sockets::UnixAndTcp, seccomp::Files::View),
     };
     let request = HelperSpec {
         argv: spec.command.clone(),
@@ -616,7 +616,7 @@ fn request(
             seccomp: policy.requires(Layer::Seccomp),
             allow_partial_landlock: policy.allow_partial_landlock,
         },
-        seccomp: seccomp::packed(sockets),
+        seccomp: seccomp::packed(sockets, files),
         proxy: network.then_some(ProxyPlan { port: proxy::PORT }),
     };
     let bytes = serde_json::to_vec(&request).map_err(|e| {

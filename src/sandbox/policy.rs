@@ -365,10 +365,8 @@ impl SandboxPolicy {
             summary.push_str(&format!(" (without {})", lacking.join(", ")));
         }
         if !layers.contains(&Layer::Namespaces) {
-            summary.push_str(
-                "; without namespaces there is no private filesystem view, and processes that \
-                 leave the session can outlive a run",
-            );
+            summary.push_str("; ");
+            summary.push_str(WITHOUT_NAMESPACES);
         }
         LayerPlan {
             layers,
@@ -377,6 +375,15 @@ impl SandboxPolicy {
         }
     }
 }
+
+/// What a run lacks without namespaces (the fallback where they are refused): shown by
+/// `toolsmith doctor` and in the warning of every such run. The escape battery's fallback
+/// passes (`tests/sandbox_battery.rs`) hold every other protection.
+pub const WITHOUT_NAMESPACES: &str = "without namespaces there is no private filesystem view: \
+     Landlock alone guards the host's files, and changing a file's mode, owner, times or \
+     extended attributes is refused; the run's temporary files are bounded per file, not in \
+     total; network grants and host sockets are refused; and a process that leaves the \
+     session can outlive a run that has no cgroup";
 
 #[cfg(test)]
 mod tests {
@@ -504,6 +511,17 @@ mod tests {
         assert!(reduced.refused.is_none());
         assert!(
             reduced.summary.contains("no private filesystem view"),
+            "{}",
+            reduced.summary
+        );
+        // What the fallback lacks, and what it refuses instead.
+        assert!(
+            reduced
+                .summary
+                .contains("changing a file's mode, owner, times")
+                && reduced
+                    .summary
+                    .contains("network grants and host sockets are refused"),
             "{}",
             reduced.summary
         );

@@ -15,7 +15,12 @@
 //! - `EAFNOSUPPORT`: `socket` and `socketpair` with any domain but `AF_UNIX` (or every domain,
 //!   when no mount namespace hides the host's unix sockets); with a network grant, `socket`
 //!   also allows `AF_INET` stream sockets of plain TCP (the proxy is reached on the sandbox's
-//!   loopback) — never UDP, raw or packet sockets, IPv6, or MPTCP.
+//!   loopback) — never UDP, raw or packet sockets, IPv6, or MPTCP;
+//! - `EPERM`, when the command sees the host's files (no mount namespace, [`Files::Host`]):
+//!   every call that changes a file's mode, owner, times or extended attributes, and the
+//!   `ioctl`s that set its flags. Landlock does not cover them, and without a view of read-only
+//!   binds they reach every file the command can name: as root, the system's own (`chmod u+s`
+//!   on a shell, a `chown` that clears a setuid bit), and anyone's read-only workspace.
 //!
 //! The program is assembled here rather than by `seccompiler`'s rule compiler, whose output
 //! gives every system call five instructions and every answer a filter of its own: the four
@@ -98,6 +103,63 @@ fn denied() -> Vec<libc::c_long> {
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn denied() -> Vec<libc::c_long> {
     Vec::new()
+}
+
+/// The system calls that change a file's metadata without opening it for writing, refused
+/// when the command sees the host's files ([`Files::Host`]).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn metadata_calls() -> Vec<libc::c_long> {
+    // Numbers of the generic table, shared by both architectures, that libc does not name on
+    // each of them: fchmodat2 (Linux 6.6), setxattrat and removexattrat (Linux 6.13).
+    const SYS_FCHMODAT2: libc::c_long = 452;
+    const SYS_SETXATTRAT: libc::c_long = 463;
+    const SYS_REMOVEXATTRAT: libc::c_long = 466;
+    let mut calls = vec![
+        libc::SYS_fchmod,
+        libc::SYS_fchmodat,
+        SYS_FCHMODAT2,
+        libc::SYS_fchown,
+        libc::SYS_fchownat,
+        libc::SYS_utimensat,
+        libc::SYS_setxattr,
+        libc::SYS_lsetxattr,
+        libc::SYS_fsetxattr,
+        SYS_SETXATTRAT,
+        libc::SYS_removexattr,
+        libc::SYS_lremovexattr,
+        libc::SYS_fremovexattr,
+        SYS_REMOVEXATTRAT,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([
+        libc::SYS_chmod,
+        libc::SYS_chown,
+        libc::SYS_lchown,
+        libc::SYS_utime,
+        libc::SYS_utimes,
+        libc::SYS_futimesat,
+    ]);
+    calls
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn metadata_calls() -> Vec<libc::c_long> {
+    Vec::new()
+}
+
+/// `FS_IOC_SETFLAGS` (`chattr`), its 32-bit twin, and `FS_IOC_FSSETXATTR`: the `ioctl`s that
+/// set a file's flags on a descriptor opened only for reading (`_IOW` numbers, the same on
+/// x86_64 and aarch64).
+const SET_FLAGS_IOCTLS: [u32; 3] = [0x4008_6602, 0x4004_6602, 0x401c_5820];
+
+/// Which files the command sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Files {
+    /// Its own view (a mount namespace): what it may not change is bound read-only.
+    View,
+    /// The host's, narrowed by Landlock alone, which does not cover metadata: the calls that
+    /// change it are refused.
+    Host,
 }
 
 /// Which sockets the command may create.
@@ -256,7 +318,7 @@ fn for_call(call: libc::c_long, block: Vec<Insn>, body: &mut Vec<Insn>) {
 }
 
 /// Builds the filter for this architecture, as the list of programs to install (one).
-pub(crate) fn filters(sockets: Sockets) -> Result<Vec<BpfProgram>, String> {
+pub(crate) fn filters(sockets: Sockets, files: Files) -> Result<Vec<BpfProgram>, String> {
     if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
         return Err(format!(
             "no seccomp deny-list for {}: toolsmith's filters cover x86_64 and aarch64",
@@ -285,6 +347,9 @@ pub(crate) fn filters(sockets: Sockets) -> Result<Vec<BpfProgram>, String> {
         ));
     }
     body.extend(denied().into_iter().map(|nr| when(low(nr), eperm)));
+    if files == Files::Host {
+        body.extend(metadata_calls().into_iter().map(|nr| when(low(nr), eperm)));
+    }
     body.push(when(low(libc::SYS_clone3), Answer::Errno(libc::ENOSYS)));
 
     let mut clone = vec![load(arg_low(0))];
@@ -296,12 +361,15 @@ pub(crate) fn filters(sockets: Sockets) -> Result<Vec<BpfProgram>, String> {
     clone.push(answer(Answer::Allow));
     for_call(libc::SYS_clone, clone, &mut body);
 
-    let ioctl = vec![
+    let mut ioctl = vec![
         load(arg_low(1)),
         when(low(libc::TIOCSTI), eperm),
         when(low(libc::TIOCLINUX), eperm),
-        answer(Answer::Allow),
     ];
+    if files == Files::Host {
+        ioctl.extend(SET_FLAGS_IOCTLS.iter().map(|&request| when(request, eperm)));
+    }
+    ioctl.push(answer(Answer::Allow));
     for_call(libc::SYS_ioctl, ioctl, &mut body);
 
     let mut personality = vec![load(arg_low(0))];
@@ -365,16 +433,16 @@ pub(crate) fn filters(sockets: Sockets) -> Result<Vec<BpfProgram>, String> {
 /// (`code` in the top 16 bits, then `jt`, `jf`, and `k` in the low 32). Built once per process
 /// and per kind (compiling them costs more than installing them), by the parent, which sends
 /// them with every run.
-pub(crate) fn packed(sockets: Sockets) -> Result<Vec<Vec<u64>>, String> {
-    static PACKED: [std::sync::OnceLock<Result<Vec<Vec<u64>>, String>>; 3] = [
-        std::sync::OnceLock::new(),
-        std::sync::OnceLock::new(),
-        std::sync::OnceLock::new(),
-    ];
+pub(crate) fn packed(sockets: Sockets, files: Files) -> Result<Vec<Vec<u64>>, String> {
+    static PACKED: [std::sync::OnceLock<Result<Vec<Vec<u64>>, String>>; 6] =
+        [const { std::sync::OnceLock::new() }; 6];
     let kind = match sockets {
         Sockets::None => 0,
         Sockets::Unix => 1,
         Sockets::UnixAndTcp => 2,
+    } + match files {
+        Files::View => 0,
+        Files::Host => 3,
     };
     PACKED[kind]
         .get_or_init(|| {
@@ -384,7 +452,7 @@ pub(crate) fn packed(sockets: Sockets) -> Result<Vec<Vec<u64>>, String> {
                     | u64::from(i.jf) << 32
                     | u64::from(i.k)
             };
-            filters(sockets).map(|programs| {
+            filters(sockets, files).map(|programs| {
                 programs
                     .iter()
                     .map(|p| p.iter().map(pack).collect())
@@ -425,11 +493,21 @@ mod tests {
     use nix::sys::wait::{WaitStatus, waitpid};
     use nix::unistd::{ForkResult, fork};
 
+    /// Every kind of filter a run may get.
+    const KINDS: [(Sockets, Files); 6] = [
+        (Sockets::Unix, Files::View),
+        (Sockets::UnixAndTcp, Files::View),
+        (Sockets::None, Files::Host),
+        (Sockets::None, Files::View),
+        (Sockets::Unix, Files::Host),
+        (Sockets::UnixAndTcp, Files::Host),
+    ];
+
     #[test]
     fn filters_travel_packed_unchanged() {
-        for sockets in [Sockets::Unix, Sockets::None, Sockets::UnixAndTcp] {
-            let programs = filters(sockets).expect("filters build");
-            let packed = packed(sockets).expect("packed");
+        for (sockets, files) in KINDS {
+            let programs = filters(sockets, files).expect("filters build");
+            let packed = packed(sockets, files).expect("packed");
             let back = unpacked(&packed);
             assert_eq!(back.len(), programs.len());
             for (a, b) in back.iter().zip(&programs) {
@@ -443,8 +521,8 @@ mod tests {
 
     #[test]
     fn one_short_program_checks_the_architecture_first() {
-        for sockets in [Sockets::Unix, Sockets::None, Sockets::UnixAndTcp] {
-            let programs = filters(sockets).expect("filters build");
+        for (sockets, files) in KINDS {
+            let programs = filters(sockets, files).expect("filters build");
             assert_eq!(programs.len(), 1);
             let program = &programs[0];
             assert_eq!(
@@ -453,11 +531,16 @@ mod tests {
             );
             assert_eq!(program[1].k, AUDIT_ARCH);
             // seccompiler's four filters held 339 instructions and more; the kernel translates
-            // and JIT-compiles every one of them in every run.
-            assert!(program.len() < 100, "{} instructions", program.len());
+            // and JIT-compiles every one of them in every run. Only a run on the host's files
+            // pays one more comparison per metadata call and flags ioctl.
+            let bound = match files {
+                Files::View => 100,
+                Files::Host => 100 + metadata_calls().len() + SET_FLAGS_IOCTLS.len(),
+            };
+            assert!(program.len() < bound, "{} instructions", program.len());
         }
-        let narrow = filters(Sockets::Unix).expect("builds");
-        let wide = filters(Sockets::None).expect("builds");
+        let narrow = filters(Sockets::Unix, Files::View).expect("builds");
+        let wide = filters(Sockets::None, Files::View).expect("builds");
         assert!(
             narrow[0].len() > wide[0].len(),
             "the AF_UNIX exception costs instructions"
@@ -466,7 +549,7 @@ mod tests {
 
     #[test]
     fn every_denied_call_fails_with_eperm_before_it_runs() {
-        let programs = filters(Sockets::Unix).expect("filters build");
+        let programs = filters(Sockets::Unix, Files::View).expect("filters build");
         let calls = denied();
         // SAFETY: the child installs prebuilt filters, makes raw system calls on the list built
         // before the fork (no allocation) and `_exit`s. It leaves the session first, so that a
@@ -501,8 +584,8 @@ mod tests {
 
     /// Runs `probe` in a forked child under the filters and returns its exit code. The child
     /// only makes raw system calls, so forking the multi-threaded test process is sound.
-    fn in_filtered_child(sockets: Sockets, probe: fn() -> i32) -> i32 {
-        let programs = filters(sockets).expect("filters build");
+    fn in_filtered_child(sockets: Sockets, files: Files, probe: fn() -> i32) -> i32 {
+        let programs = filters(sockets, files).expect("filters build");
         // SAFETY: the child installs prebuilt filters (no allocation: the programs are built),
         // makes raw system calls and `_exit`s.
         match unsafe { fork() }.expect("fork") {
@@ -528,7 +611,7 @@ mod tests {
     #[test]
     fn denied_calls_fail_with_their_errno() {
         // Each probe returns 0 when every expectation holds, else the number of the failed one.
-        let code = in_filtered_child(Sockets::Unix, || {
+        let code = in_filtered_child(Sockets::Unix, Files::View, || {
             // SAFETY: raw system calls on plain arguments; failures only set errno.
             unsafe {
                 if libc::unshare(libc::CLONE_NEWUSER) != -1 || errno() != libc::EPERM {
@@ -573,7 +656,7 @@ mod tests {
             0
         });
         assert_eq!(code, 0, "expectation {code} failed");
-        let code = in_filtered_child(Sockets::None, || {
+        let code = in_filtered_child(Sockets::None, Files::Host, || {
             // SAFETY: as above.
             let unix = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) };
             if unix == -1 && errno() == libc::EAFNOSUPPORT {
@@ -587,7 +670,7 @@ mod tests {
 
     #[test]
     fn a_network_grant_allows_tcp_sockets_and_nothing_else() {
-        let code = in_filtered_child(Sockets::UnixAndTcp, || {
+        let code = in_filtered_child(Sockets::UnixAndTcp, Files::View, || {
             let denied = |domain, kind, protocol| {
                 // SAFETY: socket() on plain arguments; a success is closed at once.
                 let fd = unsafe { libc::socket(domain, kind, protocol) };
@@ -623,5 +706,42 @@ mod tests {
             0
         });
         assert_eq!(code, 0, "expectation {code} failed");
+    }
+
+    #[test]
+    fn the_hosts_files_keep_their_metadata() {
+        // Every call with -1 for each argument: one the filter let through would fail on the
+        // bad descriptor or address, never with EPERM, and change nothing.
+        let code = in_filtered_child(Sockets::None, Files::Host, || {
+            let calls = metadata_calls();
+            let refused = |nr: libc::c_long| {
+                // SAFETY: a refused call never runs; a call let through fails on -1.
+                let r = unsafe { libc::syscall(nr, -1, -1, -1, -1, -1, -1) };
+                r == -1 && errno() == libc::EPERM
+            };
+            if let Some(i) = calls.iter().position(|&nr| !refused(nr)) {
+                return i32::try_from(i + 1).unwrap_or(99);
+            }
+            for (i, request) in SET_FLAGS_IOCTLS.into_iter().enumerate() {
+                // SAFETY: as above; the descriptor -1 fails if the call runs.
+                let r = unsafe { libc::syscall(libc::SYS_ioctl, -1, request, -1) };
+                if r != -1 || errno() != libc::EPERM {
+                    return 50 + i32::try_from(i).unwrap_or(0);
+                }
+            }
+            0
+        });
+        assert_eq!(code, 0, "metadata call {code} was not refused with EPERM");
+        // The control: with a view, the same call reaches the kernel (which refuses -1).
+        let code = in_filtered_child(Sockets::Unix, Files::View, || {
+            // SAFETY: fchmod on descriptor -1 changes nothing.
+            let r = unsafe { libc::fchmod(-1, 0o600) };
+            if r == -1 && errno() == libc::EBADF {
+                0
+            } else {
+                1
+            }
+        });
+        assert_eq!(code, 0, "fchmod is refused with a view too");
     }
 }

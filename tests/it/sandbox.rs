@@ -1194,8 +1194,10 @@ fn an_ungranted_toolchain_is_refused_before_anything_runs() {
 /// `toolsmith` and its helper, answers the mount calls with EPERM while `unshare` succeeds. The
 /// run falls back to the sandbox without namespaces (Landlock, seccomp, rlimits), says so, and
 /// the command runs.
-#[test]
-fn namespaces_created_but_refused_their_mounts_fall_back_with_a_note() {
+/// `toolsmith ARGS…` under a seccomp filter, inherited, that answers the mount family with
+/// `EPERM`: the refusal Ubuntu's AppArmor makes inside the unprivileged user namespace it lets
+/// through, made without touching the machine.
+fn with_mounts_refused(args: &[&str]) -> std::process::Output {
     use std::os::unix::process::CommandExt;
     let refused: std::collections::BTreeMap<i64, Vec<seccompiler::SeccompRule>> = [
         libc::SYS_mount,
@@ -1222,20 +1224,19 @@ fn namespaces_created_but_refused_their_mounts_fall_back_with_a_note() {
     .expect("filter");
     let program: seccompiler::BpfProgram = filter.try_into().expect("BPF");
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolsmith"));
-    cmd.env("NO_COLOR", "1").env_remove("RUST_LOG").args([
-        "--json",
-        "sandbox",
-        "--",
-        "/bin/echo",
-        "still runs",
-    ]);
+    cmd.env("NO_COLOR", "1").env_remove("RUST_LOG").args(args);
     // SAFETY: between fork and exec only prctl and seccomp run, on a program built before.
     unsafe {
         cmd.pre_exec(move || {
             seccompiler::apply_filter(&program).map_err(|e| std::io::Error::other(e.to_string()))
         });
     }
-    let out = cmd.output().expect("toolsmith runs");
+    cmd.output().expect("toolsmith runs")
+}
+
+#[test]
+fn namespaces_created_but_refused_their_mounts_fall_back_with_a_note() {
+    let out = with_mounts_refused(&["--json", "sandbox", "--", "/bin/echo", "still runs"]);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "no JSON report ({e}); stdout {:?}, stderr {:?}",
@@ -1251,4 +1252,58 @@ fn namespaces_created_but_refused_their_mounts_fall_back_with_a_note() {
     assert!(said.contains("are refused (EPERM"), "{report:#}");
     // How to lift it for toolsmith alone.
     assert!(said.contains("toolsmith install --apparmor"), "{report:#}");
+}
+
+/// Landlock does not cover a file's mode, owner or times, and without a view of read-only binds
+/// the host's files are only as far as their names: the fallback's seccomp refuses the calls.
+#[test]
+fn without_namespaces_the_hosts_files_keep_their_metadata() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("canary.txt");
+    std::fs::write(&file, "canary\n").expect("write");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let looks = |path: &Path| {
+        let m = std::fs::metadata(path).expect("metadata");
+        (m.mode(), m.uid(), m.mtime(), m.ctime(), m.ctime_nsec())
+    };
+    let before = looks(&file);
+    let path = file.display().to_string();
+    let script = format!(
+        "chmod 0666 {path}; echo chmod $?; chown \"$(id -u)\" {path}; echo chown $?; \
+         touch -d @0 {path}; echo touch $?"
+    );
+    let workspace = dir.path().display().to_string();
+    let out = with_mounts_refused(&[
+        "--json",
+        "sandbox",
+        "--workspace",
+        "read",
+        &workspace,
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON report ({e}); stdout {:?}, stderr {:?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(report["layers"]["namespaces"], false, "{report:#}");
+    assert_eq!(
+        text(&report, "stdout"),
+        "chmod 1\nchown 1\ntouch 1\n",
+        "{report:#}"
+    );
+    assert_eq!(looks(&file), before, "{report:#}");
+    // The note says what the fallback refuses.
+    assert!(
+        report
+            .to_string()
+            .contains("changing a file's mode, owner, times"),
+        "{report:#}"
+    );
 }
