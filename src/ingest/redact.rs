@@ -2074,6 +2074,15 @@ fn inner_secret_word(name: &str, flag: bool) -> Option<Keyword> {
         name
     };
     let words = name_words(base.trim_end_matches(['"', '\'', '\\']));
+    // `spl_token_2022-398ac718a3f0127b.d`: a build artefact's file name, not a variable.
+    let hashed = |w: &String| {
+        w.len() >= 8
+            && w.bytes().all(|c| c.is_ascii_hexdigit())
+            && w.bytes().any(|c| c.is_ascii_digit())
+    };
+    if words.iter().any(hashed) {
+        return None;
+    }
     let last = words.len().checked_sub(1)?;
     words[..last].iter().enumerate().find_map(|(i, w)| {
         let previous = i.checked_sub(1).map(|p| words[p].as_str());
@@ -2150,8 +2159,8 @@ const ABOUT_A_SECRET: &[&str] = &[
 /// long and of high entropy.
 pub(super) fn credential_shaped(v: &str) -> bool {
     let v = v.trim();
-    if v.chars().count() < 8 || v.chars().any(char::is_whitespace) {
-        return false;
+    if v.chars().count() < 8 || v.chars().any(char::is_whitespace) || v.contains(":/") {
+        return false; // also `1:/Users/…` (a line of `grep -n`), `s3://…`
     }
     if v.bytes()
         .all(|c| c.is_ascii_digit() || b"-:.TZ+/ ".contains(&c))
@@ -2186,7 +2195,7 @@ pub(super) fn credential_shaped(v: &str) -> bool {
 
 /// Every piece between `-`, `_`, `.`, `:`, `/`, `@` is a word (lower case, Capitalised,
 /// camelCase or UPPER, maybe with a short number after it) or a short number.
-fn reads_as_words(v: &str) -> bool {
+pub(super) fn reads_as_words(v: &str) -> bool {
     v.split(['-', '_', '.', ':', '/', '@']).all(|piece| {
         let letters = piece.trim_end_matches(|c: char| c.is_ascii_digit());
         let digits = piece.len() - letters.len();
@@ -3351,6 +3360,7 @@ mod tests {
             "AWS_ACCESS_KEY_FINGERPRINT=ab:cd:ef:01:23:45:67:89",
             "monkey_patch=enabled",
             "tokenizer=cl100k_base",
+            "deps/spl_token_2022-398ac718a3f0127b.d:1:/Users/dev/target/deps/x.so:",
             "auth_provider=GitHubEnterprise",
         ] {
             assert_eq!(r.redact(kept), kept);

@@ -27,8 +27,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::redact::{
-    Found, credential_shaped, is_literal_word, is_mask, is_placeholder_text, looks_like_path,
-    name_secret,
+    Found, Keyword, credential_shaped, is_literal_word, is_mask, is_placeholder_text,
+    looks_like_path, name_secret, reads_as_words,
 };
 
 /// The kind of a value of a secret file.
@@ -105,14 +105,15 @@ pub fn is_secret_file(path: &str) -> bool {
 }
 
 /// `NAME=value`, `NAME: value`, `"name": "value"`, `name = value` at the start of a line, after
-/// what tools put before a file's lines: a line number (`cat -n`'s `   3\t`, `Read`'s `   3→`,
+/// what tools put before a file's lines: the file and line number of a search over several files
+/// (`rg -n`'s `.env.local:3:`, group `gp`), a line number (`cat -n`'s `   3\t`, `Read`'s `   3→`,
 /// OpenCode's `00003| `, `grep -n`'s `3:`), a patch's `+`/`-`/` `, YAML's `- `, `export `, or an
 /// `echo`/`printf` writing the line.
 // A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
 #[allow(clippy::expect_used)]
 static SECRET_FILE_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?m)^[ \t]*(?:[0-9]+(?:→|\t|\| ?|:)[ \t]*)?(?:[+ -][ \t]*)?(?:- )?(?:(?:echo|printf)(?:[ \t]+-[A-Za-z]+)*[ \t]+["']?)?(?:export[ \t]+)?["']?(?P<k>[A-Za-z_][A-Za-z0-9_.\-/]*)["']?[ \t]*(?:=|:)[ \t]*(?P<v>[^\r\n]*)"#,
+        r#"(?m)^(?:(?P<gp>[^\s:]*[^\s:0-9][^\s:]*):(?:[0-9]+:)?)?[ \t]*(?:[0-9]+(?:→|\t|\| ?|:)[ \t]*)?(?:[+ -][ \t]*)?(?:- )?(?:(?:echo|printf)(?:[ \t]+-[A-Za-z]+)*[ \t]+["']?)?(?:export[ \t]+)?["']?(?P<k>[A-Za-z_][A-Za-z0-9_.\-]*)["']?[ \t]*(?:=|:)[ \t]*(?P<v>[^\r\n]*)"#,
     )
     .expect("secret file line pattern compiles")
 });
@@ -162,13 +163,27 @@ fn keeps(name: &str, value: &str) -> bool {
     if v.contains("://") && !v.contains('@') {
         return true; // a URL without user info: its passwords are the URL rule's
     }
-    // A plain word under a name that says nothing of secrets: `NODE_ENV=production`,
-    // `region = eu-west-1`, `kind: Secret`.
+    // In a secret file a secret word in the name settles it (`SECRET_VALUE=sunshine`), but for
+    // `auth` and `credential` inside the name (`AUTH_RATE_LIMIT=10/minute`) the value decides.
+    match name_secret(name, false) {
+        Some((kw, inner)) if !inner || kw != Keyword::Weak || credential_shaped(v) => {
+            return false;
+        }
+        _ => {}
+    }
+    // Public by its name (`NEXT_PUBLIC_…`, `EXPO_PUBLIC_…`, `PUBLIC_…`): shipped to browsers.
+    if name
+        .split(['_', '-', '.'])
+        .any(|w| w.eq_ignore_ascii_case("public"))
+    {
+        return true;
+    }
+    // Plain words under a name that says nothing of secrets: `NODE_ENV=production`,
+    // `region = eu-west-1`, `kind: Secret`, `TIMEZONE=Africa/Johannesburg`, `LIMIT=10/minute`.
     let plain = v.len() <= 24
         && v.bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(&c))
-        && !credential_shaped(v);
-    plain && name_secret(name, false).is_none()
+            .all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(&c));
+    !credential_shaped(v) && (plain || (v.len() <= 48 && reads_as_words(v)))
 }
 
 /// Redacts every value of a secret file's lines in `text` (the file's content, a read of it, or
@@ -185,6 +200,10 @@ fn secret_file_edits(part: &str, base: usize, edits: &mut Vec<(usize, usize, &'s
         let (Some(k), Some(v)) = (c.name("k"), c.name("v")) else {
             continue;
         };
+        // A search over several files: only the secret files' lines.
+        if c.name("gp").is_some_and(|f| !is_secret_file(f.as_str())) {
+            continue;
+        }
         let Some((a, b)) = value_range(v.as_str()) else {
             continue;
         };
@@ -715,6 +734,21 @@ mod tests {
                 format!("{prefix}{sep}APP_SIGNATURE=[REDACTED:secret-file]\n")
             );
         }
+        // A search over several files: only the secret files' lines lose their values.
+        let search = format!(
+            ".env.example:3:HOOK={S2}\n.env.local:3:HOOK={S1}\nsrc/app.ts:12:const HOOK = process.env.HOOK;\n"
+        );
+        assert_eq!(
+            secret_file(&search),
+            format!(
+                ".env.example:3:HOOK={S2}\n.env.local:3:HOOK=[REDACTED:secret-file]\nsrc/app.ts:12:const HOOK = process.env.HOOK;\n"
+            )
+        );
+        // Public by name, and plain words, are kept.
+        let kept = format!(
+            "NEXT_PUBLIC_MINT={S1}\nTIMEZONE=Africa/Johannesburg\nAUTH_RATE_LIMIT=10/minute\n"
+        );
+        assert_eq!(secret_file(&kept), kept);
         // INI, YAML and JSON credential files.
         let ini = format!(
             "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\nregion = eu-west-1\nsigning = {S1}\n"

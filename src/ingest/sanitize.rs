@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 
 use super::adapters::{Item, LateResult};
 use super::reader::cap_excerpt;
-use super::redact::{Found, Redactor};
+use super::redact::{Found, Redactor, credential_shaped};
 use super::redact_files::{redact_file_writes, redact_secret_file, redact_structured};
 use super::redact_shell::{
     FILE_KEYS, OutputKind, input_file_kind, is_script, output_of_call, redact_commands,
@@ -92,7 +92,11 @@ impl Memory {
             ];
             classes.iter().filter(|c| **c).count() >= 2
         };
+        // A secret file's value is there by the file's kind, not its shape: only one that
+        // looks like a credential is worth finding elsewhere (not `10/minute`, a time zone).
+        let shaped = found.kind != "secret-file" || credential_shaped(v);
         let memorable = v.len() <= 4096
+            && shaped
             && ((v.len() >= 8 && random) || v.len() >= 20)
             && !v.chars().any(char::is_whitespace)
             && !v.contains("[REDACTED");
