@@ -16,6 +16,10 @@
 //!   `kubectl get -o yaml`, a manifest written or applied) loses every value of its `data` and
 //!   `stringData` (`[REDACTED:kubernetes-secret]`); an XML element named like a secret
 //!   (`<password>…</password>` in Maven's `settings.xml`) loses its text.
+//! * **Values that name themselves** ([`redact_structured`] too): a random run after a prefix of
+//!   words one of which is `secret`, `token` or `private` (`acme_secret_…`, `TOKEN-…`;
+//!   `AGE-SECRET-KEY-1…` has a rule of its own in [`super::redact`]) is
+//!   `[REDACTED:prefixed-secret]`; the prefix is kept.
 //!
 //! Names and structure are kept, so a tool still sees which file was read or which key was
 //! set; only the values go, and each is reported ([`Found`]) so that the sanitizer finds it again
@@ -37,6 +41,8 @@ const SECRET_FILE: &str = "secret-file";
 const SENSITIVE: &str = "sensitive-output";
 /// The kind of a value of a Kubernetes Secret.
 const KUBERNETES_SECRET: &str = "kubernetes-secret";
+/// The kind of a value whose own prefix names it a secret.
+const SELF_NAMED_KIND: &str = "prefixed-secret";
 
 /// Whether every value of the file at `path` is a secret (see the module documentation).
 pub fn is_secret_file(path: &str) -> bool {
@@ -335,12 +341,43 @@ static STRUCTURE_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
         .expect("structure literals compile")
 });
 
-/// Redacts what a structure marks as secret (see the module documentation).
+/// A value whose own prefix says it is a secret (`AGE-SECRET-KEY-1…`, `acme_secret_…`,
+/// `TOKEN-…`, `private-…`): words joined by `-`/`_`, one of them a secret word, then a random
+/// run of 24 characters or more (group `v`).
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
+static SELF_NAMED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"\b(?:[A-Za-z0-9]+[-_])*(?:SECRET|Secret|secret|TOKEN|Token|token|PRIVATE|Private|private)(?:[-_][A-Za-z]+)*[-_](?P<v>[A-Za-z0-9]{24,})\b",
+    )
+    .expect("self-named secret pattern compiles")
+});
+
+/// Whether a run behind a secret-named prefix is random: a credential's shape, with digits
+/// and letters mixed four times or more (`ProviderFactory2024` is a name, not a key).
+fn random_run(v: &str) -> bool {
+    let b = v.as_bytes();
+    let mixes = b
+        .windows(2)
+        .filter(|w| w[0].is_ascii_digit() != w[1].is_ascii_digit())
+        .count();
+    mixes >= 4 && credential_shaped(v)
+}
+
+/// Redacts what a structure marks as secret, and values that name themselves secrets (see the
+/// module documentation).
 pub fn redact_structured<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, str> {
-    if !STRUCTURE_LITERALS.is_match(text) {
-        return Cow::Borrowed(text);
-    }
     let mut edits = Vec::new();
+    for c in SELF_NAMED.captures_iter(text) {
+        if let Some(v) = c.name("v")
+            && random_run(v.as_str())
+        {
+            edits.push((v.start(), v.end(), SELF_NAMED_KIND));
+        }
+    }
+    if !STRUCTURE_LITERALS.is_match(text) {
+        return apply(text, edits, found);
+    }
     sensitive_values(text, &mut edits);
     kubernetes_secret_yaml(text, &mut edits);
     kubernetes_secret_json(text, &mut edits);
@@ -865,6 +902,30 @@ mod tests {
             out.contains("<privateKey>${user.home}/.ssh/id_rsa</privateKey>"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn values_that_name_themselves_secrets() {
+        let run = "K7x2Qm9Tz4Lp8Vb3Nc6Wd1Hf5Rj0Ys";
+        for (text, want) in [
+            (
+                format!("echo acme_secret_{run} > key"),
+                "echo acme_secret_[REDACTED:prefixed-secret] > key".to_string(),
+            ),
+            (
+                format!("Your token: TOKEN-LIVE-{run}"),
+                "Your token: TOKEN-LIVE-[REDACTED:prefixed-secret]".to_string(),
+            ),
+        ] {
+            assert_eq!(redact_structured(&text, &mut Vec::new()), want);
+        }
+        for kept in [
+            "secret_manager_ProviderFactoryImpl2024Version",
+            "token_validation_request_handler_factory",
+            "private-registry-2026-11-28-build-1234",
+        ] {
+            assert_eq!(redact_structured(kept, &mut Vec::new()), kept);
+        }
     }
 
     #[test]
