@@ -2193,6 +2193,76 @@ pub fn redact_secret_output<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Credentials given to a client as one `user:password` word
+
+/// `-a USER:PASS`, `-u USER,PASS`, `--auth=USER:PASS`, `--basic-auth USER%PASS`: the option
+/// names of clients that take a user and a password in one word (httpie `-a`, lftp `-u`,
+/// `--user`, …), whatever the program (group `p` is the password).
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
+static CREDENTIAL_FLAG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?:^|[\s;&|(])(?P<f>-a|-u|-U|--user|--auth|--basic-auth|--credentials|--creds|--userpass|--login)(?:[ \t]+|=)(?P<q>["']?)(?P<u>[A-Za-z0-9._+\-\\]+)[:,%](?P<p>[^\s"'`;&|<>()]+)"#,
+    )
+    .expect("credential flag pattern compiles")
+});
+
+/// Redacts the password of a `user:password` word given to a client's credential option (see
+/// [`CREDENTIAL_FLAG`]). Kept: references (`$PASS`), paths and hosts (`rsync -a host:dir/`),
+/// `uid:gid` numbers, and after `-u`/`-U`/`--user` a plain lower-case word (`-u app:staff` is a
+/// user and a group).
+pub fn redact_credential_flags<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, str> {
+    if !text.contains(" -") {
+        return Cow::Borrowed(text);
+    }
+    let mut edits: Vec<(usize, usize)> = Vec::new();
+    for c in CREDENTIAL_FLAG.captures_iter(text) {
+        let (Some(flag), Some(pass)) = (c.name("f"), c.name("p")) else {
+            continue;
+        };
+        let quote = c.name("q").map_or("", |q| q.as_str());
+        let mut value = pass.as_str();
+        if !quote.is_empty() {
+            value = value.trim_end_matches(quote);
+        }
+        let user_like = matches!(flag.as_str(), "-u" | "-U" | "--user");
+        let group_like = value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'_');
+        if value.is_empty()
+            || value.contains("[REDACTED")
+            || value.contains('/')
+            || value.contains('@')
+            || value.bytes().all(|b| b.is_ascii_digit())
+            || (user_like && group_like)
+            || !value_is_secret(Keyword::Password, value)
+        {
+            continue;
+        }
+        edits.push((pass.start(), pass.start() + value.len()));
+    }
+    if edits.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (start, end) in edits {
+        if start < last {
+            continue;
+        }
+        found.push(Found {
+            value: text[start..end].to_owned(),
+            kind: "password-flag",
+        });
+        out.push_str(&text[last..start]);
+        out.push_str("[REDACTED:password-flag]");
+        last = end;
+    }
+    out.push_str(&text[last..]);
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2216,6 +2286,36 @@ mod tests {
             {
                 return s;
             }
+        }
+    }
+
+    #[test]
+    fn user_and_password_in_one_word_of_any_client() {
+        let pw = fake(71, 14);
+        for (line, want) in [
+            (
+                format!("http -a admin:{pw} POST https://api.example.com/deploy"),
+                "http -a admin:[REDACTED:password-flag] POST https://api.example.com/deploy",
+            ),
+            (
+                format!("lftp -u deploy,{pw} sftp://files.example.com"),
+                "lftp -u deploy,[REDACTED:password-flag] sftp://files.example.com",
+            ),
+            (
+                format!("xh --auth='ci:{pw}' get api.example.com"),
+                "xh --auth='ci:[REDACTED:password-flag]' get api.example.com",
+            ),
+        ] {
+            assert_eq!(redact_credential_flags(&line, &mut Vec::new()), want);
+        }
+        for kept in [
+            "docker run -u 1000:1000 alpine id",
+            "docker run -u app:staff alpine id",
+            "rsync -a backup:data/ ./data",
+            "http -a admin:$API_PASSWORD POST https://api.example.com",
+            "lftp -u deploy, sftp://files.example.com",
+        ] {
+            assert_eq!(redact_credential_flags(kept, &mut Vec::new()), kept);
         }
     }
 

@@ -31,7 +31,7 @@ use super::redact::{Found, Redactor, credential_shaped};
 use super::redact_files::{redact_file_writes, redact_secret_file, redact_structured};
 use super::redact_shell::{
     FILE_KEYS, OutputKind, input_file_kind, is_script, output_of_call, redact_commands,
-    redact_file_formats, redact_secret_output,
+    redact_credential_flags, redact_file_formats, redact_secret_output,
 };
 use crate::action::Action;
 
@@ -205,6 +205,12 @@ impl<'r> Sanitizer<'r> {
                 || s.contains("*** Begin Patch");
             if commands && let Cow::Owned(o) = redact_commands(self.redactor, s, &mut found) {
                 changed = Some(o);
+            }
+            if commands {
+                let current = changed.as_deref().unwrap_or(s);
+                if let Cow::Owned(o) = redact_credential_flags(current, &mut found) {
+                    changed = Some(o);
+                }
             }
             if mentioned.netrc || mentioned.pgpass {
                 let current = changed.as_deref().unwrap_or(s);
