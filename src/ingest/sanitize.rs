@@ -32,6 +32,7 @@ use super::redact_shell::{
     OutputKind, input_file_kind, is_script, output_of_call, redact_commands, redact_file_formats,
     redact_secret_output,
 };
+use super::redact_stdin::redact_prompts;
 use crate::action::Action;
 
 /// The key of the sanitizer's part in a checkpoint's parser state.
@@ -199,6 +200,11 @@ impl<'r> Sanitizer<'r> {
                 || writes_script
                 || s.contains("*** Begin Patch");
             if commands && let Cow::Owned(o) = redact_commands(self.redactor, s, &mut found) {
+                changed = Some(o);
+            }
+            // What a command feeds a password prompt, what an expect script sends to one.
+            let current = changed.as_deref().unwrap_or(s);
+            if let Cow::Owned(o) = redact_prompts(current, commands, &mut found) {
                 changed = Some(o);
             }
             if mentioned.netrc || mentioned.pgpass {
