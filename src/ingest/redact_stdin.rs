@@ -528,18 +528,25 @@ fn stdin_edits(text: &str, edits: &mut Vec<(usize, usize, String, &'static str)>
     }
 }
 
-/// Where a script waits for output (`expect "Password:"`, `child.expect(…)`,
-/// `tn.read_until(b"Password: ")`) and where it answers (`send "…\r"`, `sendline(…)`,
-/// `write(b"…\n")`).
+/// Where a script waits for output and where it answers. Tcl: `expect "Password:"` then
+/// `send "…\r"`; Python's pexpect (and the like): `child.expect('Password')` then
+/// `child.sendline('…')`; telnetlib: `tn.read_until(b"Password: ")` then `tn.write(b"…\n")`.
+/// Bare `expect(` (a test assertion) is not a wait; a method answer needs its parenthesis.
 // A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
 #[allow(clippy::expect_used)]
 static EXPECT_MARKS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r#"(?m)(?P<wait>(?:^|[\s;{\[])(?:exp_)?expect(?:_before|_after)?[ \t]+|\.(?:expect|expect_exact|read_until|readuntil|wait_for|waitFor|expect_list)\s*\()"#,
-        r#"|(?P<send>(?:^|[\s;{\[])(?:exp_)?send(?:[ \t]+-(?:-|s|h|i[ \t]+\S+|raw))*[ \t]+|\.(?:sendline|send|write|send_keys|puts|print)\s*\(?\s*)"#,
+        r#"(?m)(?P<wait>(?:^|[\s;{\[])(?:exp_)?expect(?:_before|_after)?[ \t]+|\.(?:expect|expect_exact|expect_list)\s*\()"#,
+        r#"|(?P<until>\.(?:read_until|readuntil|wait_for|waitFor)\s*\()"#,
+        r#"|(?P<send>(?:^|[\s;{\[])(?:exp_)?send(?:[ \t]+-(?:-|s|h|i[ \t]+\S+|raw))*[ \t]+)"#,
+        r#"|(?P<sendline>\.(?:sendline|send|send_slow)\s*\(\s*)"#,
+        r#"|(?P<write>\.write\s*\(\s*)"#,
     ))
     .expect("expect marks compile")
 });
+
+/// How far after its wait a send may be and still answer it.
+const ANSWER_WITHIN: usize = 400;
 
 /// A prompt that asks for a secret.
 // A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
@@ -626,26 +633,54 @@ fn trim_line_end(text: &str, start: usize, end: usize) -> (usize, usize) {
 }
 
 fn expect_edits(text: &str, edits: &mut Vec<(usize, usize, String, &'static str)>) {
+    // The last mark (a wait or an answer), and the kind of the last wait.
     let mut last_mark: Option<usize> = None;
-    let mut seen_wait = false;
+    let mut last_wait: Option<(usize, &str)> = None;
     let mut answered: Vec<String> = Vec::new();
     for c in EXPECT_MARKS.captures_iter(text) {
         let Some(m) = c.get(0) else {
             continue;
         };
-        if c.name("wait").is_some() {
-            seen_wait = true;
+        let wait = if c.name("wait").is_some() {
+            Some("expect")
+        } else if c.name("until").is_some() {
+            Some("until")
+        } else {
+            None
+        };
+        if let Some(w) = wait {
+            last_wait = Some((m.start(), w));
             last_mark = Some(m.start());
             continue;
         }
         let region_start = last_mark.unwrap_or(m.start());
         last_mark = Some(m.end());
-        if !seen_wait {
+        let Some((wait_at, wait_kind)) = last_wait else {
+            continue;
+        };
+        // A Tcl `send`, a pexpect `sendline(` after an `expect`; a `write(` after a
+        // `read_until(`.
+        let fits = if c.name("write").is_some() {
+            wait_kind == "until"
+        } else {
+            true
+        };
+        if !fits || m.start().saturating_sub(wait_at) > ANSWER_WITHIN {
             continue;
         }
+        let method = c.name("sendline").is_some() || c.name("write").is_some();
         let Some((a, b)) = literal_at(text, m.end()) else {
             continue;
         };
+        // A method's bare argument is a variable, not a literal.
+        if method
+            && !matches!(
+                text.as_bytes().get(m.end()),
+                Some(b'"' | b'\'' | b'b' | b'r' | b'u' | b'B' | b'R' | b'U' | b'\\')
+            )
+        {
+            continue;
+        }
         let value = &text[a..b];
         let prompt = &text[region_start..m.start()];
         let asked = SECRET_PROMPT.is_match(prompt) || answered.iter().any(|v| v == value);
@@ -903,6 +938,10 @@ mod tests {
         "child.expect('Password:')\nchild.sendline(password)",
         "expect(screen.getByLabelText('Password')).toBeInTheDocument();\nawait user.type(input, 'Abc123!x');",
         "ssh-keygen -t ed25519 -f key -N '' <<< y",
+        "expect(screen.getByText('Password')).toBeVisible();\nclient.sendMessage(session.id, 'Abc123!x');",
+        "let pw = read_password().expect(\"password prompt failed\");\nfile.write(b\"Abc123!xyz\")?;",
+        "child.expect('Password:')\nchild.sendline(user_password)",
+        "const token = res.expect('token');\nsocket.send(JSON.stringify(msg));",
     ];
 
     #[test]

@@ -1176,7 +1176,7 @@ fn by_program(program: &str, a: &Args<'_>, rest: &[Word], editor_prints: bool) -
                 code_prints_secret(code)
                     || (matches!(program, "node" | "nodejs" | "bun" | "deno")
                         && a.any(&["-p", "--print"])
-                        && code_names_secret(code))
+                        && names_secret_unmasked(code))
             } else if a.positionals.iter().any(|w| w.ends_with("manage.py"))
                 && a.positionals.contains(&"shell")
             {
@@ -1273,33 +1273,32 @@ fn aws(a: &Args<'_>) -> bool {
 }
 
 /// Whether a one-liner of code (`python -c`, `ruby -e`, `rails runner`, `tinker --execute`)
-/// prints a secret: it prints, and it reads a secret variable, a framework's credentials, or
-/// makes a random secret.
+/// prints a secret: it makes a random secret and prints, or what one of its print calls prints
+/// names a secret (`print(os.environ['API_TOKEN'])`, `puts Rails.application.credentials.x`),
+/// unmasked (`console.log(process.env.DB_PASSWORD ? 'set' : 'missing')` prints no secret).
 pub(super) fn code_prints_secret(code: &str) -> bool {
     const PRINTS: &[&str] = &[
-        "print",
-        "puts",
-        "console.log",
-        "echo",
-        "p ",
+        "print(",
+        "print ",
+        "puts ",
+        "puts(",
+        "console.log(",
+        "echo ",
+        "p(",
         "pp ",
-        "say",
-        "System.out",
-        "fmt.Print",
-        "var_dump",
+        "say ",
+        "System.out.println(",
+        "fmt.Println(",
+        "var_dump(",
         "dump(",
-        "write(",
-        "println",
-        "printf",
-        "Write-Output",
+        "println!(",
+        "printf(",
+        "Write-Output ",
         "dd(",
+        "process.stdout.write(",
+        "console.info(",
+        "console.error(",
     ];
-    PRINTS.iter().any(|p| code.contains(p)) && code_names_secret(code)
-}
-
-/// Whether code reads a secret (a secret-named identifier or key, credentials, a random
-/// secret generator).
-fn code_names_secret(code: &str) -> bool {
     const MAKES: &[&str] = &[
         "token_hex",
         "token_urlsafe",
@@ -1309,30 +1308,111 @@ fn code_names_secret(code: &str) -> bool {
         "get_random_secret_key",
         "SecureRandom",
         "generate_key",
-        "secrets.choice",
         "randbytes",
-        "credentials",
-        "secret_key_base",
-        "Fernet",
         "random_bytes",
         "openssl_random",
-        "crypto.randomUUID",
         "getRandomValues",
     ];
-    if MAKES.iter().any(|m| code.contains(m)) {
+    let mut prints = false;
+    for p in PRINTS {
+        let mut from = 0;
+        while let Some(at) = code[from..].find(p).map(|n| from + n) {
+            from = at + p.len();
+            // `sprint(`, `output(`: another function.
+            if code[..at]
+                .bytes()
+                .next_back()
+                .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                continue;
+            }
+            prints = true;
+            let arg = print_argument(&code[from..]);
+            if names_secret_unmasked(arg) {
+                return true;
+            }
+        }
+    }
+    prints && MAKES.iter().any(|m| code.contains(m))
+}
+
+/// The argument of a print call whose text starts at `rest`: up to its closing bracket, or
+/// the end of the statement.
+fn print_argument(rest: &str) -> &str {
+    let mut depth = 0i32;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => {
+                depth -= 1;
+                if depth < 0 {
+                    return &rest[..i];
+                }
+            }
+            ';' | '\n' if depth <= 0 => return &rest[..i],
+            _ => {}
+        }
+    }
+    rest
+}
+
+/// Whether printed code names a secret (a compound identifier or key such as `API_TOKEN`,
+/// `apiKey`, `SECRET_KEY`, or `credentials`), without masking it (a test, a length, a
+/// slice).
+fn names_secret_unmasked(arg: &str) -> bool {
+    const MASKS: &[&str] = &[
+        "?",
+        " if ",
+        "len(",
+        ".length",
+        "bool(",
+        "!!",
+        " is not None",
+        " in os.environ",
+        "Boolean(",
+        ".slice(",
+        "substring",
+        "[:",
+        "present?",
+        ".nil?",
+        "isset(",
+        "!empty",
+        "startswith",
+        "startsWith",
+        "hash",
+        "sha256",
+        "md5",
+    ];
+    if MASKS.iter().any(|m| arg.contains(m)) {
+        return false;
+    }
+    if arg.contains("credentials") || arg.contains("Credentials") {
         return true;
     }
+    // Configuration paths: `config("services.stripe.secret")`, `config('app.key')`.
+    let path_secret = arg
+        .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-')))
+        .any(|t| (t.contains('.') || t.contains(':')) && t.len() > 3 && says_secret(t));
+    if path_secret {
+        return true;
+    }
+    let b = arg.as_bytes();
     let mut i = 0;
-    let b = code.as_bytes();
     while i < b.len() {
         if b[i].is_ascii_alphabetic() || b[i] == b'_' {
             let start = i;
             while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
                 i += 1;
             }
-            let ident = &code[start..i];
-            if ident.len() > 3 && classify_name(ident, false).is_some_and(|kw| kw != Keyword::Weak)
-            {
+            let ident = &arg[start..i];
+            // A bare `token` or `password` is a variable of any kind; a compound name says
+            // what it holds.
+            let compound = ident.contains('_')
+                || ident
+                    .as_bytes()
+                    .windows(2)
+                    .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase());
+            if compound && classify_name(ident, false).is_some_and(|kw| kw != Keyword::Weak) {
                 return true;
             }
         } else {
@@ -1634,6 +1714,11 @@ mod tests {
         "wg show",
         "echo \"$(date)\"",
         "uuidgen",
+        // Code that names a secret but prints none of it (from the shared corpus).
+        "node -e \"require('dotenv').config(); console.log('pass:', process.env.DB_PASSWORD ? '[set]' : '[missing]');\"",
+        "node -e \"const pool = new Pool({ user: 'app', password: 'x' }); pool.query('SELECT 1').then(r => { console.log('OK'); });\"",
+        "node -e \"const {NATIVE_MINT_2022}=require('@solana/spl-token'); console.log(NATIVE_MINT_2022.toBase58())\"",
+        "python3 -c 'import os; print(len(os.environ[\"API_TOKEN\"]))'",
     ];
 
     #[test]

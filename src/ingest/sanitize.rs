@@ -280,6 +280,10 @@ impl<'r> Sanitizer<'r> {
         {
             text = Cow::Owned(o);
         }
+        // An expect script shown (`cat login.exp`, a `Read` of it) sends what it sent.
+        if let Cow::Owned(o) = redact_prompts(&text, false, &mut found) {
+            text = Cow::Owned(o);
+        }
         self.remember(&found);
         let text = match self.memory.redact(&text) {
             Cow::Owned(o) => o,

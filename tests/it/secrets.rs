@@ -325,14 +325,23 @@ fn secret_stores_and_prompts_stay_out_of_the_store() {
     let s: Vec<String> = (0..8).map(|i| fake(900 + i, ALNUM, 22)).collect();
     let calls = vec![
         bash("terraform output -raw db_password", &s[0]),
-        bash("aws configure get aws_secret_access_key", &format!("{}\n", s[1])),
-        bash("gpg --quiet -d notes.txt.gpg", &format!("smtp relay\n{}\n", s[2])),
+        bash(
+            "aws configure get aws_secret_access_key",
+            &format!("{}\n", s[1]),
+        ),
+        bash(
+            "gpg --quiet -d notes.txt.gpg",
+            &format!("smtp relay\n{}\n", s[2]),
+        ),
         bash(
             &format!("sudo -S systemctl restart app <<< '{}'", s[3]),
             "[sudo] password for dev: ",
         ),
         bash(
-            &format!("./scripts/setup.sh <<EOF\nadmin\nadmin@example.com\n{0}\n{0}\nEOF", s[4]),
+            &format!(
+                "./scripts/setup.sh <<EOF\nadmin\nadmin@example.com\n{0}\n{0}\nEOF",
+                s[4]
+            ),
             "Admin created.\n",
         ),
         bash(
@@ -349,14 +358,23 @@ fn secret_stores_and_prompts_stay_out_of_the_store() {
             output: "File created successfully at: /home/dev/shop/tools/login.py".into(),
         },
         bash(
-            &format!("printf 'protocol=https\\nhost=git.example.com\\nusername=ci\\npassword={}\\n' | git credential approve", s[7]),
+            &format!(
+                "printf 'protocol=https\\nhost=git.example.com\\nusername=ci\\npassword={}\\n' | git credential approve",
+                s[7]
+            ),
             "",
         ),
         // Look-alikes.
         bash("aws configure get region", "eu-west-1\n"),
         bash("terraform output -raw vpc_id", "vpc-0a1b2c3d4e5f60718"),
-        bash("gpg -d backup.tar.gpg -o backup.tar", "gpg: encrypted with cv25519 key\n"),
-        bash("pass ls", "Password Store\n├── infra\n│   └── db\n└── web\n"),
+        bash(
+            "gpg -d backup.tar.gpg -o backup.tar",
+            "gpg: encrypted with cv25519 key\n",
+        ),
+        bash(
+            "pass ls",
+            "Password Store\n├── infra\n│   └── db\n└── web\n",
+        ),
         bash(
             "./scripts/setup.sh <<EOF\nadmin\nyes\n/srv/shop\nEOF",
             "Installed to /srv/shop\n",
