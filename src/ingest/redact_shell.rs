@@ -24,7 +24,7 @@ use regex::Regex;
 
 use super::redact::{Found, Keyword, Redactor, classify_name, name_kind, value_is_secret};
 use super::redact_stdin::reads_secret_stdin;
-use super::redact_stores::{plain_name, store_prints_secret};
+use super::redact_stores::{plain_name, says_secret, store_prints_secret};
 
 /// Literals one of which every command the table knows contains; a text holding none of them
 /// is not split at all. Whole words of three letters or more: a short prefix (`ch…`, `7z`)
@@ -130,7 +130,7 @@ static OUTPUT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
         r"infisical|railway|variables|artisan|console|user-secrets|phx\.gen|runner|tinker|",
         r"heroku|dokku|netlify|firebase|terraform|tofu|pulumi|keyring|kwallet|lpass|",
         r"\bop\b|\bbw\b|\bage\b|\brage\b|\beb\b|\bcf\b|\bsts\b|assume|swarm|ansible|",
-        r"print|puts|\bwg\b|sas\b|connection-string|rbac|env:get|fill|get-|reveal)"
+        r"print|puts|\bwg\b|sas\b|connection-string|rbac|env:get|fill|get-|reveal|random)"
     ))
     .expect("output literals compile")
 });
@@ -2176,7 +2176,7 @@ fn expands_secret_variable(word: &str) -> bool {
                 .unwrap_or(rest.len());
             &rest[..end]
         };
-        if !name.is_empty() && classify_name(name, false).is_some() {
+        if !name.is_empty() && (classify_name(name, false).is_some() || says_secret(name)) {
             return true;
         }
         i = at + 1;
@@ -2209,9 +2209,9 @@ pub fn output_of_command(line: &str) -> OutputKind {
         let mut here = OutputKind::default();
         match program {
             "printenv" => {
-                here.secret = words
-                    .iter()
-                    .any(|w| !w.starts_with('-') && classify_name(w, false).is_some());
+                here.secret = words.iter().any(|w| {
+                    !w.starts_with('-') && (classify_name(w, false).is_some() || says_secret(w))
+                });
             }
             "echo" | "printf" | "print" => {
                 here.secret = args.iter().any(|w| {

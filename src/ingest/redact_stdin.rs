@@ -30,6 +30,7 @@ use regex::Regex;
 
 use super::redact::{Found, Keyword, value_is_secret};
 use super::redact_shell::{Command, Word, basename, program_index, split};
+use super::redact_stores::says_secret;
 
 /// How a program reads what is fed to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +47,9 @@ enum Feed {
     EnvLines,
     /// Answers to questions: password-shaped lines only.
     Answers,
+    /// A client's command script (`ftp`, `lftp`, `redis-cli`): the password of its `user NAME
+    /// PASS`, `pass PASS`, `AUTH [USER] PASS` and `open -u USER,PASS` lines.
+    ClientScript,
 }
 
 /// Whether a command reads a secret from its standard input (what is piped into it is then
@@ -105,11 +109,63 @@ fn feed(cmd: &Command) -> Option<Feed> {
     {
         return Some(Feed::FirstLine);
     }
+    // A secret-named option that reads standard input (`--secret-string file:///dev/stdin`,
+    // `--token-file -`, `--from-file=key=/dev/stdin`, `password=-`).
+    let reads_stdin = |v: &str| {
+        let v = v.rsplit_once('=').map_or(v, |(_, v)| v);
+        stdin_path(v) || v.ends_with("/dev/stdin") || v == "@/dev/stdin"
+    };
+    let secret_option_from_stdin = args.iter().enumerate().any(|(k, a)| {
+        let (name, v) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with('-') => (n, Some(v)),
+            _ if a.starts_with("--") => (*a, args.get(k + 1).copied()),
+            _ => return false,
+        };
+        v.is_some_and(reads_stdin)
+            && (says_secret(name.trim_start_matches('-')) || name == "--from-file")
+    });
+    let pair_from_stdin = matches!(program, "vault" | "bao")
+        && args.iter().any(|a| {
+            a.split_once('=')
+                .is_some_and(|(k, v)| !k.starts_with('-') && (v == "-" || v == "@/dev/stdin"))
+        });
+    if secret_option_from_stdin || pair_from_stdin {
+        return Some(Feed::AllLines);
+    }
     let feed = match program {
         "passwd" | "smbpasswd" | "pdbedit" | "mosquitto_passwd" | "vncpasswd" | "x11vnc" => {
             Feed::AllLines
         }
         "chpasswd" | "chgpasswd" | "newusers" => Feed::UserPass,
+        // `htpasswd -c FILE USER` asks for the password twice (not with `-b`, `-n` alone).
+        "htpasswd"
+            if !args.iter().any(|a| {
+                a.starts_with('-') && !a.starts_with("--") && a.contains(['b', 'D', 'v'])
+            }) =>
+        {
+            Feed::AllLines
+        }
+        // Without `-p`, `-f`, `-e`, sshpass reads the password on stdin (`-d 0` too).
+        "sshpass"
+            if !has("-p")
+                && !has("-f")
+                && !has("-e")
+                && !args.iter().any(|a| a.starts_with("-p")) =>
+        {
+            Feed::FirstLine
+        }
+        "ftp" | "lftp" | "sftp" | "ncftp" | "redis-cli" | "valkey-cli" | "keydb-cli" => {
+            Feed::ClientScript
+        }
+        "telnet" => Feed::Answers,
+        "gh" if sub(&["secret", "set"])
+            && !has("--body")
+            && !has("-b")
+            && !has("--env-file")
+            && !has("-f") =>
+        {
+            Feed::AllLines
+        }
         "htpasswd"
             if args
                 .iter()
@@ -167,6 +223,17 @@ fn feed(cmd: &Command) -> Option<Feed> {
         _ if (program.starts_with("git-credential-")
             || program.starts_with("docker-credential-"))
             && sub(&["store"]) =>
+        {
+            Feed::CredentialLines
+        }
+        // `git credential-store store`, `git credential-manager store`.
+        "git"
+            if positionals
+                .first()
+                .is_some_and(|p| p.starts_with("credential-"))
+                && positionals
+                    .get(1)
+                    .is_some_and(|p| matches!(*p, "store" | "approve")) =>
         {
             Feed::CredentialLines
         }
@@ -359,6 +426,11 @@ fn producer_lines(text: &str, producer: &Command, out: &mut Vec<Line>) {
                 None => {}
             }
         }
+        "yes" => {
+            if let Some(w) = args.first() {
+                word_lines(text, w, false, out);
+            }
+        }
         "cat" if args.is_empty() || args.iter().all(|w| w.value == "-") => {
             for &(a, b) in &producer.heredocs {
                 body_lines(text, a, b, out);
@@ -427,6 +499,33 @@ fn plausible_repeated(v: &str) -> bool {
         && !v.starts_with("[REDACTED")
 }
 
+/// The password in one line of a client's script: `user NAME PASS`, `pass PASS`, `AUTH
+/// [USER] PASS`, `open -u USER,PASS HOST` (its range in the text, and the value).
+fn client_script_password(l: &Line) -> Option<((usize, usize), String)> {
+    if l.range.1 - l.range.0 != l.value.len() {
+        return None; // escapes between the text and the value: no exact place
+    }
+    let words: Vec<(usize, &str)> = l
+        .value
+        .split_whitespace()
+        .map(|w| (w.as_ptr() as usize - l.value.as_ptr() as usize, w))
+        .collect();
+    let first = words.first()?.1.to_ascii_lowercase();
+    let (at, v) = match first.as_str() {
+        "user" if words.len() >= 3 => words[2],
+        "pass" | "password" if words.len() == 2 => words[1],
+        "auth" if words.len() >= 2 => *words.last()?,
+        "open" | "lftp" => {
+            let k = words.iter().position(|(_, w)| *w == "-u")?;
+            let (at, cred) = words.get(k + 1)?;
+            let (user, pass) = cred.split_once(',')?;
+            (at + user.len() + 1, pass)
+        }
+        _ => return None,
+    };
+    Some(((l.range.0 + at, l.range.0 + at + v.len()), v.to_owned()))
+}
+
 /// Which lines of `lines` are secrets for a feed, and the range of each secret.
 fn secret_lines(feed: Feed, lines: &[Line]) -> Vec<((usize, usize), String, &'static str)> {
     let mut out = Vec::new();
@@ -474,6 +573,15 @@ fn secret_lines(feed: Feed, lines: &[Line]) -> Vec<((usize, usize), String, &'st
                 }
             }
         }
+        Feed::ClientScript => {
+            for l in &content {
+                if let Some((range, v)) = client_script_password(l)
+                    && password(&v)
+                {
+                    out.push((range, v, "stdin-secret"));
+                }
+            }
+        }
         Feed::Answers => {
             for (k, l) in content.iter().enumerate() {
                 let twice = content.get(k + 1).is_some_and(|n| n.value == l.value)
@@ -504,6 +612,9 @@ pub(super) fn redact_prompts<'a>(
     }
     if text.contains("xpect") || text.contains("read_until") {
         expect_edits(text, &mut edits);
+    }
+    if text.contains("input=") || text.contains("communicate(") || text.contains("stdin.write(") {
+        program_input_edits(text, &mut edits);
     }
     apply(text, edits, found)
 }
@@ -698,6 +809,62 @@ fn expect_edits(text: &str, edits: &mut Vec<(usize, usize, String, &'static str)
     }
 }
 
+/// Where a program's code feeds a child process's standard input (`subprocess.run(…,
+/// input="…")`, `p.communicate(b"…")`, `p.stdin.write("…")`).
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
+static INPUT_MARKS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:\binput\s*=\s*|\.communicate\(\s*(?:input\s*=\s*)?|\bstdin\.write\(\s*)")
+        .expect("input marks compile")
+});
+
+/// What a child process that reads a secret on stdin says on its command line.
+const STDIN_READERS: &[&str] = &[
+    "\"-S\"",
+    "'-S'",
+    "sudo -S",
+    "passwd",
+    "--password-stdin",
+    "--with-token",
+    "kinit",
+    "chpasswd",
+    "--passphrase-fd",
+    "-passin",
+    "--stdin",
+];
+
+/// The literal a program feeds to a child that reads a secret on stdin (`subprocess.run(["sudo",
+/// "-S", …], input="…")`): the child's command must be in the 300 bytes before.
+fn program_input_edits(text: &str, edits: &mut Vec<(usize, usize, String, &'static str)>) {
+    for m in INPUT_MARKS.find_iter(text) {
+        let mut from = m.start().saturating_sub(300);
+        while !text.is_char_boundary(from) {
+            from += 1;
+        }
+        let before = &text[from..m.start()];
+        if !STDIN_READERS.iter().any(|r| before.contains(r)) {
+            continue;
+        }
+        let Some((a, b)) = literal_at(text, m.end()) else {
+            continue;
+        };
+        if !matches!(
+            text.as_bytes().get(m.end()),
+            Some(b'"' | b'\'' | b'b' | b'B' | b'\\')
+        ) {
+            continue;
+        }
+        let value = &text[a..b];
+        if value.contains("[REDACTED:")
+            || value.starts_with(['$', '{'])
+            || !value_is_secret(Keyword::Password, value)
+        {
+            continue;
+        }
+        edits.push((a, b, value.to_owned(), "stdin-secret"));
+    }
+}
+
 /// Applies the edits (in text order, overlaps dropped) and reports the values.
 fn apply<'a>(
     text: &'a str,
@@ -837,6 +1004,53 @@ mod tests {
             "stdin-secret",
         ),
         ("ansible-playbook site.yml -K <<< {S}", "stdin-secret"),
+        ("yes {S} | sudo -S true", "stdin-secret"),
+        (
+            "htpasswd -c /etc/nginx/.htpasswd admin <<EOF\n{S}\n{S}\nEOF",
+            "stdin-secret",
+        ),
+        ("sshpass ssh deploy@web1 uptime <<< {S}", "stdin-secret"),
+        (
+            "ftp -n files.example.com <<EOF\nuser ann {S}\nbinary\nput build.tar\nbye\nEOF",
+            "stdin-secret",
+        ),
+        (
+            "lftp <<EOF\nopen -u ann,{S} sftp://files.example.com\nmirror -R dist /www\nEOF",
+            "stdin-secret",
+        ),
+        (
+            "redis-cli -h cache <<EOF\nAUTH {S}\nFLUSHDB\nEOF",
+            "stdin-secret",
+        ),
+        (
+            "gh secret set STRIPE_KEY --repo acme/shop <<< {S}",
+            "stdin-secret",
+        ),
+        (
+            "echo -n {S} | kubectl create secret generic api --from-file=token=/dev/stdin",
+            "stdin-secret",
+        ),
+        (
+            "aws secretsmanager put-secret-value --secret-id db --secret-string file:///dev/stdin <<< {S}",
+            "stdin-secret",
+        ),
+        ("vault kv put secret/app api_key=- <<< {S}", "stdin-secret"),
+        (
+            "git credential-store --file ~/.git-credentials store <<EOF\nprotocol=https\nhost=git.example.com\nusername=ci\npassword={S}\nEOF",
+            "secret-assignment",
+        ),
+        (
+            "telnet switch1 <<EOF\nadmin\n{S}\nshow run\nEOF",
+            "prompt-answer",
+        ),
+        (
+            "python3 -c \"import subprocess; subprocess.run(['sudo', '-S', 'apt-get', 'update'], input='{S}\\n', text=True)\"",
+            "stdin-secret",
+        ),
+        (
+            "p = subprocess.Popen(['sudo', '-S', 'reboot'], stdin=subprocess.PIPE)\np.communicate(b'{S}\\n')",
+            "stdin-secret",
+        ),
         // Answers to a script's prompts: the password-shaped lines.
         (
             "./setup.sh <<EOF\nadmin\nadmin@example.com\n{S}\n{S}\ny\nEOF",
@@ -942,6 +1156,10 @@ mod tests {
         "let pw = read_password().expect(\"password prompt failed\");\nfile.write(b\"Abc123!xyz\")?;",
         "child.expect('Password:')\nchild.sendline(user_password)",
         "const token = res.expect('token');\nsocket.send(JSON.stringify(msg));",
+        "subprocess.run(['git', 'commit', '-F', '-'], input='Fix: Abc123!x', text=True)",
+        "redis-cli -h cache <<EOF\nSET user:1 Abc123!x\nEOF",
+        "ftp -n files.example.com <<EOF\nuser ann $FTP_PASSWORD\nbye\nEOF",
+        "htpasswd -nbB admin \"$PW\"",
     ];
 
     #[test]

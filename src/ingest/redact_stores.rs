@@ -31,7 +31,7 @@
 //! reads of plain names (`aws configure get region`, `terraform output vpc_id`).
 
 use super::redact::{Keyword, classify_name};
-use super::redact_shell::{Word, basename};
+use super::redact_shell::{Word, basename, output_of_command};
 
 /// Sub-command words: lower-case words, maybe joined by `-`, `_` or `:` (not paths, not
 /// `key=value`, not names with dots).
@@ -164,11 +164,19 @@ fn word_reads_secret(word: &str) -> bool {
 fn pair_reads_secret(object: &str, verb: &str) -> bool {
     let secret_object = matches!(
         object,
-        "secret" | "secrets" | "credential" | "credentials" | "creds" | "password" | "passwords"
+        "secret"
+            | "secrets"
+            | "credential"
+            | "credentials"
+            | "creds"
+            | "password"
+            | "passwords"
+            | "kubeconfig"
+            | "docker-config"
     );
     let token_object = matches!(
         object,
-        "token" | "tokens" | "api-key" | "api-keys" | "apikey"
+        "token" | "tokens" | "api-key" | "api-keys" | "apikey" | "authorization" | "authorizations"
     );
     (secret_object
         && matches!(
@@ -374,6 +382,8 @@ const PLAIN_TAILS: &[&str] = &[
     "debug",
     "verbose",
     "loglevel",
+    "helper",
+    "usehttppath",
 ];
 /// First segments that make a name a setting rather than a secret (`max_concurrent_requests`).
 const PLAIN_HEADS: &[&str] = &[
@@ -416,6 +426,38 @@ pub(super) fn says_secret(name: &str) -> bool {
     }
     let lower = camel_to_snake(name);
     let segments: Vec<&str> = lower.split(['_', '-', '.', ':', '/']).collect();
+    // `credential.helper`, `token_url`: the last word says what the value is.
+    if segments.last().is_some_and(|l| {
+        matches!(
+            *l,
+            "helper"
+                | "url"
+                | "uri"
+                | "host"
+                | "hostname"
+                | "port"
+                | "id"
+                | "name"
+                | "username"
+                | "user"
+                | "email"
+                | "region"
+                | "endpoint"
+                | "path"
+                | "file"
+                | "dir"
+                | "type"
+                | "mode"
+                | "enabled"
+                | "count"
+                | "timeout"
+                | "expiration"
+                | "expires"
+                | "length"
+        )
+    }) {
+        return false;
+    }
     segments.iter().any(|s| {
         matches!(
             *s,
@@ -653,12 +695,82 @@ pub(super) fn store_prints_secret(words: &[Word], p: usize) -> bool {
     if a.any(&["--help", "-help"]) || a.positionals.first() == Some(&"help") {
         return false;
     }
+    if wrapped_prints_secret(program, rest) {
+        return true;
+    }
     if let Some(answer) = by_program(program, &a, rest, editor_prints) {
         return answer;
     }
     // `./bin/print-token`, `get-db-password.sh`: a script named for what it prints.
     let stem = program.rsplit_once('.').map_or(program, |(stem, _)| stem);
     (is_sub_word(stem) && stem.contains('-') && word_reads_secret(stem)) || generic(&a)
+}
+
+/// Programs that run another command given after `--` or as one string (`doppler run --
+/// printenv X`, `kubectl exec pod -- printenv X`, `ssh host 'pass show db'`, `bash -c '…'`,
+/// `fly ssh console -C '…'`): whether that command prints a secret.
+fn wrapped_prints_secret(program: &str, rest: &[Word]) -> bool {
+    const WRAPPERS: &[&str] = &[
+        "doppler",
+        "op",
+        "infisical",
+        "aws-vault",
+        "envchain",
+        "dotenv",
+        "dotenvx",
+        "chamber",
+        "sops",
+        "teller",
+        "summon",
+        "berglas",
+        "kubectl",
+        "oc",
+        "docker",
+        "podman",
+        "ssh",
+        "bash",
+        "sh",
+        "zsh",
+        "su",
+        "fly",
+        "flyctl",
+        "heroku",
+        "gcloud",
+        "vagrant",
+        "railway",
+        "eval",
+        "runuser",
+        "nix-shell",
+        "with-contenv",
+        "env-cmd",
+        "varlock",
+        "uv",
+        "poetry",
+    ];
+    if !WRAPPERS.contains(&program) {
+        return false;
+    }
+    if let Some(at) = rest.iter().position(|w| w.value == "--") {
+        let inner: Vec<&str> = rest[at + 1..].iter().map(|w| w.value.as_str()).collect();
+        if !inner.is_empty() && output_of_command(&inner.join(" ")).secret {
+            return true;
+        }
+    }
+    // `docker exec -it app printenv X`: the command after the container.
+    if matches!(program, "docker" | "podman") && rest.first().is_some_and(|w| w.value == "exec") {
+        let args = Args::new(
+            &rest[1..],
+            &["-e", "--env", "-u", "--user", "-w", "--workdir"],
+        );
+        if args.positionals.len() > 1 {
+            let inner = args.positionals[1..].join(" ");
+            if output_of_command(&inner).secret {
+                return true;
+            }
+        }
+    }
+    rest.iter()
+        .any(|w| w.value.contains(' ') && output_of_command(&w.value).secret)
 }
 
 /// The operation words and reveal flags of any command (see the module documentation).
@@ -887,6 +999,7 @@ fn by_program(program: &str, a: &Args<'_>, rest: &[Word], editor_prints: bool) -
                 return None;
             }
         }
+        "doctl" if a.sub(&["registry", "docker-config"]) => true,
         "kubeadm" | "k3s" | "rke2" => {
             a.sub(&["token"])
                 && a.positionals
@@ -1014,7 +1127,7 @@ fn by_program(program: &str, a: &Args<'_>, rest: &[Word], editor_prints: bool) -
             if a.sub(&["read"]) {
                 named(a.operand(1, 0)) && !to_file(&["-o", "--out-file"])
             } else if a.sub(&["item", "get"]) {
-                if let Some(fields) = a.value("--fields") {
+                if let Some(fields) = a.value("--fields").or(a.value("--field")) {
                     fields.split(',').any(|f| {
                         let f = f
                             .trim()
@@ -1066,7 +1179,9 @@ fn by_program(program: &str, a: &Args<'_>, rest: &[Word], editor_prints: bool) -
         }
         "keepassxc-cli" => {
             if a.sub(&["show"]) {
-                a.any(&["-s", "--show-protected", "-t", "--totp"])
+                a.has("-s", true)
+                    || a.has("-t", true)
+                    || a.any(&["--show-protected", "--totp"])
                     || a.value("-a")
                         .or(a.value("--attributes"))
                         .is_some_and(|v| !plain_name(v))
@@ -1076,7 +1191,7 @@ fn by_program(program: &str, a: &Args<'_>, rest: &[Word], editor_prints: bool) -
         }
         "security" => {
             ((a.sub(&["find-generic-password"]) || a.sub(&["find-internet-password"]))
-                && a.any(&["-w", "-g"]))
+                && (a.has("-w", true) || a.has("-g", true)))
                 || (a.sub(&["dump-keychain"]) && a.has("-d", false))
         }
         "secret-tool" => a.sub(&["lookup"]),
@@ -1177,6 +1292,8 @@ fn by_program(program: &str, a: &Args<'_>, rest: &[Word], editor_prints: bool) -
                     || (matches!(program, "node" | "nodejs" | "bun" | "deno")
                         && a.any(&["-p", "--print"])
                         && names_secret_unmasked(code))
+            } else if a.value("-m") == Some("keyring") {
+                a.positionals.get(1) == Some(&"get")
             } else if a.positionals.iter().any(|w| w.ends_with("manage.py"))
                 && a.positionals.contains(&"shell")
             {
@@ -1412,7 +1529,7 @@ fn names_secret_unmasked(arg: &str) -> bool {
                     .as_bytes()
                     .windows(2)
                     .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase());
-            if compound && classify_name(ident, false).is_some_and(|kw| kw != Keyword::Weak) {
+            if compound && says_secret(ident) {
                 return true;
             }
         } else {
@@ -1634,6 +1751,22 @@ mod tests {
         "glab config get token",
         "mytool get-api-key --env prod",
         "./bin/print-token",
+        "doppler run -- printenv STRIPE_SECRET_KEY",
+        "kubectl exec -n prod deploy/api -- printenv DB_PASSWORD",
+        "docker exec -it api printenv JWT_SECRET",
+        "ssh prod 'pass show infra/db'",
+        "fly ssh console -C 'printenv SECRET_KEY_BASE'",
+        "security find-generic-password -ws smtp",
+        "keepassxc-cli show -sa password vault.kdbx github",
+        "op item get Stripe --field credential",
+        "python3 -m keyring get smtp ann",
+        "heroku authorizations:create",
+        "doctl registry docker-config",
+        "az ad app credential reset --id 123",
+        "rails runner \"puts ENV['SECRET_KEY_BASE']\"",
+        "node -e \"console.log(require('crypto').randomBytes(32).toString('hex'))\"",
+        "php -r 'echo bin2hex(random_bytes(32));'",
+        "dd if=/dev/urandom bs=32 count=1 | base64",
     ];
 
     /// Reads of stores that print no secret: listings, plain names, output to a file.
@@ -1714,6 +1847,11 @@ mod tests {
         "wg show",
         "echo \"$(date)\"",
         "uuidgen",
+        "git config --get-all credential.helper",
+        "doppler run -- npm start",
+        "kubectl exec -n prod deploy/api -- ls /app",
+        "ssh prod 'systemctl status api'",
+        "wg genkey | tee privatekey | wg pubkey > publickey",
         // Code that names a secret but prints none of it (from the shared corpus).
         "node -e \"require('dotenv').config(); console.log('pass:', process.env.DB_PASSWORD ? '[set]' : '[missing]');\"",
         "node -e \"const pool = new Pool({ user: 'app', password: 'x' }); pool.query('SELECT 1').then(r => { console.log('OK'); });\"",
