@@ -8,10 +8,14 @@
 //! says which word (or which part of a word) is a secret.
 //!
 //! The same split tells what a command's *output* is ([`output_of_command`]): the value of a
-//! secret variable (`printenv DB_PASSWORD`, `echo $API_TOKEN`), a secret manager's answer
-//! (`pass show`, `vault kv get -field=…`, `aws secretsmanager get-secret-value`), or a
-//! credential file (`cat ~/.netrc`, `~/.pgpass`, `/run/secrets/…`). The reader redacts that
-//! output accordingly, also when it arrives in a later record than the command.
+//! secret variable (`printenv DB_PASSWORD`, `echo $API_TOKEN`), a secret store's answer
+//! (`pass show`, `vault kv get -field=…`, `terraform output -raw db_password`, `gpg -d`: see
+//! [`super::redact_stores`]), or a credential file (`cat ~/.netrc`, `~/.pgpass`,
+//! `/run/secrets/…`). The reader redacts that output accordingly (kind `secret-output`), also
+//! when it arrives in a later record than the command — unless a later stage of the pipe
+//! consumes it (`| docker login --password-stdin`, `| wc -c`, `| tar x`) or it goes to a file.
+//! What a command feeds a password prompt on its standard input is [`super::redact_stdin`]'s
+//! business (kinds `stdin-secret`, `prompt-answer`, `expect-send`).
 //!
 //! What is kept: a value that is a reference (`$TOKEN`, `${X}`, `$(cat f)`), stdin (`-`), a
 //! file (`@file`, `file:…`), a mask or a placeholder; the options and sub-commands around a
@@ -583,7 +587,7 @@ enum Secret {
     OptionPair(&'static str),
     /// A secret store's `KEY=VALUE` arguments after the first `n` (`heroku config:set`, `fly
     /// secrets set`): every VALUE, unless its KEY is clearly not a secret (`NODE_ENV`,
-    /// `API_URL`; see [`super::redact_stores::plain_name`]).
+    /// `API_URL`; see `redact_stores::plain_name`).
     StorePairs(usize),
     /// A secret store's `NAME VALUE` (or `NAME=VALUE`) at this positional index
     /// (`dotnet user-secrets set`, `netlify env:set`): VALUE, unless NAME is clearly not a
@@ -2376,8 +2380,13 @@ pub fn redact_file_formats<'a>(
     Cow::Owned(out)
 }
 
-/// Redacts every line of an output that is a secret, keeping blank lines.
+/// Redacts every line of an output that is a secret, keeping blank lines. A JSON document
+/// (`aws sts get-session-token`, `vault kv get -format=json`) keeps its shape: only its string
+/// values go, but those of plain keys (`"Expiration"`, `"Arn"`, `"request_id"`).
 pub fn redact_secret_output<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, str> {
+    if let Some(json) = redact_secret_json(text, found) {
+        return Cow::Owned(json);
+    }
     let mut out = String::with_capacity(text.len());
     let mut changed = false;
     for line in text.split_inclusive('\n') {
@@ -2406,6 +2415,56 @@ pub fn redact_secret_output<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a
     } else {
         Cow::Borrowed(text)
     }
+}
+
+/// A JSON string token (with its quotes).
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
+static JSON_STRING: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#""(?:[^"\\\r\n]|\\.)*""#).expect("json string compiles"));
+
+/// [`redact_secret_output`] for an output that is one JSON document; `None` when it is not
+/// one, or holds no string to redact.
+fn redact_secret_json(text: &str, found: &mut Vec<Found>) -> Option<String> {
+    let trimmed = text.trim();
+    if !(trimmed.starts_with('{') || trimmed.starts_with('['))
+        || serde_json::from_str::<serde_json::Value>(trimmed).is_err()
+    {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    let mut key: Option<&str> = None;
+    for m in JSON_STRING.find_iter(text) {
+        let next = text[m.end()..].trim_start().as_bytes().first().copied();
+        let inner = &text[m.start() + 1..m.end() - 1];
+        if next == Some(b':') {
+            key = Some(inner);
+            continue;
+        }
+        let before = text[..m.start()].trim_end().as_bytes().last().copied();
+        // After `"key":`, the key decides; an array's elements are secrets.
+        let plain = before == Some(b':') && key.is_some_and(plain_name);
+        if plain
+            || inner.is_empty()
+            || !inner.chars().any(char::is_alphanumeric)
+            || inner.starts_with("[REDACTED:")
+        {
+            continue;
+        }
+        out.push_str(&text[last..m.start() + 1]);
+        out.push_str("[REDACTED:secret-output]");
+        found.push(Found {
+            value: inner.to_owned(),
+            kind: "secret-output",
+        });
+        last = m.end() - 1;
+    }
+    if last == 0 {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    Some(out)
 }
 
 #[cfg(test)]
@@ -3130,6 +3189,31 @@ mod tests {
                 "*** Begin Patch\n*** Update File: src/cli.rs\n+    // htpasswd -b users admin {secret}\n\
                  *** Add File: bin/setup.sh\n+htpasswd -b users admin [REDACTED:password-flag]\n*** End Patch\n"
             )
+        );
+    }
+
+    #[test]
+    fn a_secret_json_output_keeps_its_shape_and_plain_values() {
+        let (a, b, c) = (fake(11, 20), fake(12, 40), fake(13, 60));
+        let text = format!(
+            "{{\n    \"Credentials\": {{\n        \"AccessKeyId\": \"ASIA{a}\",\n        \"SecretAccessKey\": \"{b}\",\n        \"SessionToken\": \"{c}\",\n        \"Expiration\": \"2026-01-10T12:00:00+00:00\"\n    }},\n    \"AssumedRoleUser\": {{\"Arn\": \"arn:aws:sts::1:assumed-role/ci/s\"}}\n}}\n"
+        );
+        let mut found = Vec::new();
+        let out = redact_secret_output(&text, &mut found);
+        assert_eq!(
+            out,
+            format!(
+                "{{\n    \"Credentials\": {{\n        \"AccessKeyId\": \"ASIA{a}\",\n        \"SecretAccessKey\": \"[REDACTED:secret-output]\",\n        \"SessionToken\": \"[REDACTED:secret-output]\",\n        \"Expiration\": \"2026-01-10T12:00:00+00:00\"\n    }},\n    \"AssumedRoleUser\": {{\"Arn\": \"arn:aws:sts::1:assumed-role/ci/s\"}}\n}}\n"
+            )
+        );
+        assert_eq!(found.len(), 2);
+        // An array of values (`--query 'Credentials.[AccessKeyId,SecretAccessKey]'`): all go.
+        let mut found = Vec::new();
+        let array = format!("[\n    \"{a}\",\n    \"{b}\"\n]\n");
+        let out = redact_secret_output(&array, &mut found);
+        assert_eq!(
+            out,
+            "[\n    \"[REDACTED:secret-output]\",\n    \"[REDACTED:secret-output]\"\n]\n"
         );
     }
 

@@ -1,7 +1,7 @@
 //! What secret stores print: the output of a command that reads a secret store is a secret,
 //! unless the thing read is clearly not one.
 //!
-//! [`super::redact_shell::output_of_command`] asks [`store_prints_secret`] about every command
+//! [`super::redact_shell::output_of_command`] asks `store_prints_secret` about every command
 //! of a line. The answer comes from the grammar of what agents type rather than from a list of
 //! examples:
 //!
@@ -14,7 +14,7 @@
 //! - **Stores read by name** (`terraform output -raw NAME`, `pulumi config get NAME`, `heroku
 //!   config:get NAME`, `aws configure get NAME`, `vault kv get -field=NAME`, `op read
 //!   op://…/FIELD`, `aws ssm get-parameter --name …/NAME`): a secret unless the name is clearly
-//!   not one ([`plain_name`]: `region`, `vpc_id`, `api_url`, `bucket_name`, …).
+//!   not one (`plain_name`: `region`, `vpc_id`, `api_url`, `bucket_name`, …).
 //! - **Configuration read by name** (`git config --get`, `npm config get`, `gcloud config
 //!   get-value`): only when the name says it is a secret (`github.token`, `//host/:_authToken`).
 //! - **Decryption to standard output** (`gpg -d`, `age -d`, `sops -d`, `ansible-vault view`,
@@ -703,7 +703,7 @@ pub(super) fn store_prints_secret(words: &[Word], p: usize) -> bool {
     }
     // `./bin/print-token`, `get-db-password.sh`: a script named for what it prints.
     let stem = program.rsplit_once('.').map_or(program, |(stem, _)| stem);
-    (is_sub_word(stem) && stem.contains('-') && word_reads_secret(stem)) || generic(&a)
+    (is_sub_word(stem) && stem.contains('-') && word_reads_secret(stem)) || generic(program, &a)
 }
 
 /// Programs that run another command given after `--` or as one string (`doppler run --
@@ -774,13 +774,95 @@ fn wrapped_prints_secret(program: &str, rest: &[Word]) -> bool {
 }
 
 /// The operation words and reveal flags of any command (see the module documentation).
-fn generic(a: &Args<'_>) -> bool {
+fn generic(program: &str, a: &Args<'_>) -> bool {
+    // Tools whose arguments are names of the project's own things (`cargo test get_token`,
+    // `make print-token`, `git log --grep get-password`): not operations of a store.
+    const NAMES_ARE_THE_PROJECTS: &[&str] = &[
+        "cargo",
+        "go",
+        "make",
+        "just",
+        "pytest",
+        "jest",
+        "vitest",
+        "rspec",
+        "gradle",
+        "gradlew",
+        "mvn",
+        "bazel",
+        "tox",
+        "nox",
+        "git",
+        "grep",
+        "rg",
+        "ag",
+        "fd",
+        "find",
+        "code",
+        "vim",
+        "nvim",
+        "nano",
+        "emacs",
+        "less",
+        "man",
+        "tldr",
+        "which",
+        "type",
+        "ls",
+        "touch",
+        "mkdir",
+        "rm",
+        "mv",
+        "cp",
+        "chmod",
+        "echo",
+        "printf",
+        "sed",
+        "awk",
+        "tree",
+        "wc",
+        "diff",
+        "tsc",
+        "eslint",
+        "prettier",
+        "ruff",
+        "mypy",
+        "black",
+        "clippy",
+        "rustc",
+        "node",
+        "python",
+        "python3",
+        "deno",
+        "bun",
+        "npm",
+        "yarn",
+        "pnpm",
+        "npx",
+        "mix",
+        "dotnet",
+        "swift",
+        "xcodebuild",
+        "gh",
+        "glab",
+        "jq",
+        "yq",
+        "curl",
+        "wget",
+        "http",
+        "xargs",
+    ];
+    if NAMES_ARE_THE_PROJECTS.contains(&program) {
+        return false;
+    }
+    // Sub-commands of command-line tools are kebab-case (`get-login-password`); snake_case
+    // words are the names of functions and tests.
     let subs: Vec<&str> = a
         .positionals
         .iter()
         .copied()
         .take(4)
-        .take_while(|w| is_sub_word(w))
+        .take_while(|w| is_sub_word(w) && !w.contains('_'))
         .collect();
     if subs.iter().any(|w| word_reads_secret(w)) {
         return true;
@@ -799,7 +881,7 @@ fn generic(a: &Args<'_>) -> bool {
     a.any(REVEAL_FLAGS) && !OUTPUT_FLAGS.iter().any(|f| a.to_file(f))
 }
 
-/// The families whose grammar is their own; `None`: ask [`generic`].
+/// The families whose grammar is their own; `None`: ask `generic`.
 fn by_program(program: &str, a: &Args<'_>, rest: &[Word], editor_prints: bool) -> Option<bool> {
     let to_file = |flags: &[&str]| flags.iter().any(|f| a.to_file(f));
     let answer = match program {
@@ -1600,7 +1682,6 @@ mod tests {
             "print-identity-token",
             "get-session-token",
             "fetch-token",
-            "get_password",
             "reveal-secret",
         ] {
             assert!(word_reads_secret(w), "{w}");
@@ -1852,6 +1933,10 @@ mod tests {
         "kubectl exec -n prod deploy/api -- ls /app",
         "ssh prod 'systemctl status api'",
         "wg genkey | tee privatekey | wg pubkey > publickey",
+        "cargo test get_token -- --nocapture",
+        "pytest -k test_get_password tests/",
+        "make print-token-docs",
+        "mycli run get_secret_value_test",
         // Code that names a secret but prints none of it (from the shared corpus).
         "node -e \"require('dotenv').config(); console.log('pass:', process.env.DB_PASSWORD ? '[set]' : '[missing]');\"",
         "node -e \"const pool = new Pool({ user: 'app', password: 'x' }); pool.query('SELECT 1').then(r => { console.log('OK'); });\"",
