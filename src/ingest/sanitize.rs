@@ -203,8 +203,10 @@ impl<'r> Sanitizer<'r> {
                 changed = Some(o);
             }
             // What a command feeds a password prompt, what an expect script sends to one.
+            // (A patch is not one shell text: its sections are files of any kind.)
             let current = changed.as_deref().unwrap_or(s);
-            if let Cow::Owned(o) = redact_prompts(current, commands, &mut found) {
+            let shell = commands && !current.contains("*** Begin Patch");
+            if let Cow::Owned(o) = redact_prompts(current, shell, &mut found) {
                 changed = Some(o);
             }
             if mentioned.netrc || mentioned.pgpass {
