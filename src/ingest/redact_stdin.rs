@@ -780,6 +780,23 @@ fn expect_edits(text: &str, edits: &mut Vec<(usize, usize, String, &'static str)
             continue;
         }
         let method = c.name("sendline").is_some() || c.name("write").is_some();
+        // `send "$pw\r"`, `child.sendline(password)`: the literal the variable was set to.
+        if let Some(var) = variable_at(text, m.end(), method) {
+            let prompt = &text[region_start..m.start()];
+            if SECRET_PROMPT.is_match(prompt)
+                && let Some((a, b)) = assignment_of(text, var, m.start(), method)
+            {
+                let value = &text[a..b];
+                if !value.contains("[REDACTED:")
+                    && !value.starts_with(['$', '['])
+                    && value_is_secret(Keyword::Password, value)
+                {
+                    answered.push(value.to_owned());
+                    edits.push((a, b, value.to_owned(), "expect-send"));
+                }
+            }
+            continue;
+        }
         let Some((a, b)) = literal_at(text, m.end()) else {
             continue;
         };
@@ -807,6 +824,73 @@ fn expect_edits(text: &str, edits: &mut Vec<(usize, usize, String, &'static str)
         answered.push(value.to_owned());
         edits.push((a, b, value.to_owned(), "expect-send"));
     }
+}
+
+/// The variable a send sends: Tcl `$pw`, `"$pw\r"`, `"${pw}\r"`; a method's bare identifier
+/// (`sendline(password)`).
+fn variable_at(text: &str, at: usize, method: bool) -> Option<&str> {
+    let rest = &text[at..];
+    let ident = |s: &str| -> Option<usize> {
+        let n = s
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(s.len());
+        (n > 0 && s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')).then_some(n)
+    };
+    if method {
+        let n = ident(rest)?;
+        return rest[n..].trim_start().starts_with(')').then(|| &rest[..n]);
+    }
+    let r = rest.strip_prefix('"').unwrap_or(rest);
+    let r = r.strip_prefix('$')?;
+    let r = r.strip_prefix('{').unwrap_or(r);
+    let n = ident(r)?;
+    Some(&r[..n])
+}
+
+/// The literal last assigned to `var` before `before`: Tcl `set var "…"`, Python/JS `var =
+/// "…"`.
+fn assignment_of(text: &str, var: &str, before: usize, method: bool) -> Option<(usize, usize)> {
+    let head = &text[..before];
+    let mut found = None;
+    let mut from = 0;
+    while let Some(at) = head[from..].find(var).map(|n| from + n) {
+        from = at + var.len();
+        let word_start = head[..at]
+            .bytes()
+            .next_back()
+            .is_none_or(|b| !(b.is_ascii_alphanumeric() || b == b'_' || b == b'.'));
+        let word_end = head[from..]
+            .bytes()
+            .next()
+            .is_some_and(|b| !(b.is_ascii_alphanumeric() || b == b'_'));
+        if !word_start || !word_end {
+            continue;
+        }
+        let value_at = if method {
+            let after = head[from..].trim_start();
+            let Some(v) = after.strip_prefix('=').filter(|v| !v.starts_with('=')) else {
+                continue;
+            };
+            head.len() - v.trim_start().len()
+        } else {
+            let lead = head[..at].trim_end();
+            let Some(before_set) = lead.strip_suffix("set") else {
+                continue;
+            };
+            if before_set.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let after = &head[from..];
+            head.len() - after.trim_start().len()
+        };
+        if method && !matches!(text.as_bytes().get(value_at), Some(b'"' | b'\'')) {
+            continue;
+        }
+        if let Some(lit) = literal_at(text, value_at) {
+            found = Some(lit);
+        }
+    }
+    found
 }
 
 /// Where a program's code feeds a child process's standard input (`subprocess.run(…,
@@ -1089,6 +1173,14 @@ mod tests {
         ),
         (
             "python3 -c \"import pexpect; c = pexpect.spawn('vault login -method=userpass username=ann'); c.expect('Password'); c.sendline(\\\"{S}\\\"); print(c.read())\"",
+            "expect-send",
+        ),
+        (
+            "expect <<'EOF'\nset pw \"{S}\"\nspawn ssh root@db\nexpect \"*assword*\"\nsend \"$pw\\r\"\ninteract\nEOF",
+            "expect-send",
+        ),
+        (
+            "import pexpect\nroot_pw = '{S}'\nc = pexpect.spawn('ssh root@db')\nc.expect('password:')\nc.sendline(root_pw)\n",
             "expect-send",
         ),
         (
