@@ -7,9 +7,10 @@
 //! - [`framing`]: cutting a file's bytes into records incrementally, with a size cap;
 //! - [`reader`]: reading one file from its checkpoint into batches (identity checks,
 //!   redaction, output capping);
-//! - [`redact`], [`redact_shell`], [`redact_files`], [`sanitize`]: secrets out — by pattern in
-//!   any text, by a command's shape, by a file's kind or a structure's markings, and by what
-//!   came before in the file;
+//! - [`redact`], [`redact_shell`], [`redact_files`], [`redact_stores`], [`redact_stdin`],
+//!   [`sanitize`]: secrets out — by pattern in any text, by a command's shape, by a file's kind
+//!   or a structure's markings, by what a secret store prints, by what is fed to a password
+//!   prompt, and by what came before in the file;
 //! - [`store`]: applying a batch and its checkpoint in one transaction;
 //! - [`formats`]: the registry of formats, by name and by sniffing;
 //! - [`oneshot`]: `toolsmith ingest` — files and directories read to their end;
@@ -26,6 +27,8 @@ pub mod redact_files;
 #[cfg(test)]
 mod redact_held_back;
 pub mod redact_shell;
+pub mod redact_stdin;
+pub mod redact_stores;
 pub mod sanitize;
 pub mod store;
 pub mod tail;

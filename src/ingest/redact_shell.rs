@@ -8,10 +8,14 @@
 //! says which word (or which part of a word) is a secret.
 //!
 //! The same split tells what a command's *output* is ([`output_of_command`]): the value of a
-//! secret variable (`printenv DB_PASSWORD`, `echo $API_TOKEN`), a secret manager's answer
-//! (`pass show`, `vault kv get -field=…`, `aws secretsmanager get-secret-value`), or a
-//! credential file (`cat ~/.netrc`, `~/.pgpass`, `/run/secrets/…`). The reader redacts that
-//! output accordingly, also when it arrives in a later record than the command.
+//! secret variable (`printenv DB_PASSWORD`, `echo $API_TOKEN`), a secret store's answer
+//! (`pass show`, `vault kv get -field=…`, `terraform output -raw db_password`, `gpg -d`: see
+//! [`super::redact_stores`]), or a credential file (`cat ~/.netrc`, `~/.pgpass`,
+//! `/run/secrets/…`). The reader redacts that output accordingly (kind `secret-output`), also
+//! when it arrives in a later record than the command — unless a later stage of the pipe
+//! consumes it (`| docker login --password-stdin`, `| wc -c`, `| tar x`) or it goes to a file.
+//! What a command feeds a password prompt on its standard input is [`super::redact_stdin`]'s
+//! business (kinds `stdin-secret`, `prompt-answer`, `expect-send`).
 //!
 //! What is kept: a value that is a reference (`$TOKEN`, `${X}`, `$(cat f)`), stdin (`-`), a
 //! file (`@file`, `file:…`), a mask or a placeholder; the options and sub-commands around a
@@ -24,6 +28,8 @@ use regex::Regex;
 
 use super::redact::{Found, Keyword, Redactor, classify_name, name_kind, value_is_secret};
 use super::redact_files::is_secret_file;
+use super::redact_stdin::reads_secret_stdin;
+use super::redact_stores::{plain_name, says_secret, store_prints_secret};
 
 /// Literals one of which every command the table knows contains; a text holding none of them
 /// is not split at all. Whole words of three letters or more: a short prefix (`ch…`, `7z`)
@@ -85,6 +91,20 @@ static COMMAND_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
         "unlock",
         "auth",
         "sudo",
+        "config:set",
+        "setenv",
+        "variables",
+        "user-secrets",
+        "env:set",
+        "variable",
+        "set-env",
+        "chamber",
+        "security",
+        "mosquitto_passwd",
+        "unseal",
+        "artisan",
+        "convex",
+        "travis",
     ];
     let alternation = words.join("|");
     Regex::new(&format!(
@@ -108,9 +128,16 @@ static SQL_PASSWORD: LazyLock<Regex> = LazyLock::new(|| {
 // A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
 #[allow(clippy::expect_used)]
 static OUTPUT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i-u:pass|pwd|token|secret|key|cred|auth|netrc|pgpass|printenv|security|vault|kubectl|ssm|env|cnf|s3cfg|boto|npmrc|pypirc|tfrc|hosts\.yml)|(?-u:\bop (?:read|item|inject)\b)",
-    )
+    Regex::new(concat!(
+        r"(?i-u:pass|pwd|token|secret|key|cred|auth|netrc|pgpass|printenv|security|vault|",
+        r"kubectl|ssm|configure|config|output|decrypt|gpg|sops|openssl|pwgen|\bapg\b|genkey|",
+        r"genpsk|/dev/u?random|credstash|berglas|teller|ejson|eyaml|blackbox|chamber|doppler|",
+        r"infisical|railway|variables|artisan|console|user-secrets|phx\.gen|runner|tinker|",
+        r"heroku|dokku|netlify|firebase|terraform|tofu|pulumi|keyring|kwallet|lpass|",
+        r"\bop\b|\bbw\b|\bage\b|\brage\b|\beb\b|\bcf\b|\bsts\b|assume|swarm|ansible|",
+        r"print|puts|\bwg\b|sas\b|connection-string|rbac|env:get|fill|get-|reveal|random|",
+        r"env|cnf|s3cfg|boto|npmrc|pypirc|tfrc|hosts\.yml)"
+    ))
     .expect("output literals compile")
 });
 
@@ -132,7 +159,7 @@ pub(super) struct Word {
 
 impl Word {
     /// The text range of `value[a..b]`.
-    fn span(&self, a: usize, b: usize) -> (usize, usize) {
+    pub(super) fn span(&self, a: usize, b: usize) -> (usize, usize) {
         match &self.map {
             None => (self.start + a, self.start + b),
             Some(map) if a < b && b <= map.len() => (map[a], map[b - 1] + 1),
@@ -153,6 +180,8 @@ pub(super) struct Command {
     pub stdout_redirected: bool,
     /// A here-string (`<<< word`) it reads.
     pub here_string: Option<Word>,
+    /// The byte ranges of the bodies of the here-documents it reads (delimiter lines out).
+    pub heredocs: Vec<(usize, usize)>,
 }
 
 /// Splits `text` into simple commands the way a POSIX shell reads them (quotes, escapes,
@@ -162,7 +191,7 @@ pub(super) fn split(text: &str) -> Vec<Command> {
     let b = text.as_bytes();
     let mut commands = Vec::new();
     let mut cur = Command::default();
-    let mut heredocs: Vec<(String, bool)> = Vec::new();
+    let mut heredocs: Vec<(String, bool, usize)> = Vec::new();
     let mut i = 0;
     let end_command = |cur: &mut Command, commands: &mut Vec<Command>, pipe: bool| {
         let mut done = std::mem::take(cur);
@@ -178,7 +207,7 @@ pub(super) fn split(text: &str) -> Vec<Command> {
                 end_command(&mut cur, &mut commands, false);
                 i += 1;
                 if !heredocs.is_empty() {
-                    i = skip_heredocs(text, i, &mut heredocs);
+                    i = skip_heredocs(text, i, &mut heredocs, &mut commands);
                 }
             }
             b';' => {
@@ -226,7 +255,8 @@ pub(super) fn split(text: &str) -> Vec<Command> {
                 || c == b'>'
                 || (c.is_ascii_digit() && matches!(b.get(i + 1), Some(b'<' | b'>'))) =>
             {
-                i = redirection(text, i, &mut cur, &mut heredocs);
+                let owner = commands.len();
+                i = redirection(text, i, &mut cur, &mut heredocs, owner);
             }
             _ => match read_word(text, i) {
                 Some((word, next)) => {
@@ -254,7 +284,8 @@ fn redirection(
     text: &str,
     mut i: usize,
     cur: &mut Command,
-    heredocs: &mut Vec<(String, bool)>,
+    heredocs: &mut Vec<(String, bool, usize)>,
+    owner: usize,
 ) -> usize {
     let b = text.as_bytes();
     let mut fd = None;
@@ -273,7 +304,7 @@ fn redirection(
     };
     match op {
         "<<<" => cur.here_string = Some(target),
-        "<<" | "<<-" => heredocs.push((target.value.clone(), op == "<<-")),
+        "<<" | "<<-" => heredocs.push((target.value.clone(), op == "<<-", owner)),
         ">&" | "<&" if target.value.bytes().all(|c| c.is_ascii_digit()) => {}
         _ if op.starts_with('>') && fd.is_none_or(|fd| fd == b'1') => {
             cur.stdout_redirected = true;
@@ -283,9 +314,17 @@ fn redirection(
     next
 }
 
-/// Skips the bodies of the pending here-documents, which start at `i`.
-fn skip_heredocs(text: &str, mut i: usize, heredocs: &mut Vec<(String, bool)>) -> usize {
-    for (delimiter, tabs) in heredocs.drain(..) {
+/// Skips the bodies of the pending here-documents, which start at `i`, noting each in the
+/// command that reads it (`owner`, an index into `commands`).
+fn skip_heredocs(
+    text: &str,
+    mut i: usize,
+    heredocs: &mut Vec<(String, bool, usize)>,
+    commands: &mut [Command],
+) -> usize {
+    for (delimiter, tabs, owner) in heredocs.drain(..) {
+        let body = i;
+        let mut body_end = text.len();
         while i < text.len() {
             let line_end = text[i..].find('\n').map_or(text.len(), |n| i + n);
             let line = &text[i..line_end];
@@ -294,10 +333,15 @@ fn skip_heredocs(text: &str, mut i: usize, heredocs: &mut Vec<(String, bool)>) -
             } else {
                 line
             };
+            let line_start = i;
             i = (line_end + 1).min(text.len());
             if line.trim_end_matches('\r') == delimiter {
+                body_end = line_start;
                 break;
             }
+        }
+        if let Some(cmd) = commands.get_mut(owner) {
+            cmd.heredocs.push((body, body_end.max(body)));
         }
     }
     i
@@ -426,7 +470,8 @@ fn closing_double_quote(b: &[u8], mut i: usize) -> Option<usize> {
     None
 }
 
-fn basename(word: &str) -> &str {
+/// The last `/`-separated part of a word (`/usr/bin/gpg` → `gpg`).
+pub(super) fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
 
@@ -441,7 +486,7 @@ fn is_assignment(word: &str) -> bool {
 
 /// The index of a command's program word, past assignments and wrappers that do not change
 /// what runs; and whether `sudo -S` (which reads a password on stdin) is among them.
-fn program_index(words: &[Word]) -> (Option<usize>, bool) {
+pub(super) fn program_index(words: &[Word]) -> (Option<usize>, bool) {
     let mut i = 0;
     let mut sudo_stdin = false;
     while let Some(w) = words.get(i) {
@@ -488,6 +533,16 @@ fn program_index(words: &[Word]) -> (Option<usize>, bool) {
                 skip_flags(i + 1, &[], &mut ignore)
             }
             "nice" => skip_flags(i + 1, &["-n"], &mut ignore),
+            // Runners of a project's tools: `npx wrangler …`, `bundle exec rails …`.
+            "npx" | "bunx" | "pnpx" => skip_flags(i + 1, &["-p", "--package"], &mut ignore),
+            "pnpm" | "yarn" | "bun" | "bundle" | "poetry" | "pipenv" | "uv" | "pdm" | "hatch"
+            | "rye"
+                if words
+                    .get(i + 1)
+                    .is_some_and(|w| matches!(w.value.as_str(), "exec" | "run" | "dlx" | "x")) =>
+            {
+                skip_flags(i + 2, &[], &mut ignore)
+            }
             "timeout" => skip_flags(i + 1, &["-s", "-k"], &mut ignore) + 1,
             _ => return (Some(i), sudo_stdin),
         };
@@ -532,6 +587,14 @@ enum Secret {
     Pairs(usize),
     /// `--option KEY=VALUE` / `--option=KEY=VALUE`: the VALUE (`--from-literal`).
     OptionPair(&'static str),
+    /// A secret store's `KEY=VALUE` arguments after the first `n` (`heroku config:set`, `fly
+    /// secrets set`): every VALUE, unless its KEY is clearly not a secret (`NODE_ENV`,
+    /// `API_URL`; see `redact_stores::plain_name`).
+    StorePairs(usize),
+    /// A secret store's `NAME VALUE` (or `NAME=VALUE`) at this positional index
+    /// (`dotnet user-secrets set`, `netlify env:set`): VALUE, unless NAME is clearly not a
+    /// secret.
+    StoreNamed(usize),
     /// `KEY VALUE` pairs after the sub-command (`rclone config create NAME TYPE k v …`, from
     /// the positional at this index): VALUE when KEY names a secret.
     SpacedPairs(usize),
@@ -891,11 +954,21 @@ const RULES: &[Rule] = &[
         kind: "password-flag",
     },
     Rule {
-        programs: &["fly", "flyctl", "doppler"],
+        programs: &["fly", "flyctl", "doppler", "supabase", "infisical"],
         sub: &["secrets", "set"],
-        value_flags: &["-a", "--app", "-c", "--config", "-p", "--project"],
+        value_flags: &[
+            "-a",
+            "--app",
+            "-c",
+            "--config",
+            "-p",
+            "--project",
+            "--project-ref",
+            "--env",
+            "--path",
+        ],
         when: None,
-        secrets: &[Secret::Pairs(0)],
+        secrets: &[Secret::StorePairs(0)],
         kind: "secret-assignment",
     },
     Rule {
@@ -989,6 +1062,176 @@ const RULES: &[Rule] = &[
             Secret::Option("-t", Form::Separate),
             Secret::Option("--access-token", Form::Separate),
         ],
+        kind: "secret-flag",
+    },
+    // Secret stores that set a value given by position.
+    Rule {
+        programs: &["heroku"],
+        sub: &["config:set"],
+        value_flags: &["-a", "--app", "-r", "--remote"],
+        when: None,
+        secrets: &[Secret::StorePairs(0)],
+        kind: "secret-assignment",
+    },
+    Rule {
+        programs: &["dokku"],
+        sub: &["config:set"],
+        value_flags: &[],
+        when: None,
+        secrets: &[Secret::StorePairs(1)],
+        kind: "secret-assignment",
+    },
+    Rule {
+        programs: &["eb"],
+        sub: &["setenv"],
+        value_flags: &["-e", "--environment", "--profile", "--region"],
+        when: None,
+        secrets: &[Secret::StorePairs(0)],
+        kind: "secret-assignment",
+    },
+    Rule {
+        programs: &["railway"],
+        sub: &["variables", "set"],
+        value_flags: &["-s", "--service", "-e", "--environment"],
+        when: None,
+        secrets: &[Secret::StorePairs(0)],
+        kind: "secret-assignment",
+    },
+    Rule {
+        programs: &["railway"],
+        sub: &[],
+        value_flags: &[],
+        when: None,
+        secrets: &[Secret::OptionPair("--set")],
+        kind: "secret-assignment",
+    },
+    Rule {
+        programs: &["dotnet"],
+        sub: &["user-secrets", "set"],
+        value_flags: &["--project", "-p", "--id", "-c", "--configuration"],
+        when: None,
+        secrets: &[Secret::StoreNamed(0)],
+        kind: "secret-assignment",
+    },
+    Rule {
+        programs: &["netlify", "ntl", "convex", "travis"],
+        sub: &["env:set"],
+        value_flags: &["--context", "--scope", "--filter"],
+        when: None,
+        secrets: &[Secret::StoreNamed(0)],
+        kind: "secret-assignment",
+    },
+    Rule {
+        programs: &["convex", "travis"],
+        sub: &["env", "set"],
+        value_flags: &["-r", "--repo"],
+        when: None,
+        secrets: &[Secret::StoreNamed(0)],
+        kind: "secret-assignment",
+    },
+    Rule {
+        programs: &["glab"],
+        sub: &["variable", "set"],
+        value_flags: &[
+            "-R", "--repo", "-s", "--scope", "-g", "--group", "-t", "--type",
+        ],
+        when: None,
+        secrets: &[
+            Secret::StoreNamed(0),
+            Secret::Option("-v", Form::Separate),
+            Secret::Option("--value", Form::Separate),
+        ],
+        kind: "secret-assignment",
+    },
+    Rule {
+        programs: &["cf"],
+        sub: &["set-env"],
+        value_flags: &[],
+        when: None,
+        secrets: &[Secret::StoreNamed(1)],
+        kind: "secret-assignment",
+    },
+    Rule {
+        programs: &["pulumi"],
+        sub: &["config", "set"],
+        value_flags: &["-s", "--stack", "-C", "--cwd", "--path", "--config-file"],
+        when: Some(("--secret", "")),
+        secrets: &[Secret::Positional(1)],
+        kind: "secret-assignment",
+    },
+    Rule {
+        programs: &["pulumi"],
+        sub: &["config", "set"],
+        value_flags: &["-s", "--stack", "-C", "--cwd", "--path", "--config-file"],
+        when: None,
+        secrets: &[Secret::Named],
+        kind: "secret-assignment",
+    },
+    Rule {
+        programs: &["chamber"],
+        sub: &["write"],
+        value_flags: &["-b", "--backend"],
+        when: None,
+        secrets: &[Secret::Positional(2)],
+        kind: "secret-assignment",
+    },
+    Rule {
+        programs: &["az"],
+        sub: &["keyvault", "secret", "set"],
+        value_flags: &["--vault-name", "-n", "--name", "--subscription"],
+        when: None,
+        secrets: &[Secret::Option("--value", Form::Separate)],
+        kind: "secret-flag",
+    },
+    Rule {
+        programs: &["security"],
+        sub: &["add-generic-password"],
+        value_flags: &[],
+        when: None,
+        secrets: &[Secret::Option("-w", Form::Separate)],
+        kind: "password-flag",
+    },
+    Rule {
+        programs: &["security"],
+        sub: &["add-internet-password"],
+        value_flags: &[],
+        when: None,
+        secrets: &[Secret::Option("-w", Form::Separate)],
+        kind: "password-flag",
+    },
+    Rule {
+        programs: &["conjur"],
+        sub: &["variable", "set"],
+        value_flags: &["-i", "--id"],
+        when: None,
+        secrets: &[
+            Secret::Option("-v", Form::Separate),
+            Secret::Option("--value", Form::Separate),
+        ],
+        kind: "secret-flag",
+    },
+    Rule {
+        programs: &["mosquitto_passwd"],
+        sub: &[],
+        value_flags: &[],
+        when: Some(("-b", "")),
+        secrets: &[Secret::LastPositional],
+        kind: "password-flag",
+    },
+    Rule {
+        programs: &["vault", "bao"],
+        sub: &["operator", "unseal"],
+        value_flags: &["-address", "-namespace"],
+        when: None,
+        secrets: &[Secret::Positional(0)],
+        kind: "secret-flag",
+    },
+    Rule {
+        programs: &["php"],
+        sub: &["artisan"],
+        value_flags: &["--env", "--cipher"],
+        when: None,
+        secrets: &[Secret::Option("--key", Form::Separate)],
         kind: "secret-flag",
     },
     // Registry logins and other commands that read a secret on stdin when told so.
@@ -1088,6 +1331,12 @@ fn secret_name(name: &str) -> Option<Keyword> {
         "http-basic",
     ];
     if let Some(kw) = classify_name(name, false) {
+        return Some(kw);
+    }
+    // `github:token`, `Stripe:ApiKey`: a namespace, then the name.
+    if let Some((_, last)) = name.rsplit_once(':')
+        && let Some(kw) = classify_name(last, false)
+    {
         return Some(kw);
     }
     // `pypi-token.pypi`, `github-oauth.github.com`: a section named for a secret, then the
@@ -1281,6 +1530,45 @@ fn rule_hits<'w>(
                             kind: rule.kind,
                             name: Some(key),
                             gate: secret_name(key).unwrap_or(Keyword::Weak),
+                        });
+                    }
+                }
+            }
+            Secret::StorePairs(skip) => {
+                for &(k, t) in after_sub.iter().skip(skip) {
+                    if let Some((key, value)) = t.split_once('=')
+                        && !key.is_empty()
+                        && !plain_name(key)
+                    {
+                        let w = &args[k];
+                        hits.push(Hit {
+                            word: w,
+                            a: t.len() - value.len(),
+                            b: t.len(),
+                            kind: rule.kind,
+                            name: Some(key),
+                            gate: Keyword::Password,
+                        });
+                    }
+                }
+            }
+            Secret::StoreNamed(at) => {
+                if let Some(&(k, name)) = after_sub.get(at) {
+                    let (word, a, name) = match name.split_once('=') {
+                        Some((key, _)) => (&args[k], key.len() + 1, key),
+                        None => match after_sub.get(at + 1) {
+                            Some(&(v, _)) => (&args[v], 0, name),
+                            None => continue,
+                        },
+                    };
+                    if !plain_name(name) {
+                        hits.push(Hit {
+                            word,
+                            a,
+                            b: word.value.len(),
+                            kind: rule.kind,
+                            name: Some(name),
+                            gate: Keyword::Password,
                         });
                     }
                 }
@@ -1805,89 +2093,36 @@ const READERS: &[&str] = &[
     "rg", "strings", "cut", "sort", "xxd", "od", "base64", "view", "type",
 ];
 
-/// Programs whose whole output is a stored secret, with the sub-command (and options) that
-/// make it so.
-fn manager_prints_secret(program: &str, positionals: &[&str], words: &[&str]) -> bool {
-    let sub = |s: &[&str]| {
-        s.len() <= positionals.len()
-            && s.iter()
-                .zip(positionals)
-                .all(|(want, got)| want.eq_ignore_ascii_case(got))
-    };
-    let has = |flag: &str| {
-        words
-            .iter()
-            .any(|w| *w == flag || w.strip_prefix(flag).is_some_and(|r| r.starts_with('=')))
-    };
-    match program {
-        "pass" | "gopass" => {
-            positionals.first().is_some_and(|p| {
-                !matches!(
-                    *p,
-                    "ls" | "list"
-                        | "find"
-                        | "search"
-                        | "grep"
-                        | "init"
-                        | "git"
-                        | "insert"
-                        | "generate"
-                        | "rm"
-                        | "mv"
-                        | "cp"
-                        | "edit"
-                        | "help"
-                        | "version"
-                )
-            }) && !has("-c")
-                && !has("--clip")
+/// Whether what the first command of `pipeline` prints reaches the output: no later stage of
+/// its pipe consumes it silently, and the last one writes to the terminal.
+fn printed_through(pipeline: &[Command]) -> bool {
+    let mut i = 0;
+    while pipeline[i].pipes_out && i + 1 < pipeline.len() {
+        i += 1;
+        if consumes_silently(&pipeline[i]) || reads_secret_stdin(&pipeline[i]) {
+            return false;
         }
-        "op" => sub(&["read"]) || (sub(&["item", "get"]) && (has("--fields") || has("--reveal"))),
-        "security" => {
-            (sub(&["find-generic-password"]) || sub(&["find-internet-password"])) && has("-w")
-        }
-        "secret-tool" => sub(&["lookup"]),
-        // Without `-field`, a table of the secret's keys and values.
-        "vault" => {
-            sub(&["kv", "get"])
-                || sub(&["read"])
-                || (sub(&["token", "create"]) && words.iter().any(|w| w.starts_with("-field")))
-        }
-        "aws" => {
-            sub(&["secretsmanager", "get-secret-value"])
-                || sub(&["ecr", "get-login-password"])
-                || ((sub(&["ssm", "get-parameter"]) || sub(&["ssm", "get-parameters"]))
-                    && has("--with-decryption"))
-        }
-        "gcloud" => {
-            sub(&["secrets", "versions", "access"])
-                || sub(&["auth", "print-access-token"])
-                || sub(&["auth", "print-identity-token"])
-        }
-        "az" => {
-            sub(&["keyvault", "secret", "show"])
-                || (sub(&["account", "get-access-token"]) && has("--query"))
-        }
-        "kubectl" | "oc" => {
-            (sub(&["get", "secret"]) || sub(&["get", "secrets"]))
-                && words.iter().any(|w| {
-                    w.contains("jsonpath")
-                        || w.contains("go-template")
-                        || *w == "yaml"
-                        || *w == "json"
-                        || w.ends_with("=yaml")
-                        || w.ends_with("=json")
-                })
-                || sub(&["create", "token"])
-        }
-        "gh" => sub(&["auth", "token"]),
-        "heroku" => sub(&["auth:token"]),
-        "doppler" => sub(&["secrets", "get"]) && has("--plain"),
-        "bw" => sub(&["get", "password"]) || sub(&["unlock"]) && has("--raw"),
-        "lpass" => sub(&["show"]) && has("--password"),
-        "keepassxc-cli" => sub(&["show"]),
-        _ => false,
     }
+    !pipeline[i].stdout_redirected
+}
+
+/// Whether a word of `echo`/`printf` holds a command substitution whose command prints a
+/// secret (`echo "$(pass show db)"`).
+fn substitution_prints_secret(word: &str) -> bool {
+    let mut rest = word;
+    while let Some(at) = rest.find("$(").or_else(|| rest.find('`')) {
+        let open = if rest[at..].starts_with("$(") { 2 } else { 1 };
+        let inner = &rest[at + open..];
+        let end = inner.rfind([')', '`']).unwrap_or(inner.len());
+        if output_of_command(&inner[..end]).secret {
+            return true;
+        }
+        rest = &inner[end.min(inner.len())..];
+        if rest.len() <= 1 {
+            break;
+        }
+    }
+    false
 }
 
 /// Programs after which a printed secret is no longer printed.
@@ -1900,21 +2135,40 @@ fn consumes_silently(cmd: &Command) -> bool {
         .iter()
         .map(|w| w.value.as_str())
         .collect();
+    let stdin_arg = args.iter().any(|a| matches!(*a, "-" | "/dev/stdin"));
     matches!(
         program,
-        "wc" | "md5sum"
-            | "sha1sum"
-            | "sha256sum"
-            | "sha512sum"
-            | "shasum"
-            | "cksum"
-            | "b2sum"
-            | "true"
-            | "test"
-    ) || (program == "grep"
-        && args
-            .iter()
-            .any(|a| a.starts_with('-') && (a.contains('q') || a.contains('c'))))
+        "tar"
+            | "sh"
+            | "bash"
+            | "zsh"
+            | "source"
+            | "eval"
+            | "pbcopy"
+            | "xclip"
+            | "xsel"
+            | "wl-copy"
+            | "clip.exe"
+            | "ssh-add"
+            | "crontab"
+    ) || (matches!(program, "kubectl" | "oc") && stdin_arg)
+        || (matches!(program, "gpg" | "gpg2") && args.contains(&"--import"))
+        || matches!(
+            program,
+            "wc" | "md5sum"
+                | "sha1sum"
+                | "sha256sum"
+                | "sha512sum"
+                | "shasum"
+                | "cksum"
+                | "b2sum"
+                | "true"
+                | "test"
+        )
+        || (program == "grep"
+            && args
+                .iter()
+                .any(|a| a.starts_with('-') && (a.contains('q') || a.contains('c'))))
 }
 
 /// Whether a word of `echo`/`printf` expands a variable whose name says it holds a secret.
@@ -1938,7 +2192,7 @@ fn expands_secret_variable(word: &str) -> bool {
                 .unwrap_or(rest.len());
             &rest[..end]
         };
-        if !name.is_empty() && classify_name(name, false).is_some() {
+        if !name.is_empty() && (classify_name(name, false).is_some() || says_secret(name)) {
             return true;
         }
         i = at + 1;
@@ -1971,9 +2225,9 @@ pub fn output_of_command(line: &str) -> OutputKind {
         let mut here = OutputKind::default();
         match program {
             "printenv" => {
-                here.secret = words
-                    .iter()
-                    .any(|w| !w.starts_with('-') && classify_name(w, false).is_some());
+                here.secret = words.iter().any(|w| {
+                    !w.starts_with('-') && (classify_name(w, false).is_some() || says_secret(w))
+                });
             }
             "echo" | "printf" | "print" => {
                 here.secret = args.iter().any(|w| {
@@ -1981,7 +2235,9 @@ pub fn output_of_command(line: &str) -> OutputKind {
                     let quoted_single = w.map.is_some()
                         && line.get(w.start..w.start + 1) == Some("'")
                         && line.get(w.end - 1..w.end) == Some("'");
-                    !quoted_single && expands_secret_variable(&w.value)
+                    !quoted_single
+                        && (expands_secret_variable(&w.value)
+                            || substitution_prints_secret(&w.value))
                 });
             }
             _ if READERS.contains(&program) => {
@@ -1989,18 +2245,16 @@ pub fn output_of_command(line: &str) -> OutputKind {
                 let skip = usize::from(matches!(program, "grep" | "rg" | "sed" | "awk"));
                 for w in positionals.iter().skip(skip) {
                     here = here.or(file_kind(w));
+                    here.secret |= matches!(*w, "/dev/urandom" | "/dev/random");
                 }
             }
-            _ => here.secret = manager_prints_secret(program, &positionals, &words),
+            _ if program == "tr" || program == "dd" => {
+                // `tr -dc A-Za-z0-9 < /dev/urandom | head -c 32`: a fresh secret.
+                here.secret = line.contains("/dev/urandom") || line.contains("/dev/random");
+            }
+            _ => here.secret = store_prints_secret(&cmd.words, p),
         }
-        if here.secret
-            && (cmd.stdout_redirected
-                || commands[ci + 1..]
-                    .iter()
-                    .take_while(|_| cmd.pipes_out)
-                    .next()
-                    .is_some_and(consumes_silently))
-        {
+        if here.secret && (cmd.stdout_redirected || !printed_through(&commands[ci..])) {
             here.secret = false;
         }
         if cmd.stdout_redirected {
@@ -2161,8 +2415,13 @@ pub fn redact_file_formats<'a>(
     Cow::Owned(out)
 }
 
-/// Redacts every line of an output that is a secret, keeping blank lines.
+/// Redacts every line of an output that is a secret, keeping blank lines. A JSON document
+/// (`aws sts get-session-token`, `vault kv get -format=json`) keeps its shape: only its string
+/// values go, but those of plain keys (`"Expiration"`, `"Arn"`, `"request_id"`).
 pub fn redact_secret_output<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, str> {
+    if let Some(json) = redact_secret_json(text, found) {
+        return Cow::Owned(json);
+    }
     let mut out = String::with_capacity(text.len());
     let mut changed = false;
     for line in text.split_inclusive('\n') {
@@ -2261,6 +2520,56 @@ pub fn redact_credential_flags<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow
     }
     out.push_str(&text[last..]);
     Cow::Owned(out)
+}
+
+/// A JSON string token (with its quotes).
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
+static JSON_STRING: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#""(?:[^"\\\r\n]|\\.)*""#).expect("json string compiles"));
+
+/// [`redact_secret_output`] for an output that is one JSON document; `None` when it is not
+/// one, or holds no string to redact.
+fn redact_secret_json(text: &str, found: &mut Vec<Found>) -> Option<String> {
+    let trimmed = text.trim();
+    if !(trimmed.starts_with('{') || trimmed.starts_with('['))
+        || serde_json::from_str::<serde_json::Value>(trimmed).is_err()
+    {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    let mut key: Option<&str> = None;
+    for m in JSON_STRING.find_iter(text) {
+        let next = text[m.end()..].trim_start().as_bytes().first().copied();
+        let inner = &text[m.start() + 1..m.end() - 1];
+        if next == Some(b':') {
+            key = Some(inner);
+            continue;
+        }
+        let before = text[..m.start()].trim_end().as_bytes().last().copied();
+        // After `"key":`, the key decides; an array's elements are secrets.
+        let plain = before == Some(b':') && key.is_some_and(plain_name);
+        if plain
+            || inner.is_empty()
+            || !inner.chars().any(char::is_alphanumeric)
+            || inner.starts_with("[REDACTED:")
+        {
+            continue;
+        }
+        out.push_str(&text[last..m.start() + 1]);
+        out.push_str("[REDACTED:secret-output]");
+        found.push(Found {
+            value: inner.to_owned(),
+            kind: "secret-output",
+        });
+        last = m.end() - 1;
+    }
+    if last == 0 {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    Some(out)
 }
 
 #[cfg(test)]
@@ -2537,6 +2846,63 @@ mod tests {
             "aws-session-token",
         ),
         ("( htpasswd -nb admin {S} ) > .htpasswd", "password-flag"),
+        // Secret stores that set a value given by position.
+        (
+            "heroku config:set STRIPE_KEY={S} -a shop",
+            "secret-assignment",
+        ),
+        (
+            "heroku config:set NODE_ENV=production SIGNING={S}",
+            "secret-assignment",
+        ),
+        ("dokku config:set shop MAILER={S}", "secret-assignment"),
+        ("eb setenv RDS_PW={S} -e prod", "secret-assignment"),
+        ("railway variables set SENTRY_DSN={S}", "secret-assignment"),
+        ("railway variables --set OPENAI={S}", "secret-assignment"),
+        ("supabase secrets set RESEND={S}", "secret-assignment"),
+        (
+            "infisical secrets set WEBHOOK={S} --env prod",
+            "secret-assignment",
+        ),
+        (
+            "dotnet user-secrets set \"ConnectionStrings:Default\" \"{S}\" --project src/Api",
+            "secret-assignment",
+        ),
+        (
+            "dotnet user-secrets set Stripe:ApiKey {S}",
+            "secret-assignment",
+        ),
+        (
+            "netlify env:set FAUNA {S} --context production",
+            "secret-assignment",
+        ),
+        ("npx convex env set CLERK {S}", "secret-assignment"),
+        ("travis env set DEPLOY {S}", "secret-assignment"),
+        ("glab variable set DEPLOY {S} --masked", "secret-assignment"),
+        ("glab variable set DEPLOY -v {S}", "secret-assignment"),
+        ("cf set-env shop SMTP {S}", "secret-assignment"),
+        (
+            "pulumi config set dbPassword {S} --secret",
+            "secret-assignment",
+        ),
+        ("pulumi config set github:token {S}", "secret-assignment"),
+        ("chamber write shop stripe {S}", "secret-assignment"),
+        (
+            "az keyvault secret set --vault-name kv -n db --value {S}",
+            "secret-flag",
+        ),
+        (
+            "security add-generic-password -a ann -s smtp -w {S}",
+            "password-flag",
+        ),
+        (
+            "security add-internet-password -a ann -s git.example.com -w {S}",
+            "password-flag",
+        ),
+        ("conjur variable set -i prod/db -v {S}", "secret-flag"),
+        ("mosquitto_passwd -b passwd ann {S}", "password-flag"),
+        ("vault operator unseal {S}", "secret-flag"),
+        ("php artisan env:decrypt --key={S}", "secret-flag"),
     ];
 
     #[test]
@@ -2657,6 +3023,18 @@ mod tests {
         "for f in *.zip; do unzip -l \"$f\"; done",
         "make test -j4",
         "ls -la ~/.config",
+        "heroku config:set NODE_ENV=production API_URL=https://api.example.com",
+        "heroku config:set STRIPE_KEY=$STRIPE_KEY",
+        "dotnet user-secrets set Logging:LogLevel:Default Debug",
+        "dotnet user-secrets list",
+        "netlify env:set API_URL https://api.example.com",
+        "pulumi config set aws:region eu-west-1",
+        "pulumi config set replicas 3",
+        "security find-generic-password -w -s smtp",
+        "vault operator unseal",
+        "php artisan env:encrypt",
+        "railway variables --set PORT=8080",
+        "fly secrets set LOG_LEVEL=debug",
     ];
 
     #[test]
@@ -2952,6 +3330,31 @@ mod tests {
                 "*** Begin Patch\n*** Update File: src/cli.rs\n+    // htpasswd -b users admin {secret}\n\
                  *** Add File: bin/setup.sh\n+htpasswd -b users admin [REDACTED:password-flag]\n*** End Patch\n"
             )
+        );
+    }
+
+    #[test]
+    fn a_secret_json_output_keeps_its_shape_and_plain_values() {
+        let (a, b, c) = (fake(11, 20), fake(12, 40), fake(13, 60));
+        let text = format!(
+            "{{\n    \"Credentials\": {{\n        \"AccessKeyId\": \"ASIA{a}\",\n        \"SecretAccessKey\": \"{b}\",\n        \"SessionToken\": \"{c}\",\n        \"Expiration\": \"2026-01-10T12:00:00+00:00\"\n    }},\n    \"AssumedRoleUser\": {{\"Arn\": \"arn:aws:sts::1:assumed-role/ci/s\"}}\n}}\n"
+        );
+        let mut found = Vec::new();
+        let out = redact_secret_output(&text, &mut found);
+        assert_eq!(
+            out,
+            format!(
+                "{{\n    \"Credentials\": {{\n        \"AccessKeyId\": \"ASIA{a}\",\n        \"SecretAccessKey\": \"[REDACTED:secret-output]\",\n        \"SessionToken\": \"[REDACTED:secret-output]\",\n        \"Expiration\": \"2026-01-10T12:00:00+00:00\"\n    }},\n    \"AssumedRoleUser\": {{\"Arn\": \"arn:aws:sts::1:assumed-role/ci/s\"}}\n}}\n"
+            )
+        );
+        assert_eq!(found.len(), 2);
+        // An array of values (`--query 'Credentials.[AccessKeyId,SecretAccessKey]'`): all go.
+        let mut found = Vec::new();
+        let array = format!("[\n    \"{a}\",\n    \"{b}\"\n]\n");
+        let out = redact_secret_output(&array, &mut found);
+        assert_eq!(
+            out,
+            "[\n    \"[REDACTED:secret-output]\",\n    \"[REDACTED:secret-output]\"\n]\n"
         );
     }
 

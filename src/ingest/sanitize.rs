@@ -33,6 +33,7 @@ use super::redact_shell::{
     FILE_KEYS, OutputKind, input_file_kind, is_script, output_of_call, redact_commands,
     redact_credential_flags, redact_file_formats, redact_secret_output,
 };
+use super::redact_stdin::redact_prompts;
 use crate::action::Action;
 
 /// The key of the sanitizer's part in a checkpoint's parser state.
@@ -212,6 +213,13 @@ impl<'r> Sanitizer<'r> {
                     changed = Some(o);
                 }
             }
+            // What a command feeds a password prompt, what an expect script sends to one.
+            // (A patch is not one shell text: its sections are files of any kind.)
+            let current = changed.as_deref().unwrap_or(s);
+            let shell = commands && !current.contains("*** Begin Patch");
+            if let Cow::Owned(o) = redact_prompts(current, shell, &mut found) {
+                changed = Some(o);
+            }
             if mentioned.netrc || mentioned.pgpass {
                 let current = changed.as_deref().unwrap_or(s);
                 if let Cow::Owned(o) = redact_file_formats(current, mentioned, &mut found) {
@@ -314,6 +322,10 @@ impl<'r> Sanitizer<'r> {
         if holds.secret_file
             && let Cow::Owned(o) = redact_secret_file(&text, &mut found)
         {
+            text = Cow::Owned(o);
+        }
+        // An expect script shown (`cat login.exp`, a `Read` of it) sends what it sent.
+        if let Cow::Owned(o) = redact_prompts(&text, false, &mut found) {
             text = Cow::Owned(o);
         }
         self.remember(&found);

@@ -310,3 +310,111 @@ fn no_secret_reaches_disk_and_a_redacted_value_becomes_a_parameter() {
         "the dry runs use a stand-in:\n{cases}"
     );
 }
+
+/// What secret stores print and what is fed to password prompts, through the real `toolsmith
+/// ingest`: a Terraform output, an AWS secret read back, a decryption to the terminal, a
+/// password fed to `sudo -S` on a here-string, a setup script's answers, an `expect` script and
+/// a `pexpect` script the agent wrote. None of the secrets is in any file toolsmith wrote; the
+/// look-alikes (a region, a VPC id, a decryption to a file, the names in a password store, a
+/// script's plain answers) are stored as they were logged.
+#[test]
+fn secret_stores_and_prompts_stay_out_of_the_store() {
+    let env = TestEnv::new();
+    let logs = env.path().join("logs");
+    std::fs::create_dir_all(&logs).expect("mkdir logs");
+    let s: Vec<String> = (0..8).map(|i| fake(900 + i, ALNUM, 22)).collect();
+    let calls = vec![
+        bash("terraform output -raw db_password", &s[0]),
+        bash(
+            "aws configure get aws_secret_access_key",
+            &format!("{}\n", s[1]),
+        ),
+        bash(
+            "gpg --quiet -d notes.txt.gpg",
+            &format!("smtp relay\n{}\n", s[2]),
+        ),
+        bash(
+            &format!("sudo -S systemctl restart app <<< '{}'", s[3]),
+            "[sudo] password for dev: ",
+        ),
+        bash(
+            &format!(
+                "./scripts/setup.sh <<EOF\nadmin\nadmin@example.com\n{0}\n{0}\nEOF",
+                s[4]
+            ),
+            "Admin created.\n",
+        ),
+        bash(
+            &format!(
+                "expect -c 'spawn ssh admin@db1; expect \"assword:\"; send \"{}\\r\"; interact'",
+                s[5]
+            ),
+            "",
+        ),
+        Call {
+            tool: "Write",
+            input: json!({"file_path": "/home/dev/shop/tools/login.py",
+                "content": format!("import pexpect\nchild = pexpect.spawn('psql -h db -U app')\nchild.expect('Password for user app:')\nchild.sendline('{}')\nchild.interact()\n", s[6])}),
+            output: "File created successfully at: /home/dev/shop/tools/login.py".into(),
+        },
+        bash(
+            &format!(
+                "printf 'protocol=https\\nhost=git.example.com\\nusername=ci\\npassword={}\\n' | git credential approve",
+                s[7]
+            ),
+            "",
+        ),
+        // Look-alikes.
+        bash("aws configure get region", "eu-west-1\n"),
+        bash("terraform output -raw vpc_id", "vpc-0a1b2c3d4e5f60718"),
+        bash(
+            "gpg -d backup.tar.gpg -o backup.tar",
+            "gpg: encrypted with cv25519 key\n",
+        ),
+        bash(
+            "pass ls",
+            "Password Store\n├── infra\n│   └── db\n└── web\n",
+        ),
+        bash(
+            "./scripts/setup.sh <<EOF\nadmin\nyes\n/srv/shop\nEOF",
+            "Installed to /srv/shop\n",
+        ),
+    ];
+    session_file(&logs, 7, &calls);
+    env.cli().arg("ingest").arg(&logs).assert().success();
+
+    let written = everything_written(env.path(), &logs);
+    assert!(
+        written.iter().any(|(p, _)| p.ends_with("state.db")),
+        "no store"
+    );
+    let mut leaks = Vec::new();
+    for (path, bytes) in &written {
+        for secret in &s {
+            if contains(bytes, secret) {
+                leaks.push(format!("{secret} in {path}"));
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "{}", leaks.join("\n"));
+
+    let actions = common::stored(&env, &env.state());
+    let texts: Vec<String> = actions.iter().map(Value::to_string).collect();
+    let all = texts.join("\n");
+    for want in [
+        // Only the secret's characters became the placeholder.
+        "sudo -S systemctl restart app <<< '[REDACTED:stdin-secret]'",
+        "admin@example.com\\n[REDACTED:prompt-answer]\\n[REDACTED:prompt-answer]\\nEOF",
+        "send \\\"[REDACTED:expect-send]\\\\r\\\"; interact",
+        "child.sendline('[REDACTED:expect-send]')",
+        "\"output\":\"[REDACTED:secret-output]\\n[REDACTED:secret-output]\\n\"",
+        // The look-alikes, as logged.
+        "eu-west-1",
+        "vpc-0a1b2c3d4e5f60718",
+        "gpg: encrypted with cv25519 key",
+        "├── infra\\n│   └── db",
+        "admin\\nyes\\n/srv/shop\\nEOF",
+    ] {
+        assert!(all.contains(want), "{want:?} not stored:\n{all}");
+    }
+}
