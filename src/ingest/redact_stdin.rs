@@ -598,22 +598,49 @@ fn secret_lines(feed: Feed, lines: &[Line]) -> Vec<((usize, usize), String, &'st
     out
 }
 
+/// The literals without which no scanner of this module finds anything: a here-document or
+/// here-string, a pipe from `echo`/`printf`/`cat`/`yes`, an expect-like script, a program's
+/// input to a child.
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
+static PROMPT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"<<|xpect|read_until|input=|communicate\(|stdin\.write\(|\b(?:echo|printf|cat|yes)\b[^|\n]*\|",
+    )
+    .expect("prompt literals compile")
+});
+
 /// Redacts what commands in `text` feed to a password prompt on their standard input
 /// (`commands`: `text` is a command line or a script), and what `expect`-like scripts send to
-/// one (any text). Text without `<<`, a pipe or an `expect` costs a few literal searches.
+/// one (any text). Text without `<<`, a pipe from `echo`/`printf`/`cat`/`yes`, an `expect`-like
+/// script or a child's `input=` costs one literal search.
 pub(super) fn redact_prompts<'a>(
     text: &'a str,
     commands: bool,
     found: &mut Vec<Found>,
 ) -> Cow<'a, str> {
+    // One pass over the text says which scanners have anything to look at.
+    let (mut feeds, mut scripts, mut inputs) = (false, false, false);
+    for m in PROMPT_LITERALS.find_iter(text) {
+        match m.as_str() {
+            "<<" => feeds = true,
+            "xpect" | "read_until" => scripts = true,
+            "input=" | "communicate(" | "stdin.write(" => inputs = true,
+            // `echo …|`, `printf …|`, `cat …|`, `yes …|`.
+            _ => feeds = true,
+        }
+        if feeds && scripts && inputs {
+            break;
+        }
+    }
     let mut edits: Vec<(usize, usize, String, &'static str)> = Vec::new();
-    if commands && (text.contains("<<") || text.contains('|')) {
+    if commands && feeds {
         stdin_edits(text, &mut edits);
     }
-    if text.contains("xpect") || text.contains("read_until") {
+    if scripts {
         expect_edits(text, &mut edits);
     }
-    if text.contains("input=") || text.contains("communicate(") || text.contains("stdin.write(") {
+    if inputs {
         program_input_edits(text, &mut edits);
     }
     apply(text, edits, found)
