@@ -57,8 +57,10 @@
 //! `.netrc` or `.pgpass` password) and `secret-output` (a line a secret-printing command
 //! printed). What a file's kind or a structure's markings give away (every value of a `.env`
 //! or a credentials file, a value marked `"sensitive": true`, a Kubernetes Secret's data) is
-//! [`super::redact_files`]'s, with the kinds `secret-file`, `sensitive-output` and
-//! `kubernetes-secret`. Every replacement reports the value it replaced ([`Found`]), so that the
+//! [`super::redact_files`]'s, with the kinds `secret-file`, `sensitive-output`,
+//! `kubernetes-secret` and `prefixed-secret`. What is fed to a password prompt is
+//! [`super::redact_stdin`]'s (`stdin-secret`, `prompt-answer`, `expect-send`); `secret-output`
+//! also covers what a secret store prints ([`super::redact_stores`]). Every replacement reports the value it replaced ([`Found`]), so that the
 //! reader can find it again.
 //!
 //! # What is deliberately kept
@@ -1512,6 +1514,19 @@ impl Redactor {
                 let sep = &text[sa..sb];
                 if kw == Keyword::Pass && sep == ":" && name.eq_ignore_ascii_case("pass") {
                     return None; // `PASS: test_foo` is a test runner's verdict.
+                }
+                // `expect "Enter password:"; send …`: the name and its separator end a quoted
+                // string, and the quote after them closes it (an odd number of those quotes
+                // stands before the name on its line); what follows is not its value.
+                if sa == nb
+                    && sb == a
+                    && let Some(q) = text[a..].chars().next().filter(|q| matches!(q, '"' | '\''))
+                {
+                    let line = &text[text[..na].rfind('\n').map_or(0, |i| i + 1)..na];
+                    let quotes = line.matches(q).count() - line.matches(&format!("\\{q}")).count();
+                    if quotes % 2 == 1 {
+                        return None;
+                    }
                 }
                 let after = text.as_bytes().get(b).copied();
                 let cx = ValueCtx {
@@ -3360,6 +3375,8 @@ mod tests {
             "AWS_ACCESS_KEY_FINGERPRINT=ab:cd:ef:01:23:45:67:89",
             "monkey_patch=enabled",
             "tokenizer=cl100k_base",
+            "expect -c 'spawn ./install.sh; expect \"Password:\"; send \"$pw\\r\"; interact'",
+            "expect -c 'spawn x; expect \"Enter password:\"; send \"$pw\\r\"'",
             "deps/spl_token_2022-398ac718a3f0127b.d:1:/Users/dev/target/deps/x.so:",
             "auth_provider=GitHubEnterprise",
         ] {
