@@ -372,11 +372,20 @@ impl Generator {
                     auto: true,
                 }
             });
+            let mut trailers = pitch.trailers;
+            // Who asked, for a reviewer to weigh (an agent's words, made one line by the MCP
+            // server).
+            if let Some(asker) = &c.asker {
+                trailers.push((
+                    "Requested-by".into(),
+                    format!("{} (MCP session {})", asker.agent, asker.session),
+                ));
+            }
             let proposal = Proposal {
                 candidate: c.id.clone(),
                 files: staging.files(attempt),
                 why: pitch.why,
-                trailers: pitch.trailers,
+                trailers,
             };
             let auto = if pitch.auto {
                 self.auto_approval.clone()
