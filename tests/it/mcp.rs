@@ -82,8 +82,20 @@ async fn connect(
     protocol: ProtocolVersion,
     config: Option<&Path>,
 ) -> (RunningService<RoleClient, Client>, Arc<Notify>) {
+    connect_with(env, dir, protocol, config, &[]).await
+}
+
+/// [`connect`] with `vars` set in the server's environment.
+async fn connect_with(
+    env: &TestEnv,
+    dir: &Path,
+    protocol: ProtocolVersion,
+    config: Option<&Path>,
+    vars: &[(&str, &str)],
+) -> (RunningService<RoleClient, Client>, Arc<Notify>) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
     env.apply(&mut command);
+    command.envs(vars.iter().copied());
     if let Some(file) = config {
         command.arg("--config").arg(file);
     }
@@ -672,6 +684,115 @@ fn an_agent_asks_for_a_tool_and_calls_it_once_a_person_approved_it() {
     );
 }
 
+/// Asks `toolsmith_request_status` about `id` until its request settles (awaits review, or
+/// ended), as an agent following it would; its last answer.
+async fn settled(service: &RunningService<RoleClient, Client>, id: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..600 {
+        let status = call(service, "toolsmith_request_status", json!({"id": id}))
+            .await
+            .expect("status");
+        last = status.structured_content.clone().expect("structured");
+        if !matches!(
+            last["state"].as_str(),
+            Some("queued" | "generating" | "validating")
+        ) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the request did not settle: {last}");
+}
+
+/// With the daemon holding the state directory, the daemon generates a request (the server
+/// cannot take the directory), and the candidate is the one whose id the agent was given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_daemon_running_the_daemon_generates_the_request() {
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    // The registry is made first: a server starting while the daemon makes it finds a
+    // directory that is not a repository yet.
+    env.cli().arg("tools").assert().success();
+    let mut daemon = common::Daemon::start(&env, env.daemon_command());
+    let (service, _) = connect(&env, &ws, ProtocolVersion::LATEST, None).await;
+    let asked = call(
+        &service,
+        "toolsmith_request",
+        json!({"description": "Build one package",
+               "examples": ["make build -C core", "make build -C cli"]}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(asked.is_error, Some(false), "{}", text(&asked));
+    let id = asked.structured_content.as_ref().expect("structured")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let status = settled(&service, &id).await;
+    assert_eq!(status["state"], "awaiting-review", "{status}");
+    assert!(
+        status["next"]
+            .as_str()
+            .is_some_and(|n| n.contains("toolsmith ui")),
+        "{status}"
+    );
+    service.cancel().await.expect("close");
+    assert!(daemon.is_running(), "{}", daemon.log());
+    assert_eq!(candidates(&env), [(id, "request".to_owned())]);
+}
+
+/// A request without examples goes to the model when one is configured: the candidate is the
+/// model's, validated in the sandbox like any other, awaiting review.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_without_examples_is_written_by_the_configured_model() {
+    use crate::generate::{GOOD_SCRIPT, greeting_reply};
+    use common::llm_server::{LlmServer, Reply};
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    let server = LlmServer::start(vec![Reply::openai(&greeting_reply(GOOD_SCRIPT))]);
+    let config = env.write_config(&format!(
+        "[generate]\nbackend = \"llm\"\nmax_attempts = 1\n\n\
+         [llm]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"test-model\"\n\
+         api_key_env = \"TOOLSMITH_TEST_KEY\"\nmax_retries = 0\n",
+        server.url
+    ));
+    let (service, _) = connect_with(
+        &env,
+        &ws,
+        ProtocolVersion::LATEST,
+        Some(&config),
+        &[("TOOLSMITH_TEST_KEY", "sk-test")],
+    )
+    .await;
+    let asked = call(
+        &service,
+        "toolsmith_request",
+        json!({"description": "print a greeting"}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(asked.is_error, Some(false), "{}", text(&asked));
+    let id = asked.structured_content.as_ref().expect("structured")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let status = settled(&service, &id).await;
+    assert_eq!(status["state"], "awaiting-review", "{status}");
+    service.cancel().await.expect("close");
+    assert_eq!(server.received().len(), 1, "the model was asked once");
+    let shown = json_of(
+        env.cli()
+            .arg("--config")
+            .arg(&config)
+            .args(["--json", "show", &id])
+            .assert()
+            .success()
+            .get_output(),
+    );
+    assert_eq!(shown["candidate"]["origin"], "request");
+    assert_eq!(shown["candidate"]["generator"], "llm:test-model");
+}
+
 /// Requests are untrusted: a request past a cap or past the session's hourly rate is refused
 /// with the reason and makes no candidate; with the rate at 0 the tool is not offered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -734,21 +855,7 @@ async fn requests_past_their_caps_or_the_sessions_rate_make_no_candidate() {
         text(&again)
     );
     // The one request taken is generated; the session waits for it before closing.
-    let mut state = String::new();
-    for _ in 0..600 {
-        let status = call(&service, "toolsmith_request_status", json!({"id": id}))
-            .await
-            .expect("status");
-        state = status.structured_content.as_ref().expect("structured")["state"]
-            .as_str()
-            .expect("state")
-            .to_owned();
-        if state == "awaiting-review" || state == "failed" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(state, "awaiting-review");
+    assert_eq!(settled(&service, &id).await["state"], "awaiting-review");
     service.cancel().await.expect("close");
     assert_eq!(candidates(&env), [(id, "request".to_owned())]);
 
