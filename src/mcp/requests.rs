@@ -175,11 +175,20 @@ impl Request {
                 ));
             }
         };
-        Ok(Request {
+        let request = Request {
             description,
             examples,
             inputs,
-        })
+        };
+        // Generation keeps this much of a request's text: the inputs must fit beside the
+        // description, not be cut off after it.
+        let chars = request.text().chars().count();
+        if chars > MAX_DESCRIPTION_CHARS {
+            return Err(format!(
+                "{REQUEST_TOOL}: the description with its inputs is {chars} characters long; at                  most {MAX_DESCRIPTION_CHARS} are taken"
+            ));
+        }
+        Ok(request)
     }
 
     /// The request's text as generation gets it: the description, then the inputs named (a
@@ -430,6 +439,14 @@ mod tests {
             .collect();
         let e = refused(json!({"description": "d", "inputs": inputs}));
         assert!(e.contains("17 inputs given; at most 16"), "{e}");
+        let e = refused(json!({
+            "description": "d".repeat(1990),
+            "inputs": [{"name": "dir", "description": "the package's directory"}],
+        }));
+        assert!(
+            e.contains("the description with its inputs is 2030 characters long"),
+            "{e}"
+        );
         let e = refused(json!({"description": "d", "inputs": [{"name": "../etc"}]}));
         assert!(e.contains("input 1's name must be"), "{e}");
         let e = refused(json!({"description": "d\u{1b}[2J"}));

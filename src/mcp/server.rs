@@ -73,6 +73,9 @@ const SEARCH_DEFAULT_LIMIT: usize = 10;
 /// Most results one search gives.
 const SEARCH_MAX_LIMIT: usize = 50;
 
+/// Most proposals `toolsmith_proposals` lists (the newest); it says how many more there are.
+const MAX_PROPOSALS: usize = 50;
+
 /// How long to let a burst of ref updates (a merge writes several) settle.
 const SETTLE: Duration = Duration::from_millis(150);
 
@@ -641,6 +644,8 @@ impl Inner {
             Err(e) => return tool_error(&format!("the candidates cannot be read: {e}")),
         };
         let mut told = locked(&self.told);
+        let more = awaiting.len().saturating_sub(MAX_PROPOSALS);
+        let awaiting = &awaiting[..awaiting.len() - more];
         let listed: Vec<Value> = awaiting
             .iter()
             .map(|c| {
@@ -667,6 +672,7 @@ impl Inner {
         told.extend(awaiting.iter().map(|c| c.id.clone()));
         CallToolResult::structured(json!({
             "awaiting_review": listed,
+            "not_listed": more,
             "review": "a person reviews them with `toolsmith ui` (the review page) or                        `toolsmith review` and `toolsmith show ID`; tell your user about the new                        ones once",
         }))
     }

@@ -373,12 +373,17 @@ impl Generator {
                 }
             });
             let mut trailers = pitch.trailers;
-            // Who asked, for a reviewer to weigh (an agent's words, made one line by the MCP
-            // server).
+            // Who asked, for a reviewer to weigh: an agent's words, kept to one line whoever
+            // handed them in (a trailer ends at a line's end).
             if let Some(asker) = &c.asker {
+                let line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
                 trailers.push((
                     "Requested-by".into(),
-                    format!("{} (MCP session {})", asker.agent, asker.session),
+                    format!(
+                        "{} (MCP session {})",
+                        line(&asker.agent),
+                        line(&asker.session)
+                    ),
                 ));
             }
             let proposal = Proposal {
