@@ -48,7 +48,15 @@ impl Generation for CliGeneration {
             &progress,
         )
         .map(|_| ())
-        .map_err(|failure| failure.message)
+        .map_err(|failure| match failure.code {
+            // The directory was held, yet no daemon answers: another one-shot generation
+            // (`toolsmith new`, another session's request) has it.
+            ExitCode::DaemonNotRunning => format!(
+                "another toolsmith process is generating in this state directory and no daemon                  runs to queue the request: ask again once it is done, or have toolsmithd                  running ({})",
+                failure.message
+            ),
+            _ => failure.message,
+        })
     }
 }
 

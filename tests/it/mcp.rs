@@ -793,6 +793,40 @@ async fn a_request_without_examples_is_written_by_the_configured_model() {
     assert_eq!(shown["candidate"]["generator"], "llm:test-model");
 }
 
+/// With the state directory held by another one-shot process and no daemon to queue it, the
+/// request fails saying so (its status), rather than waiting for ever or seeming queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_while_another_process_generates_fails_saying_so() {
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    env.cli().arg("tools").assert().success();
+    let held = toolsmith::daemon::lock::acquire(&env.state().join("toolsmithd.lock"))
+        .expect("the test holds the state directory");
+    let (service, _) = connect(&env, &ws, ProtocolVersion::LATEST, None).await;
+    let asked = call(
+        &service,
+        "toolsmith_request",
+        json!({"description": "Build one package",
+               "examples": ["make build -C core", "make build -C cli"]}),
+    )
+    .await
+    .expect("call");
+    let id = asked.structured_content.as_ref().expect("structured")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let status = settled(&service, &id).await;
+    assert_eq!(status["state"], "failed", "{status}");
+    assert!(
+        status["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("another toolsmith process is generating")),
+        "{status}"
+    );
+    service.cancel().await.expect("close");
+    drop(held);
+}
+
 /// Requests are untrusted: a request past a cap or past the session's hourly rate is refused
 /// with the reason and makes no candidate; with the rate at 0 the tool is not offered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
