@@ -225,10 +225,22 @@ impl Inner {
         if slot.is_none() && self.settings.store.exists() {
             match store::open_for_update(&self.settings.store) {
                 Ok(conn) => *slot = Some(conn),
+                // This session's request is making the store (no daemon ran here): it is
+                // migrated as it is looked at, and opened once it is.
+                Err(store::StoreError::Outdated { .. }) if self.generating() => {
+                    tracing::debug!("the store is being made for a request");
+                }
                 Err(e) => tracing::warn!("runs are not recorded in the store: {e}"),
             }
         }
         work(slot.as_ref())
+    }
+
+    /// Whether a request of this session is waiting for or under generation.
+    fn generating(&self) -> bool {
+        locked(&self.asked)
+            .values()
+            .any(|a| matches!(a, Asked::Queued))
     }
 
     /// Runs `work` with the session's registry, opening it the first time and after a change
