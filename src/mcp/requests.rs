@@ -481,6 +481,52 @@ mod tests {
     }
 
     #[test]
+    fn progress_says_where_a_request_stands_and_what_comes_next() {
+        let c = |state: State, reason: Option<&str>| Candidate {
+            id: "c-0123456789ab".into(),
+            tool: "build-one".into(),
+            origin: "request".into(),
+            pattern: None,
+            request: Some("Build one package".into()),
+            state,
+            reason: reason.map(str::to_owned),
+            attempts: 1,
+            generator: None,
+            version: Some("1.0.0".into()),
+            created_at: 0,
+            updated_at: 0,
+            asker: None,
+        };
+        assert_eq!(
+            progress(&c(State::Proposed, None), false)["state"],
+            "queued"
+        );
+        let review = progress(&c(State::AwaitingReview, None), false);
+        assert_eq!(review["state"], "awaiting-review");
+        assert!(
+            review["next"]
+                .as_str()
+                .is_some_and(|n| n.contains("toolsmith approve c-0123456789ab")),
+            "{review}"
+        );
+        let rejected = progress(&c(State::Rejected, Some("does too much")), false);
+        assert_eq!(rejected["state"], "rejected");
+        assert_eq!(rejected["reason"], "does too much");
+        let stuck = progress(&c(State::Generating, None), true);
+        assert!(
+            stuck["next"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("interrupted")),
+            "{stuck}"
+        );
+        assert!(
+            progress(&c(State::Approved, None), false)["next"]
+                .as_str()
+                .is_some_and(|n| n.contains("call it as `build-one`"))
+        );
+    }
+
+    #[test]
     fn the_agents_name_is_one_short_line() {
         assert_eq!(
             agent_name(Some("claude-code"), Some("2.1.0")),

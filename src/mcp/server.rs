@@ -629,8 +629,8 @@ impl Inner {
         }
     }
 
-    /// The proposals awaiting review, newest first, with what each is; `None` without a
-    /// store (nothing was ever proposed).
+    /// The proposals awaiting review, newest first; none without a store (nothing was ever
+    /// proposed).
     fn awaiting(&self) -> Result<Vec<Candidate>, String> {
         self.with_store(|conn| match conn {
             None => Ok(Vec::new()),
