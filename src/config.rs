@@ -286,6 +286,9 @@ pub struct McpSettings {
     /// past their context budget, so the most used and most recent come first and the rest
     /// are found with `toolsmith_search`.
     pub description_budget: Setting<u32>,
+    /// Tools one MCP session may ask for (`toolsmith_request`) in an hour: a request is
+    /// untrusted input that costs a generation and a person's review (0: requests refused).
+    pub requests_per_hour: Setting<u32>,
 }
 
 /// The user's side of the sandbox (`[sandbox]`; the policy file's `[sandbox]` table holds the
@@ -539,6 +542,7 @@ impl Config {
             int("llm.max_retries", &self.llm.max_retries),
             int("llm.daily_token_budget", &self.llm.daily_token_budget),
             int("mcp.description_budget", &self.mcp.description_budget),
+            int("mcp.requests_per_hour", &self.mcp.requests_per_hour),
             (
                 "events.on_event",
                 strings(&self.events.on_event.value),
@@ -830,6 +834,7 @@ struct RawSchedule {
 #[serde(deny_unknown_fields)]
 struct RawMcp {
     description_budget: Option<Spanned<u32>>,
+    requests_per_hour: Option<Spanned<u32>>,
 }
 
 /// The providers `llm.provider` names.
@@ -1124,17 +1129,20 @@ fn check_events(events: &RawEvents, path: &Path, text: &str) -> Result<(), Confi
     Ok(())
 }
 
-/// `[mcp]`: the description budget is in range.
+/// `[mcp]`: the description budget and the request rate are in range.
 fn check_mcp(mcp: &RawMcp, path: &Path, text: &str) -> Result<(), ConfigError> {
     check_ranges(
         path,
         text,
-        &[(
-            &mcp.description_budget,
-            "mcp.description_budget",
-            0,
-            10_000_000,
-        )],
+        &[
+            (
+                &mcp.description_budget,
+                "mcp.description_budget",
+                0,
+                10_000_000,
+            ),
+            (&mcp.requests_per_hour, "mcp.requests_per_hour", 0, 1000),
+        ],
     )?;
     Ok(())
 }
@@ -1490,6 +1498,7 @@ fn resolve(
     };
     let mcp = McpSettings {
         description_budget: pick(&raw.mcp.description_budget, 8000, &from_file),
+        requests_per_hour: pick(&raw.mcp.requests_per_hour, 10, &from_file),
     };
     let events = EventSettings {
         on_event: pick(&raw.events.on_event, Vec::new(), &from_file),
@@ -1764,6 +1773,10 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # whole descriptions as fit in this many characters; the others are found and run through its
 # two fixed tools, toolsmith_search and toolsmith_run.
 # description_budget = 8000
+
+# Tools one MCP session may ask for with toolsmith_request in an hour (0: none). Each request
+# becomes a candidate that a person reviews; nothing it asks for runs outside the sandbox.
+# requests_per_hour = 10
 
 [events]
 # A command run for each event of the chosen kinds, with the event as JSON on its stdin (and its

@@ -60,7 +60,7 @@ async def main(toolsmith, state, build, new_tool, new_candidate):
             print(f"ok: initialized ({init.protocol_version}, {init.server_info.name})", flush=True)
 
             listed = [t.name for t in (await session.list_tools()).tools]
-            if listed != [build, "toolsmith_search", "toolsmith_run"]:
+            if listed != [build, "toolsmith_search", "toolsmith_run", "toolsmith_request", "toolsmith_request_status", "toolsmith_proposals"]:
                 fail(f"tools/list gave {listed}")
             print(f"ok: listed {listed}", flush=True)
 

@@ -41,14 +41,26 @@ impl From<CandidateError> for Failure {
 /// Runs `job` in the daemon when it holds the state directory, else in this process.
 fn run_job(cli: &Cli, job: Job) -> Result<Value, Failure> {
     let config = load_config(cli)?;
+    let progress = Progress::spinner(cli.global.json, "generating");
+    run_job_with(&config, || connect(cli), job, &progress)
+}
+
+/// [`run_job`] with the configuration loaded, `connect` reaching the daemon when it holds the
+/// state directory, and `progress` showing what each candidate is doing (the MCP server's
+/// requests come this way, with a progress that draws nothing).
+pub(super) fn run_job_with(
+    config: &crate::config::Config,
+    connect: impl FnOnce() -> Result<crate::control::client::Client, Failure>,
+    job: Job,
+    progress: &Progress,
+) -> Result<Value, Failure> {
     crate::daemon::listener::ensure_private_dir(&config.paths.state.value)
         .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?;
-    let progress = Progress::spinner(cli.global.json, "generating");
     match lock::acquire(&config.lock_path()) {
         Ok(_lock) => {
             let store = Store::open(&config.store_path())?;
             let events = crate::events::EventBus::new();
-            let generator = crate::health::repair::configured(&config, store)
+            let generator = crate::health::repair::configured(config, store)
                 .map_err(|e| Failure::new(ExitCode::InvalidConfig, e.to_string()))?
                 .0
                 .with_events(events.clone());
@@ -83,7 +95,7 @@ fn run_job(cli: &Cli, job: Job) -> Result<Value, Failure> {
                 other => serde_json::to_value(other)
                     .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?,
             };
-            let answer = connect(cli)?.call_job("generate.run", params);
+            let answer = connect()?.call_job("generate.run", params);
             progress.done();
             Ok(answer?)
         }
@@ -207,6 +219,8 @@ pub(super) fn new(
         Job::Request {
             text: text.to_owned(),
             examples: examples.to_vec(),
+            id: None,
+            asker: None,
         },
     )?;
     print_report(cli, &report, true, out, style)
@@ -611,6 +625,13 @@ fn header(
         c.generator.as_deref().unwrap_or("-"),
         c.attempts
     )?;
+    if let Some(asker) = &c.asker {
+        writeln!(
+            out,
+            "requested by: {} (MCP session {})",
+            asker.agent, asker.session
+        )?;
+    }
     if c.state == State::Failed {
         writeln!(
             out,

@@ -164,6 +164,19 @@ pub struct Candidate {
     pub created_at: i64,
     /// When it last changed.
     pub updated_at: i64,
+    /// Who asked for it, for one an agent requested (`toolsmith_request`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asker: Option<Asker>,
+}
+
+/// Who asked for a requested candidate: the MCP session the request came on and the agent, as
+/// its client named itself in `initialize` (untrusted words, kept only to be shown).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Asker {
+    /// The MCP session (an id the server gives each session).
+    pub session: String,
+    /// The agent: the client's name and version, or `unknown`.
+    pub agent: String,
 }
 
 /// A state change that is not allowed, or a candidate that does not exist.
@@ -182,6 +195,12 @@ pub enum CandidateError {
         /// The state asked for.
         to: State,
     },
+    /// A requested candidate's id is not shaped as toolsmith makes them.
+    #[error("`{0}` is not a candidate id (`c-` and 12 hex digits)")]
+    BadId(String),
+    /// A requested candidate's id is taken already.
+    #[error("candidate `{0}` exists already; a request is made once")]
+    Taken(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -221,7 +240,7 @@ pub fn new_id() -> String {
 
 const COLUMNS: &str =
     "id, tool, origin, pattern, request, state, reason, attempts, generator, version,
-                       created_at, updated_at";
+                       created_at, updated_at, asker_session, asker_agent";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
     let state: String = r.get(5)?;
@@ -239,17 +258,62 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
         version: r.get(9)?,
         created_at: r.get(10)?,
         updated_at: r.get(11)?,
+        asker: match (
+            r.get::<_, Option<String>>(12)?,
+            r.get::<_, Option<String>>(13)?,
+        ) {
+            (Some(session), agent) => Some(Asker {
+                session,
+                agent: agent.unwrap_or_else(|| "unknown".into()),
+            }),
+            (None, _) => None,
+        },
     })
 }
 
 /// Stores a new candidate in state `proposed`.
 pub fn create(conn: &Connection, new: &NewCandidate) -> Result<Candidate, CandidateError> {
-    let id = new_id();
+    insert(conn, new, &new_id(), None)
+}
+
+/// Stores a new requested candidate in state `proposed` under `id` (given to the asker before
+/// generation began, see [`is_id`]), recording who asked.
+pub fn create_requested(
+    conn: &Connection,
+    new: &NewCandidate,
+    id: &str,
+    asker: &Asker,
+) -> Result<Candidate, CandidateError> {
+    if !is_id(id) {
+        return Err(CandidateError::BadId(id.to_owned()));
+    }
+    if get(conn, id).is_ok() {
+        return Err(CandidateError::Taken(id.to_owned()));
+    }
+    insert(conn, new, id, Some(asker))
+}
+
+/// Whether `id` is shaped as [`new_id`] makes them (`c-` and 12 hex digits).
+pub fn is_id(id: &str) -> bool {
+    id.strip_prefix("c-").is_some_and(|hex| {
+        hex.len() == 12
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+fn insert(
+    conn: &Connection,
+    new: &NewCandidate,
+    id: &str,
+    asker: Option<&Asker>,
+) -> Result<Candidate, CandidateError> {
     let now = unix_now();
     conn.prepare_cached(
         "INSERT INTO candidates (id, tool, origin, pattern, request, state, attempts, created_at,
-                                 updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, 'proposed', 0, ?6, ?6)",
+                                 updated_at, asker_session, asker_agent)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'proposed', 0, ?6, ?6, ?7, ?8)",
     )?
     .execute(params![
         id,
@@ -257,9 +321,11 @@ pub fn create(conn: &Connection, new: &NewCandidate) -> Result<Candidate, Candid
         new.origin,
         new.pattern,
         new.request,
-        now
+        now,
+        asker.map(|a| a.session.as_str()),
+        asker.map(|a| a.agent.as_str()),
     ])?;
-    get(conn, &id)
+    get(conn, id)
 }
 
 /// The candidate `id`.
@@ -535,6 +601,56 @@ mod tests {
             get(&conn, "c-nope"),
             Err(CandidateError::Unknown(_))
         ));
+    }
+
+    #[test]
+    fn a_requested_candidate_takes_the_id_it_was_given_and_keeps_who_asked() {
+        let (_dir, conn) = conn();
+        let new = NewCandidate {
+            tool: "build-one".into(),
+            origin: "request".into(),
+            pattern: None,
+            request: Some("Build one package".into()),
+        };
+        let asker = Asker {
+            session: "mcp-0123456789ab".into(),
+            agent: "claude-code 2.1.0".into(),
+        };
+        let id = new_id();
+        let c = create_requested(&conn, &new, &id, &asker).expect("create");
+        assert_eq!(c.id, id);
+        assert_eq!(get(&conn, &id).expect("get").asker.as_ref(), Some(&asker));
+        let json = serde_json::to_value(&c).expect("json");
+        assert_eq!(json["asker"]["agent"], "claude-code 2.1.0");
+        assert!(matches!(
+            create_requested(&conn, &new, &id, &asker),
+            Err(CandidateError::Taken(_))
+        ));
+        for bad in ["c-../../etc", "c-0123456789AB", "x-0123456789ab", "c-0123"] {
+            assert!(
+                matches!(
+                    create_requested(&conn, &new, bad, &asker),
+                    Err(CandidateError::BadId(_))
+                ),
+                "{bad}"
+            );
+        }
+        // Another candidate records nobody, and says nothing of it.
+        let mined = create(
+            &conn,
+            &NewCandidate {
+                request: None,
+                ..new
+            },
+        )
+        .expect("create");
+        assert_eq!(mined.asker, None);
+        assert!(
+            serde_json::to_value(&mined)
+                .expect("json")
+                .get("asker")
+                .is_none()
+        );
     }
 
     #[test]

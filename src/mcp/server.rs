@@ -16,15 +16,22 @@
 //!   Whatever goes wrong with a run — arguments that do not fit the schema, a tool that fails,
 //!   times out or was tampered with — is an `isError` result the agent can read; only a name
 //!   that is no tool at all is a protocol error, as the specification asks.
+//! - Agents ask for the tools they lack ([`requests`](super::requests)): `toolsmith_request`
+//!   starts a candidate of origin `request` (the session and the agent recorded) and answers
+//!   its id at once, generation going on behind (one request at a time, in a worker thread,
+//!   through [`Generation`]); `toolsmith_request_status` says how it is getting on;
+//!   `toolsmith_proposals` lists the proposals awaiting review, and the server's
+//!   `instructions` say how many there are and where a person reviews them. A session is told
+//!   of each proposal once: the instructions and `toolsmith_proposals` mark what it was told.
 //! - The registry's refs are watched with inotify; when the set of active tools changes
 //!   (approval, rollback, deprecation, a `git revert` by hand), `notifications/tools/list_changed`
 //!   goes to the client, on the session (protocol versions with `initialize`) and on every
 //!   `subscriptions/listen` subscription that asked for it (2026-07-28).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use notify::{RecursiveMode, Watcher};
 use rmcp::model::{
@@ -38,7 +45,14 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::catalog::{self, Usage};
+use super::requests::{
+    self, Generation, PROPOSALS_TOOL, REQUEST_TOOL, RateLimit, Request, STATUS_TOOL,
+};
 use super::transport::LineTransport;
+use crate::generate::candidates::{self, Asker, Candidate, State};
+use crate::generate::pipeline::Job;
+use crate::generate::spec::ToolSpec;
+use crate::generate::staging::Staging;
 use crate::health::executions::{Caller, Execution};
 use crate::package::manifest::{Manifest, OutputKind};
 use crate::registry::repo::{Registry, RegistryError, ToolEntry};
@@ -58,6 +72,9 @@ const SEARCH_DEFAULT_LIMIT: usize = 10;
 
 /// Most results one search gives.
 const SEARCH_MAX_LIMIT: usize = 50;
+
+/// Most proposals `toolsmith_proposals` lists (the newest); it says how many more there are.
+const MAX_PROPOSALS: usize = 50;
 
 /// How long to let a burst of ref updates (a merge writes several) settle.
 const SETTLE: Duration = Duration::from_millis(150);
@@ -80,6 +97,10 @@ pub struct ServerSettings {
     /// toolsmith's own places, which the workspace must stay clear of (a server started in
     /// the home directory, say, runs no tool that wants a workspace).
     pub own: OwnPlaces,
+    /// How requests are generated (`None`: `toolsmith_request` is not offered).
+    pub generation: Option<Arc<dyn Generation>>,
+    /// Requests one session may make in an hour (`mcp.requests_per_hour`; 0: none).
+    pub requests_per_hour: u32,
 }
 
 /// Why the server stopped before serving.
@@ -114,6 +135,30 @@ struct Inner {
     /// refs watch sees a change (the next use opens and reconciles it again). Held only while
     /// a call reads the registry, never while a tool runs.
     registry: Mutex<Option<Registry>>,
+    /// This session's id, recorded on its requests.
+    session: String,
+    /// This session's requests in the last hour.
+    rate: Mutex<RateLimit>,
+    /// This session's requests not yet in the store, or that never got there (and why).
+    asked: Arc<Mutex<HashMap<String, Asked>>>,
+    /// The proposals this session was told of (by the instructions or `toolsmith_proposals`).
+    told: Mutex<HashSet<String>>,
+    /// The instructions, made once (the protocol asks for them more than once).
+    instructions: OnceLock<String>,
+    /// Where requests queue for the worker that generates them, one at a time (started by the
+    /// first request).
+    queue: OnceLock<std::sync::mpsc::Sender<(String, Job)>>,
+}
+
+/// A request of this session that the store may not hold (yet).
+#[derive(Debug, Clone)]
+enum Asked {
+    /// Waiting for generation.
+    Queued,
+    /// Generation ran; the candidate is in the store.
+    Done,
+    /// No candidate could be made.
+    Failed(String),
 }
 
 /// What a call resolved to before running.
@@ -138,6 +183,7 @@ impl McpServer {
     /// A server for `settings`; the registry is created on first use, as by any toolsmith
     /// command.
     pub fn new(settings: ServerSettings) -> McpServer {
+        let settings_rate = settings.requests_per_hour;
         McpServer {
             inner: Arc::new(Inner {
                 settings,
@@ -146,6 +192,12 @@ impl McpServer {
                 definitions: Mutex::new(HashMap::new()),
                 approvals: Mutex::new(HashMap::new()),
                 registry: Mutex::new(None),
+                session: requests::session_id(),
+                rate: Mutex::new(RateLimit::new(settings_rate)),
+                asked: Arc::new(Mutex::new(HashMap::new())),
+                told: Mutex::new(HashSet::new()),
+                instructions: OnceLock::new(),
+                queue: OnceLock::new(),
             }),
         }
     }
@@ -173,10 +225,22 @@ impl Inner {
         if slot.is_none() && self.settings.store.exists() {
             match store::open_for_update(&self.settings.store) {
                 Ok(conn) => *slot = Some(conn),
+                // This session's request is making the store (no daemon ran here): it is
+                // migrated as it is looked at, and opened once it is.
+                Err(store::StoreError::Outdated { .. }) if self.generating() => {
+                    tracing::debug!("the store is being made for a request");
+                }
                 Err(e) => tracing::warn!("runs are not recorded in the store: {e}"),
             }
         }
         work(slot.as_ref())
+    }
+
+    /// Whether a request of this session is waiting for or under generation.
+    fn generating(&self) -> bool {
+        locked(&self.asked)
+            .values()
+            .any(|a| matches!(a, Asked::Queued))
     }
 
     /// Runs `work` with the session's registry, opening it the first time and after a change
@@ -270,6 +334,11 @@ impl Inner {
         }
         tools.push(search_tool(ranked.len(), listing.hidden));
         tools.push(run_tool_definition());
+        if self.takes_requests() {
+            tools.push(request_tool_definition());
+        }
+        tools.push(status_tool_definition());
+        tools.push(proposals_tool_definition());
         Ok(tools)
     }
 
@@ -422,6 +491,235 @@ impl Inner {
         }
     }
 
+    /// Whether `toolsmith_request` is offered: generation is reachable and the rate allows some.
+    fn takes_requests(&self) -> bool {
+        self.settings.generation.is_some() && self.settings.requests_per_hour > 0
+    }
+
+    /// `toolsmith_request`: checks the request (caps, the session's rate, examples or a model,
+    /// the spec the examples make) and queues it, answering with the candidate's id at once.
+    /// A refused request makes no candidate.
+    fn request(&self, args: &JsonObject, agent: String) -> CallToolResult {
+        let Some(generation) = self.settings.generation.clone() else {
+            return tool_error(&format!(
+                "{REQUEST_TOOL}: this server makes no tools (it was started without                  generation); ask your user to run `toolsmith new`"
+            ));
+        };
+        let request = match Request::parse(args) {
+            Ok(request) => request,
+            Err(e) => return tool_error(&e),
+        };
+        if request.examples.is_empty()
+            && let Some(why) = generation.without_examples()
+        {
+            return tool_error(&format!(
+                "{REQUEST_TOOL}: a request without examples needs a model to write the tool,                  and none is configured here ({why}). Give `examples`: the command lines the                  tool should run, as you would type them (two or more with the parts that vary                  differing); toolsmith then writes it from them offline."
+            ));
+        }
+        let text = request.text();
+        // What the examples make is checked now, so the agent hears at once what is wrong.
+        if let Err(e) = ToolSpec::from_request(&text, &request.examples, &|_| false) {
+            return tool_error(&format!("{REQUEST_TOOL}: {e}"));
+        }
+        {
+            let mut rate = locked(&self.rate);
+            if let Err(wait) = rate.take(Instant::now()) {
+                return tool_error(&rate.refusal(wait));
+            }
+        }
+        let id = candidates::new_id();
+        let job = Job::Request {
+            text,
+            examples: request.examples.clone(),
+            id: Some(id.clone()),
+            asker: Some(Asker {
+                session: self.session.clone(),
+                agent: agent.clone(),
+            }),
+        };
+        locked(&self.asked).insert(id.clone(), Asked::Queued);
+        if self.queue(generation).send((id.clone(), job)).is_err() {
+            let why = "the request worker stopped".to_owned();
+            locked(&self.asked).insert(id.clone(), Asked::Failed(why.clone()));
+            return tool_error(&format!("{REQUEST_TOOL}: {why}; try again"));
+        }
+        CallToolResult::structured(json!({
+            "id": id,
+            "state": "queued",
+            "session": self.session,
+            "agent": agent,
+            "examples": request.examples.len(),
+            "next": format!(
+                "toolsmith writes and validates the tool in its sandbox, then a person reviews                  it; ask {STATUS_TOOL} with this id how it is getting on. Once approved, the                  tool list changes and you can call it."
+            ),
+        }))
+    }
+
+    /// The queue of this session's requests, with its worker started the first time: requests
+    /// are generated one at a time, in order.
+    fn queue(&self, generation: Arc<dyn Generation>) -> &std::sync::mpsc::Sender<(String, Job)> {
+        self.queue.get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<(String, Job)>();
+            let asked = Arc::clone(&self.asked);
+            let spawned = std::thread::Builder::new()
+                .name("toolsmith-requests".into())
+                .spawn(move || {
+                    for (id, job) in rx {
+                        let done = match generation.generate(job) {
+                            Ok(()) => Asked::Done,
+                            Err(why) => {
+                                tracing::warn!(candidate = %id, "request not generated: {why}");
+                                Asked::Failed(why)
+                            }
+                        };
+                        locked(&asked).insert(id, done);
+                    }
+                });
+            if let Err(e) = spawned {
+                // The receiver is gone with the closure: sends fail and each request says so.
+                tracing::warn!("the request worker did not start: {e}");
+            }
+            tx
+        })
+    }
+
+    /// A candidate from the store, `None` when there is no store or no such candidate.
+    fn candidate(&self, id: &str) -> Option<Candidate> {
+        self.with_store(|conn| conn.and_then(|c| candidates::get(c, id).ok()))
+    }
+
+    /// `toolsmith_request_status`.
+    fn status(&self, args: &JsonObject) -> CallToolResult {
+        let id = match args.get("id") {
+            Some(Value::String(id)) if candidates::is_id(id) => id.clone(),
+            _ => {
+                return tool_error(&format!(
+                    "{STATUS_TOOL}: `id` must be a candidate id (`c-` and 12 hex digits), as                      {REQUEST_TOOL} answered"
+                ));
+            }
+        };
+        if let Some(key) = args.keys().find(|k| *k != "id") {
+            return tool_error(&format!(
+                "{STATUS_TOOL}: unknown argument `{key}`; it takes `id`"
+            ));
+        }
+        if let Some(c) = self.candidate(&id) {
+            let interrupted = candidates::is_interrupted(&c, &self.settings.state_dir);
+            if c.state == State::AwaitingReview {
+                locked(&self.told).insert(c.id.clone());
+            }
+            return CallToolResult::structured(requests::progress(&c, interrupted));
+        }
+        let asked = locked(&self.asked).get(&id).cloned();
+        match asked {
+            Some(Asked::Queued) => CallToolResult::structured(json!({
+                "id": id,
+                "state": "queued",
+                "next": "waiting for generation to take it",
+            })),
+            Some(Asked::Failed(reason)) => CallToolResult::structured(json!({
+                "id": id,
+                "state": "failed",
+                "reason": reason,
+                "next": "no candidate was made; the reason says why",
+            })),
+            Some(Asked::Done) | None => tool_error(&format!(
+                "{STATUS_TOOL}: no candidate {id} (`toolsmith candidates` lists them)"
+            )),
+        }
+    }
+
+    /// The proposals awaiting review, newest first; none without a store (nothing was ever
+    /// proposed).
+    fn awaiting(&self) -> Result<Vec<Candidate>, String> {
+        self.with_store(|conn| match conn {
+            None => Ok(Vec::new()),
+            Some(conn) => candidates::in_state(conn, State::AwaitingReview)
+                .map(|mut list| {
+                    list.reverse();
+                    list
+                })
+                .map_err(|e| e.to_string()),
+        })
+    }
+
+    /// `toolsmith_proposals`: what awaits review, each marked with whether this session hears
+    /// of it for the first time.
+    fn proposals(&self, args: &JsonObject) -> CallToolResult {
+        if let Some(key) = args.keys().next() {
+            return tool_error(&format!(
+                "{PROPOSALS_TOOL}: unknown argument `{key}`; it takes none"
+            ));
+        }
+        let awaiting = match self.awaiting() {
+            Ok(list) => list,
+            Err(e) => return tool_error(&format!("the candidates cannot be read: {e}")),
+        };
+        let mut told = locked(&self.told);
+        let more = awaiting.len().saturating_sub(MAX_PROPOSALS);
+        let awaiting = &awaiting[..awaiting.len() - more];
+        let listed: Vec<Value> = awaiting
+            .iter()
+            .map(|c| {
+                let summary = Staging::new(&self.settings.state_dir, &c.id)
+                    .spec()
+                    .map(|s| one_line(&s.description))
+                    .or_else(|| c.request.as_deref().map(one_line))
+                    .unwrap_or_default();
+                let mut item = json!({
+                    "id": c.id,
+                    "name": c.tool,
+                    "version": c.version,
+                    "origin": c.origin,
+                    "summary": summary,
+                    "new": !told.contains(&c.id),
+                });
+                if let Some(asker) = &c.asker {
+                    item["requested_by"] = json!(asker.agent);
+                    item["this_session"] = json!(asker.session == self.session);
+                }
+                item
+            })
+            .collect();
+        told.extend(awaiting.iter().map(|c| c.id.clone()));
+        CallToolResult::structured(json!({
+            "awaiting_review": listed,
+            "not_listed": more,
+            "review": "a person reviews them with `toolsmith ui` (the review page) or                        `toolsmith review` and `toolsmith show ID`; tell your user about the new                        ones once",
+        }))
+    }
+
+    /// The server's instructions: what it offers, and how many proposals await review (those
+    /// are then told to this session).
+    fn instructions(&self) -> String {
+        self.instructions
+            .get_or_init(|| {
+                let mut text = format!(
+                    "Tools made from the commands repeated in this codebase, reviewed and                      versioned in a git registry; each runs in a sandbox. Prefer one over                      retyping the commands it replaces. {SEARCH_TOOL} finds tools not listed;                      {RUN_TOOL} runs any by name."
+                );
+                if self.takes_requests() {
+                    text.push_str(&format!(
+                        " Missing a tool you would use again? Ask for it with {REQUEST_TOOL}                          (what it should do and example command lines); a person reviews it                          before it runs."
+                    ));
+                }
+                match self.awaiting() {
+                    Ok(awaiting) if !awaiting.is_empty() => {
+                        let n = awaiting.len();
+                        text.push_str(&format!(
+                            " {n} proposed tool{} await{} your user's review: tell them once                              that `toolsmith ui` (or `toolsmith review`) is where to review;                              {PROPOSALS_TOOL} lists them.",
+                            if n == 1 { "" } else { "s" },
+                            if n == 1 { "s" } else { "" },
+                        ));
+                        locked(&self.told).extend(awaiting.into_iter().map(|c| c.id));
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!("the proposals could not be read: {e}"),
+                }
+                text
+            })
+            .clone()
+    }
+
     /// What the active tools are: changes when one is approved, updated, rolled back,
     /// deprecated, broken or removed.
     fn fingerprint(&self) -> Result<Vec<(String, String)>, RegistryError> {
@@ -461,6 +759,16 @@ fn offer_runnable(
         }
         ranked.retain(|e| !changed.contains(&e.name));
     }
+}
+
+/// The first line of `text`, at most 200 characters.
+fn one_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    let mut short: String = line.chars().take(200).collect();
+    if short.len() < line.len() {
+        short.push('…');
+    }
+    short
 }
 
 /// A tool-level error: the agent reads `message`.
@@ -558,6 +866,99 @@ fn run_tool_definition() -> Tool {
     .with_annotations(ToolAnnotations::new().open_world(false))
 }
 
+fn request_tool_definition() -> Tool {
+    Tool::new(
+        REQUEST_TOOL,
+        format!(
+            "Asks toolsmith for a tool you lack and would use again: it writes the tool from              your description and example command lines, validates it in its sandbox, and a              person reviews it before it can run. Answers at once with the request's id              ({STATUS_TOOL} follows it); once approved, the tool list changes. Without examples              a configured model writes it, or the answer says examples are needed."
+        ),
+        object_schema(json!({
+            "type": "object",
+            "properties": {
+                "description": {
+                    "type": "string",
+                    "maxLength": requests::MAX_DESCRIPTION_CHARS,
+                    "description": "What the tool should do, in a sentence or two"
+                },
+                "examples": {
+                    "type": "array",
+                    "maxItems": crate::generate::from_pattern::MAX_EXAMPLES,
+                    "items": {"type": "string", "maxLength": requests::MAX_EXAMPLE_CHARS},
+                    "description": "Command lines the tool should run, as typed; give two or                                     more differing in the parts that vary"
+                },
+                "inputs": {
+                    "type": "array",
+                    "maxItems": requests::MAX_INPUTS,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string", "maxLength": requests::MAX_INPUT_NAME_CHARS},
+                            "description": {
+                                "type": "string",
+                                "maxLength": requests::MAX_INPUT_DESCRIPTION_CHARS
+                            }
+                        },
+                        "required": ["name"],
+                        "additionalProperties": false
+                    },
+                    "description": "The inputs the tool takes"
+                }
+            },
+            "required": ["description"],
+            "additionalProperties": false
+        })),
+    )
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(false)
+            .idempotent(false)
+            .open_world(false),
+    )
+}
+
+fn status_tool_definition() -> Tool {
+    Tool::new(
+        STATUS_TOOL,
+        format!(
+            "How a tool asked for with {REQUEST_TOOL} is getting on: queued, generating,              validating, awaiting-review, approved, rejected or failed, with the reason."
+        ),
+        object_schema(json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": format!("The id {REQUEST_TOOL} answered")}
+            },
+            "required": ["id"],
+            "additionalProperties": false
+        })),
+    )
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .open_world(false),
+    )
+}
+
+fn proposals_tool_definition() -> Tool {
+    Tool::new(
+        PROPOSALS_TOOL,
+        "Lists the tools toolsmith proposed that await a person's review (name, origin,          summary), each marked new when this session hears of it for the first time, so you          can tell your user once; they review with `toolsmith ui`."
+            .to_owned(),
+        object_schema(json!({
+            "type": "object",
+            "properties": {},
+            "additionalProperties": false
+        })),
+    )
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .open_world(false),
+    )
+}
+
 fn object_schema(schema: Value) -> JsonObject {
     match schema {
         Value::Object(o) => o,
@@ -639,11 +1040,7 @@ impl ServerHandler for McpServer {
         .with_server_info(
             Implementation::new("toolsmith", env!("CARGO_PKG_VERSION")).with_title("toolsmith"),
         )
-        .with_instructions(format!(
-            "Tools made from the commands repeated in this codebase, reviewed and versioned in a \
-             git registry; each runs in a sandbox. Prefer one over retyping the commands it \
-             replaces. {SEARCH_TOOL} finds tools not listed; {RUN_TOOL} runs any by name."
-        ))
+        .with_instructions(self.inner.instructions())
     }
 
     async fn list_tools(
@@ -663,12 +1060,26 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
         let result = match name.as_str() {
             SEARCH_TOOL => self.blocking(move |inner| Ok(inner.search(&args))).await?,
+            REQUEST_TOOL => {
+                let info = context.peer.peer_info();
+                let agent = requests::agent_name(
+                    info.as_ref().map(|i| i.client_info.name.as_str()),
+                    info.as_ref().map(|i| i.client_info.version.as_str()),
+                );
+                self.blocking(move |inner| Ok(inner.request(&args, agent)))
+                    .await?
+            }
+            STATUS_TOOL => self.blocking(move |inner| Ok(inner.status(&args))).await?,
+            PROPOSALS_TOOL => {
+                self.blocking(move |inner| Ok(inner.proposals(&args)))
+                    .await?
+            }
             RUN_TOOL => {
                 let tool = match args.get("name") {
                     Some(Value::String(n)) => n.clone(),

@@ -242,6 +242,10 @@ const MIGRATIONS: &[&str] = &[
     // 10: the line of its file each action was read from (with `file_id`, where a person finds
     // it); NULL for actions stored before, and for whole-file formats (one record per file).
     "ALTER TABLE actions ADD COLUMN line INTEGER;",
+    // 11: who asked for a requested candidate (an agent over MCP's `toolsmith_request`): the
+    // MCP session and the agent as its client named itself. NULL for every other candidate.
+    "ALTER TABLE candidates ADD COLUMN asker_session TEXT;
+    ALTER TABLE candidates ADD COLUMN asker_agent TEXT;",
 ];
 
 /// The schema version this build writes.

@@ -85,6 +85,7 @@ fn config_show_prints_values_and_their_origins() {
 
     [mcp]
     description_budget = 8000  # default
+    requests_per_hour = 10  # default
 
     [events]
     on_event = []  # default

@@ -414,7 +414,7 @@ fn the_policy_file_of_generate_policy_rules_validation_and_the_sandbox() {
 }
 
 /// A tool a model could write for "print a greeting": the calling convention, a dry run, tests.
-fn greeting_reply(script: &str) -> String {
+pub(crate) fn greeting_reply(script: &str) -> String {
     let cases = json!({"cases": [
         {"name": "prints hello", "args": [], "expect": {"exit_code": 0, "stdout": "hello\n"}},
         {"name": "--help", "args": ["--help"], "expect": {"exit_code": 0, "stdout_contains": ["Usage"]}},
@@ -426,7 +426,8 @@ fn greeting_reply(script: &str) -> String {
     )
 }
 
-const GOOD_SCRIPT: &str = r#"#!/bin/sh
+/// A greeting script that passes its checks and tests.
+pub(crate) const GOOD_SCRIPT: &str = r#"#!/bin/sh
 set -eu
 case "${1:-}" in
   --help | -h) printf 'Usage: run.sh\nPrints a greeting.\n'; exit 0 ;;

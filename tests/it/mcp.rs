@@ -82,8 +82,20 @@ async fn connect(
     protocol: ProtocolVersion,
     config: Option<&Path>,
 ) -> (RunningService<RoleClient, Client>, Arc<Notify>) {
+    connect_with(env, dir, protocol, config, &[]).await
+}
+
+/// [`connect`] with `vars` set in the server's environment.
+async fn connect_with(
+    env: &TestEnv,
+    dir: &Path,
+    protocol: ProtocolVersion,
+    config: Option<&Path>,
+    vars: &[(&str, &str)],
+) -> (RunningService<RoleClient, Client>, Arc<Notify>) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
     env.apply(&mut command);
+    command.envs(vars.iter().copied());
     if let Some(file) = config {
         command.arg("--config").arg(file);
     }
@@ -189,7 +201,14 @@ async fn agents_list_call_and_search_tools_and_see_the_registry_change() {
     let tools = list(&service).await;
     assert_eq!(
         names(&tools),
-        [build.as_str(), "toolsmith_search", "toolsmith_run"]
+        [
+            build.as_str(),
+            "toolsmith_search",
+            "toolsmith_run",
+            "toolsmith_request",
+            "toolsmith_request_status",
+            "toolsmith_proposals"
+        ]
     );
     let listed = json_of(
         env.cli()
@@ -301,7 +320,10 @@ async fn agents_list_call_and_search_tools_and_see_the_registry_change() {
             build.as_str(),
             test.as_str(),
             "toolsmith_search",
-            "toolsmith_run"
+            "toolsmith_run",
+            "toolsmith_request",
+            "toolsmith_request_status",
+            "toolsmith_proposals"
         ],
         "the tool in use first, then the new one"
     );
@@ -315,7 +337,13 @@ async fn agents_list_call_and_search_tools_and_see_the_registry_change() {
     wait_changed(&changed, "a deprecation").await;
     assert_eq!(
         names(&list(&service).await),
-        ["toolsmith_search", "toolsmith_run"]
+        [
+            "toolsmith_search",
+            "toolsmith_run",
+            "toolsmith_request",
+            "toolsmith_request_status",
+            "toolsmith_proposals"
+        ]
     );
     let deprecated = call(&service, &build, json!({"dir": "core"}))
         .await
@@ -346,7 +374,14 @@ async fn agents_list_call_and_search_tools_and_see_the_registry_change() {
     wait_changed(&changed, "a git revert by hand").await;
     assert_eq!(
         names(&list(&service).await),
-        [build.as_str(), "toolsmith_search", "toolsmith_run"]
+        [
+            build.as_str(),
+            "toolsmith_search",
+            "toolsmith_run",
+            "toolsmith_request",
+            "toolsmith_request_status",
+            "toolsmith_proposals"
+        ]
     );
     service.cancel().await.expect("close");
 }
@@ -359,7 +394,13 @@ async fn a_2026_client_hears_of_changes_on_its_subscription() {
     let (service, _) = connect(&env, &ws, ProtocolVersion::V_2026_07_28, None).await;
     assert_eq!(
         names(&list(&service).await),
-        ["toolsmith_search", "toolsmith_run"]
+        [
+            "toolsmith_search",
+            "toolsmith_run",
+            "toolsmith_request",
+            "toolsmith_request_status",
+            "toolsmith_proposals"
+        ]
     );
     let mut subscription = tokio::time::timeout(
         PATIENCE,
@@ -383,7 +424,14 @@ async fn a_2026_client_hears_of_changes_on_its_subscription() {
     );
     assert_eq!(
         names(&list(&service).await),
-        [build.as_str(), "toolsmith_search", "toolsmith_run"]
+        [
+            build.as_str(),
+            "toolsmith_search",
+            "toolsmith_run",
+            "toolsmith_request",
+            "toolsmith_request_status",
+            "toolsmith_proposals"
+        ]
     );
     let ok = call(&service, &build, json!({"dir": "cli"}))
         .await
@@ -422,7 +470,14 @@ async fn the_description_budget_keeps_the_most_used_tools() {
     let tools = list(&service).await;
     assert_eq!(
         names(&tools),
-        [build.as_str(), "toolsmith_search", "toolsmith_run"]
+        [
+            build.as_str(),
+            "toolsmith_search",
+            "toolsmith_run",
+            "toolsmith_request",
+            "toolsmith_request_status",
+            "toolsmith_proposals"
+        ]
     );
     let search = tools[1].description.as_deref().unwrap_or_default();
     assert!(
@@ -447,10 +502,9 @@ async fn the_description_budget_keeps_the_most_used_tools() {
     service.cancel().await.expect("close");
 }
 
-/// The official Python SDK (`mcp`, pinned in `tests/requirements-mcp.txt`, installed by
-/// `.ci/run`) drives the server from `tests/mcp_client.py`.
-#[test]
-fn the_official_python_sdk_lists_calls_and_hears_of_an_approval() {
+/// Whether the official Python SDK is installed; outside CI its absence skips the test, saying
+/// so.
+fn python_sdk() -> bool {
     let probe = Command::new("python3")
         .args(["-c", "import mcp"])
         .output()
@@ -464,6 +518,15 @@ fn the_official_python_sdk_lists_calls_and_hears_of_an_approval() {
         eprintln!(
             "skipped: the Python `mcp` package is not installed (pip install -r tests/requirements-mcp.txt)"
         );
+    }
+    probe
+}
+
+/// The official Python SDK (`mcp`, pinned in `tests/requirements-mcp.txt`, installed by
+/// `.ci/run`) drives the server from `tests/mcp_client.py`.
+#[test]
+fn the_official_python_sdk_lists_calls_and_hears_of_an_approval() {
+    if !python_sdk() {
         return;
     }
     let env = TestEnv::new();
@@ -503,6 +566,360 @@ fn the_official_python_sdk_lists_calls_and_hears_of_an_approval() {
     }
 }
 
+/// Every candidate's (id, origin), newest first, as `toolsmith candidates --json` lists them.
+fn candidates(env: &TestEnv) -> Vec<(String, String)> {
+    let out = env.cli().args(["--json", "candidates"]).assert().success();
+    json_of(out.get_output())
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().expect("id").to_owned(),
+                c["origin"].as_str().expect("origin").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// An agent asks for a tool with `toolsmith_request` over the official Python SDK
+/// (`tests/mcp_request_client.py`): a request without examples is refused (no model here) and
+/// makes no candidate; one with examples is a candidate of origin `request` recording the
+/// agent and the session, which reaches review; a person approves it with `toolsmith approve`,
+/// the client hears `tools/list_changed` and calls the new tool.
+#[test]
+fn an_agent_asks_for_a_tool_and_calls_it_once_a_person_approved_it() {
+    if !python_sdk() {
+        return;
+    }
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    let (other, _) = request(&env, "Test one package", "test");
+    let mut command = Command::new("python3");
+    env.apply(&mut command);
+    let out = command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_request_client.py"))
+        .args([
+            env!("CARGO_BIN_EXE_toolsmith"),
+            &env.state().display().to_string(),
+            &other,
+        ])
+        .current_dir(&ws)
+        .output()
+        .expect("run python3");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for step in [
+        "instructions tell of 1 proposal",
+        "listed",
+        "no examples, no model",
+        "requested",
+        "status went",
+        "proposals listed, each told once",
+        "list changed",
+        "called the new tool",
+        "status approved",
+    ] {
+        assert!(stdout.contains(&format!("ok: {step}")), "{stdout}");
+    }
+    let field = |name: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no {name} in {stdout}"))
+            .to_owned()
+    };
+    let (id, tool) = (field("candidate"), field("tool"));
+    // The refused request made nothing: the other proposal and the request are all there is.
+    assert_eq!(
+        candidates(&env),
+        [
+            (id.clone(), "request".to_owned()),
+            (other, "request".to_owned())
+        ]
+    );
+    let shown = json_of(
+        env.cli()
+            .args(["--json", "show", &id])
+            .assert()
+            .success()
+            .get_output(),
+    );
+    let c = &shown["candidate"];
+    assert_eq!(c["origin"], "request");
+    assert_eq!(c["state"], "approved");
+    assert_eq!(c["asker"]["agent"], "pytest-agent 7.0");
+    let session = c["asker"]["session"].as_str().expect("session");
+    assert!(session.starts_with("mcp-"), "{session}");
+    let human = env.cli().args(["show", &id]).assert().success();
+    let human = String::from_utf8_lossy(&human.get_output().stdout).into_owned();
+    assert!(
+        human.contains(&format!(
+            "requested by: pytest-agent 7.0 (MCP session {session})"
+        )),
+        "{human}"
+    );
+    // The commit on main says who asked, beside the usual trailers.
+    let message = common::tamper::git(
+        &env,
+        &[
+            "log",
+            "-1",
+            "--format=%B",
+            "main",
+            "--",
+            &format!("tools/{tool}"),
+        ],
+    );
+    assert!(message.contains("Origin: request"), "{message}");
+    assert!(
+        message.contains(&format!(
+            "Requested-by: pytest-agent 7.0 (MCP session {session})"
+        )),
+        "{message}"
+    );
+}
+
+/// Asks `toolsmith_request_status` about `id` until its request settles (awaits review, or
+/// ended), as an agent following it would; its last answer.
+async fn settled(service: &RunningService<RoleClient, Client>, id: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..600 {
+        let status = call(service, "toolsmith_request_status", json!({"id": id}))
+            .await
+            .expect("status");
+        last = status.structured_content.clone().expect("structured");
+        if !matches!(
+            last["state"].as_str(),
+            Some("queued" | "generating" | "validating")
+        ) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the request did not settle: {last}");
+}
+
+/// With the daemon holding the state directory, the daemon generates a request (the server
+/// cannot take the directory), and the candidate is the one whose id the agent was given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_daemon_running_the_daemon_generates_the_request() {
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    // The registry is made first: a server starting while the daemon makes it finds a
+    // directory that is not a repository yet.
+    env.cli().arg("tools").assert().success();
+    let mut daemon = common::Daemon::start(&env, env.daemon_command());
+    let (service, _) = connect(&env, &ws, ProtocolVersion::LATEST, None).await;
+    let asked = call(
+        &service,
+        "toolsmith_request",
+        json!({"description": "Build one package",
+               "examples": ["make build -C core", "make build -C cli"]}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(asked.is_error, Some(false), "{}", text(&asked));
+    let id = asked.structured_content.as_ref().expect("structured")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let status = settled(&service, &id).await;
+    assert_eq!(status["state"], "awaiting-review", "{status}");
+    assert!(
+        status["next"]
+            .as_str()
+            .is_some_and(|n| n.contains("toolsmith ui")),
+        "{status}"
+    );
+    service.cancel().await.expect("close");
+    assert!(daemon.is_running(), "{}", daemon.log());
+    assert_eq!(candidates(&env), [(id, "request".to_owned())]);
+}
+
+/// A request without examples goes to the model when one is configured: the candidate is the
+/// model's, validated in the sandbox like any other, awaiting review.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_without_examples_is_written_by_the_configured_model() {
+    use crate::generate::{GOOD_SCRIPT, greeting_reply};
+    use common::llm_server::{LlmServer, Reply};
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    let server = LlmServer::start(vec![Reply::openai(&greeting_reply(GOOD_SCRIPT))]);
+    let config = env.write_config(&format!(
+        "[generate]\nbackend = \"llm\"\nmax_attempts = 1\n\n\
+         [llm]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"test-model\"\n\
+         api_key_env = \"TOOLSMITH_TEST_KEY\"\nmax_retries = 0\n",
+        server.url
+    ));
+    let (service, _) = connect_with(
+        &env,
+        &ws,
+        ProtocolVersion::LATEST,
+        Some(&config),
+        &[("TOOLSMITH_TEST_KEY", "sk-test")],
+    )
+    .await;
+    let asked = call(
+        &service,
+        "toolsmith_request",
+        json!({"description": "print a greeting"}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(asked.is_error, Some(false), "{}", text(&asked));
+    let id = asked.structured_content.as_ref().expect("structured")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let status = settled(&service, &id).await;
+    assert_eq!(status["state"], "awaiting-review", "{status}");
+    service.cancel().await.expect("close");
+    assert_eq!(server.received().len(), 1, "the model was asked once");
+    let shown = json_of(
+        env.cli()
+            .arg("--config")
+            .arg(&config)
+            .args(["--json", "show", &id])
+            .assert()
+            .success()
+            .get_output(),
+    );
+    assert_eq!(shown["candidate"]["origin"], "request");
+    assert_eq!(shown["candidate"]["generator"], "llm:test-model");
+}
+
+/// With the state directory held by another one-shot process and no daemon to queue it, the
+/// request fails saying so (its status), rather than waiting for ever or seeming queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_while_another_process_generates_fails_saying_so() {
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    env.cli().arg("tools").assert().success();
+    let held = toolsmith::daemon::lock::acquire(&env.state().join("toolsmithd.lock"))
+        .expect("the test holds the state directory");
+    let (service, _) = connect(&env, &ws, ProtocolVersion::LATEST, None).await;
+    let asked = call(
+        &service,
+        "toolsmith_request",
+        json!({"description": "Build one package",
+               "examples": ["make build -C core", "make build -C cli"]}),
+    )
+    .await
+    .expect("call");
+    let id = asked.structured_content.as_ref().expect("structured")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let status = settled(&service, &id).await;
+    assert_eq!(status["state"], "failed", "{status}");
+    assert!(
+        status["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("another toolsmith process is generating")),
+        "{status}"
+    );
+    service.cancel().await.expect("close");
+    drop(held);
+}
+
+/// Requests are untrusted: a request past a cap or past the session's hourly rate is refused
+/// with the reason and makes no candidate; with the rate at 0 the tool is not offered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_past_their_caps_or_the_sessions_rate_make_no_candidate() {
+    let env = TestEnv::new();
+    let ws = workspace(&env);
+    let config = env.write_config("[mcp]\nrequests_per_hour = 1\n");
+    let (service, _) = connect(&env, &ws, ProtocolVersion::LATEST, Some(&config)).await;
+    let too_long = call(
+        &service,
+        "toolsmith_request",
+        json!({"description": "x".repeat(2001), "examples": ["make build -C core"]}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(too_long.is_error, Some(true));
+    assert!(
+        text(&too_long).contains("`description` is 2001 characters long; at most 2000"),
+        "{}",
+        text(&too_long)
+    );
+    let example = call(
+        &service,
+        "toolsmith_request",
+        json!({"description": "Build", "examples": [format!("make {}", "b".repeat(1000))]}),
+    )
+    .await
+    .expect("call");
+    assert!(
+        text(&example).contains("example 1 is 1005 characters long; at most 1000"),
+        "{}",
+        text(&example)
+    );
+    let asked = call(
+        &service,
+        "toolsmith_request",
+        json!({"description": "Build one package",
+               "examples": ["make build -C core", "make build -C cli"]}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(asked.is_error, Some(false), "{}", text(&asked));
+    let id = asked.structured_content.as_ref().expect("structured")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let again = call(
+        &service,
+        "toolsmith_request",
+        json!({"description": "Test one package",
+               "examples": ["make test -C core", "make test -C cli"]}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(again.is_error, Some(true));
+    assert!(
+        text(&again)
+            .contains("made 1 requests in the last hour, the most mcp.requests_per_hour allows"),
+        "{}",
+        text(&again)
+    );
+    // The one request taken is generated; the session waits for it before closing.
+    assert_eq!(settled(&service, &id).await["state"], "awaiting-review");
+    service.cancel().await.expect("close");
+    assert_eq!(candidates(&env), [(id, "request".to_owned())]);
+
+    let off = env.write_config("[mcp]\nrequests_per_hour = 0\n");
+    let (service, _) = connect(&env, &ws, ProtocolVersion::LATEST, Some(&off)).await;
+    let listed = names(&list(&service).await);
+    assert!(
+        !listed.contains(&"toolsmith_request".to_owned()),
+        "{listed:?}"
+    );
+    assert!(
+        listed.contains(&"toolsmith_proposals".to_owned()),
+        "{listed:?}"
+    );
+    let refused = call(
+        &service,
+        "toolsmith_request",
+        json!({"description": "Build", "examples": ["make build -C core"]}),
+    )
+    .await
+    .expect("call");
+    assert!(
+        text(&refused).contains("requests are turned off here"),
+        "{}",
+        text(&refused)
+    );
+    service.cancel().await.expect("close");
+    assert_eq!(candidates(&env).len(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_changed_on_main_without_review_is_neither_listed_nor_run() {
     use common::tamper::{Form, commit_by_hand, edit, git};
@@ -514,7 +931,14 @@ async fn a_tool_changed_on_main_without_review_is_neither_listed_nor_run() {
         connect(&env, &ws, ProtocolVersion::LATEST_WITH_INITIALIZE, None).await;
     assert_eq!(
         names(&list(&service).await),
-        [build.as_str(), "toolsmith_search", "toolsmith_run"]
+        [
+            build.as_str(),
+            "toolsmith_search",
+            "toolsmith_run",
+            "toolsmith_request",
+            "toolsmith_request_status",
+            "toolsmith_proposals"
+        ]
     );
     // Each way of changing it by hand, its digest recomputed as toolsmith computes it.
     type Change = Box<dyn Fn(String) -> String>;
@@ -544,7 +968,13 @@ async fn a_tool_changed_on_main_without_review_is_neither_listed_nor_run() {
         wait_changed(&changed, "a commit by hand").await;
         assert_eq!(
             names(&list(&service).await),
-            ["toolsmith_search", "toolsmith_run"],
+            [
+                "toolsmith_search",
+                "toolsmith_run",
+                "toolsmith_request",
+                "toolsmith_request_status",
+                "toolsmith_proposals"
+            ],
             "{file} {form:?}"
         );
         let refused = call(&service, &build, json!({"dir": "core"}))
@@ -576,7 +1006,14 @@ async fn a_tool_changed_on_main_without_review_is_neither_listed_nor_run() {
         wait_changed(&changed, "a revert").await;
         assert_eq!(
             names(&list(&service).await),
-            [build.as_str(), "toolsmith_search", "toolsmith_run"]
+            [
+                build.as_str(),
+                "toolsmith_search",
+                "toolsmith_run",
+                "toolsmith_request",
+                "toolsmith_request_status",
+                "toolsmith_proposals"
+            ]
         );
     }
     assert!(executions(&env, &build).is_empty(), "nothing ran");
@@ -749,14 +1186,27 @@ async fn a_tool_changed_in_the_work_tree_is_not_listed() {
     approve(&env, &a);
     assert_eq!(
         listed_now(&env, &ws).await,
-        [build.as_str(), "toolsmith_search", "toolsmith_run"]
+        [
+            build.as_str(),
+            "toolsmith_search",
+            "toolsmith_run",
+            "toolsmith_request",
+            "toolsmith_request_status",
+            "toolsmith_proposals"
+        ]
     );
     // Changed on disk, not committed: a call is refused, so it is not offered.
     edit(&env, &build, "run.sh", |t| format!("{t}\necho injected\n"));
     let (service, _) = connect(&env, &ws, ProtocolVersion::LATEST_WITH_INITIALIZE, None).await;
     assert_eq!(
         names(&list(&service).await),
-        ["toolsmith_search", "toolsmith_run"]
+        [
+            "toolsmith_search",
+            "toolsmith_run",
+            "toolsmith_request",
+            "toolsmith_request_status",
+            "toolsmith_proposals"
+        ]
     );
     let refused = call(&service, &build, json!({"dir": "core"}))
         .await
@@ -796,7 +1246,13 @@ async fn a_registry_whose_ledger_was_removed_serves_nothing_it_cannot_vouch_for(
     let (service, _) = connect(&env, &ws, ProtocolVersion::LATEST_WITH_INITIALIZE, None).await;
     assert_eq!(
         names(&list(&service).await),
-        ["toolsmith_search", "toolsmith_run"]
+        [
+            "toolsmith_search",
+            "toolsmith_run",
+            "toolsmith_request",
+            "toolsmith_request_status",
+            "toolsmith_proposals"
+        ]
     );
     let refused = call(&service, &build, json!({"dir": "core"}))
         .await
@@ -816,7 +1272,14 @@ async fn serves(env: &TestEnv, ws: &Path, build: &str) {
     let (service, _) = connect(env, ws, ProtocolVersion::LATEST_WITH_INITIALIZE, None).await;
     assert_eq!(
         names(&list(&service).await),
-        [build, "toolsmith_search", "toolsmith_run"]
+        [
+            build,
+            "toolsmith_search",
+            "toolsmith_run",
+            "toolsmith_request",
+            "toolsmith_request_status",
+            "toolsmith_proposals"
+        ]
     );
     let ran = call(&service, build, json!({"dir": "core"}))
         .await

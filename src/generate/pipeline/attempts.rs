@@ -372,11 +372,25 @@ impl Generator {
                     auto: true,
                 }
             });
+            let mut trailers = pitch.trailers;
+            // Who asked, for a reviewer to weigh: an agent's words, kept to one line whoever
+            // handed them in (a trailer ends at a line's end).
+            if let Some(asker) = &c.asker {
+                let line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+                trailers.push((
+                    "Requested-by".into(),
+                    format!(
+                        "{} (MCP session {})",
+                        line(&asker.agent),
+                        line(&asker.session)
+                    ),
+                ));
+            }
             let proposal = Proposal {
                 candidate: c.id.clone(),
                 files: staging.files(attempt),
                 why: pitch.why,
-                trailers: pitch.trailers,
+                trailers,
             };
             let auto = if pitch.auto {
                 self.auto_approval.clone()

@@ -36,7 +36,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use tokio::sync::watch;
 
-use super::candidates::{self, Candidate, CandidateError, NewCandidate, State};
+use super::candidates::{self, Asker, Candidate, CandidateError, NewCandidate, State};
 use super::from_pattern::SpecError;
 use super::llm::gateway::Gateway;
 use super::llm::{LlmClient, LlmSettings, Provider, find_api_key};
@@ -192,6 +192,13 @@ pub enum Job {
         text: String,
         /// Example commands.
         examples: Vec<String>,
+        /// The id the candidate takes, given to the asker before generation began (an agent's
+        /// `toolsmith_request` answers with it at once); none: a fresh one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// Who asked, when an agent did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asker: Option<Asker>,
     },
     /// Make a repair of a registered tool's version on `main`, through the [`Healer`] the health
     /// stage hands the generator (`health::repair::heal`).
@@ -661,8 +668,14 @@ impl Generator {
                     report.candidates.push(CandidateReport::from(&c));
                 }
             }
-            Job::Request { text, examples } => {
-                let c = self.make_from_request(&text, &examples).await?;
+            Job::Request {
+                text,
+                examples,
+                id,
+                asker,
+            } => {
+                let asked = id.zip(asker);
+                let c = self.make_from_request(&text, &examples, asked).await?;
                 report.candidates.push(CandidateReport::from(&c));
             }
             Job::Heal { tool, manual } => {
@@ -978,6 +991,7 @@ impl Generator {
         &self,
         text: &str,
         examples: &[String],
+        asked: Option<(String, Asker)>,
     ) -> Result<Candidate, GenerateError> {
         let known = self.known().await?;
         let mut spec =
@@ -1002,8 +1016,35 @@ impl Generator {
             pattern: None,
             request: spec.request.clone(),
         };
-        let c = self.create(new, &spec, &version).await?;
+        let c = match asked {
+            Some((id, asker)) => {
+                self.create_requested(new, &spec, &version, id, asker)
+                    .await?
+            }
+            None => self.create(new, &spec, &version).await?,
+        };
         self.process(c, spec, version, &known).await
+    }
+
+    /// [`Self::create`] for a request an agent made: the candidate takes the id the agent was
+    /// given, and records who asked.
+    async fn create_requested(
+        &self,
+        new: NewCandidate,
+        spec: &ToolSpec,
+        version: &semver::Version,
+        id: String,
+        asker: Asker,
+    ) -> Result<Candidate, GenerateError> {
+        let v = version.to_string();
+        let c = self
+            .db(move |conn| {
+                let c = candidates::create_requested(conn, &new, &id, &asker)?;
+                candidates::set_version(conn, &c.id, &v)?;
+                candidates::get(conn, &c.id)
+            })
+            .await?;
+        self.staged(c, spec).await
     }
 
     async fn create(
@@ -1020,6 +1061,12 @@ impl Generator {
                 candidates::get(conn, &c.id)
             })
             .await?;
+        self.staged(c, spec).await
+    }
+
+    /// Saves a new candidate's spec in staging (failing the candidate when it cannot be) and
+    /// announces it.
+    async fn staged(&self, c: Candidate, spec: &ToolSpec) -> Result<Candidate, GenerateError> {
         if let Err(e) = Staging::new(&self.state_dir, &c.id).write_spec(spec) {
             let id = c.id.clone();
             let reason = format!("its spec could not be saved: {e}");
