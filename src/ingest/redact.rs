@@ -2165,6 +2165,20 @@ const ABOUT_A_SECRET: &[&str] = &[
     "endpoint",
     "hint",
     "mode",
+    "domain",
+    "host",
+    "hostname",
+    "server",
+    "realm",
+    "issuer",
+    "audience",
+    "scope",
+    "scopes",
+    "method",
+    "scheme",
+    "callback",
+    "redirect",
+    "expire",
 ];
 
 /// The shape test for a value behind a name that only *contains* a secret word: a credential is
@@ -3379,6 +3393,7 @@ mod tests {
             "expect -c 'spawn x; expect \"Enter password:\"; send \"$pw\\r\"'",
             "deps/spl_token_2022-398ac718a3f0127b.d:1:/Users/dev/target/deps/x.so:",
             "auth_provider=GitHubEnterprise",
+            "authDomain: \"wcr-entanglement-3f9a2.firebaseapp.com\"",
         ] {
             assert_eq!(r.redact(kept), kept);
             assert_eq!(r.redact_unfiltered(&re, kept).0, kept, "(unfiltered)");

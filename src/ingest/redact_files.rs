@@ -150,8 +150,9 @@ fn value_range(rest: &str) -> Option<(usize, usize)> {
     }
 }
 
-/// Whether a value of a secret file, under `name`, is kept.
-fn keeps(name: &str, value: &str) -> bool {
+/// Whether a value of a secret file (or of a variable store's `NAME=value`), under `name`, is
+/// kept: it cannot be a secret, or is plain and its name says nothing of secrets.
+pub(super) fn keeps(name: &str, value: &str) -> bool {
     let v = value.trim();
     if v.is_empty()
         || v.starts_with("[REDACTED")

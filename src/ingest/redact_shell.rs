@@ -27,7 +27,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::redact::{Found, Keyword, Redactor, classify_name, name_kind, value_is_secret};
-use super::redact_files::is_secret_file;
+use super::redact_files::{self, is_secret_file};
 use super::redact_stdin::reads_secret_stdin;
 use super::redact_stores::{plain_name, says_secret, store_prints_secret};
 
@@ -1536,9 +1536,12 @@ fn rule_hits<'w>(
             }
             Secret::StorePairs(skip) => {
                 for &(k, t) in after_sub.iter().skip(skip) {
+                    // `railway variables set VAT_RATE=0.15 ALGORITHM=HS256`: a store of
+                    // variables holds settings too; plain values under plain names are kept.
                     if let Some((key, value)) = t.split_once('=')
                         && !key.is_empty()
                         && !plain_name(key)
+                        && !redact_files::keeps(key, value)
                     {
                         let w = &args[k];
                         hits.push(Hit {
@@ -3034,6 +3037,7 @@ mod tests {
         "vault operator unseal",
         "php artisan env:encrypt",
         "railway variables --set PORT=8080",
+        "railway variables set VAT_RATE=0.15 ALGORITHM=HS256 REFRESH_TOKEN_EXPIRE_DAYS=7",
         "fly secrets set LOG_LEVEL=debug",
     ];
 
