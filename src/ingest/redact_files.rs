@@ -224,7 +224,7 @@ fn secret_file_edits(part: &str, base: usize, edits: &mut Vec<(usize, usize, &'s
 // A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
 #[allow(clippy::expect_used)]
 static WRITE_TARGET: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?:>>?|\btee(?:[ \t]+-a)?)[ \t]*["']?(?P<f>[^\s"'|;&<>()]+)"#)
+    Regex::new(r#"(?:>>?|(?-u:\b)tee(?:[ \t]+-a)?)[ \t]*["']?(?P<f>[^\s"'|;&<>()]+)"#)
         .expect("write target pattern compiles")
 });
 
@@ -338,7 +338,7 @@ fn heredoc_tag(line: &str) -> Option<String> {
 // A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
 #[allow(clippy::expect_used)]
 static STRUCTURE_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#""sensitive"[ \t]*:[ \t]*true|kind"?[ \t]*:[ \t]*"?Secret\b|</"#)
+    Regex::new(r#""sensitive"[ \t]*:[ \t]*true|kind"?[ \t]*:[ \t]*"?Secret(?-u:\b)|</"#)
         .expect("structure literals compile")
 });
 
@@ -349,7 +349,7 @@ static STRUCTURE_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
 #[allow(clippy::expect_used)]
 static SELF_NAMED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"\b(?:[A-Za-z0-9]+[-_])*(?:SECRET|Secret|secret|TOKEN|Token|token|PRIVATE|Private|private)(?:[-_][A-Za-z]+)*[-_](?P<v>[A-Za-z0-9]{24,})\b",
+        r"(?-u:\b)(?:[A-Za-z0-9]+[-_])*(?:SECRET|Secret|secret|TOKEN|Token|token|PRIVATE|Private|private)(?:[-_][A-Za-z]+)*[-_](?P<v>[A-Za-z0-9]{24,})(?-u:\b)",
     )
     .expect("self-named secret pattern compiles")
 });

@@ -605,7 +605,7 @@ fn secret_lines(feed: Feed, lines: &[Line]) -> Vec<((usize, usize), String, &'st
 #[allow(clippy::expect_used)]
 static PROMPT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"<<|xpect|read_until|input=|communicate\(|stdin\.write\(|\b(?:echo|printf|cat|yes)\b[^|\n]*\|",
+        r"<<|xpect|read_until|input=|communicate\(|stdin\.write\(|(?-u:\b)(?:echo|printf|cat|yes)(?-u:\b)[^|\n]*\|",
     )
     .expect("prompt literals compile")
 });
@@ -691,7 +691,7 @@ const ANSWER_WITHIN: usize = 400;
 #[allow(clippy::expect_used)]
 static SECRET_PROMPT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)assw(?:or)?d|assphrase|ass phrase|passcode|\bpin\b|secret|token|api[ _-]?key|\botp\b|one[- ]time|verification code|\b2fa\b|\bmfa\b|retype|re-?enter|repeat|unlock",
+        r"(?i)assw(?:or)?d|assphrase|ass phrase|passcode|(?-u:\bpin\b)|secret|token|api[ _-]?key|(?-u:\botp\b)|one[- ]time|verification code|(?-u:\b2fa\b)|(?-u:\bmfa\b)|retype|re-?enter|repeat|unlock",
     )
     .expect("secret prompt compiles")
 });
@@ -925,7 +925,7 @@ fn assignment_of(text: &str, var: &str, before: usize, method: bool) -> Option<(
 // A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
 #[allow(clippy::expect_used)]
 static INPUT_MARKS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:\binput\s*=\s*|\.communicate\(\s*(?:input\s*=\s*)?|\bstdin\.write\(\s*)")
+    Regex::new(r"(?:(?-u:\b)input\s*=\s*|\.communicate\(\s*(?:input\s*=\s*)?|(?-u:\b)stdin\.write\(\s*)")
         .expect("input marks compile")
 });
 
