@@ -473,18 +473,46 @@ fn git_ok(state: &Path, args: &[&str]) -> bool {
         .success()
 }
 
+/// Chromium and chromedriver, or `None` (after saying so) where they are not installed; under
+/// `CI=true` their absence fails.
+fn browser_programs() -> Option<(PathBuf, PathBuf)> {
+    match (program("chromium"), program("chromedriver")) {
+        (Some(chromium), Some(driver)) => Some((chromium, driver)),
+        _ => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI must have chromium and chromium-driver (.ci/run installs them)"
+            );
+            println!(
+                "SKIPPED: chromium or chromedriver is not installed (`apt-get install chromium \
+                 chromium-driver`): the browser test did not run"
+            );
+            None
+        }
+    }
+}
+
+/// A WebDriver session of headless Chromium.
+async fn session(chromium: &Path, driver: &Driver) -> fantoccini::Client {
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": chromium,
+            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1280,1000"],
+        }),
+    );
+    fantoccini::ClientBuilder::new(HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a WebDriver session")
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_person_approves_with_grants_and_rejects_with_a_reason_in_a_real_browser() {
-    let (Some(chromium), Some(chromedriver)) = (program("chromium"), program("chromedriver"))
-    else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI must have chromium and chromium-driver (.ci/run installs them)"
-        );
-        println!(
-            "SKIPPED: chromium or chromedriver is not installed (`apt-get install chromium \
-             chromium-driver`): the browser test did not run"
-        );
+    let Some((chromium, chromedriver)) = browser_programs() else {
         return;
     };
     let env = TestEnv::new();
@@ -498,20 +526,7 @@ async fn a_person_approves_with_grants_and_rejects_with_a_reason_in_a_real_brows
     let ui = Ui::start(&env, &config);
     let driver = start_driver(&chromedriver);
 
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": chromium,
-            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1280,1000"],
-        }),
-    );
-    let browser = fantoccini::ClientBuilder::new(HttpConnector::new())
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{}", driver.port))
-        .await
-        .expect("a WebDriver session");
+    let browser = session(&chromium, &driver).await;
     let outcome = async {
         use fantoccini::Locator;
         let wait = Duration::from_secs(60);
@@ -677,4 +692,70 @@ async fn a_person_approves_with_grants_and_rejects_with_a_reason_in_a_real_brows
             &format!("refs/toolsmith/rejected/{du}")
         ]
     ));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_queue_follows_the_daemons_events_without_reloading() {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let env = TestEnv::new();
+    let config = template_config(&env);
+    let curl = request(&env, &config, CURL, &CURL_EXAMPLES);
+    let du = request(&env, &config, DU, &DU_EXAMPLES);
+    let mut daemon_cmd = env.daemon_command();
+    daemon_cmd.arg("--config").arg(&config);
+    let _daemon = common::Daemon::start(&env, daemon_cmd);
+    let ui = Ui::start(&env, &config);
+    let driver = start_driver(&chromedriver);
+    let browser = session(&chromium, &driver).await;
+    let outcome = async {
+        use fantoccini::Locator;
+        let wait = Duration::from_secs(60);
+        browser
+            .goto(&format!("{}/?token={}", ui.base(), ui.token))
+            .await?;
+        browser
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css("p.count[data-count='2']"))
+            .await?;
+        // The page subscribed to the daemon's events.
+        browser
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css("#live.on"))
+            .await?;
+        // A mark a reload would wipe out.
+        browser
+            .execute("window.stillThisPage = true;", vec![])
+            .await?;
+
+        // Approved from the terminal (through the daemon): the page follows by itself.
+        env.cli()
+            .arg("--config")
+            .arg(&config)
+            .args(["approve", &du])
+            .assert()
+            .success();
+        browser
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css("p.count[data-count='1']"))
+            .await?;
+        let queue = browser
+            .find(Locator::Css("table.queue"))
+            .await?
+            .text()
+            .await?;
+        assert!(queue.contains(&curl) && !queue.contains(&du), "{queue}");
+        let same = browser
+            .execute("return window.stillThisPage === true;", vec![])
+            .await?;
+        assert_eq!(same, json!(true), "updated without reloading the page");
+        Ok::<(), fantoccini::error::CmdError>(())
+    }
+    .await;
+    let _ = browser.close().await;
+    outcome.expect("the browser session");
 }

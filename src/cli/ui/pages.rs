@@ -141,11 +141,11 @@ pub(super) fn queue(cli: &Cli, csrf: &str) -> Result<String, Failure> {
         } else {
             let _ = write!(
                 body,
-                "<p class=\"count\">{} awaiting review, newest first.</p>\
+                "<p class=\"count\" data-count=\"{n}\">{n} awaiting review, newest first.</p>\
                  <table class=\"queue\"><thead><tr><th>Tool</th><th>Origin</th>\
                  <th>Support</th><th>What it does</th><th>Needs beyond the defaults</th>\
                  <th>Proposed</th></tr></thead><tbody>",
-                waiting.len()
+                n = waiting.len()
             );
             for c in &waiting {
                 queue_row(&mut body, c, &state_dir);
