@@ -759,3 +759,62 @@ async fn the_queue_follows_the_daemons_events_without_reloading() {
     let _ = browser.close().await;
     outcome.expect("the browser session");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_tools_page_shows_versions_health_and_runs_per_day() {
+    let env = TestEnv::new();
+    let config = template_config(&env);
+    let du = request(&env, &config, DU, &DU_EXAMPLES);
+    let tool = candidate(&env, &config, &du)["tool"]
+        .as_str()
+        .expect("tool")
+        .to_owned();
+    env.cli()
+        .arg("--config")
+        .arg(&config)
+        .args(["approve", &du])
+        .assert()
+        .success();
+    // Two runs that work and one that fails, in a workspace of their own.
+    let workspace = tempfile::tempdir().expect("workspace");
+    std::fs::create_dir(workspace.path().join("src")).expect("src");
+    for (value, ok) in [("src", true), ("src", true), ("missing", false)] {
+        let mut run = env.cli();
+        run.arg("--config")
+            .arg(&config)
+            .args(["run", &tool, "--workspace"])
+            .arg(workspace.path())
+            .args(["--param", &format!("value={value}")]);
+        if ok {
+            run.assert().success();
+        } else {
+            run.assert().failure();
+        }
+    }
+    let ui = Ui::start(&env, &config);
+    let cookie = ("cookie", ui.cookie());
+    let page = send(
+        "GET",
+        &format!("{}/tools", ui.base()),
+        std::slice::from_ref(&cookie),
+        None,
+    )
+    .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let at = page
+        .body
+        .find(&format!("data-tool=\"{tool}\""))
+        .unwrap_or_else(|| panic!("{tool} on the page: {}", page.body));
+    let section = &page.body[at..];
+    assert!(section.contains("<td>1.0.0</td>"), "{section}");
+    assert!(section.contains("<td>3</td>"), "three runs: {section}");
+    assert!(section.contains("2/3 ok"), "{section}");
+    assert!(
+        section.contains("cannot access &#39;missing&#39;"),
+        "the failure's error line, escaped: {section}"
+    );
+    assert!(
+        section.contains("<title>3 runs, 0 days ago</title>"),
+        "today's bar: {section}"
+    );
+}

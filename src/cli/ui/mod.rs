@@ -149,6 +149,8 @@ fn router(ui: Arc<Ui>) -> Router {
         .route("/candidate/{id}", get(candidate_page))
         .route("/candidate/{id}/approve", post(approve))
         .route("/candidate/{id}/reject", post(reject))
+        .route("/tools", get(tools_page))
+        .route("/patterns", get(patterns_page))
         .route("/events", get(events))
         .route(
             "/assets/style.css",
@@ -317,6 +319,14 @@ async fn queue_page(State(ui): State<Arc<Ui>>) -> Response {
 
 async fn candidate_page(State(ui): State<Arc<Ui>>, Path(id): Path<String>) -> Response {
     page(ui, move |cli, csrf| pages::candidate(cli, csrf, &id)).await
+}
+
+async fn tools_page(State(ui): State<Arc<Ui>>) -> Response {
+    page(ui, pages::tools).await
+}
+
+async fn patterns_page(State(ui): State<Arc<Ui>>) -> Response {
+    page(ui, pages::patterns).await
 }
 
 /// What the Approve button sends.

@@ -540,9 +540,247 @@ fn evidence_section(
     Ok(())
 }
 
+/// How many days the runs chart of the tools page covers.
+const CHART_DAYS: i64 = 30;
+
+/// Runs per day over the last [`CHART_DAYS`] days (oldest first) as an inline SVG bar chart:
+/// no script, no library, nothing fetched.
+fn runs_chart(days: &[u32]) -> String {
+    let max = days.iter().copied().max().unwrap_or(0).max(1);
+    let (bar, height) = (8u32, 40u32);
+    let width = bar * days.len() as u32;
+    let mut svg = format!(
+        "<svg class=\"chart\" width=\"{width}\" height=\"{}\" viewBox=\"0 0 {width} {}\" \
+         role=\"img\" aria-label=\"runs per day, last {CHART_DAYS} days\">",
+        height + 12,
+        height + 12
+    );
+    for (i, &n) in days.iter().enumerate() {
+        let h = if n == 0 { 0 } else { (n * height / max).max(2) };
+        let ago = days.len() - 1 - i;
+        let _ = write!(
+            svg,
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{h}\"><title>{n} runs, {ago} days \
+             ago</title></rect>",
+            i as u32 * bar,
+            height - h,
+            bar - 1
+        );
+    }
+    let _ = write!(
+        svg,
+        "<text x=\"0\" y=\"{}\">{CHART_DAYS} days · max {max}/day</text></svg>",
+        height + 11
+    );
+    svg
+}
+
+/// Counts per day of `started_ms`, the last [`CHART_DAYS`] days up to `now_ms`, oldest first.
+fn per_day(started_ms: impl Iterator<Item = i64>, now_ms: i64) -> Vec<u32> {
+    let day = 86_400_000;
+    let today = now_ms.div_euclid(day);
+    let mut days = vec![0u32; CHART_DAYS as usize];
+    for ms in started_ms {
+        let ago = today - ms.div_euclid(day);
+        if (0..CHART_DAYS).contains(&ago) {
+            days[(CHART_DAYS - 1 - ago) as usize] += 1;
+        }
+    }
+    days
+}
+
+/// The tools page: each approved tool with its versions (when each was approved), health and
+/// status, runs per day, error classes, heals and rollbacks.
+pub(super) fn tools(cli: &Cli, csrf: &str) -> Result<String, Failure> {
+    let opened = super::super::registry::open_for_reading(cli)?;
+    let registry = &opened.registry;
+    let tools = registry.tools()?;
+    let approved = registry.approval_times(&mut std::collections::HashMap::new());
+    let store = read_store(cli).ok();
+    let policy = super::super::health::health_policy(&opened.config).ok();
+    let now_ms = jiff::Timestamp::now().as_millisecond();
+    let mut body = String::from("<h1>Tools</h1>");
+    if tools.is_empty() {
+        body.push_str(
+            "<p class=\"empty\">No approved tools yet: the review queue lists what awaits \
+             review.</p>",
+        );
+    }
+    for t in &tools {
+        let status = match (&t.problem, t.deprecated) {
+            (Some(p), _) => format!("<span class=\"fail\">invalid: {}</span>", esc(p)),
+            (None, true) => "deprecated".to_owned(),
+            (None, false) => "active".to_owned(),
+        };
+        let _ = write!(
+            body,
+            "<section class=\"tool\" data-tool=\"{name}\"><h2>{name} <span class=\"version\">\
+             {version}</span></h2><p>{description}</p><p class=\"meta\">{status}</p>",
+            name = esc(&t.name),
+            version = esc(t.version.as_deref().unwrap_or("")),
+            description = esc(&t.description),
+        );
+        let versions: Vec<(&String, &i64)> = approved
+            .iter()
+            .filter(|((name, _), _)| *name == t.name)
+            .map(|((_, v), at)| (v, at))
+            .collect();
+        body.push_str(
+            "<table class=\"versions\"><thead><tr><th>Version</th><th>Approved</th>\
+             <th>Runs</th><th>Health</th><th>Error classes</th></tr></thead><tbody>",
+        );
+        for (version, at) in versions.iter().rev() {
+            let runs = match &store {
+                Some((conn, _)) => crate::health::executions::run_count(conn, &t.name, version)?,
+                None => 0,
+            };
+            let (health, errors) = match (&store, &policy) {
+                (Some((conn, _)), Some(policy)) if runs > 0 => {
+                    let h =
+                        crate::health::executions::version_health(conn, &t.name, version, policy)?;
+                    let errors: Vec<String> = h
+                        .top_errors
+                        .iter()
+                        .map(|e| format!("{} ×{}: {}", e.class.as_str(), e.count, e.template))
+                        .collect();
+                    (
+                        format!(
+                            "{} (score {:.0}, {}/{} ok)",
+                            h.status.as_str(),
+                            h.score,
+                            h.successes,
+                            h.runs
+                        ),
+                        errors.join("\n"),
+                    )
+                }
+                _ => ("not run yet".to_owned(), String::new()),
+            };
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td>{}</td><td>{runs}</td><td>{}</td><td><pre>{}</pre></td></tr>",
+                esc(version),
+                esc(&when(**at / 1000)),
+                esc(&health),
+                esc(&errors)
+            );
+        }
+        body.push_str("</tbody></table>");
+        if let Some((conn, _)) = &store {
+            let runs = crate::health::executions::list(conn, Some(&t.name))?;
+            let _ = write!(
+                body,
+                "<div class=\"runs\"><h3>Runs per day</h3>{}</div>",
+                runs_chart(&per_day(runs.iter().map(|r| r.started_ms), now_ms))
+            );
+            let history = crate::health::actions::history(conn, &t.name, 20)?;
+            if !history.is_empty() {
+                body.push_str(
+                    "<table class=\"history\"><thead><tr><th>When</th><th>Heal or rollback\
+                     </th><th>Outcome</th><th>What happened</th></tr></thead><tbody>",
+                );
+                for a in &history {
+                    let _ = write!(
+                        body,
+                        "<tr><td>{}</td><td>{} ({})</td><td>{}</td><td>{}</td></tr>",
+                        esc(&when(a.at_ms / 1000)),
+                        esc(&a.action),
+                        esc(&a.trigger),
+                        esc(&a.outcome),
+                        esc(&a.detail)
+                    );
+                }
+                body.push_str("</tbody></table>");
+            }
+        }
+        body.push_str("</section>");
+    }
+    Ok(layout("Tools", csrf, "Tools", &body))
+}
+
+/// How many patterns the patterns page lists.
+const SHOWN_PATTERNS: u64 = 100;
+
+/// The patterns page: the ranked habits, each with why it was or was not proposed.
+pub(super) fn patterns(cli: &Cli, csrf: &str) -> Result<String, Failure> {
+    let config = super::super::load_config(cli)?;
+    let min_score = config.generate.min_score.value;
+    let (conn, _) = read_store(cli)?;
+    let all = crate::mine::pattern::list_patterns(&conn, None, SHOWN_PATTERNS)?;
+    let mut body = String::from("<h1>Patterns</h1>");
+    if all.is_empty() {
+        body.push_str(
+            "<p class=\"empty\">No patterns mined yet: the daemon mines the logs it reads \
+             (`toolsmith mine` does it now).</p>",
+        );
+        return Ok(layout("Patterns", csrf, "Patterns", &body));
+    }
+    let _ = write!(
+        body,
+        "<p class=\"count\">{} habits, best first (generation proposes those scoring {min_score} \
+         or more).</p><table class=\"patterns\"><thead><tr><th>Score</th><th>Habit</th>\
+         <th>Kind</th><th>Sessions</th><th>Proposed?</th></tr></thead><tbody>",
+        all.len()
+    );
+    for sp in &all {
+        let p = &sp.pattern;
+        use crate::mine::pattern::PatternStatus as S;
+        let why = match sp.status {
+            S::New if p.score < f64::from(min_score) => format!(
+                "not proposed: its score {:.0} is under generate.min_score {min_score}",
+                p.score
+            ),
+            S::New => "not yet: the next generation run proposes it".to_owned(),
+            S::Folded => match &p.folded_into {
+                Some(f) => format!(
+                    "not proposed: the same habit as {}, which stands for it",
+                    f.id
+                ),
+                None => "not proposed: folded into a better pattern".to_owned(),
+            },
+            _ => sp
+                .reason
+                .clone()
+                .unwrap_or_else(|| sp.status.as_str().to_owned()),
+        };
+        let _ = write!(
+            body,
+            "<tr><td>{:.0}</td><td><pre>{}</pre><div class=\"id\">{}</div></td><td>{}</td>\
+             <td>{}</td><td><b>{}</b>: {}</td></tr>",
+            p.score,
+            esc(&p.templates.join("\n")),
+            esc(&p.id),
+            esc(p.kind.as_str()),
+            p.support,
+            esc(sp.status.as_str()),
+            esc(&why)
+        );
+    }
+    body.push_str("</tbody></table>");
+    Ok(layout("Patterns", csrf, "Patterns", &body))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_are_counted_by_day_oldest_first() {
+        let day = 86_400_000;
+        let now = 100 * day + 5;
+        let days = per_day(
+            [now, now - 1, now - day, now - 29 * day, now - 30 * day].into_iter(),
+            now,
+        );
+        assert_eq!(days.len(), 30);
+        assert_eq!(days[29], 2, "today");
+        assert_eq!(days[28], 1, "yesterday");
+        assert_eq!(days[0], 1, "29 days ago");
+        assert_eq!(days.iter().sum::<u32>(), 4, "30 days ago is outside");
+        let svg = runs_chart(&days);
+        assert_eq!(svg.matches("<rect").count(), 30);
+        assert!(svg.contains("<title>2 runs, 0 days ago</title>"));
+    }
 
     #[test]
     fn escaping_leaves_no_markup() {
