@@ -230,7 +230,9 @@ async fn the_ui_refuses_requests_without_its_token_from_a_foreign_host_or_withou
         "nothing of the queue leaks: {}",
         none.body
     );
-    let wrong = format!("{}0", &ui.token[..63]);
+    // The token with its last digit changed.
+    let last = if ui.token.ends_with('0') { '1' } else { '0' };
+    let wrong = format!("{}{last}", &ui.token[..63]);
     let bad = send("GET", &format!("{base}/?token={wrong}"), &[], None).await;
     assert_eq!(bad.status, 401);
     let forged = send(
@@ -743,11 +745,14 @@ async fn the_queue_follows_the_daemons_events_without_reloading() {
             .at_most(wait)
             .for_element(Locator::Css("p.count[data-count='1']"))
             .await?;
+        // Read in one step: another event may replace the list again at any moment.
         let queue = browser
-            .find(Locator::Css("table.queue"))
-            .await?
-            .text()
+            .execute(
+                "return document.querySelector('table.queue').innerText;",
+                vec![],
+            )
             .await?;
+        let queue = queue.as_str().unwrap_or_default().to_owned();
         assert!(queue.contains(&curl) && !queue.contains(&du), "{queue}");
         let same = browser
             .execute("return window.stillThisPage === true;", vec![])
@@ -816,5 +821,186 @@ async fn the_tools_page_shows_versions_health_and_runs_per_day() {
     assert!(
         section.contains("<title>3 runs, 0 days ago</title>"),
         "today's bar: {section}"
+    );
+}
+
+/// One Claude Code session of `commands`, as the agent writes it (an assistant `tool_use` of
+/// Bash, then the user's `tool_result`), the n-th day of a month at 10:00.
+fn claude_session(dir: &Path, n: usize, commands: &[(String, &str)]) {
+    let session = format!("00000000-0000-4000-9000-{n:012}");
+    let mut text = String::new();
+    for (i, (cmd, output)) in commands.iter().enumerate() {
+        let ts = format!("2026-11-{:02}T10:00:{:02}.000Z", 10 + n, i * 5);
+        let call = format!("toolu_ui{n}x{i}");
+        let base = json!({"isSidechain": false, "userType": "external",
+                          "cwd": "/home/dev/shop", "sessionId": session, "version": "2.1.3"});
+        let mut record = base.clone();
+        record["parentUuid"] = if i == 0 {
+            Value::Null
+        } else {
+            json!(format!("u-{n}-{}", i - 1))
+        };
+        record["type"] = json!("assistant");
+        record["uuid"] = json!(format!("a-{n}-{i}"));
+        record["timestamp"] = json!(ts);
+        record["message"] = json!({"id": format!("msg_{n}_{i}"), "type": "message",
+            "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "tool_use", "id": call, "name": "Bash",
+                         "input": {"command": cmd, "description": "run"}}]});
+        let mut result = base;
+        result["parentUuid"] = json!(format!("a-{n}-{i}"));
+        result["type"] = json!("user");
+        result["uuid"] = json!(format!("u-{n}-{i}"));
+        result["timestamp"] = json!(ts);
+        result["message"] = json!({"role": "user", "content": [
+            {"tool_use_id": call, "type": "tool_result", "content": output,
+             "is_error": false}]});
+        text.push_str(&format!("{record}\n{result}\n"));
+    }
+    std::fs::create_dir_all(dir).expect("logs");
+    std::fs::write(dir.join(format!("{session}.jsonl")), text).expect("session");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_mined_candidate_shows_its_sessions_lines_as_logged_and_the_patterns_why() {
+    let env = TestEnv::new();
+    let config = template_config(&env);
+    let logs = env.path().join("logs");
+    let before = [
+        "git status --short",
+        "ls",
+        "git log --oneline -n 3",
+        "cat README.md",
+    ];
+    let after = [
+        "git branch",
+        "wc -l src/main.rs",
+        "git stash list",
+        "ls tests",
+    ];
+    // The same habit in four sessions, typed with two spaces inside and, in two of them, a
+    // trailing one: each line must reach the page as logged (escaped: `2>&1`, the quotes),
+    // spaces and all.
+    let logged: Vec<String> = ["shop", "billing", "search", "auth"]
+        .iter()
+        .enumerate()
+        .map(|(n, ns)| {
+            format!("cargo test -p {ns} --no-fail-fast 2>&1 | grep -E  '^test .* FAILED'")
+                + &" ".repeat(n % 2)
+        })
+        .collect();
+    for n in 0..4 {
+        let ns = ["shop", "billing", "search", "auth"][n];
+        claude_session(
+            &logs,
+            n,
+            &[
+                (before[n].to_owned(), "x"),
+                (logged[n].clone(), "test a ... FAILED"),
+                (format!("git diff --stat -- crates/{ns}"), "1 file changed"),
+                (after[n].to_owned(), "y"),
+            ],
+        );
+    }
+    let cli = |args: &[&str]| {
+        let mut cmd = env.cli();
+        cmd.arg("--config").arg(&config).args(args);
+        cmd
+    };
+    cli(&["ingest", "--format", "claude-code"])
+        .arg(&logs)
+        .assert()
+        .success();
+    cli(&["mine"]).assert().success();
+    cli(&["generate"])
+        .timeout(Duration::from_secs(300))
+        .assert()
+        .success();
+    let all = json_of(
+        cli(&["--json", "candidates"])
+            .assert()
+            .success()
+            .get_output(),
+    );
+    let mined = all
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .find(|c| c["origin"] == "mined-sequence" && c["state"] == "awaiting-review")
+        .unwrap_or_else(|| panic!("a mined candidate awaits review: {all:#}"))
+        .clone();
+    let id = mined["id"].as_str().expect("id");
+
+    let ui = Ui::start(&env, &config);
+    let cookie = ("cookie", ui.cookie());
+    let queue = send(
+        "GET",
+        &format!("{}/", ui.base()),
+        std::slice::from_ref(&cookie),
+        None,
+    )
+    .await;
+    assert!(
+        queue
+            .body
+            .contains("<td>mined-sequence</td><td>4 sessions</td>"),
+        "origin and support in the queue: {}",
+        queue.body
+    );
+    let page = send(
+        "GET",
+        &format!("{}/candidate/{id}", ui.base()),
+        std::slice::from_ref(&cookie),
+        None,
+    )
+    .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    // Each session with its agent, each logged line exactly as stored, with its time.
+    for (n, line) in logged.iter().enumerate() {
+        let session = format!("00000000-0000-4000-9000-{n:012}");
+        assert!(
+            page.body.contains(&format!(
+                "session <code>{session}</code> · agent claude-code"
+            )),
+            "{session}: {}",
+            page.body
+        );
+        let escaped = line
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('\'', "&#39;");
+        assert!(
+            page.body.contains(&format!(
+                "<td class=\"ts\">2026-11-{:02}T10:00:05Z</td><td>Bash</td><td><pre>{escaped}</pre>",
+                10 + n
+            )),
+            "line {n} as logged: {escaped}\n{}",
+            page.body
+        );
+    }
+    assert!(page.body.contains("Diff against <code>main</code>"));
+    // A new tool: its script is all added lines, from its first.
+    assert!(
+        page.body.contains("<span class=\"add\">+#!/"),
+        "{}",
+        page.body
+    );
+
+    // The patterns page: the proposed habit names its candidate.
+    let patterns = send(
+        "GET",
+        &format!("{}/patterns", ui.base()),
+        std::slice::from_ref(&cookie),
+        None,
+    )
+    .await;
+    assert_eq!(patterns.status, 200, "{}", patterns.body);
+    assert!(
+        patterns
+            .body
+            .contains(&format!("<b>proposed</b>: candidate {id}")),
+        "{}",
+        patterns.body
     );
 }

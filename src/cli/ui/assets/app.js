@@ -55,12 +55,24 @@ function wireDecisions() {
 
 // A list page is fetched again and its main part replaced when an event may change it; a
 // candidate page being read is never replaced under the reader: a banner says it changed.
+// A burst of events makes one fetch at a time, and one more after it when events came meanwhile.
+let refreshing = false;
+let again = false;
 async function refreshMain() {
-  const response = await fetch(location.pathname, { credentials: "same-origin" });
-  if (!response.ok) return;
-  const doc = new DOMParser().parseFromString(await response.text(), "text/html");
-  const fresh = doc.getElementById("main");
-  if (fresh) document.getElementById("main").replaceWith(fresh);
+  if (refreshing) { again = true; return; }
+  refreshing = true;
+  try {
+    do {
+      again = false;
+      const response = await fetch(location.pathname, { credentials: "same-origin" });
+      if (!response.ok) break;
+      const doc = new DOMParser().parseFromString(await response.text(), "text/html");
+      const fresh = doc.getElementById("main");
+      if (fresh) document.getElementById("main").replaceWith(fresh);
+    } while (again);
+  } finally {
+    refreshing = false;
+  }
 }
 
 function follow() {
