@@ -1004,3 +1004,74 @@ async fn a_mined_candidate_shows_its_sessions_lines_as_logged_and_the_patterns_w
         patterns.body
     );
 }
+
+/// The kinds of the next server-sent events of `body` until one of `wanted`'s.
+async fn next_kind_of(body: &mut axum::body::BodyDataStream, wanted: &[&str]) -> Vec<String> {
+    let mut kinds = Vec::new();
+    let mut pending = String::new();
+    while let Some(chunk) = tokio_stream::StreamExt::next(body).await {
+        pending.push_str(&String::from_utf8_lossy(&chunk.expect("the stream")));
+        while let Some(end) = pending.find("\n\n") {
+            let event: String = pending.drain(..end + 2).collect();
+            for data in event.lines().filter_map(|l| l.strip_prefix("data: ")) {
+                let value: Value = serde_json::from_str(data).expect("an event is JSON");
+                let kind = value["kind"].as_str().unwrap_or_default().to_owned();
+                let done = wanted.contains(&kind.as_str());
+                kinds.push(kind);
+                if done {
+                    return kinds;
+                }
+            }
+        }
+    }
+    panic!("the stream ended before {wanted:?}: {kinds:?}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn every_page_follows_the_daemons_events_through_one_subscription() {
+    let env = TestEnv::new();
+    // The daemon admits one subscriber: the pages share the server's.
+    let config =
+        env.write_config("[generate]\nbackend = \"template\"\n[daemon]\nmax_subscriptions = 1\n");
+    let du = request(&env, &config, DU, &DU_EXAMPLES);
+    let mut daemon_cmd = env.daemon_command();
+    daemon_cmd.arg("--config").arg(&config);
+    let _daemon = common::Daemon::start(&env, daemon_cmd);
+    let ui = Ui::start(&env, &config);
+    let client: Client<HttpConnector, Body> = Client::builder(TokioExecutor::new()).build_http();
+    let mut pages = Vec::new();
+    for _ in 0..3 {
+        let request = axum::http::Request::builder()
+            .uri(format!("{}/events", ui.base()))
+            .header("cookie", ui.cookie())
+            .body(Body::empty())
+            .expect("request");
+        let response = client.request(request).await.expect("the server answers");
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        pages.push(Body::new(response.into_body()).into_data_stream());
+    }
+    env.cli()
+        .arg("--config")
+        .arg(&config)
+        .args(["approve", &du])
+        .assert()
+        .success();
+    for page in &mut pages {
+        // A bound against a hang, not a timing: the events come at once.
+        let kinds = tokio::time::timeout(
+            Duration::from_secs(60),
+            next_kind_of(
+                page,
+                &["tool.approved", "candidate.approved", "ui.no-daemon"],
+            ),
+        )
+        .await
+        .expect("an event");
+        assert_ne!(
+            kinds.last().map(String::as_str),
+            Some("ui.no-daemon"),
+            "each page hears the approval: {kinds:?}"
+        );
+    }
+}

@@ -51,6 +51,8 @@ struct Ui {
     csrf: String,
     /// The port listened on, for the `Host` check and the cookie's name.
     port: u16,
+    /// The daemon's events, while a subscription to them runs ([`live_feed`]).
+    feed: std::sync::Mutex<Option<tokio::sync::broadcast::Sender<String>>>,
 }
 
 impl Ui {
@@ -92,6 +94,7 @@ pub(super) fn serve(cli: &Cli, port: u16, open: bool) -> Result<(), Failure> {
         token: random_hex(32)?,
         csrf: random_hex(16)?,
         port,
+        feed: std::sync::Mutex::new(None),
     });
     let url = format!("http://127.0.0.1:{port}/?token={}", ui.token);
     let mut out = std::io::stdout();
@@ -410,49 +413,78 @@ async fn reject(
     decided(done)
 }
 
-/// The daemon's events as server-sent events: one subscription on the control socket per
-/// page, read by a thread of its own (the control client blocks). Without a daemon, one
-/// `ui.no-daemon` event says so and the stream stays open (a closed one would make the
-/// browser retry every few seconds).
+/// How many events a page may fall behind before it is told it lost some.
+const FEED_BACKLOG: usize = 256;
+
+/// The daemon's events as server-sent events. The server holds one subscription on the
+/// control socket for all its pages (a daemon admits `daemon.max_subscriptions`, and a page
+/// left open must not take one each), read by a thread of its own (the control client blocks)
+/// into a broadcast channel every page follows. When the daemon is not there, one
+/// `ui.no-daemon` event says so and the stream stays open (a closed one would make the browser
+/// ask again every few seconds); when the daemon goes, the streams end and the pages' next
+/// request finds out which it is.
 async fn events(State(ui): State<Arc<Ui>>) -> Response {
-    let (tx, rx) = tokio::sync::mpsc::channel::<SseEvent>(64);
-    let cli = ui.cli();
-    std::thread::spawn(move || {
-        let subscribed = super::socket_path(&cli)
-            .and_then(|path| crate::control::Client::connect(&path).map_err(Failure::from))
-            .and_then(|mut client| {
-                client.call("events.subscribe", json!({"kinds": []}))?;
-                Ok(client)
-            });
-        let mut client = match subscribed {
-            Ok(client) => client,
-            Err(failure) => {
-                let data = json!({"kind": "ui.no-daemon", "data": {"message": failure.message}});
-                let _ = tx.blocking_send(SseEvent::default().data(data.to_string()));
-                // Held until the page goes, so the stream stays open.
-                let rt = tokio::runtime::Builder::new_current_thread().build();
-                if let Ok(rt) = rt {
-                    rt.block_on(tx.closed());
-                }
-                return;
-            }
-        };
-        while let Ok(Some(note)) = client.next_notification() {
-            if tx
-                .blocking_send(SseEvent::default().data(note.params.to_string()))
-                .is_err()
-            {
-                break;
-            }
+    let feed = tokio::task::spawn_blocking(move || live_feed(&ui)).await;
+    let sse = |text: String| Ok::<_, std::convert::Infallible>(SseEvent::default().data(text));
+    match feed {
+        Ok(Ok(rx)) => {
+            let stream = tokio_stream::StreamExt::map(
+                tokio_stream::wrappers::BroadcastStream::new(rx),
+                move |item| match item {
+                    Ok(text) => sse(text),
+                    Err(tokio_stream::wrappers::errors::BroadcastStreamRecvError::Lagged(n)) => {
+                        sse(json!({"kind": "events.lagged", "data": {"missed": n}}).to_string())
+                    }
+                },
+            );
+            Sse::new(stream)
+                .keep_alive(KeepAlive::default())
+                .into_response()
         }
+        Ok(Err(failure)) => {
+            let said = json!({"kind": "ui.no-daemon", "data": {"message": failure.message}});
+            let stream = tokio_stream::StreamExt::chain(
+                tokio_stream::once(sse(said.to_string())),
+                tokio_stream::pending(),
+            );
+            Sse::new(stream)
+                .keep_alive(KeepAlive::default())
+                .into_response()
+        }
+        Err(e) => refused(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("the event stream failed: {e}"),
+        ),
+    }
+}
+
+/// A receiver of the shared feed, subscribing to the daemon first when no feed runs.
+fn live_feed(ui: &Arc<Ui>) -> Result<tokio::sync::broadcast::Receiver<String>, Failure> {
+    let mut feed = ui
+        .feed
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(tx) = feed.as_ref() {
+        return Ok(tx.subscribe());
+    }
+    let cli = ui.cli();
+    let mut client = super::socket_path(&cli)
+        .and_then(|path| crate::control::Client::connect(&path).map_err(Failure::from))?;
+    client.call("events.subscribe", json!({"kinds": []}))?;
+    let (tx, rx) = tokio::sync::broadcast::channel(FEED_BACKLOG);
+    *feed = Some(tx.clone());
+    let ui = Arc::clone(ui);
+    std::thread::spawn(move || {
+        while let Ok(Some(note)) = client.next_notification() {
+            // No page follows right now: the event is for nobody, which is no error.
+            let _ = tx.send(note.params.to_string());
+        }
+        // The daemon went: the next page subscribes again (or learns it is not there).
+        *ui.feed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     });
-    let stream = tokio_stream::StreamExt::map(
-        tokio_stream::wrappers::ReceiverStream::new(rx),
-        Ok::<_, std::convert::Infallible>,
-    );
-    Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response()
+    Ok(rx)
 }
 
 #[cfg(test)]

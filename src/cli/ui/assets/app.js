@@ -84,7 +84,8 @@ function follow() {
     let event;
     try { event = JSON.parse(message.data); } catch { return; }
     if (event.kind === "ui.no-daemon") {
-      live.textContent = "daemon not running: no live updates";
+      live.textContent = "no live updates";
+      live.title = (event.data && event.data.message) || "the daemon's events cannot be followed";
       live.className = "live off";
       return;
     }
