@@ -259,7 +259,7 @@ pub(super) fn adopt(
     print_report(cli, &report, true, out, style)
 }
 
-fn read_store(cli: &Cli) -> Result<(rusqlite::Connection, std::path::PathBuf), Failure> {
+pub(super) fn read_store(cli: &Cli) -> Result<(rusqlite::Connection, std::path::PathBuf), Failure> {
     let config = load_config(cli)?;
     let path = config.store_path();
     if !path.exists() {
@@ -372,7 +372,7 @@ pub(super) fn list(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), 
 }
 
 /// What the manifest staged in `attempt` says the tool needs a person to grant.
-fn staged_needs(staging: &Staging, attempt: u32) -> Vec<crate::sandbox::Need> {
+pub(super) fn staged_needs(staging: &Staging, attempt: u32) -> Vec<crate::sandbox::Need> {
     staging
         .files(attempt)
         .get(crate::package::manifest::FILE_NAME)

@@ -16,6 +16,7 @@ mod output;
 mod progress;
 mod registry;
 mod sandbox;
+mod ui;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -260,6 +261,17 @@ pub enum Command {
         /// Set the remote first (a URL or a path; stored as the registry's `origin`).
         #[arg(long, value_name = "URL")]
         remote: Option<String>,
+    },
+    /// Serve the review pages on 127.0.0.1 (review queue, candidates with Approve and
+    /// Reject, tools, patterns; live with the daemon's events). The first line printed is the
+    /// URL, with its random token; Ctrl-C stops.
+    Ui {
+        /// The port (0 picks a free one).
+        #[arg(long, default_value_t = 0, value_name = "N")]
+        port: u16,
+        /// Open the URL in the desktop's browser (xdg-open).
+        #[arg(long)]
+        open: bool,
     },
     /// Print pipeline events as they happen.
     Watch {
@@ -552,6 +564,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
             }
         }
         Command::Watch { kinds } => watch(cli, kinds, &mut out),
+        Command::Ui { port, open } => ui::serve(cli, *port, *open),
         Command::Ingest { format, paths } => {
             ingest::ingest(cli, format.as_deref(), paths, &mut out)
         }

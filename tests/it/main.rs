@@ -47,3 +47,4 @@ mod soak;
 mod startup;
 mod systemd_units;
 mod toolchains;
+mod ui;
