@@ -242,6 +242,10 @@ const MIGRATIONS: &[&str] = &[
     // 10: the line of its file each action was read from (with `file_id`, where a person finds
     // it); NULL for actions stored before, and for whole-file formats (one record per file).
     "ALTER TABLE actions ADD COLUMN line INTEGER;",
+    // 11: the agent that ran a tool (an MCP client's name, or the agent `toolsmith run` was
+    // called from), so `toolsmith stats` counts each tool's runs by agent; NULL when unknown
+    // and for runs recorded before.
+    "ALTER TABLE executions ADD COLUMN agent TEXT;",
 ];
 
 /// The schema version this build writes.
