@@ -61,11 +61,13 @@ fn subject_tool(subject: &str) -> Option<(String, Option<String>)> {
 }
 
 /// A signature as [`Registry::approver`] writes the person: `Name <email>`, or the name alone
-/// for the `login@localhost` made from a login name; `None` for libgit2's `unknown`.
+/// for the `login@localhost` made from a login name; `None` for libgit2's `unknown <unknown>`
+/// (a log entry written without an identity).
 fn signer(who: &git2::Signature<'_>) -> Option<String> {
     let name = who.name().ok()?;
-    match who.email().ok() {
-        _ if name == "unknown" => None,
+    let email = who.email().ok();
+    match email {
+        Some("unknown") if name == "unknown" => None,
         Some(email) if !email.is_empty() && email != format!("{name}@localhost") => {
             Some(format!("{name} <{email}>"))
         }
@@ -216,7 +218,13 @@ mod tests {
             .expect("approve");
         registry.reject("c-2", "too narrow").expect("reject");
         let decided = registry.decided().expect("decisions");
-        type Seen<'a> = (Verdict, &'a str, Option<&'a str>, Option<&'a str>, Option<&'a str>);
+        type Seen<'a> = (
+            Verdict,
+            &'a str,
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<&'a str>,
+        );
         let seen: Vec<Seen<'_>> = decided
             .iter()
             .map(|d| {

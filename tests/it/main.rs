@@ -45,5 +45,6 @@ mod secrets;
 mod secrets_by_rule;
 mod soak;
 mod startup;
+mod stats;
 mod systemd_units;
 mod toolchains;

@@ -58,8 +58,8 @@ pub struct HandRun {
     /// When its first action started (Unix ms).
     pub started_ms: i64,
     /// What it took, from its first action's start to its last's end (timestamps and the last
-    /// action's duration); the sum of the actions' durations when an end is unknown; `None`
-    /// when the log gives neither.
+    /// action's duration; to its start when its duration is unknown); `None` for one action
+    /// of unknown duration.
     pub took_ms: Option<u64>,
 }
 
@@ -148,12 +148,13 @@ pub fn runs_by_hand(
                 if first.started_ms < habit.since_ms {
                     continue;
                 }
-                let took_ms = match last.duration_ms {
-                    Some(d) => Some((last.started_ms - first.started_ms).max(0) as u64 + d),
-                    None => {
-                        let known: Vec<u64> = whens.iter().filter_map(|w| w.duration_ms).collect();
-                        (!known.is_empty()).then(|| known.iter().sum())
-                    }
+                // From the first call's start to the last's end; a last call of unknown
+                // duration counts from its start (a lower bound).
+                let span = (last.started_ms - first.started_ms).max(0) as u64;
+                let took_ms = match (span, last.duration_ms) {
+                    (span, Some(d)) => Some(span + d),
+                    (0, None) => None,
+                    (span, None) => Some(span),
                 };
                 found.push(HandRun {
                     name: habit.name.clone(),
@@ -268,7 +269,7 @@ mod tests {
             seen,
             [
                 ("s1", "codex", 2, 11, Some(2 * 60_000 + 2000)),
-                ("s1", "codex", 2, 20, Some(500)),
+                ("s1", "codex", 2, 20, Some(60_000)),
             ]
         );
     }
