@@ -25,5 +25,6 @@ pub mod registry;
 pub mod run;
 pub mod sandbox;
 pub mod schedule;
+pub mod stats;
 pub mod store;
 pub mod validate;

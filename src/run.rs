@@ -33,6 +33,9 @@ pub struct RunRequest {
     pub own: OwnPlaces,
     /// Who asks.
     pub caller: Caller,
+    /// The agent asking, when known (an MCP client's name; for the CLI,
+    /// [`crate::health::executions::agent_from_env`]).
+    pub agent: Option<String>,
 }
 
 /// A run that happened.
@@ -199,6 +202,7 @@ impl PreparedRun {
             params: serde_json::to_string(&request.params)
                 .ok()
                 .filter(|json| json.len() <= MAX_KEPT_PARAMS),
+            agent: request.agent.clone(),
         };
         Ok(ToolRun {
             manifest,

@@ -398,6 +398,8 @@ pub struct ActionView<'r> {
     pub failed_output: Option<&'r str>,
     /// Duration as stored (an overflowed one can read negative).
     pub duration_ms: Option<i64>,
+    /// When it started (RFC 3339), when the log said.
+    pub ts: Option<&'r str>,
 }
 
 /// Each sub-agent's session and the session that started it, as ingest recorded them in the
@@ -421,7 +423,7 @@ pub fn for_each_action<E: From<StoreError>>(
     let mut stmt = conn
         .prepare(
             "SELECT id, session, seq, source, tool, input, ok,
-                    CASE WHEN ok = 0 THEN output END, duration_ms
+                    CASE WHEN ok = 0 THEN output END, duration_ms, ts
              FROM actions ORDER BY session, seq",
         )
         .map_err(query)?;
@@ -443,6 +445,10 @@ pub fn for_each_action<E: From<StoreError>>(
                 .and_then(|v| v.as_str_or_null().map_err(rusqlite::Error::from))
                 .map_err(query)?,
             duration_ms: row.get(8).map_err(query)?,
+            ts: row
+                .get_ref(9)
+                .and_then(|v| v.as_str_or_null().map_err(rusqlite::Error::from))
+                .map_err(query)?,
         };
         each(view)?;
     }

@@ -16,6 +16,7 @@ mod output;
 mod progress;
 mod registry;
 mod sandbox;
+mod stats;
 mod ui;
 
 use std::ffi::OsString;
@@ -252,9 +253,14 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
     },
-    /// Write the approved tools out for agents that read files.
+    /// Write the approved tools out for agents that read files, or the review decisions.
     #[command(subcommand)]
     Export(ExportCommand),
+    /// Keep rate and use: proposals made, approved, rejected (with the reasons) and waiting
+    /// (for how long), by origin; per approved tool its runs by each agent since approval, and
+    /// the times an agent still ran the habit's commands by hand (missed uses), with the steps
+    /// and time the tool would have saved.
+    Stats,
     /// Share the registry: pull and push main, the tags and the review branches with its git
     /// remote (`origin`).
     Sync {
@@ -335,6 +341,14 @@ pub enum ExportCommand {
         /// where one agent reads another's folder).
         #[arg(long)]
         agents: bool,
+    },
+    /// Every review decision (spec, code, tests, decision, reason, reviewer, time) as JSON
+    /// Lines, from the registry's history and the store: what a person kept and refused, for
+    /// tuning generation or a model.
+    Feedback {
+        /// Write to FILE (replaced whole) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
 }
 
@@ -615,6 +629,10 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Export(ExportCommand::Skills { to, agents }) => {
             registry::export_skills(cli, to.as_deref(), *agents, &mut out)
         }
+        Command::Export(ExportCommand::Feedback { output }) => {
+            stats::export_feedback(cli, output.as_deref(), &mut out)
+        }
+        Command::Stats => stats::stats(cli, &mut out, style),
         Command::Verify => registry::verify(cli, &mut out, style),
         Command::Reapprove { yes } => registry::reapprove(cli, *yes, &mut out, style),
         Command::Health { check: true, .. } => health::check(cli, &mut out),

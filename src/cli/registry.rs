@@ -353,6 +353,7 @@ pub(super) fn run(cli: &Cli, args: &RunArgs) -> Result<u8, Failure> {
         workspace,
         own: super::own_places(cli, &config),
         caller: Caller::Cli,
+        agent: crate::health::executions::agent_from_env(|name| std::env::var(name).ok()),
     };
     let recorder = RunRecorder {
         state_dir: &config.paths.state.value,

@@ -41,6 +41,38 @@ impl Caller {
     }
 }
 
+/// Longest agent name kept with a run: a name is a word or two, and it comes from outside (an
+/// MCP client's `clientInfo`, the environment).
+pub const MAX_AGENT_NAME: usize = 64;
+
+/// An agent's name as kept with a run: trimmed, control characters dropped, at most
+/// [`MAX_AGENT_NAME`] bytes; `None` when nothing is left.
+pub fn agent_name(raw: &str) -> Option<String> {
+    let clean: String = raw.trim().chars().filter(|c| !c.is_control()).collect();
+    let mut end = clean.len().min(MAX_AGENT_NAME);
+    while !clean.is_char_boundary(end) {
+        end -= 1;
+    }
+    let kept = clean[..end].trim();
+    (!kept.is_empty()).then(|| kept.to_owned())
+}
+
+/// The agent whose shell runs this process, from what agents set in the environment of the
+/// commands they run: `TOOLSMITH_AGENT` (set by hand or by a wrapper) first, then Claude
+/// Code's `CLAUDECODE=1` and Gemini CLI's `GEMINI_CLI=1`. `None` when none says: a person at
+/// a terminal, or an agent that marks nothing. `var` reads the environment (a closure, so the
+/// rules are tested without touching the process's own).
+pub fn agent_from_env(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    if let Some(named) = var("TOOLSMITH_AGENT").as_deref().and_then(agent_name) {
+        return Some(named);
+    }
+    let set = |name: &str| var(name).is_some_and(|v| !v.is_empty() && v != "0");
+    [("CLAUDECODE", "claude-code"), ("GEMINI_CLI", "gemini-cli")]
+        .into_iter()
+        .find(|(variable, _)| set(variable))
+        .map(|(_, agent)| agent.to_owned())
+}
+
 /// One run of a registered tool.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Execution {
@@ -70,6 +102,9 @@ pub struct Execution {
     pub peak_memory_kb: Option<u64>,
     /// The parameters it was given, as JSON (absent when too large to keep).
     pub params: Option<String>,
+    /// The agent that ran it, when known: an MCP client's name, or the agent whose shell ran
+    /// `toolsmith run` ([`crate::health::executions::agent_from_env`]).
+    pub agent: Option<String>,
 }
 
 /// Stores an execution; returns its id.
@@ -77,8 +112,8 @@ pub fn record(conn: &Connection, e: &Execution) -> Result<i64, StoreError> {
     conn.prepare_cached(
         "INSERT INTO executions (tool, version, caller, started_ms, duration_ms, ok, exit_code,
                                  signal, limit_hit, error_class, error_excerpt, peak_memory_kb,
-                                 params)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                                 params, agent)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
         e.tool,
@@ -94,6 +129,7 @@ pub fn record(conn: &Connection, e: &Execution) -> Result<i64, StoreError> {
         e.error_excerpt,
         e.peak_memory_kb.map(|k| k as i64),
         e.params,
+        e.agent,
     ])?;
     Ok(conn.last_insert_rowid())
 }
@@ -236,7 +272,7 @@ pub fn failure_rate(
 pub fn list(conn: &Connection, tool: Option<&str>) -> Result<Vec<Execution>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT tool, version, caller, started_ms, duration_ms, ok, exit_code, signal, limit_hit,
-                error_class, error_excerpt, peak_memory_kb, params
+                error_class, error_excerpt, peak_memory_kb, params, agent
          FROM executions WHERE ?1 IS NULL OR tool = ?1 ORDER BY id",
     )?;
     let rows = stmt.query_map([tool], |r| {
@@ -257,6 +293,7 @@ pub fn list(conn: &Connection, tool: Option<&str>) -> Result<Vec<Execution>, Sto
             error_excerpt: r.get(10)?,
             peak_memory_kb: r.get::<_, Option<i64>>(11)?.map(|k| k.max(0) as u64),
             params: r.get(12)?,
+            agent: r.get(13)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -347,6 +384,35 @@ pub fn versions_run(conn: &Connection, tool: &str) -> Result<Vec<(String, i64)>,
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_agent_is_named_by_toolsmith_agent_then_by_the_agents_own_markers() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        assert_eq!(agent_from_env(env(&[])), None);
+        assert_eq!(
+            agent_from_env(env(&[("CLAUDECODE", "1")])).as_deref(),
+            Some("claude-code")
+        );
+        assert_eq!(
+            agent_from_env(env(&[("GEMINI_CLI", "1")])).as_deref(),
+            Some("gemini-cli")
+        );
+        assert_eq!(agent_from_env(env(&[("CLAUDECODE", "0")])), None);
+        assert_eq!(
+            agent_from_env(env(&[("CLAUDECODE", "1"), ("TOOLSMITH_AGENT", " codex ")])).as_deref(),
+            Some("codex")
+        );
+        assert_eq!(agent_name("\u{1b}[31mx\ny"), Some("[31mxy".to_owned()));
+        assert_eq!(agent_name(&"é".repeat(100)).map(|n| n.len()), Some(64));
+        assert_eq!(agent_name(" \t "), None);
+    }
+
     fn run(tool: &str, version: &str, ok: bool, class: Option<ErrorClass>, err: &str) -> Execution {
         Execution {
             tool: tool.into(),
@@ -362,6 +428,7 @@ mod tests {
             error_excerpt: (!err.is_empty()).then(|| err.to_owned()),
             peak_memory_kb: Some(2048),
             params: None,
+            agent: None,
         }
     }
 

@@ -354,6 +354,14 @@ static SELF_NAMED: LazyLock<Regex> = LazyLock::new(|| {
     .expect("self-named secret pattern compiles")
 });
 
+/// The words [`SELF_NAMED`] needs, with the separator after them.
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
+static SELF_NAMED_WORDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:SECRET|Secret|secret|TOKEN|Token|token|PRIVATE|Private|private)[-_]")
+        .expect("self-named words compile")
+});
+
 /// Whether a run behind a secret-named prefix is random: a credential's shape, with digits
 /// and letters mixed four times or more (`ProviderFactory2024` is a name, not a key).
 fn random_run(v: &str) -> bool {
@@ -369,7 +377,10 @@ fn random_run(v: &str) -> bool {
 /// module documentation).
 pub fn redact_structured<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, str> {
     let mut edits = Vec::new();
-    for c in SELF_NAMED.captures_iter(text) {
+    // The secret words first (a multi-literal search): the full pattern has no literal to
+    // start from and would be run over every text.
+    let named = SELF_NAMED_WORDS.is_match(text);
+    for c in SELF_NAMED.captures_iter(if named { text } else { "" }) {
         if let Some(v) = c.name("v")
             && random_run(v.as_str())
         {

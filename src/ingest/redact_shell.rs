@@ -136,7 +136,7 @@ static OUTPUT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
         r"heroku|dokku|netlify|firebase|terraform|tofu|pulumi|keyring|kwallet|lpass|",
         r"\bop\b|\bbw\b|\bage\b|\brage\b|\beb\b|\bcf\b|\bsts\b|assume|swarm|ansible|",
         r"print|puts|\bwg\b|sas\b|connection-string|rbac|env:get|fill|get-|reveal|random|",
-        r"env|cnf|s3cfg|boto|npmrc|pypirc|tfrc|hosts\.yml)"
+        r"\.env|env\.|cnf|s3cfg|boto|npmrc|pypirc|tfrc|hosts\.yml)"
     ))
     .expect("output literals compile")
 });

@@ -332,6 +332,7 @@ mod tests {
                     error_excerpt: None,
                     peak_memory_kb: None,
                     params: None,
+                    agent: None,
                 },
             )
             .expect("the run is recorded");

@@ -409,6 +409,7 @@ impl Inner {
         name: &str,
         params: Map<String, Value>,
         direct: bool,
+        agent: Option<String>,
     ) -> Result<CallToolResult, McpError> {
         let request = RunRequest {
             name: name.to_owned(),
@@ -416,6 +417,7 @@ impl Inner {
             workspace: self.settings.workspace.clone(),
             own: self.settings.own.clone(),
             caller: Caller::Mcp,
+            agent,
         };
         let resolved = self.with_registry(|registry| Ok(self.resolve(registry, &request, direct)));
         let prepared = match resolved {
@@ -1029,6 +1031,16 @@ fn result_of(run: &Finished<'_>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
+/// The calling agent's name, as its client gives it: `clientInfo` of the session's `initialize`,
+/// or of the request's `_meta` (sessions without `initialize`, 2026-07-28).
+fn client_name(context: &RequestContext<RoleServer>) -> Option<String> {
+    let name = match context.peer.peer_info() {
+        Some(info) => info.client_info.name.clone(),
+        None => context.meta.client_info()?.name,
+    };
+    crate::health::executions::agent_name(&name)
+}
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -1063,6 +1075,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
+        let agent = client_name(&context);
         let args = request.arguments.unwrap_or_default();
         let result = match name.as_str() {
             SEARCH_TOOL => self.blocking(move |inner| Ok(inner.search(&args))).await?,
@@ -1106,11 +1119,11 @@ impl ServerHandler for McpServer {
                     ))
                     .into());
                 }
-                self.blocking(move |inner| inner.run(&tool, params, false))
+                self.blocking(move |inner| inner.run(&tool, params, false, agent))
                     .await?
             }
             _ => {
-                self.blocking(move |inner| inner.run(&name, args, true))
+                self.blocking(move |inner| inner.run(&name, args, true, agent))
                     .await?
             }
         };
@@ -1247,6 +1260,7 @@ mod tests {
             error_excerpt: None,
             peak_memory_kb: None,
             params: None,
+            agent: None,
         }
     }
 

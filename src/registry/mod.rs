@@ -14,6 +14,8 @@
 //!   behind), `listing` (the tools on `main`), `verify` (what may run, and `verify`),
 //!   `approved_tree` (the approved files a run is given, from git's objects),
 //!   `history` (rollback, deprecation);
+//! - [`feedback`]: every review decision kept (approvals by their tags, rejections by their
+//!   kept refs), for `toolsmith export feedback` and `toolsmith stats`;
 //! - [`sync`]: sharing through a git remote;
 //! - [`versions`]: semantic versions from the interface diff;
 //! - [`index`]: `TOOLS.md`, rewritten with every change.
@@ -22,6 +24,7 @@ pub mod approval;
 mod approved_tree;
 pub mod auto;
 mod checkout;
+pub mod feedback;
 #[cfg(test)]
 mod fixture;
 pub mod grants;

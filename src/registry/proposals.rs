@@ -649,15 +649,17 @@ impl Registry {
             &format!("keep {keep}"),
             self.repo.reference_ensure_log(&keep),
         )?;
+        let logged = format!("toolsmith: rejected: {}", reason.replace('\n', " "));
         self.git(
             &format!("keep {keep}"),
-            self.repo.reference(
-                &keep,
-                oid,
-                true,
-                &format!("toolsmith: rejected: {}", reason.replace('\n', " ")),
-            ),
+            self.repo.reference(&keep, oid, true, &logged),
         )?;
+        // libgit2 signs the log entry with the repository's configured identity, else
+        // `unknown`: it is written again signed by who rejects, as an approval's tag is by its
+        // approver, so the decision says who made it (`decided`).
+        if let Err(e) = self.sign_rejection(&keep, oid, &logged) {
+            tracing::warn!("{keep}: who rejected is not recorded: {e}");
+        }
         let mut branch = self.git(
             "find the branch",
             self.repo
@@ -665,6 +667,19 @@ impl Registry {
         )?;
         self.git(&format!("delete {}", review.branch), branch.delete())?;
         Ok(review)
+    }
+
+    /// Signs the newest entry of `refname`'s log (written for `oid` with `message`) with
+    /// [`Registry::approver`].
+    fn sign_rejection(&self, refname: &str, oid: Oid, message: &str) -> Result<(), RegistryError> {
+        let who = self.tagger(&self.approver())?;
+        let what = format!("sign {refname}'s log");
+        let mut log = self.git(&what, self.repo.reflog(refname))?;
+        if !log.is_empty() {
+            self.git(&what, log.remove(0, false))?;
+        }
+        self.git(&what, log.append(oid, &who, Some(message)))?;
+        self.git(&what, log.write())
     }
 
     /// Why a candidate was rejected, when it was: the reason kept with its rejected ref.

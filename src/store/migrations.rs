@@ -246,6 +246,10 @@ const MIGRATIONS: &[&str] = &[
     // MCP session and the agent as its client named itself. NULL for every other candidate.
     "ALTER TABLE candidates ADD COLUMN asker_session TEXT;
     ALTER TABLE candidates ADD COLUMN asker_agent TEXT;",
+    // 12: the agent that ran a tool (an MCP client's name, or the agent `toolsmith run` was
+    // called from), so `toolsmith stats` counts each tool's runs by agent; NULL when unknown
+    // and for runs recorded before.
+    "ALTER TABLE executions ADD COLUMN agent TEXT;",
 ];
 
 /// The schema version this build writes.

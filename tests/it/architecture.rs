@@ -23,7 +23,7 @@ const LAYERS: &[&[&str]] = &[
     &["validate"],
     &["generate"],
     &["health"],
-    &["run"],
+    &["run", "stats"],
     &["mcp"],
     &["daemon"],
     &["cli"],

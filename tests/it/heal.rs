@@ -366,6 +366,7 @@ fn feed(env: &TestEnv, tool: &str, version: &str, ok: u32, failed: u32) {
             error_excerpt: (!good).then(|| "run.sh: line 9: syntax error".to_owned()),
             peak_memory_kb: None,
             params: Some("{\"value\":\"core\"}".to_owned()),
+            agent: None,
         };
         executions::record(&conn, &run).expect("insert");
     }

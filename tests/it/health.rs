@@ -52,6 +52,7 @@ fn feed(env: &TestEnv, tool: &str, version: &str, ok: u32, failures: &[(&str, &s
             error_excerpt: excerpt.map(str::to_owned),
             peak_memory_kb: None,
             params: None,
+            agent: None,
         };
         executions::record(&conn, &run).expect("insert");
     };

@@ -45,6 +45,7 @@ mod secrets;
 mod secrets_by_rule;
 mod soak;
 mod startup;
+mod stats;
 mod systemd_units;
 mod toolchains;
 mod ui;

@@ -141,12 +141,24 @@ const TOKEN_CACHE_ENTRIES: usize = 200_000;
 /// Reads every action, session by session, keeping what mining needs of each (see the module
 /// documentation, step 1).
 pub(super) fn load(conn: &Connection, tokenizer: &Tokenizer) -> Result<Loaded, MineError> {
+    load_where(conn, tokenizer, |_| true)
+}
+
+/// [`load`] of the actions `keep` takes (the others are as if never logged).
+pub(super) fn load_where(
+    conn: &Connection,
+    tokenizer: &Tokenizer,
+    mut keep: impl FnMut(&actions_table::ActionView<'_>) -> bool,
+) -> Result<Loaded, MineError> {
     let mut loaded = Loaded::new();
     let mut current = Session::default();
     let mut cache = CommandCache::new(tokenizer);
     // A sub-agent's session counts with its parent's.
     let parents = actions_table::session_parents(conn)?;
     actions_table::for_each_action(conn, |row| -> Result<(), MineError> {
+        if !keep(&row) {
+            return Ok(());
+        }
         loaded.actions += 1;
         loaded.last_action = loaded.last_action.max(row.id);
         if row.session != current.id {

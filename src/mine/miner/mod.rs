@@ -38,6 +38,7 @@ mod find;
 mod fold;
 mod load;
 mod report;
+mod uses;
 mod words;
 
 use align::{align_and_score, best_first, rank};
@@ -45,6 +46,7 @@ use find::{find_commands, find_recovery_habits, find_sequences};
 use fold::{complete_heads, fold_groups, mark_folded};
 use load::{Refetch, Session, load};
 pub use report::{KindCounts, MineReport, MineSummary, Phases, TopPattern};
+pub use uses::{Habit, HandRun, runs_by_hand};
 pub use words::{SHORT_WORD, UserShell};
 
 /// Programs a person drives by hand (editors, pagers, monitors, shells, REPLs without a

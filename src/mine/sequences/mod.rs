@@ -508,6 +508,62 @@ pub fn contains(sequence: &[u32], pattern: &[u32], max_gap: Option<u32>) -> bool
     ends.iter().any(|&end| end)
 }
 
+/// The occurrences of `pattern` in `sequence` that the miner counts (see "Count" in the module
+/// documentation): from left to right, each start's earliest-ending occurrence, taken when it
+/// begins after the last one taken ends. The miner finds them for every frequent pattern at
+/// once; this finds them for one known pattern (a habit's uses after its tool was approved).
+/// `seq` is left 0 in each.
+pub fn counted_occurrences(
+    sequence: &[u32],
+    pattern: &[u32],
+    max_gap: Option<u32>,
+) -> Vec<Occurrence> {
+    let Some((&first, rest)) = pattern.split_first() else {
+        return Vec::new();
+    };
+    let window = max_gap.map_or(usize::MAX, |gap| gap as usize + 1);
+    let mut found = Vec::new();
+    let mut last_end: Option<usize> = None;
+    let mut reached: Vec<usize> = Vec::new();
+    for start in 0..sequence.len() {
+        if sequence[start] != first || last_end.is_some_and(|end| start <= end) {
+            continue;
+        }
+        // The positions each step can be at, from this start; the earliest of the last step's
+        // is the earliest end.
+        reached.clear();
+        reached.push(start);
+        for &step in rest {
+            let mut next = Vec::new();
+            let from = reached[0] + 1;
+            for (q, &item) in sequence.iter().enumerate().skip(from) {
+                if item == step && reached.iter().any(|&p| p < q && q - p <= window) {
+                    next.push(q);
+                }
+                if reached
+                    .last()
+                    .is_some_and(|&p| q >= p.saturating_add(window))
+                {
+                    break;
+                }
+            }
+            reached = next;
+            if reached.is_empty() {
+                break;
+            }
+        }
+        if let Some(&end) = reached.first() {
+            found.push(Occurrence {
+                seq: 0,
+                start: start as u32,
+                end: end as u32,
+            });
+            last_end = Some(end);
+        }
+    }
+    found
+}
+
 /// The positions of each step of `pattern` in `sequence` for an occurrence reported by the
 /// miner (its `start` and `end`), so the caller can align the occurrences' values. Each step
 /// is placed as early as the gap limit allows while the pattern still ends at `end`. `None`

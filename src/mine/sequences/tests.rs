@@ -330,6 +330,38 @@ fn oracle_count(seq: &[u32], pattern: &[u32], gap: Option<u32>) -> u32 {
 }
 
 #[test]
+fn the_occurrences_of_one_pattern_are_those_the_miner_counts() {
+    let mut rng = Rng(29);
+    for _ in 0..400 {
+        let seq: Vec<u32> = (0..rng.below(30)).map(|_| rng.below(4) as u32).collect();
+        let len = 1 + rng.below(3) as usize;
+        let pattern: Vec<u32> = (0..len).map(|_| rng.below(4) as u32).collect();
+        for gap in [Some(0), Some(1), Some(2), None] {
+            let found = super::counted_occurrences(&seq, &pattern, gap);
+            assert_eq!(
+                found.len() as u32,
+                oracle_count(&seq, &pattern, gap),
+                "{seq:?} {pattern:?} {gap:?}"
+            );
+            // Each is an occurrence the definition takes: its start's earliest end.
+            let spans = oracle_spans(&seq, &pattern, gap);
+            for o in &found {
+                let earliest = spans
+                    .iter()
+                    .filter(|(s, _)| *s == o.start as usize)
+                    .map(|(_, e)| *e)
+                    .min();
+                assert_eq!(
+                    earliest,
+                    Some(o.end as usize),
+                    "{seq:?} {pattern:?} {gap:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn counted_occurrences_match_the_brute_force_definition() {
     let mut rng = Rng(11);
     let mut by_count = 0;
