@@ -925,8 +925,10 @@ fn assignment_of(text: &str, var: &str, before: usize, method: bool) -> Option<(
 // A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
 #[allow(clippy::expect_used)]
 static INPUT_MARKS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:(?-u:\b)input\s*=\s*|\.communicate\(\s*(?:input\s*=\s*)?|(?-u:\b)stdin\.write\(\s*)")
-        .expect("input marks compile")
+    Regex::new(
+        r"(?:(?-u:\b)input\s*=\s*|\.communicate\(\s*(?:input\s*=\s*)?|(?-u:\b)stdin\.write\(\s*)",
+    )
+    .expect("input marks compile")
 });
 
 /// What a child process that reads a secret on stdin says on its command line.
