@@ -672,8 +672,9 @@ fn xml_elements(text: &str, edits: &mut Vec<(usize, usize, &'static str)>) {
     }
 }
 
-/// Applies non-overlapping edits (sorted here), reporting each replaced value.
-fn apply<'a>(
+/// Applies non-overlapping edits `(start, end, kind)` (sorted here; an overlapping or
+/// already redacted one is passed over), reporting each replaced value.
+pub(super) fn apply<'a>(
     text: &'a str,
     mut edits: Vec<(usize, usize, &'static str)>,
     found: &mut Vec<Found>,

@@ -2391,31 +2391,7 @@ pub fn redact_file_formats<'a>(
             }
         }
     }
-    if edits.is_empty() {
-        return Cow::Borrowed(text);
-    }
-    edits.sort_by_key(|e| e.0);
-    let mut out = String::with_capacity(text.len());
-    let mut last = 0;
-    let mut changed = false;
-    for (start, end, kind) in edits {
-        if start < last || text[start..end].starts_with("[REDACTED") {
-            continue;
-        }
-        found.push(Found {
-            value: text[start..end].to_owned(),
-            kind,
-        });
-        out.push_str(&text[last..start]);
-        out.push_str(&format!("[REDACTED:{kind}]"));
-        last = end;
-        changed = true;
-    }
-    if !changed {
-        return Cow::Borrowed(text);
-    }
-    out.push_str(&text[last..]);
-    Cow::Owned(out)
+    redact_files::apply(text, edits, found)
 }
 
 /// Redacts every line of an output that is a secret, keeping blank lines. A JSON document
@@ -2478,7 +2454,7 @@ pub fn redact_credential_flags<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow
     if !text.contains(" -") {
         return Cow::Borrowed(text);
     }
-    let mut edits: Vec<(usize, usize)> = Vec::new();
+    let mut edits = Vec::new();
     for c in CREDENTIAL_FLAG.captures_iter(text) {
         let (Some(flag), Some(pass)) = (c.name("f"), c.name("p")) else {
             continue;
@@ -2502,27 +2478,9 @@ pub fn redact_credential_flags<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow
         {
             continue;
         }
-        edits.push((pass.start(), pass.start() + value.len()));
+        edits.push((pass.start(), pass.start() + value.len(), "password-flag"));
     }
-    if edits.is_empty() {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut last = 0;
-    for (start, end) in edits {
-        if start < last {
-            continue;
-        }
-        found.push(Found {
-            value: text[start..end].to_owned(),
-            kind: "password-flag",
-        });
-        out.push_str(&text[last..start]);
-        out.push_str("[REDACTED:password-flag]");
-        last = end;
-    }
-    out.push_str(&text[last..]);
-    Cow::Owned(out)
+    redact_files::apply(text, edits, found)
 }
 
 /// A JSON string token (with its quotes).

@@ -204,49 +204,35 @@ impl<'r> Sanitizer<'r> {
             let commands = matches!(key, Some("command" | "cmd"))
                 || writes_script
                 || s.contains("*** Begin Patch");
-            if commands && let Cow::Owned(o) = redact_commands(self.redactor, s, &mut found) {
-                changed = Some(o);
-            }
+            let is_path = key.is_some_and(|k| FILE_KEYS.contains(&k));
             if commands {
-                let current = changed.as_deref().unwrap_or(s);
-                if let Cow::Owned(o) = redact_credential_flags(current, &mut found) {
-                    changed = Some(o);
-                }
+                then(&mut changed, s, |t| {
+                    redact_commands(self.redactor, t, &mut found)
+                });
+                then(&mut changed, s, |t| redact_credential_flags(t, &mut found));
             }
             // What a command feeds a password prompt, what an expect script sends to one.
             // (A patch is not one shell text: its sections are files of any kind.)
-            let current = changed.as_deref().unwrap_or(s);
-            let shell = commands && !current.contains("*** Begin Patch");
-            if let Cow::Owned(o) = redact_prompts(current, shell, &mut found) {
-                changed = Some(o);
-            }
+            then(&mut changed, s, |t| {
+                let shell = commands && !t.contains("*** Begin Patch");
+                redact_prompts(t, shell, &mut found)
+            });
             if mentioned.netrc || mentioned.pgpass {
-                let current = changed.as_deref().unwrap_or(s);
-                if let Cow::Owned(o) = redact_file_formats(current, mentioned, &mut found) {
-                    changed = Some(o);
-                }
+                then(&mut changed, s, |t| {
+                    redact_file_formats(t, mentioned, &mut found)
+                });
             }
             // What a structure marks (first: its kinds say more than a secret file's); a `.env`
             // or credentials file the call writes (its content, an edit's strings), or one a
             // command or a patch writes into.
-            let is_path = key.is_some_and(|k| FILE_KEYS.contains(&k));
             if !is_path {
-                let current = changed.as_deref().unwrap_or(s);
-                if let Cow::Owned(o) = redact_structured(current, &mut found) {
-                    changed = Some(o);
-                }
+                then(&mut changed, s, |t| redact_structured(t, &mut found));
             }
             if files.secret_file && !is_path {
-                let current = changed.as_deref().unwrap_or(s);
-                if let Cow::Owned(o) = redact_secret_file(current, &mut found) {
-                    changed = Some(o);
-                }
+                then(&mut changed, s, |t| redact_secret_file(t, &mut found));
             }
             if commands {
-                let current = changed.as_deref().unwrap_or(s);
-                if let Cow::Owned(o) = redact_file_writes(current, &mut found) {
-                    changed = Some(o);
-                }
+                then(&mut changed, s, |t| redact_file_writes(t, &mut found));
             }
             if let Some(o) = changed {
                 *s = o;
@@ -451,6 +437,18 @@ impl<'r> Sanitizer<'r> {
             }
             _ => false,
         }
+    }
+}
+
+/// One redaction pass over a string: over the text as the passes before left it (`changed`,
+/// or `original` while none changed it), keeping the result when it changed something.
+fn then(
+    changed: &mut Option<String>,
+    original: &str,
+    pass: impl for<'t> FnOnce(&'t str) -> Cow<'t, str>,
+) {
+    if let Cow::Owned(o) = pass(changed.as_deref().unwrap_or(original)) {
+        *changed = Some(o);
     }
 }
 
