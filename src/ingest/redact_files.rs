@@ -107,7 +107,25 @@ pub fn is_secret_file(path: &str) -> bool {
             | "credentials"
             | "tfvars"
     );
-    dotenv || named || (secret_word && data)
+    // Files whose generic name is a credential store only where the tool keeps it.
+    let lower_path = path.to_ascii_lowercase().replace('\\', "/");
+    let placed = [
+        ".docker/config.json",
+        ".kube/config",
+        ".config/gh/hosts.yml",
+        ".config/hub",
+        ".azure/accesstokens.json",
+        ".azure/msal_token_cache.json",
+        ".gem/credentials",
+        ".config/rclone/rclone.conf",
+    ]
+    .iter()
+    .any(|suffix| {
+        lower_path.ends_with(suffix)
+            && (lower_path.len() == suffix.len()
+                || lower_path.as_bytes()[lower_path.len() - suffix.len() - 1] == b'/')
+    });
+    dotenv || named || placed || (secret_word && data)
 }
 
 /// `NAME=value`, `NAME: value`, `"name": "value"`, `name = value` at the start of a line, after
@@ -220,6 +238,18 @@ fn secret_file_edits(part: &str, base: usize, edits: &mut Vec<(usize, usize, &'s
     }
 }
 
+/// The literals one of which every name [`is_secret_file`] takes holds (case aside).
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
+static SECRET_FILE_NAME_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i-u:env|cred|secret|passwords|tokens|npmrc|pypirc|cnf|s3cfg|boto|htpasswd|dockercfg|",
+        r"tfrc|terraformrc|yarnrc|hosts\.yml|docker/config|kube/config|config/hub|accesstokens|",
+        r"msal_token|rclone\.conf)"
+    ))
+    .expect("secret file name literals compile")
+});
+
 /// Where a command writes: the file after `>`, `>>` or `tee [-a]`.
 // A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
 #[allow(clippy::expect_used)]
@@ -241,23 +271,11 @@ static PATCH_FILE: LazyLock<Regex> = LazyLock::new(|| {
 /// lines when the command writes to one (`cat > .env <<EOF`, `echo "K=V" >> .env.local`), the
 /// sections of a patch that add or change one.
 pub fn redact_file_writes<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, str> {
-    if !text.contains("env") && !text.contains("cred") && !text.contains("secret") {
-        // Every secret file's name holds one of these, or is one of the few others below.
-        if ![
-            ".npmrc",
-            ".pypirc",
-            "cnf",
-            ".s3cfg",
-            ".boto",
-            "htpasswd",
-            "tfrc",
-            "hosts.yml",
-        ]
-        .iter()
-        .any(|n| text.contains(n))
-        {
-            return Cow::Borrowed(text);
-        }
+    // Every secret file's name holds one of these literals: only the lines holding one can
+    // write to such a file.
+    let mut hits = SECRET_FILE_NAME_LITERALS.find_iter(text).peekable();
+    if hits.peek().is_none() {
+        return Cow::Borrowed(text);
     }
     let mut sections: Vec<(usize, usize)> = Vec::new();
     let patch: Vec<_> = PATCH_FILE.captures_iter(text).collect();
@@ -274,10 +292,16 @@ pub fn redact_file_writes<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, 
         }
     }
     if patch.is_empty() {
-        for line_start in line_starts(text) {
-            let line_end = text[line_start..]
+        let mut searched_to = 0;
+        for hit in hits {
+            if hit.start() < searched_to {
+                continue;
+            }
+            let line_start = text[..hit.start()].rfind('\n').map_or(0, |n| n + 1);
+            let line_end = text[hit.end()..]
                 .find('\n')
-                .map_or(text.len(), |n| line_start + n);
+                .map_or(text.len(), |n| hit.end() + n);
+            searched_to = line_end;
             let line = &text[line_start..line_end];
             let writes_secret = WRITE_TARGET
                 .captures_iter(line)
@@ -333,13 +357,18 @@ fn heredoc_tag(line: &str) -> Option<String> {
     (!tag.is_empty()).then_some(tag)
 }
 
-/// `"sensitive": true` near a `"value"`, a Kubernetes `Secret`, an XML element: the cheap test
-/// before the structured rules run.
+/// What the structured rules start from, in one search: `"sensitive": true`, a Kubernetes
+/// `kind: Secret`, the closing tag of an XML element whose name holds a secret word, and the
+/// secret words of [`SELF_NAMED`] with the separator after them.
 // A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
 #[allow(clippy::expect_used)]
-static STRUCTURE_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#""sensitive"[ \t]*:[ \t]*true|kind"?[ \t]*:[ \t]*"?Secret(?-u:\b)|</"#)
-        .expect("structure literals compile")
+static STRUCTURE_MARKS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r#""sensitive"[ \t]*:[ \t]*true|kind"?[ \t]*:[ \t]*"?Secret(?-u:\b)|"#,
+        r"</[A-Za-z0-9_.:-]*(?i-u:pass|pwd|secret|token|key|cred|auth)|",
+        r"(?:SECRET|Secret|secret|TOKEN|Token|token|PRIVATE|Private|private)[-_]",
+    ))
+    .expect("structure marks compile")
 });
 
 /// A value whose own prefix says it is a secret (`AGE-SECRET-KEY-1…`, `acme_secret_…`,
@@ -352,14 +381,6 @@ static SELF_NAMED: LazyLock<Regex> = LazyLock::new(|| {
         r"(?-u:\b)(?:[A-Za-z0-9]+[-_])*(?:SECRET|Secret|secret|TOKEN|Token|token|PRIVATE|Private|private)(?:[-_][A-Za-z]+)*[-_](?P<v>[A-Za-z0-9]{24,})(?-u:\b)",
     )
     .expect("self-named secret pattern compiles")
-});
-
-/// The words [`SELF_NAMED`] needs, with the separator after them.
-// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
-#[allow(clippy::expect_used)]
-static SELF_NAMED_WORDS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:SECRET|Secret|secret|TOKEN|Token|token|PRIVATE|Private|private)[-_]")
-        .expect("self-named words compile")
 });
 
 /// Whether a run behind a secret-named prefix is random: a credential's shape, with digits
@@ -376,25 +397,63 @@ fn random_run(v: &str) -> bool {
 /// Redacts what a structure marks as secret, and values that name themselves secrets (see the
 /// module documentation).
 pub fn redact_structured<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, str> {
-    let mut edits = Vec::new();
-    // The secret words first (a multi-literal search): the full pattern has no literal to
-    // start from and would be run over every text.
-    let named = SELF_NAMED_WORDS.is_match(text);
-    for c in SELF_NAMED.captures_iter(if named { text } else { "" }) {
-        if let Some(v) = c.name("v")
-            && random_run(v.as_str())
-        {
-            edits.push((v.start(), v.end(), SELF_NAMED_KIND));
+    // One search says which rules have anything to look at, and where.
+    let (mut sensitive, mut secret_kind) = (false, false);
+    let (mut closings, mut words) = (Vec::new(), Vec::new());
+    for m in STRUCTURE_MARKS.find_iter(text) {
+        let mark = m.as_str();
+        if mark.starts_with("</") {
+            closings.push(m.start());
+        } else if mark.starts_with("\"sensitive\"") {
+            sensitive = true;
+        } else if mark.ends_with(['-', '_']) {
+            words.push((m.start(), m.end()));
+        } else {
+            secret_kind = true;
         }
     }
-    if !STRUCTURE_LITERALS.is_match(text) {
-        return apply(text, edits, found);
+    let mut edits = Vec::new();
+    self_named(text, &words, &mut edits);
+    if sensitive {
+        sensitive_values(text, &mut edits);
     }
-    sensitive_values(text, &mut edits);
-    kubernetes_secret_yaml(text, &mut edits);
-    kubernetes_secret_json(text, &mut edits);
-    xml_elements(text, &mut edits);
+    if secret_kind {
+        kubernetes_secret_yaml(text, &mut edits);
+        kubernetes_secret_json(text, &mut edits);
+    }
+    xml_elements(text, &closings, &mut edits);
     apply(text, edits, found)
+}
+
+/// The values whose own prefix names them secret ([`SELF_NAMED`]), looked for only around
+/// the secret words followed by a separator that [`STRUCTURE_MARKS`] found (`words`): the full
+/// pattern has no literal to start from.
+fn self_named(text: &str, words: &[(usize, usize)], edits: &mut Vec<(usize, usize, &'static str)>) {
+    let b = text.as_bytes();
+    let is_word = |c: u8| c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
+    let mut searched_to = 0;
+    for &(word_start, word_end) in words {
+        if word_start < searched_to {
+            continue;
+        }
+        // The run of word characters and separators around the word holds the whole match.
+        let mut start = word_start;
+        while start > 0 && is_word(b[start - 1]) {
+            start -= 1;
+        }
+        let mut end = word_end;
+        while end < b.len() && is_word(b[end]) {
+            end += 1;
+        }
+        searched_to = end;
+        for c in SELF_NAMED.captures_iter(&text[start..end]) {
+            if let Some(v) = c.name("v")
+                && random_run(v.as_str())
+            {
+                edits.push((start + v.start(), start + v.end(), SELF_NAMED_KIND));
+            }
+        }
+    }
 }
 
 /// A JSON string at the start of `text` (`"…"` with escapes): its inside's range.
@@ -633,28 +692,34 @@ fn kubernetes_secret_json(text: &str, edits: &mut Vec<(usize, usize, &'static st
 
 /// `<password>…</password>`, `<apiToken>…</apiToken>`: an element named like a secret, holding
 /// text only.
-fn xml_elements(text: &str, edits: &mut Vec<(usize, usize, &'static str)>) {
-    static ELEMENT: LazyLock<Option<Regex>> = LazyLock::new(|| {
-        Regex::new(r"<(?P<open>[A-Za-z_][A-Za-z0-9_.:-]*)>(?P<v>[^<>\r\n]{1,512})</(?P<close>[A-Za-z_][A-Za-z0-9_.:-]*)>").ok()
-    });
-    let Some(element) = ELEMENT.as_ref() else {
-        return;
-    };
-    if !text.contains("</") {
-        return;
-    }
-    for c in element.captures_iter(text) {
-        let (Some(open), Some(close), Some(v)) = (c.name("open"), c.name("close"), c.name("v"))
-        else {
-            continue;
-        };
-        if open.as_str() != close.as_str() {
+fn xml_elements(text: &str, closings: &[usize], edits: &mut Vec<(usize, usize, &'static str)>) {
+    let b = text.as_bytes();
+    let name_char = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b':' | b'-');
+    // From each closing tag [`STRUCTURE_MARKS`] found back to its opening tag on the same line.
+    for &at in closings {
+        let rest = &b[at + 2..];
+        let len = rest.iter().take_while(|c| name_char(c)).count();
+        if len == 0
+            || !(rest[0].is_ascii_alphabetic() || rest[0] == b'_')
+            || rest.get(len) != Some(&b'>')
+        {
             continue;
         }
-        let Some((_, inner)) = name_secret(open.as_str(), false) else {
+        let name = &text[at + 2..at + 2 + len];
+        let Some((_, inner)) = name_secret(name, false) else {
             continue;
         };
-        let value = v.as_str().trim();
+        let line_start = text[..at].rfind(['\n', '\r']).map_or(0, |i| i + 1);
+        let open = format!("<{name}>");
+        let Some(open_at) = text[line_start..at].rfind(&open) else {
+            continue;
+        };
+        let v_start = line_start + open_at + open.len();
+        let raw = &text[v_start..at];
+        if raw.is_empty() || raw.len() > 512 || raw.contains(['<', '>']) {
+            continue;
+        }
+        let value = raw.trim();
         if value.is_empty()
             || is_placeholder_text(value)
             || is_literal_word(value)
@@ -663,10 +728,10 @@ fn xml_elements(text: &str, edits: &mut Vec<(usize, usize, &'static str)>) {
         {
             continue;
         }
-        let lead = v.as_str().len() - v.as_str().trim_start().len();
+        let lead = raw.len() - raw.trim_start().len();
         edits.push((
-            v.start() + lead,
-            v.start() + lead + value.len(),
+            v_start + lead,
+            v_start + lead + value.len(),
             "secret-assignment",
         ));
     }

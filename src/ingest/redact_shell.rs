@@ -2251,6 +2251,15 @@ pub fn output_of_command(line: &str) -> OutputKind {
                     here.secret |= matches!(*w, "/dev/urandom" | "/dev/random");
                 }
             }
+            // `jq -r '.auths[…].auth' ~/.docker/config.json`: a value taken out of a secret
+            // file is printed bare, without the name that would say what it is.
+            "jq" | "yq" | "gojq" | "jaq" => {
+                for w in positionals.iter().skip(1) {
+                    let file = file_kind(w);
+                    here = here.or(file);
+                    here.secret |= file.secret_file;
+                }
+            }
             _ if program == "tr" || program == "dd" => {
                 // `tr -dc A-Za-z0-9 < /dev/urandom | head -c 32`: a fresh secret.
                 here.secret = line.contains("/dev/urandom") || line.contains("/dev/random");
@@ -2441,7 +2450,7 @@ pub fn redact_secret_output<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a
 #[allow(clippy::expect_used)]
 static CREDENTIAL_FLAG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:^|[\s;&|(])(?P<f>-a|-u|-U|--user|--auth|--basic-auth|--credentials|--creds|--userpass|--login)(?:[ \t]+|=)(?P<q>["']?)(?P<u>[A-Za-z0-9._+\-\\]+)[:,%](?P<p>[^\s"'`;&|<>()]+)"#,
+        r#"(?P<f>-a|-u|-U|--user|--auth|--basic-auth|--credentials|--creds|--userpass|--login)(?:[ \t]+|=)(?P<q>["']?)(?P<u>[A-Za-z0-9._+\-\\]+)[:,%](?P<p>[^\s"'`;&|<>()]+)"#,
     )
     .expect("credential flag pattern compiles")
 });
@@ -2455,10 +2464,22 @@ pub fn redact_credential_flags<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow
         return Cow::Borrowed(text);
     }
     let mut edits = Vec::new();
-    for c in CREDENTIAL_FLAG.captures_iter(text) {
-        let (Some(flag), Some(pass)) = (c.name("f"), c.name("p")) else {
-            continue;
+    // The option starts a word: checked here rather than in the pattern, so that the pattern
+    // starts with its options' literals and the search skips to them.
+    let mut at = 0;
+    while let Some(c) = CREDENTIAL_FLAG.captures_at(text, at) {
+        let (Some(whole), Some(flag), Some(pass)) = (c.get(0), c.name("f"), c.name("p")) else {
+            break;
         };
+        let starts_word = text[..flag.start()]
+            .chars()
+            .next_back()
+            .is_none_or(|b| b.is_whitespace() || matches!(b, ';' | '&' | '|' | '('));
+        if !starts_word {
+            at = flag.start() + 1;
+            continue;
+        }
+        at = whole.end();
         let quote = c.name("q").map_or("", |q| q.as_str());
         let mut value = pass.as_str();
         if !quote.is_empty() {

@@ -610,6 +610,14 @@ static PROMPT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
     .expect("prompt literals compile")
 });
 
+/// [`PROMPT_LITERALS`] without the feeds: what a text that is not a command line is searched for.
+// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+#[allow(clippy::expect_used)]
+static SCRIPT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"xpect|read_until|input=|communicate\(|stdin\.write\(")
+        .expect("script literals compile")
+});
+
 /// Redacts what commands in `text` feed to a password prompt on their standard input
 /// (`commands`: `text` is a command line or a script), and what `expect`-like scripts send to
 /// one (any text). Text without `<<`, a pipe from `echo`/`printf`/`cat`/`yes`, an `expect`-like
@@ -621,7 +629,14 @@ pub(super) fn redact_prompts<'a>(
 ) -> Cow<'a, str> {
     // One pass over the text says which scanners have anything to look at.
     let (mut feeds, mut scripts, mut inputs) = (false, false, false);
-    for m in PROMPT_LITERALS.find_iter(text) {
+    // Only a command line feeds a prompt: other text (an output, a file's content) is searched
+    // for scripts alone, without the costly `echo …|` alternative.
+    let literals: &Regex = if commands {
+        &PROMPT_LITERALS
+    } else {
+        &SCRIPT_LITERALS
+    };
+    for m in literals.find_iter(text) {
         match m.as_str() {
             "<<" => feeds = true,
             "xpect" | "read_until" => scripts = true,

@@ -594,6 +594,32 @@ impl<'a> Args<'a> {
     }
 }
 
+/// Whether a key's path says it holds a secret: one of its segments does
+/// (`secret/payments/db_password`, `/secrets/api/signing`, `app:session:token`).
+fn path_says_secret(key: &str) -> bool {
+    key.split(['/', ':'])
+        .filter(|s| !s.is_empty())
+        .any(|segment| says_secret(segment) && !plain_name(segment))
+}
+
+/// Whether an output template (`-o jsonpath='{.users[0].user.token}'`, `--template
+/// '{{.data.password}}'`) prints a value whose name says it is a secret.
+fn template_names_secret(word: &str) -> bool {
+    if !(word.contains("jsonpath") || word.contains("template") || word.contains("{{"))
+        && !word.contains("{.")
+    {
+        return false;
+    }
+    word.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .filter(|s| !s.is_empty())
+        .any(|name| {
+            !matches!(
+                name,
+                "jsonpath" | "go-template" | "template" | "o" | "output"
+            ) && (says_secret(name) || name.ends_with("key-data"))
+        })
+}
+
 /// A name read from a store: a secret unless it is plain; no name: the whole store, a secret.
 fn named(name: Option<&str>) -> bool {
     name.is_none_or(|n| !plain_name(last_path_segment(n)))
@@ -1077,11 +1103,32 @@ fn by_program(program: &str, a: &Args<'_>, rest: &[Word], editor_prints: bool) -
                 output
             } else if a.sub(&["create", "token"]) || a.sub(&["view-secret"]) {
                 true
+            } else if a.sub(&["config", "view"]) && a.any(&["--raw", "--flatten"]) {
+                // The kubeconfig with its credentials: as YAML the name rule finds them
+                // (`token:`, `client-key-data:`); a template prints one value bare.
+                a.words.iter().any(|w| template_names_secret(w))
             } else {
                 return None;
             }
         }
         "doctl" if a.sub(&["registry", "docker-config"]) => true,
+        // Key-value stores read by key: a secret when the key's path says so
+        // (`secret/payments/db_password`, `/secrets/api/signing`), not `config/app/log_level`.
+        "consul" if a.sub(&["kv", "get"]) => a.operand(2, 0).is_some_and(path_says_secret),
+        "etcdctl" if a.sub(&["get"]) => a.operand(1, 0).is_some_and(path_says_secret),
+        "redis-cli" | "valkey-cli" | "keydb-cli" => {
+            let get = a
+                .positionals
+                .iter()
+                .position(|w| matches!(w.to_ascii_lowercase().as_str(), "get" | "hget" | "getdel"));
+            match get {
+                Some(at) => a.positionals[at + 1..]
+                    .iter()
+                    .take(2)
+                    .any(|k| path_says_secret(k)),
+                None => return None,
+            }
+        }
         "kubeadm" | "k3s" | "rke2" => {
             a.sub(&["token"])
                 && a.positionals
@@ -1708,6 +1755,15 @@ mod tests {
     /// Command lines whose output a secret store fills: every one must be read as printing a
     /// secret.
     const STORE_READS: &[&str] = &[
+        // Key-value stores read by a key whose path names a secret.
+        "consul kv get -stale app/prod/api_token",
+        "etcdctl --endpoints=http://127.0.0.1:2379 get /config/billing/stripe_secret",
+        "redis-cli -n 2 GET session:admin:token",
+        // The kubeconfig with its credentials, one value printed bare.
+        "kubectl config view --flatten -o go-template='{{range .users}}{{.user.password}}{{end}}'",
+        // A value taken out of a credential file by a JSON/YAML query.
+        "yq '.users[0].user.token' ~/.kube/config",
+        "jq '.auths' /home/dev/.docker/config.json",
         // Cloud CLIs.
         "aws configure get aws_secret_access_key",
         "aws configure get profile.ci.aws_session_token",
@@ -1852,6 +1908,13 @@ mod tests {
 
     /// Reads of stores that print no secret: listings, plain names, output to a file.
     const STORE_LOOK_ALIKES: &[&str] = &[
+        "consul kv get config/app/feature_flags",
+        "etcdctl get /registry/services/endpoints --prefix --keys-only",
+        "redis-cli GET cache:homepage",
+        "kubectl config view --minify",
+        "kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}'",
+        "jq .name package.json",
+        "yq '.services.web.image' docker-compose.yml",
         "aws configure get region",
         "aws configure get output --profile prod",
         "aws configure get sso_start_url",
