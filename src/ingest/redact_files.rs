@@ -271,14 +271,13 @@ static PATCH_FILE: LazyLock<Regex> = LazyLock::new(|| {
 /// lines when the command writes to one (`cat > .env <<EOF`, `echo "K=V" >> .env.local`), the
 /// sections of a patch that add or change one.
 pub fn redact_file_writes<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, str> {
-    // Every secret file's name holds one of these literals: only the lines holding one can
-    // write to such a file.
-    let mut hits = SECRET_FILE_NAME_LITERALS.find_iter(text).peekable();
-    if hits.peek().is_none() {
-        return Cow::Borrowed(text);
-    }
     let mut sections: Vec<(usize, usize)> = Vec::new();
-    let patch: Vec<_> = PATCH_FILE.captures_iter(text).collect();
+    // A patch names its files in its headers: only those are looked at.
+    let patch: Vec<_> = if text.contains("*** ") || text.contains("+++ ") {
+        PATCH_FILE.captures_iter(text).collect()
+    } else {
+        Vec::new()
+    };
     for (i, c) in patch.iter().enumerate() {
         let (Some(whole), Some(f)) = (c.get(0), c.name("f")) else {
             continue;
@@ -292,8 +291,10 @@ pub fn redact_file_writes<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, 
         }
     }
     if patch.is_empty() {
+        // Every secret file's name holds one of these literals: only the lines holding one
+        // can write to such a file.
         let mut searched_to = 0;
-        for hit in hits {
+        for hit in SECRET_FILE_NAME_LITERALS.find_iter(text) {
             if hit.start() < searched_to {
                 continue;
             }
