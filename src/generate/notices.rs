@@ -75,8 +75,7 @@ impl Notice {
     }
 }
 
-/// The proposals awaiting review that `channel` has not told yet, without recording anything
-/// (for a channel that may fail to deliver: [`record`] once it did).
+/// The proposals awaiting review that `channel` has not told yet, without recording anything.
 pub fn pending(conn: &Connection, channel: Channel) -> Result<Notice, CandidateError> {
     let waiting = candidates::in_state(conn, State::AwaitingReview)?;
     let mut told =
@@ -108,6 +107,17 @@ pub fn record(
     )?;
     for id in ids {
         insert.execute(params![id, channel.as_str(), now])?;
+    }
+    Ok(())
+}
+
+/// Takes back what [`claim`] recorded for `ids` on `channel`, when the notice could not be
+/// given after all (the desktop's notification program failed): they are told next time.
+pub fn forget(conn: &Connection, channel: Channel, ids: &[&str]) -> Result<(), CandidateError> {
+    let mut delete =
+        conn.prepare_cached("DELETE FROM notices WHERE candidate = ?1 AND channel = ?2")?;
+    for id in ids {
+        delete.execute(params![id, channel.as_str()])?;
     }
     Ok(())
 }
@@ -173,6 +183,13 @@ mod tests {
             pending(conn, Channel::Desktop).expect("pending").new.len(),
             2,
             "pending records nothing"
+        );
+        // Taken back (the notification failed): told next time.
+        let ids: Vec<&str> = first.new.iter().map(|c| c.id.as_str()).collect();
+        forget(conn, Channel::SessionStart, &ids[..1]).expect("forget");
+        assert_eq!(
+            claim(conn, Channel::SessionStart, 3).expect("claim").new,
+            first.new[..1]
         );
         awaiting(conn, "git-sync");
         let third = claim(conn, Channel::SessionStart, 3).expect("claim");
