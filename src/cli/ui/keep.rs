@@ -270,10 +270,11 @@ fn render(s: &Stats) -> String {
         } else {
             let _ = write!(
                 body,
-                "<p class=\"meta\">Missed uses: <strong class=\"missed\">{}</strong> times an \
+                "<p class=\"meta\">Missed uses: <strong class=\"missed\">{}</strong> {} an \
                  agent typed the habit by hand instead — <span class=\"saved\">{} steps, {}</span> \
                  the tool would have saved.</p>",
                 u.missed,
+                if u.missed == 1 { "time" } else { "times" },
                 u.missed_steps,
                 duration(u.missed_ms / 1000)
             );
