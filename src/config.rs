@@ -2075,6 +2075,17 @@ mod tests {
     }
 
     #[test]
+    fn review_notify_is_off_unless_the_person_turns_it_on() {
+        assert!(!load_text("").expect("valid").review.notify.value);
+        let config = load_text("[review]\nnotify = true\n").expect("valid");
+        assert!(config.review.notify.value);
+        let err = load_text("[review]\nnotify = \"yes\"\n").expect_err("refused");
+        assert!(err.to_string().contains("review.notify"), "{err}");
+        let err = load_text("[review]\nnotfy = true\n").expect_err("refused");
+        assert!(err.to_string().contains("notfy"), "{err}");
+    }
+
+    #[test]
     fn on_event_is_a_program_with_arguments() {
         let config = load_text(
             "[events]\non_event = [\"notify-send\", \"toolsmith\"]\non_event_kinds = [\"tool.\"]\n",
