@@ -305,7 +305,9 @@ pub enum Command {
         enable: bool,
         /// Write toolsmith's MCP server into the configuration of each agent found here (Claude
         /// Code, Codex, Gemini CLI, OpenCode, Cursor, Cline), keeping the rest of each file and
-        /// a backup of it; a file that does not parse is left alone.
+        /// a backup of it; a file that does not parse is left alone. Claude Code, Gemini CLI
+        /// and Codex also get a session-start hook telling of proposals awaiting review
+        /// (`toolsmith notices --session-start`).
         #[arg(long)]
         agents: bool,
         /// (root) Write an AppArmor profile letting the installed toolsmith-sandbox-helper create
