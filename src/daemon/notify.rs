@@ -215,6 +215,7 @@ async fn tell(store: &Store, config: &Config) {
     }
 }
 
+/// Tells the desktop at start, then at each proposal, until shutdown.
 pub(super) async fn run(
     store: Store,
     events: EventBus,
