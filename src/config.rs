@@ -195,6 +195,8 @@ pub struct Config {
     pub mcp: McpSettings,
     /// What runs on events.
     pub events: EventSettings,
+    /// How the person is told of proposals (`[review]`).
+    pub review: ReviewSettings,
     /// When the health stage checks, heals and rolls back (`[health]`; its judgments are the
     /// policy file's).
     pub health: HealthSettings,
@@ -263,6 +265,13 @@ pub struct EventSettings {
     pub on_event: Setting<Vec<String>>,
     /// The event kinds that run it, as prefixes (`tool.` is every tool event).
     pub on_event_kinds: Setting<Vec<String>>,
+}
+
+/// How the person is told of proposals awaiting review (`[review]`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ReviewSettings {
+    /// A desktop notification (over the session bus) when a proposal awaits review.
+    pub notify: Setting<bool>,
 }
 
 /// When the health stage runs (`[health]`).
@@ -554,6 +563,11 @@ impl Config {
                 &self.events.on_event_kinds.origin,
             ),
             (
+                "review.notify",
+                toml::Value::Boolean(self.review.notify.value),
+                &self.review.notify.origin,
+            ),
+            (
                 "health.schedule",
                 toml::Value::String(self.health.schedule.value.clone()),
                 &self.health.schedule.origin,
@@ -756,6 +770,8 @@ struct RawConfig {
     #[serde(default)]
     events: RawEvents,
     #[serde(default)]
+    review: RawReview,
+    #[serde(default)]
     health: RawSchedule,
     #[serde(default)]
     sync: RawSchedule,
@@ -822,6 +838,12 @@ struct RawLlm {
 struct RawEvents {
     on_event: Option<Spanned<Vec<String>>>,
     on_event_kinds: Option<Spanned<Vec<String>>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReview {
+    notify: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -1508,6 +1530,9 @@ fn resolve(
             &from_file,
         ),
     };
+    let review = ReviewSettings {
+        notify: pick(&raw.review.notify, false, &from_file),
+    };
     let health = HealthSettings {
         schedule: pick(&raw.health.schedule, "0 */4 * * *".to_owned(), &from_file),
     };
@@ -1549,6 +1574,7 @@ fn resolve(
         llm,
         mcp,
         events,
+        review,
         health,
         sync,
         sandbox,
@@ -1784,6 +1810,12 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # the events as they happen.
 # on_event = ["sh", "-c", "notify-send toolsmith \"$TOOLSMITH_EVENT\""]
 # on_event_kinds = ["candidate.proposed", "tool."]
+
+[review]
+# A desktop notification when a proposal awaits review, once per proposal, sent by the daemon
+# over your session bus (with `notify-send`, else `gdbus`, whichever is installed) when there is
+# one. (The line at an agent session's start is `toolsmith install --agents`'s hook.)
+# notify = false
 
 [health]
 # When the daemon checks the tools in use (5 crontab fields, local time): scores each, rolls back
@@ -2040,6 +2072,17 @@ mod tests {
         let err = load_text("[paths]\nstate = \"relative/dir\"\n").expect_err("refused");
         assert!(err.to_string().contains("absolute path"), "{err}");
         assert!(err.to_string().contains(":2:"), "{err}");
+    }
+
+    #[test]
+    fn review_notify_is_off_unless_the_person_turns_it_on() {
+        assert!(!load_text("").expect("valid").review.notify.value);
+        let config = load_text("[review]\nnotify = true\n").expect("valid");
+        assert!(config.review.notify.value);
+        let err = load_text("[review]\nnotify = \"yes\"\n").expect_err("refused");
+        assert!(err.to_string().contains("review.notify"), "{err}");
+        let err = load_text("[review]\nnotfy = true\n").expect_err("refused");
+        assert!(err.to_string().contains("notfy"), "{err}");
     }
 
     #[test]

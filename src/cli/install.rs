@@ -158,13 +158,27 @@ const START: [&str; 4] = ["enable", "--now", "toolsmith.socket", "toolsmith.serv
 const STOP: [&str; 4] = ["disable", "--now", "toolsmith.service", "toolsmith.socket"];
 
 /// toolsmith's MCP set-up for each agent found here; with `write`, merged into each agent's
-/// file. The words (or JSON) go to `out`; a file refused (one that does not parse) makes the
-/// command fail once every agent is done.
+/// file, with the session-start hook of those that have one. The words (or JSON) go to `out`;
+/// a file refused (one that does not parse) makes the command fail once every agent is done.
 fn agents_setup(
     json_out: bool,
     write: bool,
     out: &mut impl Write,
 ) -> Result<(Value, Option<Failure>), Failure> {
+    let (rows, hooks, failure) = agents_and_hooks(json_out, write, out)?;
+    let rows = match hooks {
+        Some(hooks) if json_out => json!({"agents": rows, "hooks": hooks}),
+        _ => json!({ "agents": rows }),
+    };
+    Ok((rows, failure))
+}
+
+/// The rows of [`agents_setup`]: the MCP set-up's and, when written, the hooks'.
+fn agents_and_hooks(
+    json_out: bool,
+    write: bool,
+    out: &mut impl Write,
+) -> Result<(Value, Option<Value>, Option<Failure>), Failure> {
     use crate::mcp::agents::{self, Agent, Homes, Merged};
     let homes = Homes::from_env().ok_or_else(|| {
         fail("$HOME is not set: cannot find the agents' configuration; set it and run again")
@@ -234,6 +248,42 @@ fn agents_setup(
             json!({"agent": agent, "file": setup.file, "at": setup.at, "status": status, "error": error}),
         );
     }
+    let hooks = if write {
+        let mut hooks = Vec::new();
+        for agent in Agent::ALL.into_iter().filter(|a| a.found(&homes)) {
+            let Some(setup) = agents::session_start_hook(agent, &homes, &toolsmith) else {
+                continue;
+            };
+            let result = agents::merge_hook(&setup);
+            let (status, detail) = match &result {
+                Ok(Merged::Unchanged) => ("unchanged", String::new()),
+                Ok(Merged::Created) => ("created", String::new()),
+                Ok(Merged::Updated { backup }) => {
+                    ("updated", format!(" (was kept as {})", backup.display()))
+                }
+                Err(e) => ("refused", format!(": {e}")),
+            };
+            let error = result.as_ref().err().map(ToString::to_string);
+            if let Some(e) = &error {
+                refused.push(e.clone());
+            }
+            if !json_out {
+                writeln!(
+                    out,
+                    "{:<12} {status:<9} {} (session-start hook){detail}",
+                    agent.as_str(),
+                    setup.file.display()
+                )?;
+            }
+            hooks.push(
+                json!({"agent": agent, "file": setup.file, "command": setup.command,
+                "status": status, "error": error}),
+            );
+        }
+        Some(Value::Array(hooks))
+    } else {
+        None
+    };
     let failure = (!refused.is_empty()).then(|| {
         fail(format!(
             "{} agent configuration(s) left as they were: {}",
@@ -241,7 +291,7 @@ fn agents_setup(
             refused.join("; ")
         ))
     });
-    Ok((Value::Array(rows), failure))
+    Ok((Value::Array(rows), hooks, failure))
 }
 
 /// The first line of the AppArmor profile `toolsmith install --apparmor` writes.
@@ -332,7 +382,7 @@ pub(super) fn install(
     if !user {
         let (rows, failure) = agents_setup(json_out, write_agents, out)?;
         if json_out {
-            output::json(out, &json!({ "agents": rows }))?;
+            output::json(out, &rows)?;
         }
         return failure.map_or(Ok(()), Err);
     }
@@ -373,7 +423,7 @@ pub(super) fn install(
         false
     };
     if json_out {
-        let (agents, failure) = agents_setup(true, write_agents, out)?;
+        let (set_up, failure) = agents_setup(true, write_agents, out)?;
         output::json(
             out,
             &json!({
@@ -381,7 +431,8 @@ pub(super) fn install(
                 "daemon": daemon,
                 "commands": commands,
                 "enabled": ran,
-                "agents": agents,
+                "agents": set_up["agents"],
+                "hooks": set_up["hooks"],
             }),
         )?;
         return failure.map_or(Ok(()), Err);

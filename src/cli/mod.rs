@@ -12,6 +12,7 @@ mod ingest;
 mod install;
 mod mcp;
 pub mod mine;
+mod notices;
 mod output;
 mod progress;
 mod registry;
@@ -261,6 +262,14 @@ pub enum Command {
     /// the times an agent still ran the habit's commands by hand (missed uses), with the steps
     /// and time the tool would have saved.
     Stats,
+    /// The line telling you that proposals await review — each proposal told once (`toolsmith
+    /// install --agents` runs it at the start of each agent session).
+    Notices {
+        /// Record what is told, and answer as the agents' session-start hooks read (JSON with
+        /// `systemMessage`); nothing is printed when nothing new waits.
+        #[arg(long)]
+        session_start: bool,
+    },
     /// Share the registry: pull and push main, the tags and the review branches with its git
     /// remote (`origin`).
     Sync {
@@ -296,7 +305,9 @@ pub enum Command {
         enable: bool,
         /// Write toolsmith's MCP server into the configuration of each agent found here (Claude
         /// Code, Codex, Gemini CLI, OpenCode, Cursor, Cline), keeping the rest of each file and
-        /// a backup of it; a file that does not parse is left alone.
+        /// a backup of it; a file that does not parse is left alone. Claude Code, Gemini CLI
+        /// and Codex also get a session-start hook telling of proposals awaiting review
+        /// (`toolsmith notices --session-start`).
         #[arg(long)]
         agents: bool,
         /// (root) Write an AppArmor profile letting the installed toolsmith-sandbox-helper create
@@ -633,6 +644,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
             stats::export_feedback(cli, output.as_deref(), &mut out)
         }
         Command::Stats => stats::stats(cli, &mut out, style),
+        Command::Notices { session_start } => notices::notices(cli, *session_start, &mut out),
         Command::Verify => registry::verify(cli, &mut out, style),
         Command::Reapprove { yes } => registry::reapprove(cli, *yes, &mut out, style),
         Command::Health { check: true, .. } => health::check(cli, &mut out),

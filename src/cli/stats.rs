@@ -37,6 +37,17 @@ fn day(ms: i64) -> String {
 
 /// `toolsmith stats [--json]`.
 pub(super) fn stats(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
+    let found = gather(cli)?;
+    if cli.global.json {
+        return output::json(out, &found);
+    }
+    render(&found, out, style)?;
+    Ok(())
+}
+
+/// The keep rate and the use of approved tools, as `toolsmith stats` and the UI's page show
+/// them.
+pub(super) fn gather(cli: &Cli) -> Result<Stats, Failure> {
     let Opened {
         config,
         registry,
@@ -53,11 +64,7 @@ pub(super) fn stats(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(),
         now_s: jiff::Timestamp::now().as_second(),
     })
     .map_err(|e| Failure::new(ExitCode::Failure, e.to_string()))?;
-    if cli.global.json {
-        return output::json(out, &found);
-    }
-    render(&found, out, style)?;
-    Ok(())
+    Ok(found)
 }
 
 fn counts_row(out: &mut impl Write, name: &str, c: &Counts) -> std::io::Result<()> {

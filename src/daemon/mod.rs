@@ -11,6 +11,7 @@ pub mod checks;
 mod jobs;
 pub mod listener;
 pub mod lock;
+mod notify;
 mod on_event;
 mod registry_watch;
 
@@ -213,6 +214,14 @@ async fn serve(
 
     // Ends with the process: it only starts commands, which the timeout bounds.
     tokio::spawn(on_event::run(
+        events.clone(),
+        api.config_changes(),
+        shutdown_rx_for_jobs.clone(),
+    ));
+
+    // Ends with the process too: each notification is one bounded program run.
+    tokio::spawn(notify::run(
+        store.clone(),
         events.clone(),
         api.config_changes(),
         shutdown_rx_for_jobs.clone(),

@@ -15,6 +15,7 @@
 //! - [`staging`]: each attempt's files and diagnostics, kept;
 //! - [`review`]: review decisions (approval, rejection) recorded in the git registry and in the
 //!   store, for candidates and the patterns they came from;
+//! - [`notices`]: the notices of proposals awaiting review, each given once per channel;
 //! - [`contract`]: the file-block format a model must answer in, read strictly.
 
 pub mod candidates;
@@ -23,6 +24,7 @@ pub mod from_pattern;
 pub mod lines;
 pub mod llm;
 pub mod logged;
+pub mod notices;
 pub mod pipeline;
 pub mod prompt;
 pub mod reach;

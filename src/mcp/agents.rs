@@ -371,6 +371,15 @@ pub fn merge(setup: &McpSetup) -> Result<Merged, MergeError> {
     let Some(new) = new else {
         return Ok(Merged::Unchanged);
     };
+    write_merged(path, old.as_deref(), &new)
+}
+
+/// Writes `new` over `path` (whose text was `old`), backing up the old text first.
+fn write_merged(path: &Path, old: Option<&str>, new: &str) -> Result<Merged, MergeError> {
+    let io = |source| MergeError::Io {
+        path: path.to_owned(),
+        source,
+    };
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
@@ -392,7 +401,7 @@ pub fn merge(setup: &McpSetup) -> Result<Merged, MergeError> {
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
     tmp_name.push(".toolsmith-tmp");
     let tmp = path.with_file_name(tmp_name);
-    std::fs::write(&tmp, &new).map_err(io)?;
+    std::fs::write(&tmp, new).map_err(io)?;
     if let Ok(meta) = std::fs::metadata(path) {
         std::fs::set_permissions(&tmp, meta.permissions()).map_err(io)?;
     }
@@ -401,6 +410,183 @@ pub fn merge(setup: &McpSetup) -> Result<Merged, MergeError> {
         Some(backup) => Merged::Updated { backup },
         None => Merged::Created,
     })
+}
+
+/// An agent's hook running `toolsmith notices --session-start` when a session starts, so the
+/// person reads what awaits review where they are. Claude Code (`settings.json`), Gemini CLI
+/// (`settings.json`) and Codex (`hooks.json` in its home, openai/codex
+/// `codex-rs/hooks/src/engine/discovery.rs`) read the same shape:
+/// `hooks.SessionStart[] = {"hooks": [{"type": "command", "command": …}]}`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HookSetup {
+    /// The agent.
+    pub agent: Agent,
+    /// The file the hook goes in.
+    pub file: PathBuf,
+    /// The command it runs (a shell line).
+    pub command: String,
+}
+
+/// The words a toolsmith session-start hook's command ends with (a hook whose command ends so
+/// and names toolsmith is toolsmith's, with an older path: it is replaced, not doubled).
+const HOOK_ARGS: &str = " notices --session-start";
+
+/// The session-start hook of `agent`, running `toolsmith` (an absolute path); `None` for an
+/// agent without command hooks at session start (OpenCode's are JavaScript plugins, Cursor's
+/// and Cline's have no session-start event toolsmith can rely on).
+pub fn session_start_hook(agent: Agent, h: &Homes, toolsmith: &Path) -> Option<HookSetup> {
+    let file = match agent {
+        Agent::ClaudeCode => h.claude.join("settings.json"),
+        Agent::GeminiCli => h.gemini.join("settings.json"),
+        Agent::Codex => h.codex.join("hooks.json"),
+        Agent::Opencode | Agent::Cursor | Agent::Cline => return None,
+    };
+    Some(HookSetup {
+        agent,
+        file,
+        command: format!(
+            "{}{HOOK_ARGS}",
+            crate::quote::shell_quote(&toolsmith.display().to_string())
+        ),
+    })
+}
+
+/// Adds `setup`'s hook to its file, keeping every other byte of it and the user's other hooks;
+/// idempotent. A file that does not parse is refused, and a changed one is backed up first.
+pub fn merge_hook(setup: &HookSetup) -> Result<Merged, MergeError> {
+    let path = &setup.file;
+    let old = match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(MergeError::Io {
+                path: path.clone(),
+                source: e,
+            });
+        }
+    };
+    match merge_hook_json(path, old.as_deref().unwrap_or_default(), &setup.command)? {
+        None => Ok(Merged::Unchanged),
+        Some(new) => write_merged(path, old.as_deref(), &new),
+    }
+}
+
+/// Whether `command` is a toolsmith session-start hook (this one or one of an older path).
+fn is_toolsmith_hook(command: &str) -> bool {
+    command.ends_with(HOOK_ARGS) && command.contains("toolsmith")
+}
+
+/// `text` (a JSON object, or nothing) with a `hooks.SessionStart` group running `command`;
+/// `None` when one runs it already. Inserted into the text as [`merge_json`] does, checked to
+/// parse as the old document plus the hook.
+fn merge_hook_json(path: &Path, text: &str, command: &str) -> Result<Option<String>, MergeError> {
+    const EVENT: &str = "SessionStart";
+    let unparsable = |reason: String| MergeError::Unparsable {
+        path: path.to_owned(),
+        format: "JSON",
+        reason,
+    };
+    let shape = |why: String| MergeError::Shape {
+        path: path.to_owned(),
+        why,
+    };
+    let blank = text.trim().is_empty();
+    let old: Value = if blank {
+        json!({})
+    } else {
+        serde_json::from_str(text).map_err(|e| unparsable(e.to_string()))?
+    };
+    let Some(doc) = old.as_object() else {
+        return Err(shape("the document is not a JSON object".into()));
+    };
+    let group = json!({"hooks": [{"type": "command", "command": command}]});
+    let hooks = match doc.get("hooks") {
+        None => None,
+        Some(Value::Object(h)) => Some(h),
+        Some(_) => return Err(shape("`hooks` is not an object".into())),
+    };
+    let groups = match hooks.and_then(|h| h.get(EVENT)) {
+        None => None,
+        Some(Value::Array(g)) => Some(g),
+        Some(_) => return Err(shape(format!("`hooks.{EVENT}` is not an array"))),
+    };
+    let commands: Vec<&str> = groups
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g.get("hooks")?.as_array())
+        .flatten()
+        .filter_map(|h| h.get("command")?.as_str())
+        .collect();
+    if commands.contains(&command) {
+        return Ok(None);
+    }
+    let stale = commands.iter().find(|c| is_toolsmith_hook(c)).copied();
+    let mut expected = old.clone();
+    if let Some(map) = expected.as_object_mut() {
+        let hooks = map.entry("hooks").or_insert_with(|| json!({}));
+        if let Some(hooks) = hooks.as_object_mut() {
+            let groups = hooks.entry(EVENT).or_insert_with(|| json!([]));
+            if let Some(groups) = groups.as_array_mut() {
+                match stale {
+                    Some(stale) => {
+                        for h in groups
+                            .iter_mut()
+                            .filter_map(|g| g.get_mut("hooks")?.as_array_mut())
+                            .flatten()
+                        {
+                            if h.get("command").and_then(Value::as_str) == Some(stale) {
+                                h["command"] = json!(command);
+                            }
+                        }
+                    }
+                    None => groups.push(group.clone()),
+                }
+            }
+        }
+    }
+    let new = if blank {
+        let mut t = serde_json::to_string_pretty(&expected).unwrap_or_default();
+        t.push('\n');
+        t
+    } else if let Some(stale) = stale {
+        let old_json = serde_json::to_string(stale).unwrap_or_default();
+        let new_json = serde_json::to_string(command).unwrap_or_default();
+        text.replace(&old_json, &new_json)
+    } else {
+        let top = json_scan::first_object(text).ok_or_else(|| shape("no object found".into()))?;
+        let members = json_scan::members(text, top).ok_or_else(|| shape("unreadable".into()))?;
+        match members.iter().find(|m| m.key == "hooks") {
+            None => {
+                json_scan::insert_member(text, top, &members, "hooks", &json!({ EVENT: [group] }))
+            }
+            Some(hooks) => {
+                let inner = json_scan::members(text, hooks.value.0)
+                    .ok_or_else(|| shape("`hooks` unreadable".into()))?;
+                match inner.iter().find(|m| m.key == EVENT) {
+                    None => json_scan::insert_member(
+                        text,
+                        hooks.value.0,
+                        &inner,
+                        EVENT,
+                        &json!([group]),
+                    ),
+                    Some(event) => json_scan::push_element(text, event.value, &group)
+                        .ok_or_else(|| shape(format!("`hooks.{EVENT}` unreadable")))?,
+                }
+            }
+        }
+    };
+    let check: Value = serde_json::from_str(&new).map_err(|e| {
+        shape(format!(
+            "the merged text would not parse ({e}): nothing written"
+        ))
+    })?;
+    if check != expected {
+        return Err(shape(
+            "merging would change more than toolsmith's hook (a duplicate key?)".into(),
+        ));
+    }
+    Ok(Some(new))
 }
 
 /// `text` (a JSON object, or nothing) with `entry` at `container.toolsmith`; `None` when it is
@@ -706,6 +892,42 @@ mod json_scan {
             .collect()
     }
 
+    /// `text` with `value` appended to the array spanning `span` (its `[` to after its `]`),
+    /// indented as its elements are.
+    pub(super) fn push_element(text: &str, span: (usize, usize), value: &Value) -> Option<String> {
+        let (open, end) = span;
+        let b = text.as_bytes();
+        if b.get(open) != Some(&b'[') || end == 0 || b.get(end - 1) != Some(&b']') {
+            return None;
+        }
+        let close = end - 1;
+        let first = ws(b, open + 1);
+        let outer = indent_of(text, open);
+        if first == close {
+            let inner = format!("{outer}  ");
+            return Some(format!(
+                "{}[\n{inner}{}\n{outer}]{}",
+                &text[..open],
+                super::pretty(value, &inner),
+                &text[end..]
+            ));
+        }
+        let last = text[..close].trim_end().len();
+        let multiline = text[open..first].contains('\n');
+        let (lead, indent) = if multiline {
+            let indent = indent_of(text, first);
+            (format!("\n{indent}"), indent)
+        } else {
+            (" ".to_owned(), String::new())
+        };
+        Some(format!(
+            "{},{lead}{}{}",
+            &text[..last],
+            super::pretty(value, &indent),
+            &text[last..]
+        ))
+    }
+
     /// `text` with `"key": value` added first in the object whose `{` is at `open`, indented as
     /// its first member is.
     pub(super) fn insert_member(
@@ -758,6 +980,51 @@ mod tests {
 
     fn setup(agent: Agent, dir: &Path) -> McpSetup {
         mcp_setup(agent, &homes(dir), Path::new("/opt/bin/toolsmith"))
+    }
+
+    #[test]
+    fn session_start_hook_is_added_beside_the_users_replaced_when_stale_and_never_doubled() {
+        let path = Path::new("/h/.claude/settings.json");
+        let ours = "/opt/bin/toolsmith notices --session-start";
+        let group = json!({"hooks": [{"type": "command", "command": ours}]});
+        // Nothing there: the hook alone.
+        let new = merge_hook_json(path, "", ours)
+            .expect("merge")
+            .expect("changed");
+        let doc: Value = serde_json::from_str(&new).expect("json");
+        assert_eq!(doc, json!({"hooks": {"SessionStart": [group.clone()]}}));
+        assert_eq!(merge_hook_json(path, &new, ours).expect("again"), None);
+        // An empty list, and a one-line list of the user's: appended, the rest kept.
+        for (text, before) in [
+            ("{\"hooks\": {\"SessionStart\": []}}", json!([])),
+            (
+                "{\"hooks\": {\"SessionStart\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"x\"}]}]}}",
+                json!([{"hooks": [{"type": "command", "command": "x"}]}]),
+            ),
+        ] {
+            let new = merge_hook_json(path, text, ours)
+                .expect("merge")
+                .expect("changed");
+            let doc: Value = serde_json::from_str(&new).expect("json");
+            let mut groups = before.as_array().cloned().expect("array");
+            groups.push(group.clone());
+            assert_eq!(doc["hooks"]["SessionStart"], Value::Array(groups), "{new}");
+        }
+        // An older toolsmith's path: replaced in place, not doubled.
+        let old = "{\"hooks\": {\"SessionStart\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"/old/toolsmith notices --session-start\"}]}]}}";
+        let new = merge_hook_json(path, old, ours)
+            .expect("merge")
+            .expect("changed");
+        assert_eq!(new, old.replace("/old/toolsmith", "/opt/bin/toolsmith"));
+        // What does not parse, or is shaped otherwise, is refused.
+        assert!(matches!(
+            merge_hook_json(path, "{\"hooks\": ", ours),
+            Err(MergeError::Unparsable { .. })
+        ));
+        assert!(matches!(
+            merge_hook_json(path, "{\"hooks\": {\"SessionStart\": {}}}", ours),
+            Err(MergeError::Shape { .. })
+        ));
     }
 
     #[test]

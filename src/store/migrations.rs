@@ -250,6 +250,15 @@ const MIGRATIONS: &[&str] = &[
     // called from), so `toolsmith stats` counts each tool's runs by agent; NULL when unknown
     // and for runs recorded before.
     "ALTER TABLE executions ADD COLUMN agent TEXT;",
+    // 13: the notices given of proposals awaiting review, one per proposal per channel (a
+    // desktop notification, the line at an agent session's start), so none is given twice —
+    // not by a second session start, not by a daemon restart. Owned by `generate::notices`.
+    "CREATE TABLE notices (
+        candidate   TEXT NOT NULL,
+        channel     TEXT NOT NULL,
+        noticed_at  INTEGER NOT NULL,
+        PRIMARY KEY (candidate, channel)
+    ) WITHOUT ROWID;",
 ];
 
 /// The schema version this build writes.

@@ -91,6 +91,9 @@ fn config_show_prints_values_and_their_origins() {
     on_event = []  # default
     on_event_kinds = ["candidate.proposed", "tool."]  # default
 
+    [review]
+    notify = false  # default
+
     [health]
     schedule = "0 */4 * * *"  # default
 

@@ -27,7 +27,7 @@ fn call(session: &str, seq: u64, command: &str, ms: u64) -> String {
 /// Four sessions building then testing one package (the package varies; `make`, which the
 /// sandbox's PATH has, as `runtime.requires` is checked there), with a
 /// `git status` in between once; what comes before varies, so the pair is a habit of its own.
-fn habit_log(dir: &Path) -> PathBuf {
+pub(crate) fn habit_log(dir: &Path) -> PathBuf {
     let mut lines = Vec::new();
     for (i, package) in ["core", "cli", "core", "web"].iter().enumerate() {
         let s = format!("s{i}");

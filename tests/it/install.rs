@@ -357,7 +357,8 @@ fn install_agents_merges_toolsmith_into_each_agent_found_and_never_overwrites_a_
         .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(stdout.contains("cursor       updated"), "{stdout}");
-    assert_eq!(stdout.matches(" unchanged ").count(), 4, "{stdout}");
+    // The four MCP entries and the three session-start hooks (Claude Code, Codex, Gemini CLI).
+    assert_eq!(stdout.matches(" unchanged ").count(), 7, "{stdout}");
     // A third run changes nothing at all: no write, no backup.
     let snapshot = |p: &Path| std::fs::read_to_string(p).expect("read");
     let files = [

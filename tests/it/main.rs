@@ -36,6 +36,7 @@ mod mcp;
 mod mine;
 mod needs;
 mod network;
+mod notices;
 mod planted;
 mod prefixspan_golden;
 mod readers_2026;

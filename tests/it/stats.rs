@@ -17,7 +17,7 @@ use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Value, json};
 
 /// A workspace whose packages have a Makefile with `build` and `test` targets.
-fn workspace(env: &TestEnv) -> PathBuf {
+pub(crate) fn workspace(env: &TestEnv) -> PathBuf {
     let ws = env.path().join("ws");
     for package in ["core", "cli"] {
         std::fs::create_dir_all(ws.join(package)).expect("mkdir");
@@ -31,7 +31,7 @@ fn workspace(env: &TestEnv) -> PathBuf {
 }
 
 /// Asks for a tool running `examples` in order; returns (candidate, tool).
-fn request(env: &TestEnv, what: &str, examples: &[&str]) -> (String, String) {
+pub(crate) fn request(env: &TestEnv, what: &str, examples: &[&str]) -> (String, String) {
     let mut cmd = env.cli();
     cmd.args(["--json", "new", what]);
     for e in examples {
@@ -47,7 +47,7 @@ fn request(env: &TestEnv, what: &str, examples: &[&str]) -> (String, String) {
 
 /// `toolsmith run TOOL` in `ws` from a shell whose environment names `agent` as it would
 /// (`None`: a person's terminal).
-fn run_from(env: &TestEnv, ws: &Path, tool: &str, agent: &[(&str, &str)]) {
+pub(crate) fn run_from(env: &TestEnv, ws: &Path, tool: &str, agent: &[(&str, &str)]) {
     let mut cmd = env.cli();
     cmd.current_dir(ws);
     for var in ["CLAUDECODE", "GEMINI_CLI", "TOOLSMITH_AGENT"] {
@@ -112,7 +112,12 @@ fn at(base: i64, s: i64) -> String {
 
 /// A Claude Code session: each `(seconds after base, command, duration ms)` a Bash call with
 /// its result (and `toolUseResult.durationMs`).
-fn claude_code(dir: &Path, session: &str, base: i64, calls: &[(i64, &str, u64)]) -> PathBuf {
+pub(crate) fn claude_code(
+    dir: &Path,
+    session: &str,
+    base: i64,
+    calls: &[(i64, &str, u64)],
+) -> PathBuf {
     let mut text = String::new();
     for (i, (s, command, ms)) in calls.iter().enumerate() {
         let id = format!("toolu_01{session}{i:04}");

@@ -824,6 +824,134 @@ async fn the_tools_page_shows_versions_health_and_runs_per_day() {
     );
 }
 
+/// The "Keep rate and use" page (issue 33, item 1): the counts the test wrote — three
+/// proposals (one approved, one rejected with a reason, one waiting), three runs of the
+/// approved tool by two agents, one missed use by Claude Code — as figures and SVG charts, and
+/// linked from the other pages.
+#[tokio::test(flavor = "current_thread")]
+async fn the_keep_rate_page_shows_the_counts_written() {
+    use crate::stats::{claude_code, request as ask, run_from, workspace};
+    let env = TestEnv::new();
+    let config = template_config(&env);
+    let ws = workspace(&env);
+    let (kept, tool) = ask(
+        &env,
+        "Build then test one package",
+        &["make build -C core", "make test -C core"],
+    );
+    let (refused, _) = ask(
+        &env,
+        "Lint one package",
+        &["make lint -C core", "make lint -C cli"],
+    );
+    let (waits, waiting_tool) = ask(
+        &env,
+        "Make the docs of one package",
+        &["make docs -C core", "make docs -C cli"],
+    );
+    env.cli().args(["approve", &kept]).assert().success();
+    env.cli()
+        .args(["reject", &refused, "--reason", "lint <runs> in CI"])
+        .assert()
+        .success();
+    let approved = jiff::Timestamp::now().as_second();
+    run_from(&env, &ws, &tool, &[("CLAUDECODE", "1")]);
+    run_from(&env, &ws, &tool, &[("CLAUDECODE", "1")]);
+    run_from(&env, &ws, &tool, &[("TOOLSMITH_AGENT", "codex")]);
+    // After the approval, Claude Code typed the habit by hand once: 10 s, then 3 s.
+    let session = claude_code(
+        &env.path().join("logs"),
+        "c1",
+        approved + 60,
+        &[
+            (0, "make build -C cli", 1000),
+            (10, "make test -C cli", 3000),
+        ],
+    );
+    env.cli()
+        .args(["--json", "ingest"])
+        .arg(&session)
+        .assert()
+        .success();
+
+    let ui = Ui::start(&env, &config);
+    let cookie = ("cookie", ui.cookie());
+    let get = |path: &str| {
+        let url = format!("{}{path}", ui.base());
+        let cookie = cookie.clone();
+        async move { send("GET", &url, &[cookie], None).await }
+    };
+    let page = get("/stats").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let html = &page.body;
+    for (id, value) in [
+        ("keep-rate", "50%"),
+        ("proposed", "3"),
+        ("approved", "1"),
+        ("rejected", "1"),
+        ("waiting", "1"),
+    ] {
+        assert!(
+            html.contains(&format!("<strong id=\"{id}\">{value}</strong>")),
+            "{id} = {value}: {html}"
+        );
+    }
+    // The charts are inline SVG, each bar titled with its count.
+    assert!(html.contains("<title>approved: 1</title>"), "{html}");
+    assert!(html.contains("<title>waiting: 1</title>"), "{html}");
+    // The rejection's reason, escaped, charted and listed.
+    assert!(
+        html.contains("<title>lint &lt;runs&gt; in CI: 1</title>"),
+        "{html}"
+    );
+    assert!(!html.contains("lint <runs>"), "escaped: {html}");
+    // The waiting proposal, linked to its page.
+    assert!(
+        html.contains(&format!(
+            "<a href=\"/candidate/{waits}\">{waiting_tool}</a>"
+        )),
+        "{html}"
+    );
+    // The approved tool: its runs by agent, and the missed use with its steps and time.
+    let at = html
+        .find(&format!("data-tool=\"{tool}\""))
+        .unwrap_or_else(|| panic!("{tool} on the page: {html}"));
+    let section = &html[at..];
+    assert!(
+        section.contains("<strong class=\"runs\">3</strong>"),
+        "{section}"
+    );
+    assert!(
+        section.contains("<title>claude-code: 2</title>"),
+        "{section}"
+    );
+    assert!(section.contains("<title>codex: 1</title>"), "{section}");
+    assert!(
+        section.contains("<strong class=\"missed\">1</strong>"),
+        "{section}"
+    );
+    assert!(
+        section.contains("<span class=\"saved\">2 steps, 13s</span>"),
+        "{section}"
+    );
+    // Nothing fetched from elsewhere: no script on the page but the embedded one.
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "{html}"
+    );
+    // Every page links to it.
+    for path in ["/", "/tools", "/patterns"] {
+        let other = get(path).await;
+        assert!(
+            other
+                .body
+                .contains("<a href=\"/stats\">Keep rate and use</a>"),
+            "{path}: {}",
+            other.body
+        );
+    }
+}
+
 /// One Claude Code session of `commands`, as the agent writes it (an assistant `tool_use` of
 /// Bash, then the user's `tool_result`), the n-th day of a month at 10:00.
 fn claude_session(dir: &Path, n: usize, commands: &[(String, &str)]) {

@@ -11,6 +11,7 @@
 //! reject` run (`cli::registry::approve`/`reject`), so a decision made here is the same commit,
 //! trailers, tag and events.
 
+mod keep;
 mod pages;
 
 use std::io::{Read, Write};
@@ -154,6 +155,7 @@ fn router(ui: Arc<Ui>) -> Router {
         .route("/candidate/{id}/reject", post(reject))
         .route("/tools", get(tools_page))
         .route("/patterns", get(patterns_page))
+        .route("/stats", get(stats_page))
         .route("/events", get(events))
         .route(
             "/assets/style.css",
@@ -330,6 +332,10 @@ async fn tools_page(State(ui): State<Arc<Ui>>) -> Response {
 
 async fn patterns_page(State(ui): State<Arc<Ui>>) -> Response {
     page(ui, pages::patterns).await
+}
+
+async fn stats_page(State(ui): State<Arc<Ui>>) -> Response {
+    page(ui, keep::page).await
 }
 
 /// What the Approve button sends.

@@ -36,13 +36,13 @@ pub(super) fn esc(text: &str) -> String {
 }
 
 /// The frame of every page: title, navigation, the CSRF value the script sends.
-fn layout(title: &str, csrf: &str, active: &str, body: &str) -> String {
+pub(super) fn layout(title: &str, csrf: &str, active: &str, body: &str) -> String {
     let mut nav = String::new();
     for (href, name) in [
         ("/", "Review queue"),
         ("/tools", "Tools"),
         ("/patterns", "Patterns"),
-        ("/stats", "Stats"),
+        ("/stats", "Keep rate and use"),
     ] {
         let class = if name == active {
             " class=\"active\""
