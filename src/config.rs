@@ -202,6 +202,8 @@ pub struct Config {
     pub sync: SyncSettings,
     /// Where the user's programs are looked up for tools (`[sandbox]`).
     pub sandbox: SandboxSettings,
+    /// How the person reviews (`[review]`; auto-approval rules are the policy file's).
+    pub review: ReviewSettings,
     /// `[[source]]` tables; empty means: the standard locations of known agents and shells.
     pub sources: Vec<SourceSetting>,
     /// The directories a configuration file is looked for in (whether or not one is there):
@@ -300,6 +302,16 @@ pub struct SandboxSettings {
     /// (rustup, pyenv, a venv, nvm, ~/.local/bin) bound into the sandbox. `None`: the daemon's
     /// own `$PATH`, which under systemd is minimal.
     pub path: Setting<Option<String>>,
+}
+
+/// How the person reviews (`[review]`): their preferences, where the policy file's `[review]`
+/// table holds the rules that approve without them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ReviewSettings {
+    /// Whether a requested tool (origin `request`: an agent's `toolsmith_request`, or
+    /// `toolsmith new`) waits with its spec until a person accepts it, before any code is
+    /// generated.
+    pub approve_specs: Setting<bool>,
 }
 
 /// How candidates are generated (`[generate]`).
@@ -568,6 +580,11 @@ impl Config {
                 toml::Value::String(self.sandbox.path.value.clone().unwrap_or_default()),
                 &self.sandbox.path.origin,
             ),
+            (
+                "review.approve_specs",
+                toml::Value::Boolean(self.review.approve_specs.value),
+                &self.review.approve_specs.origin,
+            ),
         ]
     }
 
@@ -761,6 +778,8 @@ struct RawConfig {
     sync: RawSchedule,
     #[serde(default)]
     sandbox: RawSandbox,
+    #[serde(default)]
+    review: RawReview,
     #[serde(default, rename = "source")]
     sources: Vec<Spanned<RawSource>>,
 }
@@ -803,6 +822,12 @@ struct RawGenerate {
 #[serde(deny_unknown_fields)]
 struct RawSandbox {
     path: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReview {
+    approve_specs: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -1552,6 +1577,9 @@ fn resolve(
         health,
         sync,
         sandbox,
+        review: ReviewSettings {
+            approve_specs: pick(&raw.review.approve_specs, false, &from_file),
+        },
         sources,
         config_dirs: config_dirs(env).into_iter().map(|(dir, _)| dir).collect(),
     })
@@ -1805,6 +1833,12 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # what is found. Without it: the daemon's own PATH, which is minimal under systemd.
 # path = "/home/you/.cargo/bin:/usr/local/bin:/usr/bin:/bin"
 
+[review]
+# Whether a requested tool (an agent's toolsmith_request, or `toolsmith new`) waits with its
+# spec until you accept it (`toolsmith approve-spec ID`, or the page of `toolsmith ui`) before
+# any code is generated; `toolsmith reject-spec ID --reason …` drops it.
+# approve_specs = false
+
 # Log sources. Without any [[source]] table, the standard locations that exist are read:
 # ~/.claude/projects (claude-code), ~/.codex/sessions (codex), ~/.gemini/tmp/*/chats/ (gemini-cli,
 # and gemini-cli-json for sessions before Gemini CLI 0.39; $GEMINI_CLI_HOME/.gemini/tmp when
@@ -2014,6 +2048,20 @@ mod tests {
         assert!(text.contains("config.toml:3:1"), "{text}");
         assert!(text.contains("unknown field `max_conections`"), "{text}");
         assert!(text.contains("key `daemon.max_conections`"), "{text}");
+    }
+
+    #[test]
+    fn spec_approval_is_a_review_preference_off_by_default() {
+        let off = load_text("").expect("defaults");
+        assert!(!off.review.approve_specs.value);
+        let on = load_text("[review]\napprove_specs = true\n").expect("read");
+        assert!(on.review.approve_specs.value);
+        assert!(matches!(
+            on.review.approve_specs.origin,
+            Origin::File { line: 2, .. }
+        ));
+        let err = load_text("[review]\napprove_spec = true\n").expect_err("unknown key");
+        assert!(err.to_string().contains("review.approve_spec"), "{err}");
     }
 
     #[test]

@@ -177,6 +177,24 @@ pub enum Command {
         #[arg(long, required = true, value_name = "TEXT")]
         reason: String,
     },
+    /// Accept the spec of a requested tool awaiting spec review (`[review] approve_specs`):
+    /// its code is then generated, validated and proposed for review.
+    #[command(name = "approve-spec")]
+    ApproveSpec {
+        /// The candidate.
+        #[arg(value_name = "CANDIDATE")]
+        id: String,
+    },
+    /// Reject the spec of a requested tool awaiting spec review: nothing of it is generated.
+    #[command(name = "reject-spec")]
+    RejectSpec {
+        /// The candidate.
+        #[arg(value_name = "CANDIDATE")]
+        id: String,
+        /// Why: kept with the candidate.
+        #[arg(long, required = true, value_name = "TEXT")]
+        reason: String,
+    },
     /// List the approved tools on the registry's main.
     Tools,
     /// Run an approved tool in the sandbox, with its manifest's profile; exits with its status.
@@ -624,6 +642,10 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
             registry::approve(cli, id, note.as_deref(), grants, &mut out)
         }
         Command::Reject { id, reason } => registry::reject(cli, id, reason, &mut out),
+        Command::ApproveSpec { id } => generate::approve_spec(cli, id, &mut out, style),
+        Command::RejectSpec { id, reason } => {
+            generate::reject_spec(cli, id, reason, &mut out, style)
+        }
         Command::Tools => registry::tools(cli, &mut out, style),
         Command::Sync { remote } => registry::sync(cli, remote.as_deref(), &mut out),
         Command::Export(ExportCommand::Skills { to, agents }) => {

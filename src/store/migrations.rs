@@ -250,6 +250,10 @@ const MIGRATIONS: &[&str] = &[
     // called from), so `toolsmith stats` counts each tool's runs by agent; NULL when unknown
     // and for runs recorded before.
     "ALTER TABLE executions ADD COLUMN agent TEXT;",
+    // 13: a requested candidate's spec accepted by a person before generation (`[review]
+    // approve_specs`): who accepted it and when. NULL for every other candidate.
+    "ALTER TABLE candidates ADD COLUMN spec_accepted_by TEXT;
+    ALTER TABLE candidates ADD COLUMN spec_accepted_at INTEGER;",
 ];
 
 /// The schema version this build writes.

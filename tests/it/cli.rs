@@ -100,6 +100,9 @@ fn config_show_prints_values_and_their_origins() {
     [sandbox]
     path = ""  # default
 
+    [review]
+    approve_specs = false  # default
+
     # no [[source]]: the standard locations of Claude Code, Codex, bash, zsh and fish logs that exist are read
     "#);
 

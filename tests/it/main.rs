@@ -44,6 +44,7 @@ mod sandbox;
 mod secrets;
 mod secrets_by_rule;
 mod soak;
+mod spec_review;
 mod startup;
 mod stats;
 mod systemd_units;

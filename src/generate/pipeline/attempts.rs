@@ -165,6 +165,32 @@ impl Generator {
         spec.sandbox.host_sockets =
             super::super::reach::sockets(&spec, &super::super::reach::current());
         let staging = Staging::new(&self.state_dir, &c.id);
+        if self.approve_specs
+            && c.origin == Origin::Request.as_str()
+            && c.spec_accepted.is_none()
+            && c.state == State::Proposed
+        {
+            // A person asked to see what a requested tool will do before anything is written:
+            // the spec is kept as it would be generated (what it may reach included) and the
+            // candidate waits; accepting it puts it back to `proposed`.
+            if let Err(e) = staging.write_spec(&spec) {
+                return self
+                    .fail(&c.id, format!("its spec could not be saved: {e}"))
+                    .await;
+            }
+            return self
+                .transition(
+                    &c.id,
+                    State::SpecAwaitingReview,
+                    Some(format!(
+                        "its spec awaits a person's review before generation: `toolsmith show \
+                         {id}` shows it; `toolsmith approve-spec {id}` accepts it, `toolsmith \
+                         reject-spec {id} --reason …` rejects it",
+                        id = c.id
+                    )),
+                )
+                .await;
+        }
         // Held until this returns, however it returns: while it is held the candidate is this
         // process's; once the process is gone, whoever runs next resumes it.
         let _claim = match staging.try_claim() {

@@ -158,6 +158,7 @@ pub fn configured(config: &Config, store: Store) -> Result<Generator, ValidatorE
         .with_user_env(config.user_env())
         .with_shell_definitions(crate::mine::miner::UserShell::from_config(config).definitions);
     generator.auto_approval = auto;
+    generator.approve_specs = config.review.approve_specs.value;
     if llm_wanted {
         let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from);
         match llm_client(&config.llm, credentials.as_deref(), |name| {
@@ -213,6 +214,19 @@ pub enum Job {
     Adopt {
         /// The tool.
         tool: String,
+    },
+    /// A person accepts the spec of a request awaiting spec review (`toolsmith approve-spec`):
+    /// recorded, then the candidate is generated.
+    AcceptSpec {
+        /// The candidate.
+        id: String,
+    },
+    /// A person rejects the spec of a request awaiting spec review (`toolsmith reject-spec`).
+    RejectSpec {
+        /// The candidate.
+        id: String,
+        /// Why: kept as the candidate's reason.
+        reason: String,
     },
 }
 
@@ -353,6 +367,9 @@ pub struct Generator {
     pub auto_approval: AutoApproval,
     /// The health stage's repairs, through which `Job::Heal` runs (none: refused).
     healer: Option<Arc<dyn Healer>>,
+    /// Whether a requested candidate waits with its spec for a person before generation
+    /// (`[review] approve_specs`).
+    pub approve_specs: bool,
     /// Where the user's programs come from: a spec's required programs are resolved here
     /// into the toolchains its manifest binds.
     user_env: UserEnv,
@@ -470,6 +487,7 @@ impl Generator {
             cancel: None,
             auto_approval: AutoApproval::default(),
             healer: None,
+            approve_specs: false,
             user_env: UserEnv::from_process(None),
             definitions: Arc::default(),
         }
@@ -692,8 +710,43 @@ impl Generator {
                 let c = self.adopt(&tool).await?;
                 report.candidates.push(CandidateReport::from(&c));
             }
+            Job::AcceptSpec { id } => {
+                let by = self.reviewer().await;
+                let c = self
+                    .db(move |conn| candidates::accept_spec(conn, &id, &by))
+                    .await?;
+                self.publish(Event::CandidateMoved(c.event_info()));
+                let c = self.resume(c).await?;
+                report.candidates.push(CandidateReport::from(&c));
+            }
+            Job::RejectSpec { id, reason } => {
+                let c = self
+                    .db(move |conn| candidates::reject_spec(conn, &id, &reason))
+                    .await?;
+                self.publish(Event::CandidateMoved(c.event_info()));
+                report.candidates.push(CandidateReport::from(&c));
+            }
         }
         Ok(report)
+    }
+
+    /// Who is deciding, as approvals name the approver (the registry's git identity, else the
+    /// login name).
+    async fn reviewer(&self) -> String {
+        let fallback = || {
+            std::env::var("USER")
+                .or_else(|_| std::env::var("LOGNAME"))
+                .unwrap_or_else(|_| "unknown".into())
+        };
+        let Some(dir) = self.registry_dir.clone() else {
+            return fallback();
+        };
+        let state = self.state_dir.clone();
+        tokio::task::spawn_blocking(move || Registry::open(&dir, &state).map(|r| r.approver()))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_else(fallback)
     }
 
     /// Makes a candidate of `tool`'s files as they are on `main` when they are not an approved
