@@ -670,6 +670,9 @@ fn header(
         c.generator.as_deref().unwrap_or("-"),
         c.attempts
     )?;
+    if let Some(edit) = &c.edit {
+        writeln!(out, "edited by: {} (commit {})", edit.author, edit.commit)?;
+    }
     if let Some(asker) = &c.asker {
         writeln!(
             out,

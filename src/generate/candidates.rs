@@ -186,6 +186,19 @@ pub struct Candidate {
     /// Who accepted its spec before generation, and when (`[review] approve_specs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spec_accepted: Option<SpecAccepted>,
+    /// The commit a person's edit made, for one of origin `edit`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edit: Option<Edit>,
+}
+
+/// A person's edit that a candidate is made of: the commit (by its id: what is validated and
+/// proposed is that commit's files, whatever the branch does after) and its author.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Edit {
+    /// The commit's id (40 hex digits).
+    pub commit: String,
+    /// Its author, `Name <email>`, as git recorded it.
+    pub author: String,
 }
 
 /// A person's acceptance of a requested candidate's spec, before its code was generated.
@@ -269,7 +282,7 @@ pub fn new_id() -> String {
 const COLUMNS: &str =
     "id, tool, origin, pattern, request, state, reason, attempts, generator, version,
                        created_at, updated_at, asker_session, asker_agent, spec_accepted_by,
-                       spec_accepted_at";
+                       spec_accepted_at, edit_commit, edit_author";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
     let state: String = r.get(5)?;
@@ -304,6 +317,16 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
             (Some(by), at) => Some(SpecAccepted {
                 by,
                 at: at.unwrap_or_default(),
+            }),
+            (None, _) => None,
+        },
+        edit: match (
+            r.get::<_, Option<String>>(16)?,
+            r.get::<_, Option<String>>(17)?,
+        ) {
+            (Some(commit), author) => Some(Edit {
+                commit,
+                author: author.unwrap_or_else(|| "unknown".into()),
             }),
             (None, _) => None,
         },
@@ -499,6 +522,33 @@ pub fn reject_spec(conn: &Connection, id: &str, reason: &str) -> Result<Candidat
 
 /// How the reason of a candidate whose spec was rejected begins.
 pub const SPEC_REJECTED: &str = "spec rejected at review: ";
+
+/// Records the edit a candidate of origin `edit` is made of.
+pub fn set_edit(conn: &Connection, id: &str, edit: &Edit) -> Result<(), CandidateError> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE candidates SET edit_commit = ?2, edit_author = ?3, updated_at = ?4
+             WHERE id = ?1",
+        )?
+        .execute(params![id, edit.commit, edit.author, unix_now()])?;
+    if n == 0 {
+        return Err(CandidateError::Unknown(id.to_owned()));
+    }
+    Ok(())
+}
+
+/// The newest candidate made of the edit `commit`, if any: a commit is validated once.
+pub fn for_edit_commit(
+    conn: &Connection,
+    commit: &str,
+) -> Result<Option<Candidate>, CandidateError> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM candidates WHERE edit_commit = ?1 ORDER BY rowid DESC LIMIT 1"
+        ))?
+        .query_row([commit], row)
+        .optional()?)
+}
 
 /// Records a finished attempt: its number, the generator, the version it targets.
 pub fn record_attempt(

@@ -520,6 +520,7 @@ mod tests {
             updated_at: 0,
             asker: None,
             spec_accepted: None,
+            edit: None,
         };
         assert_eq!(
             progress(&c(State::Proposed, None), false)["state"],

@@ -20,6 +20,7 @@ mod control_timeouts;
 mod cross_agent;
 mod daemon;
 mod demo;
+mod edit;
 mod gemini;
 mod generate;
 mod globs;

@@ -38,6 +38,16 @@ impl Generator {
             );
             return self.transition(&c.id, State::Failed, Some(why)).await;
         }
+        if c.origin == super::EDIT {
+            // Its files are its commit's: read again from the commit by the next look at the
+            // edits, not from a copy.
+            let why = format!(
+                "{}; its commit is validated again by the next `toolsmith generate` (the daemon \
+                 does it when it starts)",
+                super::EDIT_INTERRUPTED
+            );
+            return self.transition(&c.id, State::Failed, Some(why)).await;
+        }
         let mut spec = Staging::new(&self.state_dir, &c.id).spec();
         if spec.is_none()
             && let Some(pid) = c.pattern.clone()
@@ -396,6 +406,7 @@ impl Generator {
                         })
                         .unwrap_or_default(),
                     auto: true,
+                    edit: None,
                 }
             });
             let mut trailers = pitch.trailers;
@@ -425,9 +436,13 @@ impl Generator {
             };
             let manifest = outcome.manifest.clone();
             let state = self.state_dir.clone();
+            let edit = pitch.edit;
             let proposed = tokio::task::spawn_blocking(move || {
                 let registry = Registry::open_or_init(&dir, &state)?;
-                let review = registry.propose(&proposal)?;
+                let review = match &edit {
+                    Some(edit) => registry.propose_edit(&proposal, edit)?,
+                    None => registry.propose(&proposal)?,
+                };
                 let landed = auto_approve(&registry, &auto, &review, manifest.as_ref())?;
                 Ok::<(Review, Option<Landed>), RegistryError>((review, landed))
             })
