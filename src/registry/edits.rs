@@ -57,6 +57,14 @@ pub struct Started {
     pub worktree: PathBuf,
 }
 
+/// `text` on one line: a commit's author and subject go into trailers and a proposal's body,
+/// where a line break would start a line of git's choosing.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 fn invalid(name: &str, problem: String) -> RegistryError {
     RegistryError::Invalid {
         name: name.to_owned(),
@@ -172,12 +180,12 @@ impl Registry {
                 name: name.to_owned(),
                 version: version.to_owned(),
                 commit: tip.id().to_string(),
-                author: format!(
+                author: one_line(&format!(
                     "{} <{}>",
                     String::from_utf8_lossy(author.name_bytes()),
                     String::from_utf8_lossy(author.email_bytes())
-                ),
-                subject: tip.summary().ok().flatten().unwrap_or_default().to_owned(),
+                )),
+                subject: one_line(tip.summary().ok().flatten().unwrap_or_default()),
             });
         }
         out.sort_by(|a, b| a.branch.cmp(&b.branch));
@@ -347,5 +355,122 @@ impl Registry {
             bump: bump.map(|(b, _)| b),
             reach: crate::sandbox::grants::reach_lines(&manifest.sandbox),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{self, git};
+    use super::*;
+
+    /// Commits `script` as `tools/<name>/run.sh` on `branch` in `worktree`, as Ann; its id.
+    fn commit_script(worktree: &Path, name: &str, script: &str) -> String {
+        std::fs::write(worktree.join(format!("tools/{name}/run.sh")), script).expect("write");
+        git(
+            worktree,
+            &[
+                "-c",
+                "user.name=Ann Editor",
+                "-c",
+                "user.email=ann@example.org",
+                "commit",
+                "-qam",
+                "an edit\nwith a second line",
+            ],
+        );
+        git(worktree, &["rev-parse", "HEAD"]).trim().to_owned()
+    }
+
+    fn proposal(registry: &Registry, edit: &EditFound) -> Proposal {
+        let mut files = registry.edit_files(edit).expect("files");
+        // What validation records, as the pipeline's staging holds it.
+        let fresh = fixture::tool(&edit.name, &files["run.sh"]);
+        files.insert("tool.yaml".into(), fresh["tool.yaml"].clone());
+        Proposal {
+            candidate: "c-e".into(),
+            files,
+            why: "edited".into(),
+            trailers: vec![("Origin".into(), "edit".into())],
+        }
+    }
+
+    #[test]
+    fn an_edit_is_the_commit_validated_proposed_only_while_the_branch_is_that_commit() {
+        let (dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        let started = registry
+            .start_edit("demo", &dir.path().join("edits"))
+            .expect("start");
+        assert_eq!(started.branch, "review/demo/1.0.1");
+        // Started, nothing changed: no edit, and nothing the ledger vouches for.
+        assert_eq!(registry.edits().expect("edits"), []);
+        assert!(
+            registry
+                .approve("review/demo/1.0.1", "R <r@example.org>", None)
+                .is_err()
+        );
+        let first = commit_script(&started.worktree, "demo", "#!/bin/sh\necho 2\n");
+        let found = registry.edits().expect("edits");
+        assert_eq!(found.len(), 1);
+        let edit = found[0].clone();
+        assert_eq!(edit.commit, first);
+        assert_eq!(edit.author, "Ann Editor <ann@example.org>");
+        assert_eq!(edit.subject, "an edit with a second line", "one line");
+        let p = proposal(&registry, &edit);
+        assert_eq!(p.files["run.sh"], "#!/bin/sh\necho 2\n");
+
+        // The branch moves after validation: the proposal is refused, the new commit stays.
+        let second = commit_script(&started.worktree, "demo", "#!/bin/sh\necho 3\n");
+        let err = registry.propose_edit(&p, &edit).expect_err("moved");
+        assert!(err.to_string().contains("moved since commit"), "{err}");
+        assert_eq!(
+            git(registry.root(), &["rev-parse", "review/demo/1.0.1"]).trim(),
+            second
+        );
+        // The new commit is the edit now; proposed, it is toolsmith's commit authored by Ann,
+        // on the same branch, and her commit is kept.
+        let edit = registry.edits().expect("edits")[0].clone();
+        assert_eq!(edit.commit, second);
+        let review = registry
+            .propose_edit(&proposal(&registry, &edit), &edit)
+            .expect("propose");
+        assert_eq!(review.branch, "review/demo/1.0.1");
+        assert_eq!(
+            git(
+                registry.root(),
+                &["log", "-1", "--format=%an", &review.commit]
+            )
+            .trim(),
+            "Ann Editor"
+        );
+        assert_eq!(
+            git(registry.root(), &["rev-parse", "refs/toolsmith/edits/c-e"]).trim(),
+            second
+        );
+        assert_eq!(registry.edits().expect("edits"), [], "proposed: no edit");
+        let landed = registry
+            .approve("c-e", "R <r@example.org>", None)
+            .expect("approve");
+        assert_eq!(landed.version, "1.0.1");
+        let on_main = git(registry.root(), &["show", "main:tools/demo/run.sh"]);
+        assert_eq!(on_main, "#!/bin/sh\necho 3\n");
+    }
+
+    #[test]
+    fn an_edit_whose_branch_names_too_low_a_version_is_refused_naming_the_right_one() {
+        let (dir, registry) = fixture::registry();
+        fixture::approved(&registry, "c-1", "demo", "#!/bin/sh\necho 1\n");
+        let started = registry
+            .start_edit("demo", &dir.path().join("edits"))
+            .expect("start");
+        commit_script(&started.worktree, "demo", "#!/bin/sh\necho 2\n");
+        let edit = registry.edits().expect("edits")[0].clone();
+        let mut p = proposal(&registry, &edit);
+        // A wider sandbox is a major change, more than the branch's patch.
+        let mut m = Manifest::parse(&p.files["tool.yaml"], "tool.yaml").expect("manifest");
+        m.sandbox.hosts = vec!["example.org:443".into()];
+        p.files.insert("tool.yaml".into(), m.to_yaml());
+        let err = registry.propose_edit(&p, &edit).expect_err("too low");
+        assert!(err.to_string().contains("review/demo/2.0.0"), "{err}");
     }
 }

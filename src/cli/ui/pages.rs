@@ -282,6 +282,15 @@ pub(super) fn candidate(cli: &Cli, csrf: &str, id: &str) -> Result<String, Failu
     if let Some(reason) = &c.reason {
         let _ = write!(body, "<p class=\"reason\">{}</p>", esc(reason));
     }
+    if let Some(edit) = &c.edit {
+        let _ = write!(
+            body,
+            "<p class=\"meta edit\">Edited by <b>{}</b> in commit <code>{}</code>: the files \
+             validated are that commit's.</p>",
+            esc(&edit.author),
+            esc(&edit.commit)
+        );
+    }
 
     // What the tool may reach, first and prominent.
     body.push_str("<section class=\"reach\"><h2>What this tool may reach</h2><ul>");
