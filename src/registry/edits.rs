@@ -418,6 +418,21 @@ mod tests {
         assert_eq!(edit.subject, "an edit with a second line", "one line");
         let p = proposal(&registry, &edit);
         assert_eq!(p.files["run.sh"], "#!/bin/sh\necho 2\n");
+        // Reapproval never trusts an edit: it is validated, not vouched for.
+        let listed = registry.unvouched().expect("unvouched");
+        assert!(
+            listed
+                .unvouched
+                .iter()
+                .any(|u| u.reference == "refs/heads/review/demo/1.0.1"
+                    && u.refused.as_deref().is_some_and(|r| r.contains("edit"))),
+            "{listed:?}"
+        );
+        registry.reapprove().expect("reapprove");
+        assert_eq!(
+            registry.edits().expect("edits"),
+            std::slice::from_ref(&edit)
+        );
 
         // The branch moves after validation: the proposal is refused, the new commit stays.
         let second = commit_script(&started.worktree, "demo", "#!/bin/sh\necho 3\n");
