@@ -195,8 +195,6 @@ pub struct Config {
     pub mcp: McpSettings,
     /// What runs on events.
     pub events: EventSettings,
-    /// How the person is told of proposals (`[review]`).
-    pub review: ReviewSettings,
     /// When the health stage checks, heals and rolls back (`[health]`; its judgments are the
     /// policy file's).
     pub health: HealthSettings,
@@ -204,6 +202,8 @@ pub struct Config {
     pub sync: SyncSettings,
     /// Where the user's programs are looked up for tools (`[sandbox]`).
     pub sandbox: SandboxSettings,
+    /// How the person reviews (`[review]`; auto-approval rules are the policy file's).
+    pub review: ReviewSettings,
     /// `[[source]]` tables; empty means: the standard locations of known agents and shells.
     pub sources: Vec<SourceSetting>,
     /// The directories a configuration file is looked for in (whether or not one is there):
@@ -267,13 +267,6 @@ pub struct EventSettings {
     pub on_event_kinds: Setting<Vec<String>>,
 }
 
-/// How the person is told of proposals awaiting review (`[review]`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ReviewSettings {
-    /// A desktop notification (over the session bus) when a proposal awaits review.
-    pub notify: Setting<bool>,
-}
-
 /// When the health stage runs (`[health]`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct HealthSettings {
@@ -309,6 +302,18 @@ pub struct SandboxSettings {
     /// (rustup, pyenv, a venv, nvm, ~/.local/bin) bound into the sandbox. `None`: the daemon's
     /// own `$PATH`, which under systemd is minimal.
     pub path: Setting<Option<String>>,
+}
+
+/// How the person reviews (`[review]`): their preferences, where the policy file's `[review]`
+/// table holds the rules that approve without them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ReviewSettings {
+    /// Whether a requested tool (origin `request`: an agent's `toolsmith_request`, or
+    /// `toolsmith new`) waits with its spec until a person accepts it, before any code is
+    /// generated.
+    pub approve_specs: Setting<bool>,
+    /// A desktop notification (over the session bus) when a proposal awaits review.
+    pub notify: Setting<bool>,
 }
 
 /// How candidates are generated (`[generate]`).
@@ -563,11 +568,6 @@ impl Config {
                 &self.events.on_event_kinds.origin,
             ),
             (
-                "review.notify",
-                toml::Value::Boolean(self.review.notify.value),
-                &self.review.notify.origin,
-            ),
-            (
                 "health.schedule",
                 toml::Value::String(self.health.schedule.value.clone()),
                 &self.health.schedule.origin,
@@ -581,6 +581,16 @@ impl Config {
                 "sandbox.path",
                 toml::Value::String(self.sandbox.path.value.clone().unwrap_or_default()),
                 &self.sandbox.path.origin,
+            ),
+            (
+                "review.approve_specs",
+                toml::Value::Boolean(self.review.approve_specs.value),
+                &self.review.approve_specs.origin,
+            ),
+            (
+                "review.notify",
+                toml::Value::Boolean(self.review.notify.value),
+                &self.review.notify.origin,
             ),
         ]
     }
@@ -770,13 +780,13 @@ struct RawConfig {
     #[serde(default)]
     events: RawEvents,
     #[serde(default)]
-    review: RawReview,
-    #[serde(default)]
     health: RawSchedule,
     #[serde(default)]
     sync: RawSchedule,
     #[serde(default)]
     sandbox: RawSandbox,
+    #[serde(default)]
+    review: RawReview,
     #[serde(default, rename = "source")]
     sources: Vec<Spanned<RawSource>>,
 }
@@ -823,6 +833,13 @@ struct RawSandbox {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawReview {
+    approve_specs: Option<Spanned<bool>>,
+    notify: Option<Spanned<bool>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawLlm {
     provider: Option<Spanned<String>>,
     base_url: Option<Spanned<String>>,
@@ -838,12 +855,6 @@ struct RawLlm {
 struct RawEvents {
     on_event: Option<Spanned<Vec<String>>>,
     on_event_kinds: Option<Spanned<Vec<String>>>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawReview {
-    notify: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -1530,9 +1541,6 @@ fn resolve(
             &from_file,
         ),
     };
-    let review = ReviewSettings {
-        notify: pick(&raw.review.notify, false, &from_file),
-    };
     let health = HealthSettings {
         schedule: pick(&raw.health.schedule, "0 */4 * * *".to_owned(), &from_file),
     };
@@ -1578,6 +1586,10 @@ fn resolve(
         health,
         sync,
         sandbox,
+        review: ReviewSettings {
+            approve_specs: pick(&raw.review.approve_specs, false, &from_file),
+            notify: pick(&raw.review.notify, false, &from_file),
+        },
         sources,
         config_dirs: config_dirs(env).into_iter().map(|(dir, _)| dir).collect(),
     })
@@ -1811,12 +1823,6 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # on_event = ["sh", "-c", "notify-send toolsmith \"$TOOLSMITH_EVENT\""]
 # on_event_kinds = ["candidate.proposed", "tool."]
 
-[review]
-# A desktop notification when a proposal awaits review, once per proposal, sent by the daemon
-# over your session bus (with `notify-send`, else `gdbus`, whichever is installed) when there is
-# one. (The line at an agent session's start is `toolsmith install --agents`'s hook.)
-# notify = false
-
 [health]
 # When the daemon checks the tools in use (5 crontab fields, local time): scores each, rolls back
 # a new version that fails clearly more than the one before, generates repairs of failing tools,
@@ -1836,6 +1842,16 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # the sandbox when the policy's [grants] toolchains allows that kind; `toolsmith doctor` shows
 # what is found. Without it: the daemon's own PATH, which is minimal under systemd.
 # path = "/home/you/.cargo/bin:/usr/local/bin:/usr/bin:/bin"
+
+[review]
+# Whether a requested tool (an agent's toolsmith_request, or `toolsmith new`) waits with its
+# spec until you accept it (`toolsmith approve-spec ID`, or the page of `toolsmith ui`) before
+# any code is generated; `toolsmith reject-spec ID --reason …` drops it.
+# approve_specs = false
+# A desktop notification when a proposal awaits review, once per proposal, sent by the daemon
+# over your session bus (with `notify-send`, else `gdbus`, whichever is installed) when there is
+# one. (The line at an agent session's start is `toolsmith install --agents`'s hook.)
+# notify = false
 
 # Log sources. Without any [[source]] table, the standard locations that exist are read:
 # ~/.claude/projects (claude-code), ~/.codex/sessions (codex), ~/.gemini/tmp/*/chats/ (gemini-cli,
@@ -2046,6 +2062,20 @@ mod tests {
         assert!(text.contains("config.toml:3:1"), "{text}");
         assert!(text.contains("unknown field `max_conections`"), "{text}");
         assert!(text.contains("key `daemon.max_conections`"), "{text}");
+    }
+
+    #[test]
+    fn spec_approval_is_a_review_preference_off_by_default() {
+        let off = load_text("").expect("defaults");
+        assert!(!off.review.approve_specs.value);
+        let on = load_text("[review]\napprove_specs = true\n").expect("read");
+        assert!(on.review.approve_specs.value);
+        assert!(matches!(
+            on.review.approve_specs.origin,
+            Origin::File { line: 2, .. }
+        ));
+        let err = load_text("[review]\napprove_spec = true\n").expect_err("unknown key");
+        assert!(err.to_string().contains("review.approve_spec"), "{err}");
     }
 
     #[test]

@@ -223,6 +223,8 @@ pub struct Approval {
 pub enum CandidateState {
     /// Waiting to be generated.
     Proposed,
+    /// A request's spec waits for a person to accept it.
+    SpecAwaitingReview,
     /// A generator is writing it.
     Generating,
     /// Its checks and tests are running.
@@ -242,6 +244,7 @@ impl CandidateState {
     pub fn as_str(self) -> &'static str {
         match self {
             CandidateState::Proposed => "proposed",
+            CandidateState::SpecAwaitingReview => "spec-awaiting-review",
             CandidateState::Generating => "generating",
             CandidateState::Validating => "validating",
             CandidateState::AwaitingReview => "awaiting-review",
@@ -307,6 +310,7 @@ impl Event {
             Event::ToolRequiresAttention { .. } => "tool.requires_attention",
             Event::CandidateMoved(c) => match c.state {
                 CandidateState::Proposed => "candidate.proposed",
+                CandidateState::SpecAwaitingReview => "candidate.spec-awaiting-review",
                 CandidateState::Generating => "candidate.generating",
                 CandidateState::Validating => "candidate.validating",
                 CandidateState::AwaitingReview => "candidate.awaiting-review",
@@ -575,6 +579,7 @@ mod tests {
     fn a_candidates_kind_follows_its_state() {
         let kinds: Vec<&str> = [
             CandidateState::Proposed,
+            CandidateState::SpecAwaitingReview,
             CandidateState::Generating,
             CandidateState::Validating,
             CandidateState::AwaitingReview,
@@ -589,6 +594,7 @@ mod tests {
             kinds,
             [
                 "candidate.proposed",
+                "candidate.spec-awaiting-review",
                 "candidate.generating",
                 "candidate.validating",
                 "candidate.awaiting-review",

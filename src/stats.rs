@@ -77,7 +77,9 @@ impl Counts {
             State::Rejected => self.rejected += 1,
             State::AwaitingReview => self.waiting += 1,
             State::Failed => self.failed += 1,
-            State::Proposed | State::Generating | State::Validating => self.in_progress += 1,
+            State::Proposed | State::SpecAwaitingReview | State::Generating | State::Validating => {
+                self.in_progress += 1
+            }
         }
         self.proposed = self.approved + self.rejected + self.waiting;
         let decided = self.approved + self.rejected;

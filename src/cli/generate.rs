@@ -243,6 +243,42 @@ pub(super) fn heal(
     print_report(cli, &report, true, out, style)
 }
 
+/// `toolsmith approve-spec ID`: the candidate's spec accepted, then generated (by the daemon
+/// when it runs, as every generation). The UI's Accept button calls this.
+pub(super) fn approve_spec(
+    cli: &Cli,
+    id: &str,
+    out: &mut impl Write,
+    style: Style,
+) -> Result<(), Failure> {
+    let report = run_job(cli, Job::AcceptSpec { id: id.to_owned() })?;
+    print_report(cli, &report, true, out, style)
+}
+
+/// `toolsmith reject-spec ID --reason TEXT`. The UI's Reject button on a spec calls this.
+pub(super) fn reject_spec(
+    cli: &Cli,
+    id: &str,
+    reason: &str,
+    out: &mut impl Write,
+    style: Style,
+) -> Result<(), Failure> {
+    if reason.trim().is_empty() {
+        return Err(Failure::new(
+            ExitCode::Usage,
+            "--reason must say why: it is kept with the candidate",
+        ));
+    }
+    let report = run_job(
+        cli,
+        Job::RejectSpec {
+            id: id.to_owned(),
+            reason: reason.to_owned(),
+        },
+    )?;
+    print_report(cli, &report, true, out, style)
+}
+
 /// `toolsmith adopt NAME`.
 pub(super) fn adopt(
     cli: &Cli,
@@ -527,6 +563,15 @@ pub(super) fn show(
             }
         }
     }
+    if c.state == State::SpecAwaitingReview {
+        writeln!(
+            out,
+            "\nits spec awaits your review before any code is written: `toolsmith approve-spec \
+             {id}` accepts it, `toolsmith reject-spec {id} --reason …` rejects it",
+            id = c.id
+        )?;
+        return Ok(());
+    }
     let Some(&last) = numbers.last() else {
         writeln!(out, "no attempt staged yet")?;
         return Ok(());
@@ -625,6 +670,9 @@ fn header(
         c.generator.as_deref().unwrap_or("-"),
         c.attempts
     )?;
+    if let Some(edit) = &c.edit {
+        writeln!(out, "edited by: {} (commit {})", edit.author, edit.commit)?;
+    }
     if let Some(asker) = &c.asker {
         writeln!(
             out,

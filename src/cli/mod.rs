@@ -178,6 +178,33 @@ pub enum Command {
         #[arg(long, required = true, value_name = "TEXT")]
         reason: String,
     },
+    /// Accept the spec of a requested tool awaiting spec review (`[review] approve_specs`):
+    /// its code is then generated, validated and proposed for review.
+    #[command(name = "approve-spec")]
+    ApproveSpec {
+        /// The candidate.
+        #[arg(value_name = "CANDIDATE")]
+        id: String,
+    },
+    /// Reject the spec of a requested tool awaiting spec review: nothing of it is generated.
+    #[command(name = "reject-spec")]
+    RejectSpec {
+        /// The candidate.
+        #[arg(value_name = "CANDIDATE")]
+        id: String,
+        /// Why: kept with the candidate.
+        #[arg(long, required = true, value_name = "TEXT")]
+        reason: String,
+    },
+    /// Edit a tool by hand: prepares its review branch `review/<name>/<next version>` in a git
+    /// worktree of the registry and prints the worktree's path (first line). A commit there (or
+    /// on any `review/<name>/<version>` branch) is validated in the sandbox and proposed for
+    /// review like any candidate (origin `edit`, its author kept).
+    Edit {
+        /// The tool.
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
     /// List the approved tools on the registry's main.
     Tools,
     /// Run an approved tool in the sandbox, with its manifest's profile; exits with its status.
@@ -635,6 +662,11 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
             registry::approve(cli, id, note.as_deref(), grants, &mut out)
         }
         Command::Reject { id, reason } => registry::reject(cli, id, reason, &mut out),
+        Command::Edit { name } => registry::edit(cli, name, &mut out),
+        Command::ApproveSpec { id } => generate::approve_spec(cli, id, &mut out, style),
+        Command::RejectSpec { id, reason } => {
+            generate::reject_spec(cli, id, reason, &mut out, style)
+        }
         Command::Tools => registry::tools(cli, &mut out, style),
         Command::Sync { remote } => registry::sync(cli, remote.as_deref(), &mut out),
         Command::Export(ExportCommand::Skills { to, agents }) => {

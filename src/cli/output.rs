@@ -65,6 +65,11 @@ impl Style {
         }
     }
 
+    /// No colour (output that is not for a terminal).
+    pub fn plain() -> Self {
+        Style { color: false }
+    }
+
     fn paint(self, code: &str, text: &str) -> String {
         if self.color {
             format!("\x1b[{code}m{text}\x1b[0m")

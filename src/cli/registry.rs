@@ -247,6 +247,30 @@ pub(super) fn reject(
     Ok(())
 }
 
+/// `toolsmith edit NAME`: the review branch in a worktree under `<state>/edits/`, its path
+/// printed first.
+pub(super) fn edit(cli: &Cli, name: &str, out: &mut impl Write) -> Result<(), Failure> {
+    let Opened {
+        config, registry, ..
+    } = open(cli)?;
+    let started = registry.start_edit(name, &config.paths.state.value.join(EDITS_DIR))?;
+    if cli.global.json {
+        return output::json(out, &json!(started));
+    }
+    writeln!(out, "{}", started.worktree.display())?;
+    writeln!(
+        out,
+        "edit {} {} on {}: change tools/{}/ there and commit (`git commit -a`); the commit is \
+         validated in the sandbox and proposed for review by toolsmithd (without it, by \
+         `toolsmith generate`); `toolsmith candidates` shows it",
+        started.name, started.version, started.branch, started.name
+    )?;
+    Ok(())
+}
+
+/// Where `toolsmith edit` makes its worktrees, under the state directory.
+const EDITS_DIR: &str = "edits";
+
 /// `toolsmith tools`.
 pub(super) fn tools(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), Failure> {
     let Opened { registry, .. } = open_for_reading(cli)?;

@@ -236,7 +236,8 @@ fn no_params(method: &str, params: &Value) -> Result<(), RpcError> {
 
 /// What `generate.run` is asked: nothing (the pending work), `"pending"`,
 /// `{"pattern": ID}`, `{"request": {"text": …, "examples": […]}}`, `{"heal": {"tool": …,
-/// "manual": …}}` or `{"adopt": {"tool": …}}`.
+/// "manual": …}}`, `{"adopt": {"tool": …}}`, `{"accept_spec": {"id": …}}` or
+/// `{"reject_spec": {"id": …, "reason": …}}`.
 fn generate_job(params: &Value) -> Result<crate::generate::pipeline::Job, RpcError> {
     use crate::generate::pipeline::Job;
     match params {
@@ -247,7 +248,9 @@ fn generate_job(params: &Value) -> Result<crate::generate::pipeline::Job, RpcErr
                 "generate.run",
                 format!(
                     "{e}; give nothing, {{\"pattern\": ID}}, {{\"request\": {{\"text\": \
-                     WHAT, \"examples\": [CMD, …]}}}} or {{\"adopt\": {{\"tool\": NAME}}}}"
+                     WHAT, \"examples\": [CMD, …]}}}}, {{\"adopt\": {{\"tool\": NAME}}}}, \
+                     {{\"accept_spec\": {{\"id\": ID}}}} or {{\"reject_spec\": {{\"id\": ID, \
+                     \"reason\": WHY}}}}"
                 ),
             )
         }),

@@ -181,7 +181,7 @@ async fn serve(
         stats: Arc::clone(&stats),
         limits: Arc::clone(&limits),
         stop: stop_tx,
-        jobs: jobs_tx,
+        jobs: jobs_tx.clone(),
         socket_path: socket.path.clone(),
         socket_activated: socket.activated,
         previous_run: previous,
@@ -208,6 +208,7 @@ async fn serve(
     let registry_task = tokio::spawn(registry_watch::run(
         store.clone(),
         events.clone(),
+        jobs_tx,
         api.config_changes(),
         shutdown_rx_for_jobs.clone(),
     ));

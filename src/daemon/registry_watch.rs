@@ -32,6 +32,7 @@ struct Seen {
 pub(super) async fn run(
     store: Store,
     events: EventBus,
+    jobs: mpsc::Sender<super::jobs::JobRequest>,
     configs: watch::Receiver<Arc<Config>>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -44,6 +45,7 @@ pub(super) async fn run(
             dir.display()
         );
     }
+    edits_to_validate(&dir, &state, &store, &jobs).await;
     let (tx, mut rx) = mpsc::channel::<()>(1);
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         // An error (a lost event, an overflow) may hide a change: looked at too. Opens are not
@@ -82,8 +84,67 @@ pub(super) async fn run(
                 if let Err(e) = look(&dir, &state, &store, &events, &mut seen).await {
                     tracing::warn!("registry {}: {e}", dir.display());
                 }
+                edits_to_validate(&dir, &state, &store, &jobs).await;
             }
         }
+    }
+}
+
+/// Queues a generation of the people's edits (`Job::Edits`, on the generation queue like any
+/// other) when a review branch holds a commit no candidate was made of: one made in `toolsmith
+/// edit`'s worktree, or by hand. The look after toolsmith proposes it finds none.
+async fn edits_to_validate(
+    dir: &Path,
+    state: &Path,
+    store: &Store,
+    jobs: &mpsc::Sender<super::jobs::JobRequest>,
+) {
+    let (dir, state) = (dir.to_owned(), state.to_owned());
+    let found = tokio::task::spawn_blocking(move || {
+        Registry::open(&dir, &state)
+            .and_then(|r| r.edits())
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())
+    .and_then(|r| r);
+    let commits: Vec<String> = match found {
+        Ok(found) => found.into_iter().map(|e| e.commit).collect(),
+        Err(e) => {
+            tracing::warn!("the edits on review branches cannot be read: {e}");
+            return;
+        }
+    };
+    if commits.is_empty() {
+        return;
+    }
+    let new = store
+        .call(move |conn| {
+            let mut new = 0;
+            for commit in &commits {
+                match crate::generate::candidates::for_edit_commit(conn, commit) {
+                    Ok(Some(c)) if !crate::generate::pipeline::to_validate_again(&c) => {}
+                    Ok(_) => new += 1,
+                    Err(e) => tracing::warn!("edit {commit}: {e}"),
+                }
+            }
+            Ok(new)
+        })
+        .await
+        .unwrap_or(0);
+    if new == 0 {
+        return;
+    }
+    tracing::info!("{new} edit(s) on review branches to validate");
+    // Nobody waits for the answer: the candidates' events say how it went.
+    let (reply, _) = tokio::sync::oneshot::channel();
+    let request = super::jobs::JobRequest {
+        job: super::jobs::GENERATE,
+        generate: Some(crate::generate::pipeline::Job::Edits),
+        reply,
+    };
+    if jobs.send(request).await.is_err() {
+        tracing::debug!("the daemon is stopping: the edits wait for the next start");
     }
 }
 

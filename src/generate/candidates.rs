@@ -4,11 +4,17 @@
 //!
 //! ```text
 //! proposed ──▶ generating ──▶ validating ──▶ awaiting-review ──▶ approved | rejected
-//!                  │  ▲             │
-//!                  │  └── repair ───┘  (LLM only, up to max_attempts)
-//!                  ▼                ▼
-//!                failed           failed          (the reason is kept)
+//!  │   ▲           │  ▲             │
+//!  │   │           │  └── repair ───┘  (LLM only, up to max_attempts)
+//!  │   │           ▼                ▼
+//!  │   │         failed           failed          (the reason is kept)
+//!  ▼   │ accepted
+//! spec-awaiting-review ──▶ rejected   (a request, with `[review] approve_specs`)
 //! ```
+//!
+//! With `[review] approve_specs = true`, a requested candidate stops after its spec is made,
+//! `spec-awaiting-review`, until a person accepts the spec ([`accept_spec`]: who and when are
+//! kept, and it goes back to `proposed` to be generated) or rejects it ([`reject_spec`]).
 //!
 //! The process working on a candidate holds its claim ([`Claim`](super::staging::Claim), a lock the kernel drops
 //! however the process dies). A candidate found `generating` or `validating` with nobody holding
@@ -32,6 +38,9 @@ use crate::store::{StoreError, unix_now};
 pub enum State {
     /// Waiting to be generated.
     Proposed,
+    /// A request whose spec waits for a person to accept it before anything is generated
+    /// (`[review] approve_specs`).
+    SpecAwaitingReview,
     /// A generator is writing it.
     Generating,
     /// Its checks and tests are running.
@@ -51,6 +60,7 @@ impl State {
     pub fn as_str(self) -> &'static str {
         match self {
             State::Proposed => "proposed",
+            State::SpecAwaitingReview => "spec-awaiting-review",
             State::Generating => "generating",
             State::Validating => "validating",
             State::AwaitingReview => "awaiting-review",
@@ -64,6 +74,7 @@ impl State {
     pub fn from_name(name: &str) -> Option<State> {
         [
             State::Proposed,
+            State::SpecAwaitingReview,
             State::Generating,
             State::Validating,
             State::AwaitingReview,
@@ -87,6 +98,10 @@ impl State {
             (self, next),
             (Proposed, Generating)
                 | (Proposed, Failed)
+                | (Proposed, SpecAwaitingReview)
+                | (SpecAwaitingReview, Proposed)
+                | (SpecAwaitingReview, Rejected)
+                | (SpecAwaitingReview, Failed)
                 | (Generating, Validating)
                 | (Generating, Failed)
                 | (Generating, Proposed)
@@ -106,6 +121,7 @@ impl From<State> for crate::events::CandidateState {
         use crate::events::CandidateState as S;
         match state {
             State::Proposed => S::Proposed,
+            State::SpecAwaitingReview => S::SpecAwaitingReview,
             State::Generating => S::Generating,
             State::Validating => S::Validating,
             State::AwaitingReview => S::AwaitingReview,
@@ -167,6 +183,31 @@ pub struct Candidate {
     /// Who asked for it, for one an agent requested (`toolsmith_request`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub asker: Option<Asker>,
+    /// Who accepted its spec before generation, and when (`[review] approve_specs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_accepted: Option<SpecAccepted>,
+    /// The commit a person's edit made, for one of origin `edit`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edit: Option<Edit>,
+}
+
+/// A person's edit that a candidate is made of: the commit (by its id: what is validated and
+/// proposed is that commit's files, whatever the branch does after) and its author.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Edit {
+    /// The commit's id (40 hex digits).
+    pub commit: String,
+    /// Its author, `Name <email>`, as git recorded it.
+    pub author: String,
+}
+
+/// A person's acceptance of a requested candidate's spec, before its code was generated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SpecAccepted {
+    /// Who accepted it (as approvals name the approver: the registry's git identity).
+    pub by: String,
+    /// When (Unix seconds).
+    pub at: i64,
 }
 
 /// Who asked for a requested candidate: the MCP session the request came on and the agent, as
@@ -240,7 +281,8 @@ pub fn new_id() -> String {
 
 const COLUMNS: &str =
     "id, tool, origin, pattern, request, state, reason, attempts, generator, version,
-                       created_at, updated_at, asker_session, asker_agent";
+                       created_at, updated_at, asker_session, asker_agent, spec_accepted_by,
+                       spec_accepted_at, edit_commit, edit_author";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
     let state: String = r.get(5)?;
@@ -265,6 +307,26 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
             (Some(session), agent) => Some(Asker {
                 session,
                 agent: agent.unwrap_or_else(|| "unknown".into()),
+            }),
+            (None, _) => None,
+        },
+        spec_accepted: match (
+            r.get::<_, Option<String>>(14)?,
+            r.get::<_, Option<i64>>(15)?,
+        ) {
+            (Some(by), at) => Some(SpecAccepted {
+                by,
+                at: at.unwrap_or_default(),
+            }),
+            (None, _) => None,
+        },
+        edit: match (
+            r.get::<_, Option<String>>(16)?,
+            r.get::<_, Option<String>>(17)?,
+        ) {
+            (Some(commit), author) => Some(Edit {
+                commit,
+                author: author.unwrap_or_else(|| "unknown".into()),
             }),
             (None, _) => None,
         },
@@ -417,6 +479,77 @@ pub fn transition(
     get(conn, id)
 }
 
+/// Accepts the spec of a candidate awaiting spec review: records who (`by`) and when, and puts
+/// it back to `proposed`, where generation takes it. Refused from any other state.
+pub fn accept_spec(conn: &Connection, id: &str, by: &str) -> Result<Candidate, CandidateError> {
+    let current = get(conn, id)?;
+    if current.state != State::SpecAwaitingReview {
+        return Err(CandidateError::Transition {
+            id: id.to_owned(),
+            from: current.state,
+            to: State::Proposed,
+        });
+    }
+    let now = unix_now();
+    let why = format!("spec accepted by {by}; to be generated");
+    conn.prepare_cached(
+        "UPDATE candidates SET state = 'proposed', reason = ?2, spec_accepted_by = ?3,
+                spec_accepted_at = ?4, updated_at = ?4
+         WHERE id = ?1 AND state = 'spec-awaiting-review'",
+    )?
+    .execute(params![id, why, by, now])?;
+    get(conn, id)
+}
+
+/// Rejects the spec of a candidate awaiting spec review, keeping the reason; nothing of it is
+/// generated. Refused from any other state.
+pub fn reject_spec(conn: &Connection, id: &str, reason: &str) -> Result<Candidate, CandidateError> {
+    let current = get(conn, id)?;
+    if current.state != State::SpecAwaitingReview {
+        return Err(CandidateError::Transition {
+            id: id.to_owned(),
+            from: current.state,
+            to: State::Rejected,
+        });
+    }
+    transition(
+        conn,
+        id,
+        State::Rejected,
+        Some(&format!("{SPEC_REJECTED}{reason}")),
+    )
+}
+
+/// How the reason of a candidate whose spec was rejected begins.
+pub const SPEC_REJECTED: &str = "spec rejected at review: ";
+
+/// Records the edit a candidate of origin `edit` is made of.
+pub fn set_edit(conn: &Connection, id: &str, edit: &Edit) -> Result<(), CandidateError> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE candidates SET edit_commit = ?2, edit_author = ?3, updated_at = ?4
+             WHERE id = ?1",
+        )?
+        .execute(params![id, edit.commit, edit.author, unix_now()])?;
+    if n == 0 {
+        return Err(CandidateError::Unknown(id.to_owned()));
+    }
+    Ok(())
+}
+
+/// The newest candidate made of the edit `commit`, if any: a commit is validated once.
+pub fn for_edit_commit(
+    conn: &Connection,
+    commit: &str,
+) -> Result<Option<Candidate>, CandidateError> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM candidates WHERE edit_commit = ?1 ORDER BY rowid DESC LIMIT 1"
+        ))?
+        .query_row([commit], row)
+        .optional()?)
+}
+
 /// Records a finished attempt: its number, the generator, the version it targets.
 pub fn record_attempt(
     conn: &Connection,
@@ -463,7 +596,7 @@ pub fn pattern_outcomes(conn: &Connection) -> Result<CandidateOutcomes, StoreErr
     let mut stmt = conn.prepare_cached(
         "SELECT pattern, state, reason FROM candidates WHERE pattern IS NOT NULL
          AND state IN ('rejected', 'approved', 'proposed', 'generating', 'validating',
-                       'awaiting-review')
+                       'awaiting-review', 'spec-awaiting-review')
          ORDER BY updated_at DESC, rowid DESC",
     )?;
     let rows = stmt.query_map([], |r| {
@@ -650,6 +783,62 @@ mod tests {
                 .expect("json")
                 .get("asker")
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn a_spec_awaiting_review_is_accepted_once_with_who_and_when_or_rejected_with_why() {
+        let (_dir, conn) = conn();
+        let new = NewCandidate {
+            tool: "build-one".into(),
+            origin: "request".into(),
+            pattern: None,
+            request: Some("Build one package".into()),
+        };
+        let a = create(&conn, &new).expect("a");
+        // Only a spec awaiting review can be accepted or rejected.
+        assert!(matches!(
+            accept_spec(&conn, &a.id, "Ann <ann@example.org>"),
+            Err(CandidateError::Transition { .. })
+        ));
+        assert!(reject_spec(&conn, &a.id, "no").is_err());
+        transition(&conn, &a.id, State::SpecAwaitingReview, Some("waits")).expect("waits");
+        assert_eq!(
+            in_state(&conn, State::SpecAwaitingReview).expect("q").len(),
+            1
+        );
+        let accepted = accept_spec(&conn, &a.id, "Ann <ann@example.org>").expect("accept");
+        assert_eq!(accepted.state, State::Proposed);
+        let by = accepted.spec_accepted.clone().expect("recorded");
+        assert_eq!(by.by, "Ann <ann@example.org>");
+        assert!(by.at > 0);
+        assert_eq!(
+            serde_json::to_value(&accepted).expect("json")["spec_accepted"]["by"],
+            "Ann <ann@example.org>"
+        );
+        // Accepted once: a second acceptance is refused, the first kept.
+        assert!(accept_spec(&conn, &a.id, "Bob").is_err());
+        assert_eq!(
+            get(&conn, &a.id)
+                .expect("a")
+                .spec_accepted
+                .expect("kept")
+                .by,
+            "Ann <ann@example.org>"
+        );
+
+        let b = create(&conn, &new).expect("b");
+        transition(&conn, &b.id, State::SpecAwaitingReview, None).expect("waits");
+        let rejected = reject_spec(&conn, &b.id, "does too much").expect("reject");
+        assert_eq!(rejected.state, State::Rejected);
+        assert_eq!(
+            rejected.reason.as_deref(),
+            Some("spec rejected at review: does too much")
+        );
+        assert_eq!(rejected.spec_accepted, None);
+        assert!(
+            transition(&conn, &b.id, State::Proposed, None).is_err(),
+            "final"
         );
     }
 

@@ -349,10 +349,33 @@ pub fn progress_word(state: State) -> &'static str {
     }
 }
 
+/// What a spec says, as `toolsmith_request_status` shows it while the spec awaits a person's
+/// review: what the tool will do, its parameters, its steps and what it may reach.
+pub fn spec_summary(spec: &crate::generate::spec::ToolSpec) -> Value {
+    json!({
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.params.iter().map(|p| json!({
+            "name": p.name,
+            "kind": format!("{:?}", p.kind).to_lowercase(),
+            "repeatable": p.variadic,
+            "description": p.description,
+        })).collect::<Vec<_>>(),
+        "steps": spec.steps.iter().map(|s| s.display()).collect::<Vec<_>>(),
+        "reach": crate::sandbox::grants::reach_lines(&spec.sandbox),
+    })
+}
+
 /// How a requested candidate is getting on: its state, why, and what comes next.
 pub fn progress(c: &Candidate, interrupted: bool) -> Value {
     let next = match c.state {
         State::Proposed => "waiting for generation to take it".to_owned(),
+        State::SpecAwaitingReview => format!(
+            "its spec (below) awaits a person's review before any code is written: tell your \
+             user to accept it with `toolsmith ui` or `toolsmith approve-spec {}` (or reject it \
+             with `toolsmith reject-spec {} --reason …`)",
+            c.id, c.id
+        ),
         State::Generating | State::Validating if interrupted => {
             "interrupted (the process generating it stopped); it resumes when generation runs \
              again"
@@ -496,6 +519,8 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             asker: None,
+            spec_accepted: None,
+            edit: None,
         };
         assert_eq!(
             progress(&c(State::Proposed, None), false)["state"],

@@ -610,7 +610,13 @@ impl Inner {
             if c.state == State::AwaitingReview {
                 locked(&self.told).insert(c.id.clone());
             }
-            return CallToolResult::structured(requests::progress(&c, interrupted));
+            let mut progress = requests::progress(&c, interrupted);
+            if c.state == State::SpecAwaitingReview
+                && let Some(spec) = Staging::new(&self.settings.state_dir, &c.id).spec()
+            {
+                progress["spec"] = requests::spec_summary(&spec);
+            }
+            return CallToolResult::structured(progress);
         }
         let asked = locked(&self.asked).get(&id).cloned();
         match asked {

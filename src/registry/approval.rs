@@ -542,7 +542,8 @@ impl Registry {
                 if known.contains(target) {
                     continue;
                 }
-                let detail = match self.repo.find_commit(target) {
+                let commit = self.repo.find_commit(target);
+                let detail = match &commit {
                     Ok(c) => format!(
                         "proposal commit {:.12} by {} \"{}\"",
                         c.id(),
@@ -551,12 +552,30 @@ impl Registry {
                     ),
                     Err(e) => format!("does not name a commit ({})", e.message()),
                 };
+                // Every proposal toolsmith makes names its candidate; a commit that names none
+                // is a person's edit (`toolsmith edit`, or by hand), which is validated as a
+                // candidate of its own and never trusted unvalidated.
+                let refused = commit
+                    .as_ref()
+                    .ok()
+                    .filter(|c| {
+                        super::repo::trailer(
+                            &super::repo::trailers(c.message().unwrap_or_default()),
+                            "Candidate",
+                        )
+                        .is_none()
+                    })
+                    .map(|_| {
+                        "a person's edit, not a proposal (no Candidate: trailer): toolsmith \
+                         validates it as a candidate of origin edit"
+                            .to_owned()
+                    });
                 out.why.push(known.why_not(target).reason);
                 out.unvouched.push(Unvouched {
                     reference,
                     object: target.to_string(),
                     detail,
-                    refused: None,
+                    refused,
                 });
             }
         }

@@ -24,6 +24,7 @@ pub mod approval;
 mod approved_tree;
 pub mod auto;
 mod checkout;
+pub mod edits;
 pub mod feedback;
 #[cfg(test)]
 mod fixture;

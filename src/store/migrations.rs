@@ -259,6 +259,15 @@ const MIGRATIONS: &[&str] = &[
         noticed_at  INTEGER NOT NULL,
         PRIMARY KEY (candidate, channel)
     ) WITHOUT ROWID;",
+    // 14: a requested candidate's spec accepted by a person before generation (`[review]
+    // approve_specs`): who accepted it and when. NULL for every other candidate.
+    "ALTER TABLE candidates ADD COLUMN spec_accepted_by TEXT;
+    ALTER TABLE candidates ADD COLUMN spec_accepted_at INTEGER;",
+    // 15: a person's edit made a candidate (origin `edit`, `toolsmith edit` or a commit by hand
+    // on a review branch): the commit validated (the candidate is of that commit, by its id, not
+    // of a branch that may move) and its author. NULL for every other candidate.
+    "ALTER TABLE candidates ADD COLUMN edit_commit TEXT;
+    ALTER TABLE candidates ADD COLUMN edit_author TEXT;",
 ];
 
 /// The schema version this build writes.

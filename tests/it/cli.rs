@@ -91,9 +91,6 @@ fn config_show_prints_values_and_their_origins() {
     on_event = []  # default
     on_event_kinds = ["candidate.proposed", "tool."]  # default
 
-    [review]
-    notify = false  # default
-
     [health]
     schedule = "0 */4 * * *"  # default
 
@@ -102,6 +99,10 @@ fn config_show_prints_values_and_their_origins() {
 
     [sandbox]
     path = ""  # default
+
+    [review]
+    approve_specs = false  # default
+    notify = false  # default
 
     # no [[source]]: the standard locations of Claude Code, Codex, bash, zsh and fish logs that exist are read
     "#);

@@ -1203,3 +1203,117 @@ async fn every_page_follows_the_daemons_events_through_one_subscription() {
         );
     }
 }
+
+/// With `[review] approve_specs = true`, requested tools wait with their spec: the queue lists
+/// them apart; on a candidate's page Accept runs `toolsmith approve-spec`'s function (the tool
+/// is generated and awaits review) and Reject `toolsmith reject-spec`'s (the reason is kept).
+#[tokio::test(flavor = "current_thread")]
+async fn a_person_accepts_one_spec_and_rejects_another_in_a_real_browser() {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let env = TestEnv::new();
+    let config =
+        env.write_config("[generate]\nbackend = \"template\"\n\n[review]\napprove_specs = true\n");
+    let ask = |what: &str, examples: &[&str]| {
+        let mut cmd = env.cli();
+        cmd.arg("--config")
+            .arg(&config)
+            .args(["--json", "new", what]);
+        for e in examples {
+            cmd.args(["--example", e]);
+        }
+        let out = cmd.timeout(Duration::from_secs(120)).assert().success();
+        let report = json_of(out.get_output());
+        let made = &report["candidates"][0];
+        assert_eq!(made["state"], "spec-awaiting-review", "{report:#}");
+        made["id"].as_str().expect("id").to_owned()
+    };
+    let du = ask(DU, &DU_EXAMPLES);
+    let curl = ask(CURL, &CURL_EXAMPLES);
+    let ui = Ui::start(&env, &config);
+    let driver = start_driver(&chromedriver);
+    let browser = session(&chromium, &driver).await;
+    let outcome = async {
+        use fantoccini::Locator;
+        let wait = Duration::from_secs(120);
+        browser
+            .goto(&format!("{}/?token={}", ui.base(), ui.token))
+            .await?;
+        let specs = browser
+            .find(Locator::Css("table.queue.specs"))
+            .await?
+            .text()
+            .await?;
+        assert!(specs.contains(DU) && specs.contains(CURL), "{specs}");
+        browser
+            .find(Locator::Css(&format!("tr[data-candidate='{du}'] a")))
+            .await?
+            .click()
+            .await?;
+        let page = browser
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css("section.decide"))
+            .await?
+            .text()
+            .await?;
+        assert!(page.contains("Its spec awaits your review"), "{page}");
+        let spec = browser.find(Locator::Css("main")).await?.text().await?;
+        assert!(
+            spec.contains("du -sh"),
+            "the spec's steps are shown: {spec}"
+        );
+        browser
+            .find(Locator::Id("accept-spec-button"))
+            .await?
+            .click()
+            .await?;
+        let said = browser
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css("#outcome.pass"))
+            .await?
+            .text()
+            .await?;
+        // Only the report is `pass` (the note while it generates is not).
+        assert!(said.contains("is awaiting-review"), "{said}");
+
+        browser
+            .goto(&format!("{}/candidate/{curl}", ui.base()))
+            .await?;
+        browser
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css("#reject-spec textarea[name='reason']"))
+            .await?
+            .send_keys("we check the shop by hand")
+            .await?;
+        browser
+            .find(Locator::Id("reject-spec-button"))
+            .await?
+            .click()
+            .await?;
+        let said = browser
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css("#outcome.pass"))
+            .await?
+            .text()
+            .await?;
+        assert!(said.contains("we check the shop by hand"), "{said}");
+        Ok::<(), fantoccini::error::CmdError>(())
+    }
+    .await;
+    let _ = browser.close().await;
+    outcome.expect("the browser session");
+    let accepted = candidate(&env, &config, &du);
+    assert_eq!(accepted["state"], "awaiting-review", "{accepted:#}");
+    assert!(accepted["spec_accepted"]["by"].is_string(), "{accepted:#}");
+    let rejected = candidate(&env, &config, &curl);
+    assert_eq!(rejected["state"], "rejected");
+    assert_eq!(
+        rejected["reason"],
+        "spec rejected at review: we check the shop by hand"
+    );
+}

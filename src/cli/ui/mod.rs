@@ -153,6 +153,8 @@ fn router(ui: Arc<Ui>) -> Router {
         .route("/candidate/{id}", get(candidate_page))
         .route("/candidate/{id}/approve", post(approve))
         .route("/candidate/{id}/reject", post(reject))
+        .route("/candidate/{id}/accept-spec", post(accept_spec))
+        .route("/candidate/{id}/reject-spec", post(reject_spec))
         .route("/tools", get(tools_page))
         .route("/patterns", get(patterns_page))
         .route("/stats", get(stats_page))
@@ -414,6 +416,37 @@ async fn reject(
     let done = tokio::task::spawn_blocking(move || {
         let mut out = Vec::new();
         super::registry::reject(&ui.cli(), &id, &form.reason, &mut out).map(|()| out)
+    })
+    .await;
+    decided(done)
+}
+
+/// Accept on a spec awaiting review: `toolsmith approve-spec`'s function (the generation it
+/// starts runs in the daemon when one runs, as that command's does).
+async fn accept_spec(State(ui): State<Arc<Ui>>, Path(id): Path<String>) -> Response {
+    let done = tokio::task::spawn_blocking(move || {
+        let mut out = Vec::new();
+        let style = super::output::Style::plain();
+        super::generate::approve_spec(&ui.cli(), &id, &mut out, style).map(|()| out)
+    })
+    .await;
+    decided(done)
+}
+
+/// Reject on a spec awaiting review: `toolsmith reject-spec`'s function.
+async fn reject_spec(
+    State(ui): State<Arc<Ui>>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    let form: RejectForm = match form(&body) {
+        Ok(f) => f,
+        Err(why) => return bad_request(why),
+    };
+    let done = tokio::task::spawn_blocking(move || {
+        let mut out = Vec::new();
+        let style = super::output::Style::plain();
+        super::generate::reject_spec(&ui.cli(), &id, &form.reason, &mut out, style).map(|()| out)
     })
     .await;
     decided(done)

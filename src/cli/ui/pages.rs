@@ -119,20 +119,23 @@ pub(super) fn queue(cli: &Cli, csrf: &str) -> Result<String, Failure> {
     let mut body = String::from("<h1>Review queue</h1>");
     let waiting = match read_store(cli) {
         Ok((conn, state_dir)) => {
-            let mut waiting = candidates::in_state(&conn, State::AwaitingReview)?;
-            waiting.sort_by(|a, b| {
+            let newest_first = |a: &Candidate, b: &Candidate| {
                 b.updated_at
                     .cmp(&a.updated_at)
                     .then(b.created_at.cmp(&a.created_at))
-            });
-            Some((waiting, state_dir))
+            };
+            let mut waiting = candidates::in_state(&conn, State::AwaitingReview)?;
+            waiting.sort_by(newest_first);
+            let mut specs = candidates::in_state(&conn, State::SpecAwaitingReview)?;
+            specs.sort_by(newest_first);
+            Some((waiting, specs, state_dir))
         }
         Err(failure) => {
             let _ = write!(body, "<p class=\"empty\">{}</p>", esc(&failure.message));
             None
         }
     };
-    if let Some((waiting, state_dir)) = waiting {
+    if let Some((waiting, specs, state_dir)) = waiting {
         if waiting.is_empty() {
             body.push_str(
                 "<p class=\"empty\">Nothing awaits review: candidates are proposed when they \
@@ -148,6 +151,22 @@ pub(super) fn queue(cli: &Cli, csrf: &str) -> Result<String, Failure> {
                 n = waiting.len()
             );
             for c in &waiting {
+                queue_row(&mut body, c, &state_dir);
+            }
+            body.push_str("</tbody></table>");
+        }
+        if !specs.is_empty() {
+            // Requests whose spec a person accepts before any code is written.
+            let _ = write!(
+                body,
+                "<h2>Specs awaiting review</h2><p class=\"count\" data-specs=\"{n}\">{n} \
+                 requested, waiting for you to accept what they will do before generation.</p>\
+                 <table class=\"queue specs\"><thead><tr><th>Tool</th><th>Origin</th>\
+                 <th>Support</th><th>What it does</th><th>Needs beyond the defaults</th>\
+                 <th>Proposed</th></tr></thead><tbody>",
+                n = specs.len()
+            );
+            for c in &specs {
                 queue_row(&mut body, c, &state_dir);
             }
             body.push_str("</tbody></table>");
@@ -263,6 +282,15 @@ pub(super) fn candidate(cli: &Cli, csrf: &str, id: &str) -> Result<String, Failu
     if let Some(reason) = &c.reason {
         let _ = write!(body, "<p class=\"reason\">{}</p>", esc(reason));
     }
+    if let Some(edit) = &c.edit {
+        let _ = write!(
+            body,
+            "<p class=\"meta edit\">Edited by <b>{}</b> in commit <code>{}</code>: the files \
+             validated are that commit's.</p>",
+            esc(&edit.author),
+            esc(&edit.commit)
+        );
+    }
 
     // What the tool may reach, first and prominent.
     body.push_str("<section class=\"reach\"><h2>What this tool may reach</h2><ul>");
@@ -311,6 +339,9 @@ pub(super) fn candidate(cli: &Cli, csrf: &str, id: &str) -> Result<String, Failu
 
     if c.state == State::AwaitingReview {
         decision_form(&mut body, &c, &needs);
+    }
+    if c.state == State::SpecAwaitingReview {
+        spec_decision_form(&mut body, &c);
     }
 
     if let Some(spec) = &spec {
@@ -412,6 +443,25 @@ fn decision_form(body: &mut String, c: &Candidate, needs: &[Need]) {
          <textarea name=\"reason\" required></textarea></label>\
          <button type=\"submit\" id=\"reject-button\">Reject</button></fieldset></form>\
          <p id=\"outcome\" role=\"status\"></p></section>",
+    );
+}
+
+/// Accept (then its code is generated) and Reject (with a reason) of a requested tool's spec,
+/// before any code is written.
+fn spec_decision_form(body: &mut String, c: &Candidate) {
+    let _ = write!(
+        body,
+        "<section class=\"decide\" data-candidate=\"{}\"><h2>Its spec awaits your review</h2>\
+         <p>Nothing is generated until you accept what it will do (below).</p>\
+         <form id=\"accept-spec\"><fieldset><legend>Accept the spec</legend>\
+         <button type=\"submit\" id=\"accept-spec-button\">Accept and generate</button>\
+         </fieldset></form>\
+         <form id=\"reject-spec\"><fieldset><legend>Reject the spec</legend>\
+         <label>Reason (kept with the candidate): \
+         <textarea name=\"reason\" required></textarea></label>\
+         <button type=\"submit\" id=\"reject-spec-button\">Reject</button></fieldset></form>\
+         <p id=\"outcome\" role=\"status\"></p></section>",
+        esc(&c.id)
     );
 }
 

@@ -38,6 +38,16 @@ impl Generator {
             );
             return self.transition(&c.id, State::Failed, Some(why)).await;
         }
+        if c.origin == super::EDIT {
+            // Its files are its commit's: read again from the commit by the next look at the
+            // edits, not from a copy.
+            let why = format!(
+                "{}; its commit is validated again by the next `toolsmith generate` (the daemon \
+                 does it when it starts)",
+                super::EDIT_INTERRUPTED
+            );
+            return self.transition(&c.id, State::Failed, Some(why)).await;
+        }
         let mut spec = Staging::new(&self.state_dir, &c.id).spec();
         if spec.is_none()
             && let Some(pid) = c.pattern.clone()
@@ -165,6 +175,32 @@ impl Generator {
         spec.sandbox.host_sockets =
             super::super::reach::sockets(&spec, &super::super::reach::current());
         let staging = Staging::new(&self.state_dir, &c.id);
+        if self.approve_specs
+            && c.origin == Origin::Request.as_str()
+            && c.spec_accepted.is_none()
+            && c.state == State::Proposed
+        {
+            // A person asked to see what a requested tool will do before anything is written:
+            // the spec is kept as it would be generated (what it may reach included) and the
+            // candidate waits; accepting it puts it back to `proposed`.
+            if let Err(e) = staging.write_spec(&spec) {
+                return self
+                    .fail(&c.id, format!("its spec could not be saved: {e}"))
+                    .await;
+            }
+            return self
+                .transition(
+                    &c.id,
+                    State::SpecAwaitingReview,
+                    Some(format!(
+                        "its spec awaits a person's review before generation: `toolsmith show \
+                         {id}` shows it; `toolsmith approve-spec {id}` accepts it, `toolsmith \
+                         reject-spec {id} --reason …` rejects it",
+                        id = c.id
+                    )),
+                )
+                .await;
+        }
         // Held until this returns, however it returns: while it is held the candidate is this
         // process's; once the process is gone, whoever runs next resumes it.
         let _claim = match staging.try_claim() {
@@ -370,6 +406,7 @@ impl Generator {
                         })
                         .unwrap_or_default(),
                     auto: true,
+                    edit: None,
                 }
             });
             let mut trailers = pitch.trailers;
@@ -399,9 +436,13 @@ impl Generator {
             };
             let manifest = outcome.manifest.clone();
             let state = self.state_dir.clone();
+            let edit = pitch.edit;
             let proposed = tokio::task::spawn_blocking(move || {
                 let registry = Registry::open_or_init(&dir, &state)?;
-                let review = registry.propose(&proposal)?;
+                let review = match &edit {
+                    Some(edit) => registry.propose_edit(&proposal, edit)?,
+                    None => registry.propose(&proposal)?,
+                };
                 let landed = auto_approve(&registry, &auto, &review, manifest.as_ref())?;
                 Ok::<(Review, Option<Landed>), RegistryError>((review, landed))
             })

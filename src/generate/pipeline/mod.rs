@@ -48,6 +48,7 @@ use crate::events::{Event, EventBus};
 use crate::mine::pattern::{self, PatternStatus};
 use crate::package::manifest::{self, Manifest, Origin};
 use crate::registry::auto::AutoApproval;
+use crate::registry::edits::EditFound;
 use crate::registry::repo::Registry;
 use crate::sandbox::toolchain::{Resolution, UserEnv, resolve};
 use crate::sandbox::{Toolchain, WorkspaceAccess};
@@ -158,6 +159,7 @@ pub fn configured(config: &Config, store: Store) -> Result<Generator, ValidatorE
         .with_user_env(config.user_env())
         .with_shell_definitions(crate::mine::miner::UserShell::from_config(config).definitions);
     generator.auto_approval = auto;
+    generator.approve_specs = config.review.approve_specs.value;
     if llm_wanted {
         let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from);
         match llm_client(&config.llm, credentials.as_deref(), |name| {
@@ -214,10 +216,42 @@ pub enum Job {
         /// The tool.
         tool: String,
     },
+    /// Make candidates of the people's edits on review branches (`toolsmith edit`, or commits
+    /// by hand on `review/<tool>/<version>`) not validated yet (see [`Generator::edits`]).
+    Edits,
+    /// A person accepts the spec of a request awaiting spec review (`toolsmith approve-spec`):
+    /// recorded, then the candidate is generated.
+    AcceptSpec {
+        /// The candidate.
+        id: String,
+    },
+    /// A person rejects the spec of a request awaiting spec review (`toolsmith reject-spec`).
+    RejectSpec {
+        /// The candidate.
+        id: String,
+        /// Why: kept as the candidate's reason.
+        reason: String,
+    },
 }
 
 /// The origin of a candidate made by [`Generator::adopt`].
 pub const ADOPT: &str = "adopt";
+
+/// The origin of a candidate made of a person's edit ([`Generator::edits`]).
+pub const EDIT: &str = "edit";
+
+/// How the reason of an edit's candidate interrupted before it was proposed begins: its commit
+/// is validated again.
+const EDIT_INTERRUPTED: &str = "interrupted before it was proposed";
+
+/// Whether the commit of `c`, a candidate made of an edit, is to be validated again: its
+/// validation was interrupted (every other outcome stands until the branch moves).
+pub fn to_validate_again(c: &Candidate) -> bool {
+    c.state == State::Failed
+        && c.reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with(EDIT_INTERRUPTED))
+}
 
 /// What a proposal's commit says besides its files: why it was made, its trailers, and
 /// whether a policy rule may approve it without a person.
@@ -226,6 +260,8 @@ struct Pitch {
     why: String,
     trailers: Vec<(String, String)>,
     auto: bool,
+    /// The person's edit it proposes (on the edit's own branch), for an `edit` candidate.
+    edit: Option<EditFound>,
 }
 
 /// Why a run could not go on. A candidate that fails is not an error: it ends `failed` with
@@ -353,6 +389,9 @@ pub struct Generator {
     pub auto_approval: AutoApproval,
     /// The health stage's repairs, through which `Job::Heal` runs (none: refused).
     healer: Option<Arc<dyn Healer>>,
+    /// Whether a requested candidate waits with its spec for a person before generation
+    /// (`[review] approve_specs`).
+    pub approve_specs: bool,
     /// Where the user's programs come from: a spec's required programs are resolved here
     /// into the toolchains its manifest binds.
     user_env: UserEnv,
@@ -470,6 +509,7 @@ impl Generator {
             cancel: None,
             auto_approval: AutoApproval::default(),
             healer: None,
+            approve_specs: false,
             user_env: UserEnv::from_process(None),
             definitions: Arc::default(),
         }
@@ -580,7 +620,16 @@ impl Generator {
         self.recover().await?;
         let mut report = Report::default();
         match job {
+            Job::Edits => {
+                report
+                    .candidates
+                    .extend(self.edits().await?.iter().map(CandidateReport::from));
+            }
             Job::Pending => {
+                // People's edits first: a person is waiting for them.
+                report
+                    .candidates
+                    .extend(self.edits().await?.iter().map(CandidateReport::from));
                 let waiting = self
                     .db(|conn| candidates::in_state(conn, State::Proposed))
                     .await?;
@@ -692,8 +741,43 @@ impl Generator {
                 let c = self.adopt(&tool).await?;
                 report.candidates.push(CandidateReport::from(&c));
             }
+            Job::AcceptSpec { id } => {
+                let by = self.reviewer().await;
+                let c = self
+                    .db(move |conn| candidates::accept_spec(conn, &id, &by))
+                    .await?;
+                self.publish(Event::CandidateMoved(c.event_info()));
+                let c = self.resume(c).await?;
+                report.candidates.push(CandidateReport::from(&c));
+            }
+            Job::RejectSpec { id, reason } => {
+                let c = self
+                    .db(move |conn| candidates::reject_spec(conn, &id, &reason))
+                    .await?;
+                self.publish(Event::CandidateMoved(c.event_info()));
+                report.candidates.push(CandidateReport::from(&c));
+            }
         }
         Ok(report)
+    }
+
+    /// Who is deciding, as approvals name the approver (the registry's git identity, else the
+    /// login name).
+    async fn reviewer(&self) -> String {
+        let fallback = || {
+            std::env::var("USER")
+                .or_else(|_| std::env::var("LOGNAME"))
+                .unwrap_or_else(|_| "unknown".into())
+        };
+        let Some(dir) = self.registry_dir.clone() else {
+            return fallback();
+        };
+        let state = self.state_dir.clone();
+        tokio::task::spawn_blocking(move || Registry::open(&dir, &state).map(|r| r.approver()))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_else(fallback)
     }
 
     /// Makes a candidate of `tool`'s files as they are on `main` when they are not an approved
@@ -820,6 +904,194 @@ impl Generator {
                 ("Generator".into(), "human".into()),
             ],
             auto: false,
+            edit: None,
+        };
+        self.accept(&c, &staging, attempt, &outcome, None, Some(pitch))
+            .await
+    }
+
+    /// Makes a candidate of each person's edit waiting on a review branch (a commit made in
+    /// `toolsmith edit`'s worktree, or by hand on `review/<tool>/<version>`) that no candidate
+    /// was made of: its files, read from the commit by its id, are validated in the sandbox as
+    /// they are (origin `edit`, the commit's author kept) and proposed on the edit's branch
+    /// ([`Registry::propose_edit`]: only while the branch is still that commit). A commit is
+    /// validated once; a branch that moves holds a new commit, validated again, and the
+    /// candidate of the commit before is failed as superseded. A policy rule never approves an
+    /// edit: a person does.
+    pub async fn edits(&self) -> Result<Vec<Candidate>, GenerateError> {
+        let Some(dir) = self.registry_dir.clone() else {
+            return Ok(Vec::new());
+        };
+        let state = self.state_dir.clone();
+        let found = tokio::task::spawn_blocking(move || {
+            let registry = Registry::open(&dir, &state)?;
+            registry
+                .edits()?
+                .into_iter()
+                .map(|e| {
+                    let files = registry.edit_files(&e);
+                    Ok((e, files))
+                })
+                .collect::<Result<Vec<_>, crate::registry::repo::RegistryError>>()
+        })
+        .await
+        .map_err(|e| GenerateError::Adopt(format!("reading the edits failed: {e}")))?;
+        let found = match found {
+            Ok(found) => found,
+            Err(e) => {
+                // No registry yet (or one that cannot be read): no edit to make.
+                tracing::debug!("no edits read: {e}");
+                return Ok(Vec::new());
+            }
+        };
+        let mut made = Vec::new();
+        for (edit, files) in found {
+            if self.cancelled() {
+                return Err(GenerateError::Cancelled);
+            }
+            let commit = edit.commit.clone();
+            if self
+                .db(move |conn| candidates::for_edit_commit(conn, &commit))
+                .await?
+                .is_some_and(|c| !to_validate_again(&c))
+            {
+                continue;
+            }
+            made.push(self.make_from_edit(edit, files).await?);
+        }
+        Ok(made)
+    }
+
+    async fn make_from_edit(
+        &self,
+        edit: EditFound,
+        files: Result<BTreeMap<String, String>, crate::registry::repo::RegistryError>,
+    ) -> Result<Candidate, GenerateError> {
+        let tool = edit.name.clone();
+        // The edit before on the same branch, still open, is superseded by this one.
+        let (t, branch) = (tool.clone(), edit.branch.clone());
+        let superseded = format!(
+            "superseded: {} moved to commit {}, which is validated instead",
+            edit.branch,
+            &edit.commit[..12.min(edit.commit.len())]
+        );
+        let before = self
+            .db(move |conn| {
+                let open = candidates::open_for_tool(conn, &t, EDIT)?;
+                Ok(open.filter(|c| {
+                    c.version
+                        .as_deref()
+                        .is_some_and(|v| branch.ends_with(&format!("/{v}")))
+                }))
+            })
+            .await?;
+        if let Some(before) = before
+            && before.state == State::AwaitingReview
+        {
+            self.transition(&before.id, State::Failed, Some(superseded))
+                .await?;
+        }
+        let new = NewCandidate {
+            tool: tool.clone(),
+            origin: EDIT.to_owned(),
+            pattern: None,
+            request: None,
+        };
+        let recorded = candidates::Edit {
+            commit: edit.commit.clone(),
+            author: edit.author.clone(),
+        };
+        let version = edit.version.clone();
+        let c = self
+            .db(move |conn| {
+                let c = candidates::create(conn, &new)?;
+                candidates::set_version(conn, &c.id, &version)?;
+                candidates::set_edit(conn, &c.id, &recorded)?;
+                candidates::get(conn, &c.id)
+            })
+            .await?;
+        self.publish(Event::CandidateProposed {
+            candidate: c.event_info(),
+            origin: EDIT.to_owned(),
+        });
+        let c = self
+            .transition(
+                &c.id,
+                State::Generating,
+                Some(format!(
+                    "{}'s edit, commit {} on {}",
+                    edit.author,
+                    &edit.commit[..12.min(edit.commit.len())],
+                    edit.branch
+                )),
+            )
+            .await?;
+        let fix = format!(
+            "fix it and commit again on {} (`toolsmith show {} --attempts` says what failed)",
+            edit.branch, c.id
+        );
+        let mut files = match files {
+            Ok(files) => files,
+            Err(e) => return self.fail(&c.id, format!("{e}; {fix}")).await,
+        };
+        for name in files.keys() {
+            if let Err(e) = super::staging::check_name(name) {
+                let why = format!("tools/{tool}/{name} cannot be part of a candidate: {e}; {fix}");
+                return self.fail(&c.id, why).await;
+            }
+        }
+        let text = files.get(manifest::FILE_NAME).cloned().unwrap_or_default();
+        let mut manifest = match Manifest::parse(&text, &format!("tools/{tool}/tool.yaml")) {
+            Ok(m) => m,
+            Err(e) => return self.fail(&c.id, format!("{e}; {fix}")).await,
+        };
+        if manifest.name != tool {
+            let why = format!(
+                "tools/{tool}/tool.yaml names the tool `{}`; a tool's directory and name must                  match; {fix}",
+                manifest.name
+            );
+            return self.fail(&c.id, why).await;
+        }
+        let Ok(version) = semver::Version::parse(&edit.version) else {
+            let why = format!("{} does not name a version; {fix}", edit.branch);
+            return self.fail(&c.id, why).await;
+        };
+        // Validation writes its record; the version is the branch's; the rest — the interface,
+        // the runtime, the sandbox — is the person's, validated as it is.
+        manifest.validation = None;
+        manifest.version = version.clone();
+        manifest.provenance.generator = "human".into();
+        files.insert(manifest::FILE_NAME.to_owned(), manifest.to_yaml());
+        let staging = Staging::new(&self.state_dir, &c.id);
+        let (outcome, attempt) = match self.attempt(&c, &staging, files, "human", &version).await {
+            Ok(done) => done,
+            Err(GenerateError::Cancelled) => return Err(GenerateError::Cancelled),
+            Err(e) => return self.fail(&c.id, e.to_string()).await,
+        };
+        if !outcome.passed() {
+            let reason = format!("{}; {fix}", outcome.summary());
+            return self.fail(&c.id, reason).await;
+        }
+        let pitch = Pitch {
+            why: format!(
+                "Edited by {} in commit {} on {} (\"{}\"), validated in the sandbox as it is.",
+                edit.author, edit.commit, edit.branch, edit.subject
+            ),
+            trailers: vec![
+                ("Origin".into(), EDIT.into()),
+                ("Edited-by".into(), edit.author.clone()),
+                ("Edited-in".into(), edit.commit.clone()),
+                (
+                    "Tests".into(),
+                    format!(
+                        "{} passed, {} failed in the sandbox",
+                        outcome.tests.passed, outcome.tests.failed
+                    ),
+                ),
+                ("Generator".into(), "human".into()),
+            ],
+            auto: false,
+            edit: Some(edit),
         };
         self.accept(&c, &staging, attempt, &outcome, None, Some(pitch))
             .await

@@ -20,7 +20,7 @@ function say(text, ok) {
   const outcome = document.getElementById("outcome");
   if (!outcome) return;
   outcome.textContent = text;
-  outcome.className = ok ? "pass" : "fail";
+  outcome.className = ok === null ? "busy" : ok ? "pass" : "fail";
 }
 
 function wireDecisions() {
@@ -35,6 +35,31 @@ function wireDecisions() {
     try {
       const landed = await post(`/candidate/${encodeURIComponent(id)}/approve`, { grants, note });
       say(`approved ${landed.name} ${landed.version} as ${landed.tag} (commit ${String(landed.commit).slice(0, 12)}, approved by ${landed.approved_by})`, true);
+      section.querySelectorAll("button").forEach((b) => (b.disabled = true));
+    } catch (err) {
+      say(err.message, false);
+    }
+  });
+  document.getElementById("accept-spec")?.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    section.querySelectorAll("button").forEach((b) => (b.disabled = true));
+    say("accepted; generating…", null);
+    try {
+      const report = await post(`/candidate/${encodeURIComponent(id)}/accept-spec`, {});
+      const c = (report.candidates || [])[0] || {};
+      say(`spec accepted: ${c.tool || id} ${c.version || ""} is ${c.state || "generated"}`, c.state !== "failed");
+    } catch (err) {
+      say(err.message, false);
+      section.querySelectorAll("button").forEach((b) => (b.disabled = false));
+    }
+  });
+  document.getElementById("reject-spec")?.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const reason = e.target.querySelector('textarea[name="reason"]').value;
+    try {
+      const report = await post(`/candidate/${encodeURIComponent(id)}/reject-spec`, { reason });
+      const c = (report.candidates || [])[0] || {};
+      say(`spec rejected: ${c.reason || reason}`, true);
       section.querySelectorAll("button").forEach((b) => (b.disabled = true));
     } catch (err) {
       say(err.message, false);
