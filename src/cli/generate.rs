@@ -452,6 +452,7 @@ pub(super) fn show(
                     "diagnostics": staging.diagnostics(n),
                     "files": staging.files(n),
                     "reply": staging.reply(n),
+                    "prompt": staging.prompt(n),
                 })
             })
             .collect();

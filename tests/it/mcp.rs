@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 
 /// A workspace whose packages have a Makefile with `build` and `test` targets.
-fn workspace(env: &TestEnv) -> PathBuf {
+pub(crate) fn workspace(env: &TestEnv) -> PathBuf {
     let ws = env.path().join("ws");
     for package in ["core", "cli"] {
         std::fs::create_dir_all(ws.join(package)).expect("mkdir");
@@ -58,7 +58,7 @@ fn approve(env: &TestEnv, candidate: &str) {
 
 /// The client side: counts `notifications/tools/list_changed` on an `initialize` session.
 #[derive(Clone)]
-struct Client {
+pub(crate) struct Client {
     protocol: ProtocolVersion,
     changed: Arc<Notify>,
 }
@@ -86,7 +86,7 @@ async fn connect(
 }
 
 /// [`connect`] with `vars` set in the server's environment.
-async fn connect_with(
+pub(crate) async fn connect_with(
     env: &TestEnv,
     dir: &Path,
     protocol: ProtocolVersion,
@@ -136,7 +136,7 @@ fn names(tools: &[Tool]) -> Vec<String> {
     tools.iter().map(|t| t.name.to_string()).collect()
 }
 
-async fn call(
+pub(crate) async fn call(
     service: &RunningService<RoleClient, Client>,
     name: &str,
     arguments: Value,
@@ -154,7 +154,7 @@ async fn call(
 }
 
 /// All the text of a result.
-fn text(result: &CallToolResult) -> String {
+pub(crate) fn text(result: &CallToolResult) -> String {
     result
         .content
         .iter()
@@ -686,7 +686,7 @@ fn an_agent_asks_for_a_tool_and_calls_it_once_a_person_approved_it() {
 
 /// Asks `toolsmith_request_status` about `id` until its request settles (awaits review, or
 /// ended), as an agent following it would; its last answer.
-async fn settled(service: &RunningService<RoleClient, Client>, id: &str) -> Value {
+pub(crate) async fn settled(service: &RunningService<RoleClient, Client>, id: &str) -> Value {
     let mut last = Value::Null;
     for _ in 0..600 {
         let status = call(service, "toolsmith_request_status", json!({"id": id}))

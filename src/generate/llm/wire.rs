@@ -19,6 +19,29 @@ pub fn endpoint(provider: Provider, base_url: &str) -> String {
     }
 }
 
+/// The URL of the list of models a server offers (`GET`, both APIs), which answers without
+/// spending tokens: what `toolsmith doctor` asks to see that the server answers.
+pub fn models_endpoint(provider: Provider, base_url: &str) -> String {
+    let base = base_url.trim_end_matches('/');
+    match provider {
+        Provider::OpenAi => format!("{base}/models"),
+        Provider::Anthropic => format!("{base}/v1/models"),
+    }
+}
+
+/// The model ids of a models list (`{"data": [{"id": …}, …]}` in both APIs); `None` when the
+/// body is not such a list.
+pub fn model_ids(body: &[u8]) -> Option<Vec<String>> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let ids = v
+        .get("data")?
+        .as_array()?
+        .iter()
+        .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    Some(ids)
+}
+
 /// The JSON body of a request.
 pub fn request_body(
     provider: Provider,

@@ -486,6 +486,7 @@ impl Generator {
             if self.cancelled() {
                 return Err(GenerateError::Cancelled);
             }
+            let asked = std::time::Instant::now();
             let reply = match &self.cancel {
                 Some(cancel) => {
                     let mut cancel = cancel.clone();
@@ -496,6 +497,7 @@ impl Generator {
                 }
                 None => gateway.complete(&c.id, &messages).await,
             };
+            let waited = asked.elapsed().as_secs_f64();
             let completion = match reply {
                 Ok(completion) => completion,
                 Err(e) => {
@@ -515,11 +517,21 @@ impl Generator {
                         .await;
                 }
             };
+            // Every prompt and its answer stay with the attempt they made, with what it cost.
+            let trace = serde_json::json!({
+                "messages": &messages,
+                "model": &completion.model,
+                "input_tokens": completion.input_tokens,
+                "output_tokens": completion.output_tokens,
+                "cached": completion.cached,
+                "seconds": waited,
+            });
             let failures = match contract::parse(&completion.text, &names) {
                 Err(e) => {
                     // Nothing to validate: the attempt keeps the reply and the diagnosis.
                     let n = staging.new_attempt(&BTreeMap::new())?;
                     staging.write_reply(n, &completion.text)?;
+                    staging.write_prompt(n, &trace)?;
                     let diagnostics = Diagnostics {
                         generator: generator.clone(),
                         passed: false,
@@ -549,6 +561,7 @@ impl Generator {
                     let files = with_regression_cases(files, &spec.regression_cases);
                     let (outcome, n) = self.attempt(c, staging, files, &generator, version).await?;
                     staging.write_reply(n, &completion.text)?;
+                    staging.write_prompt(n, &trace)?;
                     if outcome.passed() {
                         return self.accept(c, staging, n, &outcome, None, None).await;
                     }
