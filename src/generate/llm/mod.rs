@@ -265,6 +265,19 @@ pub enum LlmError {
         /// What is wrong with it.
         what: String,
     },
+    /// The reply stopped at the token limit (`max_tokens`): its text is partial, and its tokens
+    /// were spent all the same.
+    #[error(
+        "the reply was cut off at the token limit, after {} tokens ({reason}); llm.max_tokens \
+         sets the limit",
+        partial.output_tokens
+    )]
+    CutOff {
+        /// What came back, with the usage the service reported.
+        partial: Completion,
+        /// The service's stop reason.
+        reason: String,
+    },
     /// The model declined the request.
     #[error("the model declined: {reason}")]
     Refused {

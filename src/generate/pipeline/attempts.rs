@@ -12,6 +12,7 @@ use super::{
 use crate::action::stored::actions_between;
 use crate::events::Event;
 use crate::generate::candidates::{Candidate, State};
+use crate::generate::llm::LlmError;
 use crate::generate::llm::gateway::Gateway;
 use crate::generate::logged::Recorded;
 use crate::generate::prompt::SimilarTool;
@@ -498,8 +499,18 @@ impl Generator {
                 None => gateway.complete(&c.id, &messages).await,
             };
             let waited = asked.elapsed().as_secs_f64();
-            let completion = match reply {
-                Ok(completion) => completion,
+            let (completion, cut_off) = match reply {
+                Ok(completion) => (completion, None),
+                // A cut-off reply is the model's attempt all the same: kept, diagnosed, and
+                // answered with a repair turn that says so.
+                Err(LlmError::CutOff { partial, reason }) => {
+                    let problem = format!(
+                        "the reply was cut off at the token limit after {} tokens ({reason}): \
+                         answer again with shorter files",
+                        partial.output_tokens
+                    );
+                    (partial, Some(problem))
+                }
                 Err(e) => {
                     let has_steps = !spec.steps.is_empty() || spec.trigger_step.is_some();
                     // A repair's steps are the broken ones unless evidence repaired them.
@@ -526,8 +537,14 @@ impl Generator {
                 "cached": completion.cached,
                 "seconds": waited,
             });
-            let failures = match contract::parse(&completion.text, &names) {
-                Err(e) => {
+            // Err: what the reason says, and the check's detail.
+            let parsed = match cut_off {
+                Some(problem) => Err((problem.clone(), problem)),
+                None => contract::parse(&completion.text, &names)
+                    .map_err(|e| (e.to_string(), e.problem)),
+            };
+            let failures = match parsed {
+                Err((summary, problem)) => {
                     // Nothing to validate: the attempt keeps the reply and the diagnosis.
                     let n = staging.new_attempt(&BTreeMap::new())?;
                     staging.write_reply(n, &completion.text)?;
@@ -539,7 +556,7 @@ impl Generator {
                             layer: CheckLayer::Contract,
                             name: "output contract".into(),
                             passed: false,
-                            details: vec![e.problem.clone()],
+                            details: vec![problem],
                         }],
                         finished: jiff::Timestamp::now().to_string(),
                     };
@@ -547,7 +564,7 @@ impl Generator {
                     let (id, g, v) = (c.id.clone(), generator.clone(), version.to_string());
                     self.db(move |conn| candidates::record_attempt(conn, &id, n, &g, &v))
                         .await?;
-                    last = format!("attempt {n}: {e}");
+                    last = format!("attempt {n}: {summary}");
                     diagnostics.failures()
                 }
                 Ok(mut files) => {
