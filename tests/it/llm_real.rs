@@ -237,22 +237,30 @@ fn a_model_backed_request_is_validated_repaired_within_max_attempts_and_traced()
 }
 
 /// A paused server (SIGSTOP) does not answer: the request times out after `llm.timeout_s`, and
-/// a request with examples is written from templates instead, the reason naming the timeout.
-/// Once resumed, the server answers again.
+/// a mined pattern is written from templates instead, the reason naming the timeout. Once
+/// resumed, the server answers again.
 #[test]
-fn a_paused_server_times_out_and_a_request_with_examples_falls_back_to_templates() {
+fn a_paused_server_times_out_and_a_pattern_falls_back_to_templates() {
+    use crate::generate::{build_test_pattern, mine};
     let Some(peer) = peer() else { return };
     let server = LlamaServer::start(&peer);
     let env = TestEnv::new();
+    let pattern = build_test_pattern(&mine(&env))["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
     let config = llm_config(&env, &server, 2, "timeout_s = 1\nmax_retries = 0\n");
     server.pause();
-    let made = new(
-        &env,
-        &config,
-        "build one package",
-        &["make build -C core", "make build -C cli"],
-    );
+    let out = env
+        .cli()
+        .arg("--config")
+        .arg(&config)
+        .args(["--json", "generate", "--pattern", &pattern])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .expect("toolsmith generate runs");
     server.resume();
+    let made = json_of(&out)["candidates"][0].clone();
     assert_eq!(made["state"], "awaiting-review", "{made:#}");
     assert_eq!(made["generator"], "template/sh@1", "{made:#}");
     let reason = made["reason"].as_str().unwrap_or_default();
