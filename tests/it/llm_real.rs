@@ -180,6 +180,11 @@ fn a_model_backed_request_is_validated_repaired_within_max_attempts_and_traced()
                 .flatten()
                 .find(|c| c["passed"] == false)
                 .expect("the earlier attempt failed a check");
+            let name = failed["name"].as_str().unwrap_or_default();
+            assert!(
+                repair.contains(name),
+                "{name:?} missing from the repair turn: {repair}"
+            );
             for detail in failed["details"].as_array().into_iter().flatten() {
                 let line = detail
                     .as_str()
