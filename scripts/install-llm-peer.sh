@@ -76,10 +76,13 @@ fi
 "$cmake" -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
   -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
-  -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON >"$work/cmake-configure.log"
+  -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON >"$work/cmake-configure.log" 2>&1 || {
+  tail -40 "$work/cmake-configure.log" >&2
+  exit 1
+}
 # The machine's cores are shared: build at low priority.
 nice -n 10 "$cmake" --build "$work/build" --target llama-server -j "$(nproc)" \
-  >"$work/cmake-build.log" || {
+  >"$work/cmake-build.log" 2>&1 || {
   tail -40 "$work/cmake-build.log" >&2
   exit 1
 }

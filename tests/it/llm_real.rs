@@ -82,17 +82,15 @@ fn usage(env: &TestEnv, candidate: &str) -> toolsmith::generate::llm::gateway::U
 fn settings(server: &LlamaServer) -> LlmSettings {
     let mut s = LlmSettings::new(Provider::OpenAi, MODEL);
     s.base_url = server.base_url();
-    s.max_tokens = 32;
+    s.max_tokens = 48;
     s.timeout = Duration::from_secs(120);
     s.max_retries = 0;
     s
 }
 
+/// A prompt this model answers briefly and whole ("Hello! How can I help you today?").
 fn short_prompt() -> Vec<Message> {
-    vec![
-        Message::system("You answer in one short sentence."),
-        Message::user("What is a shell script?"),
-    ]
+    vec![Message::user("Hi")]
 }
 
 /// A request without examples goes to the model; every attempt keeps the prompt it was made
@@ -232,8 +230,9 @@ fn a_model_backed_request_is_validated_repaired_within_max_attempts_and_traced()
         .expect("runtime");
     let again =
         runtime.block_on(async { LlmClient::new(s).expect("client").complete(&messages).await });
+    // A model this small usually talks until the limit: a cut-off reply carries its usage too.
     match again {
-        Ok(c) => assert_eq!(
+        Ok(c) | Err(LlmError::CutOff { partial: c, .. }) => assert_eq!(
             c.input_tokens,
             first["input_tokens"].as_u64().unwrap_or_default()
         ),
@@ -406,7 +405,7 @@ async fn the_cache_answers_a_repeated_prompt_without_a_call() {
     );
     // A different prompt does need the (dead) server.
     let mut other = short_prompt();
-    other.push(Message::user("And a Python script?"));
+    other.push(Message::user("What is 2+2?"));
     let err = gateway
         .complete("c-3", &other)
         .await
