@@ -686,7 +686,7 @@ fn an_agent_asks_for_a_tool_and_calls_it_once_a_person_approved_it() {
 
 /// Asks `toolsmith_request_status` about `id` until its request settles (awaits review, or
 /// ended), as an agent following it would; its last answer.
-pub(crate) async fn settled(service: &RunningService<RoleClient, Client>, id: &str) -> Value {
+async fn settled(service: &RunningService<RoleClient, Client>, id: &str) -> Value {
     let mut last = Value::Null;
     for _ in 0..600 {
         let status = call(service, "toolsmith_request_status", json!({"id": id}))

@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
@@ -20,15 +20,21 @@ pub const MODEL: &str = "smollm2-135m-instruct";
 /// How long the server may take to load the model and listen.
 const STARTUP: Duration = Duration::from_secs(120);
 
-/// The installed server binary and model.
-#[derive(Debug, Clone)]
+/// One test at a time runs a model server: two cores cannot serve two (llama.cpp's threads
+/// spin, and an attempt that takes seconds alone takes minutes beside another).
+static TURN: Mutex<()> = Mutex::new(());
+
+/// The installed server binary and model, and this test's turn to run them (held while the
+/// value lives).
+#[derive(Debug)]
 pub struct Peer {
     pub server: PathBuf,
     pub model: PathBuf,
+    _turn: MutexGuard<'static, ()>,
 }
 
-/// The installed peer, or `None` with a message saying how to install it; under `CI=true` its
-/// absence fails the test.
+/// The installed peer, once no other test runs it, or `None` with a message saying how to
+/// install it; under `CI=true` its absence fails the test.
 pub fn peer() -> Option<Peer> {
     let root = std::env::var_os("TOOLSMITH_LLM_PEER_DIR")
         .map(PathBuf::from)
@@ -37,12 +43,15 @@ pub fn peer() -> Option<Peer> {
         })
         .unwrap_or_else(|| PathBuf::from("/nonexistent"));
     let dir = root.join("current");
-    let peer = Peer {
-        server: dir.join("llama-server"),
-        model: dir.join("model.gguf"),
-    };
-    if peer.server.is_file() && peer.model.is_file() {
-        return Some(peer);
+    let (server, model) = (dir.join("llama-server"), dir.join("model.gguf"));
+    if server.is_file() && model.is_file() {
+        // A test that failed while holding its turn leaves it to the next all the same.
+        let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        return Some(Peer {
+            server,
+            model,
+            _turn: turn,
+        });
     }
     let message = format!(
         "the model peer is not installed in {} (run scripts/install-llm-peer.sh)",
