@@ -348,6 +348,9 @@ pub struct LlmConfig {
     pub timeout_s: Setting<u32>,
     /// Retries of a request that failed in a way worth retrying.
     pub max_retries: Setting<u32>,
+    /// The longest reply asked for, in tokens (`max_tokens` on the wire): a small local model
+    /// needs a small one to answer in time.
+    pub max_tokens: Setting<u32>,
     /// Tokens the model may spend a day (0: no limit).
     pub daily_token_budget: Setting<u32>,
 }
@@ -554,6 +557,7 @@ impl Config {
             ),
             int("llm.timeout_s", &self.llm.timeout_s),
             int("llm.max_retries", &self.llm.max_retries),
+            int("llm.max_tokens", &self.llm.max_tokens),
             int("llm.daily_token_budget", &self.llm.daily_token_budget),
             int("mcp.description_budget", &self.mcp.description_budget),
             int("mcp.requests_per_hour", &self.mcp.requests_per_hour),
@@ -847,6 +851,7 @@ struct RawLlm {
     api_key_env: Option<Spanned<String>>,
     timeout_s: Option<Spanned<u32>>,
     max_retries: Option<Spanned<u32>>,
+    max_tokens: Option<Spanned<u32>>,
     daily_token_budget: Option<Spanned<u32>>,
 }
 
@@ -1217,6 +1222,7 @@ fn check_llm(l: &RawLlm, path: &Path, text: &str) -> Result<(), ConfigError> {
         &[
             (&l.timeout_s, "llm.timeout_s", 1, 3600),
             (&l.max_retries, "llm.max_retries", 0, 10),
+            (&l.max_tokens, "llm.max_tokens", 16, 1_000_000),
             (&l.daily_token_budget, "llm.daily_token_budget", 0, u32::MAX),
         ],
     )?;
@@ -1527,6 +1533,7 @@ fn resolve(
         model: pick(&l.model, String::new(), &from_file),
         timeout_s: pick(&l.timeout_s, 120, &from_file),
         max_retries: pick(&l.max_retries, 4, &from_file),
+        max_tokens: pick(&l.max_tokens, 8192, &from_file),
         daily_token_budget: pick(&l.daily_token_budget, 2_000_000, &from_file),
     };
     let mcp = McpSettings {
@@ -1802,6 +1809,9 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# toolsmith configuration. Every key is
 # Seconds one request may take, and retries of timeouts, 429s and 5xx (with backoff).
 # timeout_s = 120
 # max_retries = 4
+
+# The longest reply asked for, in tokens. A reply cut off at it is not used.
+# max_tokens = 8192
 
 # Tokens the model may spend a day (0: no limit).
 # daily_token_budget = 2000000

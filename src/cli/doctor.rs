@@ -138,6 +138,13 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
             detail: "unknown: the configuration does not load".into(),
         },
     };
+    let model_check = match &config {
+        Ok(c) => model_layer(c),
+        Err(_) => Layer {
+            available: false,
+            detail: "unknown: the configuration does not load".into(),
+        },
+    };
     let grants = network_grants(config.as_ref().ok());
     if cli.global.json {
         return super::output::json(
@@ -152,6 +159,7 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
                 "config": config_check,
                 "daemon": daemon_check,
                 "registry": registry_check,
+                "model": model_check,
                 "toolchains": toolchains(&user, &policy),
             }),
         );
@@ -182,6 +190,7 @@ pub(super) fn run(cli: &Cli, out: &mut impl Write, style: Style) -> Result<(), F
                 ("config", &config_check),
                 ("daemon", &daemon_check),
                 ("registry", &registry_check),
+                ("model", &model_check),
             ],
         ),
     ];
@@ -298,6 +307,86 @@ fn network_grants(config: Option<&crate::config::Config>) -> NetworkGrants {
             .collect(),
         policy: policy.file,
         indexes,
+    }
+}
+
+/// Longest `doctor` waits for the model server: a check, not a generation.
+const MODEL_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The model generation uses (`generate.backend = "llm"`): its endpoint, and whether the server
+/// answers — asked for its list of models, which costs no tokens.
+fn model_layer(config: &crate::config::Config) -> Layer {
+    let backend = &config.generate.backend.value;
+    if backend != "llm" {
+        return Layer {
+            available: true,
+            detail: format!(
+                "none: generate.backend is \"{backend}\" ({}); set it to \"llm\" with an [llm] \
+                 table to have a model write tools",
+                config.generate.backend.origin
+            ),
+        };
+    }
+    let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(std::path::PathBuf::from);
+    let client = crate::generate::pipeline::llm_client(&config.llm, credentials.as_deref(), |n| {
+        std::env::var(n).ok()
+    })
+    .and_then(|client| {
+        let mut settings = client.settings().clone();
+        settings.timeout = settings.timeout.min(MODEL_PROBE_TIMEOUT);
+        crate::generate::llm::LlmClient::new(settings).map_err(|e| e.to_string())
+    });
+    let client = match client {
+        Ok(client) => client,
+        Err(problem) => {
+            return Layer {
+                available: false,
+                detail: problem,
+            };
+        }
+    };
+    let model = client.settings().model.clone();
+    let place = format!(
+        "{} model `{model}` at {}",
+        client.settings().provider.as_str(),
+        client.endpoint()
+    );
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            return Layer {
+                available: false,
+                detail: format!("{place}: cannot start the runtime to ask it: {e}"),
+            };
+        }
+    };
+    match runtime.block_on(client.list_models()) {
+        Ok(ids) if ids.contains(&model) => Layer {
+            available: true,
+            detail: format!("{place}: answers, and lists the model"),
+        },
+        Ok(ids) => Layer {
+            available: true,
+            detail: format!(
+                "{place}: answers, but lists {} rather than `{model}` (check llm.model)",
+                if ids.is_empty() {
+                    "no model".to_owned()
+                } else {
+                    ids.iter()
+                        .take(5)
+                        .map(|id| format!("`{id}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ),
+        },
+        Err(e) => Layer {
+            available: false,
+            detail: format!("{place}: does not answer: {e}"),
+        },
     }
 }
 

@@ -488,6 +488,7 @@ pub(super) fn show(
                     "diagnostics": staging.diagnostics(n),
                     "files": staging.files(n),
                     "reply": staging.reply(n),
+                    "prompt": staging.prompt(n),
                 })
             })
             .collect();

@@ -27,6 +27,11 @@ pub const SPEC_FILE: &str = "spec.json";
 /// A model's raw reply, beside an attempt's files.
 pub const REPLY_FILE: &str = "reply.txt";
 
+/// What a model was sent for an attempt (every message of the conversation) and what the answer
+/// cost (tokens as the server counted them, whether the cache answered, seconds waited): the
+/// attempt's trace, beside [`REPLY_FILE`].
+pub const PROMPT_FILE: &str = "prompt.json";
+
 /// The file whose lock a process holds while it works on the candidate (see [`Claim`]).
 pub const OWNER_FILE: &str = "owner.lock";
 
@@ -284,6 +289,19 @@ impl Staging {
     pub fn write_reply(&self, n: u32, reply: &str) -> Result<(), StagingError> {
         let path = self.attempt_dir(n).join(REPLY_FILE);
         replace(&path, reply)
+    }
+
+    /// Keeps the trace of the model call that made attempt `n` ([`PROMPT_FILE`]).
+    pub fn write_prompt(&self, n: u32, trace: &serde_json::Value) -> Result<(), StagingError> {
+        let path = self.attempt_dir(n).join(PROMPT_FILE);
+        let text = serde_json::to_string_pretty(trace).unwrap_or_else(|_| trace.to_string());
+        replace(&path, &text)
+    }
+
+    /// Attempt `n`'s model call trace, if a model made it.
+    pub fn prompt(&self, n: u32) -> Option<serde_json::Value> {
+        let text = std::fs::read_to_string(self.attempt_dir(n).join(PROMPT_FILE)).ok()?;
+        serde_json::from_str(&text).ok()
     }
 
     /// Attempt `n`'s model reply, if it had one.

@@ -81,6 +81,7 @@ fn config_show_prints_values_and_their_origins() {
     api_key_env = "OPENAI_API_KEY"  # default
     timeout_s = 120  # default
     max_retries = 4  # default
+    max_tokens = 8192  # default
     daily_token_budget = 2000000  # default
 
     [mcp]

@@ -95,7 +95,7 @@ fn show(env: &TestEnv, id: &str) -> Value {
     json_of(out.get_output())
 }
 
-fn mine(env: &TestEnv) -> Vec<Value> {
+pub(crate) fn mine(env: &TestEnv) -> Vec<Value> {
     let log = habit_log(env.path());
     env.cli()
         .args(["ingest", "--format", "native"])
@@ -114,7 +114,7 @@ fn mine(env: &TestEnv) -> Vec<Value> {
         .expect("patterns")
 }
 
-fn build_test_pattern(patterns: &[Value]) -> Value {
+pub(crate) fn build_test_pattern(patterns: &[Value]) -> Value {
     patterns
         .iter()
         .find(|p| {

@@ -1,6 +1,8 @@
 //! The model clients against a local server speaking the real OpenAI and Anthropic wire
 //! formats: good replies, retries with backoff and `Retry-After`, timeouts, malformed replies,
-//! the circuit breaker, the response cache and the daily token budget.
+//! the circuit breaker, the response cache and the daily token budget. The only tests of the
+//! Anthropic wire format: no real server for it is reachable here (the OpenAI-compatible path is
+//! also tested against a real llama.cpp server, in `llm_real.rs`).
 
 use crate::common;
 
@@ -264,5 +266,100 @@ async fn the_gateway_caches_replies_and_keeps_to_the_budget() {
     assert_eq!(
         (usage.calls, usage.cached_calls, usage.input_tokens),
         (0, 1, 0)
+    );
+}
+
+/// A reply cut off at the token limit is not used, but its tokens were spent: the gateway counts
+/// them against the budget and does not cache it, so the same prompt asks again.
+#[tokio::test]
+async fn a_cut_off_reply_counts_against_the_budget_and_is_not_cached() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(&dir.path().join("state.db")).expect("store");
+    let cut = serde_json::json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "````file run.sh\necho"},
+                     "finish_reason": "length"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}
+    });
+    let server = LlmServer::start(vec![Reply::ok(cut.to_string()), Reply::openai("whole")]);
+    let client = Arc::new(LlmClient::new(settings(Provider::OpenAi, &server)).expect("client"));
+    let gateway = Gateway::new(client, store.clone(), 0);
+    match gateway.complete("c-1", &conversation()).await {
+        Err(LlmError::CutOff { partial, .. }) => assert_eq!(partial.text, "````file run.sh\necho"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(gateway.used_today().await.expect("used"), 150);
+    let again = gateway
+        .complete("c-1", &conversation())
+        .await
+        .expect("asked again");
+    assert_eq!((again.text.as_str(), again.cached), ("whole", false));
+    assert_eq!(server.received().len(), 2);
+    let usage = store
+        .call(|conn| usage_of(conn, "c-1"))
+        .await
+        .expect("usage");
+    assert_eq!(
+        (usage.calls, usage.input_tokens, usage.output_tokens),
+        (2, 200, 100)
+    );
+}
+
+/// A cut-off reply is the model's attempt all the same: kept with its trace, diagnosed, and
+/// answered with a repair turn asking for shorter files; the whole reply that follows is used.
+#[test]
+fn a_cut_off_reply_is_an_attempt_the_model_is_asked_to_shorten() {
+    use crate::generate::{GOOD_SCRIPT, greeting_reply};
+    let env = common::TestEnv::new();
+    let cut = serde_json::json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "````file run.sh\necho"},
+                     "finish_reason": "length"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}
+    });
+    let server = LlmServer::start(vec![
+        Reply::ok(cut.to_string()),
+        Reply::openai(&greeting_reply(GOOD_SCRIPT)),
+    ]);
+    let config = env.write_config(&format!(
+        "[generate]\nbackend = \"llm\"\nmax_attempts = 2\n\n\
+         [llm]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"test-model\"\n\
+         api_key_env = \"TOOLSMITH_TEST_KEY\"\nmax_tokens = 50\nmax_retries = 0\n",
+        server.url
+    ));
+    let out = env
+        .cli()
+        .arg("--config")
+        .arg(&config)
+        .args(["--json", "new", "print a greeting"])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    let made = common::json_of(out.get_output())["candidates"][0].clone();
+    assert_eq!(made["state"], "awaiting-review", "{made:#}");
+    assert_eq!(made["attempts"], 2, "{made:#}");
+    let seen = server.received();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].body["max_tokens"], 50);
+    let repair = &seen[1].body["messages"];
+    assert_eq!(repair[2]["content"], "````file run.sh\necho", "{repair:#}");
+    assert!(
+        repair[3]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("cut off at the token limit after 50 tokens")),
+        "{repair:#}"
+    );
+    let shown = common::json_of(
+        env.cli()
+            .args(["--json", "show", made["id"].as_str().expect("id")])
+            .assert()
+            .success()
+            .get_output(),
+    );
+    let first = &shown["attempts"][0];
+    assert_eq!(first["reply"], "````file run.sh\necho");
+    assert_eq!(first["prompt"]["output_tokens"], 50, "{first:#}");
+    assert_eq!(first["diagnostics"]["passed"], false);
+    assert_eq!(
+        shown["attempts"][1]["prompt"]["messages"], *repair,
+        "the trace holds what was sent"
     );
 }

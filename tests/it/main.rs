@@ -33,6 +33,7 @@ mod install;
 mod keep_rate;
 mod lines;
 mod llm;
+mod llm_real;
 mod mcp;
 mod mine;
 mod needs;

@@ -86,7 +86,7 @@ pub(crate) async fn connect(
 }
 
 /// [`connect`] with `vars` set in the server's environment.
-async fn connect_with(
+pub(crate) async fn connect_with(
     env: &TestEnv,
     dir: &Path,
     protocol: ProtocolVersion,

@@ -119,7 +119,15 @@ impl Gateway {
                 });
             }
         }
-        let completion = self.client.complete(messages).await?;
+        let completion = match self.client.complete(messages).await {
+            Ok(completion) => completion,
+            Err(LlmError::CutOff { partial, reason }) => {
+                // Spent though unusable: counted against the budget, never cached.
+                self.record(candidate, &partial).await?;
+                return Err(LlmError::CutOff { partial, reason });
+            }
+            Err(e) => return Err(e),
+        };
         let (text, model) = (completion.text.clone(), completion.model.clone());
         let (input, output) = (completion.input_tokens, completion.output_tokens);
         self.store

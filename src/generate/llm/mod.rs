@@ -265,6 +265,19 @@ pub enum LlmError {
         /// What is wrong with it.
         what: String,
     },
+    /// The reply stopped at the token limit (`max_tokens`): its text is partial, and its tokens
+    /// were spent all the same.
+    #[error(
+        "the reply was cut off at the token limit, after {} tokens ({reason}); llm.max_tokens \
+         sets the limit",
+        partial.output_tokens
+    )]
+    CutOff {
+        /// What came back, with the usage the service reported.
+        partial: Completion,
+        /// The service's stop reason.
+        reason: String,
+    },
     /// The model declined the request.
     #[error("the model declined: {reason}")]
     Refused {
@@ -429,6 +442,48 @@ impl LlmClient {
         result
     }
 
+    /// The chat endpoint requests go to.
+    pub fn endpoint(&self) -> &str {
+        &self.url
+    }
+
+    /// Asks the server for its list of models, once (no retry, no breaker: a check, not a
+    /// generation), and returns the ids it lists; it costs no tokens. An error says what failed
+    /// as a generation would.
+    pub async fn list_models(&self) -> Result<Vec<String>, LlmError> {
+        let s = &self.settings;
+        let url = wire::models_endpoint(s.provider, &s.base_url);
+        let mut request = self.http.get(&url);
+        match (s.provider, &s.api_key) {
+            (Provider::OpenAi, Some(key)) => request = request.bearer_auth(key.expose()),
+            (Provider::Anthropic, key) => {
+                request = request.header("anthropic-version", wire::ANTHROPIC_VERSION);
+                if let Some(key) = key {
+                    request = request.header("x-api-key", key.expose());
+                }
+            }
+            (Provider::OpenAi, None) => {}
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| self.transport_error(&url, &e))?;
+        let status = response.status();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| self.transport_error(&url, &e))?;
+        if !status.is_success() {
+            return Err(LlmError::Http {
+                status: status.as_u16(),
+                message: wire::error_message(&bytes),
+            });
+        }
+        wire::model_ids(&bytes).ok_or_else(|| LlmError::Malformed {
+            what: format!("{url} did not answer with a list of models"),
+        })
+    }
+
     /// One HTTP exchange, with the server's `Retry-After` when it gave one.
     async fn attempt(
         &self,
@@ -462,7 +517,7 @@ impl LlmClient {
         }
         let response = match request.send().await {
             Ok(r) => r,
-            Err(e) => return (Err(self.transport_error(&e)), None),
+            Err(e) => return (Err(self.transport_error(&self.url, &e)), None),
         };
         let status = response.status();
         let retry_after = response
@@ -472,7 +527,7 @@ impl LlmClient {
             .and_then(|v| retry::retry_after(v, jiff::Timestamp::now().as_second()));
         let bytes = match response.bytes().await {
             Ok(b) => b,
-            Err(e) => return (Err(self.transport_error(&e)), None),
+            Err(e) => return (Err(self.transport_error(&self.url, &e)), None),
         };
         if !status.is_success() {
             let err = LlmError::Http {
@@ -484,10 +539,10 @@ impl LlmClient {
         (wire::parse_response(s.provider, &s.model, &bytes), None)
     }
 
-    fn transport_error(&self, e: &reqwest::Error) -> LlmError {
+    fn transport_error(&self, url: &str, e: &reqwest::Error) -> LlmError {
         if e.is_timeout() {
             LlmError::Timeout {
-                url: self.url.clone(),
+                url: url.to_owned(),
                 after: self.settings.timeout,
             }
         } else {
@@ -499,7 +554,7 @@ impl LlmClient {
                 source = inner.source();
             }
             LlmError::Transport {
-                url: self.url.clone(),
+                url: url.to_owned(),
                 detail,
             }
         }

@@ -19,6 +19,29 @@ pub fn endpoint(provider: Provider, base_url: &str) -> String {
     }
 }
 
+/// The URL of the list of models a server offers (`GET`, both APIs), which answers without
+/// spending tokens: what `toolsmith doctor` asks to see that the server answers.
+pub fn models_endpoint(provider: Provider, base_url: &str) -> String {
+    let base = base_url.trim_end_matches('/');
+    match provider {
+        Provider::OpenAi => format!("{base}/models"),
+        Provider::Anthropic => format!("{base}/v1/models"),
+    }
+}
+
+/// The model ids of a models list (`{"data": [{"id": …}, …]}` in both APIs); `None` when the
+/// body is not such a list.
+pub fn model_ids(body: &[u8]) -> Option<Vec<String>> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let ids = v
+        .get("data")?
+        .as_array()?
+        .iter()
+        .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    Some(ids)
+}
+
 /// The JSON body of a request.
 pub fn request_body(
     provider: Provider,
@@ -155,35 +178,32 @@ pub fn parse_response(
                 return Err(LlmError::Refused { reason: refusal });
             }
             let text = choice.message.content.unwrap_or_default();
-            if choice.finish_reason.as_deref() == Some("length") {
-                return Err(malformed(
-                    "the reply was cut off at the token limit (finish_reason: length)".into(),
-                ));
-            }
-            if text.trim().is_empty() {
-                return Err(malformed("the reply is empty".into()));
-            }
             let usage = r.usage.unwrap_or(OpenAiUsage {
                 prompt_tokens: 0,
                 completion_tokens: 0,
             });
-            Ok(Completion {
+            let completion = Completion {
                 text,
                 input_tokens: usage.prompt_tokens,
                 output_tokens: usage.completion_tokens,
                 model: r.model.unwrap_or_else(|| model.to_owned()),
                 cached: false,
-            })
+            };
+            if choice.finish_reason.as_deref() == Some("length") {
+                return Err(LlmError::CutOff {
+                    partial: completion,
+                    reason: "finish_reason: length".into(),
+                });
+            }
+            if completion.text.trim().is_empty() {
+                return Err(malformed("the reply is empty".into()));
+            }
+            Ok(completion)
         }
         Provider::Anthropic => {
             let r: AnthropicResponse = serde_json::from_slice(body).map_err(|e| {
                 malformed(format!("not an Anthropic message ({e}): {}", excerpt(body)))
             })?;
-            if r.stop_reason.as_deref() == Some("max_tokens") {
-                return Err(malformed(
-                    "the reply was cut off at the token limit (stop_reason: max_tokens)".into(),
-                ));
-            }
             if r.stop_reason.as_deref() == Some("refusal") {
                 return Err(LlmError::Refused {
                     reason: "the model declined (stop_reason: refusal)".into(),
@@ -196,20 +216,27 @@ pub fn parse_response(
                 .filter_map(|b| b.text.as_deref())
                 .collect::<Vec<_>>()
                 .join("");
-            if text.trim().is_empty() {
-                return Err(malformed("the reply has no text".into()));
-            }
             let usage = r.usage.unwrap_or(AnthropicUsage {
                 input_tokens: 0,
                 output_tokens: 0,
             });
-            Ok(Completion {
+            let completion = Completion {
                 text,
                 input_tokens: usage.input_tokens,
                 output_tokens: usage.output_tokens,
                 model: r.model.unwrap_or_else(|| model.to_owned()),
                 cached: false,
-            })
+            };
+            if r.stop_reason.as_deref() == Some("max_tokens") {
+                return Err(LlmError::CutOff {
+                    partial: completion,
+                    reason: "stop_reason: max_tokens".into(),
+                });
+            }
+            if completion.text.trim().is_empty() {
+                return Err(malformed("the reply has no text".into()));
+            }
+            Ok(completion)
         }
     }
 }
@@ -355,6 +382,20 @@ mod tests {
         for (provider, body, expect) in cases {
             let err = parse_response(provider, "m", body).expect_err("refused");
             assert!(err.to_string().contains(expect), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_cut_off_reply_keeps_its_text_and_the_tokens_it_cost() {
+        let body = br#"{"choices":[{"message":{"content":"````file run.sh\necho"},
+            "finish_reason":"length"}],"usage":{"prompt_tokens":700,"completion_tokens":64}}"#;
+        match parse_response(Provider::OpenAi, "m", body) {
+            Err(LlmError::CutOff { partial, reason }) => {
+                assert_eq!(partial.text, "````file run.sh\necho");
+                assert_eq!((partial.input_tokens, partial.output_tokens), (700, 64));
+                assert_eq!(reason, "finish_reason: length");
+            }
+            other => panic!("{other:?}"),
         }
     }
 

@@ -12,6 +12,7 @@ use super::{
 use crate::action::stored::actions_between;
 use crate::events::Event;
 use crate::generate::candidates::{Candidate, State};
+use crate::generate::llm::LlmError;
 use crate::generate::llm::gateway::Gateway;
 use crate::generate::logged::Recorded;
 use crate::generate::prompt::SimilarTool;
@@ -527,6 +528,7 @@ impl Generator {
             if self.cancelled() {
                 return Err(GenerateError::Cancelled);
             }
+            let asked = std::time::Instant::now();
             let reply = match &self.cancel {
                 Some(cancel) => {
                     let mut cancel = cancel.clone();
@@ -537,8 +539,19 @@ impl Generator {
                 }
                 None => gateway.complete(&c.id, &messages).await,
             };
-            let completion = match reply {
-                Ok(completion) => completion,
+            let waited = asked.elapsed().as_secs_f64();
+            let (completion, cut_off) = match reply {
+                Ok(completion) => (completion, None),
+                // A cut-off reply is the model's attempt all the same: kept, diagnosed, and
+                // answered with a repair turn that says so.
+                Err(LlmError::CutOff { partial, reason }) => {
+                    let problem = format!(
+                        "the reply was cut off at the token limit after {} tokens ({reason}): \
+                         answer again with shorter files",
+                        partial.output_tokens
+                    );
+                    (partial, Some(problem))
+                }
                 Err(e) => {
                     let has_steps = !spec.steps.is_empty() || spec.trigger_step.is_some();
                     // A repair's steps are the broken ones unless evidence repaired them.
@@ -556,11 +569,27 @@ impl Generator {
                         .await;
                 }
             };
-            let failures = match contract::parse(&completion.text, &names) {
-                Err(e) => {
+            // Every prompt and its answer stay with the attempt they made, with what it cost.
+            let trace = serde_json::json!({
+                "messages": &messages,
+                "model": &completion.model,
+                "input_tokens": completion.input_tokens,
+                "output_tokens": completion.output_tokens,
+                "cached": completion.cached,
+                "seconds": waited,
+            });
+            // Err: what the reason says, and the check's detail.
+            let parsed = match cut_off {
+                Some(problem) => Err((problem.clone(), problem)),
+                None => contract::parse(&completion.text, &names)
+                    .map_err(|e| (e.to_string(), e.problem)),
+            };
+            let failures = match parsed {
+                Err((summary, problem)) => {
                     // Nothing to validate: the attempt keeps the reply and the diagnosis.
                     let n = staging.new_attempt(&BTreeMap::new())?;
                     staging.write_reply(n, &completion.text)?;
+                    staging.write_prompt(n, &trace)?;
                     let diagnostics = Diagnostics {
                         generator: generator.clone(),
                         passed: false,
@@ -568,7 +597,7 @@ impl Generator {
                             layer: CheckLayer::Contract,
                             name: "output contract".into(),
                             passed: false,
-                            details: vec![e.problem.clone()],
+                            details: vec![problem],
                         }],
                         finished: jiff::Timestamp::now().to_string(),
                     };
@@ -576,7 +605,7 @@ impl Generator {
                     let (id, g, v) = (c.id.clone(), generator.clone(), version.to_string());
                     self.db(move |conn| candidates::record_attempt(conn, &id, n, &g, &v))
                         .await?;
-                    last = format!("attempt {n}: {e}");
+                    last = format!("attempt {n}: {summary}");
                     diagnostics.failures()
                 }
                 Ok(mut files) => {
@@ -590,6 +619,7 @@ impl Generator {
                     let files = with_regression_cases(files, &spec.regression_cases);
                     let (outcome, n) = self.attempt(c, staging, files, &generator, version).await?;
                     staging.write_reply(n, &completion.text)?;
+                    staging.write_prompt(n, &trace)?;
                     if outcome.passed() {
                         return self.accept(c, staging, n, &outcome, None, None).await;
                     }

@@ -123,6 +123,7 @@ pub fn llm_client(
     );
     settings.timeout = std::time::Duration::from_secs(config.timeout_s.value.into());
     settings.max_retries = config.max_retries.value;
+    settings.max_tokens = config.max_tokens.value;
     LlmClient::new(settings).map_err(|e| e.to_string())
 }
 

@@ -1,6 +1,7 @@
 //! Shared test harness: isolated environments, a real daemon, raw control connections.
 #![allow(dead_code)]
 
+pub mod llama_server;
 pub mod llm_server;
 pub mod tamper;
 
