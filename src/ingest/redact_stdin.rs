@@ -605,7 +605,7 @@ fn secret_lines(feed: Feed, lines: &[Line]) -> Vec<((usize, usize), String, &'st
 #[allow(clippy::expect_used)]
 static PROMPT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"<<|xpect|read_until|input=|communicate\(|stdin\.write\(|(?-u:\b)(?:echo|printf|cat|yes)(?-u:\b)[^|\n]*\|",
+        r"<<|xpect|read_until|send|\.write|input=|communicate\(|stdin\.write\(|(?-u:\b)(?:echo|printf|cat|yes)(?-u:\b)[^|\n]*\|",
     )
     .expect("prompt literals compile")
 });
@@ -614,7 +614,7 @@ static PROMPT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
 // A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
 #[allow(clippy::expect_used)]
 static SCRIPT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"xpect|read_until|input=|communicate\(|stdin\.write\(")
+    Regex::new(r"xpect|read_until|send|\.write|input=|communicate\(|stdin\.write\(")
         .expect("script literals compile")
 });
 
@@ -628,7 +628,7 @@ pub(super) fn redact_prompts<'a>(
     found: &mut Vec<Found>,
 ) -> Cow<'a, str> {
     // One pass over the text says which scanners have anything to look at.
-    let (mut feeds, mut scripts, mut inputs) = (false, false, false);
+    let (mut feeds, mut waits, mut sends, mut inputs) = (false, false, false, false);
     // Only a command line feeds a prompt: other text (an output, a file's content) is searched
     // for scripts alone, without the costly `echo …|` alternative.
     let literals: &Regex = if commands {
@@ -639,15 +639,18 @@ pub(super) fn redact_prompts<'a>(
     for m in literals.find_iter(text) {
         match m.as_str() {
             "<<" => feeds = true,
-            "xpect" | "read_until" => scripts = true,
+            // A script waits for a prompt, then answers it: both must be there.
+            "xpect" | "read_until" => waits = true,
+            "send" | ".write" => sends = true,
             "input=" | "communicate(" | "stdin.write(" => inputs = true,
             // `echo …|`, `printf …|`, `cat …|`, `yes …|`.
             _ => feeds = true,
         }
-        if feeds && scripts && inputs {
+        if feeds && waits && sends && inputs {
             break;
         }
     }
+    let scripts = waits && sends;
     let mut edits: Vec<(usize, usize, String, &'static str)> = Vec::new();
     if commands && feeds {
         stdin_edits(text, &mut edits);
