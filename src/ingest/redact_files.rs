@@ -289,9 +289,15 @@ static WRITE_TARGET: LazyLock<Regex> = LazyLock::new(|| {
 /// `*** Delete File: path` (Codex's `apply_patch`) and a unified diff's `+++ b/path`, each as the
 /// header's range and its path's range. A scan from each `*** ` and `+++ ` at a line's start.
 fn patch_headers(text: &str) -> Vec<((usize, usize), (usize, usize))> {
+    static FINDERS: LazyLock<[memchr::memmem::Finder<'static>; 2]> = LazyLock::new(|| {
+        [
+            memchr::memmem::Finder::new("*** "),
+            memchr::memmem::Finder::new("+++ "),
+        ]
+    });
     let mut headers = Vec::new();
-    for marker in ["*** ", "+++ "] {
-        for at in memchr::memmem::find_iter(text.as_bytes(), marker) {
+    for (marker, finder) in ["*** ", "+++ "].into_iter().zip(FINDERS.iter()) {
+        for at in finder.find_iter(text.as_bytes()) {
             if at > 0 && text.as_bytes()[at - 1] != b'\n' {
                 continue;
             }
