@@ -739,7 +739,8 @@ fn anchor_ok(anchor: Anchor, text: &[u8], start: usize, end: usize) -> bool {
                         || flag_value_follows(text, start, e)
                         || (go_on > e
                             && (separator_follows(text, go_on)
-                                || flag_value_follows(text, start, go_on)))
+                                || flag_value_follows(text, start, go_on))
+                            && value_may_be_credential(text, go_on))
                 }
             })
         }
@@ -758,6 +759,23 @@ fn name_goes_on(text: &[u8], i: usize) -> usize {
         j += 1;
     }
     j
+}
+
+/// Whether the value after a name ending at `i` is long enough to look like a credential. A
+/// secret word inside a name (`TOKEN_SIGNING=`) makes its value a secret only when the value
+/// looks like one ([`credential_shaped`]: 8 characters or more, no blank), and code is full of
+/// `token_count = 0` and `secret_name: "db"`: those are not tried. A superset of
+/// [`credential_shaped`]'s length test (a run up to a blank or a quote).
+fn value_may_be_credential(text: &[u8], i: usize) -> bool {
+    let mut j = i;
+    while j < text.len() && matches!(text[j], b'\\' | b'"' | b'\'' | b' ' | b'\t' | b':' | b'=') {
+        j += 1;
+    }
+    let run = text[j..]
+        .iter()
+        .take_while(|c| !c.is_ascii_whitespace() && !matches!(c, b'"' | b'\''))
+        .count();
+    run >= 8
 }
 
 /// `(?:\\?["'])?[ \t]*[:=]` at `i` (a superset: the backslash may come without a quote).

@@ -28,6 +28,7 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use regex::Regex;
 
 use super::redact::{
@@ -238,16 +239,42 @@ fn secret_file_edits(part: &str, base: usize, edits: &mut Vec<(usize, usize, &'s
     }
 }
 
-/// The literals one of which every name [`is_secret_file`] takes holds (case aside).
-// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+/// The literals one of which every name [`is_secret_file`] takes holds, in the cases file names
+/// write them (`.env`, `prod.ENV`, `Secrets.yaml`). A set of literals searched together (an
+/// automaton, not a case-insensitive regex, which would run over every byte).
+// A constant set of literals: `expect` cannot fail on any input.
 #[allow(clippy::expect_used)]
-static SECRET_FILE_NAME_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"(?i-u:env|cred|secret|passwords|tokens|npmrc|pypirc|cnf|s3cfg|boto|htpasswd|dockercfg|",
-        r"tfrc|terraformrc|yarnrc|hosts\.yml|docker/config|kube/config|config/hub|accesstokens|",
-        r"msal_token|rclone\.conf)"
-    ))
-    .expect("secret file name literals compile")
+static SECRET_FILE_NAME_LITERALS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    let mut literals: Vec<String> = Vec::new();
+    for word in ["env", "cred", "secret", "passwords", "tokens", "cnf"] {
+        let capitalized = format!("{}{}", word[..1].to_ascii_uppercase(), &word[1..]);
+        literals.extend([word.to_owned(), capitalized, word.to_ascii_uppercase()]);
+    }
+    literals.extend(
+        [
+            "npmrc",
+            "pypirc",
+            "s3cfg",
+            "boto",
+            "htpasswd",
+            "dockercfg",
+            "tfrc",
+            "terraformrc",
+            "yarnrc",
+            "hosts.yml",
+            "docker/config",
+            "kube/config",
+            "config/hub",
+            "accessTokens",
+            "msal_token",
+            "rclone.conf",
+        ]
+        .map(String::from),
+    );
+    AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(literals)
+        .expect("secret file name literals build")
 });
 
 /// Where a command writes: the file after `>`, `>>` or `tee [-a]`.
@@ -258,14 +285,39 @@ static WRITE_TARGET: LazyLock<Regex> = LazyLock::new(|| {
         .expect("write target pattern compiles")
 });
 
-/// `*** Add File: path` / `*** Update File: path` in a patch (Codex's `apply_patch`), and a
-/// unified diff's `+++ b/path`.
-// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
-#[allow(clippy::expect_used)]
-static PATCH_FILE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?m)^(?:\*\*\* (?:Add|Update|Delete) File: |\+\+\+ (?:b/)?)(?P<f>[^\r\n]+)$")
-        .expect("patch file pattern compiles")
-});
+/// The headers of a patch that name its files: `*** Add File: path` / `*** Update File: path` /
+/// `*** Delete File: path` (Codex's `apply_patch`) and a unified diff's `+++ b/path`, each as the
+/// header's range and its path's range. A scan from each `*** ` and `+++ ` at a line's start.
+fn patch_headers(text: &str) -> Vec<((usize, usize), (usize, usize))> {
+    static FINDERS: LazyLock<[memchr::memmem::Finder<'static>; 2]> = LazyLock::new(|| {
+        [
+            memchr::memmem::Finder::new("*** "),
+            memchr::memmem::Finder::new("+++ "),
+        ]
+    });
+    let mut headers = Vec::new();
+    for (marker, finder) in ["*** ", "+++ "].into_iter().zip(FINDERS.iter()) {
+        for at in finder.find_iter(text.as_bytes()) {
+            if at > 0 && text.as_bytes()[at - 1] != b'\n' {
+                continue;
+            }
+            let line_end = text[at..].find(['\r', '\n']).map_or(text.len(), |n| at + n);
+            let rest = &text[at + marker.len()..line_end];
+            let path = if marker == "*** " {
+                ["Add File: ", "Update File: ", "Delete File: "]
+                    .iter()
+                    .find_map(|h| rest.strip_prefix(h))
+            } else {
+                Some(rest.strip_prefix("b/").unwrap_or(rest))
+            };
+            if let Some(path) = path.filter(|p| !p.is_empty()) {
+                headers.push(((at, line_end), (line_end - path.len(), line_end)));
+            }
+        }
+    }
+    headers.sort_unstable();
+    headers
+}
 
 /// Redacts what a command line or a patch writes into secret files: a heredoc's or an `echo`'s
 /// lines when the command writes to one (`cat > .env <<EOF`, `echo "K=V" >> .env.local`), the
@@ -273,21 +325,11 @@ static PATCH_FILE: LazyLock<Regex> = LazyLock::new(|| {
 pub fn redact_file_writes<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, str> {
     let mut sections: Vec<(usize, usize)> = Vec::new();
     // A patch names its files in its headers: only those are looked at.
-    let patch: Vec<_> = if text.contains("*** ") || text.contains("+++ ") {
-        PATCH_FILE.captures_iter(text).collect()
-    } else {
-        Vec::new()
-    };
-    for (i, c) in patch.iter().enumerate() {
-        let (Some(whole), Some(f)) = (c.get(0), c.name("f")) else {
-            continue;
-        };
-        if is_secret_file(f.as_str()) {
-            let end = patch
-                .get(i + 1)
-                .and_then(|n| n.get(0))
-                .map_or(text.len(), |m| m.start());
-            sections.push((whole.end(), end));
+    let patch = patch_headers(text);
+    for (i, ((_, header_end), (f_start, f_end))) in patch.iter().enumerate() {
+        if is_secret_file(&text[*f_start..*f_end]) {
+            let end = patch.get(i + 1).map_or(text.len(), |((next, _), _)| *next);
+            sections.push((*header_end, end));
         }
     }
     if patch.is_empty() {
@@ -358,19 +400,120 @@ fn heredoc_tag(line: &str) -> Option<String> {
     (!tag.is_empty()).then_some(tag)
 }
 
-/// What the structured rules start from, in one search: `"sensitive": true`, a Kubernetes
-/// `kind: Secret`, the closing tag of an XML element whose name holds a secret word, and the
-/// secret words of [`SELF_NAMED`] with the separator after them.
-// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+/// The literals the structured rules start from: the secret words of [`SELF_NAMED`] with the
+/// separator after them (first: `Secret_` is one, not the `Secret` of a kind), a Kubernetes
+/// kind, `"sensitive"`, and the closing tags of elements named like secrets — by the secret word
+/// that ends the name (`password>`, `apiKey>`) or starts it (`</secretValue`). Not every `</`:
+/// a literal of two bytes makes the search test most positions of a web page.
+// A constant set of literals: `expect` cannot fail on any input.
 #[allow(clippy::expect_used)]
-static STRUCTURE_MARKS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r#""sensitive"[ \t]*:[ \t]*true|kind"?[ \t]*:[ \t]*"?Secret(?-u:\b)|"#,
-        r"</[A-Za-z0-9_.:-]*(?i-u:pass|pwd|secret|token|key|cred|auth)|",
-        r"(?:SECRET|Secret|secret|TOKEN|Token|token|PRIVATE|Private|private)[-_]",
-    ))
-    .expect("structure marks compile")
+static STRUCTURE_MARKS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    let mut literals = Vec::new();
+    for word in [
+        "SECRET", "Secret", "secret", "TOKEN", "Token", "token", "PRIVATE", "Private", "private",
+    ] {
+        literals.push(format!("{word}_"));
+        literals.push(format!("{word}-"));
+    }
+    literals.extend(["Secret", "\"sensitive\""].map(String::from));
+    // The words `classify_name` takes at a name's end, in the three cases a name writes them.
+    for word in [
+        "passphrase",
+        "password",
+        "passwd",
+        "credentials",
+        "credential",
+        "secret",
+        "token",
+        "auth",
+        "pass",
+        "pwd",
+        "key",
+    ] {
+        let capitalized = format!("{}{}", word[..1].to_ascii_uppercase(), &word[1..]);
+        for case in [word.to_owned(), capitalized, word.to_ascii_uppercase()] {
+            literals.push(format!("{case}>"));
+        }
+    }
+    for word in [
+        "secret",
+        "token",
+        "password",
+        "passwd",
+        "pwd",
+        "credential",
+        "auth",
+    ] {
+        literals.push(format!("</{word}"));
+    }
+    AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(literals)
+        .expect("structure marks build")
 });
+
+/// What [`STRUCTURE_MARKS`] found in a text, checked: where each rule has something to look at.
+#[derive(Default)]
+struct StructureMarks {
+    /// `"sensitive": true`.
+    sensitive: bool,
+    /// `kind: Secret` (YAML or JSON).
+    secret_kind: bool,
+    /// Closing tags of elements whose name holds a secret word: where their `<` is.
+    closings: Vec<usize>,
+    /// Secret words with a separator after them: their ranges.
+    words: Vec<(usize, usize)>,
+}
+
+impl StructureMarks {
+    fn of(text: &str) -> Self {
+        let b = text.as_bytes();
+        let mut marks = StructureMarks::default();
+        let blank = |c: &u8| matches!(c, b' ' | b'\t');
+        for m in STRUCTURE_MARKS.find_iter(text) {
+            let (start, end) = (m.start(), m.end());
+            match &b[start..end] {
+                tag if tag.starts_with(b"</") => marks.closings.push(start),
+                tag if tag.ends_with(b">") => {
+                    // The name the word ends, and the `</` before it.
+                    let name_start = b[..end - 1]
+                        .iter()
+                        .rposition(|c| {
+                            !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b':' | b'-'))
+                        })
+                        .map_or(0, |i| i + 1);
+                    if name_start >= 2 && &b[name_start - 2..name_start] == b"</" {
+                        marks.closings.push(name_start - 2);
+                    }
+                }
+                b"\"sensitive\"" => {
+                    let rest = &b[end..];
+                    let rest = &rest[rest.iter().take_while(|c| blank(c)).count()..];
+                    if let Some(rest) = rest.strip_prefix(b":") {
+                        let rest = &rest[rest.iter().take_while(|c| blank(c)).count()..];
+                        marks.sensitive |= rest.starts_with(b"true");
+                    }
+                }
+                b"Secret" => {
+                    // `kind: Secret`, `"kind": "Secret"`, not `SecretManager`.
+                    let ends_word = b
+                        .get(end)
+                        .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'));
+                    let before = text[..start]
+                        .trim_end_matches('"')
+                        .trim_end_matches([' ', '\t']);
+                    let before = before.strip_suffix(':').unwrap_or("");
+                    let before = before.trim_end_matches([' ', '\t']).trim_end_matches('"');
+                    marks.secret_kind |= ends_word && before.ends_with("kind");
+                }
+                _ => marks.words.push((start, end)),
+            }
+        }
+        // `</secretToken>` is found by its start and by its end.
+        marks.closings.dedup();
+        marks
+    }
+}
 
 /// A value whose own prefix says it is a secret (`AGE-SECRET-KEY-1…`, `acme_secret_…`,
 /// `TOKEN-…`, `private-…`): words joined by `-`/`_`, one of them a secret word, then a random
@@ -399,30 +542,17 @@ fn random_run(v: &str) -> bool {
 /// module documentation).
 pub fn redact_structured<'a>(text: &'a str, found: &mut Vec<Found>) -> Cow<'a, str> {
     // One search says which rules have anything to look at, and where.
-    let (mut sensitive, mut secret_kind) = (false, false);
-    let (mut closings, mut words) = (Vec::new(), Vec::new());
-    for m in STRUCTURE_MARKS.find_iter(text) {
-        let mark = m.as_str();
-        if mark.starts_with("</") {
-            closings.push(m.start());
-        } else if mark.starts_with("\"sensitive\"") {
-            sensitive = true;
-        } else if mark.ends_with(['-', '_']) {
-            words.push((m.start(), m.end()));
-        } else {
-            secret_kind = true;
-        }
-    }
+    let marks = StructureMarks::of(text);
     let mut edits = Vec::new();
-    self_named(text, &words, &mut edits);
-    if sensitive {
+    self_named(text, &marks.words, &mut edits);
+    if marks.sensitive {
         sensitive_values(text, &mut edits);
     }
-    if secret_kind {
+    if marks.secret_kind {
         kubernetes_secret_yaml(text, &mut edits);
         kubernetes_secret_json(text, &mut edits);
     }
-    xml_elements(text, &closings, &mut edits);
+    xml_elements(text, &marks.closings, &mut edits);
     apply(text, edits, found)
 }
 
@@ -981,6 +1111,24 @@ mod tests {
             out.contains("<privateKey>${user.home}/.ssh/id_rsa</privateKey>"),
             "{out}"
         );
+        // Found by the secret word that ends the name, in any case, or that starts it.
+        for name in [
+            "apiKey",
+            "DB_PASSWORD",
+            "secretToken",
+            "secretValue",
+            "tokenSigning",
+        ] {
+            let xml = format!("<conf>\n  <{name}>{S1}</{name}>\n</conf>");
+            let out = redact_structured(&xml, &mut Vec::new());
+            assert!(
+                out.contains(&format!("<{name}>[REDACTED:secret-assignment]</{name}>")),
+                "{out}"
+            );
+        }
+        // A page of markup without such elements is left as it is.
+        let page = "<div><p>token count</p><span>key</span></div>\n<b>pass</b>";
+        assert_eq!(redact_structured(page, &mut Vec::new()), page);
     }
 
     #[test]

@@ -26,6 +26,7 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use regex::Regex;
 
 use super::redact::{Found, Keyword, value_is_secret};
@@ -598,24 +599,33 @@ fn secret_lines(feed: Feed, lines: &[Line]) -> Vec<((usize, usize), String, &'st
     out
 }
 
-/// The literals without which no scanner of this module finds anything: a here-document or
-/// here-string, a pipe from `echo`/`printf`/`cat`/`yes`, an expect-like script, a program's
-/// input to a child.
-// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
+/// The literals the prompt rules start from: a script's waits (`expect`, `read_until`) and
+/// answers (`send`, `.write`), a child's `input=`, and — in a command line — a heredoc or
+/// here-string (`<<`) and the programs that pipe an answer (`echo …|`, `printf`, `cat`, `yes`).
+/// Literal sets searched together (an automaton: the regex engine ran its own over every byte).
+// A constant set of literals: `expect` cannot fail on any input.
 #[allow(clippy::expect_used)]
-static PROMPT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"<<|xpect|read_until|input=|communicate\(|stdin\.write\(|(?-u:\b)(?:echo|printf|cat|yes)(?-u:\b)[^|\n]*\|",
-    )
-    .expect("prompt literals compile")
-});
-
-/// [`PROMPT_LITERALS`] without the feeds: what a text that is not a command line is searched for.
-// A constant pattern (the unit tests compile it): `expect` cannot fail on any input.
-#[allow(clippy::expect_used)]
-static SCRIPT_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"xpect|read_until|input=|communicate\(|stdin\.write\(")
-        .expect("script literals compile")
+static PROMPT_MARKS: LazyLock<[AhoCorasick; 2]> = LazyLock::new(|| {
+    const SCRIPTS: &[&str] = &[
+        "stdin.write(",
+        "communicate(",
+        "input=",
+        "xpect",
+        "read_until",
+        "send",
+        ".write",
+    ];
+    const FEEDS: &[&str] = &["<<", "echo", "printf", "cat", "yes"];
+    let build = |literals: Vec<&str>| {
+        AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(literals)
+            .expect("prompt marks build")
+    };
+    [
+        build(SCRIPTS.to_vec()),
+        build(SCRIPTS.iter().chain(FEEDS).copied().collect()),
+    ]
 });
 
 /// Redacts what commands in `text` feed to a password prompt on their standard input
@@ -628,26 +638,37 @@ pub(super) fn redact_prompts<'a>(
     found: &mut Vec<Found>,
 ) -> Cow<'a, str> {
     // One pass over the text says which scanners have anything to look at.
-    let (mut feeds, mut scripts, mut inputs) = (false, false, false);
+    let (mut feeds, mut waits, mut sends, mut inputs) = (false, false, false, false);
     // Only a command line feeds a prompt: other text (an output, a file's content) is searched
-    // for scripts alone, without the costly `echo …|` alternative.
-    let literals: &Regex = if commands {
-        &PROMPT_LITERALS
-    } else {
-        &SCRIPT_LITERALS
+    // for scripts alone.
+    let marks = &PROMPT_MARKS[usize::from(commands)];
+    let b = text.as_bytes();
+    let word_byte = |i: usize| {
+        b.get(i)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
     };
-    for m in literals.find_iter(text) {
-        match m.as_str() {
-            "<<" => feeds = true,
-            "xpect" | "read_until" => scripts = true,
-            "input=" | "communicate(" | "stdin.write(" => inputs = true,
-            // `echo …|`, `printf …|`, `cat …|`, `yes …|`.
-            _ => feeds = true,
+    for m in marks.find_iter(text) {
+        match m.pattern().as_usize() {
+            0..=2 => inputs = true,
+            3 | 4 => waits = true,
+            5 | 6 => sends = true,
+            7 => feeds = true,
+            // `echo …|`, `printf …|`, `cat …|`, `yes …|`: the program as a word, a pipe after it
+            // on its line.
+            _ => {
+                let line_end = text[m.end()..]
+                    .find('\n')
+                    .map_or(text.len(), |n| m.end() + n);
+                feeds |= !word_byte(m.start().wrapping_sub(1))
+                    && !word_byte(m.end())
+                    && text[m.end()..line_end].contains('|');
+            }
         }
-        if feeds && scripts && inputs {
+        if feeds && waits && sends && inputs {
             break;
         }
     }
+    let scripts = waits && sends;
     let mut edits: Vec<(usize, usize, String, &'static str)> = Vec::new();
     if commands && feeds {
         stdin_edits(text, &mut edits);
