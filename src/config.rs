@@ -1589,7 +1589,6 @@ fn resolve(
         llm,
         mcp,
         events,
-        review,
         health,
         sync,
         sandbox,
