@@ -1294,7 +1294,8 @@ impl Redactor {
         true
     }
 
-    /// Redacts the values of `name=value` pairs of a cookie header value, keeping names and the
+    /// Redacts the values of `name=value` pairs of a cookie header value (except
+    /// [`plain_cookie`]s), keeping names and the
     /// cookie attributes (`Path`, `Expires`, …).
     fn redact_cookie_pairs(&self, header: &str) -> (String, Vec<Found>) {
         const ATTRS: &[&str] = &[
@@ -1321,7 +1322,8 @@ impl Redactor {
                     if !ATTRS.iter().any(|a| a.eq_ignore_ascii_case(name.trim()))
                         && !value.trim().is_empty()
                         && !is_placeholder(value.trim(), Quote::None)
-                        && !is_mask(value.trim()) =>
+                        && !is_mask(value.trim())
+                        && !plain_cookie(name.trim(), value.trim()) =>
                 {
                     let (name, f) = self.redact_found(name);
                     found.extend(f);
@@ -2548,6 +2550,19 @@ pub(super) fn is_mask(v: &str) -> bool {
 }
 
 /// Words that stand where a secret would but are settings or prompts.
+/// A cookie that holds a preference, not a session: a short lower-case word (`theme=dark`,
+/// `lang=en`, `consent=yes`) under a name that says nothing of a session or a secret.
+fn plain_cookie(name: &str, value: &str) -> bool {
+    const SESSION_WORDS: &[&str] = &[
+        "sess", "sid", "auth", "token", "secret", "key", "pass", "login", "remember", "csrf",
+        "xsrf", "jwt", "id", "user", "account", "sig",
+    ];
+    let name = name.to_ascii_lowercase();
+    value.len() <= 10
+        && value.bytes().all(|c| c.is_ascii_lowercase() || c == b'-')
+        && !SESSION_WORDS.iter().any(|w| name.contains(w))
+}
+
 pub(super) fn is_literal_word(v: &str) -> bool {
     const WORDS: &[&str] = &[
         "true",
@@ -3559,6 +3574,20 @@ mod tests {
             redact("password=hunter2"),
             "password=[REDACTED:secret-assignment]"
         );
+    }
+
+    #[test]
+    fn a_cookie_that_holds_a_preference_is_kept() {
+        let r = Redactor::new();
+        let sid = "Zq8vR2mW4kT9xLp3Hs7N";
+        let line =
+            format!("curl -H 'Cookie: theme=dark; lang=en; sessionid={sid}; flag=abcdefgh' x");
+        let (out, _) = r.redact_found(&line);
+        assert!(out.contains("theme=dark; lang=en;"), "{out}");
+        assert!(!out.contains(sid), "{out}");
+        // A short word under a session's name is still its value.
+        let (out, _) = r.redact_found("curl -H 'Cookie: sid=abcdefgh' x");
+        assert!(!out.contains("abcdefgh"), "{out}");
     }
 
     #[test]

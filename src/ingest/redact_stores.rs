@@ -605,8 +605,10 @@ fn path_says_secret(key: &str) -> bool {
 /// Whether an output template (`-o jsonpath='{.users[0].user.token}'`, `--template
 /// '{{.data.password}}'`) prints a value whose name says it is a secret.
 fn template_names_secret(word: &str) -> bool {
-    if !(word.contains("jsonpath") || word.contains("template") || word.contains("{{"))
-        && !word.contains("{.")
+    if !(word.contains("jsonpath")
+        || word.contains("template")
+        || word.contains("{{")
+        || word.contains("{."))
     {
         return false;
     }
