@@ -17,6 +17,7 @@ use git2::{BranchType, Oid, Signature};
 use serde::Serialize;
 
 use super::ledger::Kind;
+use super::proposals::proposal_message;
 use super::repo::{
     Proposal, REVIEW_PREFIX, Registry, RegistryError, Review, message, tag_name, tool_path,
     toolsmith_signature,
@@ -283,29 +284,7 @@ impl Registry {
         )?;
         let tree = self.git("read the new tree", self.repo.find_tree(tree))?;
         let subject = format!("tool({name}): edit {version}");
-        let mut body = vec![manifest.description.clone(), proposal.why.clone()];
-        if let Some((level, reasons)) = &bump {
-            body.push(format!(
-                "Version: {} ({}).",
-                level.as_str(),
-                if reasons.is_empty() {
-                    "the interface is unchanged".to_owned()
-                } else {
-                    reasons.join("; ")
-                }
-            ));
-        }
-        body.extend(crate::sandbox::grants::reach_lines(&manifest.sandbox));
-        if !manifest.needs.is_empty() {
-            body.push(format!(
-                "Grants needed at approval: {} (`toolsmith approve {} --grant NEED` for each).",
-                crate::sandbox::needs::list(&manifest.needs),
-                proposal.candidate
-            ));
-        }
-        let mut trailers = proposal.trailers.clone();
-        trailers.push(("Candidate".into(), proposal.candidate.clone()));
-        let msg = message(&subject, &body, &trailers);
+        let msg = proposal_message(&subject, &manifest, proposal, bump.as_ref());
         let edited = self.git("read the edit", self.repo.find_commit(validated))?;
         let original = edited.author();
         let author = self.git(

@@ -18,6 +18,41 @@ use super::versions::{self, Bump};
 
 /// How a proposal's message starts the line of what a person must grant at approval.
 const NEEDS_LINE: &str = "Grants needed at approval: ";
+
+/// A proposal's commit message, whoever wrote the tool (generation or a person's edit): the
+/// subject; the description and why; the version bump and its reasons; what the tool may reach
+/// and the grants it needs (read back by [`Registry::reviews`]); the proposal's trailers and its
+/// candidate.
+pub(super) fn proposal_message(
+    subject: &str,
+    manifest: &Manifest,
+    proposal: &Proposal,
+    bump: Option<&(Bump, Vec<String>)>,
+) -> String {
+    let mut body = vec![manifest.description.clone(), proposal.why.clone()];
+    if let Some((bump, reasons)) = bump {
+        body.push(format!(
+            "Version: {} ({}).",
+            bump.as_str(),
+            if reasons.is_empty() {
+                "the interface is unchanged".to_owned()
+            } else {
+                reasons.join("; ")
+            }
+        ));
+    }
+    body.extend(crate::sandbox::grants::reach_lines(&manifest.sandbox));
+    if !manifest.needs.is_empty() {
+        body.push(format!(
+            "{NEEDS_LINE}{} (`toolsmith approve {} --grant NEED` for each).",
+            crate::sandbox::needs::list(&manifest.needs),
+            proposal.candidate
+        ));
+    }
+    let mut trailers = proposal.trailers.clone();
+    trailers.push(("Candidate".into(), proposal.candidate.clone()));
+    message(subject, &body, &trailers)
+}
 use crate::package::manifest::{self, Manifest};
 
 /// A proposal to make: a validated candidate's files and why it was made.
@@ -223,29 +258,7 @@ impl Registry {
         let tree = self.git("read the new tree", self.repo.find_tree(tree))?;
         let verb = if on_main { "update" } else { "add" };
         let subject = format!("tool({name}): {verb} {version}");
-        let mut body = vec![manifest.description.clone(), proposal.why.clone()];
-        if let Some((bump, reasons)) = &bump {
-            body.push(format!(
-                "Version: {} ({}).",
-                bump.as_str(),
-                if reasons.is_empty() {
-                    "the interface is unchanged".to_owned()
-                } else {
-                    reasons.join("; ")
-                }
-            ));
-        }
-        body.extend(crate::sandbox::grants::reach_lines(&manifest.sandbox));
-        if !manifest.needs.is_empty() {
-            body.push(format!(
-                "{NEEDS_LINE}{} (`toolsmith approve {} --grant NEED` for each).",
-                crate::sandbox::needs::list(&manifest.needs),
-                proposal.candidate
-            ));
-        }
-        let mut trailers = proposal.trailers.clone();
-        trailers.push(("Candidate".into(), proposal.candidate.clone()));
-        let msg = message(&subject, &body, &trailers);
+        let msg = proposal_message(&subject, &manifest, proposal, bump.as_ref());
         let sig = self.git("make a signature", toolsmith_signature())?;
         let commit = self.git(
             "write the proposal",
