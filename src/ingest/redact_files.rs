@@ -108,24 +108,41 @@ pub fn is_secret_file(path: &str) -> bool {
             | "credentials"
             | "tfvars"
     );
-    // Files whose generic name is a credential store only where the tool keeps it.
-    let lower_path = path.to_ascii_lowercase().replace('\\', "/");
-    let placed = [
-        ".docker/config.json",
-        ".kube/config",
-        ".config/gh/hosts.yml",
-        ".config/hub",
-        ".azure/accesstokens.json",
-        ".azure/msal_token_cache.json",
-        ".gem/credentials",
-        ".config/rclone/rclone.conf",
-    ]
-    .iter()
-    .any(|suffix| {
-        lower_path.ends_with(suffix)
-            && (lower_path.len() == suffix.len()
-                || lower_path.as_bytes()[lower_path.len() - suffix.len() - 1] == b'/')
-    });
+    // Files whose generic name is a credential store only where the tool keeps it (the path is
+    // looked at only for those names: this runs on every file a command names).
+    let placed_name = matches!(
+        lower.as_str(),
+        "config.json"
+            | "config"
+            | "hosts.yml"
+            | "hub"
+            | "accesstokens.json"
+            | "msal_token_cache.json"
+            | "credentials"
+            | "rclone.conf"
+    );
+    let lower_path = if placed_name {
+        path.to_ascii_lowercase().replace('\\', "/")
+    } else {
+        String::new()
+    };
+    let placed = placed_name
+        && [
+            ".docker/config.json",
+            ".kube/config",
+            ".config/gh/hosts.yml",
+            ".config/hub",
+            ".azure/accesstokens.json",
+            ".azure/msal_token_cache.json",
+            ".gem/credentials",
+            ".config/rclone/rclone.conf",
+        ]
+        .iter()
+        .any(|suffix| {
+            lower_path.ends_with(suffix)
+                && (lower_path.len() == suffix.len()
+                    || lower_path.as_bytes()[lower_path.len() - suffix.len() - 1] == b'/')
+        });
     dotenv || named || placed || (secret_word && data)
 }
 

@@ -648,11 +648,11 @@ pub(super) fn redact_prompts<'a>(
             .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
     };
     for m in marks.find_iter(text) {
-        match m.pattern().as_usize() {
-            0..=2 => inputs = true,
-            3 | 4 => waits = true,
-            5 | 6 => sends = true,
-            7 => feeds = true,
+        match &text[m.start()..m.end()] {
+            "stdin.write(" | "communicate(" | "input=" => inputs = true,
+            "xpect" | "read_until" => waits = true,
+            "send" | ".write" => sends = true,
+            "<<" => feeds = true,
             // `echo …|`, `printf …|`, `cat …|`, `yes …|`: the program as a word, a pipe after it
             // on its line.
             _ => {

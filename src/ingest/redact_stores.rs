@@ -1119,10 +1119,11 @@ fn by_program(program: &str, a: &Args<'_>, rest: &[Word], editor_prints: bool) -
         "consul" if a.sub(&["kv", "get"]) => a.operand(2, 0).is_some_and(path_says_secret),
         "etcdctl" if a.sub(&["get"]) => a.operand(1, 0).is_some_and(path_says_secret),
         "redis-cli" | "valkey-cli" | "keydb-cli" => {
-            let get = a
-                .positionals
-                .iter()
-                .position(|w| matches!(w.to_ascii_lowercase().as_str(), "get" | "hget" | "getdel"));
+            let get = a.positionals.iter().position(|w| {
+                ["get", "hget", "getdel"]
+                    .iter()
+                    .any(|g| w.eq_ignore_ascii_case(g))
+            });
             match get {
                 Some(at) => a.positionals[at + 1..]
                     .iter()

@@ -266,23 +266,7 @@ impl Registry {
             }
         }
         manifest.version = version.clone();
-        let mut files: BTreeMap<String, Vec<u8>> = proposal
-            .files
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
-            .collect();
-        files.insert(
-            manifest::FILE_NAME.to_owned(),
-            manifest.to_yaml().into_bytes(),
-        );
-        let tool_tree = self.write_tree(&files, Some(&manifest.runtime.entrypoint))?;
-        let tree = self.with_tool(
-            &base,
-            &name,
-            Some(tool_tree),
-            Some(&Self::row_of(&manifest)),
-        )?;
-        let tree = self.git("read the new tree", self.repo.find_tree(tree))?;
+        let tree = self.tree_with_proposal(&base, &name, proposal, &manifest)?;
         let subject = format!("tool({name}): edit {version}");
         let msg = proposal_message(&subject, &manifest, proposal, bump.as_ref());
         let edited = self.git("read the edit", self.repo.find_commit(validated))?;

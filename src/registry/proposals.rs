@@ -199,6 +199,29 @@ impl Registry {
     /// Proposes a validated candidate: one commit on `review/<name>/<version>` on top of
     /// `main`. The version comes from [`Registry::next_version`] and is written into the
     /// manifest. Proposing the same candidate again returns its existing proposal.
+    /// `base` with the directory of tool `name` replaced by `proposal`'s files and `manifest` (its
+    /// version settled), and the tool's index row updated: the tree a proposal commits.
+    pub(super) fn tree_with_proposal(
+        &self,
+        base: &git2::Tree<'_>,
+        name: &str,
+        proposal: &Proposal,
+        manifest: &Manifest,
+    ) -> Result<git2::Tree<'_>, RegistryError> {
+        let mut files: BTreeMap<String, Vec<u8>> = proposal
+            .files
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+            .collect();
+        files.insert(
+            manifest::FILE_NAME.to_owned(),
+            manifest.to_yaml().into_bytes(),
+        );
+        let tool_tree = self.write_tree(&files, Some(&manifest.runtime.entrypoint))?;
+        let tree = self.with_tool(base, name, Some(tool_tree), Some(&Self::row_of(manifest)))?;
+        self.git("read the new tree", self.repo.find_tree(tree))
+    }
+
     pub fn propose(&self, proposal: &Proposal) -> Result<Review, RegistryError> {
         let _turn = self.exclusive()?;
         if let Some(existing) = self
@@ -236,26 +259,10 @@ impl Registry {
         }
         let NextVersion { version, bump } = self.next_version(&name, &manifest)?;
         manifest.version = version.clone();
-        let mut files: BTreeMap<String, Vec<u8>> = proposal
-            .files
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
-            .collect();
-        files.insert(
-            manifest::FILE_NAME.to_owned(),
-            manifest.to_yaml().into_bytes(),
-        );
-        let tool_tree = self.write_tree(&files, Some(&manifest.runtime.entrypoint))?;
         let main = self.main_commit()?;
         let base = self.git("read main", main.tree())?;
         let on_main = self.subtree_id(&base, &tool_path(&name)).is_some();
-        let tree = self.with_tool(
-            &base,
-            &name,
-            Some(tool_tree),
-            Some(&Self::row_of(&manifest)),
-        )?;
-        let tree = self.git("read the new tree", self.repo.find_tree(tree))?;
+        let tree = self.tree_with_proposal(&base, &name, proposal, &manifest)?;
         let verb = if on_main { "update" } else { "add" };
         let subject = format!("tool({name}): {verb} {version}");
         let msg = proposal_message(&subject, &manifest, proposal, bump.as_ref());
